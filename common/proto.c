@@ -1,0 +1,297 @@
+/*
+ * @file proto.c
+ * Encoding and decoding of the wire protocol described in proto.h.
+ *
+ * The cursor and writer do all bounds checking; the per-message encoders and
+ * decoders are generated from the field lists in proto.h, so each message's
+ * layout is written down exactly once. A decoder accepts a frame only if its
+ * fields fill it exactly: trailing bytes are as suspicious as missing ones.
+ */
+#include "proto.h"
+
+#include "status.h"
+
+#include <string.h>
+
+/* ---- cursor ----------------------------------------------------------- */
+
+void ts_cursor_init(struct ts_cursor *cursor, const void *buf, size_t len)
+{
+    cursor->pos = buf;
+    cursor->left = buf ? len : 0;
+    cursor->failed = false;
+}
+
+const uint8_t *ts_cursor_bytes(struct ts_cursor *cursor, size_t len)
+{
+    if (cursor->failed || len > cursor->left) {
+        cursor->failed = true;
+        return NULL;
+    }
+    const uint8_t *at = cursor->pos;
+    cursor->pos += len;
+    cursor->left -= len;
+    return at;
+}
+
+static uint64_t read_le(struct ts_cursor *cursor, size_t width)
+{
+    const uint8_t *at = ts_cursor_bytes(cursor, width);
+    uint64_t value = 0;
+    if (!at)
+        return 0;
+    for (size_t i = 0; i < width; i++)
+        value |= (uint64_t)at[i] << (8 * i);
+    return value;
+}
+
+uint16_t ts_cursor_u16(struct ts_cursor *cursor) { return (uint16_t)read_le(cursor, 2); }
+uint32_t ts_cursor_u32(struct ts_cursor *cursor) { return (uint32_t)read_le(cursor, 4); }
+uint64_t ts_cursor_u64(struct ts_cursor *cursor) { return read_le(cursor, 8); }
+int64_t ts_cursor_i64(struct ts_cursor *cursor) { return (int64_t)read_le(cursor, 8); }
+
+static struct ts_str cursor_sized(struct ts_cursor *cursor, uint32_t len)
+{
+    struct ts_str str = {NULL, 0};
+    const uint8_t *at = ts_cursor_bytes(cursor, len);
+    if (at) {
+        str.ptr = (const char *)at;
+        str.len = len;
+    }
+    return str;
+}
+
+struct ts_str ts_cursor_str(struct ts_cursor *cursor)
+{
+    uint32_t len = ts_cursor_u16(cursor);
+    return cursor_sized(cursor, len);
+}
+
+struct ts_str ts_cursor_blob(struct ts_cursor *cursor)
+{
+    uint32_t len = ts_cursor_u32(cursor);
+    return cursor_sized(cursor, len);
+}
+
+void ts_cursor_attr(struct ts_cursor *cursor, struct ts_attr *attr)
+{
+    attr->ino = ts_cursor_u64(cursor);
+    attr->mode = ts_cursor_u32(cursor);
+    attr->nlink = ts_cursor_u32(cursor);
+    attr->uid = ts_cursor_u32(cursor);
+    attr->gid = ts_cursor_u32(cursor);
+    attr->rdev = ts_cursor_u64(cursor);
+    attr->size = ts_cursor_u64(cursor);
+    attr->blocks = ts_cursor_u64(cursor);
+    attr->atime_sec = ts_cursor_i64(cursor);
+    attr->atime_nsec = ts_cursor_u32(cursor);
+    attr->mtime_sec = ts_cursor_i64(cursor);
+    attr->mtime_nsec = ts_cursor_u32(cursor);
+    attr->ctime_sec = ts_cursor_i64(cursor);
+    attr->ctime_nsec = ts_cursor_u32(cursor);
+    attr->generation = ts_cursor_u64(cursor);
+    attr->tile_bytes = ts_cursor_u32(cursor);
+}
+
+/* ---- writer ----------------------------------------------------------- */
+
+void ts_writer_init(struct ts_writer *writer, void *buf, size_t cap)
+{
+    writer->buf = buf;
+    writer->cap = buf ? cap : 0;
+    writer->len = 0;
+    writer->failed = false;
+}
+
+void ts_writer_bytes(struct ts_writer *writer, const void *bytes, size_t len)
+{
+    if (writer->failed || len > writer->cap - writer->len) {
+        writer->failed = true;
+        return;
+    }
+    if (len > 0)
+        memcpy(writer->buf + writer->len, bytes, len);
+    writer->len += len;
+}
+
+static void write_le(struct ts_writer *writer, uint64_t value, size_t width)
+{
+    uint8_t bytes[8];
+    for (size_t i = 0; i < width; i++)
+        bytes[i] = (uint8_t)(value >> (8 * i));
+    ts_writer_bytes(writer, bytes, width);
+}
+
+void ts_writer_u16(struct ts_writer *writer, uint16_t value) { write_le(writer, value, 2); }
+void ts_writer_u32(struct ts_writer *writer, uint32_t value) { write_le(writer, value, 4); }
+void ts_writer_u64(struct ts_writer *writer, uint64_t value) { write_le(writer, value, 8); }
+void ts_writer_i64(struct ts_writer *writer, int64_t value)
+{
+    write_le(writer, (uint64_t)value, 8);
+}
+
+void ts_writer_str(struct ts_writer *writer, struct ts_str str)
+{
+    if (str.len > TS_MAX_STRING) {
+        writer->failed = true;
+        return;
+    }
+    ts_writer_u16(writer, (uint16_t)str.len);
+    ts_writer_bytes(writer, str.ptr, str.len);
+}
+
+void ts_writer_blob(struct ts_writer *writer, struct ts_str blob)
+{
+    ts_writer_u32(writer, blob.len);
+    ts_writer_bytes(writer, blob.ptr, blob.len);
+}
+
+void ts_writer_attr(struct ts_writer *writer, const struct ts_attr *attr)
+{
+    ts_writer_u64(writer, attr->ino);
+    ts_writer_u32(writer, attr->mode);
+    ts_writer_u32(writer, attr->nlink);
+    ts_writer_u32(writer, attr->uid);
+    ts_writer_u32(writer, attr->gid);
+    ts_writer_u64(writer, attr->rdev);
+    ts_writer_u64(writer, attr->size);
+    ts_writer_u64(writer, attr->blocks);
+    ts_writer_i64(writer, attr->atime_sec);
+    ts_writer_u32(writer, attr->atime_nsec);
+    ts_writer_i64(writer, attr->mtime_sec);
+    ts_writer_u32(writer, attr->mtime_nsec);
+    ts_writer_i64(writer, attr->ctime_sec);
+    ts_writer_u32(writer, attr->ctime_nsec);
+    ts_writer_u64(writer, attr->generation);
+    ts_writer_u32(writer, attr->tile_bytes);
+}
+
+struct ts_str ts_str_of(const char *s)
+{
+    struct ts_str str = {s, s ? (uint32_t)strlen(s) : 0};
+    return str;
+}
+
+int ts_str_copy(struct ts_str str, char *out, size_t cap)
+{
+    if (cap == 0 || str.len >= cap)
+        return -1;
+    if (str.len > 0)
+        memcpy(out, str.ptr, str.len);
+    out[str.len] = '\0';
+    return 0;
+}
+
+/* ---- generated message codecs ---------------------------------------- */
+
+#define WRITE_FIELD_U32(writer, value) ts_writer_u32(writer, value)
+#define WRITE_FIELD_U64(writer, value) ts_writer_u64(writer, value)
+#define WRITE_FIELD_I64(writer, value) ts_writer_i64(writer, value)
+#define WRITE_FIELD_STR(writer, value) ts_writer_str(writer, value)
+#define WRITE_FIELD_BLOB(writer, value) ts_writer_blob(writer, value)
+#define WRITE_FIELD_ATTR(writer, value) ts_writer_attr(writer, &(value))
+#define ENCODE_FIELD(kind, name) WRITE_FIELD_##kind(&writer, m->name);
+
+#define READ_FIELD_U32(cursor, field) field = ts_cursor_u32(cursor)
+#define READ_FIELD_U64(cursor, field) field = ts_cursor_u64(cursor)
+#define READ_FIELD_I64(cursor, field) field = ts_cursor_i64(cursor)
+#define READ_FIELD_STR(cursor, field) field = ts_cursor_str(cursor)
+#define READ_FIELD_BLOB(cursor, field) field = ts_cursor_blob(cursor)
+#define READ_FIELD_ATTR(cursor, field) ts_cursor_attr(cursor, &(field))
+#define DECODE_FIELD(kind, name) READ_FIELD_##kind(&cursor, m->name);
+
+#define DEFINE_MESSAGE(name, fields)                                                               \
+    int ts_##name##_encode(const struct ts_##name *m, uint8_t *buf, size_t cap)                   \
+    {                                                                                              \
+        struct ts_writer writer;                                                                   \
+        ts_writer_init(&writer, buf, cap);                                                         \
+        (void)m;                                                                                   \
+        fields(ENCODE_FIELD) return writer.failed ? -1 : (int)writer.len;                          \
+    }                                                                                              \
+    int ts_##name##_decode(struct ts_##name *m, const uint8_t *buf, size_t len)                    \
+    {                                                                                              \
+        struct ts_cursor cursor;                                                                   \
+        memset(m, 0, sizeof(*m));                                                                  \
+        ts_cursor_init(&cursor, buf, len);                                                         \
+        fields(DECODE_FIELD) return (cursor.failed || cursor.left != 0) ? -1 : 0;                  \
+    }
+TS_MESSAGES(DEFINE_MESSAGE)
+
+/* ---- header ----------------------------------------------------------- */
+
+void ts_header_encode(const struct ts_header *header, uint8_t out[TS_HEADER_BYTES])
+{
+    struct ts_writer writer;
+    ts_writer_init(&writer, out, TS_HEADER_BYTES);
+    ts_writer_u32(&writer, header->magic);
+    ts_writer_u16(&writer, header->version);
+    ts_writer_u16(&writer, header->type);
+    ts_writer_u64(&writer, header->request_id);
+    ts_writer_u32(&writer, header->flags);
+    ts_writer_u32(&writer, (uint32_t)header->status);
+    ts_writer_u32(&writer, header->payload_bytes);
+    ts_writer_u32(&writer, header->data_bytes);
+}
+
+int ts_header_decode(struct ts_header *header, const uint8_t *frame, size_t frame_len)
+{
+    struct ts_cursor cursor;
+    memset(header, 0, sizeof(*header));
+    if (frame_len < TS_HEADER_BYTES)
+        return TS_ERR_BADMSG;
+    if (frame_len > TS_MAX_FRAME_BYTES)
+        return TS_ERR_TOOBIG;
+    ts_cursor_init(&cursor, frame, TS_HEADER_BYTES);
+    header->magic = ts_cursor_u32(&cursor);
+    header->version = ts_cursor_u16(&cursor);
+    header->type = ts_cursor_u16(&cursor);
+    header->request_id = ts_cursor_u64(&cursor);
+    header->flags = ts_cursor_u32(&cursor);
+    header->status = (int32_t)ts_cursor_u32(&cursor);
+    header->payload_bytes = ts_cursor_u32(&cursor);
+    header->data_bytes = ts_cursor_u32(&cursor);
+    if (header->magic != TS_PROTO_MAGIC)
+        return TS_ERR_BADMSG;
+    if (header->version != TS_PROTO_VERSION)
+        return TS_ERR_PROTO;
+    if (header->payload_bytes != frame_len - TS_HEADER_BYTES)
+        return TS_ERR_BADMSG;
+    if (header->data_bytes > TS_MAX_DATA_BYTES)
+        return TS_ERR_TOOBIG;
+    return TS_OK;
+}
+
+const char *ts_op_name(uint16_t type)
+{
+    switch (type) {
+    case TS_OP_PING: return "PING";
+    case TS_OP_LOOKUP: return "LOOKUP";
+    case TS_OP_GETATTR: return "GETATTR";
+    case TS_OP_SETATTR: return "SETATTR";
+    case TS_OP_MKNOD: return "MKNOD";
+    case TS_OP_MKDIR: return "MKDIR";
+    case TS_OP_UNLINK: return "UNLINK";
+    case TS_OP_RMDIR: return "RMDIR";
+    case TS_OP_RENAME: return "RENAME";
+    case TS_OP_LINK: return "LINK";
+    case TS_OP_SYMLINK: return "SYMLINK";
+    case TS_OP_READLINK: return "READLINK";
+    case TS_OP_READDIR: return "READDIR";
+    case TS_OP_OPEN: return "OPEN";
+    case TS_OP_RELEASE: return "RELEASE";
+    case TS_OP_STATFS: return "STATFS";
+    case TS_OP_SETXATTR: return "SETXATTR";
+    case TS_OP_GETXATTR: return "GETXATTR";
+    case TS_OP_LISTXATTR: return "LISTXATTR";
+    case TS_OP_REMOVEXATTR: return "REMOVEXATTR";
+    case TS_OP_TILE_MAP: return "TILE_MAP";
+    case TS_OP_COMMIT: return "COMMIT";
+    case TS_OP_NODE_LIST: return "NODE_LIST";
+    case TS_OP_HEARTBEAT: return "HEARTBEAT";
+    case TS_OP_TILE_WRITE: return "TILE_WRITE";
+    case TS_OP_TILE_READ: return "TILE_READ";
+    case TS_OP_TILE_SYNC: return "TILE_SYNC";
+    case TS_OP_TILE_TRUNCATE: return "TILE_TRUNCATE";
+    default: return "?";
+    }
+}

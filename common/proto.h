@@ -1,0 +1,429 @@
+/*
+ * @file proto.h
+ * The Tessera wire protocol: the one place the format is written down.
+ *
+ * Every message is a ZeroMQ multipart message of one or two frames:
+ *   frame 0: a 32-byte header (below), then the message's fields;
+ *   frame 1: optional bulk data (tile bytes), its length in the header.
+ * All integers are little-endian; fields follow each other without padding.
+ * A string is a u16 length then that many bytes (no NUL on the wire); a blob
+ * is a u32 length then bytes. Decoders read through a bounds-checked cursor
+ * (struct ts_cursor) and never trust a length they have not checked against
+ * the frame it came in.
+ *
+ * Each message's fields are listed once, in a field-list macro
+ * (TS_MSG_<NAME>), from which proto.c generates the struct, the encoder and
+ * the decoder, so client and server cannot disagree about the order.
+ *
+ * Requests and their replies share the opcode; a reply carries the request's
+ * id and a status (enum ts_status, status.h). A reply with a non-zero status
+ * has no fields except an optional text (TS_MSG_ERROR).
+ */
+#ifndef TESSERA_PROTO_H
+#define TESSERA_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define TS_PROTO_MAGIC 0x41525354u /* "TSRA" */
+#define TS_PROTO_VERSION 1
+#define TS_HEADER_BYTES 32
+#define TS_MAX_FRAME_BYTES (4u << 20) /* frame 0 cap, either direction */
+#define TS_MAX_DATA_BYTES (16u << 20) /* frame 1 cap: one tile at most */
+#define TS_MAX_NAME 255               /* bytes in one path component */
+#define TS_MAX_SYMLINK 4095           /* bytes in a symlink target */
+#define TS_MAX_XATTR_NAME 255
+#define TS_MAX_XATTR_VALUE 65536
+#define TS_MAX_STRING 65535 /* u16 length on the wire */
+#define TS_ROOT_INO 1
+
+/* Header flags. */
+#define TS_FLAG_REPLY 0x1u
+
+struct ts_header {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t type;
+    uint64_t request_id;
+    uint32_t flags;
+    int32_t status; /* replies: enum ts_status; requests: 0 */
+    uint32_t payload_bytes; /* frame 0 bytes after the header */
+    uint32_t data_bytes;    /* frame 1 bytes (0 = no frame 1) */
+};
+
+/* Opcodes, named source_destination_action. Client = FUSE mount or tool. */
+enum ts_op {
+    TS_OP_PING = 1, /* anyone -> meta or datanode: liveness */
+
+    /* client -> meta: namespace */
+    TS_OP_LOOKUP = 10,
+    TS_OP_GETATTR,
+    TS_OP_SETATTR,
+    TS_OP_MKNOD,
+    TS_OP_MKDIR,
+    TS_OP_UNLINK,
+    TS_OP_RMDIR,
+    TS_OP_RENAME,
+    TS_OP_LINK,
+    TS_OP_SYMLINK,
+    TS_OP_READLINK,
+    TS_OP_READDIR,
+    TS_OP_OPEN,
+    TS_OP_RELEASE,
+    TS_OP_STATFS,
+    TS_OP_SETXATTR,
+    TS_OP_GETXATTR,
+    TS_OP_LISTXATTR,
+    TS_OP_REMOVEXATTR,
+
+    /* client -> meta: data placement */
+    TS_OP_TILE_MAP = 40,
+    TS_OP_COMMIT,
+    TS_OP_NODE_LIST,
+
+    /* datanode -> meta */
+    TS_OP_HEARTBEAT = 60,
+
+    /* client -> datanode */
+    TS_OP_TILE_WRITE = 80,
+    TS_OP_TILE_READ,
+    TS_OP_TILE_SYNC,
+    TS_OP_TILE_TRUNCATE,
+
+    TS_OP_MAX = 100 /* opcode table size; every opcode is below it */
+};
+
+/* Inode attributes as they travel. Times are seconds + nanoseconds. */
+struct ts_attr {
+    uint64_t ino;
+    uint32_t mode;
+    uint32_t nlink;
+    uint32_t uid;
+    uint32_t gid;
+    uint64_t rdev;
+    uint64_t size;
+    uint64_t blocks; /* 512-byte units actually stored */
+    int64_t atime_sec;
+    uint32_t atime_nsec;
+    int64_t mtime_sec;
+    uint32_t mtime_nsec;
+    int64_t ctime_sec;
+    uint32_t ctime_nsec;
+    uint64_t generation;
+    uint32_t tile_bytes; /* the file's layout: subchunk size */
+};
+#define TS_ATTR_WIRE_BYTES 104
+
+/* A string or blob decoded in place: points into the received frame. */
+struct ts_str {
+    const char *ptr;
+    uint32_t len;
+};
+
+/* SETATTR valid mask. */
+#define TS_SET_MODE 0x01u
+#define TS_SET_UID 0x02u
+#define TS_SET_GID 0x04u
+#define TS_SET_SIZE 0x08u
+#define TS_SET_ATIME 0x10u
+#define TS_SET_MTIME 0x20u
+#define TS_SET_ATIME_NOW 0x40u
+#define TS_SET_MTIME_NOW 0x80u
+#define TS_SET_CTIME 0x100u
+
+/* RENAME flags (the values of renameat2). */
+#define TS_RENAME_NOREPLACE 0x1u
+#define TS_RENAME_EXCHANGE 0x2u
+
+/* SETXATTR flags (the values of setxattr). */
+#define TS_XATTR_CREATE 0x1u
+#define TS_XATTR_REPLACE 0x2u
+
+/* Datanode states in NODE_LIST. */
+enum ts_node_state { TS_NODE_DOWN = 0, TS_NODE_UP = 1 };
+
+/*
+ * Field lists. X(kind, name) with kind one of U32, U64, I64, STR, BLOB, ATTR.
+ * Arrays travel as a count field and a BLOB of fixed-size records whose
+ * layout is given beside the message (decoded with ts_cursor).
+ */
+
+/* ERROR: any reply with a non-zero status. */
+#define TS_MSG_ERROR(X) X(STR, text)
+
+/* PING: empty request; reply carries the server's role ("meta"/"datanode"). */
+#define TS_MSG_PING_REQ(X)
+#define TS_MSG_PING_REP(X) X(STR, role)
+
+/* Caller identity for creating operations (from the FUSE request context). */
+#define TS_MSG_LOOKUP_REQ(X) X(U64, parent) X(STR, name)
+#define TS_MSG_ATTR_REP(X) X(ATTR, attr)
+#define TS_MSG_GETATTR_REQ(X) X(U64, ino)
+#define TS_MSG_SETATTR_REQ(X)                                                                     \
+    X(U64, ino)                                                                                    \
+    X(U32, valid)                                                                                  \
+    X(U32, mode)                                                                                   \
+    X(U32, uid)                                                                                    \
+    X(U32, gid)                                                                                    \
+    X(U64, size)                                                                                   \
+    X(I64, atime_sec)                                                                              \
+    X(U32, atime_nsec)                                                                             \
+    X(I64, mtime_sec)                                                                              \
+    X(U32, mtime_nsec)
+/*
+ * SETATTR reply: the new attributes; when the size shrank to inside a tile,
+ * that tile's location so the client can cut it on its datanode
+ * (cut_node 0 = no tile to cut). Tiles wholly past the end are dropped by meta.
+ */
+#define TS_MSG_SETATTR_REP(X)                                                                     \
+    X(ATTR, attr)                                                                                  \
+    X(U32, cut_node)                                                                               \
+    X(U64, cut_tile)                                                                               \
+    X(U64, cut_version)                                                                            \
+    X(U32, cut_bytes)
+#define TS_MSG_MKNOD_REQ(X)                                                                       \
+    X(U64, parent)                                                                                 \
+    X(STR, name)                                                                                   \
+    X(U32, mode)                                                                                   \
+    X(U64, rdev)                                                                                   \
+    X(U32, uid)                                                                                    \
+    X(U32, gid)
+#define TS_MSG_MKDIR_REQ(X)                                                                       \
+    X(U64, parent)                                                                                 \
+    X(STR, name)                                                                                   \
+    X(U32, mode)                                                                                   \
+    X(U32, uid)                                                                                    \
+    X(U32, gid)
+/* UNLINK and RMDIR. */
+#define TS_MSG_NAME_REQ(X) X(U64, parent) X(STR, name)
+#define TS_MSG_RENAME_REQ(X)                                                                      \
+    X(U64, parent)                                                                                 \
+    X(STR, name)                                                                                   \
+    X(U64, new_parent)                                                                             \
+    X(STR, new_name)                                                                               \
+    X(U32, flags)
+#define TS_MSG_LINK_REQ(X) X(U64, ino) X(U64, new_parent) X(STR, new_name)
+#define TS_MSG_SYMLINK_REQ(X)                                                                     \
+    X(U64, parent)                                                                                 \
+    X(STR, name)                                                                                   \
+    X(STR, target)                                                                                 \
+    X(U32, uid)                                                                                    \
+    X(U32, gid)
+#define TS_MSG_READLINK_REQ(X) X(U64, ino)
+#define TS_MSG_READLINK_REP(X) X(STR, target)
+/*
+ * READDIR: entries of directory `ino` whose names sort after `after`
+ * ("" = from the start), at most max_entries. Record: u64 ino, u32 mode,
+ * u16 name length, name bytes. `done` = 1 when the listing is complete.
+ */
+#define TS_MSG_READDIR_REQ(X) X(U64, ino) X(STR, after) X(U32, max_entries)
+#define TS_MSG_READDIR_REP(X) X(U32, count) X(U32, done) X(BLOB, entries)
+/* OPEN holds the inode alive while open (unlinked files stay readable). */
+#define TS_MSG_OPEN_REQ(X) X(U64, ino) X(U32, flags)
+#define TS_MSG_RELEASE_REQ(X) X(U64, ino)
+#define TS_MSG_EMPTY(X)
+#define TS_MSG_STATFS_REP(X)                                                                      \
+    X(U64, total_bytes)                                                                            \
+    X(U64, free_bytes)                                                                             \
+    X(U64, files)                                                                                  \
+    X(U64, nodes_up)
+#define TS_MSG_SETXATTR_REQ(X) X(U64, ino) X(STR, name) X(BLOB, value) X(U32, flags)
+#define TS_MSG_GETXATTR_REQ(X) X(U64, ino) X(STR, name)
+#define TS_MSG_GETXATTR_REP(X) X(BLOB, value)
+#define TS_MSG_LISTXATTR_REQ(X) X(U64, ino)
+#define TS_MSG_LISTXATTR_REP(X) X(BLOB, names) /* NUL-terminated names back to back */
+#define TS_MSG_REMOVEXATTR_REQ(X) X(U64, ino) X(STR, name)
+
+/*
+ * TILE_MAP: where tiles [first, first+count) of ino live. With allocate = 1,
+ * missing tiles are placed now (placement policy) and committed.
+ * Record: u32 node (0 = hole, no tile), u64 version.
+ */
+#define TS_TILE_RECORD_BYTES 12
+#define TS_MAX_TILES_PER_MAP 4096
+#define TS_MSG_TILE_MAP_REQ(X) X(U64, ino) X(U64, first) X(U32, count) X(U32, allocate)
+#define TS_MSG_TILE_MAP_REP(X) X(U32, count) X(BLOB, tiles)
+/*
+ * COMMIT: data was written: size = max(size, min_size); mtime/ctime set to
+ * the given time if mtime_sec != 0. Also makes meta's store durable when
+ * sync = 1 (fsync).
+ */
+#define TS_MSG_COMMIT_REQ(X)                                                                      \
+    X(U64, ino)                                                                                    \
+    X(U64, min_size)                                                                               \
+    X(I64, mtime_sec)                                                                              \
+    X(U32, mtime_nsec)                                                                             \
+    X(U32, sync)
+/*
+ * NODE_LIST record: u32 id, u32 state, u64 capacity, u64 free, u64 used,
+ * u64 tiles, u64 heartbeat_age_ms, u16 machine length, machine, u16 address
+ * length, address.
+ */
+#define TS_MSG_NODE_LIST_REP(X) X(U32, count) X(BLOB, nodes)
+
+/*
+ * HEARTBEAT: datanode -> meta every second. node_id 0 asks for a new id.
+ * deleted: records of tiles removed as asked (u64 ino, u64 tile, u64 version).
+ * The reply gives the id and up to TS_MAX_GARBAGE tiles to delete (same
+ * record), which the datanode confirms in its next heartbeat.
+ */
+#define TS_GARBAGE_RECORD_BYTES 24
+#define TS_MAX_GARBAGE 4096
+#define TS_MSG_HEARTBEAT_REQ(X)                                                                   \
+    X(U32, node_id)                                                                                \
+    X(STR, machine)                                                                                \
+    X(STR, address)                                                                                \
+    X(U64, capacity)                                                                               \
+    X(U64, free_bytes)                                                                             \
+    X(U64, used_bytes)                                                                             \
+    X(U64, tiles)                                                                                  \
+    X(U32, deleted_count)                                                                          \
+    X(BLOB, deleted)
+#define TS_MSG_HEARTBEAT_REP(X) X(U32, node_id) X(U32, garbage_count) X(BLOB, garbage)
+
+/* Tile I/O. The tile's bytes travel in frame 1 (write request, read reply). */
+#define TS_MSG_TILE_WRITE_REQ(X) X(U64, ino) X(U64, tile) X(U64, version) X(U32, offset)
+/* Read reply's frame 1 may be shorter than asked: the rest is a hole (zeros). */
+#define TS_MSG_TILE_READ_REQ(X)                                                                   \
+    X(U64, ino)                                                                                    \
+    X(U64, tile)                                                                                   \
+    X(U64, version)                                                                                \
+    X(U32, offset)                                                                                 \
+    X(U32, length)
+/* TILE_SYNC: fsync these tiles (records as garbage records). */
+#define TS_MSG_TILE_SYNC_REQ(X) X(U32, count) X(BLOB, tiles)
+#define TS_MSG_TILE_TRUNCATE_REQ(X) X(U64, ino) X(U64, tile) X(U64, version) X(U32, length)
+
+/* ---- generated structs ---------------------------------------------- */
+
+#define TS_FIELD_TYPE_U32 uint32_t
+#define TS_FIELD_TYPE_U64 uint64_t
+#define TS_FIELD_TYPE_I64 int64_t
+#define TS_FIELD_TYPE_STR struct ts_str
+#define TS_FIELD_TYPE_BLOB struct ts_str
+#define TS_FIELD_TYPE_ATTR struct ts_attr
+#define TS_STRUCT_FIELD(kind, name) TS_FIELD_TYPE_##kind name;
+
+#define TS_MESSAGES(M)                                                                            \
+    M(error, TS_MSG_ERROR)                                                                         \
+    M(ping_rep, TS_MSG_PING_REP)                                                                   \
+    M(lookup_req, TS_MSG_LOOKUP_REQ)                                                               \
+    M(attr_rep, TS_MSG_ATTR_REP)                                                                   \
+    M(getattr_req, TS_MSG_GETATTR_REQ)                                                             \
+    M(setattr_req, TS_MSG_SETATTR_REQ)                                                             \
+    M(setattr_rep, TS_MSG_SETATTR_REP)                                                             \
+    M(mknod_req, TS_MSG_MKNOD_REQ)                                                                 \
+    M(mkdir_req, TS_MSG_MKDIR_REQ)                                                                 \
+    M(name_req, TS_MSG_NAME_REQ)                                                                   \
+    M(rename_req, TS_MSG_RENAME_REQ)                                                               \
+    M(link_req, TS_MSG_LINK_REQ)                                                                   \
+    M(symlink_req, TS_MSG_SYMLINK_REQ)                                                             \
+    M(readlink_req, TS_MSG_READLINK_REQ)                                                           \
+    M(readlink_rep, TS_MSG_READLINK_REP)                                                           \
+    M(readdir_req, TS_MSG_READDIR_REQ)                                                             \
+    M(readdir_rep, TS_MSG_READDIR_REP)                                                             \
+    M(open_req, TS_MSG_OPEN_REQ)                                                                   \
+    M(release_req, TS_MSG_RELEASE_REQ)                                                             \
+    M(statfs_rep, TS_MSG_STATFS_REP)                                                               \
+    M(setxattr_req, TS_MSG_SETXATTR_REQ)                                                           \
+    M(getxattr_req, TS_MSG_GETXATTR_REQ)                                                           \
+    M(getxattr_rep, TS_MSG_GETXATTR_REP)                                                           \
+    M(listxattr_req, TS_MSG_LISTXATTR_REQ)                                                         \
+    M(listxattr_rep, TS_MSG_LISTXATTR_REP)                                                         \
+    M(removexattr_req, TS_MSG_REMOVEXATTR_REQ)                                                     \
+    M(tile_map_req, TS_MSG_TILE_MAP_REQ)                                                           \
+    M(tile_map_rep, TS_MSG_TILE_MAP_REP)                                                           \
+    M(commit_req, TS_MSG_COMMIT_REQ)                                                               \
+    M(node_list_rep, TS_MSG_NODE_LIST_REP)                                                         \
+    M(heartbeat_req, TS_MSG_HEARTBEAT_REQ)                                                         \
+    M(heartbeat_rep, TS_MSG_HEARTBEAT_REP)                                                         \
+    M(tile_write_req, TS_MSG_TILE_WRITE_REQ)                                                       \
+    M(tile_read_req, TS_MSG_TILE_READ_REQ)                                                         \
+    M(tile_sync_req, TS_MSG_TILE_SYNC_REQ)                                                         \
+    M(tile_truncate_req, TS_MSG_TILE_TRUNCATE_REQ)
+
+/*
+ * For each message NAME: struct ts_NAME, and
+ *   int ts_NAME_encode(const struct ts_NAME *m, uint8_t *buf, size_t cap)
+ *     writes the fields; returns the bytes written (0 for an empty message),
+ *     or -1 if cap is too small or a string is longer than its length field
+ *     allows.
+ *   int ts_NAME_decode(struct ts_NAME *m, const uint8_t *buf, size_t len)
+ *     fills m (strings point into buf); returns 0, or -1 if the fields do not
+ *     fit exactly in len bytes.
+ */
+#define TS_DECLARE_MESSAGE(name, fields)                                                           \
+    struct ts_##name {                                                                             \
+        char unused_; /* keeps empty field lists legal C */                                        \
+        fields(TS_STRUCT_FIELD)                                                                    \
+    };                                                                                             \
+    int ts_##name##_encode(const struct ts_##name *m, uint8_t *buf, size_t cap);                  \
+    int ts_##name##_decode(struct ts_##name *m, const uint8_t *buf, size_t len);
+TS_MESSAGES(TS_DECLARE_MESSAGE)
+
+/* ---- cursor: bounds-checked reading ----------------------------------- */
+
+/*
+ * A cursor over received bytes. Every read checks the remaining length; the
+ * first failure sets `failed` and makes every later read return zeros, so a
+ * decoder can read all its fields and check `failed` once at the end.
+ */
+struct ts_cursor {
+    const uint8_t *pos;
+    size_t left;
+    bool failed;
+};
+
+void ts_cursor_init(struct ts_cursor *cursor, const void *buf, size_t len);
+uint16_t ts_cursor_u16(struct ts_cursor *cursor);
+uint32_t ts_cursor_u32(struct ts_cursor *cursor);
+uint64_t ts_cursor_u64(struct ts_cursor *cursor);
+int64_t ts_cursor_i64(struct ts_cursor *cursor);
+/* A u16-length string; returns {NULL,0} on failure. */
+struct ts_str ts_cursor_str(struct ts_cursor *cursor);
+/* A u32-length blob. */
+struct ts_str ts_cursor_blob(struct ts_cursor *cursor);
+/* `len` raw bytes. */
+const uint8_t *ts_cursor_bytes(struct ts_cursor *cursor, size_t len);
+void ts_cursor_attr(struct ts_cursor *cursor, struct ts_attr *attr);
+
+/* ---- writer: bounds-checked appending --------------------------------- */
+
+/* Appends into a fixed buffer; the first overflow sets `failed`. */
+struct ts_writer {
+    uint8_t *buf;
+    size_t cap;
+    size_t len;
+    bool failed;
+};
+
+void ts_writer_init(struct ts_writer *writer, void *buf, size_t cap);
+void ts_writer_u16(struct ts_writer *writer, uint16_t value);
+void ts_writer_u32(struct ts_writer *writer, uint32_t value);
+void ts_writer_u64(struct ts_writer *writer, uint64_t value);
+void ts_writer_i64(struct ts_writer *writer, int64_t value);
+void ts_writer_str(struct ts_writer *writer, struct ts_str str);
+void ts_writer_blob(struct ts_writer *writer, struct ts_str blob);
+void ts_writer_bytes(struct ts_writer *writer, const void *bytes, size_t len);
+void ts_writer_attr(struct ts_writer *writer, const struct ts_attr *attr);
+
+/* A ts_str over a C string. */
+struct ts_str ts_str_of(const char *s);
+/* Copies str into out (cap bytes incl. NUL); returns -1 if it does not fit. */
+int ts_str_copy(struct ts_str str, char *out, size_t cap);
+
+/* ---- header ----------------------------------------------------------- */
+
+void ts_header_encode(const struct ts_header *header, uint8_t out[TS_HEADER_BYTES]);
+/*
+ * Decodes and checks a header at the start of a frame of frame_len bytes:
+ * magic, version, payload_bytes == frame_len - TS_HEADER_BYTES, and the size
+ * caps. Returns 0 or a TS_ERR_* status (BADMSG, PROTO, TOOBIG).
+ */
+int ts_header_decode(struct ts_header *header, const uint8_t *frame, size_t frame_len);
+
+/* Text name of an opcode, for logs ("?" if unknown). */
+const char *ts_op_name(uint16_t type);
+
+#endif

@@ -1,0 +1,508 @@
+/*
+ * @file rpc.c
+ * See rpc.h. Frame layout on the wire, after ZeroMQ's own framing:
+ *   client -> server (DEALER): [frame 0][frame 1?]
+ *   server sees (ROUTER):      [identity][frame 0][frame 1?]
+ * Request ids come from one process-wide counter, so a reply can always be
+ * matched to its request.
+ */
+#include "rpc.h"
+
+#include "log.h"
+#include "status.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void *rpc_zmq_context;
+static pthread_once_t rpc_context_once = PTHREAD_ONCE_INIT;
+static atomic_uint_fast64_t rpc_next_request_id = 1;
+
+static void rpc_context_create(void)
+{
+    rpc_zmq_context = zmq_ctx_new();
+    /* A few I/O threads keep 1 MiB tile transfers to several nodes moving. */
+    if (rpc_zmq_context)
+        zmq_ctx_set(rpc_zmq_context, ZMQ_IO_THREADS, 2);
+}
+
+void *rpc_context(void)
+{
+    pthread_once(&rpc_context_once, rpc_context_create);
+    return rpc_zmq_context;
+}
+
+static int64_t monotonic_ms(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
+size_t rpc_frame_build(uint8_t *out, size_t cap, uint16_t op, uint64_t request_id,
+                       uint32_t flags, int status, const void *payload, size_t payload_len,
+                       size_t data_len)
+{
+    struct ts_header header = {
+        .magic = TS_PROTO_MAGIC,
+        .version = TS_PROTO_VERSION,
+        .type = op,
+        .request_id = request_id,
+        .flags = flags,
+        .status = status,
+        .payload_bytes = (uint32_t)payload_len,
+        .data_bytes = (uint32_t)data_len,
+    };
+    size_t total = TS_HEADER_BYTES + payload_len;
+    if (total > cap || total > TS_MAX_FRAME_BYTES || data_len > TS_MAX_DATA_BYTES)
+        return 0;
+    ts_header_encode(&header, out);
+    if (payload_len > 0)
+        memcpy(out + TS_HEADER_BYTES, payload, payload_len);
+    return total;
+}
+
+/* ---- replies ---------------------------------------------------------- */
+
+void rpc_reply_release(struct rpc_reply *reply)
+{
+    if (reply->frames_held >= 1)
+        zmq_msg_close(&reply->frame);
+    if (reply->frames_held >= 2)
+        zmq_msg_close(&reply->data_frame);
+    memset(reply, 0, sizeof(*reply));
+}
+
+void rpc_reply_error_text(const struct rpc_reply *reply, char *out, size_t cap)
+{
+    struct ts_error error;
+    if (cap == 0)
+        return;
+    out[0] = '\0';
+    if (reply->frames_held == 0 || reply->header.status == TS_OK)
+        return;
+    if (ts_error_decode(&error, reply->payload, reply->payload_len) == 0)
+        snprintf(out, cap, "%.*s", (int)error.text.len, error.text.ptr);
+}
+
+/* ---- client ----------------------------------------------------------- */
+
+struct rpc_client {
+    void *socket;
+    char endpoint[256];
+};
+
+static void *rpc_socket_open(const char *endpoint)
+{
+    void *socket = zmq_socket(rpc_context(), ZMQ_DEALER);
+    int zero = 0;
+    int hwm = 64;
+    if (!socket)
+        return NULL;
+    /* Never keep a process alive for unsent requests; bound the queues. */
+    zmq_setsockopt(socket, ZMQ_LINGER, &zero, sizeof(zero));
+    zmq_setsockopt(socket, ZMQ_SNDHWM, &hwm, sizeof(hwm));
+    zmq_setsockopt(socket, ZMQ_RCVHWM, &hwm, sizeof(hwm));
+    if (zmq_connect(socket, endpoint) != 0) {
+        log_error("cannot connect to %s: %s", endpoint, zmq_strerror(zmq_errno()));
+        zmq_close(socket);
+        return NULL;
+    }
+    return socket;
+}
+
+struct rpc_client *rpc_client_new(const char *endpoint)
+{
+    struct rpc_client *client = calloc(1, sizeof(*client));
+    if (!client)
+        return NULL;
+    snprintf(client->endpoint, sizeof(client->endpoint), "%s", endpoint);
+    client->socket = rpc_socket_open(endpoint);
+    if (!client->socket) {
+        free(client);
+        return NULL;
+    }
+    return client;
+}
+
+void rpc_client_destroy(struct rpc_client **clientp)
+{
+    if (!clientp || !*clientp)
+        return;
+    if ((*clientp)->socket)
+        zmq_close((*clientp)->socket);
+    free(*clientp);
+    *clientp = NULL;
+}
+
+/* Receives one multipart reply into `reply`; returns a status. */
+static int rpc_receive_reply(void *socket, uint64_t request_id, uint16_t op,
+                             struct rpc_reply *reply)
+{
+    int more;
+    size_t more_len = sizeof(more);
+    int status;
+
+    zmq_msg_init(&reply->frame);
+    reply->frames_held = 1;
+    if (zmq_msg_recv(&reply->frame, socket, ZMQ_DONTWAIT) < 0)
+        return TS_ERR_TIMEDOUT;
+    zmq_getsockopt(socket, ZMQ_RCVMORE, &more, &more_len);
+    if (more) {
+        zmq_msg_init(&reply->data_frame);
+        reply->frames_held = 2;
+        if (zmq_msg_recv(&reply->data_frame, socket, ZMQ_DONTWAIT) < 0)
+            return TS_ERR_BADMSG;
+        zmq_getsockopt(socket, ZMQ_RCVMORE, &more, &more_len);
+        if (more) { /* a well-formed reply has at most two frames */
+            while (more) {
+                zmq_msg_t extra;
+                zmq_msg_init(&extra);
+                zmq_msg_recv(&extra, socket, ZMQ_DONTWAIT);
+                zmq_msg_close(&extra);
+                zmq_getsockopt(socket, ZMQ_RCVMORE, &more, &more_len);
+            }
+            return TS_ERR_BADMSG;
+        }
+    }
+    status = ts_header_decode(&reply->header, zmq_msg_data(&reply->frame),
+                              zmq_msg_size(&reply->frame));
+    if (status != TS_OK)
+        return status;
+    if (reply->header.request_id != request_id)
+        return -1; /* a late reply to an earlier call: skip it */
+    if (!(reply->header.flags & TS_FLAG_REPLY) || reply->header.type != op)
+        return TS_ERR_BADMSG;
+    reply->payload = (const uint8_t *)zmq_msg_data(&reply->frame) + TS_HEADER_BYTES;
+    reply->payload_len = reply->header.payload_bytes;
+    if (reply->frames_held == 2) {
+        if (zmq_msg_size(&reply->data_frame) != reply->header.data_bytes)
+            return TS_ERR_BADMSG;
+        reply->data = zmq_msg_data(&reply->data_frame);
+        reply->data_len = zmq_msg_size(&reply->data_frame);
+    } else if (reply->header.data_bytes != 0) {
+        return TS_ERR_BADMSG;
+    }
+    return reply->header.status;
+}
+
+int rpc_client_call(struct rpc_client *client, uint16_t op, const void *payload,
+                    size_t payload_len, const void *data, size_t data_len, int timeout_ms,
+                    struct rpc_reply *reply)
+{
+    uint64_t request_id = atomic_fetch_add(&rpc_next_request_id, 1);
+    size_t frame_cap = TS_HEADER_BYTES + payload_len;
+    uint8_t stack_frame[512];
+    uint8_t *frame = frame_cap <= sizeof(stack_frame) ? stack_frame : malloc(frame_cap);
+    int64_t deadline = monotonic_ms() + timeout_ms;
+    int status = TS_ERR_TIMEDOUT;
+
+    memset(reply, 0, sizeof(*reply));
+    if (!frame)
+        return TS_ERR_NOMEM;
+    if (!client->socket)
+        client->socket = rpc_socket_open(client->endpoint);
+    if (!client->socket) {
+        status = TS_ERR_IO;
+        goto out;
+    }
+    size_t frame_len = rpc_frame_build(frame, frame_cap, op, request_id, 0, TS_OK, payload,
+                                       payload_len, data ? data_len : 0);
+    if (frame_len == 0) {
+        status = TS_ERR_TOOBIG;
+        goto out;
+    }
+    /* Sends are queued by ZeroMQ even before the peer is connected. */
+    if (zmq_send(client->socket, frame, frame_len, (data ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT) < 0 ||
+        (data && zmq_send(client->socket, data, data_len, ZMQ_DONTWAIT) < 0)) {
+        status = TS_ERR_TIMEDOUT;
+        goto reset;
+    }
+    for (;;) {
+        int64_t left = deadline - monotonic_ms();
+        zmq_pollitem_t item = {client->socket, 0, ZMQ_POLLIN, 0};
+        if (left <= 0)
+            break;
+        int ready = zmq_poll(&item, 1, (long)left);
+        if (ready < 0 && zmq_errno() == EINTR)
+            continue;
+        if (ready <= 0)
+            break;
+        status = rpc_receive_reply(client->socket, request_id, op, reply);
+        if (status != -1)
+            goto out;
+        rpc_reply_release(reply);
+        status = TS_ERR_TIMEDOUT;
+    }
+reset:
+    /* Lazy Pirate: a socket with a request in flight is never reused. */
+    zmq_close(client->socket);
+    client->socket = NULL;
+out:
+    if (frame != stack_frame)
+        free(frame);
+    return status;
+}
+
+/* ---- pool ------------------------------------------------------------- */
+
+struct rpc_pool {
+    pthread_mutex_t lock; /* protects idle, idle_count */
+    struct rpc_client **idle;
+    size_t idle_count;
+    size_t idle_cap;
+    int timeout_ms;
+    char endpoint[256];
+};
+
+struct rpc_pool *rpc_pool_new(const char *endpoint, int timeout_ms)
+{
+    struct rpc_pool *pool = calloc(1, sizeof(*pool));
+    if (!pool)
+        return NULL;
+    pthread_mutex_init(&pool->lock, NULL);
+    pool->timeout_ms = timeout_ms;
+    snprintf(pool->endpoint, sizeof(pool->endpoint), "%s", endpoint);
+    return pool;
+}
+
+void rpc_pool_destroy(struct rpc_pool **poolp)
+{
+    if (!poolp || !*poolp)
+        return;
+    struct rpc_pool *pool = *poolp;
+    for (size_t i = 0; i < pool->idle_count; i++)
+        rpc_client_destroy(&pool->idle[i]);
+    free(pool->idle);
+    pthread_mutex_destroy(&pool->lock);
+    free(pool);
+    *poolp = NULL;
+}
+
+const char *rpc_pool_endpoint(const struct rpc_pool *pool) { return pool->endpoint; }
+
+int rpc_pool_call(struct rpc_pool *pool, uint16_t op, const void *payload, size_t payload_len,
+                  const void *data, size_t data_len, struct rpc_reply *reply)
+{
+    struct rpc_client *client = NULL;
+    int status;
+
+    pthread_mutex_lock(&pool->lock);
+    if (pool->idle_count > 0)
+        client = pool->idle[--pool->idle_count];
+    pthread_mutex_unlock(&pool->lock);
+    if (!client)
+        client = rpc_client_new(pool->endpoint);
+    if (!client) {
+        memset(reply, 0, sizeof(*reply));
+        return TS_ERR_IO;
+    }
+    status = rpc_client_call(client, op, payload, payload_len, data, data_len, pool->timeout_ms,
+                             reply);
+    pthread_mutex_lock(&pool->lock);
+    if (pool->idle_count == pool->idle_cap) {
+        size_t new_cap = pool->idle_cap ? pool->idle_cap * 2 : 8;
+        struct rpc_client **grown = realloc(pool->idle, new_cap * sizeof(*grown));
+        if (grown) {
+            pool->idle = grown;
+            pool->idle_cap = new_cap;
+        }
+    }
+    if (pool->idle_count < pool->idle_cap) {
+        pool->idle[pool->idle_count++] = client;
+        client = NULL;
+    }
+    pthread_mutex_unlock(&pool->lock);
+    rpc_client_destroy(&client);
+    return status;
+}
+
+/* ---- server ----------------------------------------------------------- */
+
+struct rpc_server {
+    void *socket;
+    const rpc_handler_fn *handlers;
+    void *ctx;
+    uint8_t *reply_frame; /* header + payload of the reply being built */
+};
+
+struct rpc_server *rpc_server_new(const char *endpoint, const rpc_handler_fn *handlers,
+                                  void *ctx)
+{
+    struct rpc_server *server = calloc(1, sizeof(*server));
+    int zero = 0;
+    int hwm = 1000;
+    int64_t max_message = TS_MAX_FRAME_BYTES + TS_MAX_DATA_BYTES;
+
+    if (!server)
+        return NULL;
+    server->handlers = handlers;
+    server->ctx = ctx;
+    server->reply_frame = malloc(TS_MAX_FRAME_BYTES);
+    server->socket = zmq_socket(rpc_context(), ZMQ_ROUTER);
+    if (!server->reply_frame || !server->socket)
+        goto fail;
+    zmq_setsockopt(server->socket, ZMQ_LINGER, &zero, sizeof(zero));
+    zmq_setsockopt(server->socket, ZMQ_SNDHWM, &hwm, sizeof(hwm));
+    zmq_setsockopt(server->socket, ZMQ_RCVHWM, &hwm, sizeof(hwm));
+    /* A peer sending more than any valid message is disconnected by ZeroMQ. */
+    zmq_setsockopt(server->socket, ZMQ_MAXMSGSIZE, &max_message, sizeof(max_message));
+    if (zmq_bind(server->socket, endpoint) != 0) {
+        log_error("cannot listen on %s: %s (is another daemon using it? pick another --listen)",
+                  endpoint, zmq_strerror(zmq_errno()));
+        goto fail;
+    }
+    return server;
+fail:
+    rpc_server_destroy(&server);
+    return NULL;
+}
+
+void rpc_server_destroy(struct rpc_server **serverp)
+{
+    if (!serverp || !*serverp)
+        return;
+    if ((*serverp)->socket)
+        zmq_close((*serverp)->socket);
+    free((*serverp)->reply_frame);
+    free(*serverp);
+    *serverp = NULL;
+}
+
+void *rpc_server_socket(struct rpc_server *server) { return server->socket; }
+
+/* Reads the rest of a multipart message into frames (at most max); counts all. */
+static int rpc_receive_frames(void *socket, zmq_msg_t *frames, int max)
+{
+    int count = 0;
+    int more = 1;
+    size_t more_len = sizeof(more);
+    while (more) {
+        zmq_msg_t extra;
+        zmq_msg_t *target = count < max ? &frames[count] : &extra;
+        zmq_msg_init(target);
+        if (zmq_msg_recv(target, socket, 0) < 0) {
+            zmq_msg_close(target);
+            return count;
+        }
+        zmq_getsockopt(socket, ZMQ_RCVMORE, &more, &more_len);
+        if (target == &extra)
+            zmq_msg_close(&extra);
+        count++;
+    }
+    return count;
+}
+
+static void rpc_send_reply(struct rpc_server *server, zmq_msg_t *identity,
+                           const struct ts_header *request, int status,
+                           struct rpc_response *response)
+{
+    size_t payload_len = response->payload_len;
+    bool with_data = status == TS_OK && response->data != NULL;
+
+    if (status != TS_OK) {
+        struct ts_error error = {.text = ts_str_of(response->error_text[0]
+                                                       ? response->error_text
+                                                       : status_text(status))};
+        int len = ts_error_encode(&error, server->reply_frame + TS_HEADER_BYTES,
+                                  TS_MAX_FRAME_BYTES - TS_HEADER_BYTES);
+        payload_len = len > 0 ? (size_t)len : 0;
+    }
+    struct ts_header header = {
+        .magic = TS_PROTO_MAGIC,
+        .version = TS_PROTO_VERSION,
+        .type = request->type,
+        .request_id = request->request_id,
+        .flags = TS_FLAG_REPLY,
+        .status = status,
+        .payload_bytes = (uint32_t)payload_len,
+        .data_bytes = with_data ? (uint32_t)response->data_len : 0,
+    };
+    ts_header_encode(&header, server->reply_frame);
+
+    zmq_msg_send(identity, server->socket, ZMQ_SNDMORE);
+    if (zmq_send(server->socket, server->reply_frame, TS_HEADER_BYTES + payload_len,
+                 with_data ? ZMQ_SNDMORE : 0) < 0)
+        log_warn("reply to %s not sent: %s", ts_op_name(request->type),
+                 zmq_strerror(zmq_errno()));
+    if (with_data) {
+        zmq_msg_t data;
+        if (response->data_free) {
+            zmq_msg_init_data(&data, response->data, response->data_len, response->data_free,
+                              NULL);
+            response->data_free = NULL; /* ZeroMQ owns it now */
+        } else {
+            zmq_msg_init_size(&data, response->data_len);
+            memcpy(zmq_msg_data(&data), response->data, response->data_len);
+        }
+        if (zmq_msg_send(&data, server->socket, 0) < 0)
+            zmq_msg_close(&data);
+    }
+    if (response->data_free)
+        response->data_free(response->data, NULL);
+}
+
+/* Handles one message; frames[0] is the peer identity. */
+static void rpc_server_dispatch(struct rpc_server *server, zmq_msg_t *frames, int count)
+{
+    struct ts_header header;
+    struct rpc_response response = {
+        .payload = server->reply_frame + TS_HEADER_BYTES,
+        .payload_cap = TS_MAX_FRAME_BYTES - TS_HEADER_BYTES,
+    };
+    struct rpc_request request;
+    int status;
+
+    if (count < 2)
+        return; /* no frame 0: nothing to answer */
+    status = ts_header_decode(&header, zmq_msg_data(&frames[1]), zmq_msg_size(&frames[1]));
+    if (status == TS_OK && (header.flags & TS_FLAG_REPLY))
+        status = TS_ERR_BADMSG;
+    if (status == TS_OK && count > 3)
+        status = TS_ERR_BADMSG;
+    if (status == TS_OK && (count == 3) != (header.data_bytes > 0))
+        status = TS_ERR_BADMSG;
+    if (status == TS_OK && count == 3 && zmq_msg_size(&frames[2]) != header.data_bytes)
+        status = TS_ERR_BADMSG;
+    if (status == TS_OK && (header.type >= TS_OP_MAX || !server->handlers[header.type])) {
+        status = TS_ERR_PROTO;
+        snprintf(response.error_text, sizeof(response.error_text),
+                 "unknown message type %u for this daemon", header.type);
+    }
+    if (status == TS_OK) {
+        request.header = header;
+        request.payload = (const uint8_t *)zmq_msg_data(&frames[1]) + TS_HEADER_BYTES;
+        request.payload_len = header.payload_bytes;
+        request.data = count == 3 ? zmq_msg_data(&frames[2]) : NULL;
+        request.data_len = count == 3 ? zmq_msg_size(&frames[2]) : 0;
+        status = server->handlers[header.type](server->ctx, &request, &response);
+    } else {
+        log_warn("malformed message (%s), answering with an error", status_text(status));
+    }
+    if (status == TS_OK && response.payload_len > response.payload_cap)
+        status = TS_ERR_INTERNAL;
+    rpc_send_reply(server, &frames[0], &header, status, &response);
+}
+
+int rpc_server_handle_pending(struct rpc_server *server)
+{
+    int handled = 0;
+    for (;;) {
+        zmq_msg_t frames[4];
+        int events = 0;
+        size_t events_len = sizeof(events);
+        zmq_getsockopt(server->socket, ZMQ_EVENTS, &events, &events_len);
+        if (!(events & ZMQ_POLLIN))
+            break;
+        int count = rpc_receive_frames(server->socket, frames, 4);
+        rpc_server_dispatch(server, frames, count);
+        for (int i = 0; i < count && i < 4; i++)
+            zmq_msg_close(&frames[i]);
+        handled++;
+    }
+    return handled;
+}

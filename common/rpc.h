@@ -1,0 +1,126 @@
+/*
+ * @file rpc.h
+ * Request/reply over ZeroMQ with deadlines, for every Tessera process.
+ *
+ * Client side: an rpc_client is one DEALER socket to one endpoint (not
+ * thread-safe: one thread at a time). A call that times out destroys its
+ * socket and the next call opens a new one (the "Lazy Pirate" pattern), so a
+ * stale reply can never be taken for a new one. An rpc_pool hands clients to
+ * threads, so any thread can call any endpoint.
+ *
+ * Server side: rpc_server_handle() takes one message from a ROUTER socket,
+ * checks the frame layout and header, calls the opcode's handler and sends
+ * exactly one reply. A malformed or unknown message gets an error reply and
+ * the server keeps serving.
+ */
+#ifndef TESSERA_RPC_H
+#define TESSERA_RPC_H
+
+#include "proto.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <zmq.h>
+
+/* The process's ZeroMQ context, created on first use. */
+void *rpc_context(void);
+
+/* A received reply; release it with rpc_reply_release() in every case. */
+struct rpc_reply {
+    struct ts_header header;
+    zmq_msg_t frame;
+    zmq_msg_t data_frame;
+    const uint8_t *payload; /* frame 0 after the header */
+    size_t payload_len;
+    const uint8_t *data; /* frame 1, NULL if none */
+    size_t data_len;
+    int frames_held;
+};
+
+void rpc_reply_release(struct rpc_reply *reply);
+/* The error text of a failed reply ("" if none). */
+void rpc_reply_error_text(const struct rpc_reply *reply, char *out, size_t cap);
+
+struct rpc_client;
+
+struct rpc_client *rpc_client_new(const char *endpoint);
+void rpc_client_destroy(struct rpc_client **clientp);
+
+/*
+ * Sends op with payload (frame 0 after the header) and optional data
+ * (frame 1), waits up to timeout_ms for the reply. Returns TS_OK, the
+ * server's status, TS_ERR_TIMEDOUT, or TS_ERR_BADMSG/TS_ERR_PROTO if the
+ * reply itself is malformed. `reply` is filled whenever the server answered;
+ * the caller releases it in every case.
+ */
+int rpc_client_call(struct rpc_client *client, uint16_t op, const void *payload,
+                    size_t payload_len, const void *data, size_t data_len, int timeout_ms,
+                    struct rpc_reply *reply);
+
+struct rpc_pool;
+
+/* A pool of clients for one endpoint; every call has timeout_ms. */
+struct rpc_pool *rpc_pool_new(const char *endpoint, int timeout_ms);
+void rpc_pool_destroy(struct rpc_pool **poolp);
+const char *rpc_pool_endpoint(const struct rpc_pool *pool);
+/* As rpc_client_call(), from any thread. */
+int rpc_pool_call(struct rpc_pool *pool, uint16_t op, const void *payload, size_t payload_len,
+                  const void *data, size_t data_len, struct rpc_reply *reply);
+
+/* ---- server ----------------------------------------------------------- */
+
+struct rpc_request {
+    struct ts_header header;
+    const uint8_t *payload;
+    size_t payload_len;
+    const uint8_t *data; /* NULL if no frame 1 */
+    size_t data_len;
+};
+
+/*
+ * What a handler fills in. `payload` is a server-owned buffer of
+ * payload_cap bytes; the handler writes its reply fields there and sets
+ * payload_len. Bulk data: set data/data_len; if data_free is set, ZeroMQ
+ * takes the buffer without copying and calls data_free(data, NULL) later.
+ * On failure the handler returns a status and may write error_text.
+ */
+struct rpc_response {
+    uint8_t *payload;
+    size_t payload_cap;
+    size_t payload_len;
+    void *data;
+    size_t data_len;
+    void (*data_free)(void *data, void *hint);
+    char error_text[256];
+};
+
+typedef int (*rpc_handler_fn)(void *ctx, const struct rpc_request *request,
+                              struct rpc_response *response);
+
+struct rpc_server;
+
+/*
+ * A ROUTER socket bound to endpoint, with handlers[op] for each opcode
+ * below TS_OP_MAX (NULL = unknown). Returns NULL and logs why on failure.
+ */
+struct rpc_server *rpc_server_new(const char *endpoint, const rpc_handler_fn *handlers,
+                                  void *ctx);
+void rpc_server_destroy(struct rpc_server **serverp);
+/* The socket, for zmq_poll. */
+void *rpc_server_socket(struct rpc_server *server);
+/*
+ * Handles every message waiting on the socket (without blocking).
+ * Returns the number handled.
+ */
+int rpc_server_handle_pending(struct rpc_server *server);
+
+/*
+ * Frames one request or reply into frame 0: header + payload. Used by the
+ * client and server above and by tests that craft messages.
+ * Returns the frame length, or 0 if it would exceed TS_MAX_FRAME_BYTES.
+ */
+size_t rpc_frame_build(uint8_t *out, size_t cap, uint16_t op, uint64_t request_id,
+                       uint32_t flags, int status, const void *payload, size_t payload_len,
+                       size_t data_len);
+
+#endif

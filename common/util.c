@@ -1,0 +1,114 @@
+/*
+ * @file util.c
+ * See util.h.
+ */
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int64_t util_monotonic_ms(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
+struct timespec util_now(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return now;
+}
+
+int util_parse_size(const char *text, uint64_t *bytes)
+{
+    char *end = NULL;
+    unsigned long long value;
+    unsigned shift = 0;
+
+    if (!text || !*text || *text == '-')
+        return -EINVAL;
+    errno = 0;
+    value = strtoull(text, &end, 10);
+    if (errno != 0 || end == text)
+        return -EINVAL;
+    switch (*end) {
+    case '\0': break;
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    case 't': case 'T': shift = 40; end++; break;
+    default: return -EINVAL;
+    }
+    if (*end == 'i' || *end == 'B')
+        end++;
+    if (*end == 'B')
+        end++;
+    if (*end != '\0' || (shift && value > (ULLONG_MAX >> shift)))
+        return -EINVAL;
+    *bytes = (uint64_t)value << shift;
+    return 0;
+}
+
+int util_parse_long(const char *text, long min, long max, long *value)
+{
+    char *end = NULL;
+    long parsed;
+    if (!text || !*text)
+        return -EINVAL;
+    errno = 0;
+    parsed = strtol(text, &end, 10);
+    if (errno != 0 || *end != '\0' || parsed < min || parsed > max)
+        return -EINVAL;
+    *value = parsed;
+    return 0;
+}
+
+int util_mkdir_p(const char *path, unsigned mode)
+{
+    char buf[PATH_MAX];
+    size_t len = strlen(path);
+    if (len == 0 || len >= sizeof(buf))
+        return -ENAMETOOLONG;
+    memcpy(buf, path, len + 1);
+    for (size_t i = 1; i <= len; i++) {
+        if (buf[i] != '/' && buf[i] != '\0')
+            continue;
+        char saved = buf[i];
+        buf[i] = '\0';
+        if (mkdir(buf, (mode_t)mode) != 0 && errno != EEXIST)
+            return -errno;
+        buf[i] = saved;
+    }
+    return 0;
+}
+
+int util_fsync_dir(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int result = 0;
+    if (fd < 0)
+        return -errno;
+    if (fsync(fd) != 0)
+        result = -errno;
+    close(fd);
+    return result;
+}
+
+void util_machine_name(char *out, size_t cap)
+{
+    char host[256] = "localhost";
+    gethostname(host, sizeof(host) - 1);
+    host[sizeof(host) - 1] = '\0';
+    char *dot = strchr(host, '.');
+    if (dot)
+        *dot = '\0';
+    snprintf(out, cap, "%s", host);
+}

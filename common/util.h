@@ -1,0 +1,31 @@
+/*
+ * @file util.h
+ * Small helpers shared by the daemons and tools: clocks, sizes, directories.
+ * None of them knows about any daemon's state.
+ */
+#ifndef TESSERA_UTIL_H
+#define TESSERA_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+/* Milliseconds of CLOCK_MONOTONIC. */
+int64_t util_monotonic_ms(void);
+/* The wall clock with nanoseconds. */
+struct timespec util_now(void);
+/*
+ * Parses "4096", "64K", "1M", "2G" (binary units) into bytes.
+ * Returns 0, or -EINVAL if malformed or out of range.
+ */
+int util_parse_size(const char *text, uint64_t *bytes);
+/* Parses a decimal integer in [min, max]; returns 0 or -EINVAL. */
+int util_parse_long(const char *text, long min, long max, long *value);
+/* mkdir -p with mode; returns 0 or -errno. */
+int util_mkdir_p(const char *path, unsigned mode);
+/* fsyncs a directory (after creating or removing an entry); 0 or -errno. */
+int util_fsync_dir(const char *path);
+/* The machine name: the hostname, shortened at the first dot. */
+void util_machine_name(char *out, size_t cap);
+
+#endif
