@@ -113,7 +113,7 @@ struct ts_attr {
     uint64_t generation;
     uint32_t tile_bytes; /* the file's layout: subchunk size */
 };
-#define TS_ATTR_WIRE_BYTES 104
+#define TS_ATTR_WIRE_BYTES 96
 
 /* A string or blob decoded in place: points into the received frame. */
 struct ts_str {

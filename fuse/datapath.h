@@ -1,0 +1,67 @@
+/*
+ * @file datapath.h
+ * The data path of the FUSE client: the table of open files and their
+ * reads, writes, flushes and truncations, striped over the datanodes.
+ *
+ * One open_file per inode that is open in this mount, shared by all its
+ * handles. Writes collect in a one-tile buffer and go to the tile's
+ * datanode when the buffer is full, when a write moves to another tile,
+ * before a read that overlaps it, and on flush/fsync. The file's size as
+ * this mount sees it is committed to meta on flush (close) and fsync; fsync
+ * also has the datanodes sync every tile written since the last fsync. The
+ * first write error is kept and returned by every later write and by the
+ * next flush/fsync, so no error is ever lost.
+ *
+ * All functions return 0 (or a byte count) or a negative errno.
+ */
+#ifndef TESSERA_DATAPATH_H
+#define TESSERA_DATAPATH_H
+
+#include "metaclient.h"
+#include "nodedir.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct datapath;
+struct open_file;
+
+struct datapath *datapath_new(struct metaclient *meta, struct nodedir *nodes);
+/* Frees every open file left (the kernel has released them all by then). */
+void datapath_destroy(struct datapath **datapathp);
+
+/*
+ * Registers one more handle on inode attr->ino (attr as OPEN returned it)
+ * and returns its shared state in *file.
+ */
+int datapath_open(struct datapath *datapath, const struct ts_attr *attr,
+                  struct open_file **file);
+/* Drops a handle: the last one writes out, frees the state and tells meta. */
+void datapath_release(struct datapath *datapath, struct open_file *file);
+
+ssize_t datapath_read(struct datapath *datapath, struct open_file *file, char *buf,
+                      size_t size, uint64_t offset);
+ssize_t datapath_write(struct datapath *datapath, struct open_file *file, const char *buf,
+                       size_t size, uint64_t offset);
+/* Writes out the buffer and commits size and mtime to meta (close). */
+int datapath_flush(struct datapath *datapath, struct open_file *file);
+/* As flush, then makes the written tiles and the metadata durable. */
+int datapath_fsync(struct datapath *datapath, struct open_file *file);
+
+/*
+ * SETATTR through the data path: pending writes of the inode, if open here,
+ * are written out and committed first (so a later commit cannot undo an
+ * explicit mtime or size); a size change then cuts the tile the new end
+ * falls in on its datanode.
+ */
+int datapath_setattr(struct datapath *datapath, const struct ts_setattr_req *request,
+                     struct ts_attr *attr);
+
+/*
+ * Overlays what this mount knows better than meta (size and mtime of data
+ * not yet committed) onto attr.
+ */
+void datapath_overlay_attr(struct datapath *datapath, struct ts_attr *attr);
+
+#endif

@@ -1,0 +1,225 @@
+/*
+ * @file main.c
+ * tessera-mount: parses the command line, connects to meta, mounts the
+ * filesystem with the low-level libfuse API and serves it with the
+ * multithreaded loop until unmounted or signalled.
+ */
+#include "ops.h"
+
+#include "log.h"
+#include "status.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define DEFAULT_META "tcp://127.0.0.1:7400"
+
+struct mount_options {
+    const char *meta;
+    const char *mountpoint;
+    const char *machine;
+    long io_timeout_ms;
+    long meta_timeout_ms;
+    double attr_timeout;
+    int foreground;
+    int single_thread;
+    int debug;
+    enum log_level log_level;
+    char fuse_options[1024];
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: tessera-mount [OPTIONS] MOUNTPOINT\n"
+            "Mounts a Tessera filesystem (also usable as mount.tessera).\n\n"
+            "Options:\n"
+            "  --meta ENDPOINT        tessera-meta to use (default %s)\n"
+            "  --io-timeout-ms MS     give up on a datanode after MS ms with EIO (default 5000)\n"
+            "  --meta-timeout-ms MS   give up on meta after MS ms with EIO (default 5000)\n"
+            "  --attr-timeout SEC     seconds the kernel may cache attributes (default 1.0)\n"
+            "  --machine NAME         this machine's name (default: the hostname)\n"
+            "  --log-level LEVEL      error, warn, info or debug (default info)\n"
+            "  -o OPTIONS             FUSE mount options, e.g. allow_other,default_permissions\n"
+            "  -f                     stay in the foreground\n"
+            "  -s                     single-threaded (for debugging)\n"
+            "  -d                     FUSE debug output (implies -f)\n"
+            "  --help                 this text\n",
+            DEFAULT_META);
+}
+
+/* Appends one comma-separated option to the FUSE option string. */
+static int add_fuse_option(struct mount_options *options, const char *option)
+{
+    size_t used = strlen(options->fuse_options);
+    int written = snprintf(options->fuse_options + used, sizeof(options->fuse_options) - used,
+                           "%s%s", used ? "," : "", option);
+    return written < 0 || (size_t)written >= sizeof(options->fuse_options) - used ? -1 : 0;
+}
+
+/* Returns 0, 1 for --help, or 2 for a usage error (message printed). */
+static int parse_arguments(int argc, char **argv, struct mount_options *options)
+{
+    char machine[256];
+    util_machine_name(machine, sizeof(machine));
+    options->meta = DEFAULT_META;
+    options->io_timeout_ms = 5000;
+    options->meta_timeout_ms = 5000;
+    options->attr_timeout = 1.0;
+    options->log_level = LOG_LEVEL_INFO;
+
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        const char *value = i + 1 < argc ? argv[i + 1] : NULL;
+        int takes_value = 1;
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0)
+            return 1;
+        if (strcmp(arg, "-f") == 0) {
+            options->foreground = 1;
+            takes_value = 0;
+        } else if (strcmp(arg, "-s") == 0) {
+            options->single_thread = 1;
+            takes_value = 0;
+        } else if (strcmp(arg, "-d") == 0) {
+            options->debug = 1;
+            options->foreground = 1;
+            takes_value = 0;
+        } else if (!value && arg[0] == '-') {
+            fprintf(stderr, "tessera-mount: %s needs a value (see --help)\n", arg);
+            return 2;
+        } else if (strcmp(arg, "--meta") == 0) {
+            options->meta = value;
+        } else if (strcmp(arg, "--machine") == 0) {
+            options->machine = value;
+        } else if (strcmp(arg, "--io-timeout-ms") == 0 || strcmp(arg, "--meta-timeout-ms") == 0) {
+            long *target = arg[2] == 'i' ? &options->io_timeout_ms : &options->meta_timeout_ms;
+            if (util_parse_long(value, 100, 3600000, target) != 0) {
+                fprintf(stderr, "tessera-mount: %s wants milliseconds in 100..3600000\n", arg);
+                return 2;
+            }
+        } else if (strcmp(arg, "--attr-timeout") == 0) {
+            char *end = NULL;
+            options->attr_timeout = strtod(value, &end);
+            if (*end != '\0' || options->attr_timeout < 0 || options->attr_timeout > 3600) {
+                fprintf(stderr, "tessera-mount: --attr-timeout wants seconds in 0..3600\n");
+                return 2;
+            }
+        } else if (strcmp(arg, "--log-level") == 0) {
+            if (log_level_parse(value, &options->log_level) != 0) {
+                fprintf(stderr, "tessera-mount: --log-level is error, warn, info or debug\n");
+                return 2;
+            }
+        } else if (strcmp(arg, "-o") == 0) {
+            if (add_fuse_option(options, value) != 0) {
+                fprintf(stderr, "tessera-mount: -o options too long\n");
+                return 2;
+            }
+        } else if (arg[0] == '-') {
+            fprintf(stderr, "tessera-mount: unknown option %s (see --help)\n", arg);
+            return 2;
+        } else if (!options->mountpoint) {
+            options->mountpoint = arg;
+            takes_value = 0;
+        } else {
+            fprintf(stderr, "tessera-mount: more than one mountpoint given: %s\n", arg);
+            return 2;
+        }
+        i += takes_value;
+    }
+    if (!options->mountpoint) {
+        fprintf(stderr, "tessera-mount: no MOUNTPOINT given (see --help)\n");
+        return 2;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct mount_options options = {0};
+    struct mount_state state = {0};
+    struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+    struct fuse_session *session = NULL;
+    struct fuse_loop_config *loop_config = NULL;
+    int exit_code = 1;
+
+    int parsed = parse_arguments(argc, argv, &options);
+    if (parsed == 1) {
+        usage(stdout);
+        return 0;
+    }
+    if (parsed != 0)
+        return 2;
+    log_init("tessera-mount", options.log_level);
+
+    /* Large requests: the kernel sends up to a whole tile per read/write. */
+    if (add_fuse_option(&options, "fsname=tessera,subtype=tessera,max_read=1048576") != 0)
+        return 2;
+    if (fuse_opt_add_arg(&args, argv[0]) != 0 || fuse_opt_add_arg(&args, "-o") != 0 ||
+        fuse_opt_add_arg(&args, options.fuse_options) != 0 ||
+        (options.debug && fuse_opt_add_arg(&args, "-d") != 0)) {
+        log_error("out of memory");
+        goto out;
+    }
+
+    state.attr_timeout = options.attr_timeout;
+    state.entry_timeout = options.attr_timeout;
+    state.meta = metaclient_new(options.meta, (int)options.meta_timeout_ms);
+    if (state.meta)
+        state.nodes = nodedir_new(state.meta, (int)options.io_timeout_ms);
+    if (state.nodes)
+        state.datapath = datapath_new(state.meta, state.nodes);
+    if (!state.datapath) {
+        log_error("cannot set up the client (out of memory or bad --meta %s)", options.meta);
+        goto out;
+    }
+    struct ts_attr root;
+    int status = metaclient_getattr(state.meta, FUSE_ROOT_ID, &root);
+    if (status != TS_OK) {
+        log_error("cannot reach tessera-meta at %s: %s (is it running? start the cluster with "
+                  "`tessera up` or pass --meta)",
+                  options.meta, status_text(status));
+        goto out;
+    }
+
+    session = fuse_session_new(&args, &tessera_ops, sizeof(tessera_ops), &state);
+    if (!session)
+        goto out;
+    if (fuse_set_signal_handlers(session) != 0)
+        goto out_session;
+    if (fuse_session_mount(session, options.mountpoint) != 0) {
+        log_error("cannot mount on %s (does it exist? is something else mounted there? try "
+                  "fusermount3 -u %s)",
+                  options.mountpoint, options.mountpoint);
+        goto out_signals;
+    }
+    log_info("mounting %s from %s (datanode timeout %ld ms)", options.mountpoint, options.meta,
+             options.io_timeout_ms);
+    if (fuse_daemonize(options.foreground) != 0)
+        goto out_unmount;
+    if (options.single_thread) {
+        exit_code = fuse_session_loop(session) == 0 ? 0 : 1;
+    } else {
+        loop_config = fuse_loop_cfg_create();
+        if (!loop_config)
+            goto out_unmount;
+        fuse_loop_cfg_set_max_threads(loop_config, 16);
+        exit_code = fuse_session_loop_mt(session, loop_config) == 0 ? 0 : 1;
+        fuse_loop_cfg_destroy(loop_config);
+    }
+    log_info("unmounted %s", options.mountpoint);
+out_unmount:
+    fuse_session_unmount(session);
+out_signals:
+    fuse_remove_signal_handlers(session);
+out_session:
+    fuse_session_destroy(session);
+out:
+    datapath_destroy(&state.datapath);
+    nodedir_destroy(&state.nodes);
+    metaclient_destroy(&state.meta);
+    fuse_opt_free_args(&args);
+    return exit_code;
+}

@@ -1,0 +1,440 @@
+/*
+ * @file metaclient.c
+ * See metaclient.h. Each call encodes its request with the generated
+ * encoder, sends it through the pool and decodes the reply; a reply that
+ * does not decode is TS_ERR_BADMSG, never trusted.
+ */
+#include "metaclient.h"
+
+#include "log.h"
+#include "rpc.h"
+#include "status.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct metaclient {
+    struct rpc_pool *pool;
+};
+
+struct metaclient *metaclient_new(const char *endpoint, int timeout_ms)
+{
+    struct metaclient *client = calloc(1, sizeof(*client));
+    if (!client)
+        return NULL;
+    client->pool = rpc_pool_new(endpoint, timeout_ms);
+    if (!client->pool) {
+        free(client);
+        return NULL;
+    }
+    return client;
+}
+
+void metaclient_destroy(struct metaclient **clientp)
+{
+    if (!clientp || !*clientp)
+        return;
+    rpc_pool_destroy(&(*clientp)->pool);
+    free(*clientp);
+    *clientp = NULL;
+}
+
+/* Sends an encoded request (len < 0: the encoder failed). */
+static int meta_call(struct metaclient *client, uint16_t op, const uint8_t *payload, int len,
+                     struct rpc_reply *reply)
+{
+    memset(reply, 0, sizeof(*reply));
+    if (len < 0)
+        return TS_ERR_INVAL;
+    int status = rpc_pool_call(client->pool, op, payload, (size_t)len, NULL, 0, reply);
+    if (status == TS_ERR_TIMEDOUT)
+        log_warn("%s: tessera-meta at %s did not answer in time (is it running?)",
+                 ts_op_name(op), rpc_pool_endpoint(client->pool));
+    return status;
+}
+
+/* Calls op and decodes an attribute reply. */
+static int meta_call_attr(struct metaclient *client, uint16_t op, const uint8_t *payload, int len,
+                          struct ts_attr *attr)
+{
+    struct rpc_reply reply;
+    struct ts_attr_rep decoded;
+    int status = meta_call(client, op, payload, len, &reply);
+    if (status == TS_OK) {
+        if (ts_attr_rep_decode(&decoded, reply.payload, reply.payload_len) != 0)
+            status = TS_ERR_BADMSG;
+        else if (attr)
+            *attr = decoded.attr;
+    }
+    rpc_reply_release(&reply);
+    return status;
+}
+
+/* Calls op whose reply carries no fields. */
+static int meta_call_empty(struct metaclient *client, uint16_t op, const uint8_t *payload,
+                           int len)
+{
+    struct rpc_reply reply;
+    int status = meta_call(client, op, payload, len, &reply);
+    rpc_reply_release(&reply);
+    return status;
+}
+
+/* Requests here are small except SETXATTR, which has its own buffer. */
+#define REQUEST_CAP 4096
+
+int metaclient_lookup(struct metaclient *client, uint64_t parent, const char *name,
+                      struct ts_attr *attr)
+{
+    uint8_t buf[REQUEST_CAP];
+    struct ts_lookup_req request = {.parent = parent, .name = ts_str_of(name)};
+    return meta_call_attr(client, TS_OP_LOOKUP, buf,
+                          ts_lookup_req_encode(&request, buf, sizeof(buf)), attr);
+}
+
+int metaclient_getattr(struct metaclient *client, uint64_t ino, struct ts_attr *attr)
+{
+    uint8_t buf[REQUEST_CAP];
+    struct ts_getattr_req request = {.ino = ino};
+    return meta_call_attr(client, TS_OP_GETATTR, buf,
+                          ts_getattr_req_encode(&request, buf, sizeof(buf)), attr);
+}
+
+int metaclient_setattr(struct metaclient *client, const struct ts_setattr_req *request,
+                       struct ts_setattr_rep *reply_out)
+{
+    uint8_t buf[REQUEST_CAP];
+    struct rpc_reply reply;
+    int status = meta_call(client, TS_OP_SETATTR, buf,
+                           ts_setattr_req_encode(request, buf, sizeof(buf)), &reply);
+    if (status == TS_OK && ts_setattr_rep_decode(reply_out, reply.payload, reply.payload_len) != 0)
+        status = TS_ERR_BADMSG;
+    rpc_reply_release(&reply);
+    return status;
+}
+
+int metaclient_mknod(struct metaclient *client, uint64_t parent, const char *name,
+                     uint32_t mode, uint64_t rdev, uint32_t uid, uint32_t gid,
+                     struct ts_attr *attr)
+{
+    uint8_t buf[REQUEST_CAP];
+    struct ts_mknod_req request = {.parent = parent,
+                                   .name = ts_str_of(name),
+                                   .mode = mode,
+                                   .rdev = rdev,
+                                   .uid = uid,
+                                   .gid = gid};
+    return meta_call_attr(client, TS_OP_MKNOD, buf,
+                          ts_mknod_req_encode(&request, buf, sizeof(buf)), attr);
+}
+
+int metaclient_mkdir(struct metaclient *client, uint64_t parent, const char *name,
+                     uint32_t mode, uint32_t uid, uint32_t gid, struct ts_attr *attr)
+{
+    uint8_t buf[REQUEST_CAP];
+    struct ts_mkdir_req request = {
+        .parent = parent, .name = ts_str_of(name), .mode = mode, .uid = uid, .gid = gid};
+    return meta_call_attr(client, TS_OP_MKDIR, buf,
+                          ts_mkdir_req_encode(&request, buf, sizeof(buf)), attr);
+}
+
+static int meta_name_op(struct metaclient *client, uint16_t op, uint64_t parent,
+                        const char *name)
+{
+    uint8_t buf[REQUEST_CAP];
+    struct ts_name_req request = {.parent = parent, .name = ts_str_of(name)};
+    return meta_call_empty(client, op, buf, ts_name_req_encode(&request, buf, sizeof(buf)));
+}
+
+int metaclient_unlink(struct metaclient *client, uint64_t parent, const char *name)
+{
+    return meta_name_op(client, TS_OP_UNLINK, parent, name);
+}
+
+int metaclient_rmdir(struct metaclient *client, uint64_t parent, const char *name)
+{
+    return meta_name_op(client, TS_OP_RMDIR, parent, name);
+}
+
+int metaclient_rename(struct metaclient *client, uint64_t parent, const char *name,
+                      uint64_t new_parent, const char *new_name, uint32_t flags)
+{
+    uint8_t buf[REQUEST_CAP];
+    struct ts_rename_req request = {.parent = parent,
+                                    .name = ts_str_of(name),
+                                    .new_parent = new_parent,
+                                    .new_name = ts_str_of(new_name),
+                                    .flags = flags};
+    return meta_call_empty(client, TS_OP_RENAME, buf,
+                           ts_rename_req_encode(&request, buf, sizeof(buf)));
+}
+
+int metaclient_link(struct metaclient *client, uint64_t ino, uint64_t new_parent,
+                    const char *new_name, struct ts_attr *attr)
+{
+    uint8_t buf[REQUEST_CAP];
+    struct ts_link_req request = {
+        .ino = ino, .new_parent = new_parent, .new_name = ts_str_of(new_name)};
+    return meta_call_attr(client, TS_OP_LINK, buf,
+                          ts_link_req_encode(&request, buf, sizeof(buf)), attr);
+}
+
+int metaclient_symlink(struct metaclient *client, uint64_t parent, const char *name,
+                       const char *target, uint32_t uid, uint32_t gid, struct ts_attr *attr)
+{
+    uint8_t buf[2 * REQUEST_CAP];
+    struct ts_symlink_req request = {.parent = parent,
+                                     .name = ts_str_of(name),
+                                     .target = ts_str_of(target),
+                                     .uid = uid,
+                                     .gid = gid};
+    return meta_call_attr(client, TS_OP_SYMLINK, buf,
+                          ts_symlink_req_encode(&request, buf, sizeof(buf)), attr);
+}
+
+int metaclient_readlink(struct metaclient *client, uint64_t ino, char *target, size_t cap)
+{
+    uint8_t buf[REQUEST_CAP];
+    struct ts_readlink_req request = {.ino = ino};
+    struct ts_readlink_rep decoded;
+    struct rpc_reply reply;
+    int status = meta_call(client, TS_OP_READLINK, buf,
+                           ts_readlink_req_encode(&request, buf, sizeof(buf)), &reply);
+    if (status == TS_OK) {
+        if (ts_readlink_rep_decode(&decoded, reply.payload, reply.payload_len) != 0 ||
+            ts_str_copy(decoded.target, target, cap) != 0)
+            status = TS_ERR_BADMSG;
+    }
+    rpc_reply_release(&reply);
+    return status;
+}
+
+int metaclient_readdir(struct metaclient *client, uint64_t ino, const char *after,
+                       struct meta_dirent *entries, uint32_t max, uint32_t *count,
+                       uint32_t *done)
+{
+    uint8_t buf[REQUEST_CAP];
+    struct ts_readdir_req request = {.ino = ino, .after = ts_str_of(after), .max_entries = max};
+    struct ts_readdir_rep decoded;
+    struct rpc_reply reply;
+    struct ts_cursor cursor;
+    int status = meta_call(client, TS_OP_READDIR, buf,
+                           ts_readdir_req_encode(&request, buf, sizeof(buf)), &reply);
+    *count = 0;
+    *done = 1;
+    if (status != TS_OK)
+        goto out;
+    if (ts_readdir_rep_decode(&decoded, reply.payload, reply.payload_len) != 0 ||
+        decoded.count > max) {
+        status = TS_ERR_BADMSG;
+        goto out;
+    }
+    ts_cursor_init(&cursor, decoded.entries.ptr, decoded.entries.len);
+    for (uint32_t i = 0; i < decoded.count; i++) {
+        entries[i].ino = ts_cursor_u64(&cursor);
+        entries[i].mode = ts_cursor_u32(&cursor);
+        struct ts_str name = ts_cursor_str(&cursor);
+        if (cursor.failed || name.len == 0 ||
+            ts_str_copy(name, entries[i].name, sizeof(entries[i].name)) != 0) {
+            status = TS_ERR_BADMSG;
+            goto out;
+        }
+    }
+    if (cursor.left != 0) {
+        status = TS_ERR_BADMSG;
+        goto out;
+    }
+    *count = decoded.count;
+    *done = decoded.done;
+out:
+    rpc_reply_release(&reply);
+    return status;
+}
+
+int metaclient_open(struct metaclient *client, uint64_t ino, uint32_t flags,
+                    struct ts_attr *attr)
+{
+    uint8_t buf[REQUEST_CAP];
+    struct ts_open_req request = {.ino = ino, .flags = flags};
+    return meta_call_attr(client, TS_OP_OPEN, buf,
+                          ts_open_req_encode(&request, buf, sizeof(buf)), attr);
+}
+
+int metaclient_release(struct metaclient *client, uint64_t ino)
+{
+    uint8_t buf[REQUEST_CAP];
+    struct ts_release_req request = {.ino = ino};
+    return meta_call_empty(client, TS_OP_RELEASE, buf,
+                           ts_release_req_encode(&request, buf, sizeof(buf)));
+}
+
+int metaclient_statfs(struct metaclient *client, struct ts_statfs_rep *statfs)
+{
+    struct rpc_reply reply;
+    int status = meta_call(client, TS_OP_STATFS, NULL, 0, &reply);
+    if (status == TS_OK && ts_statfs_rep_decode(statfs, reply.payload, reply.payload_len) != 0)
+        status = TS_ERR_BADMSG;
+    rpc_reply_release(&reply);
+    return status;
+}
+
+int metaclient_setxattr(struct metaclient *client, uint64_t ino, const char *name,
+                        const void *value, size_t size, uint32_t flags)
+{
+    size_t cap = size + REQUEST_CAP;
+    uint8_t *buf;
+    int status;
+    if (size > TS_MAX_XATTR_VALUE)
+        return TS_ERR_RANGE;
+    buf = malloc(cap);
+    if (!buf)
+        return TS_ERR_NOMEM;
+    struct ts_setxattr_req request = {.ino = ino,
+                                      .name = ts_str_of(name),
+                                      .value = {value, (uint32_t)size},
+                                      .flags = flags};
+    status = meta_call_empty(client, TS_OP_SETXATTR, buf,
+                             ts_setxattr_req_encode(&request, buf, cap));
+    free(buf);
+    return status;
+}
+
+/* Copies a reply blob into a fresh allocation. */
+static int copy_blob(struct ts_str blob, void **out, size_t *size)
+{
+    *out = malloc(blob.len ? blob.len : 1);
+    if (!*out)
+        return TS_ERR_NOMEM;
+    if (blob.len)
+        memcpy(*out, blob.ptr, blob.len);
+    *size = blob.len;
+    return TS_OK;
+}
+
+int metaclient_getxattr(struct metaclient *client, uint64_t ino, const char *name,
+                        void **value, size_t *size)
+{
+    uint8_t buf[REQUEST_CAP];
+    struct ts_getxattr_req request = {.ino = ino, .name = ts_str_of(name)};
+    struct ts_getxattr_rep decoded;
+    struct rpc_reply reply;
+    int status = meta_call(client, TS_OP_GETXATTR, buf,
+                           ts_getxattr_req_encode(&request, buf, sizeof(buf)), &reply);
+    if (status == TS_OK) {
+        if (ts_getxattr_rep_decode(&decoded, reply.payload, reply.payload_len) != 0)
+            status = TS_ERR_BADMSG;
+        else
+            status = copy_blob(decoded.value, value, size);
+    }
+    rpc_reply_release(&reply);
+    return status;
+}
+
+int metaclient_listxattr(struct metaclient *client, uint64_t ino, char **names, size_t *size)
+{
+    uint8_t buf[REQUEST_CAP];
+    struct ts_listxattr_req request = {.ino = ino};
+    struct ts_listxattr_rep decoded;
+    struct rpc_reply reply;
+    int status = meta_call(client, TS_OP_LISTXATTR, buf,
+                           ts_listxattr_req_encode(&request, buf, sizeof(buf)), &reply);
+    if (status == TS_OK) {
+        if (ts_listxattr_rep_decode(&decoded, reply.payload, reply.payload_len) != 0)
+            status = TS_ERR_BADMSG;
+        else
+            status = copy_blob(decoded.names, (void **)names, size);
+    }
+    rpc_reply_release(&reply);
+    return status;
+}
+
+int metaclient_removexattr(struct metaclient *client, uint64_t ino, const char *name)
+{
+    uint8_t buf[REQUEST_CAP];
+    struct ts_removexattr_req request = {.ino = ino, .name = ts_str_of(name)};
+    return meta_call_empty(client, TS_OP_REMOVEXATTR, buf,
+                           ts_removexattr_req_encode(&request, buf, sizeof(buf)));
+}
+
+int metaclient_tile_map(struct metaclient *client, uint64_t ino, uint64_t first, uint32_t count,
+                        int allocate, struct tile_location *locations)
+{
+    uint8_t buf[REQUEST_CAP];
+    struct ts_tile_map_req request = {
+        .ino = ino, .first = first, .count = count, .allocate = allocate ? 1 : 0};
+    struct ts_tile_map_rep decoded;
+    struct rpc_reply reply;
+    struct ts_cursor cursor;
+    int status = meta_call(client, TS_OP_TILE_MAP, buf,
+                           ts_tile_map_req_encode(&request, buf, sizeof(buf)), &reply);
+    if (status != TS_OK)
+        goto out;
+    if (ts_tile_map_rep_decode(&decoded, reply.payload, reply.payload_len) != 0 ||
+        decoded.count != count ||
+        decoded.tiles.len != (uint64_t)count * TS_TILE_RECORD_BYTES) {
+        status = TS_ERR_BADMSG;
+        goto out;
+    }
+    ts_cursor_init(&cursor, decoded.tiles.ptr, decoded.tiles.len);
+    for (uint32_t i = 0; i < count; i++) {
+        locations[i].node = ts_cursor_u32(&cursor);
+        locations[i].version = ts_cursor_u64(&cursor);
+    }
+out:
+    rpc_reply_release(&reply);
+    return status;
+}
+
+int metaclient_commit(struct metaclient *client, uint64_t ino, uint64_t min_size,
+                      const struct timespec *mtime, int sync, struct ts_attr *attr)
+{
+    uint8_t buf[REQUEST_CAP];
+    struct ts_commit_req request = {.ino = ino,
+                                    .min_size = min_size,
+                                    .mtime_sec = mtime ? mtime->tv_sec : 0,
+                                    .mtime_nsec = mtime ? (uint32_t)mtime->tv_nsec : 0,
+                                    .sync = sync ? 1 : 0};
+    return meta_call_attr(client, TS_OP_COMMIT, buf,
+                          ts_commit_req_encode(&request, buf, sizeof(buf)), attr);
+}
+
+int metaclient_node_list(struct metaclient *client, struct meta_node **nodes, size_t *count)
+{
+    struct ts_node_list_rep decoded;
+    struct rpc_reply reply;
+    struct ts_cursor cursor;
+    int status = meta_call(client, TS_OP_NODE_LIST, NULL, 0, &reply);
+    *nodes = NULL;
+    *count = 0;
+    if (status != TS_OK)
+        goto out;
+    if (ts_node_list_rep_decode(&decoded, reply.payload, reply.payload_len) != 0) {
+        status = TS_ERR_BADMSG;
+        goto out;
+    }
+    *nodes = calloc(decoded.count ? decoded.count : 1, sizeof(**nodes));
+    if (!*nodes) {
+        status = TS_ERR_NOMEM;
+        goto out;
+    }
+    ts_cursor_init(&cursor, decoded.nodes.ptr, decoded.nodes.len);
+    for (uint32_t i = 0; i < decoded.count; i++) {
+        struct meta_node *node = &(*nodes)[i];
+        node->id = ts_cursor_u32(&cursor);
+        node->state = ts_cursor_u32(&cursor);
+        ts_cursor_bytes(&cursor, 5 * 8); /* capacity, free, used, tiles, age */
+        ts_cursor_str(&cursor);          /* machine */
+        struct ts_str address = ts_cursor_str(&cursor);
+        if (cursor.failed || ts_str_copy(address, node->address, sizeof(node->address)) != 0) {
+            free(*nodes);
+            *nodes = NULL;
+            status = TS_ERR_BADMSG;
+            goto out;
+        }
+    }
+    *count = decoded.count;
+out:
+    rpc_reply_release(&reply);
+    return status;
+}

@@ -1,0 +1,154 @@
+/*
+ * @file nodedir.c
+ * See nodedir.h. Pools are never destroyed while the mount runs: a thread
+ * may be using one while another replaces it, so replaced pools move to a
+ * retired list freed at exit. Addresses change rarely; the list stays small.
+ */
+#include "nodedir.h"
+
+#include "log.h"
+#include "status.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct node_entry {
+    uint32_t id;
+    struct rpc_pool *pool;
+};
+
+struct nodedir {
+    struct metaclient *meta;
+    int io_timeout_ms;
+    pthread_mutex_t lock; /* protects everything below */
+    struct node_entry *entries;
+    size_t count;
+    struct rpc_pool **retired;
+    size_t retired_count;
+    int stale; /* refresh before the next lookup */
+};
+
+struct nodedir *nodedir_new(struct metaclient *meta, int io_timeout_ms)
+{
+    struct nodedir *dir = calloc(1, sizeof(*dir));
+    if (!dir)
+        return NULL;
+    dir->meta = meta;
+    dir->io_timeout_ms = io_timeout_ms;
+    dir->stale = 1;
+    pthread_mutex_init(&dir->lock, NULL);
+    return dir;
+}
+
+void nodedir_destroy(struct nodedir **dirp)
+{
+    if (!dirp || !*dirp)
+        return;
+    struct nodedir *dir = *dirp;
+    for (size_t i = 0; i < dir->count; i++)
+        rpc_pool_destroy(&dir->entries[i].pool);
+    for (size_t i = 0; i < dir->retired_count; i++)
+        rpc_pool_destroy(&dir->retired[i]);
+    free(dir->entries);
+    free(dir->retired);
+    pthread_mutex_destroy(&dir->lock);
+    free(dir);
+    *dirp = NULL;
+}
+
+static struct node_entry *nodedir_find(struct nodedir *dir, uint32_t id)
+{
+    for (size_t i = 0; i < dir->count; i++) {
+        if (dir->entries[i].id == id)
+            return &dir->entries[i];
+    }
+    return NULL;
+}
+
+static void nodedir_retire(struct nodedir *dir, struct rpc_pool *pool)
+{
+    struct rpc_pool **grown =
+        realloc(dir->retired, (dir->retired_count + 1) * sizeof(*dir->retired));
+    if (!grown) {
+        /* Leaking is safer than freeing a pool another thread may hold. */
+        return;
+    }
+    dir->retired = grown;
+    dir->retired[dir->retired_count++] = pool;
+}
+
+/* Reloads the node list from meta. Called with dir->lock held. */
+static int nodedir_refresh(struct nodedir *dir)
+{
+    struct meta_node *nodes = NULL;
+    size_t count = 0;
+    int status = metaclient_node_list(dir->meta, &nodes, &count);
+    if (status != TS_OK)
+        return status;
+    for (size_t i = 0; i < count; i++) {
+        struct node_entry *entry = nodedir_find(dir, nodes[i].id);
+        if (entry && strcmp(rpc_pool_endpoint(entry->pool), nodes[i].address) == 0)
+            continue;
+        struct rpc_pool *pool = rpc_pool_new(nodes[i].address, dir->io_timeout_ms);
+        if (!pool)
+            continue;
+        if (entry) {
+            log_info("datanode %u moved to %s", nodes[i].id, nodes[i].address);
+            nodedir_retire(dir, entry->pool);
+            entry->pool = pool;
+            continue;
+        }
+        struct node_entry *grown = realloc(dir->entries, (dir->count + 1) * sizeof(*grown));
+        if (!grown) {
+            rpc_pool_destroy(&pool);
+            continue;
+        }
+        dir->entries = grown;
+        dir->entries[dir->count].id = nodes[i].id;
+        dir->entries[dir->count].pool = pool;
+        dir->count++;
+    }
+    free(nodes);
+    dir->stale = 0;
+    return TS_OK;
+}
+
+static struct rpc_pool *nodedir_pool(struct nodedir *dir, uint32_t id)
+{
+    struct node_entry *entry;
+    struct rpc_pool *pool = NULL;
+
+    pthread_mutex_lock(&dir->lock);
+    if (dir->stale)
+        nodedir_refresh(dir);
+    entry = nodedir_find(dir, id);
+    if (!entry && nodedir_refresh(dir) == TS_OK)
+        entry = nodedir_find(dir, id);
+    if (entry)
+        pool = entry->pool;
+    pthread_mutex_unlock(&dir->lock);
+    return pool;
+}
+
+int nodedir_call(struct nodedir *dir, uint32_t node, uint16_t op, const void *payload,
+                 size_t payload_len, const void *data, size_t data_len, struct rpc_reply *reply)
+{
+    struct rpc_pool *pool = nodedir_pool(dir, node);
+    int status;
+
+    memset(reply, 0, sizeof(*reply));
+    if (!pool) {
+        log_error("%s: datanode %u is not known to meta", ts_op_name(op), node);
+        return TS_ERR_IO;
+    }
+    status = rpc_pool_call(pool, op, payload, payload_len, data, data_len, reply);
+    if (status == TS_ERR_TIMEDOUT) {
+        log_warn("%s: datanode %u at %s did not answer within %d ms", ts_op_name(op), node,
+                 rpc_pool_endpoint(pool), dir->io_timeout_ms);
+        pthread_mutex_lock(&dir->lock);
+        dir->stale = 1;
+        pthread_mutex_unlock(&dir->lock);
+    }
+    return status;
+}

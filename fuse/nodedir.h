@@ -1,0 +1,30 @@
+/*
+ * @file nodedir.h
+ * The client's directory of datanodes: node id -> connection pool. It is
+ * filled from meta's NODE_LIST on first use and refreshed when a tile names a
+ * node it does not know, or after a call to a node timed out (the node may
+ * have come back at another address). Thread-safe.
+ */
+#ifndef TESSERA_NODEDIR_H
+#define TESSERA_NODEDIR_H
+
+#include "metaclient.h"
+#include "rpc.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct nodedir;
+
+struct nodedir *nodedir_new(struct metaclient *meta, int io_timeout_ms);
+void nodedir_destroy(struct nodedir **dirp);
+
+/*
+ * Sends op to datanode `node` and waits up to the I/O timeout. Returns as
+ * rpc_pool_call(); TS_ERR_IO if the node is unknown to meta. The caller
+ * releases `reply` in every case.
+ */
+int nodedir_call(struct nodedir *dir, uint32_t node, uint16_t op, const void *payload,
+                 size_t payload_len, const void *data, size_t data_len, struct rpc_reply *reply);
+
+#endif

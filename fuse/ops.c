@@ -1,0 +1,614 @@
+/*
+ * @file ops.c
+ * The libfuse low-level operations: each x_<op>() turns one kernel request
+ * into calls to meta (metaclient) or the data path (datapath) and replies
+ * exactly once. Status codes from the wire become errno only here, through
+ * status_to_errno().
+ *
+ * The mount keeps no per-inode state except for open files (datapath), so
+ * lookup counts need no bookkeeping: forget has nothing to drop. Inode
+ * numbers are meta's, and FUSE_ROOT_ID is meta's root (1).
+ */
+#include "ops.h"
+
+#include "log.h"
+#include "status.h"
+#include "tile.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+
+#define READDIR_BATCH 1024
+
+static struct mount_state *state_of(fuse_req_t req) { return fuse_req_userdata(req); }
+
+static void attr_to_stat(const struct ts_attr *attr, struct stat *st)
+{
+    memset(st, 0, sizeof(*st));
+    st->st_ino = attr->ino;
+    st->st_mode = attr->mode;
+    st->st_nlink = attr->nlink;
+    st->st_uid = attr->uid;
+    st->st_gid = attr->gid;
+    st->st_rdev = attr->rdev;
+    st->st_size = (off_t)attr->size;
+    st->st_blocks = (blkcnt_t)attr->blocks;
+    st->st_blksize = (blksize_t)(attr->tile_bytes ? attr->tile_bytes : TILE_DEFAULT_BYTES);
+    st->st_atim.tv_sec = attr->atime_sec;
+    st->st_atim.tv_nsec = attr->atime_nsec;
+    st->st_mtim.tv_sec = attr->mtime_sec;
+    st->st_mtim.tv_nsec = attr->mtime_nsec;
+    st->st_ctim.tv_sec = attr->ctime_sec;
+    st->st_ctim.tv_nsec = attr->ctime_nsec;
+}
+
+static void reply_status(fuse_req_t req, int status)
+{
+    fuse_reply_err(req, status == TS_OK ? 0 : status_to_errno(status));
+}
+
+static void fill_entry(fuse_req_t req, const struct ts_attr *attr, struct fuse_entry_param *entry)
+{
+    struct mount_state *state = state_of(req);
+    memset(entry, 0, sizeof(*entry));
+    entry->ino = attr->ino;
+    entry->generation = attr->generation;
+    entry->attr_timeout = state->attr_timeout;
+    entry->entry_timeout = state->entry_timeout;
+    attr_to_stat(attr, &entry->attr);
+}
+
+static void reply_entry(fuse_req_t req, int status, struct ts_attr *attr)
+{
+    struct fuse_entry_param entry;
+    if (status != TS_OK) {
+        reply_status(req, status);
+        return;
+    }
+    datapath_overlay_attr(state_of(req)->datapath, attr);
+    fill_entry(req, attr, &entry);
+    fuse_reply_entry(req, &entry);
+}
+
+static void reply_attr(fuse_req_t req, struct ts_attr *attr)
+{
+    struct stat st;
+    datapath_overlay_attr(state_of(req)->datapath, attr);
+    attr_to_stat(attr, &st);
+    fuse_reply_attr(req, &st, state_of(req)->attr_timeout);
+}
+
+/* The file handle of an open regular file. */
+static struct open_file *file_of(struct fuse_file_info *fi)
+{
+    return (struct open_file *)(uintptr_t)fi->fh;
+}
+
+static void x_init(void *userdata, struct fuse_conn_info *conn)
+{
+    (void)userdata;
+    /* 1 MiB requests: one tile per request when aligned. */
+    conn->max_write = TILE_DEFAULT_BYTES;
+    conn->max_read = TILE_DEFAULT_BYTES;
+    if (conn->capable & FUSE_CAP_ASYNC_READ)
+        conn->want |= FUSE_CAP_ASYNC_READ;
+    /* No writeback cache: writes reach us in order, so errors and sizes stay
+     * exact; no kernel-side locks: POSIX locks are local to a mount. */
+    conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
+    if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
+        conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+    log_info("ready: mounted (max_write %u)", conn->max_write);
+}
+
+static void x_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    struct ts_attr attr;
+    if (strlen(name) > TS_MAX_NAME) {
+        fuse_reply_err(req, ENAMETOOLONG);
+        return;
+    }
+    int status = metaclient_lookup(state_of(req)->meta, parent, name, &attr);
+    reply_entry(req, status, &attr);
+}
+
+static void x_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+    (void)ino;
+    (void)nlookup;
+    fuse_reply_none(req); /* no per-inode state to drop: see the file comment */
+}
+
+static void x_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    struct ts_attr attr;
+    (void)fi;
+    int status = metaclient_getattr(state_of(req)->meta, ino, &attr);
+    if (status != TS_OK) {
+        reply_status(req, status);
+        return;
+    }
+    reply_attr(req, &attr);
+}
+
+static void x_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *st, int to_set,
+                      struct fuse_file_info *fi)
+{
+    struct ts_setattr_req request = {.ino = ino};
+    struct ts_attr attr;
+    (void)fi;
+
+    if (to_set & FUSE_SET_ATTR_MODE) {
+        request.valid |= TS_SET_MODE;
+        request.mode = st->st_mode;
+    }
+    if (to_set & FUSE_SET_ATTR_UID) {
+        request.valid |= TS_SET_UID;
+        request.uid = st->st_uid;
+    }
+    if (to_set & FUSE_SET_ATTR_GID) {
+        request.valid |= TS_SET_GID;
+        request.gid = st->st_gid;
+    }
+    if (to_set & FUSE_SET_ATTR_SIZE) {
+        request.valid |= TS_SET_SIZE;
+        request.size = (uint64_t)st->st_size;
+    }
+    if (to_set & FUSE_SET_ATTR_ATIME_NOW) {
+        request.valid |= TS_SET_ATIME_NOW;
+    } else if (to_set & FUSE_SET_ATTR_ATIME) {
+        request.valid |= TS_SET_ATIME;
+        request.atime_sec = st->st_atim.tv_sec;
+        request.atime_nsec = (uint32_t)st->st_atim.tv_nsec;
+    }
+    if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
+        request.valid |= TS_SET_MTIME_NOW;
+    } else if (to_set & FUSE_SET_ATTR_MTIME) {
+        request.valid |= TS_SET_MTIME;
+        request.mtime_sec = st->st_mtim.tv_sec;
+        request.mtime_nsec = (uint32_t)st->st_mtim.tv_nsec;
+    }
+    if (to_set & FUSE_SET_ATTR_CTIME)
+        request.valid |= TS_SET_CTIME;
+    int error = datapath_setattr(state_of(req)->datapath, &request, &attr);
+    if (error != 0) {
+        fuse_reply_err(req, -error);
+        return;
+    }
+    reply_attr(req, &attr);
+}
+
+static void x_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+    char target[TS_MAX_SYMLINK + 1];
+    int status = metaclient_readlink(state_of(req)->meta, ino, target, sizeof(target));
+    if (status != TS_OK) {
+        reply_status(req, status);
+        return;
+    }
+    fuse_reply_readlink(req, target);
+}
+
+static int name_too_long(fuse_req_t req, const char *name)
+{
+    if (strlen(name) <= TS_MAX_NAME)
+        return 0;
+    fuse_reply_err(req, ENAMETOOLONG);
+    return 1;
+}
+
+static void x_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                    dev_t rdev)
+{
+    const struct fuse_ctx *ctx = fuse_req_ctx(req);
+    struct ts_attr attr;
+    if (name_too_long(req, name))
+        return;
+    int status = metaclient_mknod(state_of(req)->meta, parent, name, mode, rdev, ctx->uid,
+                                  ctx->gid, &attr);
+    reply_entry(req, status, &attr);
+}
+
+static void x_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+    const struct fuse_ctx *ctx = fuse_req_ctx(req);
+    struct ts_attr attr;
+    if (name_too_long(req, name))
+        return;
+    int status = metaclient_mkdir(state_of(req)->meta, parent, name, mode | S_IFDIR, ctx->uid,
+                                  ctx->gid, &attr);
+    reply_entry(req, status, &attr);
+}
+
+static void x_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    reply_status(req, metaclient_unlink(state_of(req)->meta, parent, name));
+}
+
+static void x_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    reply_status(req, metaclient_rmdir(state_of(req)->meta, parent, name));
+}
+
+static void x_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+    const struct fuse_ctx *ctx = fuse_req_ctx(req);
+    struct ts_attr attr;
+    if (name_too_long(req, name))
+        return;
+    if (strlen(link) > TS_MAX_SYMLINK) {
+        fuse_reply_err(req, ENAMETOOLONG);
+        return;
+    }
+    int status = metaclient_symlink(state_of(req)->meta, parent, name, link, ctx->uid, ctx->gid,
+                                    &attr);
+    reply_entry(req, status, &attr);
+}
+
+static void x_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t new_parent,
+                     const char *new_name, unsigned int flags)
+{
+    if (name_too_long(req, new_name))
+        return;
+    if (flags & ~(unsigned)(TS_RENAME_NOREPLACE | TS_RENAME_EXCHANGE)) {
+        fuse_reply_err(req, EINVAL); /* RENAME_WHITEOUT is for overlay filesystems */
+        return;
+    }
+    reply_status(req,
+                 metaclient_rename(state_of(req)->meta, parent, name, new_parent, new_name, flags));
+}
+
+static void x_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t new_parent, const char *new_name)
+{
+    struct ts_attr attr;
+    if (name_too_long(req, new_name))
+        return;
+    int status = metaclient_link(state_of(req)->meta, ino, new_parent, new_name, &attr);
+    reply_entry(req, status, &attr);
+}
+
+/* Opens ino in meta and the data path; fills *file. Returns an errno. */
+static int open_file(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+                     struct ts_attr *attr)
+{
+    struct mount_state *state = state_of(req);
+    struct open_file *file;
+    int status = metaclient_open(state->meta, ino, (uint32_t)fi->flags, attr);
+    if (status != TS_OK)
+        return status_to_errno(status);
+    int error = datapath_open(state->datapath, attr, &file);
+    if (error != 0) {
+        metaclient_release(state->meta, ino);
+        return -error;
+    }
+    fi->fh = (uint64_t)(uintptr_t)file;
+    /* keep_cache = 0: the kernel drops cached pages at open (close-to-open). */
+    fi->keep_cache = 0;
+    return 0;
+}
+
+static void x_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    struct ts_attr attr;
+    int error = open_file(req, ino, fi, &attr);
+    if (error != 0) {
+        fuse_reply_err(req, error);
+        return;
+    }
+    if (fuse_reply_open(req, fi) == -ENOENT) /* interrupted: the kernel won't release */
+        datapath_release(state_of(req)->datapath, file_of(fi));
+}
+
+static void x_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                     struct fuse_file_info *fi)
+{
+    const struct fuse_ctx *ctx = fuse_req_ctx(req);
+    struct mount_state *state = state_of(req);
+    struct ts_attr attr;
+    struct fuse_entry_param entry;
+
+    if (name_too_long(req, name))
+        return;
+    int status = metaclient_mknod(state->meta, parent, name, (mode & 07777) | S_IFREG, 0,
+                                  ctx->uid, ctx->gid, &attr);
+    if (status != TS_OK) {
+        reply_status(req, status);
+        return;
+    }
+    int error = open_file(req, attr.ino, fi, &attr);
+    if (error != 0) {
+        fuse_reply_err(req, error);
+        return;
+    }
+    fill_entry(req, &attr, &entry);
+    if (fuse_reply_create(req, &entry, fi) == -ENOENT)
+        datapath_release(state->datapath, file_of(fi));
+}
+
+static void x_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
+                   struct fuse_file_info *fi)
+{
+    (void)ino;
+    char *buf = malloc(size ? size : 1);
+    if (!buf) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    ssize_t got = datapath_read(state_of(req)->datapath, file_of(fi), buf, size,
+                                (uint64_t)offset);
+    if (got < 0)
+        fuse_reply_err(req, (int)-got);
+    else
+        fuse_reply_buf(req, buf, (size_t)got);
+    free(buf);
+}
+
+static void x_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t offset,
+                    struct fuse_file_info *fi)
+{
+    (void)ino;
+    ssize_t written =
+        datapath_write(state_of(req)->datapath, file_of(fi), buf, size, (uint64_t)offset);
+    if (written < 0)
+        fuse_reply_err(req, (int)-written);
+    else
+        fuse_reply_write(req, (size_t)written);
+}
+
+static void x_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    (void)ino;
+    fuse_reply_err(req, -datapath_flush(state_of(req)->datapath, file_of(fi)));
+}
+
+static void x_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    (void)ino;
+    datapath_release(state_of(req)->datapath, file_of(fi));
+    fuse_reply_err(req, 0);
+}
+
+static void x_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+    (void)ino;
+    (void)datasync; /* the size is metadata a read needs: commit it either way */
+    fuse_reply_err(req, -datapath_fsync(state_of(req)->datapath, file_of(fi)));
+}
+
+/* ---- directories ------------------------------------------------------ */
+
+/*
+ * A directory handle holds the listing read so far. Offsets handed to the
+ * kernel are indexes into it (0 = ".", 1 = "..", 2.. = entries), so they
+ * stay valid however the directory changes; a readdir from offset 0
+ * starts a fresh listing (rewinddir).
+ */
+struct dir_handle {
+    struct meta_dirent *entries;
+    size_t count;
+    size_t cap;
+    int complete;
+};
+
+static void x_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    struct ts_attr attr;
+    int status = metaclient_getattr(state_of(req)->meta, ino, &attr);
+    if (status != TS_OK) {
+        reply_status(req, status);
+        return;
+    }
+    if (!S_ISDIR(attr.mode)) {
+        fuse_reply_err(req, ENOTDIR);
+        return;
+    }
+    struct dir_handle *dir = calloc(1, sizeof(*dir));
+    if (!dir) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    fi->fh = (uint64_t)(uintptr_t)dir;
+    if (fuse_reply_open(req, fi) == -ENOENT)
+        free(dir);
+}
+
+/* Reads the next batch of the listing into dir. Returns a status. */
+static int dir_fetch(struct mount_state *state, fuse_ino_t ino, struct dir_handle *dir)
+{
+    uint32_t count = 0;
+    uint32_t done = 0;
+    if (dir->count + READDIR_BATCH > dir->cap) {
+        size_t new_cap = dir->cap ? dir->cap * 2 : READDIR_BATCH;
+        while (new_cap < dir->count + READDIR_BATCH)
+            new_cap *= 2;
+        struct meta_dirent *grown = realloc(dir->entries, new_cap * sizeof(*grown));
+        if (!grown)
+            return TS_ERR_NOMEM;
+        dir->entries = grown;
+        dir->cap = new_cap;
+    }
+    const char *after = dir->count ? dir->entries[dir->count - 1].name : "";
+    int status = metaclient_readdir(state->meta, ino, after, dir->entries + dir->count,
+                                    READDIR_BATCH, &count, &done);
+    if (status != TS_OK)
+        return status;
+    dir->count += count;
+    dir->complete = done || count == 0;
+    return TS_OK;
+}
+
+static void x_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
+                      struct fuse_file_info *fi)
+{
+    struct dir_handle *dir = (struct dir_handle *)(uintptr_t)fi->fh;
+    char *buf = malloc(size);
+    size_t used = 0;
+    size_t index = (size_t)offset;
+
+    if (!buf) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    if (offset == 0) {
+        dir->count = 0;
+        dir->complete = 0;
+    }
+    for (;;) {
+        struct stat st = {0};
+        const char *name;
+        if (index == 0 || index == 1) {
+            name = index == 0 ? "." : "..";
+            st.st_ino = index == 0 ? ino : 0;
+            st.st_mode = S_IFDIR;
+        } else {
+            size_t entry = index - 2;
+            if (entry >= dir->count && !dir->complete) {
+                int status = dir_fetch(state_of(req), ino, dir);
+                if (status != TS_OK) {
+                    free(buf);
+                    reply_status(req, status);
+                    return;
+                }
+            }
+            if (entry >= dir->count)
+                break;
+            name = dir->entries[entry].name;
+            st.st_ino = dir->entries[entry].ino;
+            st.st_mode = dir->entries[entry].mode;
+        }
+        size_t need = fuse_add_direntry(req, buf + used, size - used, name, &st,
+                                        (off_t)(index + 1));
+        if (need > size - used)
+            break;
+        used += need;
+        index++;
+    }
+    fuse_reply_buf(req, buf, used);
+    free(buf);
+}
+
+static void x_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    (void)ino;
+    struct dir_handle *dir = (struct dir_handle *)(uintptr_t)fi->fh;
+    free(dir->entries);
+    free(dir);
+    fuse_reply_err(req, 0);
+}
+
+static void x_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+    (void)ino;
+    (void)datasync;
+    (void)fi;
+    /* Namespace changes are in meta's store once acknowledged. */
+    fuse_reply_err(req, 0);
+}
+
+static void x_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+    struct ts_statfs_rep statfs;
+    struct statvfs out;
+    const uint64_t block = 4096;
+    (void)ino;
+    int status = metaclient_statfs(state_of(req)->meta, &statfs);
+    if (status != TS_OK) {
+        reply_status(req, status);
+        return;
+    }
+    memset(&out, 0, sizeof(out));
+    out.f_bsize = block;
+    out.f_frsize = block;
+    out.f_blocks = statfs.total_bytes / block;
+    out.f_bfree = statfs.free_bytes / block;
+    out.f_bavail = statfs.free_bytes / block;
+    /* Inodes live in meta's store: there is no fixed table to run out of. */
+    out.f_files = statfs.files + (1u << 30);
+    out.f_ffree = 1u << 30;
+    out.f_favail = 1u << 30;
+    out.f_namemax = TS_MAX_NAME;
+    fuse_reply_statfs(req, &out);
+}
+
+/* ---- extended attributes ---------------------------------------------- */
+
+static void x_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+                       size_t size, int flags)
+{
+    reply_status(req, metaclient_setxattr(state_of(req)->meta, ino, name, value, size,
+                                          (uint32_t)flags));
+}
+
+/* Replies with a value, its size (size 0) or ERANGE, as getxattr(2) wants. */
+static void reply_xattr_value(fuse_req_t req, const void *value, size_t len, size_t size)
+{
+    if (size == 0)
+        fuse_reply_xattr(req, len);
+    else if (len > size)
+        fuse_reply_err(req, ERANGE);
+    else
+        fuse_reply_buf(req, value, len);
+}
+
+static void x_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+    void *value = NULL;
+    size_t len = 0;
+    int status = metaclient_getxattr(state_of(req)->meta, ino, name, &value, &len);
+    if (status != TS_OK)
+        reply_status(req, status);
+    else
+        reply_xattr_value(req, value, len, size);
+    free(value);
+}
+
+static void x_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+    char *names = NULL;
+    size_t len = 0;
+    int status = metaclient_listxattr(state_of(req)->meta, ino, &names, &len);
+    if (status != TS_OK)
+        reply_status(req, status);
+    else
+        reply_xattr_value(req, names, len, size);
+    free(names);
+}
+
+static void x_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+    reply_status(req, metaclient_removexattr(state_of(req)->meta, ino, name));
+}
+
+const struct fuse_lowlevel_ops tessera_ops = {
+    .init = x_init,
+    .lookup = x_lookup,
+    .forget = x_forget,
+    .getattr = x_getattr,
+    .setattr = x_setattr,
+    .readlink = x_readlink,
+    .mknod = x_mknod,
+    .mkdir = x_mkdir,
+    .unlink = x_unlink,
+    .rmdir = x_rmdir,
+    .symlink = x_symlink,
+    .rename = x_rename,
+    .link = x_link,
+    .open = x_open,
+    .read = x_read,
+    .write = x_write,
+    .flush = x_flush,
+    .release = x_release,
+    .fsync = x_fsync,
+    .opendir = x_opendir,
+    .readdir = x_readdir,
+    .releasedir = x_releasedir,
+    .fsyncdir = x_fsyncdir,
+    .statfs = x_statfs,
+    .setxattr = x_setxattr,
+    .getxattr = x_getxattr,
+    .listxattr = x_listxattr,
+    .removexattr = x_removexattr,
+    .create = x_create,
+};

@@ -1,0 +1,26 @@
+/*
+ * @file ops.h
+ * The libfuse low-level operations of tessera-mount.
+ */
+#ifndef TESSERA_OPS_H
+#define TESSERA_OPS_H
+
+#define FUSE_USE_VERSION 314
+#include <fuse_lowlevel.h>
+
+#include "datapath.h"
+#include "metaclient.h"
+#include "nodedir.h"
+
+/* Everything the operations share; set up by main before the session runs. */
+struct mount_state {
+    struct metaclient *meta;
+    struct nodedir *nodes;
+    struct datapath *datapath;
+    double attr_timeout;  /* seconds the kernel may cache attributes */
+    double entry_timeout; /* seconds the kernel may cache names */
+};
+
+extern const struct fuse_lowlevel_ops tessera_ops;
+
+#endif
