@@ -10,6 +10,7 @@
 #include "status.h"
 #include "util.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +137,62 @@ static int parse_arguments(int argc, char **argv, struct mount_options *options)
     return 0;
 }
 
+/*
+ * Background mode. ZeroMQ's threads do not survive fork(), so the process
+ * forks before it opens any socket; the parent waits on a pipe for the
+ * child's verdict (mounted or not) and exits with it, so `tessera-mount`
+ * without -f still fails visibly when the mount fails.
+ * Returns the write end of the pipe in the child (-1 in foreground mode).
+ */
+static int daemon_fork(int foreground)
+{
+    int pipe_fds[2];
+    if (foreground)
+        return -1;
+    if (pipe(pipe_fds) != 0) {
+        perror("tessera-mount: pipe");
+        exit(1);
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("tessera-mount: fork");
+        exit(1);
+    }
+    if (pid > 0) {
+        char verdict = 1;
+        close(pipe_fds[1]);
+        if (read(pipe_fds[0], &verdict, 1) != 1)
+            verdict = 1;
+        _exit(verdict);
+    }
+    close(pipe_fds[0]);
+    setsid();
+    return pipe_fds[1];
+}
+
+/* Tells the waiting parent the outcome and detaches from the terminal. */
+static void daemon_report(int report_fd, int exit_code)
+{
+    char verdict = (char)exit_code;
+    if (report_fd < 0)
+        return;
+    if (write(report_fd, &verdict, 1) != 1)
+        log_warn("could not report to the parent process");
+    close(report_fd);
+    if (exit_code != 0)
+        return;
+    int null_fd = open("/dev/null", O_RDWR);
+    if (null_fd >= 0) {
+        dup2(null_fd, STDIN_FILENO);
+        dup2(null_fd, STDOUT_FILENO);
+        dup2(null_fd, STDERR_FILENO);
+        if (null_fd > STDERR_FILENO)
+            close(null_fd);
+    }
+    if (chdir("/") != 0)
+        log_warn("chdir / failed");
+}
+
 int main(int argc, char **argv)
 {
     struct mount_options options = {0};
@@ -153,6 +210,7 @@ int main(int argc, char **argv)
     if (parsed != 0)
         return 2;
     log_init("tessera-mount", options.log_level);
+    int report_fd = daemon_fork(options.foreground);
 
     /* Large requests: the kernel sends up to a whole tile per read/write. */
     if (add_fuse_option(&options, "fsname=tessera,subtype=tessera,max_read=1048576") != 0)
@@ -197,8 +255,8 @@ int main(int argc, char **argv)
     }
     log_info("mounting %s from %s (datanode timeout %ld ms)", options.mountpoint, options.meta,
              options.io_timeout_ms);
-    if (fuse_daemonize(options.foreground) != 0)
-        goto out_unmount;
+    daemon_report(report_fd, 0);
+    report_fd = -1;
     if (options.single_thread) {
         exit_code = fuse_session_loop(session) == 0 ? 0 : 1;
     } else {
@@ -221,5 +279,6 @@ out:
     nodedir_destroy(&state.nodes);
     metaclient_destroy(&state.meta);
     fuse_opt_free_args(&args);
+    daemon_report(report_fd, exit_code);
     return exit_code;
 }

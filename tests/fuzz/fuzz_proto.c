@@ -1,0 +1,46 @@
+/*
+ * libFuzzer target: every decoder of the wire protocol on arbitrary bytes.
+ * The decoders must never read outside the input (ASan watches) and a
+ * successful decode must only point inside it.
+ */
+#include "proto.h"
+
+#include <assert.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+static void check_inside(struct ts_str str, const uint8_t *data, size_t size)
+{
+    if (str.len == 0)
+        return;
+    assert((const uint8_t *)str.ptr >= data);
+    assert((const uint8_t *)str.ptr + str.len <= data + size);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct ts_header header;
+    (void)ts_header_decode(&header, data, size);
+
+#define FUZZ_DECODE(name, fields)                                                                  \
+    {                                                                                              \
+        struct ts_##name message;                                                                  \
+        if (ts_##name##_decode(&message, data, size) == 0) {                                       \
+            uint8_t again[1 << 16];                                                                \
+            int len = ts_##name##_encode(&message, again, sizeof(again));                          \
+            /* what decodes re-encodes to the same bytes */                                        \
+            assert(size > sizeof(again) || (len == (int)size));                                   \
+            assert(size > sizeof(again) || memcmp(again, data, size) == 0);                      \
+        }                                                                                          \
+    }
+    TS_MESSAGES(FUZZ_DECODE)
+#undef FUZZ_DECODE
+
+    struct ts_readdir_rep readdir;
+    if (ts_readdir_rep_decode(&readdir, data, size) == 0)
+        check_inside(readdir.entries, data, size);
+    return 0;
+}
