@@ -1,0 +1,314 @@
+/*
+ * @file clusterstatus.c
+ * See clusterstatus.h. Which meta to ask: --meta ENDPOINT; else the
+ * cluster.conf of --state DIR (an error if it has none); else the
+ * cluster.conf of the default state directory, falling back to
+ * tcp://127.0.0.1:7400 when there is none.
+ */
+#include "clusterstatus.h"
+
+#include "clusterconf.h"
+#include "fmt.h"
+#include "metaclient.h"
+#include "status.h"
+#include "util.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CLUSTERSTATUS_DEFAULT_TIMEOUT_MS 2000
+#define CLUSTERSTATUS_ENDPOINT_MAX 512
+
+struct clusterstatus_options {
+    char state_dir[PATH_MAX];                  /* "" = not given */
+    char endpoint[CLUSTERSTATUS_ENDPOINT_MAX]; /* "" = not given */
+    bool json;
+    long timeout_ms;
+};
+
+static void clusterstatus_usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: tessera status [--state DIR | --meta ENDPOINT] [--json] [--timeout-ms MS]\n"
+            "\n"
+            "Shows the datanodes tessera-meta knows (NODE_LIST) and the filesystem totals.\n"
+            "\n"
+            "  --state DIR       the local cluster in DIR (default: $TESSERA_STATE, else\n"
+            "                    $XDG_STATE_HOME/tessera, else ~/.local/state/tessera)\n"
+            "  --meta ENDPOINT   ask this tessera-meta instead, e.g. tcp://10.0.0.1:7400\n"
+            "  --json            print a JSON array of the datanodes\n"
+            "  --timeout-ms MS   how long to wait for meta (default %d)\n"
+            "  -h, --help        this help\n"
+            "\n"
+            "Exit status: 0 ok, 1 meta unreachable or failing, 2 usage error.\n",
+            CLUSTERSTATUS_DEFAULT_TIMEOUT_MS);
+}
+
+static int clusterstatus_usage_error(const char *message, const char *arg)
+{
+    fprintf(stderr, "tessera status: %s%s%s (see tessera status --help)\n", message, arg ? " " : "",
+            arg ? arg : "");
+    return 2;
+}
+
+/* Parses argv; returns -1 to go on, else the exit code (help or usage error). */
+static int clusterstatus_parse(int argc, char **argv, struct clusterstatus_options *options)
+{
+    static const struct option long_options[] = {
+        {"state", required_argument, NULL, 's'}, {"meta", required_argument, NULL, 'm'},
+        {"json", no_argument, NULL, 'j'},        {"timeout-ms", required_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
+    };
+    int option;
+
+    opterr = 0;
+    optind = 1;
+    while ((option = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
+        switch (option) {
+        case 's':
+            if (fmt_into(options->state_dir, sizeof(options->state_dir), "%s", optarg) != 0)
+                return clusterstatus_usage_error("state directory name too long:", optarg);
+            break;
+        case 'm':
+            if (fmt_into(options->endpoint, sizeof(options->endpoint), "%s", optarg) != 0)
+                return clusterstatus_usage_error("endpoint too long:", optarg);
+            break;
+        case 'j': options->json = true; break;
+        case 't':
+            if (util_parse_long(optarg, 1, 600000, &options->timeout_ms) != 0)
+                return clusterstatus_usage_error("--timeout-ms wants 1..600000, got", optarg);
+            break;
+        case 'h': clusterstatus_usage(stdout); return 0;
+        case ':': return clusterstatus_usage_error("missing value for", argv[optind - 1]);
+        default: return clusterstatus_usage_error("unknown option", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return clusterstatus_usage_error("unexpected argument", argv[optind]);
+    if (options->state_dir[0] && options->endpoint[0])
+        return clusterstatus_usage_error("give --state or --meta, not both", NULL);
+    return -1;
+}
+
+/* Fills options->endpoint from a cluster.conf; returns 0 or an exit code. */
+static int clusterstatus_endpoint_from_state(struct clusterstatus_options *options)
+{
+    struct clusterconf conf;
+    char state_dir[PATH_MAX];
+    bool explicit_state = options->state_dir[0] != '\0';
+    int result;
+
+    clusterconf_defaults(&conf);
+    if (explicit_state)
+        result = fmt_into(state_dir, sizeof(state_dir), "%s", options->state_dir);
+    else
+        result = clusterconf_default_state_dir(state_dir, sizeof(state_dir));
+    if (result == 0)
+        result = clusterconf_load(&conf, state_dir);
+    if (result == -EINVAL)
+        return 1;
+    if (result != 0 && explicit_state) {
+        fprintf(stderr,
+                "tessera status: no cluster in %s (%s/%s: %s); start one with "
+                "tessera up --state %s, or pass --meta ENDPOINT\n",
+                state_dir, state_dir, CLUSTERCONF_FILE, strerror(-result), state_dir);
+        return 1;
+    }
+    /* No state at all: the default local cluster's meta. */
+    if (clusterconf_meta_endpoint(&conf, options->endpoint, sizeof(options->endpoint)) != 0)
+        return 1;
+    return 0;
+}
+
+static const char *clusterstatus_state_name(uint32_t state)
+{
+    return state == TS_NODE_UP ? "up" : "down";
+}
+
+/* "0.4s", "12s", "3m", "2h": how long ago meta heard from a node. */
+static void clusterstatus_age(uint64_t age_ms, char *out, size_t cap)
+{
+    if (age_ms < 10000)
+        snprintf(out, cap, "%.1fs", (double)age_ms / 1000.0);
+    else if (age_ms < 600000)
+        snprintf(out, cap, "%" PRIu64 "s", age_ms / 1000);
+    else if (age_ms < 36000000)
+        snprintf(out, cap, "%" PRIu64 "m", age_ms / 60000);
+    else
+        snprintf(out, cap, "%" PRIu64 "h", age_ms / 3600000);
+}
+
+static int clusterstatus_max(int a, size_t b)
+{
+    return (size_t)a > b ? a : (int)b;
+}
+
+/* Column widths: MACHINE and ADDRESS grow with the longest value. */
+static void clusterstatus_widths(const struct metaclient_node *nodes, size_t count,
+                                 int *machine_width, int *address_width)
+{
+    *machine_width = (int)strlen("MACHINE");
+    *address_width = (int)strlen("ADDRESS");
+    for (size_t i = 0; i < count; i++) {
+        *machine_width = clusterstatus_max(*machine_width, strlen(nodes[i].machine));
+        *address_width = clusterstatus_max(*address_width, strlen(nodes[i].address));
+    }
+}
+
+static void clusterstatus_print_row(const struct metaclient_node *node, int machine_width,
+                                    int address_width)
+{
+    char used[16];
+    char free_text[16];
+    char age[16];
+
+    fmt_size(node->used_bytes, used, sizeof(used));
+    fmt_size(node->free_bytes, free_text, sizeof(free_text));
+    clusterstatus_age(node->heartbeat_age_ms, age, sizeof(age));
+    printf("%-4" PRIu32 " %-*s %-*s %-5s %8" PRIu64 " %7s %7s %9s\n", node->id, machine_width,
+           node->machine, address_width, node->address, clusterstatus_state_name(node->state),
+           node->tiles, used, free_text, age);
+}
+
+static void clusterstatus_print_table(const struct metaclient_node *nodes, size_t count,
+                                      const struct ts_statfs_rep *totals, bool have_totals)
+{
+    int machine_width;
+    int address_width;
+    uint64_t tiles = 0;
+    uint64_t used = 0;
+    uint64_t free_bytes = 0;
+    size_t up = 0;
+    char used_text[16];
+    char free_text[16];
+    char total_text[16];
+
+    clusterstatus_widths(nodes, count, &machine_width, &address_width);
+    printf("%-4s %-*s %-*s %-5s %8s %7s %7s %9s\n", "ID", machine_width, "MACHINE", address_width,
+           "ADDRESS", "STATE", "TILES", "USED", "FREE", "HEARTBEAT");
+    for (size_t i = 0; i < count; i++) {
+        clusterstatus_print_row(&nodes[i], machine_width, address_width);
+        tiles += nodes[i].tiles;
+        used += nodes[i].used_bytes;
+        free_bytes += nodes[i].free_bytes;
+        up += nodes[i].state == TS_NODE_UP;
+    }
+    fmt_size(used, used_text, sizeof(used_text));
+    fmt_size(free_bytes, free_text, sizeof(free_text));
+    printf("total: %zu datanodes (%zu up, %zu down), %" PRIu64 " tiles, %s used, %s free\n", count,
+           up, count - up, tiles, used_text, free_text);
+    if (!have_totals)
+        return;
+    fmt_size(totals->total_bytes, total_text, sizeof(total_text));
+    fmt_size(totals->free_bytes, free_text, sizeof(free_text));
+    printf("filesystem: %s total, %s free, %" PRIu64 " files, %" PRIu64 " datanodes up\n",
+           total_text, free_text, totals->files, totals->nodes_up);
+}
+
+/* Prints text as a JSON string (quotes, backslashes and control bytes escaped). */
+static void clusterstatus_json_string(const char *text)
+{
+    putchar('"');
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            printf("\\%c", *c);
+        else if (*c < 0x20)
+            printf("\\u%04x", *c);
+        else
+            putchar(*c);
+    }
+    putchar('"');
+}
+
+static void clusterstatus_print_json(const struct metaclient_node *nodes, size_t count)
+{
+    printf("[");
+    for (size_t i = 0; i < count; i++) {
+        const struct metaclient_node *node = &nodes[i];
+        printf("%s\n  {\"id\": %" PRIu32 ", \"machine\": ", i ? "," : "", node->id);
+        clusterstatus_json_string(node->machine);
+        printf(", \"address\": ");
+        clusterstatus_json_string(node->address);
+        printf(", \"state\": \"%s\", \"capacity\": %" PRIu64 ", \"free\": %" PRIu64
+               ", \"used\": %" PRIu64 ", \"tiles\": %" PRIu64 ", \"heartbeat_age_ms\": %" PRIu64
+               "}",
+               clusterstatus_state_name(node->state), node->capacity, node->free_bytes,
+               node->used_bytes, node->tiles, node->heartbeat_age_ms);
+    }
+    printf("%s]\n", count ? "\n" : "");
+}
+
+/* Explains a failed call; returns exit code 1. */
+static int clusterstatus_call_failed(const char *endpoint, int status, const char *error_text,
+                                     long timeout_ms)
+{
+    if (status == TS_ERR_TIMEDOUT) {
+        fprintf(stderr,
+                "cannot reach tessera-meta at %s: no reply within %ld ms (is the cluster up? "
+                "try: tessera up)\n",
+                endpoint, timeout_ms);
+        return 1;
+    }
+    fprintf(stderr, "tessera status: tessera-meta at %s answered: %s%s%s\n", endpoint,
+            status_text(status), error_text && *error_text ? ": " : "",
+            error_text ? error_text : "");
+    return 1;
+}
+
+/* Asks meta and prints; returns the exit code. */
+static int clusterstatus_query(const struct clusterstatus_options *options)
+{
+    struct rpc_client *client = rpc_client_new(options->endpoint);
+    struct metaclient_node *nodes = NULL;
+    struct ts_statfs_rep totals;
+    char error_text[256];
+    size_t count = 0;
+    int exit_code = 0;
+    int status;
+
+    if (!client) {
+        fprintf(stderr, "tessera status: cannot use endpoint %s (expected tcp://HOST:PORT)\n",
+                options->endpoint);
+        return 1;
+    }
+    status = metaclient_node_list(client, (int)options->timeout_ms, &nodes, &count, error_text,
+                                  sizeof(error_text));
+    if (status != TS_OK) {
+        exit_code =
+            clusterstatus_call_failed(options->endpoint, status, error_text, options->timeout_ms);
+        goto out;
+    }
+    if (options->json) {
+        clusterstatus_print_json(nodes, count);
+        goto out;
+    }
+    status = metaclient_statfs(client, (int)options->timeout_ms, &totals);
+    clusterstatus_print_table(nodes, count, &totals, status == TS_OK);
+    if (status != TS_OK)
+        fprintf(stderr, "tessera status: STATFS failed: %s\n", status_text(status));
+out:
+    free(nodes);
+    rpc_client_destroy(&client);
+    return exit_code;
+}
+
+int clusterstatus_main(int argc, char **argv)
+{
+    struct clusterstatus_options options = {.timeout_ms = CLUSTERSTATUS_DEFAULT_TIMEOUT_MS};
+    int exit_code = clusterstatus_parse(argc, argv, &options);
+
+    if (exit_code >= 0)
+        return exit_code;
+    if (!options.endpoint[0]) {
+        exit_code = clusterstatus_endpoint_from_state(&options);
+        if (exit_code != 0)
+            return exit_code;
+    }
+    return clusterstatus_query(&options);
+}

@@ -1,0 +1,44 @@
+/*
+ * @file fusemount.h
+ * The FUSE mountpoint of a local cluster as the kernel sees it: is a FUSE
+ * filesystem mounted there (from /proc/self/mountinfo), is it a stale
+ * mount whose daemon died (stat fails with ENOTCONN), and unmounting with
+ * fusermount3.
+ */
+#ifndef TESSERA_TOOLS_FUSEMOUNT_H
+#define TESSERA_TOOLS_FUSEMOUNT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/*
+ * An absolute path for `path` as mountinfo spells it: the parent is
+ * resolved with realpath() and the last component appended, so it works on
+ * a stale mountpoint that cannot be stat'ed. Returns 0 or -errno.
+ */
+int fusemount_canonical_path(const char *path, char *out, size_t cap);
+
+/*
+ * 1 if a filesystem whose type starts with "fuse" is mounted exactly at
+ * mountpoint (canonical, see above), 0 if not, -errno if mountinfo cannot
+ * be read.
+ */
+int fusemount_is_mounted(const char *mountpoint);
+
+/* True when stat(mountpoint) fails with ENOTCONN: a FUSE mount whose daemon died. */
+bool fusemount_is_stale(const char *mountpoint);
+
+/*
+ * Lazily detaches a stale mount (`fusermount3 -uz`). Returns 0 or -EIO
+ * (fusermount3's message is on stderr).
+ */
+int fusemount_detach(const char *mountpoint);
+
+/*
+ * Unmounts: `fusermount3 -u` retried every 100 ms while the mount is busy,
+ * up to timeout_ms, then `fusermount3 -uz`. Returns 0 when nothing is
+ * mounted there any more, else -EBUSY.
+ */
+int fusemount_unmount(const char *mountpoint, int timeout_ms);
+
+#endif

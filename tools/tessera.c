@@ -1,0 +1,75 @@
+/*
+ * @file tessera.c
+ * The `tessera` command: finds the subcommand in argv[1] and hands it the
+ * rest of the arguments (argv[0] becomes the subcommand's name). Each
+ * subcommand parses its own options, prints its own --help, and returns the
+ * exit code: 0 ok, 1 runtime failure, 2 usage error.
+ */
+#include "clusterstatus.h"
+#include "down.h"
+#include "log.h"
+#include "up.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct tessera_command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+};
+
+static const struct tessera_command tessera_commands[] = {
+    {"up", up_main, "start a local cluster (meta, datanodes, mount) and wait for it"},
+    {"down", down_main, "unmount and stop the local cluster"},
+    {"status", clusterstatus_main, "show the datanodes and totals tessera-meta knows"},
+};
+
+#define TESSERA_COMMAND_COUNT (sizeof(tessera_commands) / sizeof(tessera_commands[0]))
+
+static void tessera_usage(FILE *out)
+{
+    fprintf(out, "Usage: tessera COMMAND [OPTIONS]\n"
+                 "\n"
+                 "Tessera is a userspace parallel filesystem. Commands:\n");
+    for (size_t i = 0; i < TESSERA_COMMAND_COUNT; i++)
+        fprintf(out, "  %-8s %s\n", tessera_commands[i].name, tessera_commands[i].summary);
+    fprintf(out, "\n"
+                 "`tessera COMMAND --help` describes a command's options.\n"
+                 "Quick start: tessera up --nodes 4 --mount /tmp/tessera; tessera status; "
+                 "tessera down\n");
+}
+
+static const struct tessera_command *tessera_find(const char *name)
+{
+    for (size_t i = 0; i < TESSERA_COMMAND_COUNT; i++) {
+        if (strcmp(tessera_commands[i].name, name) == 0)
+            return &tessera_commands[i];
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    const struct tessera_command *command;
+
+    /* Library messages (rpc.c) are warnings for a person at a terminal. */
+    log_init("tessera", LOG_LEVEL_WARN);
+    /* Progress lines and error lines must come out in the order they happen. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc < 2) {
+        tessera_usage(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        tessera_usage(stdout);
+        return 0;
+    }
+    command = tessera_find(argv[1]);
+    if (!command) {
+        fprintf(stderr, "tessera: unknown command '%s' (see tessera --help)\n", argv[1]);
+        return 2;
+    }
+    return command->run(argc - 1, argv + 1);
+}
