@@ -16,6 +16,7 @@
 #include "tile.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -292,7 +293,14 @@ static int open_file(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 static void x_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     struct ts_attr attr;
-    int error = open_file(req, ino, fi, &attr);
+    int error = 0;
+    if (fi->flags & O_TRUNC) {
+        /* libfuse asks for atomic O_TRUNC: the truncation is ours to do. */
+        struct ts_setattr_req request = {.ino = ino, .valid = TS_SET_SIZE, .size = 0};
+        error = -datapath_setattr(state_of(req)->datapath, &request, &attr);
+    }
+    if (error == 0)
+        error = open_file(req, ino, fi, &attr);
     if (error != 0) {
         fuse_reply_err(req, error);
         return;
@@ -460,7 +468,9 @@ static void x_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
         const char *name;
         if (index == 0 || index == 1) {
             name = index == 0 ? "." : "..";
-            st.st_ino = index == 0 ? ino : 0;
+            /* glibc hides entries with inode 0; the kernel looks ".." up
+             * itself, so its number here only needs to be non-zero. */
+            st.st_ino = ino;
             st.st_mode = S_IFDIR;
         } else {
             size_t entry = index - 2;
