@@ -1,0 +1,44 @@
+/*
+ * @file handlers.h
+ * The datanode's request handlers, one per opcode, and the opcode-indexed
+ * table given to rpc_server_new(). Every handler decodes its payload
+ * strictly (a truncated payload or trailing bytes give TS_ERR_BADMSG), does
+ * its tile I/O through the tilestore and answers with a status made by
+ * status_from_errno().
+ */
+#ifndef TESSERA_DATANODE_HANDLERS_H
+#define TESSERA_DATANODE_HANDLERS_H
+
+#include "proto.h"
+#include "rpc.h"
+#include "tilestore.h"
+
+#include <stdint.h>
+
+/* What the datanode has served since it started. */
+struct handlers_stats {
+    uint64_t requests[TS_OP_MAX]; /* handled requests per opcode, failed ones included */
+    uint64_t failures;            /* requests answered with a non-zero status */
+    uint64_t bytes_written;       /* tile bytes stored by TILE_WRITE */
+    uint64_t bytes_read;          /* tile bytes sent by TILE_READ */
+};
+
+/* The ctx every handler gets: the store it serves and its counters. */
+struct handlers_context {
+    struct tilestore *store;
+    struct handlers_stats stats;
+};
+
+/* handlers_table[op] for the datanode's opcodes, NULL for the rest. */
+extern const rpc_handler_fn handlers_table[TS_OP_MAX];
+
+/*
+ * Releases a TILE_READ reply's data buffer (the rpc_response data_free
+ * callback; ZeroMQ calls it once the bytes are sent).
+ */
+void handlers_free_data(void *data, void *hint);
+
+/* Logs the counters at info level, one line. */
+void handlers_log_stats(const struct handlers_stats *stats);
+
+#endif

@@ -1,0 +1,295 @@
+/*
+ * @file main.c
+ * tessera-datanode: keeps tiles as files on this machine's disk, serves
+ * tile reads and writes to clients, and heartbeats to meta.
+ *
+ * One thread runs one zmq_poll loop over the server's ROUTER socket and the
+ * heartbeat's DEALER socket; the poll timeout is the time until the
+ * heartbeat next has work, so no request waits behind a timer and no
+ * heartbeat waits behind an idle socket. SIGTERM and SIGINT set a flag that
+ * the loop checks around every poll (a signal also interrupts the poll).
+ *
+ * The "ready" line is logged once meta has acknowledged the first
+ * heartbeat: from then on meta knows this node and can place tiles on it.
+ * The line after binding ("listening on ...") only says the socket is up.
+ *
+ * Exit codes: 0 after a clean stop, 1 when it cannot start or the loop
+ * fails, 2 for bad arguments.
+ */
+#include "handlers.h"
+#include "heartbeat.h"
+#include "log.h"
+#include "rpc.h"
+#include "tilestore.h"
+#include "util.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+#define EXIT_USAGE 2
+
+struct datanode_options {
+    const char *listen;
+    const char *meta;
+    const char *data_dir;
+    const char *advertise;
+    char machine[TS_MAX_NAME + 1];
+    uint64_t capacity; /* 0 = the disk's */
+    enum log_level log_level;
+};
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop_signal(int signal_number)
+{
+    (void)signal_number;
+    stop_requested = 1;
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: tessera-datanode --listen ENDPOINT --meta ENDPOINT --data DIR [options]\n"
+                 "\n"
+                 "Stores Tessera tiles under DIR/tiles and serves them to clients.\n"
+                 "\n"
+                 "  --listen ENDPOINT     where to serve, e.g. tcp://127.0.0.1:7401\n"
+                 "  --meta ENDPOINT       the metadata service, e.g. tcp://127.0.0.1:7400\n"
+                 "  --data DIR            the data directory (created if missing)\n"
+                 "  --advertise ENDPOINT  the address clients should use (default: --listen)\n"
+                 "  --machine NAME        this machine's name (default: the hostname)\n"
+                 "  --capacity SIZE       report and enforce this capacity, e.g. 10G\n"
+                 "                        (default: the size of the disk)\n"
+                 "  --log-level LEVEL     error, warn, info (default) or debug\n"
+                 "  --help                show this help\n");
+}
+
+/* Prints why the arguments are wrong and how to fix them; returns exit code 2. */
+__attribute__((format(printf, 1, 2))) static int usage_error(const char *format, ...)
+{
+    va_list args;
+    fprintf(stderr, "tessera-datanode: ");
+    va_start(args, format);
+    vfprintf(stderr, format, args);
+    va_end(args);
+    fprintf(stderr, "\n(see tessera-datanode --help)\n");
+    return EXIT_USAGE;
+}
+
+/* A wildcard bind address means nothing to a client that must connect to it. */
+static bool endpoint_is_wildcard(const char *endpoint)
+{
+    return strstr(endpoint, "://*") != NULL || strstr(endpoint, "://0.0.0.0") != NULL ||
+           strstr(endpoint, "://[::]") != NULL;
+}
+
+/* Fills options from argv; returns 0, or the exit code (help: -1 for exit 0). */
+static int parse_options(int argc, char **argv, struct datanode_options *options)
+{
+    enum {
+        OPT_LISTEN = 256,
+        OPT_META,
+        OPT_DATA,
+        OPT_ADVERTISE,
+        OPT_MACHINE,
+        OPT_CAPACITY,
+        OPT_LOG_LEVEL,
+        OPT_HELP
+    };
+    static const struct option long_options[] = {
+        {"listen", required_argument, NULL, OPT_LISTEN},
+        {"meta", required_argument, NULL, OPT_META},
+        {"data", required_argument, NULL, OPT_DATA},
+        {"advertise", required_argument, NULL, OPT_ADVERTISE},
+        {"machine", required_argument, NULL, OPT_MACHINE},
+        {"capacity", required_argument, NULL, OPT_CAPACITY},
+        {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+        {"help", no_argument, NULL, OPT_HELP},
+        {NULL, 0, NULL, 0},
+    };
+    const char *machine = NULL;
+    int option;
+
+    memset(options, 0, sizeof(*options));
+    options->log_level = LOG_LEVEL_INFO;
+    opterr = 0; /* the messages below say more than getopt's */
+    for (;;) {
+        option = getopt_long(argc, argv, ":h", long_options, NULL);
+        if (option == -1)
+            break;
+        switch (option) {
+        case OPT_LISTEN: options->listen = optarg; break;
+        case OPT_META: options->meta = optarg; break;
+        case OPT_DATA: options->data_dir = optarg; break;
+        case OPT_ADVERTISE: options->advertise = optarg; break;
+        case OPT_MACHINE: machine = optarg; break;
+        case OPT_CAPACITY:
+            if (util_parse_size(optarg, &options->capacity) != 0)
+                return usage_error("--capacity '%s' is not a size; give bytes or a number "
+                                   "with K, M, G or T, e.g. --capacity 10G",
+                                   optarg);
+            if (options->capacity == 0)
+                return usage_error("--capacity must be more than 0 (leave it out to use the "
+                                   "whole disk)");
+            break;
+        case OPT_LOG_LEVEL:
+            if (log_level_parse(optarg, &options->log_level) != 0)
+                return usage_error("--log-level '%s' is unknown; use error, warn, info or debug",
+                                   optarg);
+            break;
+        case 'h':
+        case OPT_HELP: usage(stdout); return -1;
+        case ':': return usage_error("%s needs a value", argv[optind - 1]);
+        default: return usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return usage_error("unexpected argument '%s'; every setting is an --option", argv[optind]);
+    if (!options->listen)
+        return usage_error("missing --listen ENDPOINT (e.g. --listen tcp://127.0.0.1:7401)");
+    if (!options->meta)
+        return usage_error("missing --meta ENDPOINT (e.g. --meta tcp://127.0.0.1:7400)");
+    if (!options->data_dir || !*options->data_dir)
+        return usage_error("missing --data DIR (where this datanode keeps its tiles)");
+    if (!options->advertise) {
+        if (endpoint_is_wildcard(options->listen))
+            return usage_error("--listen %s binds every interface, which clients cannot "
+                               "connect to; add --advertise tcp://THIS_HOST:PORT",
+                               options->listen);
+        options->advertise = options->listen;
+    }
+    if (!*options->advertise || strlen(options->advertise) >= 256)
+        return usage_error("--advertise '%s' must be an endpoint of 1 to 255 characters",
+                           options->advertise);
+    if (strlen(options->meta) >= 256 || strlen(options->listen) >= 256)
+        return usage_error("endpoints must be shorter than 256 characters");
+    if (machine) {
+        if (!*machine || strlen(machine) > TS_MAX_NAME)
+            return usage_error("--machine '%s' must be a name of 1 to 255 characters", machine);
+        snprintf(options->machine, sizeof(options->machine), "%s", machine);
+    } else {
+        util_machine_name(options->machine, sizeof(options->machine));
+    }
+    return 0;
+}
+
+static void install_signal_handlers(void)
+{
+    struct sigaction action;
+    memset(&action, 0, sizeof(action));
+    action.sa_handler = on_stop_signal;
+    sigemptyset(&action.sa_mask);
+    /* No SA_RESTART: the signal must interrupt zmq_poll. */
+    sigaction(SIGTERM, &action, NULL);
+    sigaction(SIGINT, &action, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+/* The poll loop; returns 0 when stopped by a signal, 1 if polling fails. */
+static int serve(struct rpc_server *server, struct heartbeat *heartbeat,
+                 const struct datanode_options *options)
+{
+    bool ready_logged = false;
+
+    while (!stop_requested) {
+        zmq_pollitem_t items[2] = {
+            {rpc_server_socket(server), 0, ZMQ_POLLIN, 0},
+            {heartbeat_socket(heartbeat), 0, ZMQ_POLLIN, 0},
+        };
+        int item_count = items[1].socket ? 2 : 1;
+        long timeout_ms = heartbeat_wait_ms(heartbeat, util_monotonic_ms());
+
+        if (zmq_poll(items, item_count, timeout_ms) < 0) {
+            if (zmq_errno() == EINTR)
+                continue;
+            log_error("zmq_poll failed: %s", zmq_strerror(zmq_errno()));
+            return 1;
+        }
+        if (stop_requested)
+            break;
+        /* Both check ZMQ_EVENTS themselves, so calling them spuriously is harmless. */
+        rpc_server_handle_pending(server);
+        heartbeat_tick(heartbeat, util_monotonic_ms());
+        if (!ready_logged && heartbeat_acknowledged(heartbeat) > 0) {
+            log_info("ready: listening on %s (node %" PRIu32 ", data %s)", options->listen,
+                     heartbeat_node_id(heartbeat), options->data_dir);
+            ready_logged = true;
+        }
+    }
+    log_info("stopping on signal");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct datanode_options options;
+    struct handlers_context context;
+    struct tilestore *store = NULL;
+    struct heartbeat *heartbeat = NULL;
+    struct rpc_server *server = NULL;
+    uint64_t tiles, used_bytes;
+    int exit_code = 1;
+    int rc;
+
+    rc = parse_options(argc, argv, &options);
+    if (rc != 0)
+        return rc < 0 ? 0 : rc;
+    log_init("tessera-datanode", options.log_level);
+    install_signal_handlers();
+
+    rc = tilestore_open(options.data_dir, options.capacity, &store);
+    if (rc == -EBUSY) {
+        log_error("data directory %s is in use by another datanode (its datanode.lock is held); "
+                  "stop that one or choose another --data",
+                  options.data_dir);
+        goto out;
+    }
+    if (rc != 0) {
+        log_error("cannot open data directory %s: %s", options.data_dir, strerror(-rc));
+        goto out;
+    }
+    tilestore_usage(store, &tiles, &used_bytes);
+    log_info("data %s: %" PRIu64 " tiles, %" PRIu64 " bytes", options.data_dir, tiles, used_bytes);
+
+    struct heartbeat_config heartbeat_config = {
+        .meta_endpoint = options.meta,
+        .data_dir = options.data_dir,
+        .machine = options.machine,
+        .address = options.advertise,
+    };
+    rc = heartbeat_new(&heartbeat_config, store, &heartbeat);
+    if (rc != 0) {
+        if (rc != -EINVAL) /* node.id problems are logged where they are found */
+            log_error("cannot set up the heartbeat: %s", strerror(-rc));
+        goto out;
+    }
+
+    memset(&context, 0, sizeof(context));
+    context.store = store;
+    server = rpc_server_new(options.listen, handlers_table, &context);
+    if (!server) {
+        log_error("not started: no socket listening on %s", options.listen);
+        goto out;
+    }
+    log_info("listening on %s (advertised as %s, machine %s, data %s); registering with meta at "
+             "%s",
+             options.listen, options.advertise, options.machine, options.data_dir, options.meta);
+
+    exit_code = serve(server, heartbeat, &options);
+    handlers_log_stats(&context.stats);
+out:
+    rpc_server_destroy(&server);
+    heartbeat_destroy(&heartbeat);
+    tilestore_close(&store);
+    zmq_ctx_term(rpc_context()); /* every socket is closed: returns at once */
+    if (exit_code == 0)
+        log_info("stopped");
+    return exit_code;
+}

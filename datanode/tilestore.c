@@ -1,0 +1,509 @@
+/*
+ * @file tilestore.c
+ * See tilestore.h. Files are reached with *at() calls relative to one
+ * descriptor of DATA/tiles, so a tile's path is always the short
+ * "<bucket>/<ino>.<tile>.<version>" built from integers here.
+ *
+ * Invariants:
+ * - tiles and used_bytes are the count and size sum of the tile files: the
+ *   walk at open sets them, every change to a file adjusts them by what
+ *   fstat says it became (not by what was asked), so a partial failure
+ *   cannot make them drift.
+ * - bucket_unsynced[b] is set whenever an entry of bucket b is created or
+ *   removed and cleared only after that directory was fsync'd; a sync of
+ *   any tile in the bucket flushes it, so a new tile's name is durable
+ *   before its sync is acknowledged.
+ */
+#include "tilestore.h"
+
+#include "log.h"
+#include "proto.h"
+#include "util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#define TILESTORE_BUCKETS 256
+/* Tiles hold the data of files whose owners may differ: keep them private. */
+#define TILESTORE_FILE_MODE 0600
+#define TILESTORE_DIR_MODE 0700
+
+struct tilestore {
+    int tiles_fd; /* DATA/tiles */
+    int lock_fd;  /* DATA/datanode.lock, flock'd while open */
+    uint64_t capacity_limit;
+    uint64_t tiles;
+    uint64_t used_bytes;
+    bool tiles_dir_unsynced; /* a bucket was recreated since DATA/tiles was synced */
+    bool bucket_unsynced[TILESTORE_BUCKETS];
+};
+
+/* -errno of the last failure, with a full quota reported as a full disk. */
+static int tilestore_errno(void)
+{
+    int saved = errno;
+    if (saved == EDQUOT)
+        return -ENOSPC;
+    return saved ? -saved : -EIO;
+}
+
+static unsigned tilestore_bucket(uint64_t ino)
+{
+    return (unsigned)(ino % TILESTORE_BUCKETS);
+}
+
+/* "<bucket>/<ino>.<tile>.<version>", relative to tiles_fd. */
+static void tilestore_name(uint64_t ino, uint64_t tile, uint64_t version,
+                           char out[TILESTORE_PATH_MAX])
+{
+    snprintf(out, TILESTORE_PATH_MAX, "%u/%" PRIu64 ".%" PRIu64 ".%" PRIu64, tilestore_bucket(ino),
+             ino, tile, version);
+}
+
+int tilestore_path(uint64_t ino, uint64_t tile, uint64_t version, char *out, size_t cap)
+{
+    char name[TILESTORE_PATH_MAX];
+    tilestore_name(ino, tile, version, name);
+    int len = snprintf(out, cap, "tiles/%s", name);
+    if (len < 0 || (size_t)len >= cap)
+        return -ENAMETOOLONG;
+    return 0;
+}
+
+/* The checks every operation shares: a real inode and a range inside one tile. */
+static int tilestore_check(uint64_t ino, uint64_t offset, uint64_t len)
+{
+    if (ino == 0)
+        return -EINVAL;
+    if (offset > TS_MAX_DATA_BYTES || len > TS_MAX_DATA_BYTES - offset)
+        return -EINVAL;
+    return 0;
+}
+
+/* Whether growing the stored bytes by `growth` stays within --capacity. */
+static bool tilestore_fits(const struct tilestore *store, uint64_t growth)
+{
+    if (store->capacity_limit == 0 || growth == 0)
+        return true;
+    return store->used_bytes <= store->capacity_limit &&
+           growth <= store->capacity_limit - store->used_bytes;
+}
+
+/* Moves used_bytes from a file's old size to its new one. */
+static void tilestore_account(struct tilestore *store, uint64_t old_size, uint64_t new_size)
+{
+    if (new_size >= old_size) {
+        store->used_bytes += new_size - old_size;
+    } else {
+        uint64_t shrink = old_size - new_size;
+        store->used_bytes = shrink < store->used_bytes ? store->used_bytes - shrink : 0;
+    }
+}
+
+/* The size of an open file, or `fallback` if fstat fails (it does not on a live fd). */
+static uint64_t tilestore_file_size(int fd, uint64_t fallback)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return fallback;
+    return (uint64_t)st.st_size;
+}
+
+/* Parses "<ino>.<tile>.<version>" strictly (decimal digits only). */
+static bool tilestore_parse_name(const char *name, uint64_t *ino)
+{
+    uint64_t values[3] = {0, 0, 0};
+    const char *at = name;
+    for (int part = 0; part < 3; part++) {
+        if (*at < '0' || *at > '9')
+            return false;
+        while (*at >= '0' && *at <= '9') {
+            uint64_t digit = (uint64_t)(*at - '0');
+            if (values[part] > (UINT64_MAX - digit) / 10)
+                return false;
+            values[part] = values[part] * 10 + digit;
+            at++;
+        }
+        if (part < 2 && *at++ != '.')
+            return false;
+    }
+    if (*at != '\0')
+        return false;
+    *ino = values[0];
+    return true;
+}
+
+/* Counts the tile files of one bucket into the store's counters. */
+static int tilestore_count_bucket(struct tilestore *store, unsigned bucket)
+{
+    char bucket_name[16];
+    struct dirent *entry;
+    DIR *dir;
+    int fd;
+
+    snprintf(bucket_name, sizeof(bucket_name), "%u", bucket);
+    fd = openat(store->tiles_fd, bucket_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return tilestore_errno();
+    dir = fdopendir(fd);
+    if (!dir) {
+        int rc = tilestore_errno();
+        close(fd);
+        return rc;
+    }
+    for (;;) {
+        struct stat st;
+        uint64_t ino;
+        entry = readdir(dir);
+        if (!entry)
+            break;
+        if (entry->d_name[0] == '.')
+            continue;
+        if (!tilestore_parse_name(entry->d_name, &ino) || tilestore_bucket(ino) != bucket ||
+            ino == 0) {
+            log_warn("ignoring stray file tiles/%u/%s", bucket, entry->d_name);
+            continue;
+        }
+        if (fstatat(dirfd(dir), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !S_ISREG(st.st_mode))
+            continue;
+        store->tiles++;
+        store->used_bytes += (uint64_t)st.st_size;
+    }
+    closedir(dir);
+    return 0;
+}
+
+/* Creates DATA/tiles/<bucket> for all buckets and makes the names durable. */
+static int tilestore_make_buckets(struct tilestore *store, const char *data_dir)
+{
+    char bucket_name[16];
+    for (unsigned bucket = 0; bucket < TILESTORE_BUCKETS; bucket++) {
+        snprintf(bucket_name, sizeof(bucket_name), "%u", bucket);
+        if (mkdirat(store->tiles_fd, bucket_name, TILESTORE_DIR_MODE) != 0 && errno != EEXIST)
+            return tilestore_errno();
+    }
+    if (fsync(store->tiles_fd) != 0)
+        return tilestore_errno();
+    return util_fsync_dir(data_dir);
+}
+
+int tilestore_open(const char *data_dir, uint64_t capacity_limit, struct tilestore **storep)
+{
+    char path[4096];
+    struct tilestore *store;
+    int rc;
+
+    *storep = NULL;
+    store = calloc(1, sizeof(*store));
+    if (!store)
+        return -ENOMEM;
+    store->tiles_fd = -1;
+    store->lock_fd = -1;
+    store->capacity_limit = capacity_limit;
+
+    rc = util_mkdir_p(data_dir, TILESTORE_DIR_MODE);
+    if (rc != 0)
+        goto fail;
+    if ((size_t)snprintf(path, sizeof(path), "%s/datanode.lock", data_dir) >= sizeof(path)) {
+        rc = -ENAMETOOLONG;
+        goto fail;
+    }
+    store->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, TILESTORE_FILE_MODE);
+    if (store->lock_fd < 0) {
+        rc = tilestore_errno();
+        goto fail;
+    }
+    /* Two datanodes on one directory would corrupt each other's counts. */
+    if (flock(store->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        rc = errno == EWOULDBLOCK ? -EBUSY : tilestore_errno();
+        goto fail;
+    }
+
+    snprintf(path, sizeof(path), "%s/tiles", data_dir);
+    if (mkdir(path, TILESTORE_DIR_MODE) != 0 && errno != EEXIST) {
+        rc = tilestore_errno();
+        goto fail;
+    }
+    store->tiles_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (store->tiles_fd < 0) {
+        rc = tilestore_errno();
+        goto fail;
+    }
+    rc = tilestore_make_buckets(store, data_dir);
+    if (rc != 0)
+        goto fail;
+    for (unsigned bucket = 0; bucket < TILESTORE_BUCKETS; bucket++) {
+        rc = tilestore_count_bucket(store, bucket);
+        if (rc != 0)
+            goto fail;
+    }
+    *storep = store;
+    return 0;
+fail:
+    tilestore_close(&store);
+    return rc;
+}
+
+void tilestore_close(struct tilestore **storep)
+{
+    if (!storep || !*storep)
+        return;
+    struct tilestore *store = *storep;
+    if (store->tiles_fd >= 0)
+        close(store->tiles_fd);
+    if (store->lock_fd >= 0)
+        close(store->lock_fd); /* releases the flock */
+    free(store);
+    *storep = NULL;
+}
+
+/* Creates a tile file, recreating its bucket if someone removed it. */
+static int tilestore_create(struct tilestore *store, uint64_t ino, const char *name)
+{
+    int fd = openat(store->tiles_fd, name, O_WRONLY | O_CREAT | O_CLOEXEC, TILESTORE_FILE_MODE);
+    if (fd < 0 && errno == ENOENT) {
+        char bucket_name[16];
+        snprintf(bucket_name, sizeof(bucket_name), "%u", tilestore_bucket(ino));
+        if (mkdirat(store->tiles_fd, bucket_name, TILESTORE_DIR_MODE) != 0 && errno != EEXIST)
+            return tilestore_errno();
+        store->tiles_dir_unsynced = true;
+        fd = openat(store->tiles_fd, name, O_WRONLY | O_CREAT | O_CLOEXEC, TILESTORE_FILE_MODE);
+    }
+    if (fd < 0)
+        return tilestore_errno();
+    store->bucket_unsynced[tilestore_bucket(ino)] = true;
+    return fd;
+}
+
+/* pwrite until everything is written; 0 or -errno. */
+static int tilestore_pwrite_all(int fd, const uint8_t *data, size_t len, uint64_t offset)
+{
+    while (len > 0) {
+        ssize_t written = pwrite(fd, data, len, (off_t)offset);
+        if (written < 0) {
+            if (errno == EINTR)
+                continue;
+            return tilestore_errno();
+        }
+        if (written == 0)
+            return -EIO; /* no progress and no error: do not spin */
+        data += written;
+        len -= (size_t)written;
+        offset += (uint64_t)written;
+    }
+    return 0;
+}
+
+int tilestore_write(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
+                    uint64_t offset, const void *data, size_t len)
+{
+    char name[TILESTORE_PATH_MAX];
+    uint64_t old_size = 0;
+    uint64_t end = offset + len;
+    bool created = false;
+    int rc = tilestore_check(ino, offset, len);
+    int fd;
+
+    if (rc != 0 || len == 0)
+        return rc;
+    tilestore_name(ino, tile, version, name);
+    fd = openat(store->tiles_fd, name, O_WRONLY | O_CLOEXEC);
+    if (fd < 0 && errno != ENOENT)
+        return tilestore_errno();
+    if (fd >= 0) {
+        struct stat st;
+        if (fstat(fd, &st) != 0) {
+            rc = tilestore_errno();
+            goto out;
+        }
+        old_size = (uint64_t)st.st_size;
+    }
+    /* Checked before the file exists, so a refused write leaves nothing behind. */
+    if (!tilestore_fits(store, end > old_size ? end - old_size : 0)) {
+        rc = -ENOSPC;
+        goto out;
+    }
+    if (fd < 0) {
+        fd = tilestore_create(store, ino, name);
+        if (fd < 0)
+            return fd;
+        created = true;
+    }
+    rc = tilestore_pwrite_all(fd, data, len, offset);
+    if (rc != 0) {
+        if (created) {
+            unlinkat(store->tiles_fd, name, 0);
+            goto out;
+        }
+        if (ftruncate(fd, (off_t)old_size) != 0)
+            log_warn("tile %s: cannot undo a failed write's growth: %s", name, strerror(errno));
+    } else if (created) {
+        store->tiles++;
+    }
+    tilestore_account(store, old_size, tilestore_file_size(fd, end > old_size ? end : old_size));
+out:
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
+int tilestore_read(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
+                   uint64_t offset, size_t length, void *buf, size_t *got)
+{
+    char name[TILESTORE_PATH_MAX];
+    uint8_t *at = buf;
+    size_t done = 0;
+    int rc = tilestore_check(ino, offset, length);
+    int fd;
+
+    *got = 0;
+    if (rc != 0 || length == 0)
+        return rc;
+    tilestore_name(ino, tile, version, name);
+    fd = openat(store->tiles_fd, name, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : tilestore_errno(); /* a missing tile is a hole */
+    while (done < length) {
+        ssize_t count = pread(fd, at + done, length - done, (off_t)(offset + done));
+        if (count < 0) {
+            if (errno == EINTR)
+                continue;
+            rc = tilestore_errno();
+            break;
+        }
+        if (count == 0)
+            break; /* end of the file: the rest is a hole */
+        done += (size_t)count;
+    }
+    close(fd);
+    if (rc == 0)
+        *got = done;
+    return rc;
+}
+
+int tilestore_sync(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version)
+{
+    char name[TILESTORE_PATH_MAX];
+    char bucket_name[16];
+    unsigned bucket = tilestore_bucket(ino);
+    int rc = tilestore_check(ino, 0, 0);
+    int fd;
+
+    if (rc != 0)
+        return rc;
+    tilestore_name(ino, tile, version, name);
+    fd = openat(store->tiles_fd, name, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : tilestore_errno();
+    if (fsync(fd) != 0)
+        rc = tilestore_errno();
+    close(fd);
+    if (rc != 0)
+        return rc;
+
+    if (store->bucket_unsynced[bucket]) {
+        snprintf(bucket_name, sizeof(bucket_name), "%u", bucket);
+        fd = openat(store->tiles_fd, bucket_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+            return tilestore_errno();
+        if (fsync(fd) != 0)
+            rc = tilestore_errno();
+        close(fd);
+        if (rc != 0)
+            return rc;
+        store->bucket_unsynced[bucket] = false;
+    }
+    if (store->tiles_dir_unsynced) {
+        if (fsync(store->tiles_fd) != 0)
+            return tilestore_errno();
+        store->tiles_dir_unsynced = false;
+    }
+    return 0;
+}
+
+int tilestore_truncate(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
+                       uint64_t length)
+{
+    char name[TILESTORE_PATH_MAX];
+    struct stat st;
+    int rc = tilestore_check(ino, 0, length);
+    int fd;
+
+    if (rc != 0)
+        return rc;
+    tilestore_name(ino, tile, version, name);
+    fd = openat(store->tiles_fd, name, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : tilestore_errno();
+    if (fstat(fd, &st) != 0) {
+        rc = tilestore_errno();
+        goto out;
+    }
+    uint64_t old_size = (uint64_t)st.st_size;
+    if (!tilestore_fits(store, length > old_size ? length - old_size : 0)) {
+        rc = -ENOSPC;
+        goto out;
+    }
+    if (ftruncate(fd, (off_t)length) != 0)
+        rc = tilestore_errno();
+    tilestore_account(store, old_size, tilestore_file_size(fd, old_size));
+out:
+    close(fd);
+    return rc;
+}
+
+int tilestore_delete(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version)
+{
+    char name[TILESTORE_PATH_MAX];
+    struct stat st;
+    int rc = tilestore_check(ino, 0, 0);
+
+    if (rc != 0)
+        return rc;
+    tilestore_name(ino, tile, version, name);
+    if (fstatat(store->tiles_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return errno == ENOENT ? 0 : tilestore_errno();
+    if (unlinkat(store->tiles_fd, name, 0) != 0)
+        return errno == ENOENT ? 0 : tilestore_errno();
+    store->bucket_unsynced[tilestore_bucket(ino)] = true;
+    tilestore_account(store, (uint64_t)st.st_size, 0);
+    if (store->tiles > 0)
+        store->tiles--;
+    return 0;
+}
+
+void tilestore_usage(const struct tilestore *store, uint64_t *tiles, uint64_t *used_bytes)
+{
+    *tiles = store->tiles;
+    *used_bytes = store->used_bytes;
+}
+
+int tilestore_space(const struct tilestore *store, uint64_t *capacity, uint64_t *free_bytes)
+{
+    struct statvfs disk;
+    if (fstatvfs(store->tiles_fd, &disk) != 0)
+        return tilestore_errno();
+    uint64_t disk_capacity = (uint64_t)disk.f_blocks * disk.f_frsize;
+    uint64_t disk_free = (uint64_t)disk.f_bavail * disk.f_frsize;
+    if (store->capacity_limit == 0) {
+        *capacity = disk_capacity;
+        *free_bytes = disk_free;
+        return 0;
+    }
+    uint64_t limit_free =
+        store->used_bytes < store->capacity_limit ? store->capacity_limit - store->used_bytes : 0;
+    *capacity = store->capacity_limit;
+    *free_bytes = disk_free < limit_free ? disk_free : limit_free;
+    return 0;
+}

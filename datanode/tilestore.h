@@ -1,0 +1,91 @@
+/*
+ * @file tilestore.h
+ * A datanode's tiles as plain files on its local disk.
+ *
+ * Each tile version is one file, DATA/tiles/<ino % 256>/<ino>.<tile>.<version>,
+ * named only from integers (nothing a client sends becomes a path). A
+ * missing file is a hole: it reads as zero bytes, not as an error. The store
+ * keeps the count of tile files and the sum of their sizes, so a heartbeat
+ * can report them without walking the disk, and enforces an optional
+ * capacity limit (--capacity) on that sum.
+ *
+ * Every function returns 0 or a negative errno. A full disk or quota
+ * (ENOSPC, EDQUOT) and a write past the capacity limit all come back as
+ * -ENOSPC, so the client sees "no space" for a full datanode. Not
+ * thread-safe: the datanode's single loop is the only caller.
+ */
+#ifndef TESSERA_DATANODE_TILESTORE_H
+#define TESSERA_DATANODE_TILESTORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct tilestore;
+
+/* Longest relative tile path: "tiles/255/" + three u64 and two dots. */
+#define TILESTORE_PATH_MAX 80
+
+/*
+ * Opens (creating as needed) the store under data_dir: takes an exclusive
+ * lock on DATA/datanode.lock (-EBUSY if another datanode holds it), creates
+ * DATA/tiles and its 256 buckets, and counts the tiles already there.
+ * capacity_limit = 0 means "the disk's own size". On success *storep owns
+ * the store; release it with tilestore_close().
+ */
+int tilestore_open(const char *data_dir, uint64_t capacity_limit, struct tilestore **storep);
+/* Closes the store (NULL-safe) and clears the caller's pointer. */
+void tilestore_close(struct tilestore **storep);
+
+/*
+ * Writes len bytes at offset into the tile, creating its file if needed.
+ * -EINVAL if ino is 0 or offset + len > TS_MAX_DATA_BYTES; -ENOSPC if the
+ * growth would pass the capacity limit (nothing is written then). len 0
+ * only validates. On a failed write the file's growth is undone (a file
+ * this call created is removed); bytes inside the old size may have changed.
+ */
+int tilestore_write(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
+                    uint64_t offset, const void *data, size_t len);
+
+/*
+ * Reads up to length bytes at offset into buf; *got is how many were there.
+ * A missing tile or a read past its end gives a short count (0 included):
+ * the caller treats the rest as zeros. -EINVAL as for tilestore_write().
+ */
+int tilestore_read(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
+                   uint64_t offset, size_t length, void *buf, size_t *got);
+
+/*
+ * Makes the tile durable: fsyncs its file if it exists and, when a file was
+ * created or removed in its bucket since that bucket was last synced, the
+ * bucket directory too. A missing tile is not an error.
+ */
+int tilestore_sync(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version);
+
+/*
+ * Sets an existing tile's size to length (cut or zero-extended). A missing
+ * tile stays missing and is not an error. -EINVAL if ino is 0 or length >
+ * TS_MAX_DATA_BYTES; -ENOSPC if extending would pass the capacity limit.
+ */
+int tilestore_truncate(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
+                       uint64_t length);
+
+/* Removes the tile's file; a missing tile is not an error. */
+int tilestore_delete(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version);
+
+/* Tile files held and the sum of their sizes. */
+void tilestore_usage(const struct tilestore *store, uint64_t *tiles, uint64_t *used_bytes);
+
+/*
+ * Capacity and free bytes for the heartbeat: the disk's (statvfs) or, with a
+ * capacity limit, the limit and min(disk free, limit - used).
+ */
+int tilestore_space(const struct tilestore *store, uint64_t *capacity, uint64_t *free_bytes);
+
+/*
+ * The tile's file path relative to the data directory,
+ * "tiles/<ino % 256>/<ino>.<tile>.<version>", into out (cap bytes,
+ * TILESTORE_PATH_MAX is enough). Returns 0 or -ENAMETOOLONG.
+ */
+int tilestore_path(uint64_t ino, uint64_t tile, uint64_t version, char *out, size_t cap);
+
+#endif

@@ -1,0 +1,639 @@
+/*
+ * @file test_tilestore.c
+ * Unit tests of the datanode's tile store and request handlers, against
+ * real files in a fresh temporary directory per case. The handler cases
+ * build struct rpc_request by hand, exactly as rpc_server_dispatch() would
+ * after checking the header, and call through handlers_table.
+ */
+#include "handlers.h"
+#include "proto.h"
+#include "status.h"
+#include "tilestore.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+struct fixture {
+    char dir[PATH_MAX];
+    struct tilestore *store;
+    struct handlers_context context;
+    uint8_t payload[1024];
+    uint8_t reply[4096];
+};
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st;
+    (void)type;
+    (void)ftw;
+    return remove(path);
+}
+
+static int setup_with_capacity(void **state, uint64_t capacity)
+{
+    struct fixture *fixture = calloc(1, sizeof(*fixture));
+    const char *tmp = getenv("TMPDIR");
+    if (!fixture)
+        return -1;
+    snprintf(fixture->dir, sizeof(fixture->dir), "%s/test_tilestore.XXXXXX",
+             tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(fixture->dir) || tilestore_open(fixture->dir, capacity, &fixture->store) != 0) {
+        free(fixture);
+        return -1;
+    }
+    fixture->context.store = fixture->store;
+    *state = fixture;
+    return 0;
+}
+
+static int setup(void **state)
+{
+    return setup_with_capacity(state, 0);
+}
+static int setup_small(void **state)
+{
+    return setup_with_capacity(state, 4096);
+}
+
+static int teardown(void **state)
+{
+    struct fixture *fixture = *state;
+    tilestore_close(&fixture->store);
+    nftw(fixture->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(fixture);
+    return 0;
+}
+
+static void fill_pattern(uint8_t *buf, size_t len, unsigned seed)
+{
+    for (size_t i = 0; i < len; i++)
+        buf[i] = (uint8_t)(seed + i * 7 + (i >> 8));
+}
+
+static void assert_zeros(const uint8_t *buf, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        assert_int_equal(buf[i], 0);
+}
+
+/* ---- tile store ------------------------------------------------------- */
+
+static void test_round_trip_odd_offsets(void **state)
+{
+    struct fixture *fixture = *state;
+    uint8_t data[3001], back[4096];
+    size_t got = 0;
+
+    fill_pattern(data, sizeof(data), 3);
+    assert_int_equal(tilestore_write(fixture->store, 42, 3, 7, 37, data, sizeof(data)), 0);
+    /* A second odd write overlapping the first. */
+    assert_int_equal(tilestore_write(fixture->store, 42, 3, 7, 1001, data, 13), 0);
+
+    assert_int_equal(tilestore_read(fixture->store, 42, 3, 7, 37, sizeof(data), back, &got), 0);
+    assert_int_equal(got, sizeof(data));
+    assert_memory_equal(back, data, 1001 - 37);
+    assert_memory_equal(back + (1001 - 37), data, 13);
+    assert_memory_equal(back + (1001 - 37) + 13, data + (1001 - 37) + 13,
+                        sizeof(data) - (1001 - 37) - 13);
+
+    /* The bytes before the first write are a hole inside the file: zeros. */
+    memset(back, 0xff, sizeof(back));
+    assert_int_equal(tilestore_read(fixture->store, 42, 3, 7, 0, 37, back, &got), 0);
+    assert_int_equal(got, 37);
+    assert_zeros(back, 37);
+
+    /* An odd read in the middle. */
+    assert_int_equal(tilestore_read(fixture->store, 42, 3, 7, 2001, 99, back, &got), 0);
+    assert_int_equal(got, 99);
+    assert_memory_equal(back, data + 2001 - 37, 99);
+}
+
+static void test_missing_tile_reads_nothing(void **state)
+{
+    struct fixture *fixture = *state;
+    uint8_t back[64];
+    size_t got = 99;
+
+    assert_int_equal(tilestore_read(fixture->store, 5, 0, 1, 0, sizeof(back), back, &got), 0);
+    assert_int_equal(got, 0);
+    /* Another version of an existing tile is just as missing. */
+    assert_int_equal(tilestore_write(fixture->store, 5, 0, 1, 0, "abc", 3), 0);
+    assert_int_equal(tilestore_read(fixture->store, 5, 0, 2, 0, sizeof(back), back, &got), 0);
+    assert_int_equal(got, 0);
+    assert_int_equal(tilestore_sync(fixture->store, 5, 0, 2), 0);
+}
+
+static void test_read_past_end_is_short(void **state)
+{
+    struct fixture *fixture = *state;
+    uint8_t data[100], back[200];
+    size_t got = 0;
+
+    fill_pattern(data, sizeof(data), 9);
+    assert_int_equal(tilestore_write(fixture->store, 77, 1, 1, 0, data, sizeof(data)), 0);
+    assert_int_equal(tilestore_read(fixture->store, 77, 1, 1, 50, 100, back, &got), 0);
+    assert_int_equal(got, 50);
+    assert_memory_equal(back, data + 50, 50);
+    assert_int_equal(tilestore_read(fixture->store, 77, 1, 1, 100, 100, back, &got), 0);
+    assert_int_equal(got, 0);
+    assert_int_equal(tilestore_read(fixture->store, 77, 1, 1, 150, 10, back, &got), 0);
+    assert_int_equal(got, 0);
+}
+
+static void test_truncate_shrink_and_grow(void **state)
+{
+    struct fixture *fixture = *state;
+    uint8_t data[100], back[100];
+    uint64_t tiles, used;
+    size_t got = 0;
+
+    fill_pattern(data, sizeof(data), 1);
+    assert_int_equal(tilestore_write(fixture->store, 9, 4, 2, 0, data, sizeof(data)), 0);
+    assert_int_equal(tilestore_truncate(fixture->store, 9, 4, 2, 40), 0);
+    assert_int_equal(tilestore_read(fixture->store, 9, 4, 2, 0, sizeof(back), back, &got), 0);
+    assert_int_equal(got, 40);
+    assert_memory_equal(back, data, 40);
+
+    /* Growing brings back zeros, not the old bytes. */
+    assert_int_equal(tilestore_truncate(fixture->store, 9, 4, 2, 80), 0);
+    memset(back, 0xff, sizeof(back));
+    assert_int_equal(tilestore_read(fixture->store, 9, 4, 2, 0, sizeof(back), back, &got), 0);
+    assert_int_equal(got, 80);
+    assert_memory_equal(back, data, 40);
+    assert_zeros(back + 40, 40);
+    tilestore_usage(fixture->store, &tiles, &used);
+    assert_int_equal(tiles, 1);
+    assert_int_equal(used, 80);
+
+    /* A missing tile stays missing. */
+    assert_int_equal(tilestore_truncate(fixture->store, 9, 5, 2, 80), 0);
+    assert_int_equal(tilestore_read(fixture->store, 9, 5, 2, 0, sizeof(back), back, &got), 0);
+    assert_int_equal(got, 0);
+    tilestore_usage(fixture->store, &tiles, &used);
+    assert_int_equal(tiles, 1);
+}
+
+static void test_delete(void **state)
+{
+    struct fixture *fixture = *state;
+    uint8_t back[16];
+    uint64_t tiles, used;
+    size_t got = 0;
+
+    assert_int_equal(tilestore_write(fixture->store, 300, 0, 1, 0, "0123456789", 10), 0);
+    assert_int_equal(tilestore_sync(fixture->store, 300, 0, 1), 0);
+    assert_int_equal(tilestore_delete(fixture->store, 300, 0, 1), 0);
+    assert_int_equal(tilestore_read(fixture->store, 300, 0, 1, 0, sizeof(back), back, &got), 0);
+    assert_int_equal(got, 0);
+    /* Deleting again, or a tile that never was, is fine. */
+    assert_int_equal(tilestore_delete(fixture->store, 300, 0, 1), 0);
+    assert_int_equal(tilestore_delete(fixture->store, 301, 0, 1), 0);
+    tilestore_usage(fixture->store, &tiles, &used);
+    assert_int_equal(tiles, 0);
+    assert_int_equal(used, 0);
+}
+
+static void test_usage_counters(void **state)
+{
+    struct fixture *fixture = *state;
+    uint8_t data[1000];
+    uint64_t tiles, used;
+
+    fill_pattern(data, sizeof(data), 0);
+    assert_int_equal(tilestore_write(fixture->store, 1, 0, 1, 0, data, 1000), 0);
+    assert_int_equal(tilestore_write(fixture->store, 2, 0, 1, 500, data, 100), 0);
+    assert_int_equal(tilestore_write(fixture->store, 257, 0, 1, 0, data, 10), 0);
+    tilestore_usage(fixture->store, &tiles, &used);
+    assert_int_equal(tiles, 3);
+    assert_int_equal(used, 1000 + 600 + 10);
+
+    /* Overwriting inside a tile does not grow it; extending grows it by the excess. */
+    assert_int_equal(tilestore_write(fixture->store, 1, 0, 1, 100, data, 100), 0);
+    assert_int_equal(tilestore_write(fixture->store, 257, 0, 1, 5, data, 20), 0);
+    tilestore_usage(fixture->store, &tiles, &used);
+    assert_int_equal(tiles, 3);
+    assert_int_equal(used, 1000 + 600 + 25);
+
+    assert_int_equal(tilestore_delete(fixture->store, 2, 0, 1), 0);
+    tilestore_usage(fixture->store, &tiles, &used);
+    assert_int_equal(tiles, 2);
+    assert_int_equal(used, 1025);
+
+    /* A reopened store counts the same from the disk. */
+    tilestore_close(&fixture->store);
+    assert_null(fixture->store);
+    assert_int_equal(tilestore_open(fixture->dir, 0, &fixture->store), 0);
+    tilestore_usage(fixture->store, &tiles, &used);
+    assert_int_equal(tiles, 2);
+    assert_int_equal(used, 1025);
+
+    uint64_t capacity = 0, free_bytes = 0;
+    assert_int_equal(tilestore_space(fixture->store, &capacity, &free_bytes), 0);
+    assert_true(capacity > 0);
+    assert_true(free_bytes <= capacity);
+}
+
+static void test_second_open_is_refused(void **state)
+{
+    struct fixture *fixture = *state;
+    struct tilestore *second = NULL;
+    assert_int_equal(tilestore_open(fixture->dir, 0, &second), -EBUSY);
+    assert_null(second);
+}
+
+static void test_capacity_limit(void **state)
+{
+    struct fixture *fixture = *state;
+    uint8_t data[4096], back[4096];
+    uint64_t tiles, used, capacity, free_bytes;
+    size_t got = 0;
+
+    fill_pattern(data, sizeof(data), 5);
+    assert_int_equal(tilestore_write(fixture->store, 11, 0, 1, 0, data, 4000), 0);
+    assert_int_equal(tilestore_space(fixture->store, &capacity, &free_bytes), 0);
+    assert_int_equal(capacity, 4096);
+    assert_int_equal(free_bytes, 96);
+
+    /* A new tile past the limit: refused, and no file is left behind. */
+    assert_int_equal(tilestore_write(fixture->store, 12, 0, 1, 0, data, 200), -ENOSPC);
+    assert_int_equal(tilestore_read(fixture->store, 12, 0, 1, 0, sizeof(back), back, &got), 0);
+    assert_int_equal(got, 0);
+    /* Growing an existing tile past the limit: refused, the tile unchanged. */
+    assert_int_equal(tilestore_write(fixture->store, 11, 0, 1, 3999, data, 200), -ENOSPC);
+    assert_int_equal(tilestore_read(fixture->store, 11, 0, 1, 0, sizeof(back), back, &got), 0);
+    assert_int_equal(got, 4000);
+    assert_memory_equal(back, data, 4000);
+    assert_int_equal(tilestore_truncate(fixture->store, 11, 0, 1, 5000), -ENOSPC);
+    tilestore_usage(fixture->store, &tiles, &used);
+    assert_int_equal(tiles, 1);
+    assert_int_equal(used, 4000);
+
+    /* Overwriting in place and filling up to the limit exactly are fine. */
+    assert_int_equal(tilestore_write(fixture->store, 11, 0, 1, 10, data, 100), 0);
+    assert_int_equal(tilestore_write(fixture->store, 13, 0, 1, 0, data, 96), 0);
+    assert_int_equal(tilestore_space(fixture->store, &capacity, &free_bytes), 0);
+    assert_int_equal(free_bytes, 0);
+    /* Deleting makes room again. */
+    assert_int_equal(tilestore_delete(fixture->store, 11, 0, 1), 0);
+    assert_int_equal(tilestore_write(fixture->store, 12, 0, 1, 0, data, 200), 0);
+}
+
+static void test_invalid_arguments(void **state)
+{
+    struct fixture *fixture = *state;
+    uint8_t byte = 1;
+    size_t got = 0;
+
+    assert_int_equal(tilestore_write(fixture->store, 0, 0, 1, 0, &byte, 1), -EINVAL);
+    assert_int_equal(tilestore_write(fixture->store, 1, 0, 1, TS_MAX_DATA_BYTES, &byte, 1),
+                     -EINVAL);
+    assert_int_equal(tilestore_write(fixture->store, 1, 0, 1, UINT64_MAX, &byte, 1), -EINVAL);
+    assert_int_equal(tilestore_read(fixture->store, 0, 0, 1, 0, 1, &byte, &got), -EINVAL);
+    assert_int_equal(tilestore_read(fixture->store, 1, 0, 1, TS_MAX_DATA_BYTES, 1, &byte, &got),
+                     -EINVAL);
+    assert_int_equal(tilestore_truncate(fixture->store, 1, 0, 1, TS_MAX_DATA_BYTES + 1ull),
+                     -EINVAL);
+    assert_int_equal(tilestore_truncate(fixture->store, 0, 0, 1, 0), -EINVAL);
+    assert_int_equal(tilestore_sync(fixture->store, 0, 0, 1), -EINVAL);
+    assert_int_equal(tilestore_delete(fixture->store, 0, 0, 1), -EINVAL);
+    /* The last byte of the largest tile is still inside. */
+    assert_int_equal(tilestore_write(fixture->store, 1, 0, 1, TS_MAX_DATA_BYTES - 1, &byte, 1), 0);
+}
+
+/* nftw callback state: every path below DATA/tiles must be digits, '/' and '.'. */
+static size_t tiles_prefix_len;
+static int tile_files_seen;
+
+static int check_tile_path(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)ftw;
+    for (const char *at = path + tiles_prefix_len; *at; at++) {
+        if (!((*at >= '0' && *at <= '9') || *at == '/' || *at == '.')) {
+            fail_msg("unexpected character in tile path %s", path);
+        }
+    }
+    if (type == FTW_F && S_ISREG(st->st_mode))
+        tile_files_seen++;
+    return 0;
+}
+
+static void test_tile_paths_are_integers(void **state)
+{
+    struct fixture *fixture = *state;
+    char relative[TILESTORE_PATH_MAX];
+    char path[PATH_MAX + TILESTORE_PATH_MAX];
+    char tiles_dir[PATH_MAX + 8];
+    struct stat st;
+
+    assert_int_equal(tilestore_write(fixture->store, 1234567, 89, 4242, 0, "x", 1), 0);
+    assert_int_equal(tilestore_write(fixture->store, UINT64_MAX, UINT64_MAX, UINT64_MAX, 0, "y", 1),
+                     0);
+    assert_int_equal(tilestore_path(1234567, 89, 4242, relative, sizeof(relative)), 0);
+    assert_string_equal(relative, "tiles/135/1234567.89.4242"); /* 1234567 % 256 = 135 */
+    snprintf(path, sizeof(path), "%s/%s", fixture->dir, relative);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_size, 1);
+    assert_int_equal(tilestore_path(UINT64_MAX, UINT64_MAX, UINT64_MAX, relative, sizeof(relative)),
+                     0);
+    snprintf(path, sizeof(path), "%s/%s", fixture->dir, relative);
+    assert_int_equal(stat(path, &st), 0);
+
+    snprintf(tiles_dir, sizeof(tiles_dir), "%s/tiles", fixture->dir);
+    tiles_prefix_len = strlen(tiles_dir);
+    tile_files_seen = 0;
+    assert_int_equal(nftw(tiles_dir, check_tile_path, 16, FTW_PHYS), 0);
+    assert_int_equal(tile_files_seen, 2);
+}
+
+/* ---- handlers --------------------------------------------------------- */
+
+static struct rpc_request make_request(uint16_t op, const uint8_t *payload, size_t payload_len,
+                                       const void *data, size_t data_len)
+{
+    struct rpc_request request = {
+        .header = {.magic = TS_PROTO_MAGIC,
+                   .version = TS_PROTO_VERSION,
+                   .type = op,
+                   .request_id = 1,
+                   .payload_bytes = (uint32_t)payload_len,
+                   .data_bytes = (uint32_t)data_len},
+        .payload = payload,
+        .payload_len = payload_len,
+        .data = data,
+        .data_len = data_len,
+    };
+    return request;
+}
+
+static struct rpc_response make_response(struct fixture *fixture)
+{
+    struct rpc_response response;
+    memset(&response, 0, sizeof(response));
+    response.payload = fixture->reply;
+    response.payload_cap = sizeof(fixture->reply);
+    return response;
+}
+
+static int call(struct fixture *fixture, const struct rpc_request *request,
+                struct rpc_response *response)
+{
+    rpc_handler_fn handler = handlers_table[request->header.type];
+    assert_non_null(handler);
+    return handler(&fixture->context, request, response);
+}
+
+static void release_data(struct rpc_response *response)
+{
+    if (response->data && response->data_free)
+        response->data_free(response->data, NULL);
+    response->data = NULL;
+    response->data_free = NULL;
+}
+
+static void test_handler_ping(void **state)
+{
+    struct fixture *fixture = *state;
+    struct ts_ping_rep reply;
+    struct rpc_request request = make_request(TS_OP_PING, NULL, 0, NULL, 0);
+    struct rpc_response response = make_response(fixture);
+
+    assert_int_equal(call(fixture, &request, &response), TS_OK);
+    assert_int_equal(ts_ping_rep_decode(&reply, response.payload, response.payload_len), 0);
+    assert_int_equal(reply.role.len, strlen("datanode"));
+    assert_memory_equal(reply.role.ptr, "datanode", reply.role.len);
+    assert_int_equal(fixture->context.stats.requests[TS_OP_PING], 1);
+}
+
+static void test_handler_write_then_read(void **state)
+{
+    struct fixture *fixture = *state;
+    uint8_t data[5000];
+    struct ts_tile_write_req write_req = {.ino = 99, .tile = 2, .version = 3, .offset = 17};
+    struct ts_tile_read_req read_req = {
+        .ino = 99, .tile = 2, .version = 3, .offset = 0, .length = 6000};
+
+    fill_pattern(data, sizeof(data), 77);
+    int len = ts_tile_write_req_encode(&write_req, fixture->payload, sizeof(fixture->payload));
+    assert_true(len > 0);
+    struct rpc_request request =
+        make_request(TS_OP_TILE_WRITE, fixture->payload, (size_t)len, data, sizeof(data));
+    struct rpc_response response = make_response(fixture);
+    assert_int_equal(call(fixture, &request, &response), TS_OK);
+    assert_int_equal(response.payload_len, 0);
+    assert_null(response.data);
+
+    /* A read asking for more than is there gets a shorter frame 1. */
+    len = ts_tile_read_req_encode(&read_req, fixture->payload, sizeof(fixture->payload));
+    assert_true(len > 0);
+    request = make_request(TS_OP_TILE_READ, fixture->payload, (size_t)len, NULL, 0);
+    response = make_response(fixture);
+    assert_int_equal(call(fixture, &request, &response), TS_OK);
+    assert_int_equal(response.payload_len, 0);
+    assert_non_null(response.data);
+    assert_non_null(response.data_free);
+    assert_int_equal(response.data_len, 17 + sizeof(data));
+    assert_zeros(response.data, 17);
+    assert_memory_equal((uint8_t *)response.data + 17, data, sizeof(data));
+    release_data(&response);
+
+    /* A read of a missing tile succeeds with no frame 1. */
+    read_req.version = 4;
+    len = ts_tile_read_req_encode(&read_req, fixture->payload, sizeof(fixture->payload));
+    request = make_request(TS_OP_TILE_READ, fixture->payload, (size_t)len, NULL, 0);
+    response = make_response(fixture);
+    assert_int_equal(call(fixture, &request, &response), TS_OK);
+    assert_null(response.data);
+
+    /* Sync and truncate through the table too. */
+    uint8_t records[TS_GARBAGE_RECORD_BYTES];
+    struct ts_writer writer;
+    ts_writer_init(&writer, records, sizeof(records));
+    ts_writer_u64(&writer, 99);
+    ts_writer_u64(&writer, 2);
+    ts_writer_u64(&writer, 3);
+    struct ts_tile_sync_req sync_req = {.count = 1,
+                                        .tiles = {(const char *)records, sizeof(records)}};
+    len = ts_tile_sync_req_encode(&sync_req, fixture->payload, sizeof(fixture->payload));
+    request = make_request(TS_OP_TILE_SYNC, fixture->payload, (size_t)len, NULL, 0);
+    response = make_response(fixture);
+    assert_int_equal(call(fixture, &request, &response), TS_OK);
+
+    struct ts_tile_truncate_req truncate_req = {.ino = 99, .tile = 2, .version = 3, .length = 10};
+    len = ts_tile_truncate_req_encode(&truncate_req, fixture->payload, sizeof(fixture->payload));
+    request = make_request(TS_OP_TILE_TRUNCATE, fixture->payload, (size_t)len, NULL, 0);
+    response = make_response(fixture);
+    assert_int_equal(call(fixture, &request, &response), TS_OK);
+    uint64_t tiles, used;
+    tilestore_usage(fixture->store, &tiles, &used);
+    assert_int_equal(used, 10);
+
+    assert_int_equal(fixture->context.stats.requests[TS_OP_TILE_WRITE], 1);
+    assert_int_equal(fixture->context.stats.requests[TS_OP_TILE_READ], 2);
+    assert_int_equal(fixture->context.stats.bytes_written, sizeof(data));
+    assert_int_equal(fixture->context.stats.bytes_read, 17 + sizeof(data));
+    assert_int_equal(fixture->context.stats.failures, 0);
+}
+
+static void test_handler_write_without_data(void **state)
+{
+    struct fixture *fixture = *state;
+    struct ts_tile_write_req write_req = {.ino = 8, .tile = 0, .version = 1, .offset = 0};
+    int len = ts_tile_write_req_encode(&write_req, fixture->payload, sizeof(fixture->payload));
+    struct rpc_request request =
+        make_request(TS_OP_TILE_WRITE, fixture->payload, (size_t)len, NULL, 0);
+    struct rpc_response response = make_response(fixture);
+    uint64_t tiles, used;
+
+    assert_int_equal(call(fixture, &request, &response), TS_OK);
+    tilestore_usage(fixture->store, &tiles, &used);
+    assert_int_equal(tiles, 0);
+}
+
+/* Every datanode request, truncated by one byte and with one trailing byte. */
+static void test_handler_malformed(void **state)
+{
+    struct fixture *fixture = *state;
+    uint8_t data[4] = {1, 2, 3, 4};
+    uint8_t encoded[4][128];
+    const uint16_t ops[4] = {TS_OP_TILE_WRITE, TS_OP_TILE_READ, TS_OP_TILE_SYNC,
+                             TS_OP_TILE_TRUNCATE};
+    int lens[4];
+    struct ts_tile_write_req write_req = {.ino = 1, .tile = 1, .version = 1, .offset = 0};
+    struct ts_tile_read_req read_req = {.ino = 1, .tile = 1, .version = 1, .length = 4};
+    struct ts_tile_sync_req sync_req = {.count = 0, .tiles = {"", 0}};
+    struct ts_tile_truncate_req truncate_req = {.ino = 1, .tile = 1, .version = 1, .length = 0};
+
+    lens[0] = ts_tile_write_req_encode(&write_req, encoded[0], sizeof(encoded[0]));
+    lens[1] = ts_tile_read_req_encode(&read_req, encoded[1], sizeof(encoded[1]));
+    lens[2] = ts_tile_sync_req_encode(&sync_req, encoded[2], sizeof(encoded[2]));
+    lens[3] = ts_tile_truncate_req_encode(&truncate_req, encoded[3], sizeof(encoded[3]));
+    for (int i = 0; i < 4; i++) {
+        assert_true(lens[i] > 0);
+        const void *frame1 = ops[i] == TS_OP_TILE_WRITE ? data : NULL;
+        size_t frame1_len = frame1 ? sizeof(data) : 0;
+
+        struct rpc_request request =
+            make_request(ops[i], encoded[i], (size_t)lens[i] - 1, frame1, frame1_len);
+        struct rpc_response response = make_response(fixture);
+        assert_int_equal(call(fixture, &request, &response), TS_ERR_BADMSG);
+        assert_null(response.data);
+        assert_true(response.error_text[0] != '\0');
+
+        encoded[i][lens[i]] = 0;
+        request = make_request(ops[i], encoded[i], (size_t)lens[i] + 1, frame1, frame1_len);
+        response = make_response(fixture);
+        assert_int_equal(call(fixture, &request, &response), TS_ERR_BADMSG);
+        assert_null(response.data);
+
+        request = make_request(ops[i], NULL, 0, frame1, frame1_len);
+        response = make_response(fixture);
+        assert_int_equal(call(fixture, &request, &response), TS_ERR_BADMSG);
+    }
+
+    /* PING with bytes after it. */
+    struct rpc_request request = make_request(TS_OP_PING, encoded[0], 1, NULL, 0);
+    struct rpc_response response = make_response(fixture);
+    assert_int_equal(call(fixture, &request, &response), TS_ERR_BADMSG);
+
+    /* TILE_SYNC whose count does not match its records. */
+    uint8_t records[2 * TS_GARBAGE_RECORD_BYTES] = {0};
+    struct ts_tile_sync_req bad_sync = {.count = 3,
+                                        .tiles = {(const char *)records, sizeof(records)}};
+    int len = ts_tile_sync_req_encode(&bad_sync, fixture->payload, sizeof(fixture->payload));
+    request = make_request(TS_OP_TILE_SYNC, fixture->payload, (size_t)len, NULL, 0);
+    response = make_response(fixture);
+    assert_int_equal(call(fixture, &request, &response), TS_ERR_BADMSG);
+    bad_sync.count = UINT32_MAX; /* count * record size must not wrap */
+    len = ts_tile_sync_req_encode(&bad_sync, fixture->payload, sizeof(fixture->payload));
+    request = make_request(TS_OP_TILE_SYNC, fixture->payload, (size_t)len, NULL, 0);
+    response = make_response(fixture);
+    assert_int_equal(call(fixture, &request, &response), TS_ERR_BADMSG);
+
+    uint64_t tiles, used;
+    tilestore_usage(fixture->store, &tiles, &used);
+    assert_int_equal(tiles, 0);
+    assert_int_equal(fixture->context.stats.failures, 4 * 3 + 3);
+}
+
+static void test_handler_errors(void **state)
+{
+    struct fixture *fixture = *state;
+    uint8_t data[8] = {0};
+    int len;
+
+    /* A read longer than any tile. */
+    struct ts_tile_read_req read_req = {
+        .ino = 1, .tile = 0, .version = 1, .length = TS_MAX_DATA_BYTES + 1};
+    len = ts_tile_read_req_encode(&read_req, fixture->payload, sizeof(fixture->payload));
+    struct rpc_request request =
+        make_request(TS_OP_TILE_READ, fixture->payload, (size_t)len, NULL, 0);
+    struct rpc_response response = make_response(fixture);
+    assert_int_equal(call(fixture, &request, &response), TS_ERR_INVAL);
+    assert_null(response.data);
+
+    /* ino 0. */
+    struct ts_tile_write_req write_req = {.ino = 0, .tile = 0, .version = 1};
+    len = ts_tile_write_req_encode(&write_req, fixture->payload, sizeof(fixture->payload));
+    request = make_request(TS_OP_TILE_WRITE, fixture->payload, (size_t)len, data, sizeof(data));
+    response = make_response(fixture);
+    assert_int_equal(call(fixture, &request, &response), TS_ERR_INVAL);
+
+    /* A write ending past the largest tile. */
+    write_req.ino = 1;
+    write_req.offset = TS_MAX_DATA_BYTES - 4;
+    len = ts_tile_write_req_encode(&write_req, fixture->payload, sizeof(fixture->payload));
+    request = make_request(TS_OP_TILE_WRITE, fixture->payload, (size_t)len, data, sizeof(data));
+    response = make_response(fixture);
+    assert_int_equal(call(fixture, &request, &response), TS_ERR_INVAL);
+}
+
+/* With --capacity 4096, the client sees "no space". */
+static void test_handler_nospc(void **state)
+{
+    struct fixture *fixture = *state;
+    uint8_t data[5000] = {0};
+    struct ts_tile_write_req write_req = {.ino = 3, .tile = 0, .version = 1};
+    int len = ts_tile_write_req_encode(&write_req, fixture->payload, sizeof(fixture->payload));
+    struct rpc_request request =
+        make_request(TS_OP_TILE_WRITE, fixture->payload, (size_t)len, data, sizeof(data));
+    struct rpc_response response = make_response(fixture);
+
+    assert_int_equal(call(fixture, &request, &response), TS_ERR_NOSPC);
+    assert_int_equal(status_to_errno(TS_ERR_NOSPC), ENOSPC);
+    assert_int_equal(fixture->context.stats.bytes_written, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_round_trip_odd_offsets, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_missing_tile_reads_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_past_end_is_short, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_truncate_shrink_and_grow, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_usage_counters, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_second_open_is_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_capacity_limit, setup_small, teardown),
+        cmocka_unit_test_setup_teardown(test_invalid_arguments, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tile_paths_are_integers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_handler_ping, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_handler_write_then_read, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_handler_write_without_data, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_handler_malformed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_handler_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_handler_nospc, setup_small, teardown),
+    };
+    return cmocka_run_group_tests_name("tilestore", tests, NULL, NULL);
+}
