@@ -1,0 +1,1701 @@
+/*
+ * @file handlers.c
+ * One handler per opcode, and the table that finds them (handlers.h).
+ *
+ * Shape of every handler: decode the request (TS_ERR_BADMSG on -1), check
+ * what can be checked without the store, run a transaction body through
+ * store_write() or store_read(), then encode the reply from what the body
+ * left in its op struct. Bodies return a status and never change anything
+ * outside the transaction, because store_write() may run them twice (map
+ * growth); in-memory state (open counts, heartbeat times) is changed by the
+ * handler only after the transaction committed.
+ *
+ * The FUSE client mounts with default_permissions, so the kernel has checked
+ * permissions before a request gets here; meta checks only what makes the
+ * namespace consistent (types, existence, emptiness, loops).
+ *
+ * Invariants kept here:
+ *  - a directory's nlink is 2 + its number of subdirectories;
+ *  - a directory's record names its parent (the rename loop check walks it);
+ *  - an inode with nlink 0 is in the store only while it is open;
+ *  - tiles_allocated in an inode equals its records in the tiles table, and
+ *    every tile that leaves the tiles table enters the garbage table.
+ */
+#include "handlers.h"
+
+#include "dirents.h"
+#include "garbage.h"
+#include "inodes.h"
+#include "log.h"
+#include "nodes.h"
+#include "placement.h"
+#include "service.h"
+#include "status.h"
+#include "tile.h"
+#include "tiles.h"
+#include "util.h"
+#include "xattrs.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define HANDLERS_READDIR_MAX_ENTRIES 4096
+#define HANDLERS_READDIR_MAX_BYTES (1u << 20)
+#define HANDLERS_LINK_MAX 65000      /* hard links to one file, as ext4 */
+#define HANDLERS_WALK_MAX (1u << 20) /* parent-pointer steps before assuming a cycle */
+#define HANDLERS_NSEC_PER_SEC 1000000000u
+
+/* ---- helpers ----------------------------------------------------------- */
+
+static int bad_message(struct rpc_response *response, uint16_t op)
+{
+    snprintf(response->error_text, sizeof(response->error_text), "malformed %s request",
+             ts_op_name(op));
+    return TS_ERR_BADMSG;
+}
+
+/* Sets the reply length from an encoder's result. */
+static int encoded(int len, struct rpc_response *response)
+{
+    if (len < 0) {
+        snprintf(response->error_text, sizeof(response->error_text),
+                 "reply does not fit in a frame");
+        return TS_ERR_INTERNAL;
+    }
+    response->payload_len = (size_t)len;
+    return TS_OK;
+}
+
+#define ENCODE_REPLY(name, message, response)                                                      \
+    encoded(ts_##name##_encode((message), (response)->payload, (response)->payload_cap), (response))
+
+/* The status of an unexpected store failure (the store logged the cause). */
+static int error_status(int err)
+{
+    switch (err) {
+    case 0: return TS_OK;
+    case -ENOMEM: return TS_ERR_NOMEM;
+    case -ENOSPC: return TS_ERR_NOSPC; /* map full: store_write() grows and retries */
+    default: return TS_ERR_INTERNAL;
+    }
+}
+
+static void time_set(int64_t *sec, uint32_t *nsec, struct timespec when)
+{
+    *sec = when.tv_sec;
+    *nsec = (uint32_t)when.tv_nsec;
+}
+
+/* Checks a name for a new or existing directory entry. */
+static int check_name(struct ts_str name)
+{
+    if (name.len > TS_MAX_NAME)
+        return TS_ERR_NAMETOOLONG;
+    if (name.len == 0 || memchr(name.ptr, '/', name.len) || memchr(name.ptr, '\0', name.len))
+        return TS_ERR_INVAL;
+    if ((name.len == 1 && name.ptr[0] == '.') ||
+        (name.len == 2 && name.ptr[0] == '.' && name.ptr[1] == '.'))
+        return TS_ERR_INVAL;
+    return TS_OK;
+}
+
+/* Loads inode ino: TS_OK, TS_ERR_NOENT, or a failure status. */
+static int load_inode(struct store_txn *txn, uint64_t ino, struct inodes_record *record)
+{
+    int err = inodes_get(txn, ino, record);
+    if (err == -ENOENT)
+        return TS_ERR_NOENT;
+    return error_status(err);
+}
+
+/* As load_inode(), and TS_ERR_NOTDIR if it is not a directory. */
+static int load_dir(struct store_txn *txn, uint64_t ino, struct inodes_record *record)
+{
+    int status = load_inode(txn, ino, record);
+    if (status == TS_OK && !S_ISDIR(record->attr.mode))
+        return TS_ERR_NOTDIR;
+    return status;
+}
+
+/*
+ * As load_dir(), for a directory about to get a new entry: one that was
+ * removed while open (nlink 0) takes none, as on Linux.
+ */
+static int load_live_dir(struct store_txn *txn, uint64_t ino, struct inodes_record *record)
+{
+    int status = load_dir(txn, ino, record);
+    if (status == TS_OK && record->attr.nlink == 0)
+        return TS_ERR_NOENT;
+    return status;
+}
+
+/* Loads the entry `name` of directory dir: TS_OK, TS_ERR_NOENT, or failure. */
+static int load_entry(struct store_txn *txn, uint64_t dir, struct ts_str name,
+                      struct dirents_entry *entry)
+{
+    int err = dirents_get(txn, dir, name, entry);
+    if (err == -ENOENT)
+        return TS_ERR_NOENT;
+    return error_status(err);
+}
+
+/* Loads the inode an entry names; a missing one means the store is damaged. */
+static int load_child(struct store_txn *txn, const struct dirents_entry *entry,
+                      struct inodes_record *record)
+{
+    int status = load_inode(txn, entry->ino, record);
+    if (status == TS_ERR_NOENT) {
+        log_error("directory entry names missing inode %llu", (unsigned long long)entry->ino);
+        return TS_ERR_INTERNAL;
+    }
+    return status;
+}
+
+/*
+ * Directory dir gained or lost an entry: mtime and ctime become now and its
+ * nlink changes by nlink_delta (subdirectories added minus removed).
+ */
+static int dir_changed(struct store_txn *txn, uint64_t dir, int nlink_delta, struct timespec now)
+{
+    struct inodes_record record;
+    int status = load_inode(txn, dir, &record);
+    if (status != TS_OK)
+        return status == TS_ERR_NOENT ? TS_ERR_INTERNAL : status;
+    if (nlink_delta < 0 && record.attr.nlink < (uint32_t)-nlink_delta)
+        record.attr.nlink = 0;
+    else
+        record.attr.nlink += (uint32_t)nlink_delta;
+    time_set(&record.attr.mtime_sec, &record.attr.mtime_nsec, now);
+    time_set(&record.attr.ctime_sec, &record.attr.ctime_nsec, now);
+    return error_status(inodes_put(txn, &record));
+}
+
+/*
+ * One name of inode ino went away. A file loses one link; a directory loses
+ * both of its own (its entry and its "."). With no link left the inode is
+ * deleted, unless it is open: then it stays, an orphan, until its last
+ * RELEASE (or the next start of meta).
+ */
+static int drop_link(struct service *service, struct store_txn *txn, uint64_t ino,
+                     struct timespec now)
+{
+    struct inodes_record record;
+    int status = load_inode(txn, ino, &record);
+    if (status != TS_OK)
+        return status == TS_ERR_NOENT ? TS_ERR_INTERNAL : status;
+    if (S_ISDIR(record.attr.mode) || record.attr.nlink == 0)
+        record.attr.nlink = 0;
+    else
+        record.attr.nlink--;
+    time_set(&record.attr.ctime_sec, &record.attr.ctime_nsec, now);
+    if (record.attr.nlink == 0 && opens_count(service->opens, ino) == 0)
+        return error_status(inodes_delete(txn, ino));
+    return error_status(inodes_put(txn, &record));
+}
+
+/*
+ * Whether directory dir is `ancestor` or lies below it, found by walking
+ * parent pointers up to the root. TS_OK with *within set, or a failure.
+ */
+static int dir_within(struct store_txn *txn, uint64_t dir, uint64_t ancestor, bool *within)
+{
+    for (uint32_t steps = 0; steps < HANDLERS_WALK_MAX; steps++) {
+        struct inodes_record record;
+        int status;
+        if (dir == ancestor) {
+            *within = true;
+            return TS_OK;
+        }
+        if (dir == TS_ROOT_INO) {
+            *within = false;
+            return TS_OK;
+        }
+        status = load_inode(txn, dir, &record);
+        if (status != TS_OK || record.parent == 0 || record.parent == dir) {
+            log_error("broken parent chain at inode %llu", (unsigned long long)dir);
+            return TS_ERR_INTERNAL;
+        }
+        dir = record.parent;
+    }
+    log_error("parent chain longer than %u steps: a cycle?", HANDLERS_WALK_MAX);
+    return TS_ERR_INTERNAL;
+}
+
+/* Accepts only "user." attribute names, as the FUSE client promises. */
+static int check_xattr_name(struct ts_str name)
+{
+    static const char prefix[] = "user.";
+    const size_t prefix_len = sizeof(prefix) - 1;
+    if (name.len > TS_MAX_XATTR_NAME)
+        return TS_ERR_RANGE;
+    if (name.len == 0 || memchr(name.ptr, '\0', name.len))
+        return TS_ERR_INVAL;
+    if (name.len < prefix_len || memcmp(name.ptr, prefix, prefix_len) != 0)
+        return TS_ERR_NOTSUP;
+    if (name.len == prefix_len)
+        return TS_ERR_INVAL;
+    return TS_OK;
+}
+
+static bool payload_empty(const struct rpc_request *request)
+{
+    return request->payload_len == 0;
+}
+
+/* ---- PING -------------------------------------------------------------- */
+
+static int handle_ping(void *ctx, const struct rpc_request *request, struct rpc_response *response)
+{
+    struct ts_ping_rep reply = {.role = ts_str_of("meta")};
+    (void)ctx;
+    if (!payload_empty(request))
+        return bad_message(response, request->header.type);
+    return ENCODE_REPLY(ping_rep, &reply, response);
+}
+
+/* ---- LOOKUP, GETATTR ---------------------------------------------------- */
+
+struct lookup_op {
+    const struct ts_lookup_req *request;
+    struct inodes_record found;
+};
+
+static int lookup_body(struct store_txn *txn, void *arg)
+{
+    struct lookup_op *op = arg;
+    struct ts_str name = op->request->name;
+    struct dirents_entry entry;
+    int status = load_dir(txn, op->request->parent, &op->found);
+    if (status != TS_OK)
+        return status;
+    /* "." and ".." are answered from the directory itself (NFS-style lookups). */
+    if (name.len == 1 && name.ptr[0] == '.')
+        return TS_OK;
+    if (name.len == 2 && name.ptr[0] == '.' && name.ptr[1] == '.')
+        return load_inode(txn, op->found.parent, &op->found);
+    status = check_name(name);
+    if (status == TS_OK)
+        status = load_entry(txn, op->request->parent, name, &entry);
+    if (status == TS_OK)
+        status = load_child(txn, &entry, &op->found);
+    return status;
+}
+
+static int handle_lookup(void *ctx, const struct rpc_request *request,
+                         struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct ts_lookup_req message;
+    struct lookup_op op = {.request = &message};
+    struct ts_attr_rep reply;
+    int status;
+
+    if (ts_lookup_req_decode(&message, request->payload, request->payload_len) != 0)
+        return bad_message(response, request->header.type);
+    if (message.name.len > TS_MAX_NAME)
+        return TS_ERR_NAMETOOLONG;
+    status = store_read(service->store, lookup_body, &op);
+    if (status != TS_OK)
+        return status;
+    inodes_attr(&op.found, &reply.attr);
+    return ENCODE_REPLY(attr_rep, &reply, response);
+}
+
+struct inode_op {
+    uint64_t ino;
+    struct inodes_record found;
+};
+
+static int getattr_body(struct store_txn *txn, void *arg)
+{
+    struct inode_op *op = arg;
+    return load_inode(txn, op->ino, &op->found);
+}
+
+static int handle_getattr(void *ctx, const struct rpc_request *request,
+                          struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct ts_getattr_req message;
+    struct inode_op op;
+    struct ts_attr_rep reply;
+    int status;
+
+    if (ts_getattr_req_decode(&message, request->payload, request->payload_len) != 0)
+        return bad_message(response, request->header.type);
+    op.ino = message.ino;
+    status = store_read(service->store, getattr_body, &op);
+    if (status != TS_OK)
+        return status;
+    inodes_attr(&op.found, &reply.attr);
+    return ENCODE_REPLY(attr_rep, &reply, response);
+}
+
+/* ---- SETATTR ------------------------------------------------------------ */
+
+struct setattr_op {
+    const struct ts_setattr_req *request;
+    struct timespec now;
+    struct inodes_record record;
+    struct ts_setattr_rep reply;
+};
+
+/*
+ * Truncates a regular file's tiles at new_size: drops (into garbage) every
+ * tile wholly past the end and, with `cut`, names the tile the end falls
+ * inside so that the client cuts it on its datanode.
+ */
+static int shrink_tiles(struct store_txn *txn, struct setattr_op *op, uint64_t new_size, bool cut)
+{
+    struct inodes_record *record = &op->record;
+    uint32_t tile_bytes = record->attr.tile_bytes;
+    uint64_t dropped = 0;
+    struct tiles_entry last;
+    int err =
+        tiles_drop_from(txn, record->attr.ino, tile_count_for(new_size, tile_bytes), &dropped);
+    if (err < 0)
+        return error_status(err);
+    record->tiles_allocated =
+        record->tiles_allocated > dropped ? record->tiles_allocated - dropped : 0;
+    if (!cut || new_size % tile_bytes == 0)
+        return TS_OK;
+    err = tiles_get(txn, record->attr.ino, new_size / tile_bytes, &last);
+    if (err == -ENOENT)
+        return TS_OK;
+    if (err < 0)
+        return error_status(err);
+    op->reply.cut_node = last.node;
+    op->reply.cut_tile = new_size / tile_bytes;
+    op->reply.cut_version = last.version;
+    op->reply.cut_bytes = (uint32_t)(new_size % tile_bytes);
+    return TS_OK;
+}
+
+static int setattr_body(struct store_txn *txn, void *arg)
+{
+    struct setattr_op *op = arg;
+    const struct ts_setattr_req *request = op->request;
+    struct ts_attr *attr = &op->record.attr;
+    uint32_t valid = request->valid;
+    int status;
+
+    memset(&op->reply, 0, sizeof(op->reply));
+    status = load_inode(txn, request->ino, &op->record);
+    if (status != TS_OK)
+        return status;
+    if (valid & TS_SET_SIZE) {
+        if (S_ISDIR(attr->mode))
+            return TS_ERR_ISDIR;
+        if (!S_ISREG(attr->mode))
+            return TS_ERR_INVAL;
+        if (attr->tile_bytes == 0)
+            return TS_ERR_INTERNAL;
+    }
+    if (valid & TS_SET_MODE)
+        attr->mode = (attr->mode & S_IFMT) | (request->mode & 07777);
+    if (valid & TS_SET_UID)
+        attr->uid = request->uid;
+    if (valid & TS_SET_GID)
+        attr->gid = request->gid;
+    /*
+     * Truncating to the current size or below also drops tiles past the end
+     * that a crashed writer allocated but never committed (O_TRUNC of an
+     * empty file clears them). Growing leaves every tile alone: a writer may
+     * have tiles in flight beyond the old end.
+     */
+    if ((valid & TS_SET_SIZE) && request->size <= attr->size) {
+        status = shrink_tiles(txn, op, request->size, request->size < attr->size);
+        if (status != TS_OK)
+            return status;
+    }
+    if ((valid & TS_SET_SIZE) && request->size != attr->size) {
+        attr->size = request->size;
+        time_set(&attr->mtime_sec, &attr->mtime_nsec, op->now);
+    }
+    if (valid & TS_SET_ATIME_NOW)
+        time_set(&attr->atime_sec, &attr->atime_nsec, op->now);
+    else if (valid & TS_SET_ATIME) {
+        attr->atime_sec = request->atime_sec;
+        attr->atime_nsec = request->atime_nsec;
+    }
+    if (valid & TS_SET_MTIME_NOW)
+        time_set(&attr->mtime_sec, &attr->mtime_nsec, op->now);
+    else if (valid & TS_SET_MTIME) {
+        attr->mtime_sec = request->mtime_sec;
+        attr->mtime_nsec = request->mtime_nsec;
+    }
+    time_set(&attr->ctime_sec, &attr->ctime_nsec, op->now);
+    return error_status(inodes_put(txn, &op->record));
+}
+
+static int handle_setattr(void *ctx, const struct rpc_request *request,
+                          struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct ts_setattr_req message;
+    struct setattr_op op = {.request = &message};
+    int status;
+
+    if (ts_setattr_req_decode(&message, request->payload, request->payload_len) != 0)
+        return bad_message(response, request->header.type);
+    if ((message.valid & TS_SET_SIZE) && message.size > INT64_MAX)
+        return TS_ERR_FBIG;
+    if (((message.valid & TS_SET_ATIME) && message.atime_nsec >= HANDLERS_NSEC_PER_SEC) ||
+        ((message.valid & TS_SET_MTIME) && message.mtime_nsec >= HANDLERS_NSEC_PER_SEC))
+        return TS_ERR_INVAL;
+    op.now = util_now();
+    status = store_write(service->store, setattr_body, &op);
+    if (status != TS_OK)
+        return status;
+    inodes_attr(&op.record, &op.reply.attr);
+    return ENCODE_REPLY(setattr_rep, &op.reply, response);
+}
+
+/* ---- MKNOD, MKDIR, SYMLINK ---------------------------------------------- */
+
+struct create_op {
+    struct service *service;
+    uint64_t parent;
+    struct ts_str name;
+    uint32_t mode; /* with its type bits */
+    uint64_t rdev;
+    uint32_t uid;
+    uint32_t gid;
+    struct ts_str target; /* symlinks */
+    struct timespec now;
+    struct inodes_record created;
+};
+
+static int create_body(struct store_txn *txn, void *arg)
+{
+    struct create_op *op = arg;
+    struct inodes_record parent;
+    struct dirents_entry entry;
+    bool is_dir = S_ISDIR(op->mode);
+    uint32_t mode = op->mode;
+    uint32_t gid = op->gid;
+    int status;
+    int err;
+
+    status = load_live_dir(txn, op->parent, &parent);
+    if (status != TS_OK)
+        return status;
+    status = load_entry(txn, op->parent, op->name, &entry);
+    if (status == TS_OK)
+        return TS_ERR_EXIST;
+    if (status != TS_ERR_NOENT)
+        return status;
+    /* BSD group semantics under a setgid directory, as Linux does it. */
+    if (parent.attr.mode & S_ISGID) {
+        gid = parent.attr.gid;
+        if (is_dir)
+            mode |= S_ISGID;
+    }
+    err = inodes_new(txn, mode, op->uid, gid, op->now, &op->created);
+    if (err < 0)
+        return error_status(err);
+    if (is_dir)
+        op->created.parent = op->parent;
+    if (S_ISCHR(mode) || S_ISBLK(mode))
+        op->created.attr.rdev = op->rdev;
+    if (S_ISLNK(mode)) {
+        memcpy(op->created.target, op->target.ptr, op->target.len);
+        op->created.target[op->target.len] = '\0';
+        op->created.target_len = op->target.len;
+        op->created.attr.size = op->target.len;
+    }
+    err = inodes_put(txn, &op->created);
+    if (err < 0)
+        return error_status(err);
+    entry.ino = op->created.attr.ino;
+    entry.mode = mode & S_IFMT;
+    err = dirents_put(txn, op->parent, op->name, &entry);
+    if (err < 0)
+        return error_status(err);
+    return dir_changed(txn, op->parent, is_dir ? 1 : 0, op->now);
+}
+
+static int create_run(struct service *service, struct create_op *op, struct rpc_response *response)
+{
+    struct ts_attr_rep reply;
+    int status = check_name(op->name);
+    if (status != TS_OK)
+        return status;
+    op->service = service;
+    op->now = util_now();
+    status = store_write(service->store, create_body, op);
+    if (status != TS_OK)
+        return status;
+    inodes_attr(&op->created, &reply.attr);
+    return ENCODE_REPLY(attr_rep, &reply, response);
+}
+
+static int handle_mknod(void *ctx, const struct rpc_request *request, struct rpc_response *response)
+{
+    struct ts_mknod_req message;
+    struct create_op op;
+    uint32_t type;
+
+    if (ts_mknod_req_decode(&message, request->payload, request->payload_len) != 0)
+        return bad_message(response, request->header.type);
+    type = message.mode & S_IFMT;
+    if (type == 0)
+        type = S_IFREG;
+    if (type != S_IFREG && type != S_IFIFO && type != S_IFSOCK && type != S_IFCHR &&
+        type != S_IFBLK)
+        return TS_ERR_INVAL;
+    op = (struct create_op){
+        .parent = message.parent,
+        .name = message.name,
+        .mode = type | (message.mode & 07777),
+        .rdev = message.rdev,
+        .uid = message.uid,
+        .gid = message.gid,
+    };
+    return create_run(ctx, &op, response);
+}
+
+static int handle_mkdir(void *ctx, const struct rpc_request *request, struct rpc_response *response)
+{
+    struct ts_mkdir_req message;
+    struct create_op op;
+
+    if (ts_mkdir_req_decode(&message, request->payload, request->payload_len) != 0)
+        return bad_message(response, request->header.type);
+    op = (struct create_op){
+        .parent = message.parent,
+        .name = message.name,
+        .mode = S_IFDIR | (message.mode & 07777),
+        .uid = message.uid,
+        .gid = message.gid,
+    };
+    return create_run(ctx, &op, response);
+}
+
+static int handle_symlink(void *ctx, const struct rpc_request *request,
+                          struct rpc_response *response)
+{
+    struct ts_symlink_req message;
+    struct create_op op;
+
+    if (ts_symlink_req_decode(&message, request->payload, request->payload_len) != 0)
+        return bad_message(response, request->header.type);
+    if (message.target.len == 0)
+        return TS_ERR_INVAL;
+    if (message.target.len > TS_MAX_SYMLINK)
+        return TS_ERR_NAMETOOLONG;
+    op = (struct create_op){
+        .parent = message.parent,
+        .name = message.name,
+        .mode = S_IFLNK | 0777,
+        .uid = message.uid,
+        .gid = message.gid,
+        .target = message.target,
+    };
+    return create_run(ctx, &op, response);
+}
+
+/* ---- UNLINK, RMDIR ------------------------------------------------------ */
+
+struct remove_op {
+    struct service *service;
+    const struct ts_name_req *request;
+    bool directory; /* RMDIR */
+    struct timespec now;
+};
+
+static int remove_body(struct store_txn *txn, void *arg)
+{
+    struct remove_op *op = arg;
+    uint64_t parent = op->request->parent;
+    struct inodes_record record;
+    struct dirents_entry entry;
+    int status;
+    int err;
+
+    status = load_dir(txn, parent, &record);
+    if (status == TS_OK)
+        status = load_entry(txn, parent, op->request->name, &entry);
+    if (status == TS_OK)
+        status = load_child(txn, &entry, &record);
+    if (status != TS_OK)
+        return status;
+    if (op->directory) {
+        bool empty;
+        if (!S_ISDIR(record.attr.mode))
+            return TS_ERR_NOTDIR;
+        err = dirents_is_empty(txn, entry.ino, &empty);
+        if (err < 0)
+            return error_status(err);
+        if (!empty)
+            return TS_ERR_NOTEMPTY;
+    } else if (S_ISDIR(record.attr.mode)) {
+        return TS_ERR_ISDIR;
+    }
+    err = dirents_delete(txn, parent, op->request->name);
+    if (err < 0)
+        return error_status(err);
+    status = drop_link(op->service, txn, entry.ino, op->now);
+    if (status != TS_OK)
+        return status;
+    return dir_changed(txn, parent, op->directory ? -1 : 0, op->now);
+}
+
+static int remove_run(void *ctx, const struct rpc_request *request, struct rpc_response *response,
+                      bool directory)
+{
+    struct service *service = ctx;
+    struct ts_name_req message;
+    struct remove_op op = {.service = service, .request = &message, .directory = directory};
+    int status;
+
+    if (ts_name_req_decode(&message, request->payload, request->payload_len) != 0)
+        return bad_message(response, request->header.type);
+    status = check_name(message.name);
+    if (status != TS_OK)
+        return status;
+    op.now = util_now();
+    return store_write(service->store, remove_body, &op);
+}
+
+static int handle_unlink(void *ctx, const struct rpc_request *request,
+                         struct rpc_response *response)
+{
+    return remove_run(ctx, request, response, false);
+}
+
+static int handle_rmdir(void *ctx, const struct rpc_request *request, struct rpc_response *response)
+{
+    return remove_run(ctx, request, response, true);
+}
+
+/* ---- RENAME ------------------------------------------------------------- */
+
+struct rename_op {
+    struct service *service;
+    const struct ts_rename_req *request;
+    struct timespec now;
+};
+
+/* Applies the nlink changes of both parents (they may be one directory). */
+static int rename_parents_changed(struct store_txn *txn, const struct rename_op *op,
+                                  int parent_delta, int new_parent_delta)
+{
+    uint64_t parent = op->request->parent;
+    uint64_t new_parent = op->request->new_parent;
+    int status;
+    if (parent == new_parent)
+        return dir_changed(txn, parent, parent_delta + new_parent_delta, op->now);
+    status = dir_changed(txn, parent, parent_delta, op->now);
+    if (status == TS_OK)
+        status = dir_changed(txn, new_parent, new_parent_delta, op->now);
+    return status;
+}
+
+/* RENAME_EXCHANGE: both names exist and swap their inodes. */
+static int rename_exchange(struct store_txn *txn, const struct rename_op *op,
+                           const struct dirents_entry *source_entry,
+                           const struct dirents_entry *target_entry)
+{
+    const struct ts_rename_req *request = op->request;
+    bool moves = request->parent != request->new_parent;
+    struct inodes_record source;
+    struct inodes_record target;
+    int parent_delta = 0;
+    int new_parent_delta = 0;
+    bool within = false;
+    int status;
+    int err;
+
+    status = load_child(txn, source_entry, &source);
+    if (status == TS_OK)
+        status = load_child(txn, target_entry, &target);
+    if (status != TS_OK)
+        return status;
+    if (moves && S_ISDIR(source.attr.mode)) {
+        status = dir_within(txn, request->new_parent, source.attr.ino, &within);
+        if (status != TS_OK)
+            return status;
+        if (within)
+            return TS_ERR_INVAL;
+    }
+    if (moves && S_ISDIR(target.attr.mode)) {
+        status = dir_within(txn, request->parent, target.attr.ino, &within);
+        if (status != TS_OK)
+            return status;
+        if (within)
+            return TS_ERR_INVAL;
+    }
+    err = dirents_put(txn, request->parent, request->name, target_entry);
+    if (err == 0)
+        err = dirents_put(txn, request->new_parent, request->new_name, source_entry);
+    if (err < 0)
+        return error_status(err);
+    if (moves && S_ISDIR(source.attr.mode)) {
+        source.parent = request->new_parent;
+        parent_delta--;
+        new_parent_delta++;
+    }
+    if (moves && S_ISDIR(target.attr.mode)) {
+        target.parent = request->parent;
+        new_parent_delta--;
+        parent_delta++;
+    }
+    time_set(&source.attr.ctime_sec, &source.attr.ctime_nsec, op->now);
+    time_set(&target.attr.ctime_sec, &target.attr.ctime_nsec, op->now);
+    err = inodes_put(txn, &source);
+    if (err == 0)
+        err = inodes_put(txn, &target);
+    if (err < 0)
+        return error_status(err);
+    return rename_parents_changed(txn, op, parent_delta, new_parent_delta);
+}
+
+static int rename_body(struct store_txn *txn, void *arg)
+{
+    struct rename_op *op = arg;
+    const struct ts_rename_req *request = op->request;
+    struct inodes_record dir;
+    struct inodes_record source;
+    struct inodes_record target;
+    struct dirents_entry source_entry;
+    struct dirents_entry target_entry;
+    bool target_exists;
+    bool source_is_dir;
+    int parent_delta = 0;
+    int new_parent_delta = 0;
+    int status;
+    int err;
+
+    status = load_dir(txn, request->parent, &dir);
+    if (status == TS_OK)
+        status = load_live_dir(txn, request->new_parent, &dir);
+    if (status == TS_OK)
+        status = load_entry(txn, request->parent, request->name, &source_entry);
+    if (status != TS_OK)
+        return status;
+    status = load_entry(txn, request->new_parent, request->new_name, &target_entry);
+    if (status != TS_OK && status != TS_ERR_NOENT)
+        return status;
+    target_exists = status == TS_OK;
+    if ((request->flags & TS_RENAME_NOREPLACE) && target_exists)
+        return TS_ERR_EXIST;
+    if ((request->flags & TS_RENAME_EXCHANGE) && !target_exists)
+        return TS_ERR_NOENT;
+    /* Two names of one inode: POSIX says rename does nothing. */
+    if (target_exists && target_entry.ino == source_entry.ino)
+        return TS_OK;
+    if (request->flags & TS_RENAME_EXCHANGE)
+        return rename_exchange(txn, op, &source_entry, &target_entry);
+
+    status = load_child(txn, &source_entry, &source);
+    if (status != TS_OK)
+        return status;
+    source_is_dir = S_ISDIR(source.attr.mode);
+    if (source_is_dir) {
+        bool within;
+        status = dir_within(txn, request->new_parent, source.attr.ino, &within);
+        if (status != TS_OK)
+            return status;
+        if (within)
+            return TS_ERR_INVAL;
+    }
+    if (target_exists) {
+        bool target_is_dir;
+        status = load_child(txn, &target_entry, &target);
+        if (status != TS_OK)
+            return status;
+        target_is_dir = S_ISDIR(target.attr.mode);
+        if (source_is_dir && !target_is_dir)
+            return TS_ERR_NOTDIR;
+        if (!source_is_dir && target_is_dir)
+            return TS_ERR_ISDIR;
+        if (target_is_dir) {
+            bool empty;
+            err = dirents_is_empty(txn, target.attr.ino, &empty);
+            if (err < 0)
+                return error_status(err);
+            if (!empty)
+                return TS_ERR_NOTEMPTY;
+            new_parent_delta--;
+        }
+    }
+    err = dirents_delete(txn, request->parent, request->name);
+    if (err == 0)
+        err = dirents_put(txn, request->new_parent, request->new_name, &source_entry);
+    if (err < 0)
+        return error_status(err);
+    if (source_is_dir && request->parent != request->new_parent) {
+        source.parent = request->new_parent;
+        parent_delta--;
+        new_parent_delta++;
+    }
+    time_set(&source.attr.ctime_sec, &source.attr.ctime_nsec, op->now);
+    err = inodes_put(txn, &source);
+    if (err < 0)
+        return error_status(err);
+    if (target_exists) {
+        status = drop_link(op->service, txn, target_entry.ino, op->now);
+        if (status != TS_OK)
+            return status;
+    }
+    return rename_parents_changed(txn, op, parent_delta, new_parent_delta);
+}
+
+static int handle_rename(void *ctx, const struct rpc_request *request,
+                         struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct ts_rename_req message;
+    struct rename_op op = {.service = service, .request = &message};
+    int status;
+
+    if (ts_rename_req_decode(&message, request->payload, request->payload_len) != 0)
+        return bad_message(response, request->header.type);
+    if ((message.flags & ~(TS_RENAME_NOREPLACE | TS_RENAME_EXCHANGE)) != 0 ||
+        message.flags == (TS_RENAME_NOREPLACE | TS_RENAME_EXCHANGE))
+        return TS_ERR_INVAL;
+    status = check_name(message.name);
+    if (status == TS_OK)
+        status = check_name(message.new_name);
+    if (status != TS_OK)
+        return status;
+    op.now = util_now();
+    return store_write(service->store, rename_body, &op);
+}
+
+/* ---- LINK --------------------------------------------------------------- */
+
+struct link_op {
+    const struct ts_link_req *request;
+    struct timespec now;
+    struct inodes_record linked;
+};
+
+static int link_body(struct store_txn *txn, void *arg)
+{
+    struct link_op *op = arg;
+    const struct ts_link_req *request = op->request;
+    struct inodes_record *linked = &op->linked;
+    struct inodes_record parent;
+    struct dirents_entry entry;
+    int status;
+    int err;
+
+    status = load_inode(txn, request->ino, linked);
+    if (status != TS_OK)
+        return status;
+    if (S_ISDIR(linked->attr.mode))
+        return TS_ERR_PERM;
+    if (linked->attr.nlink == 0) /* unlinked but open: Linux says ENOENT too */
+        return TS_ERR_NOENT;
+    if (linked->attr.nlink >= HANDLERS_LINK_MAX)
+        return TS_ERR_MLINK;
+    status = load_live_dir(txn, request->new_parent, &parent);
+    if (status != TS_OK)
+        return status;
+    status = load_entry(txn, request->new_parent, request->new_name, &entry);
+    if (status == TS_OK)
+        return TS_ERR_EXIST;
+    if (status != TS_ERR_NOENT)
+        return status;
+    entry.ino = linked->attr.ino;
+    entry.mode = linked->attr.mode & S_IFMT;
+    err = dirents_put(txn, request->new_parent, request->new_name, &entry);
+    if (err < 0)
+        return error_status(err);
+    linked->attr.nlink++;
+    time_set(&linked->attr.ctime_sec, &linked->attr.ctime_nsec, op->now);
+    err = inodes_put(txn, linked);
+    if (err < 0)
+        return error_status(err);
+    return dir_changed(txn, request->new_parent, 0, op->now);
+}
+
+static int handle_link(void *ctx, const struct rpc_request *request, struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct ts_link_req message;
+    struct link_op op = {.request = &message};
+    struct ts_attr_rep reply;
+    int status;
+
+    if (ts_link_req_decode(&message, request->payload, request->payload_len) != 0)
+        return bad_message(response, request->header.type);
+    status = check_name(message.new_name);
+    if (status != TS_OK)
+        return status;
+    op.now = util_now();
+    status = store_write(service->store, link_body, &op);
+    if (status != TS_OK)
+        return status;
+    inodes_attr(&op.linked, &reply.attr);
+    return ENCODE_REPLY(attr_rep, &reply, response);
+}
+
+/* ---- READLINK ----------------------------------------------------------- */
+
+static int readlink_body(struct store_txn *txn, void *arg)
+{
+    struct inode_op *op = arg;
+    int status = load_inode(txn, op->ino, &op->found);
+    if (status == TS_OK && !S_ISLNK(op->found.attr.mode))
+        return TS_ERR_INVAL;
+    return status;
+}
+
+static int handle_readlink(void *ctx, const struct rpc_request *request,
+                           struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct ts_readlink_req message;
+    struct ts_readlink_rep reply;
+    struct inode_op op;
+    int status;
+
+    if (ts_readlink_req_decode(&message, request->payload, request->payload_len) != 0)
+        return bad_message(response, request->header.type);
+    op.ino = message.ino;
+    status = store_read(service->store, readlink_body, &op);
+    if (status != TS_OK)
+        return status;
+    reply.target.ptr = op.found.target;
+    reply.target.len = op.found.target_len;
+    return ENCODE_REPLY(readlink_rep, &reply, response);
+}
+
+/* ---- READDIR ------------------------------------------------------------ */
+
+struct readdir_op {
+    const struct ts_readdir_req *request;
+    uint32_t max_entries;
+    struct ts_writer entries;
+    uint32_t count;
+    bool done;
+};
+
+/* Appends one entry unless the reply is full (then the scan stops before it). */
+static int readdir_visit(void *arg, struct ts_str name, const struct dirents_entry *entry)
+{
+    struct readdir_op *op = arg;
+    size_t record_bytes = 8 + 4 + 2 + name.len;
+    if (op->count >= op->max_entries || op->entries.len + record_bytes > HANDLERS_READDIR_MAX_BYTES)
+        return 1;
+    ts_writer_u64(&op->entries, entry->ino);
+    ts_writer_u32(&op->entries, entry->mode);
+    ts_writer_str(&op->entries, name);
+    if (op->entries.failed)
+        return -ENOBUFS;
+    op->count++;
+    return 0;
+}
+
+static int readdir_body(struct store_txn *txn, void *arg)
+{
+    struct readdir_op *op = arg;
+    struct inodes_record dir;
+    int status = load_dir(txn, op->request->ino, &dir);
+    int result;
+    if (status != TS_OK)
+        return status;
+    op->count = 0;
+    op->entries.len = 0;
+    result = dirents_scan(txn, op->request->ino, op->request->after, readdir_visit, op);
+    if (result < 0)
+        return error_status(result);
+    op->done = result == 0;
+    return TS_OK;
+}
+
+static int handle_readdir(void *ctx, const struct rpc_request *request,
+                          struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct ts_readdir_req message;
+    struct readdir_op op = {.request = &message};
+    struct ts_readdir_rep reply;
+    int status;
+
+    if (ts_readdir_req_decode(&message, request->payload, request->payload_len) != 0)
+        return bad_message(response, request->header.type);
+    if (message.after.len > TS_MAX_NAME)
+        return TS_ERR_INVAL;
+    op.max_entries = message.max_entries;
+    if (op.max_entries == 0 || op.max_entries > HANDLERS_READDIR_MAX_ENTRIES)
+        op.max_entries = HANDLERS_READDIR_MAX_ENTRIES;
+    ts_writer_init(&op.entries, service->scratch, SERVICE_SCRATCH_BYTES);
+    status = store_read(service->store, readdir_body, &op);
+    if (status != TS_OK)
+        return status;
+    reply.count = op.count;
+    reply.done = op.done ? 1 : 0;
+    reply.entries.ptr = (const char *)service->scratch;
+    reply.entries.len = (uint32_t)op.entries.len;
+    return ENCODE_REPLY(readdir_rep, &reply, response);
+}
+
+/* ---- OPEN, RELEASE ------------------------------------------------------ */
+
+static int handle_open(void *ctx, const struct rpc_request *request, struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct ts_open_req message;
+    struct ts_attr_rep reply;
+    struct inode_op op;
+    int status;
+
+    if (ts_open_req_decode(&message, request->payload, request->payload_len) != 0)
+        return bad_message(response, request->header.type);
+    op.ino = message.ino;
+    status = store_read(service->store, getattr_body, &op);
+    if (status != TS_OK)
+        return status;
+    if (opens_add(service->opens, message.ino) < 0)
+        return TS_ERR_NOMEM;
+    inodes_attr(&op.found, &reply.attr);
+    return ENCODE_REPLY(attr_rep, &reply, response);
+}
+
+/* Deletes inode op->ino if it is an orphan (nlink 0); nothing otherwise. */
+static int reap_body(struct store_txn *txn, void *arg)
+{
+    struct inode_op *op = arg;
+    int status = load_inode(txn, op->ino, &op->found);
+    if (status == TS_ERR_NOENT)
+        return TS_OK;
+    if (status != TS_OK || op->found.attr.nlink > 0)
+        return status;
+    return error_status(inodes_delete(txn, op->ino));
+}
+
+static int handle_release(void *ctx, const struct rpc_request *request,
+                          struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct ts_release_req message;
+    struct inode_op op;
+    int status;
+
+    if (ts_release_req_decode(&message, request->payload, request->payload_len) != 0)
+        return bad_message(response, request->header.type);
+    if (opens_count(service->opens, message.ino) == 0)
+        return TS_OK; /* not open (a duplicate release): nothing to count down */
+    if (opens_remove(service->opens, message.ino) > 0)
+        return TS_OK;
+    op.ino = message.ino;
+    status = store_read(service->store, getattr_body, &op);
+    if (status != TS_OK || op.found.attr.nlink > 0)
+        return TS_OK;
+    /* The last close of an unlinked file: now it goes. */
+    status = store_write(service->store, reap_body, &op);
+    if (status != TS_OK)
+        log_warn("orphan inode %llu not deleted (%s); it goes at the next start",
+                 (unsigned long long)message.ino, status_text(status));
+    return TS_OK;
+}
+
+/* ---- STATFS ------------------------------------------------------------- */
+
+struct statfs_op {
+    struct service *service;
+    struct ts_statfs_rep reply;
+};
+
+static int statfs_body(struct store_txn *txn, void *arg)
+{
+    struct statfs_op *op = arg;
+    struct nodes_record *nodes;
+    size_t count;
+    int64_t now_ms = util_monotonic_ms();
+    int err = nodes_list(txn, &nodes, &count);
+    if (err < 0)
+        return error_status(err);
+    memset(&op->reply, 0, sizeof(op->reply));
+    for (size_t i = 0; i < count; i++) {
+        if (!nodes_live_is_up(op->service->live, nodes[i].id, now_ms))
+            continue;
+        op->reply.total_bytes += nodes[i].capacity;
+        op->reply.free_bytes += nodes[i].free_bytes;
+        op->reply.nodes_up++;
+    }
+    free(nodes);
+    return error_status(inodes_count(txn, &op->reply.files));
+}
+
+static int handle_statfs(void *ctx, const struct rpc_request *request,
+                         struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct statfs_op op = {.service = service};
+    int status;
+
+    if (!payload_empty(request))
+        return bad_message(response, request->header.type);
+    status = store_read(service->store, statfs_body, &op);
+    if (status != TS_OK)
+        return status;
+    return ENCODE_REPLY(statfs_rep, &op.reply, response);
+}
+
+/* ---- xattrs ------------------------------------------------------------- */
+
+struct xattr_op {
+    uint64_t ino;
+    struct ts_str name;
+    struct ts_str value;
+    uint32_t flags;
+    struct timespec now;
+    struct rpc_response *response; /* GETXATTR encodes inside the txn */
+    struct ts_writer names;        /* LISTXATTR */
+};
+
+/* Records an attribute change in the inode's ctime. */
+static int xattr_touch(struct store_txn *txn, uint64_t ino, struct timespec now)
+{
+    struct inodes_record record;
+    int status = load_inode(txn, ino, &record);
+    if (status != TS_OK)
+        return status;
+    time_set(&record.attr.ctime_sec, &record.attr.ctime_nsec, now);
+    return error_status(inodes_put(txn, &record));
+}
+
+static int setxattr_body(struct store_txn *txn, void *arg)
+{
+    struct xattr_op *op = arg;
+    struct ts_str existing;
+    int status = xattr_touch(txn, op->ino, op->now);
+    int err;
+    if (status != TS_OK)
+        return status;
+    err = xattrs_get(txn, op->ino, op->name, &existing);
+    if (err < 0 && err != -ENOENT)
+        return error_status(err);
+    if ((op->flags & TS_XATTR_CREATE) && err == 0)
+        return TS_ERR_EXIST;
+    if ((op->flags & TS_XATTR_REPLACE) && err == -ENOENT)
+        return TS_ERR_NODATA;
+    return error_status(xattrs_put(txn, op->ino, op->name, op->value));
+}
+
+static int handle_setxattr(void *ctx, const struct rpc_request *request,
+                           struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct ts_setxattr_req message;
+    struct xattr_op op;
+    int status;
+
+    if (ts_setxattr_req_decode(&message, request->payload, request->payload_len) != 0)
+        return bad_message(response, request->header.type);
+    status = check_xattr_name(message.name);
+    if (status != TS_OK)
+        return status;
+    if (message.value.len > TS_MAX_XATTR_VALUE)
+        return TS_ERR_RANGE;
+    if ((message.flags & ~(TS_XATTR_CREATE | TS_XATTR_REPLACE)) != 0)
+        return TS_ERR_INVAL;
+    memset(&op, 0, sizeof(op));
+    op.ino = message.ino;
+    op.name = message.name;
+    op.value = message.value;
+    op.flags = message.flags;
+    op.now = util_now();
+    return store_write(service->store, setxattr_body, &op);
+}
+
+static int getxattr_body(struct store_txn *txn, void *arg)
+{
+    struct xattr_op *op = arg;
+    struct inodes_record record;
+    struct ts_getxattr_rep reply;
+    int status = load_inode(txn, op->ino, &record);
+    int err;
+    if (status != TS_OK)
+        return status;
+    err = xattrs_get(txn, op->ino, op->name, &reply.value);
+    if (err == -ENOENT)
+        return TS_ERR_NODATA;
+    if (err < 0)
+        return error_status(err);
+    /* The value points into the map: encode before the transaction ends. */
+    return ENCODE_REPLY(getxattr_rep, &reply, op->response);
+}
+
+static int handle_getxattr(void *ctx, const struct rpc_request *request,
+                           struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct ts_getxattr_req message;
+    struct xattr_op op;
+    int status;
+
+    if (ts_getxattr_req_decode(&message, request->payload, request->payload_len) != 0)
+        return bad_message(response, request->header.type);
+    status = check_xattr_name(message.name);
+    if (status != TS_OK)
+        return status;
+    memset(&op, 0, sizeof(op));
+    op.ino = message.ino;
+    op.name = message.name;
+    op.response = response;
+    return store_read(service->store, getxattr_body, &op);
+}
+
+static int listxattr_body(struct store_txn *txn, void *arg)
+{
+    struct xattr_op *op = arg;
+    struct inodes_record record;
+    int status = load_inode(txn, op->ino, &record);
+    int err;
+    if (status != TS_OK)
+        return status;
+    err = xattrs_list(txn, op->ino, &op->names);
+    if (err == -ERANGE)
+        return TS_ERR_RANGE;
+    return error_status(err);
+}
+
+static int handle_listxattr(void *ctx, const struct rpc_request *request,
+                            struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct ts_listxattr_req message;
+    struct ts_listxattr_rep reply;
+    struct xattr_op op;
+    int status;
+
+    if (ts_listxattr_req_decode(&message, request->payload, request->payload_len) != 0)
+        return bad_message(response, request->header.type);
+    memset(&op, 0, sizeof(op));
+    op.ino = message.ino;
+    ts_writer_init(&op.names, service->scratch, SERVICE_SCRATCH_BYTES);
+    status = store_read(service->store, listxattr_body, &op);
+    if (status != TS_OK)
+        return status;
+    reply.names.ptr = (const char *)service->scratch;
+    reply.names.len = (uint32_t)op.names.len;
+    return ENCODE_REPLY(listxattr_rep, &reply, response);
+}
+
+static int removexattr_body(struct store_txn *txn, void *arg)
+{
+    struct xattr_op *op = arg;
+    int status = xattr_touch(txn, op->ino, op->now);
+    int err;
+    if (status != TS_OK)
+        return status;
+    err = xattrs_delete(txn, op->ino, op->name);
+    if (err == -ENOENT)
+        return TS_ERR_NODATA;
+    return error_status(err);
+}
+
+static int handle_removexattr(void *ctx, const struct rpc_request *request,
+                              struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct ts_removexattr_req message;
+    struct xattr_op op;
+    int status;
+
+    if (ts_removexattr_req_decode(&message, request->payload, request->payload_len) != 0)
+        return bad_message(response, request->header.type);
+    status = check_xattr_name(message.name);
+    if (status != TS_OK)
+        return status;
+    memset(&op, 0, sizeof(op));
+    op.ino = message.ino;
+    op.name = message.name;
+    op.now = util_now();
+    return store_write(service->store, removexattr_body, &op);
+}
+
+/* ---- TILE_MAP ----------------------------------------------------------- */
+
+struct tile_map_op {
+    struct service *service;
+    const struct ts_tile_map_req *request;
+    struct ts_writer records;
+    /* placement snapshot, built on the first missing tile */
+    struct placement_node *candidates;
+    size_t candidate_count;
+    bool have_candidates;
+};
+
+/* The nodes that are up, with the free space they last reported. */
+static int tile_map_candidates(struct store_txn *txn, struct tile_map_op *op)
+{
+    struct nodes_record *nodes;
+    size_t count;
+    int64_t now_ms = util_monotonic_ms();
+    int err = nodes_list(txn, &nodes, &count);
+    if (err < 0)
+        return error_status(err);
+    op->candidates = calloc(count ? count : 1, sizeof(*op->candidates));
+    if (!op->candidates) {
+        free(nodes);
+        return TS_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < count; i++) {
+        op->candidates[i].id = nodes[i].id;
+        op->candidates[i].up = nodes_live_is_up(op->service->live, nodes[i].id, now_ms);
+        op->candidates[i].free_bytes = nodes[i].free_bytes;
+    }
+    op->candidate_count = count;
+    op->have_candidates = true;
+    free(nodes);
+    return TS_OK;
+}
+
+/* Places tile `tile` of the file on a node and records it. */
+static int tile_map_allocate(struct store_txn *txn, struct tile_map_op *op,
+                             const struct inodes_record *record, uint64_t tile,
+                             struct tiles_entry *entry)
+{
+    uint32_t tile_bytes = record->attr.tile_bytes;
+    uint32_t node = 0;
+    int status;
+    int err;
+
+    if (!op->have_candidates) {
+        status = tile_map_candidates(txn, op);
+        if (status != TS_OK)
+            return status;
+    }
+    err = placement_choose(PLACEMENT_ROUNDROBIN, op->candidates, op->candidate_count,
+                           record->attr.ino, tile, tile_bytes, 1, &node);
+    if (err == -ENOSPC)
+        return TS_ERR_NOSPC;
+    if (err < 0)
+        return TS_ERR_NONODES;
+    /* Count the tile against the node now, so one big request cannot overfill it. */
+    for (size_t i = 0; i < op->candidate_count; i++) {
+        struct placement_node *candidate = &op->candidates[i];
+        if (candidate->id == node)
+            candidate->free_bytes =
+                candidate->free_bytes > tile_bytes ? candidate->free_bytes - tile_bytes : 0;
+    }
+    entry->node = node;
+    err = store_counter_take(txn, STORE_NEXT_VERSION, &entry->version);
+    if (err == 0)
+        err = tiles_put(txn, record->attr.ino, tile, entry);
+    return error_status(err);
+}
+
+static int tile_map_body(struct store_txn *txn, void *arg)
+{
+    struct tile_map_op *op = arg;
+    const struct ts_tile_map_req *request = op->request;
+    struct inodes_record record;
+    uint64_t allocated = 0;
+    int status;
+
+    op->records.len = 0;
+    op->records.failed = false;
+    op->have_candidates = false;
+    op->candidates = NULL;
+    status = load_inode(txn, request->ino, &record);
+    if (status != TS_OK)
+        return status;
+    if (!S_ISREG(record.attr.mode) || record.attr.tile_bytes == 0)
+        return TS_ERR_INVAL;
+    /* The last tile must hold bytes below the largest file size. */
+    if (request->first + (request->count - 1) > (uint64_t)INT64_MAX / record.attr.tile_bytes)
+        return TS_ERR_FBIG;
+    for (uint32_t i = 0; i < request->count && status == TS_OK; i++) {
+        uint64_t tile = request->first + i;
+        struct tiles_entry entry = {0, 0};
+        int err = tiles_get(txn, request->ino, tile, &entry);
+        if (err == -ENOENT && request->allocate) {
+            status = tile_map_allocate(txn, op, &record, tile, &entry);
+            allocated++;
+        } else if (err < 0 && err != -ENOENT) {
+            status = error_status(err);
+        }
+        ts_writer_u32(&op->records, entry.node);
+        ts_writer_u64(&op->records, entry.version);
+    }
+    free(op->candidates);
+    op->candidates = NULL;
+    if (status != TS_OK)
+        return status;
+    if (op->records.failed)
+        return TS_ERR_INTERNAL;
+    if (allocated == 0)
+        return TS_OK;
+    record.tiles_allocated += allocated;
+    return error_status(inodes_put(txn, &record));
+}
+
+static int handle_tile_map(void *ctx, const struct rpc_request *request,
+                           struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct ts_tile_map_req message;
+    struct tile_map_op op = {.service = service, .request = &message};
+    struct ts_tile_map_rep reply;
+    int status;
+
+    if (ts_tile_map_req_decode(&message, request->payload, request->payload_len) != 0)
+        return bad_message(response, request->header.type);
+    if (message.count == 0 || message.count > TS_MAX_TILES_PER_MAP)
+        return TS_ERR_INVAL;
+    if (message.first > UINT64_MAX - message.count)
+        return TS_ERR_FBIG;
+    ts_writer_init(&op.records, service->scratch, SERVICE_SCRATCH_BYTES);
+    if (message.allocate)
+        status = store_write(service->store, tile_map_body, &op);
+    else
+        status = store_read(service->store, tile_map_body, &op);
+    if (status != TS_OK)
+        return status;
+    reply.count = message.count;
+    reply.tiles.ptr = (const char *)service->scratch;
+    reply.tiles.len = (uint32_t)op.records.len;
+    return ENCODE_REPLY(tile_map_rep, &reply, response);
+}
+
+/* ---- COMMIT ------------------------------------------------------------- */
+
+struct commit_op {
+    const struct ts_commit_req *request;
+    struct timespec now;
+    struct inodes_record record;
+};
+
+static int commit_body(struct store_txn *txn, void *arg)
+{
+    struct commit_op *op = arg;
+    const struct ts_commit_req *request = op->request;
+    struct ts_attr *attr = &op->record.attr;
+    int status = load_inode(txn, request->ino, &op->record);
+    if (status != TS_OK)
+        return status;
+    if (!S_ISREG(attr->mode))
+        return TS_ERR_INVAL;
+    if (request->min_size > attr->size)
+        attr->size = request->min_size;
+    if (request->mtime_sec != 0) {
+        attr->mtime_sec = attr->ctime_sec = request->mtime_sec;
+        attr->mtime_nsec = attr->ctime_nsec = request->mtime_nsec;
+    }
+    return error_status(inodes_put(txn, &op->record));
+}
+
+static int handle_commit(void *ctx, const struct rpc_request *request,
+                         struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct ts_commit_req message;
+    struct commit_op op = {.request = &message};
+    struct ts_attr_rep reply;
+    int status;
+
+    if (ts_commit_req_decode(&message, request->payload, request->payload_len) != 0)
+        return bad_message(response, request->header.type);
+    if (message.min_size > INT64_MAX)
+        return TS_ERR_FBIG;
+    if (message.mtime_nsec >= HANDLERS_NSEC_PER_SEC)
+        return TS_ERR_INVAL;
+    op.now = util_now();
+    status = store_write(service->store, commit_body, &op);
+    if (status != TS_OK)
+        return status;
+    if (message.sync && store_sync(service->store, true) < 0)
+        return TS_ERR_IO;
+    inodes_attr(&op.record, &reply.attr);
+    return ENCODE_REPLY(attr_rep, &reply, response);
+}
+
+/* ---- NODE_LIST ---------------------------------------------------------- */
+
+struct node_list_op {
+    struct service *service;
+    struct ts_writer records;
+    uint32_t count;
+};
+
+static int node_list_body(struct store_txn *txn, void *arg)
+{
+    struct node_list_op *op = arg;
+    struct nodes_record *nodes;
+    size_t count;
+    int64_t now_ms = util_monotonic_ms();
+    int err = nodes_list(txn, &nodes, &count);
+    if (err < 0)
+        return error_status(err);
+    for (size_t i = 0; i < count; i++) {
+        int64_t age = nodes_live_age_ms(op->service->live, nodes[i].id, now_ms);
+        bool up = nodes_live_is_up(op->service->live, nodes[i].id, now_ms);
+        ts_writer_u32(&op->records, nodes[i].id);
+        ts_writer_u32(&op->records, up ? TS_NODE_UP : TS_NODE_DOWN);
+        ts_writer_u64(&op->records, nodes[i].capacity);
+        ts_writer_u64(&op->records, nodes[i].free_bytes);
+        ts_writer_u64(&op->records, nodes[i].used_bytes);
+        ts_writer_u64(&op->records, nodes[i].tiles);
+        ts_writer_u64(&op->records, age < 0 ? UINT64_MAX : (uint64_t)age);
+        ts_writer_str(&op->records, ts_str_of(nodes[i].machine));
+        ts_writer_str(&op->records, ts_str_of(nodes[i].address));
+    }
+    op->count = (uint32_t)count;
+    free(nodes);
+    return op->records.failed ? TS_ERR_TOOBIG : TS_OK;
+}
+
+static int handle_node_list(void *ctx, const struct rpc_request *request,
+                            struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct node_list_op op = {.service = service};
+    struct ts_node_list_rep reply;
+    int status;
+
+    if (!payload_empty(request))
+        return bad_message(response, request->header.type);
+    ts_writer_init(&op.records, service->scratch, SERVICE_SCRATCH_BYTES);
+    status = store_read(service->store, node_list_body, &op);
+    if (status != TS_OK)
+        return status;
+    reply.count = op.count;
+    reply.nodes.ptr = (const char *)service->scratch;
+    reply.nodes.len = (uint32_t)op.records.len;
+    return ENCODE_REPLY(node_list_rep, &reply, response);
+}
+
+/* ---- HEARTBEAT ---------------------------------------------------------- */
+
+struct heartbeat_op {
+    const struct ts_heartbeat_req *request;
+    struct ts_writer garbage;
+    uint32_t garbage_count;
+    uint32_t node_id; /* the id the node has after this heartbeat */
+};
+
+/*
+ * A fresh node id that no registered node has. Ids are u32 on the wire; a
+ * node that adopted a huge id may push the counter past them, so it wraps
+ * to 1 and skips the ids in use.
+ */
+static int heartbeat_new_id(struct store_txn *txn, uint32_t *id)
+{
+    for (uint32_t tries = 0; tries < HANDLERS_WALK_MAX; tries++) {
+        struct nodes_record existing;
+        uint64_t next;
+        int err = store_counter_take(txn, STORE_NEXT_NODE_ID, &next);
+        if (err < 0)
+            return error_status(err);
+        if (next == 0 || next > UINT32_MAX) {
+            err = store_counter_set(txn, STORE_NEXT_NODE_ID, 1);
+            if (err < 0)
+                return error_status(err);
+            continue;
+        }
+        err = nodes_get(txn, (uint32_t)next, &existing);
+        if (err == -ENOENT) {
+            *id = (uint32_t)next;
+            return TS_OK;
+        }
+        if (err < 0)
+            return error_status(err);
+    }
+    log_error("no free datanode id found");
+    return TS_ERR_INTERNAL;
+}
+
+static int heartbeat_body(struct store_txn *txn, void *arg)
+{
+    struct heartbeat_op *op = arg;
+    const struct ts_heartbeat_req *request = op->request;
+    struct nodes_record record;
+    struct ts_cursor deleted;
+    int status;
+    int err;
+
+    op->garbage.len = 0;
+    op->garbage.failed = false;
+    op->node_id = request->node_id;
+    if (op->node_id == 0) {
+        status = heartbeat_new_id(txn, &op->node_id);
+        if (status != TS_OK)
+            return status;
+        log_info("new datanode %u at %.*s", op->node_id, (int)request->address.len,
+                 request->address.ptr);
+    } else {
+        /* An id meta may not know (its store was wiped): take it as given. */
+        err = store_counter_raise(txn, STORE_NEXT_NODE_ID, (uint64_t)op->node_id + 1);
+        if (err < 0)
+            return error_status(err);
+    }
+    memset(&record, 0, sizeof(record));
+    record.id = op->node_id;
+    ts_str_copy(request->machine, record.machine, sizeof(record.machine));
+    ts_str_copy(request->address, record.address, sizeof(record.address));
+    record.capacity = request->capacity;
+    record.free_bytes = request->free_bytes;
+    record.used_bytes = request->used_bytes;
+    record.tiles = request->tiles;
+    err = nodes_put(txn, &record);
+    if (err < 0)
+        return error_status(err);
+    ts_cursor_init(&deleted, request->deleted.ptr, request->deleted.len);
+    for (uint32_t i = 0; i < request->deleted_count; i++) {
+        struct garbage_record done = {.node = op->node_id};
+        done.ino = ts_cursor_u64(&deleted);
+        done.tile = ts_cursor_u64(&deleted);
+        done.version = ts_cursor_u64(&deleted);
+        err = garbage_remove(txn, &done);
+        if (err < 0 && err != -ENOENT)
+            return error_status(err);
+    }
+    err = garbage_list(txn, op->node_id, TS_MAX_GARBAGE, &op->garbage, &op->garbage_count);
+    return error_status(err);
+}
+
+static int handle_heartbeat(void *ctx, const struct rpc_request *request,
+                            struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct ts_heartbeat_req message;
+    struct heartbeat_op op = {.request = &message};
+    struct ts_heartbeat_rep reply;
+    int status;
+
+    if (ts_heartbeat_req_decode(&message, request->payload, request->payload_len) != 0 ||
+        (uint64_t)message.deleted_count * TS_GARBAGE_RECORD_BYTES != message.deleted.len)
+        return bad_message(response, request->header.type);
+    if (message.machine.len > NODES_MAX_TEXT || message.address.len > NODES_MAX_TEXT ||
+        message.address.len == 0)
+        return TS_ERR_INVAL;
+    ts_writer_init(&op.garbage, service->scratch, SERVICE_SCRATCH_BYTES);
+    status = store_write(service->store, heartbeat_body, &op);
+    if (status != TS_OK)
+        return status;
+    if (nodes_live_beat(service->live, op.node_id, util_monotonic_ms()) < 0)
+        return TS_ERR_NOMEM;
+    reply.node_id = op.node_id;
+    reply.garbage_count = op.garbage_count;
+    reply.garbage.ptr = (const char *)service->scratch;
+    reply.garbage.len = (uint32_t)op.garbage.len;
+    return ENCODE_REPLY(heartbeat_rep, &reply, response);
+}
+
+/* ---- the table ---------------------------------------------------------- */
+
+const rpc_handler_fn handlers_table[TS_OP_MAX] = {
+    [TS_OP_PING] = handle_ping,           [TS_OP_LOOKUP] = handle_lookup,
+    [TS_OP_GETATTR] = handle_getattr,     [TS_OP_SETATTR] = handle_setattr,
+    [TS_OP_MKNOD] = handle_mknod,         [TS_OP_MKDIR] = handle_mkdir,
+    [TS_OP_UNLINK] = handle_unlink,       [TS_OP_RMDIR] = handle_rmdir,
+    [TS_OP_RENAME] = handle_rename,       [TS_OP_LINK] = handle_link,
+    [TS_OP_SYMLINK] = handle_symlink,     [TS_OP_READLINK] = handle_readlink,
+    [TS_OP_READDIR] = handle_readdir,     [TS_OP_OPEN] = handle_open,
+    [TS_OP_RELEASE] = handle_release,     [TS_OP_STATFS] = handle_statfs,
+    [TS_OP_SETXATTR] = handle_setxattr,   [TS_OP_GETXATTR] = handle_getxattr,
+    [TS_OP_LISTXATTR] = handle_listxattr, [TS_OP_REMOVEXATTR] = handle_removexattr,
+    [TS_OP_TILE_MAP] = handle_tile_map,   [TS_OP_COMMIT] = handle_commit,
+    [TS_OP_NODE_LIST] = handle_node_list, [TS_OP_HEARTBEAT] = handle_heartbeat,
+};

@@ -1,0 +1,54 @@
+/*
+ * @file inodes.h
+ * The `inodes` table: ino (u64 BE) -> the inode record, and the inode's
+ * lifecycle: creating one with a fresh ino and generation, deleting one with
+ * everything that hangs off it (tiles into garbage, xattrs), and the start-up
+ * sweep of orphans (nlink 0) that outlived their last open.
+ */
+#ifndef TESSERA_META_INODES_H
+#define TESSERA_META_INODES_H
+
+#include "proto.h"
+#include "store.h"
+
+#include <stdint.h>
+#include <time.h>
+
+struct inodes_record {
+    struct ts_attr attr;      /* attr.blocks is derived (inodes_attr), not stored */
+    uint64_t parent;          /* directories: the directory that holds it (root: itself) */
+    uint64_t tiles_allocated; /* tile records of this inode in the tiles table */
+    uint32_t target_len;      /* symlinks: bytes of target */
+    char target[TS_MAX_SYMLINK + 1];
+};
+
+/* 0, -ENOENT if no such inode, or a negative errno (-EIO for a corrupt record). */
+int inodes_get(struct store_txn *txn, uint64_t ino, struct inodes_record *record);
+/* Stores the record under record->attr.ino. 0 or a negative errno. */
+int inodes_put(struct store_txn *txn, const struct inodes_record *record);
+/*
+ * Fills a new inode: a fresh ino and generation, the given mode and owner,
+ * all times `now`, nlink 1 (2 for a directory), size 4096 for a directory,
+ * tile_bytes TILE_DEFAULT_BYTES for a regular file. Does not store it.
+ * 0 or a negative errno.
+ */
+int inodes_new(struct store_txn *txn, uint32_t mode, uint32_t uid, uint32_t gid,
+               struct timespec now, struct inodes_record *record);
+/* Writes the root directory (ino TS_ROOT_INO) if it does not exist yet. */
+int inodes_create_root(struct store_txn *txn, struct timespec now);
+/*
+ * Deletes inode ino for good: its tiles go to the garbage table, its xattrs
+ * and its record are removed. 0 or a negative errno.
+ */
+int inodes_delete(struct store_txn *txn, uint64_t ino);
+/* Deletes every inode with nlink 0; *reaped counts them. 0 or a negative errno. */
+int inodes_reap_orphans(struct store_txn *txn, uint64_t *reaped);
+/* Number of inodes. */
+int inodes_count(struct store_txn *txn, uint64_t *count);
+/*
+ * The attributes as they travel: the record's attr with blocks = bytes held
+ * by allocated tiles, capped at the size, in 512-byte units.
+ */
+void inodes_attr(const struct inodes_record *record, struct ts_attr *attr);
+
+#endif

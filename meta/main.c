@@ -1,0 +1,185 @@
+/*
+ * @file main.c
+ * tessera-meta: command line, signals, and the request loop.
+ *
+ * One thread: a zmq_poll loop around rpc_server_handle_pending() with a
+ * one-second timer for the housekeeping (sync the store when dirty, notice
+ * datanodes that stopped heartbeating). SIGTERM and SIGINT are blocked
+ * while ZeroMQ starts its I/O threads, so they inherit the block and the
+ * signals always land on this thread, interrupting zmq_poll.
+ */
+#include "handlers.h"
+#include "log.h"
+#include "rpc.h"
+#include "service.h"
+#include "util.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define META_DEFAULT_LISTEN "tcp://127.0.0.1:7400"
+#define META_TICK_MS 1000
+
+struct meta_options {
+    const char *listen;
+    const char *data_dir;
+    long node_timeout_ms;
+    enum log_level log_level;
+};
+
+static volatile sig_atomic_t meta_stop_signal;
+
+static void meta_on_signal(int signal_number)
+{
+    meta_stop_signal = signal_number;
+}
+
+static void meta_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: tessera-meta --data DIR [options]\n"
+            "The Tessera metadata service: namespace, tile map and datanode registry,\n"
+            "kept in an LMDB store in DIR.\n"
+            "\n"
+            "  --listen ENDPOINT       ZeroMQ endpoint to serve (default %s)\n"
+            "  --data DIR              directory of the store (created if missing)\n"
+            "  --node-timeout-ms MS    a datanode silent this long is down (default %d)\n"
+            "  --log-level LEVEL       error, warn, info or debug (default info)\n"
+            "  --help                  show this and exit\n",
+            META_DEFAULT_LISTEN, SERVICE_DEFAULT_NODE_TIMEOUT_MS);
+}
+
+/* Returns 0 to run, 1 to exit 0 (--help), 2 to exit 2 (message printed). */
+static int meta_parse(int argc, char **argv, struct meta_options *options)
+{
+    static const struct option long_options[] = {
+        {"listen", required_argument, NULL, 'l'},
+        {"data", required_argument, NULL, 'd'},
+        {"node-timeout-ms", required_argument, NULL, 't'},
+        {"log-level", required_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int option;
+
+    options->listen = META_DEFAULT_LISTEN;
+    options->data_dir = NULL;
+    options->node_timeout_ms = SERVICE_DEFAULT_NODE_TIMEOUT_MS;
+    options->log_level = LOG_LEVEL_INFO;
+    opterr = 0;
+    /* The leading ':' makes a missing value return ':' instead of '?'. */
+    while ((option = getopt_long(argc, argv, ":", long_options, NULL)) != -1) {
+        switch (option) {
+        case 'l': options->listen = optarg; break;
+        case 'd': options->data_dir = optarg; break;
+        case 't':
+            if (util_parse_long(optarg, 100, 3600000, &options->node_timeout_ms) < 0) {
+                fprintf(stderr,
+                        "tessera-meta: --node-timeout-ms wants milliseconds between 100 and "
+                        "3600000, not '%s'\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 'v':
+            if (log_level_parse(optarg, &options->log_level) < 0) {
+                fprintf(stderr,
+                        "tessera-meta: --log-level wants error, warn, info or debug, not '%s'\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 'h': meta_usage(stdout); return 1;
+        case ':':
+            fprintf(stderr, "tessera-meta: option '%s' needs a value (see --help)\n",
+                    argv[optind - 1]);
+            return 2;
+        default:
+            fprintf(stderr, "tessera-meta: unknown option '%s' (see --help)\n", argv[optind - 1]);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "tessera-meta: unexpected argument '%s' (see --help)\n", argv[optind]);
+        return 2;
+    }
+    if (!options->data_dir || !*options->data_dir) {
+        fprintf(stderr, "tessera-meta: missing --data DIR, the directory of the metadata store "
+                        "(see --help)\n");
+        return 2;
+    }
+    if (!*options->listen) {
+        fprintf(stderr, "tessera-meta: --listen wants an endpoint such as %s\n",
+                META_DEFAULT_LISTEN);
+        return 2;
+    }
+    return 0;
+}
+
+/* Serves until a stop signal; returns the exit code. */
+static int meta_serve(struct rpc_server *server, struct service *service)
+{
+    zmq_pollitem_t item = {rpc_server_socket(server), 0, ZMQ_POLLIN, 0};
+    int64_t next_tick = util_monotonic_ms() + META_TICK_MS;
+
+    while (!meta_stop_signal) {
+        int64_t wait_ms = next_tick - util_monotonic_ms();
+        int ready = zmq_poll(&item, 1, wait_ms > 0 ? (long)wait_ms : 0);
+        if (ready < 0 && zmq_errno() != EINTR) {
+            log_error("zmq_poll failed: %s", zmq_strerror(zmq_errno()));
+            return 1;
+        }
+        if (ready > 0)
+            rpc_server_handle_pending(server);
+        if (util_monotonic_ms() >= next_tick) {
+            service_tick(service);
+            next_tick = util_monotonic_ms() + META_TICK_MS;
+        }
+    }
+    log_info("stopping on signal %d", (int)meta_stop_signal);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct meta_options options;
+    struct service *service = NULL;
+    struct rpc_server *server = NULL;
+    struct sigaction action;
+    sigset_t stop_signals;
+    int exit_code = 1;
+    int parsed = meta_parse(argc, argv, &options);
+
+    if (parsed != 0)
+        return parsed == 1 ? 0 : 2;
+    log_init("tessera-meta", options.log_level);
+
+    memset(&action, 0, sizeof(action));
+    action.sa_handler = meta_on_signal;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGTERM, &action, NULL);
+    sigaction(SIGINT, &action, NULL);
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGTERM);
+    sigaddset(&stop_signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
+
+    if (service_open(options.data_dir, options.node_timeout_ms, &service) < 0)
+        goto out;
+    server = rpc_server_new(options.listen, handlers_table, service);
+    if (!server)
+        goto out;
+    pthread_sigmask(SIG_UNBLOCK, &stop_signals, NULL);
+    log_info("ready: listening on %s, store in %s", options.listen, options.data_dir);
+    exit_code = meta_serve(server, service);
+
+out:
+    rpc_server_destroy(&server);
+    service_close(&service);
+    return exit_code;
+}

@@ -1,0 +1,217 @@
+/*
+ * @file nodes.c
+ * See nodes.h. Record value (little-endian like the wire): u64 capacity,
+ * u64 free, u64 used, u64 tiles, u16-length machine, u16-length address.
+ * The liveness table is a small array sorted by id: there is one entry per
+ * datanode, a few hundred at most, and it is read far more than written.
+ */
+#include "nodes.h"
+
+#include "log.h"
+#include "proto.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NODES_VALUE_MAX (4 * 8 + 2 * (2 + NODES_MAX_TEXT))
+
+int nodes_get(struct store_txn *txn, uint32_t id, struct nodes_record *record)
+{
+    uint8_t key[4];
+    MDB_val value;
+    struct ts_cursor cursor;
+    struct ts_str machine;
+    struct ts_str address;
+    int err;
+
+    store_be32_put(key, id);
+    err = store_get(txn, STORE_NODES, key, sizeof(key), &value);
+    if (err < 0)
+        return err;
+    memset(record, 0, sizeof(*record));
+    record->id = id;
+    ts_cursor_init(&cursor, value.mv_data, value.mv_size);
+    record->capacity = ts_cursor_u64(&cursor);
+    record->free_bytes = ts_cursor_u64(&cursor);
+    record->used_bytes = ts_cursor_u64(&cursor);
+    record->tiles = ts_cursor_u64(&cursor);
+    machine = ts_cursor_str(&cursor);
+    address = ts_cursor_str(&cursor);
+    if (cursor.failed || cursor.left != 0 ||
+        ts_str_copy(machine, record->machine, sizeof(record->machine)) < 0 ||
+        ts_str_copy(address, record->address, sizeof(record->address)) < 0) {
+        log_error("corrupt record of node %u", id);
+        return -EIO;
+    }
+    return 0;
+}
+
+int nodes_put(struct store_txn *txn, const struct nodes_record *record)
+{
+    uint8_t key[4];
+    uint8_t value[NODES_VALUE_MAX];
+    struct ts_writer writer;
+
+    store_be32_put(key, record->id);
+    ts_writer_init(&writer, value, sizeof(value));
+    ts_writer_u64(&writer, record->capacity);
+    ts_writer_u64(&writer, record->free_bytes);
+    ts_writer_u64(&writer, record->used_bytes);
+    ts_writer_u64(&writer, record->tiles);
+    ts_writer_str(&writer, ts_str_of(record->machine));
+    ts_writer_str(&writer, ts_str_of(record->address));
+    if (writer.failed)
+        return -EINVAL;
+    return store_put(txn, STORE_NODES, key, sizeof(key), value, writer.len);
+}
+
+int nodes_list(struct store_txn *txn, struct nodes_record **records, size_t *count)
+{
+    struct nodes_record *list = NULL;
+    size_t used = 0;
+    size_t cap = 0;
+    MDB_cursor *cursor;
+    MDB_val key;
+    MDB_val value;
+    int err;
+
+    *records = NULL;
+    *count = 0;
+    err = store_cursor(txn, STORE_NODES, &cursor);
+    if (err < 0)
+        return err;
+    err = store_error(txn->store, mdb_cursor_get(cursor, &key, &value, MDB_FIRST));
+    while (err == 0) {
+        if (key.mv_size != 4) {
+            err = -EIO;
+            break;
+        }
+        if (used == cap) {
+            size_t new_cap = cap ? cap * 2 : 16;
+            struct nodes_record *grown = realloc(list, new_cap * sizeof(*grown));
+            if (!grown) {
+                err = -ENOMEM;
+                break;
+            }
+            list = grown;
+            cap = new_cap;
+        }
+        err = nodes_get(txn, store_be32_get(key.mv_data), &list[used]);
+        if (err < 0)
+            break;
+        used++;
+        err = store_error(txn->store, mdb_cursor_get(cursor, &key, &value, MDB_NEXT));
+    }
+    mdb_cursor_close(cursor);
+    if (err != -ENOENT) {
+        free(list);
+        return err;
+    }
+    *records = list;
+    *count = used;
+    return 0;
+}
+
+/* ---- liveness ---------------------------------------------------------- */
+
+struct nodes_beat {
+    uint32_t id;
+    bool reported_up; /* "up" was logged and "down" not yet */
+    int64_t last_ms;
+};
+
+struct nodes_live {
+    struct nodes_beat *beats; /* sorted by id */
+    size_t count;
+    size_t cap;
+    int64_t timeout_ms;
+};
+
+struct nodes_live *nodes_live_new(int64_t timeout_ms)
+{
+    struct nodes_live *live = calloc(1, sizeof(*live));
+    if (live)
+        live->timeout_ms = timeout_ms;
+    return live;
+}
+
+void nodes_live_destroy(struct nodes_live **livep)
+{
+    if (!livep || !*livep)
+        return;
+    free((*livep)->beats);
+    free(*livep);
+    *livep = NULL;
+}
+
+/* Index of id, or of where it would go; *found says which. */
+static size_t nodes_live_find(const struct nodes_live *live, uint32_t id, bool *found)
+{
+    size_t low = 0;
+    size_t high = live->count;
+    while (low < high) {
+        size_t middle = low + (high - low) / 2;
+        if (live->beats[middle].id < id)
+            low = middle + 1;
+        else
+            high = middle;
+    }
+    *found = low < live->count && live->beats[low].id == id;
+    return low;
+}
+
+int nodes_live_beat(struct nodes_live *live, uint32_t id, int64_t now_ms)
+{
+    bool found;
+    size_t at = nodes_live_find(live, id, &found);
+    if (!found) {
+        if (live->count == live->cap) {
+            size_t new_cap = live->cap ? live->cap * 2 : 16;
+            struct nodes_beat *grown = realloc(live->beats, new_cap * sizeof(*grown));
+            if (!grown)
+                return -ENOMEM;
+            live->beats = grown;
+            live->cap = new_cap;
+        }
+        memmove(&live->beats[at + 1], &live->beats[at],
+                (live->count - at) * sizeof(live->beats[0]));
+        live->beats[at].id = id;
+        live->beats[at].reported_up = false;
+        live->count++;
+    }
+    live->beats[at].last_ms = now_ms;
+    if (!live->beats[at].reported_up) {
+        log_info("datanode %u is up", id);
+        live->beats[at].reported_up = true;
+    }
+    return 0;
+}
+
+int64_t nodes_live_age_ms(const struct nodes_live *live, uint32_t id, int64_t now_ms)
+{
+    bool found;
+    size_t at = nodes_live_find(live, id, &found);
+    if (!found)
+        return -1;
+    int64_t age = now_ms - live->beats[at].last_ms;
+    return age < 0 ? 0 : age;
+}
+
+bool nodes_live_is_up(const struct nodes_live *live, uint32_t id, int64_t now_ms)
+{
+    int64_t age = nodes_live_age_ms(live, id, now_ms);
+    return age >= 0 && age < live->timeout_ms;
+}
+
+void nodes_live_check(struct nodes_live *live, int64_t now_ms)
+{
+    for (size_t i = 0; i < live->count; i++) {
+        struct nodes_beat *beat = &live->beats[i];
+        if (beat->reported_up && now_ms - beat->last_ms >= live->timeout_ms) {
+            log_warn("datanode %u is down: no heartbeat for %lld ms", beat->id,
+                     (long long)(now_ms - beat->last_ms));
+            beat->reported_up = false;
+        }
+    }
+}

@@ -1,0 +1,79 @@
+/*
+ * @file service.c
+ * See service.h.
+ */
+#include "service.h"
+
+#include "inodes.h"
+#include "log.h"
+#include "status.h"
+#include "util.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+/* Start-up work in one transaction: the root exists, no orphan remains. */
+static int service_prepare(struct store_txn *txn, void *arg)
+{
+    uint64_t *reaped = arg;
+    int err = inodes_create_root(txn, util_now());
+    if (err == 0)
+        err = inodes_reap_orphans(txn, reaped);
+    return err == 0 ? TS_OK : TS_ERR_INTERNAL;
+}
+
+int service_open(const char *data_dir, int64_t node_timeout_ms, struct service **servicep)
+{
+    struct service *service;
+    uint64_t reaped = 0;
+    int err;
+
+    *servicep = NULL;
+    service = calloc(1, sizeof(*service));
+    if (!service)
+        return -ENOMEM;
+    service->node_timeout_ms = node_timeout_ms;
+    service->opens = opens_new();
+    service->live = nodes_live_new(node_timeout_ms);
+    service->scratch = malloc(SERVICE_SCRATCH_BYTES);
+    if (!service->opens || !service->live || !service->scratch) {
+        err = -ENOMEM;
+        goto fail;
+    }
+    err = store_open(data_dir, &service->store);
+    if (err < 0)
+        goto fail;
+    if (store_write(service->store, service_prepare, &reaped) != TS_OK) {
+        log_error("cannot prepare the metadata store in %s", data_dir);
+        err = -EIO;
+        goto fail;
+    }
+    if (reaped > 0)
+        log_info("deleted %llu orphaned inodes left by the previous run",
+                 (unsigned long long)reaped);
+    *servicep = service;
+    return 0;
+
+fail:
+    service_close(&service);
+    return err;
+}
+
+void service_close(struct service **servicep)
+{
+    if (!servicep || !*servicep)
+        return;
+    struct service *service = *servicep;
+    store_close(&service->store);
+    nodes_live_destroy(&service->live);
+    opens_destroy(&service->opens);
+    free(service->scratch);
+    free(service);
+    *servicep = NULL;
+}
+
+void service_tick(struct service *service)
+{
+    store_sync(service->store, false);
+    nodes_live_check(service->live, util_monotonic_ms());
+}

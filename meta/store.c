@@ -1,0 +1,375 @@
+/*
+ * @file store.c
+ * See store.h. The store owns the LMDB environment, the DBI handles, the
+ * "map is full" flag that makes store_write() retry, and the "dirty" flag
+ * that makes the once-a-second sync cheap when nothing changed.
+ */
+#include "store.h"
+
+#include "log.h"
+#include "status.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+/*
+ * Virtual address space reserved for the map; the file grows as needed.
+ * Overridable at build time so that a test can exercise the growth path.
+ */
+#ifndef STORE_INITIAL_MAP_BYTES
+#define STORE_INITIAL_MAP_BYTES ((size_t)16 << 30)
+#endif
+
+struct store {
+    MDB_env *env;
+    MDB_dbi dbi[STORE_TABLE_COUNT];
+    int lock_fd;
+    bool map_full; /* an operation of the current transaction hit MDB_MAP_FULL */
+    bool dirty;    /* committed since the last sync */
+};
+
+static const char *const store_table_names[STORE_TABLE_COUNT] = {
+    [STORE_INODES] = "inodes",     [STORE_DIRENTS] = "dirents", [STORE_TILES] = "tiles",
+    [STORE_NODES] = "nodes",       [STORE_XATTRS] = "xattrs",   [STORE_GARBAGE] = "garbage",
+    [STORE_COUNTERS] = "counters",
+};
+
+/* The first value each counter hands out. */
+static const uint64_t store_counter_first[STORE_COUNTER_COUNT] = {
+    [STORE_NEXT_INO] = 2,
+    [STORE_NEXT_VERSION] = 1,
+    [STORE_NEXT_NODE_ID] = 1,
+    [STORE_NEXT_GENERATION] = 1,
+};
+
+void store_be32_put(uint8_t *out, uint32_t value)
+{
+    for (int i = 0; i < 4; i++)
+        out[i] = (uint8_t)(value >> (24 - 8 * i));
+}
+
+void store_be64_put(uint8_t *out, uint64_t value)
+{
+    for (int i = 0; i < 8; i++)
+        out[i] = (uint8_t)(value >> (56 - 8 * i));
+}
+
+uint32_t store_be32_get(const uint8_t *in)
+{
+    uint32_t value = 0;
+    for (int i = 0; i < 4; i++)
+        value = (value << 8) | in[i];
+    return value;
+}
+
+uint64_t store_be64_get(const uint8_t *in)
+{
+    uint64_t value = 0;
+    for (int i = 0; i < 8; i++)
+        value = (value << 8) | in[i];
+    return value;
+}
+
+int store_error(struct store *store, int mdb_result)
+{
+    switch (mdb_result) {
+    case MDB_SUCCESS: return 0;
+    case MDB_NOTFOUND: return -ENOENT;
+    case MDB_KEYEXIST: return -EEXIST;
+    case MDB_MAP_FULL: store->map_full = true; return -ENOSPC;
+    default:
+        if (mdb_result > 0)
+            return -mdb_result; /* LMDB passes system errors through */
+        log_error("lmdb: %s", mdb_strerror(mdb_result));
+        return -EIO;
+    }
+}
+
+MDB_dbi store_dbi(const struct store *store, enum store_table table)
+{
+    return store->dbi[table];
+}
+
+static int store_lock(const char *dir, int *fdp)
+{
+    char path[PATH_MAX];
+    int fd;
+
+    if (snprintf(path, sizeof(path), "%s/meta.lock", dir) >= (int)sizeof(path))
+        return -ENAMETOOLONG;
+    fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -errno;
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int saved = errno;
+        close(fd);
+        return saved == EWOULDBLOCK ? -EBUSY : -saved;
+    }
+    *fdp = fd;
+    return 0;
+}
+
+static int store_open_tables(struct store *store)
+{
+    MDB_txn *txn = NULL;
+    int rc = mdb_txn_begin(store->env, NULL, 0, &txn);
+    if (rc != MDB_SUCCESS)
+        goto fail;
+    for (int i = 0; i < STORE_TABLE_COUNT; i++) {
+        rc = mdb_dbi_open(txn, store_table_names[i], MDB_CREATE, &store->dbi[i]);
+        if (rc != MDB_SUCCESS) {
+            mdb_txn_abort(txn);
+            goto fail;
+        }
+    }
+    rc = mdb_txn_commit(txn);
+    if (rc != MDB_SUCCESS)
+        goto fail;
+    return 0;
+fail:
+    log_error("cannot open the metadata tables: %s", mdb_strerror(rc));
+    return rc > 0 ? -rc : -EIO;
+}
+
+int store_open(const char *dir, struct store **storep)
+{
+    struct store *store;
+    int err;
+    int rc;
+
+    *storep = NULL;
+    store = calloc(1, sizeof(*store));
+    if (!store)
+        return -ENOMEM;
+    store->lock_fd = -1;
+    err = util_mkdir_p(dir, 0755);
+    if (err < 0) {
+        log_error("cannot create data directory %s: %s", dir, strerror(-err));
+        goto fail_free;
+    }
+    err = store_lock(dir, &store->lock_fd);
+    if (err < 0) {
+        if (err == -EBUSY)
+            log_error("%s is in use by another tessera-meta (stop it or pick another --data)", dir);
+        else
+            log_error("cannot lock %s/meta.lock: %s", dir, strerror(-err));
+        goto fail_free;
+    }
+    rc = mdb_env_create(&store->env);
+    if (rc == MDB_SUCCESS)
+        rc = mdb_env_set_maxdbs(store->env, STORE_TABLE_COUNT);
+    if (rc == MDB_SUCCESS)
+        rc = mdb_env_set_mapsize(store->env, STORE_INITIAL_MAP_BYTES);
+    if (rc == MDB_SUCCESS)
+        rc = mdb_env_open(store->env, dir, MDB_NOSYNC, 0644);
+    if (rc != MDB_SUCCESS) {
+        log_error("cannot open the LMDB environment in %s: %s", dir, mdb_strerror(rc));
+        err = rc > 0 ? -rc : -EIO;
+        goto fail_env;
+    }
+    err = store_open_tables(store);
+    if (err < 0)
+        goto fail_env;
+    *storep = store;
+    return 0;
+
+fail_env:
+    if (store->env)
+        mdb_env_close(store->env);
+    close(store->lock_fd);
+fail_free:
+    free(store);
+    return err;
+}
+
+void store_close(struct store **storep)
+{
+    if (!storep || !*storep)
+        return;
+    struct store *store = *storep;
+    if (store_sync(store, false) < 0)
+        log_warn("final sync of the metadata store failed");
+    mdb_env_close(store->env);
+    close(store->lock_fd);
+    free(store);
+    *storep = NULL;
+}
+
+/* Doubles the map; only legal with no transaction open in this process. */
+static int store_grow(struct store *store)
+{
+    MDB_envinfo info;
+    int rc = mdb_env_info(store->env, &info);
+    if (rc == MDB_SUCCESS) {
+        size_t bigger = info.me_mapsize * 2;
+        rc = mdb_env_set_mapsize(store->env, bigger);
+        if (rc == MDB_SUCCESS)
+            log_info("metadata map grown to %zu KiB", bigger >> 10);
+    }
+    if (rc != MDB_SUCCESS)
+        log_error("cannot grow the metadata map: %s", mdb_strerror(rc));
+    return rc == MDB_SUCCESS ? 0 : -EIO;
+}
+
+int store_write(struct store *store, store_body_fn body, void *arg)
+{
+    int status = TS_ERR_INTERNAL;
+
+    for (int attempt = 0; attempt < 2; attempt++) {
+        struct store_txn txn = {store, NULL};
+        int rc = mdb_txn_begin(store->env, NULL, 0, &txn.txn);
+        if (rc != MDB_SUCCESS) {
+            log_error("cannot begin a write transaction: %s", mdb_strerror(rc));
+            return TS_ERR_INTERNAL;
+        }
+        store->map_full = false;
+        status = body(&txn, arg);
+        if (status == TS_OK) {
+            rc = mdb_txn_commit(txn.txn);
+            if (rc == MDB_SUCCESS) {
+                store->dirty = true;
+                return TS_OK;
+            }
+            status = store_error(store, rc) == -ENOSPC ? TS_ERR_NOSPC : TS_ERR_INTERNAL;
+        } else {
+            mdb_txn_abort(txn.txn);
+        }
+        if (!store->map_full)
+            return status;
+        if (attempt == 0 && store_grow(store) < 0)
+            break;
+    }
+    log_error("the metadata store is full and cannot grow");
+    return TS_ERR_NOSPC;
+}
+
+int store_read(struct store *store, store_body_fn body, void *arg)
+{
+    struct store_txn txn = {store, NULL};
+    int rc = mdb_txn_begin(store->env, NULL, MDB_RDONLY, &txn.txn);
+    int status;
+    if (rc != MDB_SUCCESS) {
+        log_error("cannot begin a read transaction: %s", mdb_strerror(rc));
+        return TS_ERR_INTERNAL;
+    }
+    status = body(&txn, arg);
+    mdb_txn_abort(txn.txn);
+    return status;
+}
+
+int store_get(struct store_txn *txn, enum store_table table, const void *key, size_t key_len,
+              MDB_val *value)
+{
+    MDB_val k = {key_len, (void *)key};
+    return store_error(txn->store, mdb_get(txn->txn, txn->store->dbi[table], &k, value));
+}
+
+int store_put(struct store_txn *txn, enum store_table table, const void *key, size_t key_len,
+              const void *value, size_t value_len)
+{
+    MDB_val k = {key_len, (void *)key};
+    MDB_val v = {value_len, (void *)value};
+    return store_error(txn->store, mdb_put(txn->txn, txn->store->dbi[table], &k, &v, 0));
+}
+
+int store_del(struct store_txn *txn, enum store_table table, const void *key, size_t key_len)
+{
+    MDB_val k = {key_len, (void *)key};
+    return store_error(txn->store, mdb_del(txn->txn, txn->store->dbi[table], &k, NULL));
+}
+
+int store_cursor(struct store_txn *txn, enum store_table table, MDB_cursor **cursorp)
+{
+    return store_error(txn->store, mdb_cursor_open(txn->txn, txn->store->dbi[table], cursorp));
+}
+
+int store_entries(struct store_txn *txn, enum store_table table, uint64_t *count)
+{
+    MDB_stat stat;
+    int err = store_error(txn->store, mdb_stat(txn->txn, txn->store->dbi[table], &stat));
+    if (err == 0)
+        *count = stat.ms_entries;
+    return err;
+}
+
+static int store_counter_read(struct store_txn *txn, enum store_counter counter, uint8_t key[4],
+                              uint64_t *next)
+{
+    MDB_val value;
+    int err;
+
+    store_be32_put(key, (uint32_t)counter);
+    err = store_get(txn, STORE_COUNTERS, key, 4, &value);
+    if (err == -ENOENT) {
+        *next = store_counter_first[counter];
+        return 0;
+    }
+    if (err < 0)
+        return err;
+    if (value.mv_size != 8) {
+        log_error("counter %d has a corrupt record", (int)counter);
+        return -EIO;
+    }
+    *next = store_be64_get(value.mv_data);
+    return 0;
+}
+
+static int store_counter_write(struct store_txn *txn, const uint8_t key[4], uint64_t next)
+{
+    uint8_t value[8];
+    store_be64_put(value, next);
+    return store_put(txn, STORE_COUNTERS, key, 4, value, sizeof(value));
+}
+
+int store_counter_take(struct store_txn *txn, enum store_counter counter, uint64_t *value)
+{
+    uint8_t key[4];
+    uint64_t next;
+    int err = store_counter_read(txn, counter, key, &next);
+    if (err < 0)
+        return err;
+    if (next == UINT64_MAX)
+        return -EOVERFLOW;
+    err = store_counter_write(txn, key, next + 1);
+    if (err == 0)
+        *value = next;
+    return err;
+}
+
+int store_counter_raise(struct store_txn *txn, enum store_counter counter, uint64_t at_least)
+{
+    uint8_t key[4];
+    uint64_t next;
+    int err = store_counter_read(txn, counter, key, &next);
+    if (err < 0 || next >= at_least)
+        return err;
+    return store_counter_write(txn, key, at_least);
+}
+
+int store_counter_set(struct store_txn *txn, enum store_counter counter, uint64_t next)
+{
+    uint8_t key[4];
+    store_be32_put(key, (uint32_t)counter);
+    return store_counter_write(txn, key, next);
+}
+
+int store_sync(struct store *store, bool force)
+{
+    int rc;
+    if (!store->dirty && !force)
+        return 0;
+    rc = mdb_env_sync(store->env, 1);
+    if (rc != MDB_SUCCESS) {
+        log_error("cannot sync the metadata store: %s", mdb_strerror(rc));
+        return rc > 0 ? -rc : -EIO;
+    }
+    store->dirty = false;
+    return 0;
+}

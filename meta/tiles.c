@@ -1,0 +1,106 @@
+/*
+ * @file tiles.c
+ * See tiles.h. Values are little-endian like the wire: u32 node, u64 version.
+ */
+#include "tiles.h"
+
+#include "garbage.h"
+#include "log.h"
+#include "proto.h"
+
+#include <errno.h>
+
+#define TILES_KEY_BYTES 16
+#define TILES_VALUE_BYTES 12
+
+static void tiles_key(uint8_t key[TILES_KEY_BYTES], uint64_t ino, uint64_t tile)
+{
+    store_be64_put(key, ino);
+    store_be64_put(key + 8, tile);
+}
+
+static int tiles_decode(const MDB_val *value, struct tiles_entry *entry)
+{
+    struct ts_cursor cursor;
+    ts_cursor_init(&cursor, value->mv_data, value->mv_size);
+    entry->node = ts_cursor_u32(&cursor);
+    entry->version = ts_cursor_u64(&cursor);
+    if (cursor.failed || cursor.left != 0 || entry->node == 0) {
+        log_error("corrupt tile record");
+        return -EIO;
+    }
+    return 0;
+}
+
+int tiles_get(struct store_txn *txn, uint64_t ino, uint64_t tile, struct tiles_entry *entry)
+{
+    uint8_t key[TILES_KEY_BYTES];
+    MDB_val value;
+    int err;
+
+    tiles_key(key, ino, tile);
+    err = store_get(txn, STORE_TILES, key, sizeof(key), &value);
+    if (err < 0)
+        return err;
+    return tiles_decode(&value, entry);
+}
+
+int tiles_put(struct store_txn *txn, uint64_t ino, uint64_t tile, const struct tiles_entry *entry)
+{
+    uint8_t key[TILES_KEY_BYTES];
+    uint8_t value[TILES_VALUE_BYTES];
+    struct ts_writer writer;
+
+    tiles_key(key, ino, tile);
+    ts_writer_init(&writer, value, sizeof(value));
+    ts_writer_u32(&writer, entry->node);
+    ts_writer_u64(&writer, entry->version);
+    return store_put(txn, STORE_TILES, key, sizeof(key), value, sizeof(value));
+}
+
+int tiles_drop_from(struct store_txn *txn, uint64_t ino, uint64_t first_tile, uint64_t *dropped)
+{
+    uint8_t start[TILES_KEY_BYTES];
+    MDB_cursor *cursor;
+    MDB_val key;
+    MDB_val value;
+    uint64_t count = 0;
+    int err;
+
+    err = store_cursor(txn, STORE_TILES, &cursor);
+    if (err < 0)
+        return err;
+    tiles_key(start, ino, first_tile);
+    /*
+     * Re-seek after every delete instead of stepping: simple, and immune to
+     * where LMDB leaves a cursor after mdb_cursor_del.
+     */
+    for (;;) {
+        struct tiles_entry entry;
+        struct garbage_record garbage;
+        key.mv_data = start;
+        key.mv_size = sizeof(start);
+        err = store_error(txn->store, mdb_cursor_get(cursor, &key, &value, MDB_SET_RANGE));
+        if (err < 0)
+            break;
+        if (key.mv_size != TILES_KEY_BYTES || store_be64_get(key.mv_data) != ino)
+            break;
+        err = tiles_decode(&value, &entry);
+        if (err < 0)
+            break;
+        garbage.node = entry.node;
+        garbage.ino = ino;
+        garbage.tile = store_be64_get((const uint8_t *)key.mv_data + 8);
+        garbage.version = entry.version;
+        err = store_error(txn->store, mdb_cursor_del(cursor, 0));
+        if (err == 0)
+            err = garbage_add(txn, &garbage);
+        if (err < 0)
+            break;
+        count++;
+    }
+    mdb_cursor_close(cursor);
+    if (dropped)
+        *dropped = count;
+    return err == -ENOENT ? 0 : err;
+}

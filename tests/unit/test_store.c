@@ -1,0 +1,1340 @@
+/*
+ * @file test_store.c
+ * Unit tests of tessera-meta against a real LMDB store in a fresh temporary
+ * directory per case. Every case goes through the public contract: requests
+ * encoded with the generated ts_*_encode, handed to the real handlers
+ * through handlers_table exactly as rpc_server_dispatch() would after
+ * checking the header, and replies decoded with ts_*_decode.
+ */
+#include "handlers.h"
+#include "proto.h"
+#include "service.h"
+#include "status.h"
+
+#include <ftw.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+
+#define MiB (1u << 20)
+#define TEST_UID 1000
+#define TEST_GID 100
+#define TEST_NODE_TIMEOUT_MS 60000
+#define REPLY_CAP (TS_MAX_FRAME_BYTES - TS_HEADER_BYTES)
+
+struct fixture {
+    char dir[PATH_MAX];
+    struct service *service;
+    uint8_t request[1 << 17];
+    uint8_t *reply;
+    size_t reply_len;
+    char error_text[256];
+};
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st;
+    (void)type;
+    (void)ftw;
+    return remove(path);
+}
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    const char *tmp = getenv("TMPDIR");
+    if (!f)
+        return -1;
+    f->reply = malloc(REPLY_CAP);
+    snprintf(f->dir, sizeof(f->dir), "%s/test_store.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!f->reply || !mkdtemp(f->dir) ||
+        service_open(f->dir, TEST_NODE_TIMEOUT_MS, &f->service) != 0) {
+        free(f->reply);
+        free(f);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    service_close(&f->service);
+    nftw(f->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(f->reply);
+    free(f);
+    return 0;
+}
+
+/* Closes and reopens the store, as a restart of meta would. */
+static void reopen(struct fixture *f)
+{
+    service_close(&f->service);
+    assert_int_equal(service_open(f->dir, TEST_NODE_TIMEOUT_MS, &f->service), 0);
+}
+
+/* ---- calling the handlers ----------------------------------------------- */
+
+static int call_raw(struct fixture *f, uint16_t op, const void *payload, size_t len)
+{
+    struct rpc_request request;
+    struct rpc_response response;
+    int status;
+
+    memset(&request, 0, sizeof(request));
+    request.header.magic = TS_PROTO_MAGIC;
+    request.header.version = TS_PROTO_VERSION;
+    request.header.type = op;
+    request.header.request_id = 1;
+    request.header.payload_bytes = (uint32_t)len;
+    request.payload = payload;
+    request.payload_len = len;
+    memset(&response, 0, sizeof(response));
+    response.payload = f->reply;
+    response.payload_cap = REPLY_CAP;
+    assert_non_null(handlers_table[op]);
+    status = handlers_table[op](f->service, &request, &response);
+    f->reply_len = response.payload_len;
+    memcpy(f->error_text, response.error_text, sizeof(f->error_text));
+    if (status == TS_OK)
+        assert_true(response.payload_len <= response.payload_cap);
+    return status;
+}
+
+/* Encodes message `name`, calls op with it. */
+#define CALL(f, op, name, message)                                                                 \
+    call_raw((f), (op), (f)->request,                                                              \
+             encoded_length(ts_##name##_encode((message), (f)->request, sizeof((f)->request))))
+
+static size_t encoded_length(int len)
+{
+    assert_true(len >= 0);
+    return (size_t)len;
+}
+
+static struct ts_str str(const char *s)
+{
+    return ts_str_of(s);
+}
+
+/* Field by field: struct padding is not part of the contract. */
+static void assert_attr_equal(const struct ts_attr *a, const struct ts_attr *b)
+{
+    assert_int_equal(a->ino, b->ino);
+    assert_int_equal(a->mode, b->mode);
+    assert_int_equal(a->nlink, b->nlink);
+    assert_int_equal(a->uid, b->uid);
+    assert_int_equal(a->gid, b->gid);
+    assert_int_equal(a->rdev, b->rdev);
+    assert_int_equal(a->size, b->size);
+    assert_int_equal(a->blocks, b->blocks);
+    assert_int_equal(a->atime_sec, b->atime_sec);
+    assert_int_equal(a->atime_nsec, b->atime_nsec);
+    assert_int_equal(a->mtime_sec, b->mtime_sec);
+    assert_int_equal(a->mtime_nsec, b->mtime_nsec);
+    assert_int_equal(a->ctime_sec, b->ctime_sec);
+    assert_int_equal(a->ctime_nsec, b->ctime_nsec);
+    assert_int_equal(a->generation, b->generation);
+    assert_int_equal(a->tile_bytes, b->tile_bytes);
+}
+
+static int attr_call(struct fixture *f, int status, struct ts_attr *attr)
+{
+    struct ts_attr_rep reply;
+    if (status != TS_OK)
+        return status;
+    assert_int_equal(ts_attr_rep_decode(&reply, f->reply, f->reply_len), 0);
+    if (attr)
+        *attr = reply.attr;
+    return status;
+}
+
+static int do_lookup(struct fixture *f, uint64_t parent, const char *name, struct ts_attr *attr)
+{
+    struct ts_lookup_req m = {.parent = parent, .name = str(name)};
+    return attr_call(f, CALL(f, TS_OP_LOOKUP, lookup_req, &m), attr);
+}
+
+static int do_getattr(struct fixture *f, uint64_t ino, struct ts_attr *attr)
+{
+    struct ts_getattr_req m = {.ino = ino};
+    return attr_call(f, CALL(f, TS_OP_GETATTR, getattr_req, &m), attr);
+}
+
+static int do_mknod(struct fixture *f, uint64_t parent, const char *name, uint32_t mode,
+                    struct ts_attr *attr)
+{
+    struct ts_mknod_req m = {
+        .parent = parent, .name = str(name), .mode = mode, .uid = TEST_UID, .gid = TEST_GID};
+    return attr_call(f, CALL(f, TS_OP_MKNOD, mknod_req, &m), attr);
+}
+
+static int do_mkdir(struct fixture *f, uint64_t parent, const char *name, struct ts_attr *attr)
+{
+    struct ts_mkdir_req m = {
+        .parent = parent, .name = str(name), .mode = 0755, .uid = TEST_UID, .gid = TEST_GID};
+    return attr_call(f, CALL(f, TS_OP_MKDIR, mkdir_req, &m), attr);
+}
+
+static int do_symlink(struct fixture *f, uint64_t parent, const char *name, const char *target,
+                      struct ts_attr *attr)
+{
+    struct ts_symlink_req m = {.parent = parent,
+                               .name = str(name),
+                               .target = str(target),
+                               .uid = TEST_UID,
+                               .gid = TEST_GID};
+    return attr_call(f, CALL(f, TS_OP_SYMLINK, symlink_req, &m), attr);
+}
+
+static int do_unlink(struct fixture *f, uint64_t parent, const char *name)
+{
+    struct ts_name_req m = {.parent = parent, .name = str(name)};
+    return CALL(f, TS_OP_UNLINK, name_req, &m);
+}
+
+static int do_rmdir(struct fixture *f, uint64_t parent, const char *name)
+{
+    struct ts_name_req m = {.parent = parent, .name = str(name)};
+    return CALL(f, TS_OP_RMDIR, name_req, &m);
+}
+
+static int do_rename(struct fixture *f, uint64_t parent, const char *name, uint64_t new_parent,
+                     const char *new_name, uint32_t flags)
+{
+    struct ts_rename_req m = {.parent = parent,
+                              .name = str(name),
+                              .new_parent = new_parent,
+                              .new_name = str(new_name),
+                              .flags = flags};
+    return CALL(f, TS_OP_RENAME, rename_req, &m);
+}
+
+static int do_link(struct fixture *f, uint64_t ino, uint64_t new_parent, const char *new_name,
+                   struct ts_attr *attr)
+{
+    struct ts_link_req m = {.ino = ino, .new_parent = new_parent, .new_name = str(new_name)};
+    return attr_call(f, CALL(f, TS_OP_LINK, link_req, &m), attr);
+}
+
+static int do_open(struct fixture *f, uint64_t ino)
+{
+    struct ts_open_req m = {.ino = ino};
+    return attr_call(f, CALL(f, TS_OP_OPEN, open_req, &m), NULL);
+}
+
+static int do_release(struct fixture *f, uint64_t ino)
+{
+    struct ts_release_req m = {.ino = ino};
+    return CALL(f, TS_OP_RELEASE, release_req, &m);
+}
+
+static int do_setattr(struct fixture *f, const struct ts_setattr_req *m,
+                      struct ts_setattr_rep *reply)
+{
+    int status = CALL(f, TS_OP_SETATTR, setattr_req, m);
+    if (status == TS_OK && reply)
+        assert_int_equal(ts_setattr_rep_decode(reply, f->reply, f->reply_len), 0);
+    return status;
+}
+
+static int do_commit(struct fixture *f, uint64_t ino, uint64_t min_size, uint32_t sync,
+                     struct ts_attr *attr)
+{
+    struct ts_commit_req m = {.ino = ino, .min_size = min_size, .sync = sync};
+    return attr_call(f, CALL(f, TS_OP_COMMIT, commit_req, &m), attr);
+}
+
+/* TILE_MAP: nodes[]/versions[] get the count records. */
+static int do_tile_map(struct fixture *f, uint64_t ino, uint64_t first, uint32_t count,
+                       uint32_t allocate, uint32_t *nodes, uint64_t *versions)
+{
+    struct ts_tile_map_req m = {.ino = ino, .first = first, .count = count, .allocate = allocate};
+    struct ts_tile_map_rep reply;
+    struct ts_cursor cursor;
+    int status = CALL(f, TS_OP_TILE_MAP, tile_map_req, &m);
+    if (status != TS_OK)
+        return status;
+    assert_int_equal(ts_tile_map_rep_decode(&reply, f->reply, f->reply_len), 0);
+    assert_int_equal(reply.count, count);
+    assert_int_equal(reply.tiles.len, (size_t)count * TS_TILE_RECORD_BYTES);
+    ts_cursor_init(&cursor, reply.tiles.ptr, reply.tiles.len);
+    for (uint32_t i = 0; i < count; i++) {
+        nodes[i] = ts_cursor_u32(&cursor);
+        versions[i] = ts_cursor_u64(&cursor);
+    }
+    assert_false(cursor.failed);
+    return status;
+}
+
+struct garbage_seen {
+    uint64_t ino;
+    uint64_t tile;
+    uint64_t version;
+};
+
+/*
+ * HEARTBEAT as node `id` (0 = new) reporting `deleted`; returns the id meta
+ * gives and copies up to `cap` garbage records into garbage[] (their number
+ * into *garbage_count).
+ */
+static uint32_t do_heartbeat(struct fixture *f, uint32_t id, uint64_t capacity, uint64_t free_bytes,
+                             const struct garbage_seen *deleted, uint32_t deleted_count,
+                             struct garbage_seen *garbage, uint32_t cap, uint32_t *garbage_count)
+{
+    static uint8_t deleted_blob[TS_MAX_GARBAGE * TS_GARBAGE_RECORD_BYTES];
+    struct ts_writer writer;
+    struct ts_heartbeat_rep reply;
+    struct ts_cursor cursor;
+
+    ts_writer_init(&writer, deleted_blob, sizeof(deleted_blob));
+    for (uint32_t i = 0; i < deleted_count; i++) {
+        ts_writer_u64(&writer, deleted[i].ino);
+        ts_writer_u64(&writer, deleted[i].tile);
+        ts_writer_u64(&writer, deleted[i].version);
+    }
+    struct ts_heartbeat_req m = {
+        .node_id = id,
+        .machine = str("machine"),
+        .address = str("tcp://127.0.0.1:7401"),
+        .capacity = capacity,
+        .free_bytes = free_bytes,
+        .used_bytes = capacity - free_bytes,
+        .tiles = 0,
+        .deleted_count = deleted_count,
+        .deleted = {(const char *)deleted_blob, (uint32_t)writer.len},
+    };
+    assert_int_equal(CALL(f, TS_OP_HEARTBEAT, heartbeat_req, &m), TS_OK);
+    assert_int_equal(ts_heartbeat_rep_decode(&reply, f->reply, f->reply_len), 0);
+    assert_int_equal(reply.garbage.len, (size_t)reply.garbage_count * TS_GARBAGE_RECORD_BYTES);
+    ts_cursor_init(&cursor, reply.garbage.ptr, reply.garbage.len);
+    for (uint32_t i = 0; i < reply.garbage_count && i < cap; i++) {
+        garbage[i].ino = ts_cursor_u64(&cursor);
+        garbage[i].tile = ts_cursor_u64(&cursor);
+        garbage[i].version = ts_cursor_u64(&cursor);
+    }
+    if (garbage_count)
+        *garbage_count = reply.garbage_count;
+    assert_int_not_equal(reply.node_id, 0);
+    return reply.node_id;
+}
+
+static uint32_t register_node(struct fixture *f, uint64_t capacity, uint64_t free_bytes)
+{
+    return do_heartbeat(f, 0, capacity, free_bytes, NULL, 0, NULL, 0, NULL);
+}
+
+static uint32_t garbage_of(struct fixture *f, uint32_t node, struct garbage_seen *garbage,
+                           uint32_t cap)
+{
+    uint32_t count = 0;
+    do_heartbeat(f, node, 64ull << 30, 32ull << 30, NULL, 0, garbage, cap, &count);
+    return count;
+}
+
+static uint64_t make_file(struct fixture *f, uint64_t parent, const char *name)
+{
+    struct ts_attr attr;
+    assert_int_equal(do_mknod(f, parent, name, 0644, &attr), TS_OK);
+    return attr.ino;
+}
+
+static uint64_t make_dir(struct fixture *f, uint64_t parent, const char *name)
+{
+    struct ts_attr attr;
+    assert_int_equal(do_mkdir(f, parent, name, &attr), TS_OK);
+    return attr.ino;
+}
+
+static uint32_t nlink_of(struct fixture *f, uint64_t ino)
+{
+    struct ts_attr attr;
+    assert_int_equal(do_getattr(f, ino, &attr), TS_OK);
+    return attr.nlink;
+}
+
+static uint64_t ino_of(struct fixture *f, uint64_t parent, const char *name)
+{
+    struct ts_attr attr;
+    assert_int_equal(do_lookup(f, parent, name, &attr), TS_OK);
+    return attr.ino;
+}
+
+/* ---- namespace ---------------------------------------------------------- */
+
+static void test_create_lookup_getattr(void **state)
+{
+    struct fixture *f = *state;
+    struct ts_attr root_before, root_after, attr, found;
+    char long_name[TS_MAX_NAME + 2];
+
+    assert_int_equal(do_getattr(f, TS_ROOT_INO, &root_before), TS_OK);
+    assert_int_equal(root_before.mode, S_IFDIR | 0755);
+    assert_int_equal(root_before.nlink, 2);
+    assert_int_equal(root_before.size, 4096);
+
+    assert_int_equal(do_mknod(f, TS_ROOT_INO, "a", 0640, &attr), TS_OK);
+    assert_true(attr.ino > TS_ROOT_INO);
+    assert_int_equal(attr.mode, S_IFREG | 0640);
+    assert_int_equal(attr.nlink, 1);
+    assert_int_equal(attr.uid, TEST_UID);
+    assert_int_equal(attr.gid, TEST_GID);
+    assert_int_equal(attr.size, 0);
+    assert_int_equal(attr.blocks, 0);
+    assert_int_equal(attr.tile_bytes, MiB);
+    assert_int_not_equal(attr.generation, 0);
+    assert_true(attr.mtime_sec > 0);
+
+    assert_int_equal(do_lookup(f, TS_ROOT_INO, "a", &found), TS_OK);
+    assert_int_equal(found.ino, attr.ino);
+    assert_int_equal(do_getattr(f, attr.ino, &found), TS_OK);
+    assert_attr_equal(&found, &attr);
+    assert_int_equal(do_lookup(f, TS_ROOT_INO, ".", &found), TS_OK);
+    assert_int_equal(found.ino, TS_ROOT_INO);
+
+    /* The parent's mtime and ctime moved. */
+    assert_int_equal(do_getattr(f, TS_ROOT_INO, &root_after), TS_OK);
+    assert_true(root_after.mtime_sec > root_before.mtime_sec ||
+                (root_after.mtime_sec == root_before.mtime_sec &&
+                 root_after.mtime_nsec >= root_before.mtime_nsec));
+    assert_int_equal(root_after.ctime_sec, root_after.mtime_sec);
+
+    assert_int_equal(do_lookup(f, TS_ROOT_INO, "missing", NULL), TS_ERR_NOENT);
+    assert_int_equal(do_getattr(f, 999999, NULL), TS_ERR_NOENT);
+    assert_int_equal(do_mknod(f, TS_ROOT_INO, "a", 0644, NULL), TS_ERR_EXIST);
+    assert_int_equal(do_mknod(f, TS_ROOT_INO, "", 0644, NULL), TS_ERR_INVAL);
+    assert_int_equal(do_mknod(f, TS_ROOT_INO, "x/y", 0644, NULL), TS_ERR_INVAL);
+    memset(long_name, 'n', sizeof(long_name) - 1);
+    long_name[sizeof(long_name) - 1] = '\0';
+    assert_int_equal(do_mknod(f, TS_ROOT_INO, long_name, 0644, NULL), TS_ERR_NAMETOOLONG);
+    long_name[TS_MAX_NAME] = '\0';
+    assert_int_equal(do_mknod(f, TS_ROOT_INO, long_name, 0644, NULL), TS_OK);
+    assert_int_equal(do_mknod(f, attr.ino, "under-a-file", 0644, NULL), TS_ERR_NOTDIR);
+    assert_int_equal(do_mknod(f, 999999, "orphan", 0644, NULL), TS_ERR_NOENT);
+    assert_int_equal(do_mknod(f, TS_ROOT_INO, "dir", S_IFDIR | 0755, NULL), TS_ERR_INVAL);
+
+    /* Special files keep their type and rdev. */
+    assert_int_equal(do_mknod(f, TS_ROOT_INO, "fifo", S_IFIFO | 0600, &found), TS_OK);
+    assert_int_equal(found.mode, S_IFIFO | 0600);
+}
+
+static void test_symlink_readlink(void **state)
+{
+    struct fixture *f = *state;
+    struct ts_readlink_req m;
+    struct ts_readlink_rep reply;
+    struct ts_attr attr;
+    char long_target[TS_MAX_SYMLINK + 2];
+
+    assert_int_equal(do_symlink(f, TS_ROOT_INO, "link", "some/where", &attr), TS_OK);
+    assert_int_equal(attr.mode, S_IFLNK | 0777);
+    assert_int_equal(attr.size, strlen("some/where"));
+    m.ino = attr.ino;
+    assert_int_equal(CALL(f, TS_OP_READLINK, readlink_req, &m), TS_OK);
+    assert_int_equal(ts_readlink_rep_decode(&reply, f->reply, f->reply_len), 0);
+    assert_int_equal(reply.target.len, strlen("some/where"));
+    assert_memory_equal(reply.target.ptr, "some/where", reply.target.len);
+
+    m.ino = make_file(f, TS_ROOT_INO, "plain");
+    assert_int_equal(CALL(f, TS_OP_READLINK, readlink_req, &m), TS_ERR_INVAL);
+    assert_int_equal(do_symlink(f, TS_ROOT_INO, "empty", "", NULL), TS_ERR_INVAL);
+    memset(long_target, 't', sizeof(long_target) - 1);
+    long_target[sizeof(long_target) - 1] = '\0';
+    assert_int_equal(do_symlink(f, TS_ROOT_INO, "long", long_target, NULL), TS_ERR_NAMETOOLONG);
+    long_target[TS_MAX_SYMLINK] = '\0';
+    assert_int_equal(do_symlink(f, TS_ROOT_INO, "long", long_target, &attr), TS_OK);
+    assert_int_equal(attr.size, TS_MAX_SYMLINK);
+}
+
+static void test_mkdir_nlink(void **state)
+{
+    struct fixture *f = *state;
+    struct ts_attr attr;
+    uint64_t d, e;
+
+    d = make_dir(f, TS_ROOT_INO, "d");
+    assert_int_equal(nlink_of(f, TS_ROOT_INO), 3);
+    assert_int_equal(nlink_of(f, d), 2);
+    e = make_dir(f, d, "e");
+    assert_int_equal(nlink_of(f, d), 3);
+    assert_int_equal(do_lookup(f, e, "..", &attr), TS_OK);
+    assert_int_equal(attr.ino, d);
+    make_file(f, d, "file");
+    assert_int_equal(nlink_of(f, d), 3);
+
+    assert_int_equal(do_rmdir(f, TS_ROOT_INO, "d"), TS_ERR_NOTEMPTY);
+    assert_int_equal(do_rmdir(f, d, "file"), TS_ERR_NOTDIR);
+    assert_int_equal(do_unlink(f, d, "e"), TS_ERR_ISDIR);
+    assert_int_equal(do_rmdir(f, d, "e"), TS_OK);
+    assert_int_equal(do_getattr(f, e, NULL), TS_ERR_NOENT);
+    assert_int_equal(nlink_of(f, d), 2);
+    assert_int_equal(do_unlink(f, d, "file"), TS_OK);
+    assert_int_equal(do_rmdir(f, TS_ROOT_INO, "d"), TS_OK);
+    assert_int_equal(nlink_of(f, TS_ROOT_INO), 2);
+    assert_int_equal(do_rmdir(f, TS_ROOT_INO, "d"), TS_ERR_NOENT);
+
+    /* A directory removed while open takes no new entries. */
+    d = make_dir(f, TS_ROOT_INO, "gone");
+    assert_int_equal(do_open(f, d), TS_OK);
+    assert_int_equal(do_rmdir(f, TS_ROOT_INO, "gone"), TS_OK);
+    assert_int_equal(nlink_of(f, d), 0);
+    assert_int_equal(do_mknod(f, d, "late", 0644, NULL), TS_ERR_NOENT);
+    assert_int_equal(do_release(f, d), TS_OK);
+    assert_int_equal(do_getattr(f, d, NULL), TS_ERR_NOENT);
+}
+
+static void test_setgid_directory(void **state)
+{
+    struct fixture *f = *state;
+    struct ts_setattr_req chmod = {.valid = TS_SET_MODE | TS_SET_GID, .mode = 02775, .gid = 50};
+    struct ts_attr attr;
+
+    chmod.ino = make_dir(f, TS_ROOT_INO, "shared");
+    assert_int_equal(do_setattr(f, &chmod, NULL), TS_OK);
+    assert_int_equal(do_mkdir(f, chmod.ino, "sub", &attr), TS_OK);
+    assert_int_equal(attr.gid, 50);
+    assert_true(attr.mode & S_ISGID);
+    assert_int_equal(do_mknod(f, chmod.ino, "file", 0644, &attr), TS_OK);
+    assert_int_equal(attr.gid, 50);
+    assert_false(attr.mode & S_ISGID);
+}
+
+static void test_link(void **state)
+{
+    struct fixture *f = *state;
+    struct ts_attr attr;
+    uint64_t file = make_file(f, TS_ROOT_INO, "one");
+    uint64_t dir = make_dir(f, TS_ROOT_INO, "dir");
+
+    assert_int_equal(do_link(f, file, dir, "two", &attr), TS_OK);
+    assert_int_equal(attr.nlink, 2);
+    assert_int_equal(ino_of(f, dir, "two"), file);
+    assert_int_equal(do_link(f, file, dir, "two", NULL), TS_ERR_EXIST);
+    assert_int_equal(do_link(f, dir, TS_ROOT_INO, "dirlink", NULL), TS_ERR_PERM);
+    assert_int_equal(do_unlink(f, TS_ROOT_INO, "one"), TS_OK);
+    assert_int_equal(nlink_of(f, file), 1);
+    assert_int_equal(do_unlink(f, dir, "two"), TS_OK);
+    assert_int_equal(do_getattr(f, file, NULL), TS_ERR_NOENT);
+}
+
+static void test_unlink_deletes_and_queues_garbage(void **state)
+{
+    struct fixture *f = *state;
+    struct garbage_seen garbage[8];
+    uint32_t nodes[3];
+    uint64_t versions[3];
+    uint32_t node = register_node(f, 64ull << 30, 32ull << 30);
+    uint64_t file = make_file(f, TS_ROOT_INO, "doomed");
+    struct ts_attr attr;
+
+    assert_int_equal(do_tile_map(f, file, 0, 3, 1, nodes, versions), TS_OK);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(nodes[i], node);
+    assert_int_equal(do_commit(f, file, 3 * MiB - 100, 0, &attr), TS_OK);
+    assert_int_equal(attr.size, 3 * MiB - 100);
+    assert_int_equal(attr.blocks, (3 * MiB - 100 + 511) / 512);
+    assert_int_equal(garbage_of(f, node, garbage, 8), 0);
+
+    assert_int_equal(do_unlink(f, TS_ROOT_INO, "doomed"), TS_OK);
+    assert_int_equal(do_getattr(f, file, NULL), TS_ERR_NOENT);
+    assert_int_equal(do_lookup(f, TS_ROOT_INO, "doomed", NULL), TS_ERR_NOENT);
+    assert_int_equal(garbage_of(f, node, garbage, 8), 3);
+    for (uint64_t i = 0; i < 3; i++) {
+        assert_int_equal(garbage[i].ino, file);
+        assert_int_equal(garbage[i].tile, i);
+        assert_int_equal(garbage[i].version, versions[i]);
+    }
+    /* Still listed until the node confirms; gone once it does. */
+    assert_int_equal(garbage_of(f, node, garbage, 8), 3);
+    do_heartbeat(f, node, 64ull << 30, 32ull << 30, garbage, 2, NULL, 0, NULL);
+    assert_int_equal(garbage_of(f, node, garbage, 8), 1);
+    assert_int_equal(garbage[0].tile, 2);
+    do_heartbeat(f, node, 64ull << 30, 32ull << 30, garbage, 1, NULL, 0, NULL);
+    assert_int_equal(garbage_of(f, node, garbage, 8), 0);
+}
+
+static void test_unlink_while_open(void **state)
+{
+    struct fixture *f = *state;
+    struct ts_attr attr;
+    uint64_t file = make_file(f, TS_ROOT_INO, "open");
+
+    assert_int_equal(do_open(f, file), TS_OK);
+    assert_int_equal(do_open(f, file), TS_OK);
+    assert_int_equal(do_unlink(f, TS_ROOT_INO, "open"), TS_OK);
+    assert_int_equal(do_lookup(f, TS_ROOT_INO, "open", NULL), TS_ERR_NOENT);
+    assert_int_equal(do_getattr(f, file, &attr), TS_OK);
+    assert_int_equal(attr.nlink, 0);
+    /* Writes to an unlinked open file still work. */
+    assert_int_equal(do_commit(f, file, 10, 0, NULL), TS_OK);
+
+    assert_int_equal(do_release(f, file), TS_OK);
+    assert_int_equal(do_getattr(f, file, NULL), TS_OK);
+    assert_int_equal(do_release(f, file), TS_OK);
+    assert_int_equal(do_getattr(f, file, NULL), TS_ERR_NOENT);
+    /* A release too many is harmless. */
+    assert_int_equal(do_release(f, file), TS_OK);
+    assert_int_equal(do_open(f, file), TS_ERR_NOENT);
+
+    /* An orphan still open when meta stops is deleted at the next start. */
+    file = make_file(f, TS_ROOT_INO, "open2");
+    assert_int_equal(do_open(f, file), TS_OK);
+    assert_int_equal(do_unlink(f, TS_ROOT_INO, "open2"), TS_OK);
+    reopen(f);
+    assert_int_equal(do_getattr(f, file, NULL), TS_ERR_NOENT);
+}
+
+/* ---- rename ------------------------------------------------------------- */
+
+static void test_rename_replace(void **state)
+{
+    struct fixture *f = *state;
+    uint64_t a = make_file(f, TS_ROOT_INO, "a");
+    uint64_t b = make_file(f, TS_ROOT_INO, "b");
+    struct ts_attr attr;
+
+    assert_int_equal(do_rename(f, TS_ROOT_INO, "a", TS_ROOT_INO, "b", 0), TS_OK);
+    assert_int_equal(ino_of(f, TS_ROOT_INO, "b"), a);
+    assert_int_equal(do_lookup(f, TS_ROOT_INO, "a", NULL), TS_ERR_NOENT);
+    assert_int_equal(do_getattr(f, b, NULL), TS_ERR_NOENT);
+    assert_int_equal(do_rename(f, TS_ROOT_INO, "a", TS_ROOT_INO, "c", 0), TS_ERR_NOENT);
+
+    /* Renaming onto another name of the same inode changes nothing. */
+    assert_int_equal(do_link(f, a, TS_ROOT_INO, "alias", NULL), TS_OK);
+    assert_int_equal(do_rename(f, TS_ROOT_INO, "b", TS_ROOT_INO, "alias", 0), TS_OK);
+    assert_int_equal(ino_of(f, TS_ROOT_INO, "b"), a);
+    assert_int_equal(ino_of(f, TS_ROOT_INO, "alias"), a);
+    assert_int_equal(nlink_of(f, a), 2);
+
+    /* Replacing an open file keeps it until its last release. */
+    uint64_t c = make_file(f, TS_ROOT_INO, "c");
+    assert_int_equal(do_open(f, c), TS_OK);
+    assert_int_equal(do_rename(f, TS_ROOT_INO, "alias", TS_ROOT_INO, "c", 0), TS_OK);
+    assert_int_equal(do_getattr(f, c, &attr), TS_OK);
+    assert_int_equal(attr.nlink, 0);
+    assert_int_equal(do_release(f, c), TS_OK);
+    assert_int_equal(do_getattr(f, c, NULL), TS_ERR_NOENT);
+    assert_int_equal(nlink_of(f, a), 2);
+}
+
+static void test_rename_flags(void **state)
+{
+    struct fixture *f = *state;
+    uint64_t a = make_file(f, TS_ROOT_INO, "a");
+    uint64_t b = make_file(f, TS_ROOT_INO, "b");
+
+    assert_int_equal(do_rename(f, TS_ROOT_INO, "a", TS_ROOT_INO, "b", TS_RENAME_NOREPLACE),
+                     TS_ERR_EXIST);
+    assert_int_equal(ino_of(f, TS_ROOT_INO, "a"), a);
+    assert_int_equal(do_rename(f, TS_ROOT_INO, "a", TS_ROOT_INO, "n", TS_RENAME_NOREPLACE), TS_OK);
+    assert_int_equal(ino_of(f, TS_ROOT_INO, "n"), a);
+
+    assert_int_equal(do_rename(f, TS_ROOT_INO, "n", TS_ROOT_INO, "b", TS_RENAME_EXCHANGE), TS_OK);
+    assert_int_equal(ino_of(f, TS_ROOT_INO, "n"), b);
+    assert_int_equal(ino_of(f, TS_ROOT_INO, "b"), a);
+    assert_int_equal(do_rename(f, TS_ROOT_INO, "n", TS_ROOT_INO, "zz", TS_RENAME_EXCHANGE),
+                     TS_ERR_NOENT);
+    assert_int_equal(do_rename(f, TS_ROOT_INO, "n", TS_ROOT_INO, "b", 0x4), TS_ERR_INVAL);
+    assert_int_equal(
+        do_rename(f, TS_ROOT_INO, "n", TS_ROOT_INO, "b", TS_RENAME_EXCHANGE | TS_RENAME_NOREPLACE),
+        TS_ERR_INVAL);
+    assert_int_equal(do_rename(f, TS_ROOT_INO, "n", TS_ROOT_INO, "", 0), TS_ERR_INVAL);
+}
+
+static void test_rename_directories(void **state)
+{
+    struct fixture *f = *state;
+    uint64_t top = make_dir(f, TS_ROOT_INO, "top");
+    uint64_t mid = make_dir(f, top, "mid");
+    uint64_t low = make_dir(f, mid, "low");
+    uint64_t other = make_dir(f, TS_ROOT_INO, "other");
+    uint64_t full = make_dir(f, TS_ROOT_INO, "full");
+    struct ts_attr attr;
+
+    make_file(f, full, "content");
+    make_file(f, TS_ROOT_INO, "file");
+    make_dir(f, TS_ROOT_INO, "empty");
+
+    /* Into itself or its own subtree. */
+    assert_int_equal(do_rename(f, TS_ROOT_INO, "top", top, "x", 0), TS_ERR_INVAL);
+    assert_int_equal(do_rename(f, TS_ROOT_INO, "top", low, "x", 0), TS_ERR_INVAL);
+    assert_int_equal(do_rename(f, top, "mid", low, "x", TS_RENAME_EXCHANGE), TS_ERR_NOENT);
+    /* Type rules. */
+    assert_int_equal(do_rename(f, TS_ROOT_INO, "other", TS_ROOT_INO, "full", 0), TS_ERR_NOTEMPTY);
+    assert_int_equal(do_rename(f, TS_ROOT_INO, "other", TS_ROOT_INO, "file", 0), TS_ERR_NOTDIR);
+    assert_int_equal(do_rename(f, TS_ROOT_INO, "file", TS_ROOT_INO, "other", 0), TS_ERR_ISDIR);
+
+    /* A directory over an empty one, in another parent: nlinks follow. */
+    assert_int_equal(nlink_of(f, TS_ROOT_INO), 2 + 4);
+    assert_int_equal(do_rename(f, mid, "low", TS_ROOT_INO, "empty", 0), TS_OK);
+    assert_int_equal(ino_of(f, TS_ROOT_INO, "empty"), low);
+    assert_int_equal(nlink_of(f, mid), 2);
+    assert_int_equal(nlink_of(f, TS_ROOT_INO), 2 + 4);
+    assert_int_equal(do_lookup(f, low, "..", &attr), TS_OK);
+    assert_int_equal(attr.ino, TS_ROOT_INO);
+
+    /* Moving into a sibling: the parent pointer follows (loop check uses it). */
+    assert_int_equal(do_rename(f, TS_ROOT_INO, "top", other, "top", 0), TS_OK);
+    assert_int_equal(nlink_of(f, TS_ROOT_INO), 2 + 3);
+    assert_int_equal(nlink_of(f, other), 3);
+    assert_int_equal(do_rename(f, TS_ROOT_INO, "other", mid, "o", 0), TS_ERR_INVAL);
+
+    /* Exchanging a directory and a file across parents. */
+    assert_int_equal(do_rename(f, other, "top", TS_ROOT_INO, "file", TS_RENAME_EXCHANGE), TS_OK);
+    assert_int_equal(ino_of(f, TS_ROOT_INO, "file"), top);
+    assert_int_equal(nlink_of(f, other), 2);
+    assert_int_equal(nlink_of(f, TS_ROOT_INO), 2 + 4);
+    assert_int_equal(do_lookup(f, top, "..", &attr), TS_OK);
+    assert_int_equal(attr.ino, TS_ROOT_INO);
+    /* Exchanging a directory with its own descendant. */
+    assert_int_equal(do_rename(f, TS_ROOT_INO, "file", mid, "x", 0), TS_ERR_INVAL);
+    make_file(f, mid, "deep");
+    assert_int_equal(do_rename(f, TS_ROOT_INO, "file", mid, "deep", TS_RENAME_EXCHANGE),
+                     TS_ERR_INVAL);
+}
+
+/* ---- readdir ------------------------------------------------------------ */
+
+static void test_readdir_pagination(void **state)
+{
+    struct fixture *f = *state;
+    enum { FILES = 1000 };
+    static char seen[FILES][TS_MAX_NAME + 1];
+    char after[TS_MAX_NAME + 1] = "";
+    uint64_t dir = make_dir(f, TS_ROOT_INO, "many");
+    uint32_t total = 0;
+    int pages = 0;
+    bool done = false;
+
+    /* Created in a scrambled order; listed in name order. */
+    for (uint32_t i = 0; i < FILES; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "f%04u", (i * 7919u) % FILES);
+        make_file(f, dir, name);
+    }
+    make_dir(f, dir, "sub");
+    while (!done) {
+        struct ts_readdir_req m = {.ino = dir, .after = str(after), .max_entries = 64};
+        struct ts_readdir_rep reply;
+        struct ts_cursor cursor;
+        assert_int_equal(CALL(f, TS_OP_READDIR, readdir_req, &m), TS_OK);
+        assert_int_equal(ts_readdir_rep_decode(&reply, f->reply, f->reply_len), 0);
+        assert_true(reply.count <= 64);
+        /* Keep the entries: the lookups below reuse the reply buffer. */
+        static uint8_t entries[64 * (14 + TS_MAX_NAME)];
+        assert_true(reply.entries.len <= sizeof(entries));
+        memcpy(entries, reply.entries.ptr, reply.entries.len);
+        ts_cursor_init(&cursor, entries, reply.entries.len);
+        for (uint32_t i = 0; i < reply.count; i++) {
+            uint64_t ino = ts_cursor_u64(&cursor);
+            uint32_t mode = ts_cursor_u32(&cursor);
+            struct ts_str name = ts_cursor_str(&cursor);
+            char text[TS_MAX_NAME + 1];
+            assert_false(cursor.failed);
+            assert_int_equal(ts_str_copy(name, text, sizeof(text)), 0);
+            assert_true(strcmp(text, after) > 0);
+            if (strcmp(text, "sub") == 0) {
+                assert_int_equal(mode, S_IFDIR);
+            } else {
+                assert_int_equal(mode, S_IFREG);
+                assert_true(total < FILES);
+                snprintf(seen[total++], sizeof(seen[0]), "%s", text);
+            }
+            assert_int_equal(ino_of(f, dir, text), ino);
+            snprintf(after, sizeof(after), "%s", text);
+        }
+        assert_int_equal(cursor.left, 0);
+        done = reply.done != 0;
+        assert_true(done || reply.count == 64);
+        pages++;
+    }
+    assert_int_equal(total, FILES);
+    assert_int_equal(pages, (FILES + 1 + 63) / 64);
+    for (uint32_t i = 0; i < FILES; i++) {
+        char expected[16];
+        snprintf(expected, sizeof(expected), "f%04u", i);
+        assert_string_equal(seen[i], expected);
+    }
+
+    /* max_entries 0 means "as many as fit"; a file is not a directory. */
+    struct ts_readdir_req all = {.ino = dir, .after = str(""), .max_entries = 0};
+    struct ts_readdir_rep reply;
+    assert_int_equal(CALL(f, TS_OP_READDIR, readdir_req, &all), TS_OK);
+    assert_int_equal(ts_readdir_rep_decode(&reply, f->reply, f->reply_len), 0);
+    assert_int_equal(reply.count, FILES + 1);
+    assert_int_equal(reply.done, 1);
+    all.ino = ino_of(f, dir, "f0000");
+    assert_int_equal(CALL(f, TS_OP_READDIR, readdir_req, &all), TS_ERR_NOTDIR);
+    all.ino = 999999;
+    assert_int_equal(CALL(f, TS_OP_READDIR, readdir_req, &all), TS_ERR_NOENT);
+}
+
+/* ---- setattr ------------------------------------------------------------ */
+
+static void test_setattr_shrink(void **state)
+{
+    struct fixture *f = *state;
+    struct garbage_seen garbage[8];
+    struct ts_setattr_rep reply;
+    uint32_t nodes[4];
+    uint64_t versions[4];
+    uint32_t node = register_node(f, 64ull << 30, 32ull << 30);
+    uint64_t file = make_file(f, TS_ROOT_INO, "shrinking");
+    struct ts_setattr_req truncate = {.ino = file, .valid = TS_SET_SIZE};
+    struct ts_attr before;
+
+    assert_int_equal(do_tile_map(f, file, 0, 4, 1, nodes, versions), TS_OK);
+    assert_int_equal(do_commit(f, file, 4 * MiB, 0, &before), TS_OK);
+    assert_int_equal(before.blocks, 4 * MiB / 512);
+
+    /* Into the middle of tile 1: tiles 2 and 3 go, tile 1 is to be cut. */
+    truncate.size = MiB + MiB / 2;
+    assert_int_equal(do_setattr(f, &truncate, &reply), TS_OK);
+    assert_int_equal(reply.attr.size, MiB + MiB / 2);
+    assert_int_equal(reply.attr.blocks, (MiB + MiB / 2) / 512);
+    assert_int_equal(reply.cut_node, node);
+    assert_int_equal(reply.cut_tile, 1);
+    assert_int_equal(reply.cut_version, versions[1]);
+    assert_int_equal(reply.cut_bytes, MiB / 2);
+    assert_true(
+        reply.attr.mtime_sec > before.mtime_sec ||
+        (reply.attr.mtime_sec == before.mtime_sec && reply.attr.mtime_nsec >= before.mtime_nsec));
+
+    assert_int_equal(do_tile_map(f, file, 0, 4, 0, nodes, versions), TS_OK);
+    assert_int_equal(nodes[0], node);
+    assert_int_equal(nodes[1], node);
+    assert_int_equal(nodes[2], 0);
+    assert_int_equal(nodes[3], 0);
+    assert_int_equal(garbage_of(f, node, garbage, 8), 2);
+    assert_int_equal(garbage[0].ino, file);
+    assert_int_equal(garbage[0].tile, 2);
+    assert_int_equal(garbage[1].tile, 3);
+
+    /* On a tile boundary there is nothing to cut. */
+    truncate.size = MiB;
+    assert_int_equal(do_setattr(f, &truncate, &reply), TS_OK);
+    assert_int_equal(reply.cut_node, 0);
+    assert_int_equal(garbage_of(f, node, garbage, 8), 3);
+    /* Growing cuts nothing and allocates nothing. */
+    truncate.size = 10 * MiB;
+    assert_int_equal(do_setattr(f, &truncate, &reply), TS_OK);
+    assert_int_equal(reply.cut_node, 0);
+    assert_int_equal(reply.attr.size, 10 * MiB);
+    assert_int_equal(reply.attr.blocks, MiB / 512);
+
+    /* Other attributes; the type bits of the mode stay. */
+    struct ts_setattr_req chmod = {.ino = file,
+                                   .valid =
+                                       TS_SET_MODE | TS_SET_UID | TS_SET_MTIME | TS_SET_ATIME_NOW,
+                                   .mode = S_IFDIR | 04711,
+                                   .uid = 7,
+                                   .mtime_sec = 12345,
+                                   .mtime_nsec = 678};
+    assert_int_equal(do_setattr(f, &chmod, &reply), TS_OK);
+    assert_int_equal(reply.attr.mode, S_IFREG | 04711);
+    assert_int_equal(reply.attr.uid, 7);
+    assert_int_equal(reply.attr.mtime_sec, 12345);
+    assert_int_equal(reply.attr.mtime_nsec, 678);
+    assert_true(reply.attr.ctime_sec > 12345);
+    assert_true(reply.attr.atime_sec > 12345);
+
+    /* Tiles a writer allocated but never committed go with O_TRUNC (size 0 to 0). */
+    uint64_t empty = make_file(f, TS_ROOT_INO, "uncommitted");
+    struct ts_setattr_req to_zero = {.ino = empty, .valid = TS_SET_SIZE, .size = 0};
+    assert_int_equal(do_tile_map(f, empty, 0, 2, 1, nodes, versions), TS_OK);
+    assert_int_equal(do_setattr(f, &to_zero, &reply), TS_OK);
+    assert_int_equal(reply.cut_node, 0);
+    assert_int_equal(do_tile_map(f, empty, 0, 2, 0, nodes, versions), TS_OK);
+    assert_int_equal(nodes[0], 0);
+    assert_int_equal(nodes[1], 0);
+    assert_int_equal(garbage_of(f, node, garbage, 8), 5);
+
+    truncate.ino = TS_ROOT_INO;
+    assert_int_equal(do_setattr(f, &truncate, NULL), TS_ERR_ISDIR);
+    truncate.ino = 999999;
+    assert_int_equal(do_setattr(f, &truncate, NULL), TS_ERR_NOENT);
+}
+
+/* ---- tile map ----------------------------------------------------------- */
+
+static void test_tile_map_round_robin(void **state)
+{
+    struct fixture *f = *state;
+    enum { TILES = 400, NODES = 4 };
+    static uint32_t nodes[TILES], again_nodes[TILES];
+    static uint64_t versions[TILES], again_versions[TILES];
+    uint32_t ids[NODES];
+    uint32_t per_node[NODES] = {0};
+    uint64_t file = make_file(f, TS_ROOT_INO, "striped");
+    struct ts_attr attr;
+
+    /* No datanode yet. */
+    assert_int_equal(do_tile_map(f, file, 0, 1, 1, nodes, versions), TS_ERR_NONODES);
+    assert_int_equal(do_tile_map(f, file, 0, 1, 0, nodes, versions), TS_OK);
+    assert_int_equal(nodes[0], 0);
+
+    for (int i = 0; i < NODES; i++)
+        ids[i] = register_node(f, 64ull << 30, 32ull << 30);
+    for (int i = 1; i < NODES; i++)
+        assert_int_not_equal(ids[i], ids[i - 1]);
+
+    assert_int_equal(do_tile_map(f, file, 0, TILES, 1, nodes, versions), TS_OK);
+    for (int t = 0; t < TILES; t++) {
+        int found = 0;
+        for (int i = 0; i < NODES; i++) {
+            if (nodes[t] == ids[i]) {
+                per_node[i]++;
+                found = 1;
+            }
+        }
+        assert_true(found);
+        assert_int_not_equal(versions[t], 0);
+        if (t > 0) /* neighbours never share a node */
+            assert_int_not_equal(nodes[t], nodes[t - 1]);
+        for (int u = 0; u < t; u++)
+            assert_int_not_equal(versions[u], versions[t]);
+    }
+    for (int i = 0; i < NODES; i++)
+        assert_int_equal(per_node[i], TILES / NODES);
+
+    /* Stable: a second call returns the same map. */
+    assert_int_equal(do_tile_map(f, file, 0, TILES, 1, again_nodes, again_versions), TS_OK);
+    assert_memory_equal(again_nodes, nodes, sizeof(nodes));
+    assert_memory_equal(again_versions, versions, sizeof(versions));
+    /* The size did not change, blocks count only bytes below the size. */
+    assert_int_equal(do_getattr(f, file, &attr), TS_OK);
+    assert_int_equal(attr.size, 0);
+    assert_int_equal(attr.blocks, 0);
+
+    assert_int_equal(do_tile_map(f, file, 0, 0, 1, nodes, versions), TS_ERR_INVAL);
+    assert_int_equal(do_tile_map(f, file, 0, TS_MAX_TILES_PER_MAP + 1, 0, nodes, versions),
+                     TS_ERR_INVAL);
+    assert_int_equal(do_tile_map(f, TS_ROOT_INO, 0, 1, 1, nodes, versions), TS_ERR_INVAL);
+    assert_int_equal(do_tile_map(f, 999999, 0, 1, 1, nodes, versions), TS_ERR_NOENT);
+    assert_int_equal(do_tile_map(f, file, UINT64_MAX - 1, 1, 1, nodes, versions), TS_ERR_FBIG);
+
+    /* Full nodes: no space. */
+    uint64_t other = make_file(f, TS_ROOT_INO, "full");
+    for (int i = 0; i < NODES; i++)
+        do_heartbeat(f, ids[i], 64ull << 30, 1000, NULL, 0, NULL, 0, NULL);
+    assert_int_equal(do_tile_map(f, other, 0, 1, 1, nodes, versions), TS_ERR_NOSPC);
+}
+
+static void test_commit(void **state)
+{
+    struct fixture *f = *state;
+    struct ts_commit_req m;
+    struct ts_attr attr;
+    uint64_t file = make_file(f, TS_ROOT_INO, "data");
+
+    assert_int_equal(do_commit(f, file, 5000, 1, &attr), TS_OK);
+    assert_int_equal(attr.size, 5000);
+    assert_int_equal(do_commit(f, file, 100, 0, &attr), TS_OK);
+    assert_int_equal(attr.size, 5000);
+    m = (struct ts_commit_req){.ino = file, .min_size = 6000, .mtime_sec = 777, .mtime_nsec = 9};
+    assert_int_equal(attr_call(f, CALL(f, TS_OP_COMMIT, commit_req, &m), &attr), TS_OK);
+    assert_int_equal(attr.size, 6000);
+    assert_int_equal(attr.mtime_sec, 777);
+    assert_int_equal(attr.ctime_sec, 777);
+    assert_int_equal(attr.mtime_nsec, 9);
+    assert_int_equal(do_commit(f, TS_ROOT_INO, 1, 0, NULL), TS_ERR_INVAL);
+    assert_int_equal(do_commit(f, 999999, 1, 0, NULL), TS_ERR_NOENT);
+}
+
+/* ---- xattrs ------------------------------------------------------------- */
+
+static int do_setxattr(struct fixture *f, uint64_t ino, const char *name, const char *value,
+                       uint32_t flags)
+{
+    struct ts_setxattr_req m = {.ino = ino, .name = str(name), .value = str(value), .flags = flags};
+    return CALL(f, TS_OP_SETXATTR, setxattr_req, &m);
+}
+
+static int do_getxattr(struct fixture *f, uint64_t ino, const char *name, char *value, size_t cap)
+{
+    struct ts_getxattr_req m = {.ino = ino, .name = str(name)};
+    struct ts_getxattr_rep reply;
+    int status = CALL(f, TS_OP_GETXATTR, getxattr_req, &m);
+    if (status != TS_OK)
+        return status;
+    assert_int_equal(ts_getxattr_rep_decode(&reply, f->reply, f->reply_len), 0);
+    assert_int_equal(ts_str_copy(reply.value, value, cap), 0);
+    return status;
+}
+
+static void test_xattrs(void **state)
+{
+    struct fixture *f = *state;
+    struct ts_listxattr_req list = {.ino = make_file(f, TS_ROOT_INO, "x")};
+    struct ts_removexattr_req remove = {.ino = list.ino, .name = str("user.a")};
+    struct ts_listxattr_rep names;
+    struct ts_attr before, after;
+    uint64_t ino = list.ino;
+    char value[64];
+    static char big[TS_MAX_XATTR_VALUE + 2];
+
+    assert_int_equal(do_getattr(f, ino, &before), TS_OK);
+    assert_int_equal(do_setxattr(f, ino, "user.a", "one", TS_XATTR_CREATE), TS_OK);
+    assert_int_equal(do_getattr(f, ino, &after), TS_OK);
+    assert_true(after.ctime_sec > before.ctime_sec ||
+                (after.ctime_sec == before.ctime_sec && after.ctime_nsec >= before.ctime_nsec));
+    assert_int_equal(do_setxattr(f, ino, "user.a", "two", TS_XATTR_CREATE), TS_ERR_EXIST);
+    assert_int_equal(do_setxattr(f, ino, "user.b", "two", TS_XATTR_REPLACE), TS_ERR_NODATA);
+    assert_int_equal(do_setxattr(f, ino, "user.a", "three", TS_XATTR_REPLACE), TS_OK);
+    assert_int_equal(do_setxattr(f, ino, "user.empty", "", 0), TS_OK);
+    assert_int_equal(do_getxattr(f, ino, "user.a", value, sizeof(value)), TS_OK);
+    assert_string_equal(value, "three");
+    assert_int_equal(do_getxattr(f, ino, "user.empty", value, sizeof(value)), TS_OK);
+    assert_string_equal(value, "");
+    assert_int_equal(do_getxattr(f, ino, "user.missing", value, sizeof(value)), TS_ERR_NODATA);
+    assert_int_equal(do_setxattr(f, ino, "trusted.a", "x", 0), TS_ERR_NOTSUP);
+    assert_int_equal(do_getxattr(f, ino, "security.selinux", value, sizeof(value)), TS_ERR_NOTSUP);
+    assert_int_equal(do_setxattr(f, 999999, "user.a", "x", 0), TS_ERR_NOENT);
+    memset(big, 'v', sizeof(big) - 1);
+    assert_int_equal(do_setxattr(f, ino, "user.big", big, 0), TS_ERR_RANGE);
+    big[TS_MAX_XATTR_VALUE] = '\0';
+    assert_int_equal(do_setxattr(f, ino, "user.big", big, 0), TS_OK);
+
+    assert_int_equal(CALL(f, TS_OP_LISTXATTR, listxattr_req, &list), TS_OK);
+    assert_int_equal(ts_listxattr_rep_decode(&names, f->reply, f->reply_len), 0);
+    assert_int_equal(names.names.len, sizeof("user.a\0user.big\0user.empty"));
+    assert_memory_equal(names.names.ptr, "user.a\0user.big\0user.empty", names.names.len);
+
+    assert_int_equal(CALL(f, TS_OP_REMOVEXATTR, removexattr_req, &remove), TS_OK);
+    assert_int_equal(CALL(f, TS_OP_REMOVEXATTR, removexattr_req, &remove), TS_ERR_NODATA);
+    assert_int_equal(do_getxattr(f, ino, "user.a", value, sizeof(value)), TS_ERR_NODATA);
+
+    /* They go with the inode. */
+    assert_int_equal(do_unlink(f, TS_ROOT_INO, "x"), TS_OK);
+    assert_int_equal(CALL(f, TS_OP_LISTXATTR, listxattr_req, &list), TS_ERR_NOENT);
+}
+
+/* ---- nodes -------------------------------------------------------------- */
+
+static void test_statfs_and_node_list(void **state)
+{
+    struct fixture *f = *state;
+    struct ts_statfs_rep statfs;
+    struct ts_node_list_rep list;
+    struct ts_cursor cursor;
+    uint32_t first, adopted, next;
+
+    make_file(f, TS_ROOT_INO, "one");
+    make_dir(f, TS_ROOT_INO, "two");
+    first = do_heartbeat(f, 0, 100, 10, NULL, 0, NULL, 0, NULL);
+    /* A node meta never saw (wiped store) keeps its id. */
+    adopted = do_heartbeat(f, 77, 200, 20, NULL, 0, NULL, 0, NULL);
+    assert_int_equal(adopted, 77);
+    next = do_heartbeat(f, 0, 1000, 100, NULL, 0, NULL, 0, NULL);
+    assert_true(next > 77);
+    assert_int_not_equal(first, next);
+
+    assert_int_equal(call_raw(f, TS_OP_STATFS, NULL, 0), TS_OK);
+    assert_int_equal(ts_statfs_rep_decode(&statfs, f->reply, f->reply_len), 0);
+    assert_int_equal(statfs.total_bytes, 1300);
+    assert_int_equal(statfs.free_bytes, 130);
+    assert_int_equal(statfs.nodes_up, 3);
+    assert_int_equal(statfs.files, 3);
+
+    assert_int_equal(call_raw(f, TS_OP_NODE_LIST, NULL, 0), TS_OK);
+    assert_int_equal(ts_node_list_rep_decode(&list, f->reply, f->reply_len), 0);
+    assert_int_equal(list.count, 3);
+    ts_cursor_init(&cursor, list.nodes.ptr, list.nodes.len);
+    for (uint32_t i = 0; i < list.count; i++) {
+        uint32_t id = ts_cursor_u32(&cursor);
+        uint32_t state_up = ts_cursor_u32(&cursor);
+        uint64_t capacity = ts_cursor_u64(&cursor);
+        ts_cursor_u64(&cursor); /* free */
+        ts_cursor_u64(&cursor); /* used */
+        ts_cursor_u64(&cursor); /* tiles */
+        uint64_t age = ts_cursor_u64(&cursor);
+        struct ts_str machine = ts_cursor_str(&cursor);
+        struct ts_str address = ts_cursor_str(&cursor);
+        assert_false(cursor.failed);
+        assert_int_equal(state_up, TS_NODE_UP);
+        assert_true(age < TEST_NODE_TIMEOUT_MS);
+        assert_int_equal(machine.len, strlen("machine"));
+        assert_int_equal(address.len, strlen("tcp://127.0.0.1:7401"));
+        if (id == 77)
+            assert_int_equal(capacity, 200);
+    }
+    assert_int_equal(cursor.left, 0);
+
+    /* After a restart nodes are known but down until they heartbeat. */
+    reopen(f);
+    assert_int_equal(call_raw(f, TS_OP_STATFS, NULL, 0), TS_OK);
+    assert_int_equal(ts_statfs_rep_decode(&statfs, f->reply, f->reply_len), 0);
+    assert_int_equal(statfs.nodes_up, 0);
+    assert_int_equal(statfs.total_bytes, 0);
+    assert_int_equal(call_raw(f, TS_OP_NODE_LIST, NULL, 0), TS_OK);
+    assert_int_equal(ts_node_list_rep_decode(&list, f->reply, f->reply_len), 0);
+    assert_int_equal(list.count, 3);
+    ts_cursor_init(&cursor, list.nodes.ptr, list.nodes.len);
+    ts_cursor_u32(&cursor);
+    assert_int_equal(ts_cursor_u32(&cursor), TS_NODE_DOWN);
+}
+
+static void test_ping(void **state)
+{
+    struct fixture *f = *state;
+    struct ts_ping_rep reply;
+    assert_int_equal(call_raw(f, TS_OP_PING, NULL, 0), TS_OK);
+    assert_int_equal(ts_ping_rep_decode(&reply, f->reply, f->reply_len), 0);
+    assert_int_equal(reply.role.len, 4);
+    assert_memory_equal(reply.role.ptr, "meta", 4);
+}
+
+/* ---- persistence -------------------------------------------------------- */
+
+static void test_persistence(void **state)
+{
+    struct fixture *f = *state;
+    uint32_t nodes[3], again_nodes[3];
+    uint64_t versions[3], again_versions[3];
+    struct ts_attr file_before, file_after, dir_attr;
+    char value[16];
+    uint32_t node = register_node(f, 64ull << 30, 32ull << 30);
+    uint64_t dir = make_dir(f, TS_ROOT_INO, "keep");
+    uint64_t sub = make_dir(f, dir, "sub");
+    uint64_t file = make_file(f, sub, "file");
+
+    (void)node;
+    assert_int_equal(do_tile_map(f, file, 0, 3, 1, nodes, versions), TS_OK);
+    assert_int_equal(do_commit(f, file, 3 * MiB, 1, &file_before), TS_OK);
+    assert_int_equal(do_setxattr(f, file, "user.k", "v", 0), TS_OK);
+    assert_int_equal(do_symlink(f, dir, "ln", "sub/file", NULL), TS_OK);
+    assert_int_equal(do_getattr(f, file, &file_before), TS_OK);
+    assert_int_equal(file_before.size, 3 * MiB);
+
+    reopen(f);
+    assert_int_equal(ino_of(f, TS_ROOT_INO, "keep"), dir);
+    assert_int_equal(ino_of(f, dir, "sub"), sub);
+    assert_int_equal(do_lookup(f, sub, "file", &file_after), TS_OK);
+    assert_attr_equal(&file_after, &file_before);
+    assert_int_equal(do_getattr(f, dir, &dir_attr), TS_OK);
+    assert_int_equal(dir_attr.nlink, 3);
+    assert_int_equal(do_getxattr(f, file, "user.k", value, sizeof(value)), TS_OK);
+    assert_string_equal(value, "v");
+    assert_int_equal(do_tile_map(f, file, 0, 3, 0, again_nodes, again_versions), TS_OK);
+    assert_memory_equal(again_nodes, nodes, sizeof(nodes));
+    assert_memory_equal(again_versions, versions, sizeof(versions));
+    /* Counters survived: new inodes and versions are fresh. */
+    assert_true(make_file(f, TS_ROOT_INO, "new") > file);
+    /* The rename loop check still knows the parents. */
+    assert_int_equal(do_rename(f, TS_ROOT_INO, "keep", sub, "x", 0), TS_ERR_INVAL);
+}
+
+/* ---- malformed payloads ------------------------------------------------- */
+
+/* A well-formed request for each opcode, encoded into buf; returns its length. */
+static size_t valid_request(uint16_t op, uint8_t *buf, size_t cap)
+{
+    int len = -1;
+    switch (op) {
+    case TS_OP_PING:
+    case TS_OP_STATFS:
+    case TS_OP_NODE_LIST: return 0;
+    case TS_OP_LOOKUP: {
+        struct ts_lookup_req m = {.parent = 1, .name = str("n")};
+        len = ts_lookup_req_encode(&m, buf, cap);
+        break;
+    }
+    case TS_OP_GETATTR: {
+        struct ts_getattr_req m = {.ino = 1};
+        len = ts_getattr_req_encode(&m, buf, cap);
+        break;
+    }
+    case TS_OP_SETATTR: {
+        struct ts_setattr_req m = {.ino = 1};
+        len = ts_setattr_req_encode(&m, buf, cap);
+        break;
+    }
+    case TS_OP_MKNOD: {
+        struct ts_mknod_req m = {.parent = 1, .name = str("n")};
+        len = ts_mknod_req_encode(&m, buf, cap);
+        break;
+    }
+    case TS_OP_MKDIR: {
+        struct ts_mkdir_req m = {.parent = 1, .name = str("n")};
+        len = ts_mkdir_req_encode(&m, buf, cap);
+        break;
+    }
+    case TS_OP_UNLINK:
+    case TS_OP_RMDIR: {
+        struct ts_name_req m = {.parent = 1, .name = str("n")};
+        len = ts_name_req_encode(&m, buf, cap);
+        break;
+    }
+    case TS_OP_RENAME: {
+        struct ts_rename_req m = {
+            .parent = 1, .name = str("n"), .new_parent = 1, .new_name = str("m")};
+        len = ts_rename_req_encode(&m, buf, cap);
+        break;
+    }
+    case TS_OP_LINK: {
+        struct ts_link_req m = {.ino = 1, .new_parent = 1, .new_name = str("m")};
+        len = ts_link_req_encode(&m, buf, cap);
+        break;
+    }
+    case TS_OP_SYMLINK: {
+        struct ts_symlink_req m = {.parent = 1, .name = str("n"), .target = str("t")};
+        len = ts_symlink_req_encode(&m, buf, cap);
+        break;
+    }
+    case TS_OP_READLINK: {
+        struct ts_readlink_req m = {.ino = 1};
+        len = ts_readlink_req_encode(&m, buf, cap);
+        break;
+    }
+    case TS_OP_READDIR: {
+        struct ts_readdir_req m = {.ino = 1, .after = str(""), .max_entries = 10};
+        len = ts_readdir_req_encode(&m, buf, cap);
+        break;
+    }
+    case TS_OP_OPEN: {
+        struct ts_open_req m = {.ino = 1};
+        len = ts_open_req_encode(&m, buf, cap);
+        break;
+    }
+    case TS_OP_RELEASE: {
+        struct ts_release_req m = {.ino = 1};
+        len = ts_release_req_encode(&m, buf, cap);
+        break;
+    }
+    case TS_OP_SETXATTR: {
+        struct ts_setxattr_req m = {.ino = 1, .name = str("user.n"), .value = str("v")};
+        len = ts_setxattr_req_encode(&m, buf, cap);
+        break;
+    }
+    case TS_OP_GETXATTR: {
+        struct ts_getxattr_req m = {.ino = 1, .name = str("user.n")};
+        len = ts_getxattr_req_encode(&m, buf, cap);
+        break;
+    }
+    case TS_OP_LISTXATTR: {
+        struct ts_listxattr_req m = {.ino = 1};
+        len = ts_listxattr_req_encode(&m, buf, cap);
+        break;
+    }
+    case TS_OP_REMOVEXATTR: {
+        struct ts_removexattr_req m = {.ino = 1, .name = str("user.n")};
+        len = ts_removexattr_req_encode(&m, buf, cap);
+        break;
+    }
+    case TS_OP_TILE_MAP: {
+        struct ts_tile_map_req m = {.ino = 1, .count = 1};
+        len = ts_tile_map_req_encode(&m, buf, cap);
+        break;
+    }
+    case TS_OP_COMMIT: {
+        struct ts_commit_req m = {.ino = 1};
+        len = ts_commit_req_encode(&m, buf, cap);
+        break;
+    }
+    case TS_OP_HEARTBEAT: {
+        struct ts_heartbeat_req m = {.machine = str("m"), .address = str("tcp://x:1")};
+        len = ts_heartbeat_req_encode(&m, buf, cap);
+        break;
+    }
+    default: fail_msg("no valid request for opcode %u", op);
+    }
+    assert_true(len >= 0);
+    return (size_t)len;
+}
+
+static void expect_bad(struct fixture *f, uint16_t op, const uint8_t *payload, size_t len)
+{
+    assert_int_equal(call_raw(f, op, payload, len), TS_ERR_BADMSG);
+    assert_non_null(strstr(f->error_text, ts_op_name(op)));
+}
+
+static void test_malformed_payloads(void **state)
+{
+    struct fixture *f = *state;
+    uint8_t valid[512];
+    uint8_t garbage[8];
+    uint32_t seed = 12345;
+    int served = 0;
+
+    for (uint16_t op = 0; op < TS_OP_MAX; op++) {
+        size_t len;
+        if (!handlers_table[op])
+            continue;
+        served++;
+        len = valid_request(op, valid, sizeof(valid) - 1);
+        if (len >= sizeof(valid))
+            fail_msg("request of opcode %u too long", op);
+        /* Trailing bytes. */
+        valid[len % sizeof(valid)] = 0;
+        expect_bad(f, op, valid, len + 1);
+        /* Truncated, at every length short of the whole. */
+        for (size_t cut = 0; cut < len; cut++)
+            expect_bad(f, op, valid, cut);
+        /* Random bytes too short for any request that has fields. */
+        for (int round = 0; round < 50; round++) {
+            size_t garbage_len = 1 + round % 7;
+            for (size_t i = 0; i < garbage_len; i++) {
+                seed = seed * 1103515245u + 12345u;
+                garbage[i] = (uint8_t)(seed >> 16);
+            }
+            expect_bad(f, op, garbage, garbage_len);
+        }
+        /* The well-formed one gets some answer, never a crash. */
+        (void)call_raw(f, op, valid, len);
+    }
+    assert_int_equal(served, 24);
+
+    /* A string length pointing past the end. */
+    uint8_t lookup[] = {1, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 'a'};
+    expect_bad(f, TS_OP_LOOKUP, lookup, sizeof(lookup));
+
+    /* A heartbeat whose count disagrees with its blob. */
+    struct ts_heartbeat_req heartbeat = {.machine = str("m"),
+                                         .address = str("tcp://x:1"),
+                                         .deleted_count = 2,
+                                         .deleted = {(const char *)valid, TS_GARBAGE_RECORD_BYTES}};
+    size_t heartbeat_len =
+        encoded_length(ts_heartbeat_req_encode(&heartbeat, f->request, sizeof(f->request)));
+    expect_bad(f, TS_OP_HEARTBEAT, f->request, heartbeat_len);
+
+    /* The store still serves after all of it. */
+    struct ts_readdir_req list = {.ino = TS_ROOT_INO, .after = str(""), .max_entries = 10};
+    struct ts_readdir_rep reply;
+    assert_int_equal(CALL(f, TS_OP_READDIR, readdir_req, &list), TS_OK);
+    assert_int_equal(ts_readdir_rep_decode(&reply, f->reply, f->reply_len), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_create_lookup_getattr, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_symlink_readlink, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mkdir_nlink, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_setgid_directory, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_link, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unlink_deletes_and_queues_garbage, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unlink_while_open, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rename_replace, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rename_flags, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rename_directories, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_readdir_pagination, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_setattr_shrink, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tile_map_round_robin, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_commit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_xattrs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_statfs_and_node_list, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ping, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_persistence, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_malformed_payloads, setup, teardown),
+    };
+    return cmocka_run_group_tests_name("store", tests, NULL, NULL);
+}
