@@ -488,10 +488,13 @@ static void rpc_server_dispatch(struct rpc_server *server, zmq_msg_t *frames, in
     rpc_send_reply(server, &frames[0], &header, status, &response);
 }
 
+/* Messages handled per call, so the caller's timers still run under load. */
+#define RPC_SERVER_BATCH 256
+
 int rpc_server_handle_pending(struct rpc_server *server)
 {
     int handled = 0;
-    for (;;) {
+    while (handled < RPC_SERVER_BATCH) {
         zmq_msg_t frames[4];
         int events = 0;
         size_t events_len = sizeof(events);

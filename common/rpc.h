@@ -109,8 +109,9 @@ void rpc_server_destroy(struct rpc_server **serverp);
 /* The socket, for zmq_poll. */
 void *rpc_server_socket(struct rpc_server *server);
 /*
- * Handles every message waiting on the socket (without blocking).
- * Returns the number handled.
+ * Handles the messages waiting on the socket (without blocking), at most a
+ * few hundred so the caller's timers keep running under load. Returns the
+ * number handled.
  */
 int rpc_server_handle_pending(struct rpc_server *server);
 

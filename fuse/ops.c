@@ -544,9 +544,23 @@ static void x_statfs(fuse_req_t req, fuse_ino_t ino)
 
 /* ---- extended attributes ---------------------------------------------- */
 
+/*
+ * Only user.* attributes are stored. The kernel asks for security.capability
+ * before every write; answering other namespaces here saves meta that trip.
+ */
+static int xattr_namespace_stored(const char *name)
+{
+    return strncmp(name, "user.", 5) == 0;
+}
+
+
 static void x_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
                        size_t size, int flags)
 {
+    if (!xattr_namespace_stored(name)) {
+        fuse_reply_err(req, EOPNOTSUPP);
+        return;
+    }
     reply_status(req, metaclient_setxattr(state_of(req)->meta, ino, name, value, size,
                                           (uint32_t)flags));
 }
@@ -566,6 +580,10 @@ static void x_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t 
 {
     void *value = NULL;
     size_t len = 0;
+    if (!xattr_namespace_stored(name)) {
+        fuse_reply_err(req, ENODATA);
+        return;
+    }
     int status = metaclient_getxattr(state_of(req)->meta, ino, name, &value, &len);
     if (status != TS_OK)
         reply_status(req, status);
