@@ -91,6 +91,8 @@ void ts_cursor_attr(struct ts_cursor *cursor, struct ts_attr *attr)
     attr->ctime_nsec = ts_cursor_u32(cursor);
     attr->generation = ts_cursor_u64(cursor);
     attr->tile_bytes = ts_cursor_u32(cursor);
+    attr->placement = ts_cursor_u32(cursor);
+    attr->copies = ts_cursor_u32(cursor);
 }
 
 /* ---- writer ----------------------------------------------------------- */
@@ -164,6 +166,8 @@ void ts_writer_attr(struct ts_writer *writer, const struct ts_attr *attr)
     ts_writer_u32(writer, attr->ctime_nsec);
     ts_writer_u64(writer, attr->generation);
     ts_writer_u32(writer, attr->tile_bytes);
+    ts_writer_u32(writer, attr->placement);
+    ts_writer_u32(writer, attr->copies);
 }
 
 struct ts_str ts_str_of(const char *s)

@@ -112,8 +112,18 @@ struct ts_attr {
     uint32_t ctime_nsec;
     uint64_t generation;
     uint32_t tile_bytes; /* the file's layout: subchunk size */
+    uint32_t placement;  /* enum ts_placement in effect for new tiles */
+    uint32_t copies;     /* datanodes holding each tile */
 };
-#define TS_ATTR_WIRE_BYTES 96
+#define TS_ATTR_WIRE_BYTES 104
+
+/* Placement policies (DESIGN.md "Placement by live throughput"). */
+enum ts_placement {
+    TS_PLACEMENT_DEFAULT = 0, /* the cluster's default; meta resolves it */
+    TS_PLACEMENT_ROUNDROBIN = 1,
+    TS_PLACEMENT_STATIC = 2,
+    TS_PLACEMENT_DYNAMIC = 3,
+};
 
 /* A string or blob decoded in place: points into the received frame. */
 struct ts_str {
@@ -237,12 +247,14 @@ enum ts_node_state { TS_NODE_DOWN = 0, TS_NODE_UP = 1 };
 
 /*
  * TILE_MAP: where tiles [first, first+count) of ino live. With allocate = 1,
- * missing tiles are placed now (placement policy) and committed.
- * Record: u32 node (0 = hole, no tile), u64 version.
+ * missing tiles are placed now and committed: on datanode `node` when it is
+ * non-zero (the writer chose it: dynamic placement), else by the file's
+ * placement policy. Record: u32 node (0 = hole, no tile), u64 version.
  */
 #define TS_TILE_RECORD_BYTES 12
 #define TS_MAX_TILES_PER_MAP 4096
-#define TS_MSG_TILE_MAP_REQ(X) X(U64, ino) X(U64, first) X(U32, count) X(U32, allocate)
+#define TS_MSG_TILE_MAP_REQ(X)                                                                    \
+    X(U64, ino) X(U64, first) X(U32, count) X(U32, allocate) X(U32, node)
 #define TS_MSG_TILE_MAP_REP(X) X(U32, count) X(BLOB, tiles)
 /*
  * COMMIT: data was written: size = max(size, min_size); mtime/ctime set to

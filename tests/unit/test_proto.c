@@ -86,7 +86,9 @@ static void test_attr_round_trip(void **state)
                                       .ctime_sec = 3,
                                       .ctime_nsec = 4,
                                       .generation = 11,
-                                      .tile_bytes = 1 << 20}};
+                                      .tile_bytes = 1 << 20,
+                                      .placement = TS_PLACEMENT_STATIC,
+                                      .copies = 2}};
     struct ts_attr_rep out;
     int len = ts_attr_rep_encode(&in, buf, sizeof(buf));
     assert_int_equal(len, TS_ATTR_WIRE_BYTES);
