@@ -296,6 +296,7 @@ const char *ts_op_name(uint16_t type)
     case TS_OP_TILE_READ: return "TILE_READ";
     case TS_OP_TILE_SYNC: return "TILE_SYNC";
     case TS_OP_TILE_TRUNCATE: return "TILE_TRUNCATE";
+    case TS_OP_NODE_THROTTLE: return "NODE_THROTTLE";
     default: return "?";
     }
 }

@@ -91,6 +91,9 @@ enum ts_op {
     TS_OP_TILE_SYNC,
     TS_OP_TILE_TRUNCATE,
 
+    /* tool -> datanode: administration */
+    TS_OP_NODE_THROTTLE = 90,
+
     TS_OP_MAX = 100 /* opcode table size; every opcode is below it */
 };
 
@@ -249,7 +252,11 @@ enum ts_node_state { TS_NODE_DOWN = 0, TS_NODE_UP = 1 };
  * TILE_MAP: where tiles [first, first+count) of ino live. With allocate = 1,
  * missing tiles are placed now and committed: on datanode `node` when it is
  * non-zero (the writer chose it: dynamic placement), else by the file's
- * placement policy. Record: u32 node (0 = hole, no tile), u64 version.
+ * placement policy. A named node that is down or has no room for a tile
+ * does not fail the request: those tiles are placed as if no node had been
+ * named (earliest finish time), so the records, not the request, say where
+ * each tile went; a node id meta never registered is TS_ERR_INVAL.
+ * Record: u32 node (0 = hole, no tile), u64 version.
  */
 #define TS_TILE_RECORD_BYTES 12
 #define TS_MAX_TILES_PER_MAP 4096
@@ -269,13 +276,19 @@ enum ts_node_state { TS_NODE_DOWN = 0, TS_NODE_UP = 1 };
     X(U32, sync)
 /*
  * NODE_LIST record: u32 id, u32 state, u64 capacity, u64 free, u64 used,
- * u64 tiles, u64 heartbeat_age_ms, u16 machine length, machine, u16 address
- * length, address.
+ * u64 tiles, u64 heartbeat_age_ms, u64 read_bytes_per_sec,
+ * u64 write_bytes_per_sec, u32 queue_depth, u64 throttle_bytes_per_sec,
+ * u16 machine length, machine, u16 address length, address. The four
+ * measurement fields are what the node last reported (HEARTBEAT).
  */
 #define TS_MSG_NODE_LIST_REP(X) X(U32, count) X(BLOB, nodes)
 
 /*
  * HEARTBEAT: datanode -> meta every second. node_id 0 asks for a new id.
+ * read/write_bytes_per_sec: the node's measured disk throughput (bytes per
+ * second of busy disk time, sync included; 0 = not measured yet);
+ * queue_depth: tile requests in service or waiting when the heartbeat left;
+ * throttle_bytes_per_sec: its --throttle-mbps cap (0 = none).
  * deleted: records of tiles removed as asked (u64 ino, u64 tile, u64 version).
  * The reply gives the id and up to TS_MAX_GARBAGE tiles to delete (same
  * record), which the datanode confirms in its next heartbeat.
@@ -290,6 +303,10 @@ enum ts_node_state { TS_NODE_DOWN = 0, TS_NODE_UP = 1 };
     X(U64, free_bytes)                                                                             \
     X(U64, used_bytes)                                                                             \
     X(U64, tiles)                                                                                  \
+    X(U64, read_bytes_per_sec)                                                                     \
+    X(U64, write_bytes_per_sec)                                                                    \
+    X(U32, queue_depth)                                                                            \
+    X(U64, throttle_bytes_per_sec)                                                                 \
     X(U32, deleted_count)                                                                          \
     X(BLOB, deleted)
 #define TS_MSG_HEARTBEAT_REP(X) X(U32, node_id) X(U32, garbage_count) X(BLOB, garbage)
@@ -306,6 +323,13 @@ enum ts_node_state { TS_NODE_DOWN = 0, TS_NODE_UP = 1 };
 /* TILE_SYNC: fsync these tiles (records as garbage records). */
 #define TS_MSG_TILE_SYNC_REQ(X) X(U32, count) X(BLOB, tiles)
 #define TS_MSG_TILE_TRUNCATE_REQ(X) X(U64, ino) X(U64, tile) X(U64, version) X(U32, length)
+
+/*
+ * NODE_THROTTLE: caps the datanode's disk I/O at bytes_per_sec (a token
+ * bucket; 0 = no cap), as --throttle-mbps does at start. Request and reply
+ * carry the same field: the reply gives the cap now in effect.
+ */
+#define TS_MSG_NODE_THROTTLE(X) X(U64, bytes_per_sec)
 
 /* ---- generated structs ---------------------------------------------- */
 
@@ -353,7 +377,8 @@ enum ts_node_state { TS_NODE_DOWN = 0, TS_NODE_UP = 1 };
     M(tile_write_req, TS_MSG_TILE_WRITE_REQ)                                                       \
     M(tile_read_req, TS_MSG_TILE_READ_REQ)                                                         \
     M(tile_sync_req, TS_MSG_TILE_SYNC_REQ)                                                         \
-    M(tile_truncate_req, TS_MSG_TILE_TRUNCATE_REQ)
+    M(tile_truncate_req, TS_MSG_TILE_TRUNCATE_REQ)                                                 \
+    M(node_throttle, TS_MSG_NODE_THROTTLE)
 
 /*
  * For each message NAME: struct ts_NAME, and

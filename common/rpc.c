@@ -190,9 +190,36 @@ static int rpc_receive_reply(void *socket, uint64_t request_id, uint16_t op,
     return reply->header.status;
 }
 
+/* Sends frame 1: copied, or handed to ZeroMQ when data_free is set. */
+static int rpc_send_data(void *socket, const void *data, size_t data_len,
+                         const struct rpc_data_owner *owner)
+{
+    zmq_msg_t message;
+    if (!owner)
+        return zmq_send(socket, data, data_len, ZMQ_DONTWAIT) < 0 ? -1 : 0;
+    if (zmq_msg_init_data(&message, (void *)data, data_len, owner->free_fn, owner->hint) != 0) {
+        owner->free_fn((void *)data, owner->hint);
+        return -1;
+    }
+    if (zmq_msg_send(&message, socket, ZMQ_DONTWAIT) < 0) {
+        zmq_msg_close(&message); /* calls free_fn */
+        return -1;
+    }
+    return 0;
+}
+
 int rpc_client_call(struct rpc_client *client, uint16_t op, const void *payload,
                     size_t payload_len, const void *data, size_t data_len, int timeout_ms,
                     struct rpc_reply *reply)
+{
+    return rpc_client_call_owned(client, op, payload, payload_len, data, data_len, NULL,
+                                 timeout_ms, reply);
+}
+
+int rpc_client_call_owned(struct rpc_client *client, uint16_t op, const void *payload,
+                          size_t payload_len, const void *data, size_t data_len,
+                          const struct rpc_data_owner *owner, int timeout_ms,
+                          struct rpc_reply *reply)
 {
     uint64_t request_id = atomic_fetch_add(&rpc_next_request_id, 1);
     size_t frame_cap = TS_HEADER_BYTES + payload_len;
@@ -202,23 +229,35 @@ int rpc_client_call(struct rpc_client *client, uint16_t op, const void *payload,
     int status = TS_ERR_TIMEDOUT;
 
     memset(reply, 0, sizeof(*reply));
-    if (!frame)
+    if (!frame) {
+        if (owner && data)
+            owner->free_fn((void *)data, owner->hint);
         return TS_ERR_NOMEM;
+    }
     if (!client->socket)
         client->socket = rpc_socket_open(client->endpoint);
     if (!client->socket) {
+        if (owner && data)
+            owner->free_fn((void *)data, owner->hint);
         status = TS_ERR_IO;
         goto out;
     }
     size_t frame_len = rpc_frame_build(frame, frame_cap, op, request_id, 0, TS_OK, payload,
                                        payload_len, data ? data_len : 0);
     if (frame_len == 0) {
+        if (owner && data)
+            owner->free_fn((void *)data, owner->hint);
         status = TS_ERR_TOOBIG;
         goto out;
     }
     /* Sends are queued by ZeroMQ even before the peer is connected. */
-    if (zmq_send(client->socket, frame, frame_len, (data ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT) < 0 ||
-        (data && zmq_send(client->socket, data, data_len, ZMQ_DONTWAIT) < 0)) {
+    if (zmq_send(client->socket, frame, frame_len, (data ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT) < 0) {
+        if (owner && data)
+            owner->free_fn((void *)data, owner->hint);
+        status = TS_ERR_TIMEDOUT;
+        goto reset;
+    }
+    if (data && rpc_send_data(client->socket, data, data_len, owner) != 0) {
         status = TS_ERR_TIMEDOUT;
         goto reset;
     }
@@ -288,6 +327,13 @@ const char *rpc_pool_endpoint(const struct rpc_pool *pool) { return pool->endpoi
 int rpc_pool_call(struct rpc_pool *pool, uint16_t op, const void *payload, size_t payload_len,
                   const void *data, size_t data_len, struct rpc_reply *reply)
 {
+    return rpc_pool_call_owned(pool, op, payload, payload_len, data, data_len, NULL, reply);
+}
+
+int rpc_pool_call_owned(struct rpc_pool *pool, uint16_t op, const void *payload,
+                        size_t payload_len, const void *data, size_t data_len,
+                        const struct rpc_data_owner *owner, struct rpc_reply *reply)
+{
     struct rpc_client *client = NULL;
     int status;
 
@@ -299,10 +345,12 @@ int rpc_pool_call(struct rpc_pool *pool, uint16_t op, const void *payload, size_
         client = rpc_client_new(pool->endpoint);
     if (!client) {
         memset(reply, 0, sizeof(*reply));
+        if (owner && data)
+            owner->free_fn((void *)data, owner->hint);
         return TS_ERR_IO;
     }
-    status = rpc_client_call(client, op, payload, payload_len, data, data_len, pool->timeout_ms,
-                             reply);
+    status = rpc_client_call_owned(client, op, payload, payload_len, data, data_len, owner,
+                                   pool->timeout_ms, reply);
     pthread_mutex_lock(&pool->lock);
     if (pool->idle_count == pool->idle_cap) {
         size_t new_cap = pool->idle_cap ? pool->idle_cap * 2 : 8;

@@ -57,6 +57,23 @@ int rpc_client_call(struct rpc_client *client, uint16_t op, const void *payload,
                     size_t payload_len, const void *data, size_t data_len, int timeout_ms,
                     struct rpc_reply *reply);
 
+/*
+ * Ownership of a request's data frame handed to ZeroMQ (no copy): it calls
+ * free_fn(data, hint) once, from its own thread, when the bytes are sent or
+ * dropped — possibly after the call has returned. The caller must not touch
+ * the data after the call.
+ */
+struct rpc_data_owner {
+    void (*free_fn)(void *data, void *hint);
+    void *hint;
+};
+
+/* As rpc_client_call(); with owner, data is given away as described above. */
+int rpc_client_call_owned(struct rpc_client *client, uint16_t op, const void *payload,
+                          size_t payload_len, const void *data, size_t data_len,
+                          const struct rpc_data_owner *owner, int timeout_ms,
+                          struct rpc_reply *reply);
+
 struct rpc_pool;
 
 /* A pool of clients for one endpoint; every call has timeout_ms. */
@@ -66,6 +83,10 @@ const char *rpc_pool_endpoint(const struct rpc_pool *pool);
 /* As rpc_client_call(), from any thread. */
 int rpc_pool_call(struct rpc_pool *pool, uint16_t op, const void *payload, size_t payload_len,
                   const void *data, size_t data_len, struct rpc_reply *reply);
+/* As rpc_client_call_owned(), from any thread. */
+int rpc_pool_call_owned(struct rpc_pool *pool, uint16_t op, const void *payload,
+                        size_t payload_len, const void *data, size_t data_len,
+                        const struct rpc_data_owner *owner, struct rpc_reply *reply);
 
 /* ---- server ----------------------------------------------------------- */
 

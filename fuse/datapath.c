@@ -2,13 +2,27 @@
  * @file datapath.c
  * See datapath.h.
  *
+ * Writes (write-behind): a write fills the file's one-tile buffer; when the
+ * buffer is full, or a write moves to another tile, the buffer becomes a
+ * write job for the worker pool and a fresh buffer takes its place. Up to
+ * max_writes_in_flight jobs per file run at once, to all the datanodes in
+ * parallel; two jobs for the same tile never run together, so writes to one
+ * tile land in order. The buffer is handed to ZeroMQ without a copy and its
+ * memory returns to the write budget when ZeroMQ has sent it. flush and
+ * fsync wait for the file's jobs and report the first error.
+ *
+ * Reads (read-ahead): a sequential reader gets whole tiles loaded into the
+ * file's tile cache ahead of it, from all their datanodes in parallel; other
+ * reads fetch just the bytes asked for. Cache slots are bounded per file and
+ * their memory by the read budget.
+ *
  * Locking: datapath->lock protects the open-file table and each file's
  * reference count (`handles`: kernel handles plus short-lived references
- * taken by setattr/getattr); it is never held across I/O. file->lock protects everything else in the file and is held
- * across the network calls of one operation, so operations on one file are
- * serialised (the order of writes and truncations stays simple to reason
- * about); different files proceed in parallel. Never take datapath->lock
- * while holding file->lock.
+ * taken by setattr/getattr); it is never held across I/O and never taken
+ * while a file->lock is held. file->lock protects everything else in the
+ * file; waits for jobs use file->changed, which releases it. Workers give
+ * budget back before they take file->lock, so a thread waiting for budget
+ * while holding file->lock cannot block the workers that would free it.
  */
 #include "datapath.h"
 
@@ -29,6 +43,12 @@
 #define LOCATION_CACHE_SLOTS 1024
 /* Tiles asked of meta at once when reading. */
 #define TILE_MAP_BATCH 64
+/* Tiles allocated at once for a sequential writer. */
+#define ALLOCATE_BATCH 16
+/* Write jobs one file may have in flight. */
+#define MAX_WRITES_IN_FLIGHT 16
+/* Whole tiles one file may keep in its read cache. */
+#define READ_SLOTS 16
 
 struct cached_location {
     uint64_t tile;
@@ -42,22 +62,44 @@ struct dirty_tile {
     uint64_t version;
 };
 
+enum slot_state { SLOT_EMPTY = 0, SLOT_LOADING, SLOT_READY, SLOT_FAILED };
+
+/* One whole tile in the read cache. */
+struct read_slot {
+    enum slot_state state;
+    uint64_t tile;
+    uint8_t *data;   /* tile_bytes, from the read budget */
+    uint32_t length; /* bytes the datanode had; the rest of the tile is zeros */
+    int error;       /* SLOT_FAILED: -errno */
+    bool discard;    /* written while loading: drop the result */
+    uint64_t last_use;
+};
+
 struct open_file {
     uint64_t ino;
-    int handles;             /* protected by datapath->lock */
-    struct open_file *next;  /* hash chain, protected by datapath->lock */
-    pthread_mutex_t lock;    /* protects all fields below */
+    int handles;            /* protected by datapath->lock */
+    struct open_file *next; /* hash chain, protected by datapath->lock */
+    pthread_mutex_t lock;   /* protects all fields below */
+    pthread_cond_t changed; /* a job finished */
     uint32_t tile_bytes;
-    uint64_t size;           /* size as this mount sees it */
-    bool size_dirty;         /* size or mtime not yet committed to meta */
+    uint64_t size;   /* size as this mount sees it */
+    bool size_dirty; /* size or mtime not yet committed to meta */
     struct timespec mtime;
-    int error;               /* first write error not yet reported by flush/fsync */
+    int error; /* first write error not yet reported by flush/fsync */
     /* write buffer: bytes [buffer_low, buffer_high) of tile buffer_tile */
     uint8_t *buffer;
     bool buffer_used;
     uint64_t buffer_tile;
     uint32_t buffer_low;
     uint32_t buffer_high;
+    uint64_t last_written_tile; /* for sequential allocation */
+    /* tiles with a write job in flight (at most MAX_WRITES_IN_FLIGHT) */
+    uint64_t writing[MAX_WRITES_IN_FLIGHT];
+    int writes_in_flight;
+    int loads_in_flight;
+    struct read_slot slots[READ_SLOTS];
+    uint64_t use_clock;
+    uint64_t next_read_offset; /* where a sequential reader goes next */
     struct cached_location *locations;
     struct dirty_tile *dirty;
     size_t dirty_count;
@@ -67,27 +109,50 @@ struct open_file {
 struct datapath {
     struct metaclient *meta;
     struct nodedir *nodes;
+    struct workers *workers;
+    struct budget write_budget;
+    struct budget read_budget;
+    uint32_t readahead_tiles;
     pthread_mutex_t lock;
     struct open_file *buckets[OPEN_TABLE_BUCKETS];
 };
 
 static int errno_of(int status) { return -status_to_errno(status); }
 
-struct datapath *datapath_new(struct metaclient *meta, struct nodedir *nodes)
+struct datapath *datapath_new(struct metaclient *meta, struct nodedir *nodes,
+                              struct workers *workers, const struct datapath_config *config)
 {
     struct datapath *datapath = calloc(1, sizeof(*datapath));
     if (!datapath)
         return NULL;
     datapath->meta = meta;
     datapath->nodes = nodes;
+    datapath->workers = workers;
+    datapath->readahead_tiles = config->readahead_tiles;
+    if (datapath->readahead_tiles > READ_SLOTS - 2)
+        datapath->readahead_tiles = READ_SLOTS - 2;
+    /* Half for writes in flight, half for cached tiles: neither starves the other. */
+    budget_init(&datapath->write_budget, config->memory_bytes / 2);
+    budget_init(&datapath->read_budget, config->memory_bytes / 2);
     pthread_mutex_init(&datapath->lock, NULL);
     return datapath;
 }
 
-static void open_file_free(struct open_file *file)
+/* Frees a file with no jobs in flight. */
+static void open_file_free(struct datapath *datapath, struct open_file *file)
 {
+    for (int i = 0; i < READ_SLOTS; i++) {
+        if (file->slots[i].data) {
+            free(file->slots[i].data);
+            budget_give(&datapath->read_budget, file->tile_bytes);
+        }
+    }
+    if (file->buffer) {
+        free(file->buffer);
+        budget_give(&datapath->write_budget, file->tile_bytes);
+    }
+    pthread_cond_destroy(&file->changed);
     pthread_mutex_destroy(&file->lock);
-    free(file->buffer);
     free(file->locations);
     free(file->dirty);
     free(file);
@@ -102,9 +167,11 @@ void datapath_destroy(struct datapath **datapathp)
         while (datapath->buckets[i]) {
             struct open_file *file = datapath->buckets[i];
             datapath->buckets[i] = file->next;
-            open_file_free(file);
+            open_file_free(datapath, file);
         }
     }
+    budget_fini(&datapath->write_budget);
+    budget_fini(&datapath->read_budget);
     pthread_mutex_destroy(&datapath->lock);
     free(datapath);
     *datapathp = NULL;
@@ -136,7 +203,41 @@ static struct open_file *open_file_get(struct datapath *datapath, uint64_t ino)
     return file;
 }
 
-static void open_file_put(struct datapath *datapath, struct open_file *file);
+/* ---- read cache ------------------------------------------------------- */
+
+static void slot_clear(struct datapath *datapath, struct open_file *file, struct read_slot *slot)
+{
+    if (slot->data) {
+        free(slot->data);
+        budget_give(&datapath->read_budget, file->tile_bytes);
+    }
+    memset(slot, 0, sizeof(*slot));
+}
+
+/* Drops cached tiles in [first, last]: their bytes are about to change. */
+static void cache_forget_range(struct datapath *datapath, struct open_file *file, uint64_t first,
+                               uint64_t last)
+{
+    for (int i = 0; i < READ_SLOTS; i++) {
+        struct read_slot *slot = &file->slots[i];
+        if (slot->state == SLOT_EMPTY || slot->tile < first || slot->tile > last)
+            continue;
+        if (slot->state == SLOT_LOADING)
+            slot->discard = true; /* the loader clears it */
+        else
+            slot_clear(datapath, file, slot);
+    }
+}
+
+static struct read_slot *cache_find(struct open_file *file, uint64_t tile)
+{
+    for (int i = 0; i < READ_SLOTS; i++) {
+        struct read_slot *slot = &file->slots[i];
+        if (slot->state != SLOT_EMPTY && !slot->discard && slot->tile == tile)
+            return slot;
+    }
+    return NULL;
+}
 
 int datapath_open(struct datapath *datapath, const struct ts_attr *attr,
                   struct open_file **out)
@@ -150,6 +251,7 @@ int datapath_open(struct datapath *datapath, const struct ts_attr *attr,
         if (!file->size_dirty)
             file->size = attr->size;
         memset(file->locations, 0, LOCATION_CACHE_SLOTS * sizeof(*file->locations));
+        cache_forget_range(datapath, file, 0, UINT64_MAX);
         pthread_mutex_unlock(&file->lock);
         *out = file;
         return 0;
@@ -165,7 +267,9 @@ int datapath_open(struct datapath *datapath, const struct ts_attr *attr,
     created->handles = 1;
     created->tile_bytes = attr->tile_bytes ? attr->tile_bytes : TILE_DEFAULT_BYTES;
     created->size = attr->size;
+    created->last_written_tile = UINT64_MAX;
     pthread_mutex_init(&created->lock, NULL);
+    pthread_cond_init(&created->changed, NULL);
 
     pthread_mutex_lock(&datapath->lock);
     file = open_file_find(datapath, attr->ino);
@@ -180,7 +284,7 @@ int datapath_open(struct datapath *datapath, const struct ts_attr *attr,
     }
     pthread_mutex_unlock(&datapath->lock);
     if (created)
-        open_file_free(created);
+        open_file_free(datapath, created);
     *out = file;
     return 0;
 }
@@ -203,8 +307,10 @@ static void location_remember(struct open_file *file, uint64_t tile,
 }
 
 /*
- * The location of `tile`; with allocate, a hole gets a tile placed by meta.
- * location->node is 0 for a hole (only without allocate).
+ * The location of `tile`; with allocate, a hole gets a tile placed by meta
+ * (with the following tiles too when the writer is sequential, so meta sees
+ * one request per batch, not per tile). location->node is 0 for a hole
+ * (only without allocate).
  */
 static int location_get(struct datapath *datapath, struct open_file *file, uint64_t tile,
                         bool allocate, struct tile_location *location)
@@ -218,14 +324,22 @@ static int location_get(struct datapath *datapath, struct open_file *file, uint6
         *location = slot->location;
         return 0;
     }
-    if (!allocate) {
+    if (allocate) {
+        if (tile == file->last_written_tile + 1 || (tile == 0 && file->size == 0))
+            count = ALLOCATE_BATCH;
+    } else {
         /* Reads go forward: fetch the tiles up to the end of the file too. */
         uint64_t tiles_in_file = tile_count_for(file->size, file->tile_bytes);
         if (tiles_in_file > tile + 1)
             count = (uint32_t)(tiles_in_file - tile < TILE_MAP_BATCH ? tiles_in_file - tile
                                                                      : TILE_MAP_BATCH);
     }
-    status = metaclient_tile_map(datapath->meta, file->ino, tile, count, allocate, batch);
+    status = metaclient_tile_map(datapath->meta, file->ino, tile, count, allocate, 0, batch);
+    if (status == TS_ERR_NOSPC && count > 1) {
+        /* The batch may not fit where one tile still does. */
+        count = 1;
+        status = metaclient_tile_map(datapath->meta, file->ino, tile, count, allocate, 0, batch);
+    }
     if (status != TS_OK)
         return errno_of(status);
     for (uint32_t i = 0; i < count; i++)
@@ -242,7 +356,7 @@ static void locations_forget_from(struct open_file *file, uint64_t first_tile)
     }
 }
 
-/* ---- writing out ------------------------------------------------------ */
+/* ---- write jobs ------------------------------------------------------- */
 
 static int dirty_remember(struct open_file *file, uint32_t node, uint64_t tile,
                           uint64_t version)
@@ -264,41 +378,129 @@ static int dirty_remember(struct open_file *file, uint32_t node, uint64_t tile,
     return 0;
 }
 
-/* Sends the write buffer to its tile's datanode. Keeps the first error. */
-static int buffer_write_out(struct datapath *datapath, struct open_file *file)
+static void record_error(struct open_file *file, int error)
+{
+    if (error != 0 && file->error == 0)
+        file->error = error;
+}
+
+struct write_job {
+    struct worker_job job;
+    struct datapath *datapath;
+    struct open_file *file;
+    struct tile_location location;
+    uint64_t tile;
+    uint32_t offset;
+    uint32_t length;
+    uint8_t *buffer; /* a whole tile buffer; [offset, offset + length) is sent */
+};
+
+/* ZeroMQ is done with a sent buffer: its memory returns to the budget. */
+static void write_buffer_free(void *data, void *hint)
+{
+    struct write_job *job = hint;
+    (void)data;
+    free(job->buffer);
+    budget_give(&job->datapath->write_budget, job->file->tile_bytes);
+    free(job);
+}
+
+static bool tile_is_being_written(const struct open_file *file, uint64_t tile)
+{
+    for (int i = 0; i < file->writes_in_flight; i++) {
+        if (file->writing[i] == tile)
+            return true;
+    }
+    return false;
+}
+
+static void write_job_run(struct worker_job *worker_job)
+{
+    struct write_job *job = (struct write_job *)worker_job;
+    struct open_file *file = job->file;
+    struct datapath *datapath = job->datapath;
+    uint64_t tile = job->tile;
+    struct tile_location location = job->location;
+    uint8_t payload[64];
+    struct rpc_reply reply;
+    struct rpc_data_owner owner = {write_buffer_free, job};
+    struct ts_tile_write_req request = {
+        .ino = file->ino, .tile = tile, .version = location.version, .offset = job->offset};
+    int len = ts_tile_write_req_encode(&request, payload, sizeof(payload));
+
+    /* From here on the job belongs to ZeroMQ (write_buffer_free). */
+    int status = nodedir_call_owned(datapath->nodes, location.node, TS_OP_TILE_WRITE, payload,
+                                    (size_t)len, job->buffer + job->offset, job->length, &owner,
+                                    &reply);
+    rpc_reply_release(&reply);
+    int error = errno_of(status);
+    if (error != 0)
+        log_error("write of inode %llu tile %llu to datanode %u failed: %s",
+                  (unsigned long long)file->ino, (unsigned long long)tile, location.node,
+                  status_text(status));
+
+    pthread_mutex_lock(&file->lock);
+    for (int i = 0; i < file->writes_in_flight; i++) {
+        if (file->writing[i] == tile) {
+            file->writing[i] = file->writing[--file->writes_in_flight];
+            break;
+        }
+    }
+    if (error == 0)
+        error = dirty_remember(file, location.node, tile, location.version);
+    record_error(file, error);
+    pthread_cond_broadcast(&file->changed);
+    pthread_mutex_unlock(&file->lock);
+}
+
+/*
+ * Hands the write buffer to a write job. Called with file->lock held; may
+ * wait (releasing it) for a free job slot. Errors are kept in file->error.
+ */
+static void buffer_write_out(struct datapath *datapath, struct open_file *file)
 {
     struct tile_location location;
-    struct rpc_reply reply;
-    uint8_t payload[64];
-    int result;
+    int error;
 
     if (!file->buffer_used)
-        return 0;
-    result = location_get(datapath, file, file->buffer_tile, true, &location);
-    if (result == 0) {
-        struct ts_tile_write_req request = {.ino = file->ino,
-                                            .tile = file->buffer_tile,
-                                            .version = location.version,
-                                            .offset = file->buffer_low};
-        int len = ts_tile_write_req_encode(&request, payload, sizeof(payload));
-        int status = nodedir_call(datapath->nodes, location.node, TS_OP_TILE_WRITE, payload,
-                                  (size_t)len, file->buffer + file->buffer_low,
-                                  file->buffer_high - file->buffer_low, &reply);
-        rpc_reply_release(&reply);
-        result = errno_of(status);
-        if (result == 0)
-            result = dirty_remember(file, location.node, file->buffer_tile, location.version);
-    }
-    if (result != 0) {
-        log_error("write of inode %llu tile %llu failed: %s",
-                  (unsigned long long)file->ino, (unsigned long long)file->buffer_tile,
-                  strerror(-result));
-        if (file->error == 0)
-            file->error = result;
-    }
-    /* A failed buffer is dropped: its error is reported instead. */
+        return;
     file->buffer_used = false;
-    return result;
+    error = location_get(datapath, file, file->buffer_tile, true, &location);
+    if (error != 0) {
+        log_error("no tile for inode %llu tile %llu: %s", (unsigned long long)file->ino,
+                  (unsigned long long)file->buffer_tile, strerror(-error));
+        record_error(file, error);
+        return; /* the buffer's bytes are lost: the error reports it */
+    }
+    file->last_written_tile = file->buffer_tile;
+    /* A read-ahead may have cached the tile's old bytes meanwhile. */
+    cache_forget_range(datapath, file, file->buffer_tile, file->buffer_tile);
+    struct write_job *job = calloc(1, sizeof(*job));
+    if (!job) {
+        record_error(file, -ENOMEM);
+        return;
+    }
+    while (file->writes_in_flight == MAX_WRITES_IN_FLIGHT ||
+           tile_is_being_written(file, file->buffer_tile))
+        pthread_cond_wait(&file->changed, &file->lock);
+    job->job.run = write_job_run;
+    job->datapath = datapath;
+    job->file = file;
+    job->location = location;
+    job->tile = file->buffer_tile;
+    job->offset = file->buffer_low;
+    job->length = file->buffer_high - file->buffer_low;
+    job->buffer = file->buffer;
+    file->buffer = NULL;
+    file->writing[file->writes_in_flight++] = job->tile;
+    workers_submit(datapath->workers, &job->job);
+}
+
+/* Waits until no write job of the file runs. Called with file->lock held. */
+static void writes_wait(struct open_file *file)
+{
+    while (file->writes_in_flight > 0)
+        pthread_cond_wait(&file->changed, &file->lock);
 }
 
 /* Commits size and mtime if this mount changed them. */
@@ -325,68 +527,134 @@ static int take_error(struct open_file *file)
     return error;
 }
 
+/* Writes out everything and waits for it; returns the pending error. */
+static int write_everything(struct datapath *datapath, struct open_file *file)
+{
+    buffer_write_out(datapath, file);
+    writes_wait(file);
+    return take_error(file);
+}
+
 int datapath_flush(struct datapath *datapath, struct open_file *file)
 {
     int result;
     pthread_mutex_lock(&file->lock);
-    buffer_write_out(datapath, file);
-    result = take_error(file);
+    result = write_everything(datapath, file);
     if (result == 0)
         result = commit_size(datapath, file, 0);
     pthread_mutex_unlock(&file->lock);
     return result;
 }
 
-/* Asks each datanode to sync the tiles written to it since the last fsync. */
+/* One TILE_SYNC request: all tiles of one datanode. */
+struct sync_job {
+    struct worker_job job;
+    struct datapath *datapath;
+    uint32_t node;
+    uint8_t *payload;
+    size_t payload_len;
+    int status;
+    /* completion: shared by the sync jobs of one fsync */
+    pthread_mutex_t *lock;
+    pthread_cond_t *done;
+    int *pending;
+};
+
+static void sync_job_run(struct worker_job *worker_job)
+{
+    struct sync_job *job = (struct sync_job *)worker_job;
+    struct rpc_reply reply;
+    job->status = nodedir_call(job->datapath->nodes, job->node, TS_OP_TILE_SYNC, job->payload,
+                               job->payload_len, NULL, 0, &reply);
+    rpc_reply_release(&reply);
+    pthread_mutex_lock(job->lock);
+    (*job->pending)--;
+    pthread_cond_broadcast(job->done);
+    pthread_mutex_unlock(job->lock);
+}
+
+/* Encodes a TILE_SYNC request for the dirty tiles on `node`. */
+static int sync_job_prepare(struct open_file *file, uint32_t node, struct sync_job *job)
+{
+    size_t count = 0;
+    for (size_t i = 0; i < file->dirty_count; i++)
+        count += file->dirty[i].node == node;
+    size_t records_len = count * TS_GARBAGE_RECORD_BYTES;
+    uint8_t *records = malloc(records_len + 1);
+    job->payload_len = records_len + 16;
+    job->payload = malloc(job->payload_len);
+    if (!records || !job->payload) {
+        free(records);
+        return -ENOMEM;
+    }
+    struct ts_writer writer;
+    ts_writer_init(&writer, records, records_len);
+    for (size_t i = 0; i < file->dirty_count; i++) {
+        if (file->dirty[i].node != node)
+            continue;
+        ts_writer_u64(&writer, file->ino);
+        ts_writer_u64(&writer, file->dirty[i].tile);
+        ts_writer_u64(&writer, file->dirty[i].version);
+    }
+    struct ts_tile_sync_req request = {.count = (uint32_t)count,
+                                       .tiles = {(const char *)records, (uint32_t)writer.len}};
+    int len = ts_tile_sync_req_encode(&request, job->payload, job->payload_len);
+    free(records);
+    if (len < 0)
+        return -EINVAL;
+    job->payload_len = (size_t)len;
+    job->node = node;
+    return 0;
+}
+
+/*
+ * Has every datanode sync the tiles written to it since the last fsync, all
+ * nodes in parallel. Called with file->lock held (no writes in flight).
+ */
 static int sync_dirty_tiles(struct datapath *datapath, struct open_file *file)
 {
-    size_t done = 0;
+    uint32_t nodes[64];
+    size_t node_count = 0;
+    struct sync_job jobs[64];
+    pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t done = PTHREAD_COND_INITIALIZER;
+    int pending = 0;
     int result = 0;
-    uint8_t *records = malloc(file->dirty_count * TS_GARBAGE_RECORD_BYTES + 1);
-    uint8_t payload[64];
 
-    if (!records)
-        return -ENOMEM;
-    while (done < file->dirty_count && result == 0) {
-        /* One request per node, with all of that node's tiles. */
-        uint32_t node = 0;
-        uint32_t count = 0;
-        struct ts_writer writer;
-        ts_writer_init(&writer, records, file->dirty_count * TS_GARBAGE_RECORD_BYTES);
-        for (size_t i = 0; i < file->dirty_count; i++) {
-            struct dirty_tile *tile = &file->dirty[i];
-            if (tile->node == 0)
-                continue;
-            if (node == 0)
-                node = tile->node;
-            if (tile->node != node)
-                continue;
-            ts_writer_u64(&writer, file->ino);
-            ts_writer_u64(&writer, tile->tile);
-            ts_writer_u64(&writer, tile->version);
-            tile->node = 0; /* taken */
-            count++;
-            done++;
-        }
-        struct ts_tile_sync_req request = {.count = count,
-                                           .tiles = {(const char *)records, (uint32_t)writer.len}};
-        size_t payload_cap = writer.len + 16;
-        uint8_t *buf = payload_cap <= sizeof(payload) ? payload : malloc(payload_cap);
-        if (!buf) {
+    for (size_t i = 0; i < file->dirty_count; i++) {
+        size_t known = 0;
+        while (known < node_count && nodes[known] != file->dirty[i].node)
+            known++;
+        if (known == node_count && node_count < 64)
+            nodes[node_count++] = file->dirty[i].node;
+    }
+    memset(jobs, 0, sizeof(jobs));
+    for (size_t n = 0; n < node_count; n++) {
+        if (sync_job_prepare(file, nodes[n], &jobs[n]) != 0) {
             result = -ENOMEM;
             break;
         }
-        int len = ts_tile_sync_req_encode(&request, buf, payload_cap);
-        struct rpc_reply reply;
-        int status = nodedir_call(datapath->nodes, node, TS_OP_TILE_SYNC, buf, (size_t)len, NULL,
-                                  0, &reply);
-        rpc_reply_release(&reply);
-        if (buf != payload)
-            free(buf);
-        result = errno_of(status);
+        jobs[n].job.run = sync_job_run;
+        jobs[n].datapath = datapath;
+        jobs[n].lock = &lock;
+        jobs[n].done = &done;
+        jobs[n].pending = &pending;
+        pthread_mutex_lock(&lock);
+        pending++;
+        pthread_mutex_unlock(&lock);
+        workers_submit(datapath->workers, &jobs[n].job);
     }
-    free(records);
-    file->dirty_count = 0;
+    pthread_mutex_lock(&lock);
+    while (pending > 0)
+        pthread_cond_wait(&done, &lock);
+    pthread_mutex_unlock(&lock);
+    for (size_t n = 0; n < node_count; n++) {
+        if (result == 0 && jobs[n].payload && jobs[n].status != TS_OK)
+            result = errno_of(jobs[n].status);
+        free(jobs[n].payload);
+    }
+    if (result == 0)
+        file->dirty_count = 0;
     return result;
 }
 
@@ -394,8 +662,7 @@ int datapath_fsync(struct datapath *datapath, struct open_file *file)
 {
     int result;
     pthread_mutex_lock(&file->lock);
-    buffer_write_out(datapath, file);
-    result = take_error(file);
+    result = write_everything(datapath, file);
     if (result == 0)
         result = sync_dirty_tiles(datapath, file);
     if (result == 0)
@@ -424,10 +691,12 @@ static void open_file_put(struct datapath *datapath, struct open_file *file)
     /* flush() normally did this already; a release without flush (mmap
      * writeback after close) still must not lose data. */
     pthread_mutex_lock(&file->lock);
-    buffer_write_out(datapath, file);
-    commit_size(datapath, file, 0);
+    if (write_everything(datapath, file) == 0)
+        commit_size(datapath, file, 0);
+    while (file->loads_in_flight > 0)
+        pthread_cond_wait(&file->changed, &file->lock);
     pthread_mutex_unlock(&file->lock);
-    open_file_free(file);
+    open_file_free(datapath, file);
     metaclient_release(datapath->meta, ino);
 }
 
@@ -450,13 +719,9 @@ ssize_t datapath_write(struct datapath *datapath, struct open_file *file, const 
         result = file->error;
         goto out;
     }
-    if (!file->buffer) {
-        file->buffer = malloc(file->tile_bytes);
-        if (!file->buffer) {
-            result = -ENOMEM;
-            goto out;
-        }
-    }
+    if (size > 0)
+        cache_forget_range(datapath, file, tile_index_of(offset, file->tile_bytes),
+                           tile_index_of(offset + size - 1, file->tile_bytes));
     tile_walk_init(&walk, offset, size, file->tile_bytes);
     while (tile_walk_next(&walk, &segment)) {
         uint32_t low = segment.tile_offset;
@@ -464,9 +729,16 @@ ssize_t datapath_write(struct datapath *datapath, struct open_file *file, const 
         /* The buffer holds one contiguous run: merge only touching writes. */
         bool mergeable = file->buffer_used && file->buffer_tile == segment.tile &&
                          low <= file->buffer_high && high >= file->buffer_low;
-        if (file->buffer_used && !mergeable && buffer_write_out(datapath, file) != 0) {
-            result = file->error;
-            goto out;
+        if (file->buffer_used && !mergeable)
+            buffer_write_out(datapath, file);
+        if (!file->buffer) {
+            budget_take(&datapath->write_budget, file->tile_bytes);
+            file->buffer = malloc(file->tile_bytes);
+            if (!file->buffer) {
+                budget_give(&datapath->write_budget, file->tile_bytes);
+                result = -ENOMEM;
+                goto out;
+            }
         }
         if (!file->buffer_used) {
             file->buffer_used = true;
@@ -479,11 +751,12 @@ ssize_t datapath_write(struct datapath *datapath, struct open_file *file, const 
             file->buffer_low = low;
         if (high > file->buffer_high)
             file->buffer_high = high;
-        if (file->buffer_high - file->buffer_low == file->tile_bytes &&
-            buffer_write_out(datapath, file) != 0) {
-            result = file->error;
-            goto out;
-        }
+        if (file->buffer_high - file->buffer_low == file->tile_bytes)
+            buffer_write_out(datapath, file);
+    }
+    if (file->error != 0) {
+        result = file->error;
+        goto out;
     }
     if (offset + size > file->size)
         file->size = offset + size;
@@ -494,41 +767,192 @@ out:
     return result;
 }
 
-/* Reads one segment from its datanode into out (zeros for holes). */
-static int read_segment(struct datapath *datapath, struct open_file *file,
-                        const struct tile_segment *segment, char *out)
+/* ---- reads ------------------------------------------------------------ */
+
+/* Reads part of a tile from its datanode (zeros where it holds nothing). */
+static int read_from_node(struct datapath *datapath, uint64_t ino,
+                          const struct tile_location *location, uint64_t tile,
+                          uint32_t tile_offset, uint32_t length, uint8_t *out, uint32_t *got)
 {
-    struct tile_location location;
     struct rpc_reply reply;
     uint8_t payload[64];
-    int result = location_get(datapath, file, segment->tile, false, &location);
-    if (result != 0)
-        return result;
-    if (location.node == 0) {
-        memset(out, 0, segment->length);
-        return 0;
-    }
-    struct ts_tile_read_req request = {.ino = file->ino,
-                                       .tile = segment->tile,
-                                       .version = location.version,
-                                       .offset = segment->tile_offset,
-                                       .length = segment->length};
+    struct ts_tile_read_req request = {.ino = ino,
+                                       .tile = tile,
+                                       .version = location->version,
+                                       .offset = tile_offset,
+                                       .length = length};
     int len = ts_tile_read_req_encode(&request, payload, sizeof(payload));
-    int status = nodedir_call(datapath->nodes, location.node, TS_OP_TILE_READ, payload,
+    int status = nodedir_call(datapath->nodes, location->node, TS_OP_TILE_READ, payload,
                               (size_t)len, NULL, 0, &reply);
-    if (status == TS_OK && reply.data_len > segment->length)
+    if (status == TS_OK && reply.data_len > length)
         status = TS_ERR_BADMSG;
     if (status == TS_OK) {
         if (reply.data_len > 0)
             memcpy(out, reply.data, reply.data_len);
-        memset(out + reply.data_len, 0, segment->length - reply.data_len);
+        memset(out + reply.data_len, 0, length - reply.data_len);
+        *got = (uint32_t)reply.data_len;
     } else {
         log_error("read of inode %llu tile %llu from datanode %u failed: %s",
-                  (unsigned long long)file->ino, (unsigned long long)segment->tile,
-                  location.node, status_text(status));
+                  (unsigned long long)ino, (unsigned long long)tile, location->node,
+                  status_text(status));
     }
     rpc_reply_release(&reply);
     return errno_of(status);
+}
+
+struct load_job {
+    struct worker_job job;
+    struct datapath *datapath;
+    struct open_file *file;
+    struct read_slot *slot;
+    struct tile_location location;
+    uint64_t tile;
+};
+
+static void load_job_run(struct worker_job *worker_job)
+{
+    struct load_job *job = (struct load_job *)worker_job;
+    struct open_file *file = job->file;
+    struct read_slot *slot = job->slot;
+    uint32_t got = 0;
+    /* slot->data is only touched by this job while the slot is LOADING. */
+    int error = read_from_node(job->datapath, file->ino, &job->location, job->tile, 0,
+                               file->tile_bytes, slot->data, &got);
+    pthread_mutex_lock(&file->lock);
+    if (slot->discard) {
+        slot_clear(job->datapath, file, slot);
+    } else {
+        slot->state = error == 0 ? SLOT_READY : SLOT_FAILED;
+        slot->error = error;
+        slot->length = got;
+    }
+    file->loads_in_flight--;
+    pthread_cond_broadcast(&file->changed);
+    pthread_mutex_unlock(&file->lock);
+    free(job);
+}
+
+/* A slot to load a tile into: a free one, else the least recently used. */
+static struct read_slot *cache_victim(struct datapath *datapath, struct open_file *file)
+{
+    struct read_slot *victim = NULL;
+    for (int i = 0; i < READ_SLOTS; i++) {
+        struct read_slot *slot = &file->slots[i];
+        if (slot->state == SLOT_EMPTY)
+            return slot;
+        if (slot->state == SLOT_LOADING)
+            continue;
+        if (!victim || slot->last_use < victim->last_use)
+            victim = slot;
+    }
+    if (victim)
+        slot_clear(datapath, file, victim);
+    return victim;
+}
+
+/*
+ * Starts loading a whole tile into the cache. Returns the slot, or NULL when
+ * there is no memory or slot for it (the caller reads directly instead).
+ * Called with file->lock held.
+ */
+static struct read_slot *cache_load(struct datapath *datapath, struct open_file *file,
+                                    uint64_t tile, int *error)
+{
+    struct tile_location location;
+    struct read_slot *slot;
+
+    *error = 0;
+    /* Bytes this mount has not written out yet would be missed. */
+    if ((file->buffer_used && file->buffer_tile == tile) || tile_is_being_written(file, tile))
+        return NULL;
+    *error = location_get(datapath, file, tile, false, &location);
+    if (*error != 0)
+        return NULL;
+    slot = cache_victim(datapath, file);
+    if (!slot)
+        return NULL;
+    slot->tile = tile;
+    slot->last_use = ++file->use_clock;
+    if (location.node == 0) { /* a hole: nothing to fetch */
+        slot->state = SLOT_READY;
+        slot->length = 0;
+        return slot;
+    }
+    if (!budget_try_take(&datapath->read_budget, file->tile_bytes))
+        return NULL;
+    slot->data = malloc(file->tile_bytes);
+    struct load_job *job = calloc(1, sizeof(*job));
+    if (!slot->data || !job) {
+        free(job);
+        slot_clear(datapath, file, slot);
+        return NULL;
+    }
+    slot->state = SLOT_LOADING;
+    job->job.run = load_job_run;
+    job->datapath = datapath;
+    job->file = file;
+    job->slot = slot;
+    job->location = location;
+    job->tile = tile;
+    file->loads_in_flight++;
+    workers_submit(datapath->workers, &job->job);
+    return slot;
+}
+
+/* Starts loading the tiles after `tile` that a sequential reader will want. */
+static void cache_read_ahead(struct datapath *datapath, struct open_file *file, uint64_t tile)
+{
+    uint64_t tiles_in_file = tile_count_for(file->size, file->tile_bytes);
+    for (uint64_t next = tile + 1;
+         next <= tile + datapath->readahead_tiles && next < tiles_in_file; next++) {
+        int error;
+        if (cache_find(file, next))
+            continue;
+        if (!cache_load(datapath, file, next, &error))
+            break;
+    }
+}
+
+/* Copies a segment out of a cached tile, waiting for it to load. */
+static int cache_copy(struct datapath *datapath, struct open_file *file, struct read_slot *slot,
+                      const struct tile_segment *segment, char *out)
+{
+    uint64_t tile = slot->tile;
+    while (slot->state == SLOT_LOADING && slot->tile == tile && !slot->discard)
+        pthread_cond_wait(&file->changed, &file->lock);
+    if (slot->tile != tile || slot->state == SLOT_EMPTY || slot->discard)
+        return -EAGAIN; /* dropped while we waited: read directly */
+    if (slot->state == SLOT_FAILED) {
+        int error = slot->error;
+        slot_clear(datapath, file, slot); /* the next reader tries again */
+        return error == -EAGAIN ? -EIO : error;
+    }
+    slot->last_use = ++file->use_clock;
+    uint32_t start = segment->tile_offset;
+    uint32_t end = start + segment->length;
+    uint32_t have = slot->length;
+    if (have > start)
+        memcpy(out, slot->data + start, (end < have ? end : have) - start);
+    if (end > have)
+        memset(out + (have > start ? have - start : 0), 0, end - (have > start ? have : start));
+    return 0;
+}
+
+/* Reads one segment directly (no cache). Called with file->lock held. */
+static int read_segment_direct(struct datapath *datapath, struct open_file *file,
+                               const struct tile_segment *segment, char *out)
+{
+    struct tile_location location;
+    uint32_t got;
+    int error = location_get(datapath, file, segment->tile, false, &location);
+    if (error != 0)
+        return error;
+    if (location.node == 0) {
+        memset(out, 0, segment->length);
+        return 0;
+    }
+    return read_from_node(datapath, file->ino, &location, segment->tile, segment->tile_offset,
+                          segment->length, (uint8_t *)out, &got);
 }
 
 ssize_t datapath_read(struct datapath *datapath, struct open_file *file, char *buf, size_t size,
@@ -537,13 +961,17 @@ ssize_t datapath_read(struct datapath *datapath, struct open_file *file, char *b
     struct tile_walk walk;
     struct tile_segment segment;
     ssize_t result = 0;
+    bool sequential;
 
     pthread_mutex_lock(&file->lock);
+    /* Reads see this mount's writes: send and wait for the ones in the range. */
     if (file->buffer_used) {
         uint64_t buffer_start = file->buffer_tile * file->tile_bytes;
         if (offset < buffer_start + file->buffer_high && offset + size > buffer_start)
             buffer_write_out(datapath, file);
     }
+    if (file->writes_in_flight > 0)
+        writes_wait(file);
     if (offset + size > file->size && !file->size_dirty) {
         /* The file may have grown through another mount. */
         struct ts_attr attr;
@@ -554,19 +982,44 @@ ssize_t datapath_read(struct datapath *datapath, struct open_file *file, char *b
         goto out;
     if (size > file->size - offset)
         size = (size_t)(file->size - offset);
+    /* The kernel's read-ahead sends a stream's requests slightly out of order. */
+    sequential = offset == file->next_read_offset ||
+                 cache_find(file, tile_index_of(offset, file->tile_bytes)) != NULL ||
+                 (offset > file->next_read_offset &&
+                  offset - file->next_read_offset < 4ull * file->tile_bytes);
+    if (offset + size > file->next_read_offset)
+        file->next_read_offset = offset + size;
+
+    uint64_t last_tile = 0;
     tile_walk_init(&walk, offset, size, file->tile_bytes);
     while (tile_walk_next(&walk, &segment)) {
-        int error = read_segment(datapath, file, &segment, buf + (segment.file_offset - offset));
+        char *out = buf + (segment.file_offset - offset);
+        struct read_slot *slot = cache_find(file, segment.tile);
+        int error = 0;
+        last_tile = segment.tile;
+        if (!slot && sequential)
+            slot = cache_load(datapath, file, segment.tile, &error);
+        if (error != 0) {
+            result = error;
+            goto out;
+        }
+        error = slot ? cache_copy(datapath, file, slot, &segment, out) : -EAGAIN;
+        if (error == -EAGAIN)
+            error = read_segment_direct(datapath, file, &segment, out);
         if (error != 0) {
             result = error;
             goto out;
         }
     }
+    if (sequential)
+        cache_read_ahead(datapath, file, last_tile);
     result = (ssize_t)size;
 out:
     pthread_mutex_unlock(&file->lock);
     return result;
 }
+
+/* ---- attributes ------------------------------------------------------- */
 
 /* Cuts the tile the new end falls in, as meta's SETATTR reply says. */
 static int cut_tile(struct datapath *datapath, uint64_t ino, const struct ts_setattr_rep *reply)
@@ -592,23 +1045,22 @@ int datapath_setattr(struct datapath *datapath, const struct ts_setattr_req *req
     struct ts_setattr_rep reply;
     struct open_file *file;
     int result = 0;
-    int status;
 
     file = open_file_get(datapath, request->ino);
     if (file) {
         pthread_mutex_lock(&file->lock);
-        buffer_write_out(datapath, file);
-        result = commit_size(datapath, file, 0);
+        result = write_everything(datapath, file);
+        if (result == 0)
+            result = commit_size(datapath, file, 0);
     }
-    if (result == 0) {
-        status = metaclient_setattr(datapath->meta, request, &reply);
-        result = errno_of(status);
-    }
+    if (result == 0)
+        result = errno_of(metaclient_setattr(datapath->meta, request, &reply));
     if (result == 0 && (request->valid & TS_SET_SIZE)) {
         result = cut_tile(datapath, request->ino, &reply);
         if (file) {
             file->size = reply.attr.size;
             locations_forget_from(file, tile_count_for(reply.attr.size, file->tile_bytes));
+            cache_forget_range(datapath, file, 0, UINT64_MAX);
         }
     }
     if (result == 0)

@@ -4,21 +4,25 @@
  * reads, writes, flushes and truncations, striped over the datanodes.
  *
  * One open_file per inode that is open in this mount, shared by all its
- * handles. Writes collect in a one-tile buffer and go to the tile's
- * datanode when the buffer is full, when a write moves to another tile,
- * before a read that overlaps it, and on flush/fsync. The file's size as
- * this mount sees it is committed to meta on flush (close) and fsync; fsync
- * also has the datanodes sync every tile written since the last fsync. The
- * first write error is kept and returned by every later write and by the
- * next flush/fsync, so no error is ever lost.
+ * handles. Writes collect in a one-tile buffer that goes to the tile's
+ * datanode in the background (write-behind) when it is full, when a write
+ * moves to another tile, before a read that overlaps it, and on
+ * flush/fsync, which wait for it. Sequential readers get whole tiles read
+ * ahead of them. The file's size as this mount sees it is committed to meta
+ * on flush (close) and fsync; fsync also has the datanodes sync every tile
+ * written since the last fsync. The first write error is kept and returned
+ * by every later write and by the next flush/fsync, so no error is ever
+ * lost.
  *
  * All functions return 0 (or a byte count) or a negative errno.
  */
 #ifndef TESSERA_DATAPATH_H
 #define TESSERA_DATAPATH_H
 
+#include "budget.h"
 #include "metaclient.h"
 #include "nodedir.h"
+#include "workers.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -27,7 +31,14 @@
 struct datapath;
 struct open_file;
 
-struct datapath *datapath_new(struct metaclient *meta, struct nodedir *nodes);
+struct datapath_config {
+    uint64_t memory_bytes;    /* cap on tile buffers: half for writes, half for reads */
+    uint32_t readahead_tiles; /* tiles loaded ahead of a sequential reader */
+};
+
+/* Jobs run on `workers`, which must outlive the data path. */
+struct datapath *datapath_new(struct metaclient *meta, struct nodedir *nodes,
+                              struct workers *workers, const struct datapath_config *config);
 /* Frees every open file left (the kernel has released them all by then). */
 void datapath_destroy(struct datapath **datapathp);
 

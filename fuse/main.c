@@ -8,9 +8,11 @@
 
 #include "log.h"
 #include "status.h"
+#include "tile.h"
 #include "util.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +27,9 @@ struct mount_options {
     long io_timeout_ms;
     long meta_timeout_ms;
     double attr_timeout;
+    uint64_t memory_bytes;
+    long readahead_tiles;
+    long io_threads;
     int foreground;
     int single_thread;
     int debug;
@@ -42,6 +47,9 @@ static void usage(FILE *out)
             "  --io-timeout-ms MS     give up on a datanode after MS ms with EIO (default 5000)\n"
             "  --meta-timeout-ms MS   give up on meta after MS ms with EIO (default 5000)\n"
             "  --attr-timeout SEC     seconds the kernel may cache attributes (default 1.0)\n"
+            "  --memory SIZE          cap on the client's tile buffers, e.g. 256M (default)\n"
+            "  --readahead-tiles N    tiles read ahead of a sequential reader (default 8)\n"
+            "  --io-threads N         tile transfers in flight at once (default 16)\n"
             "  --machine NAME         this machine's name (default: the hostname)\n"
             "  --log-level LEVEL      error, warn, info or debug (default info)\n"
             "  -o OPTIONS             FUSE mount options, e.g. allow_other,default_permissions\n"
@@ -70,6 +78,9 @@ static int parse_arguments(int argc, char **argv, struct mount_options *options)
     options->io_timeout_ms = 5000;
     options->meta_timeout_ms = 5000;
     options->attr_timeout = 1.0;
+    options->memory_bytes = 256u << 20;
+    options->readahead_tiles = 8;
+    options->io_threads = 16;
     options->log_level = LOG_LEVEL_INFO;
 
     for (int i = 1; i < argc; i++) {
@@ -99,6 +110,22 @@ static int parse_arguments(int argc, char **argv, struct mount_options *options)
             long *target = arg[2] == 'i' ? &options->io_timeout_ms : &options->meta_timeout_ms;
             if (util_parse_long(value, 100, 3600000, target) != 0) {
                 fprintf(stderr, "tessera-mount: %s wants milliseconds in 100..3600000\n", arg);
+                return 2;
+            }
+        } else if (strcmp(arg, "--memory") == 0) {
+            if (util_parse_size(value, &options->memory_bytes) != 0 ||
+                options->memory_bytes < (16u << 20)) {
+                fprintf(stderr, "tessera-mount: --memory wants a size of at least 16M\n");
+                return 2;
+            }
+        } else if (strcmp(arg, "--readahead-tiles") == 0) {
+            if (util_parse_long(value, 0, 14, &options->readahead_tiles) != 0) {
+                fprintf(stderr, "tessera-mount: --readahead-tiles wants 0..14\n");
+                return 2;
+            }
+        } else if (strcmp(arg, "--io-threads") == 0) {
+            if (util_parse_long(value, 1, 256, &options->io_threads) != 0) {
+                fprintf(stderr, "tessera-mount: --io-threads wants 1..256\n");
                 return 2;
             }
         } else if (strcmp(arg, "--attr-timeout") == 0) {
@@ -223,12 +250,20 @@ int main(int argc, char **argv)
     }
 
     state.attr_timeout = options.attr_timeout;
+    state.mountpoint = options.mountpoint;
     state.entry_timeout = options.attr_timeout;
     state.meta = metaclient_new(options.meta, (int)options.meta_timeout_ms);
     if (state.meta)
         state.nodes = nodedir_new(state.meta, (int)options.io_timeout_ms);
     if (state.nodes)
-        state.datapath = datapath_new(state.meta, state.nodes);
+        state.workers = workers_new((int)options.io_threads);
+    /* A quarter of the cap stays for everything but tile buffers. */
+    struct datapath_config datapath_config = {
+        .memory_bytes = options.memory_bytes / 4 * 3,
+        .readahead_tiles = (uint32_t)options.readahead_tiles,
+    };
+    if (state.workers)
+        state.datapath = datapath_new(state.meta, state.nodes, state.workers, &datapath_config);
     if (!state.datapath) {
         log_error("cannot set up the client (out of memory or bad --meta %s)", options.meta);
         goto out;
@@ -255,6 +290,7 @@ int main(int argc, char **argv)
     }
     log_info("mounting %s from %s (datanode timeout %ld ms)", options.mountpoint, options.meta,
              options.io_timeout_ms);
+
     daemon_report(report_fd, 0);
     report_fd = -1;
     if (options.single_thread) {
@@ -275,6 +311,7 @@ out_signals:
 out_session:
     fuse_session_destroy(session);
 out:
+    workers_destroy(&state.workers); /* finishes queued jobs before the rest goes */
     datapath_destroy(&state.datapath);
     nodedir_destroy(&state.nodes);
     metaclient_destroy(&state.meta);

@@ -358,11 +358,11 @@ int metaclient_removexattr(struct metaclient *client, uint64_t ino, const char *
 }
 
 int metaclient_tile_map(struct metaclient *client, uint64_t ino, uint64_t first, uint32_t count,
-                        int allocate, struct tile_location *locations)
+                        int allocate, uint32_t node, struct tile_location *locations)
 {
     uint8_t buf[REQUEST_CAP];
     struct ts_tile_map_req request = {
-        .ino = ino, .first = first, .count = count, .allocate = allocate ? 1 : 0};
+        .ino = ino, .first = first, .count = count, .allocate = allocate ? 1 : 0, .node = node};
     struct ts_tile_map_rep decoded;
     struct rpc_reply reply;
     struct ts_cursor cursor;

@@ -84,10 +84,11 @@ int metaclient_listxattr(struct metaclient *client, uint64_t ino, char **names, 
 int metaclient_removexattr(struct metaclient *client, uint64_t ino, const char *name);
 /*
  * Locations of tiles [first, first + count); with allocate, missing tiles
- * are placed and committed by meta first. count <= TS_MAX_TILES_PER_MAP.
+ * are placed and committed by meta first: on datanode `node` if non-zero,
+ * else by the file's placement policy. count <= TS_MAX_TILES_PER_MAP.
  */
 int metaclient_tile_map(struct metaclient *client, uint64_t ino, uint64_t first, uint32_t count,
-                        int allocate, struct tile_location *locations);
+                        int allocate, uint32_t node, struct tile_location *locations);
 /* Written data: size = max(size, min_size), mtime if given; sync = durable. */
 int metaclient_commit(struct metaclient *client, uint64_t ino, uint64_t min_size,
                       const struct timespec *mtime, int sync, struct ts_attr *attr);

@@ -134,15 +134,24 @@ static struct rpc_pool *nodedir_pool(struct nodedir *dir, uint32_t id)
 int nodedir_call(struct nodedir *dir, uint32_t node, uint16_t op, const void *payload,
                  size_t payload_len, const void *data, size_t data_len, struct rpc_reply *reply)
 {
+    return nodedir_call_owned(dir, node, op, payload, payload_len, data, data_len, NULL, reply);
+}
+
+int nodedir_call_owned(struct nodedir *dir, uint32_t node, uint16_t op, const void *payload,
+                       size_t payload_len, const void *data, size_t data_len,
+                       const struct rpc_data_owner *owner, struct rpc_reply *reply)
+{
     struct rpc_pool *pool = nodedir_pool(dir, node);
     int status;
 
     memset(reply, 0, sizeof(*reply));
     if (!pool) {
         log_error("%s: datanode %u is not known to meta", ts_op_name(op), node);
+        if (owner && data)
+            owner->free_fn((void *)data, owner->hint);
         return TS_ERR_IO;
     }
-    status = rpc_pool_call(pool, op, payload, payload_len, data, data_len, reply);
+    status = rpc_pool_call_owned(pool, op, payload, payload_len, data, data_len, owner, reply);
     if (status == TS_ERR_TIMEDOUT) {
         log_warn("%s: datanode %u at %s did not answer within %d ms", ts_op_name(op), node,
                  rpc_pool_endpoint(pool), dir->io_timeout_ms);

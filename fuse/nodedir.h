@@ -26,5 +26,9 @@ void nodedir_destroy(struct nodedir **dirp);
  */
 int nodedir_call(struct nodedir *dir, uint32_t node, uint16_t op, const void *payload,
                  size_t payload_len, const void *data, size_t data_len, struct rpc_reply *reply);
+/* As nodedir_call(), giving the data to ZeroMQ without a copy (rpc.h). */
+int nodedir_call_owned(struct nodedir *dir, uint32_t node, uint16_t op, const void *payload,
+                       size_t payload_len, const void *data, size_t data_len,
+                       const struct rpc_data_owner *owner, struct rpc_reply *reply);
 
 #endif

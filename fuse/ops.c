@@ -11,12 +11,14 @@
  */
 #include "ops.h"
 
+#include "bdi.h"
 #include "log.h"
 #include "status.h"
 #include "tile.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -24,7 +26,20 @@
 
 #define READDIR_BATCH 1024
 
-static struct mount_state *state_of(fuse_req_t req) { return fuse_req_userdata(req); }
+static struct mount_state *mount_state_for_tuning;
+static pthread_once_t tuning_once = PTHREAD_ONCE_INIT;
+
+static void tune_after_init(void)
+{
+    bdi_raise_readahead(mount_state_for_tuning->mountpoint, 4 * TILE_DEFAULT_BYTES / 1024);
+}
+
+/* Every request but init comes after the kernel processed FUSE_INIT's reply. */
+static struct mount_state *state_of(fuse_req_t req)
+{
+    pthread_once(&tuning_once, tune_after_init);
+    return fuse_req_userdata(req);
+}
 
 static void attr_to_stat(const struct ts_attr *attr, struct stat *st)
 {
@@ -90,7 +105,7 @@ static struct open_file *file_of(struct fuse_file_info *fi)
 
 static void x_init(void *userdata, struct fuse_conn_info *conn)
 {
-    (void)userdata;
+    mount_state_for_tuning = userdata; /* before any other request runs */
     /* 1 MiB requests: one tile per request when aligned. */
     conn->max_write = TILE_DEFAULT_BYTES;
     conn->max_read = TILE_DEFAULT_BYTES;

@@ -17,6 +17,8 @@ struct mount_state {
     struct metaclient *meta;
     struct nodedir *nodes;
     struct datapath *datapath;
+    struct workers *workers;
+    const char *mountpoint;
     double attr_timeout;  /* seconds the kernel may cache attributes */
     double entry_timeout; /* seconds the kernel may cache names */
 };

@@ -1,0 +1,28 @@
+/*
+ * @file budget.h
+ * A byte budget shared by threads: the cap on the client's tile buffers, so
+ * the mount's memory stays bounded whatever the number and size of files.
+ */
+#ifndef TESSERA_BUDGET_H
+#define TESSERA_BUDGET_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct budget {
+    pthread_mutex_t lock; /* protects used */
+    pthread_cond_t freed;
+    uint64_t cap;
+    uint64_t used;
+};
+
+void budget_init(struct budget *budget, uint64_t cap);
+void budget_fini(struct budget *budget);
+/* Takes bytes, waiting until they are free. */
+void budget_take(struct budget *budget, uint64_t bytes);
+/* Takes bytes if free now; returns false (taking nothing) otherwise. */
+bool budget_try_take(struct budget *budget, uint64_t bytes);
+void budget_give(struct budget *budget, uint64_t bytes);
+
+#endif
