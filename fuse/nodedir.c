@@ -1,6 +1,11 @@
 /*
  * @file nodedir.c
- * See nodedir.h. Pools are never destroyed while the mount runs: a thread
+ * See nodedir.h. A node that timed out is taken as down for one timeout
+ * period: calls to it fail at once (EIO) instead of queueing behind one
+ * another, each waiting out the timeout; the first call after the period
+ * tries again, so the mount recovers by itself when the node returns.
+ *
+ * Pools are never destroyed while the mount runs: a thread
  * may be using one while another replaces it, so replaced pools move to a
  * retired list freed at exit. Addresses change rarely; the list stays small.
  */
@@ -8,14 +13,19 @@
 
 #include "log.h"
 #include "status.h"
+#include "util.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct node_entry {
     uint32_t id;
     struct rpc_pool *pool;
+    /* After a timeout the node counts as down until then: calls fail at
+     * once instead of each waiting out the timeout again. */
+    int64_t down_until_ms;
 };
 
 struct nodedir {
@@ -105,8 +115,7 @@ static int nodedir_refresh(struct nodedir *dir)
             continue;
         }
         dir->entries = grown;
-        dir->entries[dir->count].id = nodes[i].id;
-        dir->entries[dir->count].pool = pool;
+        dir->entries[dir->count] = (struct node_entry){.id = nodes[i].id, .pool = pool};
         dir->count++;
     }
     free(nodes);
@@ -114,7 +123,8 @@ static int nodedir_refresh(struct nodedir *dir)
     return TS_OK;
 }
 
-static struct rpc_pool *nodedir_pool(struct nodedir *dir, uint32_t id)
+/* The pool of node id, NULL if unknown; *down is set if it counts as down. */
+static struct rpc_pool *nodedir_pool(struct nodedir *dir, uint32_t id, bool *down)
 {
     struct node_entry *entry;
     struct rpc_pool *pool = NULL;
@@ -125,10 +135,23 @@ static struct rpc_pool *nodedir_pool(struct nodedir *dir, uint32_t id)
     entry = nodedir_find(dir, id);
     if (!entry && nodedir_refresh(dir) == TS_OK)
         entry = nodedir_find(dir, id);
-    if (entry)
+    if (entry) {
         pool = entry->pool;
+        *down = util_monotonic_ms() < entry->down_until_ms;
+    }
     pthread_mutex_unlock(&dir->lock);
     return pool;
+}
+
+static void nodedir_mark(struct nodedir *dir, uint32_t id, bool timed_out)
+{
+    pthread_mutex_lock(&dir->lock);
+    struct node_entry *entry = nodedir_find(dir, id);
+    if (entry)
+        entry->down_until_ms = timed_out ? util_monotonic_ms() + dir->io_timeout_ms : 0;
+    if (timed_out)
+        dir->stale = 1; /* it may come back at another address */
+    pthread_mutex_unlock(&dir->lock);
 }
 
 int nodedir_call(struct nodedir *dir, uint32_t node, uint16_t op, const void *payload,
@@ -141,23 +164,22 @@ int nodedir_call_owned(struct nodedir *dir, uint32_t node, uint16_t op, const vo
                        size_t payload_len, const void *data, size_t data_len,
                        const struct rpc_data_owner *owner, struct rpc_reply *reply)
 {
-    struct rpc_pool *pool = nodedir_pool(dir, node);
+    bool down = false;
+    struct rpc_pool *pool = nodedir_pool(dir, node, &down);
     int status;
 
     memset(reply, 0, sizeof(*reply));
-    if (!pool) {
-        log_error("%s: datanode %u is not known to meta", ts_op_name(op), node);
+    if (!pool || down) {
+        if (!pool)
+            log_error("%s: datanode %u is not known to meta", ts_op_name(op), node);
         if (owner && data)
             owner->free_fn((void *)data, owner->hint);
-        return TS_ERR_IO;
+        return pool ? TS_ERR_TIMEDOUT : TS_ERR_IO;
     }
     status = rpc_pool_call_owned(pool, op, payload, payload_len, data, data_len, owner, reply);
-    if (status == TS_ERR_TIMEDOUT) {
-        log_warn("%s: datanode %u at %s did not answer within %d ms", ts_op_name(op), node,
-                 rpc_pool_endpoint(pool), dir->io_timeout_ms);
-        pthread_mutex_lock(&dir->lock);
-        dir->stale = 1;
-        pthread_mutex_unlock(&dir->lock);
-    }
+    if (status == TS_ERR_TIMEDOUT)
+        log_warn("%s: datanode %u at %s did not answer within %d ms (taken as down for as long)",
+                 ts_op_name(op), node, rpc_pool_endpoint(pool), dir->io_timeout_ms);
+    nodedir_mark(dir, node, status == TS_ERR_TIMEDOUT);
     return status;
 }
