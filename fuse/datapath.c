@@ -64,14 +64,19 @@ struct dirty_tile {
 
 enum slot_state { SLOT_EMPTY = 0, SLOT_LOADING, SLOT_READY, SLOT_FAILED };
 
-/* One whole tile in the read cache. */
+/*
+ * One whole tile in the read cache. Its bytes stay in the datanode's reply
+ * (no copy); readers pin the slot while the kernel copies from it.
+ */
 struct read_slot {
     enum slot_state state;
     uint64_t tile;
-    uint8_t *data;   /* tile_bytes, from the read budget */
-    uint32_t length; /* bytes the datanode had; the rest of the tile is zeros */
-    int error;       /* SLOT_FAILED: -errno */
-    bool discard;    /* written while loading: drop the result */
+    struct rpc_reply reply; /* SLOT_READY: reply.data holds `length` bytes */
+    bool holds_budget;      /* tile_bytes taken from the read budget */
+    uint32_t length;        /* bytes the datanode had; the rest of the tile is zeros */
+    int error;              /* SLOT_FAILED: -errno */
+    int pins;               /* readers replying from it */
+    bool discard;           /* stale: clear when no longer loading or pinned */
     uint64_t last_use;
 };
 
@@ -142,10 +147,9 @@ struct datapath *datapath_new(struct metaclient *meta, struct nodedir *nodes,
 static void open_file_free(struct datapath *datapath, struct open_file *file)
 {
     for (int i = 0; i < READ_SLOTS; i++) {
-        if (file->slots[i].data) {
-            free(file->slots[i].data);
+        rpc_reply_release(&file->slots[i].reply);
+        if (file->slots[i].holds_budget)
             budget_give(&datapath->read_budget, file->tile_bytes);
-        }
     }
     if (file->buffer) {
         free(file->buffer);
@@ -207,10 +211,9 @@ static struct open_file *open_file_get(struct datapath *datapath, uint64_t ino)
 
 static void slot_clear(struct datapath *datapath, struct open_file *file, struct read_slot *slot)
 {
-    if (slot->data) {
-        free(slot->data);
+    rpc_reply_release(&slot->reply);
+    if (slot->holds_budget)
         budget_give(&datapath->read_budget, file->tile_bytes);
-    }
     memset(slot, 0, sizeof(*slot));
 }
 
@@ -222,8 +225,8 @@ static void cache_forget_range(struct datapath *datapath, struct open_file *file
         struct read_slot *slot = &file->slots[i];
         if (slot->state == SLOT_EMPTY || slot->tile < first || slot->tile > last)
             continue;
-        if (slot->state == SLOT_LOADING)
-            slot->discard = true; /* the loader clears it */
+        if (slot->state == SLOT_LOADING || slot->pins > 0)
+            slot->discard = true; /* the loader or the last reader clears it */
         else
             slot_clear(datapath, file, slot);
     }
@@ -769,12 +772,14 @@ out:
 
 /* ---- reads ------------------------------------------------------------ */
 
-/* Reads part of a tile from its datanode (zeros where it holds nothing). */
+/*
+ * Reads part of a tile from its datanode into `reply` (reply->data_len bytes;
+ * the rest of the range holds nothing: zeros). The caller releases reply.
+ */
 static int read_from_node(struct datapath *datapath, uint64_t ino,
                           const struct tile_location *location, uint64_t tile,
-                          uint32_t tile_offset, uint32_t length, uint8_t *out, uint32_t *got)
+                          uint32_t tile_offset, uint32_t length, struct rpc_reply *reply)
 {
-    struct rpc_reply reply;
     uint8_t payload[64];
     struct ts_tile_read_req request = {.ino = ino,
                                        .tile = tile,
@@ -783,20 +788,13 @@ static int read_from_node(struct datapath *datapath, uint64_t ino,
                                        .length = length};
     int len = ts_tile_read_req_encode(&request, payload, sizeof(payload));
     int status = nodedir_call(datapath->nodes, location->node, TS_OP_TILE_READ, payload,
-                              (size_t)len, NULL, 0, &reply);
-    if (status == TS_OK && reply.data_len > length)
+                              (size_t)len, NULL, 0, reply);
+    if (status == TS_OK && reply->data_len > length)
         status = TS_ERR_BADMSG;
-    if (status == TS_OK) {
-        if (reply.data_len > 0)
-            memcpy(out, reply.data, reply.data_len);
-        memset(out + reply.data_len, 0, length - reply.data_len);
-        *got = (uint32_t)reply.data_len;
-    } else {
+    if (status != TS_OK)
         log_error("read of inode %llu tile %llu from datanode %u failed: %s",
                   (unsigned long long)ino, (unsigned long long)tile, location->node,
                   status_text(status));
-    }
-    rpc_reply_release(&reply);
     return errno_of(status);
 }
 
@@ -814,18 +812,16 @@ static void load_job_run(struct worker_job *worker_job)
     struct load_job *job = (struct load_job *)worker_job;
     struct open_file *file = job->file;
     struct read_slot *slot = job->slot;
-    uint32_t got = 0;
-    /* slot->data is only touched by this job while the slot is LOADING. */
+    /* Nobody else touches a LOADING slot, so the reply goes straight into
+     * it: a zmq_msg_t must not be copied (small messages live inside it). */
     int error = read_from_node(job->datapath, file->ino, &job->location, job->tile, 0,
-                               file->tile_bytes, slot->data, &got);
+                               file->tile_bytes, &slot->reply);
     pthread_mutex_lock(&file->lock);
-    if (slot->discard) {
+    slot->state = error == 0 ? SLOT_READY : SLOT_FAILED;
+    slot->error = error;
+    slot->length = error == 0 ? (uint32_t)slot->reply.data_len : 0;
+    if (slot->discard)
         slot_clear(job->datapath, file, slot);
-    } else {
-        slot->state = error == 0 ? SLOT_READY : SLOT_FAILED;
-        slot->error = error;
-        slot->length = got;
-    }
     file->loads_in_flight--;
     pthread_cond_broadcast(&file->changed);
     pthread_mutex_unlock(&file->lock);
@@ -840,7 +836,7 @@ static struct read_slot *cache_victim(struct datapath *datapath, struct open_fil
         struct read_slot *slot = &file->slots[i];
         if (slot->state == SLOT_EMPTY)
             return slot;
-        if (slot->state == SLOT_LOADING)
+        if (slot->state == SLOT_LOADING || slot->pins > 0 || slot->discard)
             continue;
         if (!victim || slot->last_use < victim->last_use)
             victim = slot;
@@ -868,9 +864,16 @@ static struct read_slot *cache_load(struct datapath *datapath, struct open_file 
     *error = location_get(datapath, file, tile, false, &location);
     if (*error != 0)
         return NULL;
-    slot = cache_victim(datapath, file);
-    if (!slot)
+    if (location.node != 0 && !budget_try_take(&datapath->read_budget, file->tile_bytes))
         return NULL;
+    struct load_job *job = location.node != 0 ? calloc(1, sizeof(*job)) : NULL;
+    slot = (location.node == 0 || job) ? cache_victim(datapath, file) : NULL;
+    if (!slot) {
+        free(job);
+        if (location.node != 0)
+            budget_give(&datapath->read_budget, file->tile_bytes);
+        return NULL;
+    }
     slot->tile = tile;
     slot->last_use = ++file->use_clock;
     if (location.node == 0) { /* a hole: nothing to fetch */
@@ -878,15 +881,7 @@ static struct read_slot *cache_load(struct datapath *datapath, struct open_file 
         slot->length = 0;
         return slot;
     }
-    if (!budget_try_take(&datapath->read_budget, file->tile_bytes))
-        return NULL;
-    slot->data = malloc(file->tile_bytes);
-    struct load_job *job = calloc(1, sizeof(*job));
-    if (!slot->data || !job) {
-        free(job);
-        slot_clear(datapath, file, slot);
-        return NULL;
-    }
+    slot->holds_budget = true;
     slot->state = SLOT_LOADING;
     job->job.run = load_job_run;
     job->datapath = datapath;
@@ -913,9 +908,54 @@ static void cache_read_ahead(struct datapath *datapath, struct open_file *file, 
     }
 }
 
-/* Copies a segment out of a cached tile, waiting for it to load. */
-static int cache_copy(struct datapath *datapath, struct open_file *file, struct read_slot *slot,
-                      const struct tile_segment *segment, char *out)
+/* Zeros for the parts of a read that no tile holds. */
+static const char zeros[64 * 1024];
+
+/* Appends a piece to the result's vector. */
+static int result_add(struct datapath_read *result, const void *base, size_t len)
+{
+    if (len == 0)
+        return 0;
+    if (result->count == result->cap) {
+        size_t new_cap = result->cap * 2;
+        struct iovec *grown;
+        if (result->iov == result->inline_iov) {
+            grown = malloc(new_cap * sizeof(*grown));
+            if (grown)
+                memcpy(grown, result->iov, result->count * sizeof(*grown));
+        } else {
+            grown = realloc(result->iov, new_cap * sizeof(*grown));
+        }
+        if (!grown)
+            return -ENOMEM;
+        result->iov = grown;
+        result->cap = new_cap;
+    }
+    result->iov[result->count].iov_base = (void *)base;
+    result->iov[result->count].iov_len = len;
+    result->count++;
+    result->bytes += len;
+    return 0;
+}
+
+static int result_add_zeros(struct datapath_read *result, size_t len)
+{
+    while (len > 0) {
+        size_t piece = len < sizeof(zeros) ? len : sizeof(zeros);
+        int error = result_add(result, zeros, piece);
+        if (error != 0)
+            return error;
+        len -= piece;
+    }
+    return 0;
+}
+
+/*
+ * Adds a segment served from a cached tile, waiting for it to load, and
+ * pins the slot. Returns -EAGAIN if the slot went away meanwhile.
+ */
+static int cache_serve(struct datapath *datapath, struct open_file *file, struct read_slot *slot,
+                       const struct tile_segment *segment, struct datapath_read *result)
 {
     uint64_t tile = slot->tile;
     while (slot->state == SLOT_LOADING && slot->tile == tile && !slot->discard)
@@ -927,42 +967,59 @@ static int cache_copy(struct datapath *datapath, struct open_file *file, struct 
         slot_clear(datapath, file, slot); /* the next reader tries again */
         return error == -EAGAIN ? -EIO : error;
     }
+    if (result->pinned_count == DATAPATH_READ_MAX_PINS)
+        return -EAGAIN;
     slot->last_use = ++file->use_clock;
+    slot->pins++;
+    result->pinned[result->pinned_count++] = slot;
     uint32_t start = segment->tile_offset;
     uint32_t end = start + segment->length;
     uint32_t have = slot->length;
+    int error = 0;
     if (have > start)
-        memcpy(out, slot->data + start, (end < have ? end : have) - start);
-    if (end > have)
-        memset(out + (have > start ? have - start : 0), 0, end - (have > start ? have : start));
-    return 0;
+        error = result_add(result, (const char *)slot->reply.data + start,
+                           (end < have ? end : have) - start);
+    if (error == 0 && end > have)
+        error = result_add_zeros(result, end - (have > start ? have : start));
+    return error;
 }
 
-/* Reads one segment directly (no cache). Called with file->lock held. */
-static int read_segment_direct(struct datapath *datapath, struct open_file *file,
-                               const struct tile_segment *segment, char *out)
+/* Adds a segment read directly (no cache) into the result's scratch buffer. */
+static int direct_serve(struct datapath *datapath, struct open_file *file,
+                        const struct tile_segment *segment, struct datapath_read *result)
 {
     struct tile_location location;
-    uint32_t got;
+    struct rpc_reply reply;
     int error = location_get(datapath, file, segment->tile, false, &location);
     if (error != 0)
         return error;
-    if (location.node == 0) {
-        memset(out, 0, segment->length);
-        return 0;
+    if (location.node == 0)
+        return result_add_zeros(result, segment->length);
+    error = read_from_node(datapath, file->ino, &location, segment->tile, segment->tile_offset,
+                           segment->length, &reply);
+    if (error == 0) {
+        char *out = result->scratch + result->scratch_used;
+        memcpy(out, reply.data, reply.data_len);
+        memset(out + reply.data_len, 0, segment->length - reply.data_len);
+        result->scratch_used += segment->length;
+        error = result_add(result, out, segment->length);
     }
-    return read_from_node(datapath, file->ino, &location, segment->tile, segment->tile_offset,
-                          segment->length, (uint8_t *)out, &got);
+    rpc_reply_release(&reply);
+    return error;
 }
 
-ssize_t datapath_read(struct datapath *datapath, struct open_file *file, char *buf, size_t size,
-                      uint64_t offset)
+ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t size,
+                      uint64_t offset, struct datapath_read *result)
 {
     struct tile_walk walk;
     struct tile_segment segment;
-    ssize_t result = 0;
+    ssize_t outcome = 0;
     bool sequential;
 
+    memset(result, 0, sizeof(*result));
+    result->file = file;
+    result->iov = result->inline_iov;
+    result->cap = sizeof(result->inline_iov) / sizeof(result->inline_iov[0]);
     pthread_mutex_lock(&file->lock);
     /* Reads see this mount's writes: send and wait for the ones in the range. */
     if (file->buffer_used) {
@@ -993,30 +1050,50 @@ ssize_t datapath_read(struct datapath *datapath, struct open_file *file, char *b
     uint64_t last_tile = 0;
     tile_walk_init(&walk, offset, size, file->tile_bytes);
     while (tile_walk_next(&walk, &segment)) {
-        char *out = buf + (segment.file_offset - offset);
         struct read_slot *slot = cache_find(file, segment.tile);
         int error = 0;
         last_tile = segment.tile;
         if (!slot && sequential)
             slot = cache_load(datapath, file, segment.tile, &error);
         if (error != 0) {
-            result = error;
+            outcome = error;
             goto out;
         }
-        error = slot ? cache_copy(datapath, file, slot, &segment, out) : -EAGAIN;
-        if (error == -EAGAIN)
-            error = read_segment_direct(datapath, file, &segment, out);
+        error = slot ? cache_serve(datapath, file, slot, &segment, result) : -EAGAIN;
+        if (error == -EAGAIN) {
+            if (!result->scratch)
+                result->scratch = malloc(size);
+            error = result->scratch ? direct_serve(datapath, file, &segment, result) : -ENOMEM;
+        }
         if (error != 0) {
-            result = error;
+            outcome = error;
             goto out;
         }
     }
     if (sequential)
         cache_read_ahead(datapath, file, last_tile);
-    result = (ssize_t)size;
+    outcome = (ssize_t)result->bytes;
 out:
     pthread_mutex_unlock(&file->lock);
-    return result;
+    return outcome;
+}
+
+void datapath_read_done(struct datapath *datapath, struct datapath_read *result)
+{
+    struct open_file *file = result->file;
+    if (result->pinned_count > 0) {
+        pthread_mutex_lock(&file->lock);
+        for (int i = 0; i < result->pinned_count; i++) {
+            struct read_slot *slot = result->pinned[i];
+            if (--slot->pins == 0 && slot->discard && slot->state != SLOT_LOADING)
+                slot_clear(datapath, file, slot);
+        }
+        pthread_mutex_unlock(&file->lock);
+    }
+    if (result->iov != result->inline_iov)
+        free(result->iov);
+    free(result->scratch);
+    memset(result, 0, sizeof(*result));
 }
 
 /* ---- attributes ------------------------------------------------------- */

@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 struct datapath;
 struct open_file;
@@ -51,8 +52,35 @@ int datapath_open(struct datapath *datapath, const struct ts_attr *attr,
 /* Drops a handle: the last one writes out, frees the state and tells meta. */
 void datapath_release(struct datapath *datapath, struct open_file *file);
 
-ssize_t datapath_read(struct datapath *datapath, struct open_file *file, char *buf,
-                      size_t size, uint64_t offset);
+/* Pins on cached tiles one read may hold (a read spans few tiles). */
+#define DATAPATH_READ_MAX_PINS 16
+
+/*
+ * The bytes of one read, as pieces to hand to fuse_reply_iov(): pieces of
+ * cached tiles (pinned until datapath_read_done), of a private buffer, and
+ * of a static page of zeros.
+ */
+struct datapath_read {
+    struct iovec *iov;
+    size_t count;
+    size_t cap;
+    size_t bytes;
+    struct iovec inline_iov[8];
+    struct open_file *file;
+    struct read_slot *pinned[DATAPATH_READ_MAX_PINS];
+    int pinned_count;
+    char *scratch; /* directly read bytes */
+    size_t scratch_used;
+};
+
+/*
+ * Reads [offset, offset + size) (less at the end of the file) into result.
+ * Returns the byte count or -errno; in every case the caller replies and then
+ * calls datapath_read_done(result).
+ */
+ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t size,
+                      uint64_t offset, struct datapath_read *result);
+void datapath_read_done(struct datapath *datapath, struct datapath_read *result);
 ssize_t datapath_write(struct datapath *datapath, struct open_file *file, const char *buf,
                        size_t size, uint64_t offset);
 /* Writes out the buffer and commits size and mtime to meta (close). */

@@ -13,6 +13,7 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -237,6 +238,11 @@ int main(int argc, char **argv)
     if (parsed != 0)
         return 2;
     log_init("tessera-mount", options.log_level);
+    /* Tile buffers are 1 MiB: without this glibc maps and unmaps each one,
+     * and every use pays page faults and zeroing again. The memory cap
+     * (--memory) bounds what the heap keeps. */
+    mallopt(M_MMAP_THRESHOLD, 64 << 20);
+    mallopt(M_TRIM_THRESHOLD, 128 << 20);
     int report_fd = daemon_fork(options.foreground);
 
     /* Large requests: the kernel sends up to a whole tile per read/write. */

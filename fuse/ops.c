@@ -353,19 +353,15 @@ static void x_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 static void x_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
                    struct fuse_file_info *fi)
 {
+    struct mount_state *state = state_of(req);
+    struct datapath_read result;
     (void)ino;
-    char *buf = malloc(size ? size : 1);
-    if (!buf) {
-        fuse_reply_err(req, ENOMEM);
-        return;
-    }
-    ssize_t got = datapath_read(state_of(req)->datapath, file_of(fi), buf, size,
-                                (uint64_t)offset);
+    ssize_t got = datapath_read(state->datapath, file_of(fi), size, (uint64_t)offset, &result);
     if (got < 0)
         fuse_reply_err(req, (int)-got);
     else
-        fuse_reply_buf(req, buf, (size_t)got);
-    free(buf);
+        fuse_reply_iov(req, result.iov, (int)result.count);
+    datapath_read_done(state->datapath, &result);
 }
 
 static void x_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t offset,
