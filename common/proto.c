@@ -93,6 +93,7 @@ void ts_cursor_attr(struct ts_cursor *cursor, struct ts_attr *attr)
     attr->tile_bytes = ts_cursor_u32(cursor);
     attr->placement = ts_cursor_u32(cursor);
     attr->copies = ts_cursor_u32(cursor);
+    attr->flags = ts_cursor_u32(cursor);
 }
 
 /* ---- writer ----------------------------------------------------------- */
@@ -168,6 +169,7 @@ void ts_writer_attr(struct ts_writer *writer, const struct ts_attr *attr)
     ts_writer_u32(writer, attr->tile_bytes);
     ts_writer_u32(writer, attr->placement);
     ts_writer_u32(writer, attr->copies);
+    ts_writer_u32(writer, attr->flags);
 }
 
 struct ts_str ts_str_of(const char *s)

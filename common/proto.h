@@ -117,8 +117,12 @@ struct ts_attr {
     uint32_t tile_bytes; /* the file's layout: subchunk size */
     uint32_t placement;  /* enum ts_placement in effect for new tiles */
     uint32_t copies;     /* datanodes holding each tile */
+    uint32_t flags;      /* TS_ATTR_* */
 };
-#define TS_ATTR_WIRE_BYTES 104
+#define TS_ATTR_WIRE_BYTES 108
+
+/* Attribute flags. */
+#define TS_ATTR_ARRAY 0x1u /* laid out as an array: see xattr user.tessera.array */
 
 /* Placement policies (DESIGN.md "Placement by live throughput"). */
 enum ts_placement {

@@ -2,19 +2,24 @@
  * @file datapath.c
  * See datapath.h.
  *
- * Writes (write-behind): a write fills the file's one-tile buffer; when the
- * buffer is full, or a write moves to another tile, the buffer becomes a
- * write job for the worker pool and a fresh buffer takes its place. Up to
+ * Writes (write-behind): a write fills the buffer of its tile (a linear file
+ * keeps one or two, an array file up to MAX_WRITE_BUFFERS, since a
+ * row-major writer fills many tiles at once); a buffer holds one contiguous
+ * run of its tile. When it is full, when a write does not touch its run, or
+ * when its slot is needed for another tile, it becomes a write job for the
+ * worker pool. Up to
  * max_writes_in_flight jobs per file run at once, to all the datanodes in
  * parallel; two jobs for the same tile never run together, so writes to one
  * tile land in order. The buffer is handed to ZeroMQ without a copy and its
  * memory returns to the write budget when ZeroMQ has sent it. flush and
  * fsync wait for the file's jobs and report the first error.
  *
- * Reads (read-ahead): a sequential reader gets whole tiles loaded into the
- * file's tile cache ahead of it, from all their datanodes in parallel; other
- * reads fetch just the bytes asked for. Cache slots are bounded per file and
- * their memory by the read budget.
+ * Reads (read-ahead): a sequential reader of a linear file gets whole tiles
+ * loaded into the file's tile cache ahead of it, from all their datanodes in
+ * parallel; other reads fetch just the bytes asked for. Array files always
+ * read whole tiles (data sieving: a sub-block reader comes back to the same
+ * tile row after row). Cache slots are bounded per file and their memory by
+ * the read budget.
  *
  * Locking: datapath->lock protects the open-file table and each file's
  * reference count (`handles`: kernel handles plus short-lived references
@@ -49,6 +54,8 @@
 #define MAX_WRITES_IN_FLIGHT 16
 /* Whole tiles one file may keep in its read cache. */
 #define READ_SLOTS 16
+/* Tile buffers one file may fill at once (array files; linear ones use 2). */
+#define MAX_WRITE_BUFFERS 64
 
 struct cached_location {
     uint64_t tile;
@@ -80,23 +87,30 @@ struct read_slot {
     uint64_t last_use;
 };
 
+/* Bytes [low, high) of tile `tile`, not yet sent. */
+struct write_buffer {
+    bool used;
+    uint64_t tile;
+    uint32_t low;
+    uint32_t high;
+    uint8_t *data; /* max_tile_bytes, from the write budget; NULL if not used */
+    uint64_t last_use;
+};
+
 struct open_file {
     uint64_t ino;
     int handles;            /* protected by datapath->lock */
     struct open_file *next; /* hash chain, protected by datapath->lock */
     pthread_mutex_t lock;   /* protects all fields below */
     pthread_cond_t changed; /* a job finished */
-    uint32_t tile_bytes;
-    uint64_t size;   /* size as this mount sees it */
+    struct file_layout layout;
+    uint32_t tile_bytes; /* layout.max_tile_bytes: what each buffer and slot holds */
+    uint64_t size;       /* size as this mount sees it */
     bool size_dirty; /* size or mtime not yet committed to meta */
     struct timespec mtime;
     int error; /* first write error not yet reported by flush/fsync */
-    /* write buffer: bytes [buffer_low, buffer_high) of tile buffer_tile */
-    uint8_t *buffer;
-    bool buffer_used;
-    uint64_t buffer_tile;
-    uint32_t buffer_low;
-    uint32_t buffer_high;
+    struct write_buffer buffers[MAX_WRITE_BUFFERS];
+    int buffer_limit; /* buffers in use at most */
     uint64_t last_written_tile; /* for sequential allocation */
     /* tiles with a write job in flight (at most MAX_WRITES_IN_FLIGHT) */
     uint64_t writing[MAX_WRITES_IN_FLIGHT];
@@ -151,10 +165,13 @@ static void open_file_free(struct datapath *datapath, struct open_file *file)
         if (file->slots[i].holds_budget)
             budget_give(&datapath->read_budget, file->tile_bytes);
     }
-    if (file->buffer) {
-        free(file->buffer);
-        budget_give(&datapath->write_budget, file->tile_bytes);
+    for (int i = 0; i < MAX_WRITE_BUFFERS; i++) {
+        if (file->buffers[i].data) {
+            free(file->buffers[i].data);
+            budget_give(&datapath->write_budget, file->tile_bytes);
+        }
     }
+    layout_fini(&file->layout);
     pthread_cond_destroy(&file->changed);
     pthread_mutex_destroy(&file->lock);
     free(file->locations);
@@ -243,7 +260,7 @@ static struct read_slot *cache_find(struct open_file *file, uint64_t tile)
 }
 
 int datapath_open(struct datapath *datapath, const struct ts_attr *attr,
-                  struct open_file **out)
+                  const char *array_spec, struct open_file **out)
 {
     struct open_file *file = open_file_get(datapath, attr->ino);
     struct open_file *created;
@@ -268,7 +285,23 @@ int datapath_open(struct datapath *datapath, const struct ts_attr *attr,
     }
     created->ino = attr->ino;
     created->handles = 1;
-    created->tile_bytes = attr->tile_bytes ? attr->tile_bytes : TILE_DEFAULT_BYTES;
+    if (array_spec) {
+        char message[256];
+        int error = layout_init_array(&created->layout, array_spec, strlen(array_spec), message,
+                                      sizeof(message));
+        if (error != 0) {
+            log_error("inode %llu: bad array layout \"%s\": %s", (unsigned long long)attr->ino,
+                      array_spec, message);
+            free(created->locations);
+            free(created);
+            return error == -EINVAL ? -EIO : error;
+        }
+        created->buffer_limit = MAX_WRITE_BUFFERS;
+    } else {
+        layout_init_linear(&created->layout, attr->tile_bytes);
+        created->buffer_limit = 2; /* one filling, one for a writer that steps back */
+    }
+    created->tile_bytes = created->layout.max_tile_bytes;
     created->size = attr->size;
     created->last_written_tile = UINT64_MAX;
     pthread_mutex_init(&created->lock, NULL);
@@ -332,7 +365,7 @@ static int location_get(struct datapath *datapath, struct open_file *file, uint6
             count = ALLOCATE_BATCH;
     } else {
         /* Reads go forward: fetch the tiles up to the end of the file too. */
-        uint64_t tiles_in_file = tile_count_for(file->size, file->tile_bytes);
+        uint64_t tiles_in_file = layout_tile_count(&file->layout, file->size);
         if (tiles_in_file > tile + 1)
             count = (uint32_t)(tiles_in_file - tile < TILE_MAP_BATCH ? tiles_in_file - tile
                                                                      : TILE_MAP_BATCH);
@@ -456,47 +489,87 @@ static void write_job_run(struct worker_job *worker_job)
     pthread_mutex_unlock(&file->lock);
 }
 
+/* The buffer holding tile `tile`, or NULL. */
+static struct write_buffer *buffer_find(struct open_file *file, uint64_t tile)
+{
+    for (int i = 0; i < file->buffer_limit; i++) {
+        if (file->buffers[i].used && file->buffers[i].tile == tile)
+            return &file->buffers[i];
+    }
+    return NULL;
+}
+
 /*
- * Hands the write buffer to a write job. Called with file->lock held; may
+ * Hands a write buffer to a write job. Called with file->lock held; may
  * wait (releasing it) for a free job slot. Errors are kept in file->error.
  */
-static void buffer_write_out(struct datapath *datapath, struct open_file *file)
+static void buffer_write_out(struct datapath *datapath, struct open_file *file,
+                             struct write_buffer *buffer)
 {
     struct tile_location location;
     int error;
 
-    if (!file->buffer_used)
+    if (!buffer->used)
         return;
-    file->buffer_used = false;
-    error = location_get(datapath, file, file->buffer_tile, true, &location);
+    buffer->used = false;
+    error = location_get(datapath, file, buffer->tile, true, &location);
     if (error != 0) {
         log_error("no tile for inode %llu tile %llu: %s", (unsigned long long)file->ino,
-                  (unsigned long long)file->buffer_tile, strerror(-error));
+                  (unsigned long long)buffer->tile, strerror(-error));
         record_error(file, error);
         return; /* the buffer's bytes are lost: the error reports it */
     }
-    file->last_written_tile = file->buffer_tile;
+    file->last_written_tile = buffer->tile;
     /* A read-ahead may have cached the tile's old bytes meanwhile. */
-    cache_forget_range(datapath, file, file->buffer_tile, file->buffer_tile);
+    cache_forget_range(datapath, file, buffer->tile, buffer->tile);
     struct write_job *job = calloc(1, sizeof(*job));
     if (!job) {
         record_error(file, -ENOMEM);
         return;
     }
     while (file->writes_in_flight == MAX_WRITES_IN_FLIGHT ||
-           tile_is_being_written(file, file->buffer_tile))
+           tile_is_being_written(file, buffer->tile))
         pthread_cond_wait(&file->changed, &file->lock);
     job->job.run = write_job_run;
     job->datapath = datapath;
     job->file = file;
     job->location = location;
-    job->tile = file->buffer_tile;
-    job->offset = file->buffer_low;
-    job->length = file->buffer_high - file->buffer_low;
-    job->buffer = file->buffer;
-    file->buffer = NULL;
+    job->tile = buffer->tile;
+    job->offset = buffer->low;
+    job->length = buffer->high - buffer->low;
+    job->buffer = buffer->data;
+    buffer->data = NULL;
     file->writing[file->writes_in_flight++] = job->tile;
     workers_submit(datapath->workers, &job->job);
+}
+
+/* Writes out every buffer, lowest tile first (sequential allocation). */
+static void buffers_write_out(struct datapath *datapath, struct open_file *file)
+{
+    for (;;) {
+        struct write_buffer *lowest = NULL;
+        for (int i = 0; i < file->buffer_limit; i++) {
+            struct write_buffer *buffer = &file->buffers[i];
+            if (buffer->used && (!lowest || buffer->tile < lowest->tile))
+                lowest = buffer;
+        }
+        if (!lowest)
+            return;
+        buffer_write_out(datapath, file, lowest);
+    }
+}
+
+/*
+ * Makes the bytes this mount wrote to `tile` visible to a datanode read:
+ * sends its buffer and waits for its write job.
+ */
+static void tile_settle(struct datapath *datapath, struct open_file *file, uint64_t tile)
+{
+    struct write_buffer *buffer = buffer_find(file, tile);
+    if (buffer)
+        buffer_write_out(datapath, file, buffer);
+    while (tile_is_being_written(file, tile))
+        pthread_cond_wait(&file->changed, &file->lock);
 }
 
 /* Waits until no write job of the file runs. Called with file->lock held. */
@@ -533,7 +606,7 @@ static int take_error(struct open_file *file)
 /* Writes out everything and waits for it; returns the pending error. */
 static int write_everything(struct datapath *datapath, struct open_file *file)
 {
-    buffer_write_out(datapath, file);
+    buffers_write_out(datapath, file);
     writes_wait(file);
     return take_error(file);
 }
@@ -708,10 +781,51 @@ void datapath_release(struct datapath *datapath, struct open_file *file)
     open_file_put(datapath, file);
 }
 
+/*
+ * The buffer for a write to [low, high) of tile: the tile's own if the
+ * write touches its run, else a fresh one (sending whatever stood in the
+ * way). NULL on allocation failure. Called with file->lock held.
+ */
+static struct write_buffer *buffer_for_write(struct datapath *datapath, struct open_file *file,
+                                             uint64_t tile, uint32_t low, uint32_t high)
+{
+    struct write_buffer *buffer = buffer_find(file, tile);
+    if (buffer && low <= buffer->high && high >= buffer->low)
+        return buffer;
+    if (buffer) {
+        buffer_write_out(datapath, file, buffer); /* not contiguous: send the old run */
+    } else {
+        struct write_buffer *oldest = NULL;
+        for (int i = 0; i < file->buffer_limit && !buffer; i++) {
+            if (!file->buffers[i].used)
+                buffer = &file->buffers[i];
+            else if (!oldest || file->buffers[i].last_use < oldest->last_use)
+                oldest = &file->buffers[i];
+        }
+        if (!buffer) {
+            buffer_write_out(datapath, file, oldest);
+            buffer = oldest;
+        }
+    }
+    if (!buffer->data) {
+        budget_take(&datapath->write_budget, file->tile_bytes);
+        buffer->data = malloc(file->tile_bytes);
+        if (!buffer->data) {
+            budget_give(&datapath->write_budget, file->tile_bytes);
+            return NULL;
+        }
+    }
+    buffer->used = true;
+    buffer->tile = tile;
+    buffer->low = low;
+    buffer->high = high;
+    return buffer;
+}
+
 ssize_t datapath_write(struct datapath *datapath, struct open_file *file, const char *buf,
                        size_t size, uint64_t offset)
 {
-    struct tile_walk walk;
+    struct layout_walk walk;
     struct tile_segment segment;
     ssize_t result = (ssize_t)size;
 
@@ -722,40 +836,28 @@ ssize_t datapath_write(struct datapath *datapath, struct open_file *file, const 
         result = file->error;
         goto out;
     }
-    if (size > 0)
-        cache_forget_range(datapath, file, tile_index_of(offset, file->tile_bytes),
-                           tile_index_of(offset + size - 1, file->tile_bytes));
-    tile_walk_init(&walk, offset, size, file->tile_bytes);
-    while (tile_walk_next(&walk, &segment)) {
+    if (file->layout.array && offset + size > file->layout.array->array_bytes) {
+        result = -EFBIG; /* an array file has the size its layout declares */
+        goto out;
+    }
+    layout_walk_init(&walk, &file->layout, offset, size);
+    while (layout_walk_next(&walk, &segment)) {
         uint32_t low = segment.tile_offset;
         uint32_t high = segment.tile_offset + segment.length;
-        /* The buffer holds one contiguous run: merge only touching writes. */
-        bool mergeable = file->buffer_used && file->buffer_tile == segment.tile &&
-                         low <= file->buffer_high && high >= file->buffer_low;
-        if (file->buffer_used && !mergeable)
-            buffer_write_out(datapath, file);
-        if (!file->buffer) {
-            budget_take(&datapath->write_budget, file->tile_bytes);
-            file->buffer = malloc(file->tile_bytes);
-            if (!file->buffer) {
-                budget_give(&datapath->write_budget, file->tile_bytes);
-                result = -ENOMEM;
-                goto out;
-            }
+        cache_forget_range(datapath, file, segment.tile, segment.tile);
+        struct write_buffer *buffer = buffer_for_write(datapath, file, segment.tile, low, high);
+        if (!buffer) {
+            result = -ENOMEM;
+            goto out;
         }
-        if (!file->buffer_used) {
-            file->buffer_used = true;
-            file->buffer_tile = segment.tile;
-            file->buffer_low = low;
-            file->buffer_high = high;
-        }
-        memcpy(file->buffer + low, buf + (segment.file_offset - offset), segment.length);
-        if (low < file->buffer_low)
-            file->buffer_low = low;
-        if (high > file->buffer_high)
-            file->buffer_high = high;
-        if (file->buffer_high - file->buffer_low == file->tile_bytes)
-            buffer_write_out(datapath, file);
+        memcpy(buffer->data + low, buf + (segment.file_offset - offset), segment.length);
+        if (low < buffer->low)
+            buffer->low = low;
+        if (high > buffer->high)
+            buffer->high = high;
+        buffer->last_use = ++file->use_clock;
+        if (buffer->high - buffer->low == layout_tile_bytes(&file->layout, segment.tile))
+            buffer_write_out(datapath, file, buffer);
     }
     if (file->error != 0) {
         result = file->error;
@@ -815,7 +917,7 @@ static void load_job_run(struct worker_job *worker_job)
     /* Nobody else touches a LOADING slot, so the reply goes straight into
      * it: a zmq_msg_t must not be copied (small messages live inside it). */
     int error = read_from_node(job->datapath, file->ino, &job->location, job->tile, 0,
-                               file->tile_bytes, &slot->reply);
+                               layout_tile_bytes(&file->layout, job->tile), &slot->reply);
     pthread_mutex_lock(&file->lock);
     slot->state = error == 0 ? SLOT_READY : SLOT_FAILED;
     slot->error = error;
@@ -859,7 +961,7 @@ static struct read_slot *cache_load(struct datapath *datapath, struct open_file 
 
     *error = 0;
     /* Bytes this mount has not written out yet would be missed. */
-    if ((file->buffer_used && file->buffer_tile == tile) || tile_is_being_written(file, tile))
+    if (buffer_find(file, tile) || tile_is_being_written(file, tile))
         return NULL;
     *error = location_get(datapath, file, tile, false, &location);
     if (*error != 0)
@@ -897,7 +999,7 @@ static struct read_slot *cache_load(struct datapath *datapath, struct open_file 
 /* Starts loading the tiles after `tile` that a sequential reader will want. */
 static void cache_read_ahead(struct datapath *datapath, struct open_file *file, uint64_t tile)
 {
-    uint64_t tiles_in_file = tile_count_for(file->size, file->tile_bytes);
+    uint64_t tiles_in_file = layout_tile_count(&file->layout, file->size);
     for (uint64_t next = tile + 1;
          next <= tile + datapath->readahead_tiles && next < tiles_in_file; next++) {
         int error;
@@ -1011,7 +1113,7 @@ static int direct_serve(struct datapath *datapath, struct open_file *file,
 ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t size,
                       uint64_t offset, struct datapath_read *result)
 {
-    struct tile_walk walk;
+    struct layout_walk walk;
     struct tile_segment segment;
     ssize_t outcome = 0;
     bool sequential;
@@ -1021,14 +1123,6 @@ ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t 
     result->iov = result->inline_iov;
     result->cap = sizeof(result->inline_iov) / sizeof(result->inline_iov[0]);
     pthread_mutex_lock(&file->lock);
-    /* Reads see this mount's writes: send and wait for the ones in the range. */
-    if (file->buffer_used) {
-        uint64_t buffer_start = file->buffer_tile * file->tile_bytes;
-        if (offset < buffer_start + file->buffer_high && offset + size > buffer_start)
-            buffer_write_out(datapath, file);
-    }
-    if (file->writes_in_flight > 0)
-        writes_wait(file);
     if (offset + size > file->size && !file->size_dirty) {
         /* The file may have grown through another mount. */
         struct ts_attr attr;
@@ -1039,8 +1133,9 @@ ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t 
         goto out;
     if (size > file->size - offset)
         size = (size_t)(file->size - offset);
-    /* The kernel's read-ahead sends a stream's requests slightly out of order. */
-    sequential = offset == file->next_read_offset ||
+    /* The kernel's read-ahead sends a stream's requests slightly out of order.
+     * Array files always read whole tiles: see the file comment. */
+    sequential = file->layout.array != NULL || offset == file->next_read_offset ||
                  cache_find(file, tile_index_of(offset, file->tile_bytes)) != NULL ||
                  (offset > file->next_read_offset &&
                   offset - file->next_read_offset < 4ull * file->tile_bytes);
@@ -1048,8 +1143,10 @@ ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t 
         file->next_read_offset = offset + size;
 
     uint64_t last_tile = 0;
-    tile_walk_init(&walk, offset, size, file->tile_bytes);
-    while (tile_walk_next(&walk, &segment)) {
+    layout_walk_init(&walk, &file->layout, offset, size);
+    while (layout_walk_next(&walk, &segment)) {
+        /* Reads see this mount's writes. */
+        tile_settle(datapath, file, segment.tile);
         struct read_slot *slot = cache_find(file, segment.tile);
         int error = 0;
         last_tile = segment.tile;
@@ -1070,7 +1167,7 @@ ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t 
             goto out;
         }
     }
-    if (sequential)
+    if (sequential && !file->layout.array)
         cache_read_ahead(datapath, file, last_tile);
     outcome = (ssize_t)result->bytes;
 out:
@@ -1136,7 +1233,10 @@ int datapath_setattr(struct datapath *datapath, const struct ts_setattr_req *req
         result = cut_tile(datapath, request->ino, &reply);
         if (file) {
             file->size = reply.attr.size;
-            locations_forget_from(file, tile_count_for(reply.attr.size, file->tile_bytes));
+            if (!file->layout.array)
+                locations_forget_from(file, tile_count_for(reply.attr.size, file->tile_bytes));
+            else
+                memset(file->locations, 0, LOCATION_CACHE_SLOTS * sizeof(*file->locations));
             cache_forget_range(datapath, file, 0, UINT64_MAX);
         }
     }

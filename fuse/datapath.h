@@ -20,6 +20,7 @@
 #define TESSERA_DATAPATH_H
 
 #include "budget.h"
+#include "layout.h"
 #include "metaclient.h"
 #include "nodedir.h"
 #include "workers.h"
@@ -45,9 +46,11 @@ void datapath_destroy(struct datapath **datapathp);
 
 /*
  * Registers one more handle on inode attr->ino (attr as OPEN returned it)
- * and returns its shared state in *file.
+ * and returns its shared state in *file. array_spec: the text of the
+ * file's user.tessera.array, or NULL for a linear file (used only by the
+ * first handle). A spec that does not parse gives -EIO (and a log line).
  */
-int datapath_open(struct datapath *datapath, const struct ts_attr *attr,
+int datapath_open(struct datapath *datapath, const struct ts_attr *attr, const char *array_spec,
                   struct open_file **file);
 /* Drops a handle: the last one writes out, frees the state and tells meta. */
 void datapath_release(struct datapath *datapath, struct open_file *file);

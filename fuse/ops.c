@@ -294,7 +294,27 @@ static int open_file(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
     int status = metaclient_open(state->meta, ino, (uint32_t)fi->flags, attr);
     if (status != TS_OK)
         return status_to_errno(status);
-    int error = datapath_open(state->datapath, attr, &file);
+    char *array_spec = NULL;
+    if (attr->flags & TS_ATTR_ARRAY) {
+        /* The array layout travels as text, the same the user set. */
+        void *value = NULL;
+        size_t len = 0;
+        status = metaclient_getxattr(state->meta, ino, "user.tessera.array", &value, &len);
+        if (status == TS_OK) {
+            array_spec = malloc(len + 1);
+            if (array_spec) {
+                memcpy(array_spec, value, len);
+                array_spec[len] = '\0';
+            }
+        }
+        free(value);
+        if (!array_spec) {
+            metaclient_release(state->meta, ino);
+            return status == TS_OK ? ENOMEM : status_to_errno(status);
+        }
+    }
+    int error = datapath_open(state->datapath, attr, array_spec, &file);
+    free(array_spec);
     if (error != 0) {
         metaclient_release(state->meta, ino);
         return -error;

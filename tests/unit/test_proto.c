@@ -88,7 +88,8 @@ static void test_attr_round_trip(void **state)
                                       .generation = 11,
                                       .tile_bytes = 1 << 20,
                                       .placement = TS_PLACEMENT_STATIC,
-                                      .copies = 2}};
+                                      .copies = 2,
+                                      .flags = TS_ATTR_ARRAY}};
     struct ts_attr_rep out;
     int len = ts_attr_rep_encode(&in, buf, sizeof(buf));
     assert_int_equal(len, TS_ATTR_WIRE_BYTES);
