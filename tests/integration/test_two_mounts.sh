@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Two mounts of one cluster see each other's changes: files written on one
+# are read on the other and vice versa, a file appended on one is read whole
+# on the other after close, renames and removals show up. Changes may take
+# the kernel's attribute/entry cache lifetime to appear, so each check polls
+# with a deadline and reports how long it took.
+source "$(dirname "$0")/lib.sh"
+
+cluster_up
+
+MNT2=$T/mnt2
+mkdir -p "$MNT2"
+IT_MOUNTS+=("$MNT2")
+endpoint=$(meta_endpoint)
+"$TESSERA_MOUNT" --meta "$endpoint" --io-timeout-ms "$IO_TIMEOUT_MS" -f \
+    -o default_permissions "$MNT2" >"$T/mount2.log" 2>&1 &
+mount2_pid=$!
+IT_PIDS+=("$mount2_pid")
+deadline=$(($(now_ms) + 30000))
+until mountpoint -q "$MNT2"; do
+    kill -0 "$mount2_pid" 2>/dev/null || fail "second tessera-mount exited: $(tail -n 20 "$T/mount2.log")"
+    (($(now_ms) < deadline)) || fail "second mount at $MNT2 not up after 30 s"
+    sleep 0.1
+done
+log "second mount at $MNT2 (pid $mount2_pid) on $endpoint"
+
+visible_window_s=5 # longer than any attribute/entry cache timeout a mount should use
+
+# appears CMD...: poll until CMD succeeds, then log how long it took.
+appears() {
+    local what=$1 start
+    shift
+    start=$(now_ms)
+    wait_for "$visible_window_s" "$what" "$@"
+    log "$what: seen after $(($(now_ms) - start)) ms"
+}
+
+# Written on mount 1, read on mount 2.
+one=$(random_file 3M)
+cp "$one" "$MNT/from-one" || fail "write on mount 1 failed"
+appears "from-one on mount 2" cmp "$one" "$MNT2/from-one"
+
+# Written on mount 2, read on mount 1.
+two=$(random_file 5000001)
+cp "$two" "$MNT2/from-two" || fail "write on mount 2 failed"
+appears "from-two on mount 1" cmp "$two" "$MNT/from-two"
+
+# Appended on one mount after the other has read (and cached) the file.
+cat "$MNT2/from-one" >/dev/null
+extra=$(random_file 1500000)
+cat "$extra" >>"$MNT/from-one" || fail "append on mount 1 failed"
+cat "$one" "$extra" >"$SHM/expected-one"
+appears "append on mount 1 read on mount 2" cmp "$SHM/expected-one" "$MNT2/from-one"
+
+# Overwritten in the middle on mount 2, read on mount 1 after close.
+dd if="$extra" of="$MNT2/from-two" bs=1000 count=1 seek=1048 conv=notrunc status=none ||
+    fail "overwrite on mount 2 failed"
+cp "$two" "$SHM/expected-two"
+dd if="$extra" of="$SHM/expected-two" bs=1000 count=1 seek=1048 conv=notrunc status=none
+appears "overwrite on mount 2 read on mount 1" cmp "$SHM/expected-two" "$MNT/from-two"
+
+# Appended on mount 2, a file mount 1 created.
+printf 'line from two\n' >>"$MNT2/from-one"
+printf 'line from two\n' >>"$SHM/expected-one"
+appears "append on mount 2 read on mount 1" cmp "$SHM/expected-one" "$MNT/from-one"
+
+# Namespace changes.
+mkdir -p "$MNT/dir-one/sub"
+printf 'x\n' >"$MNT/dir-one/sub/file"
+appears "mkdir on mount 1 seen on mount 2" test -f "$MNT2/dir-one/sub/file"
+mv "$MNT2/dir-one" "$MNT2/dir-renamed"
+appears "rename on mount 2 seen on mount 1" test -f "$MNT/dir-renamed/sub/file"
+appears "old name gone on mount 1" test ! -e "$MNT/dir-one"
+rm "$MNT/from-two"
+appears "unlink on mount 1 seen on mount 2" test ! -e "$MNT2/from-two"
+rm -r "$MNT2/dir-renamed"
+appears "rm -r on mount 2 seen on mount 1" test ! -e "$MNT/dir-renamed"
+
+# Mount 2 unmounts cleanly and its process exits 0.
+fusermount3 -u "$MNT2" || fail "fusermount3 -u of the second mount failed"
+deadline=$(($(now_ms) + 10000))
+while kill -0 "$mount2_pid" 2>/dev/null; do
+    (($(now_ms) < deadline)) || fail "second tessera-mount still running 10 s after unmount"
+    sleep 0.1
+done
+rc=0
+wait "$mount2_pid" || rc=$?
+[ "$rc" = 0 ] || fail "second tessera-mount exited with $rc after unmount: $(tail -n 20 "$T/mount2.log")"
+
+assert_daemons_alive
+log "ok"
