@@ -1101,7 +1101,8 @@ static int direct_serve(struct datapath *datapath, struct open_file *file,
                            segment->length, &reply);
     if (error == 0) {
         char *out = result->scratch + result->scratch_used;
-        memcpy(out, reply.data, reply.data_len);
+        if (reply.data_len > 0)
+            memcpy(out, reply.data, reply.data_len);
         memset(out + reply.data_len, 0, segment->length - reply.data_len);
         result->scratch_used += segment->length;
         error = result_add(result, out, segment->length);
@@ -1119,6 +1120,11 @@ ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t 
     bool sequential;
 
     memset(result, 0, sizeof(*result));
+    /* The kernel may release the file as soon as it has the reply, before
+     * datapath_read_done unpins: the result holds a reference. */
+    pthread_mutex_lock(&datapath->lock);
+    file->handles++;
+    pthread_mutex_unlock(&datapath->lock);
     result->file = file;
     result->iov = result->inline_iov;
     result->cap = sizeof(result->inline_iov) / sizeof(result->inline_iov[0]);
@@ -1191,6 +1197,7 @@ void datapath_read_done(struct datapath *datapath, struct datapath_read *result)
         free(result->iov);
     free(result->scratch);
     memset(result, 0, sizeof(*result));
+    open_file_put(datapath, file);
 }
 
 /* ---- attributes ------------------------------------------------------- */
