@@ -254,9 +254,10 @@ enum ts_node_state { TS_NODE_DOWN = 0, TS_NODE_UP = 1 };
 
 /*
  * TILE_MAP: where tiles [first, first+count) of ino live. With allocate = 1,
- * missing tiles are placed now and committed: on datanode `node` when it is
- * non-zero (the writer chose it: dynamic placement), else by the file's
- * placement policy. A named node that is down or has no room for a tile
+ * missing tiles are placed now and committed: for a file whose placement is
+ * dynamic, on datanode `node` when it is non-zero (the writer chose it),
+ * else by the file's placement policy (`node` is ignored for static and
+ * roundrobin files). A named node that is down or has no room for a tile
  * does not fail the request: those tiles are placed as if no node had been
  * named (earliest finish time), so the records, not the request, say where
  * each tile went; a node id meta never registered is TS_ERR_INVAL.

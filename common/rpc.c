@@ -383,7 +383,10 @@ struct rpc_server *rpc_server_new(const char *endpoint, const rpc_handler_fn *ha
 {
     struct rpc_server *server = calloc(1, sizeof(*server));
     int zero = 0;
-    int hwm = 1000;
+    /* Per peer socket. A client socket has one request in flight at a time
+     * (rpc_client_call), so a few suffice; a low mark keeps a datanode's
+     * memory bounded: ZeroMQ stops reading a peer whose queue is full. */
+    int hwm = 8;
     int64_t max_message = TS_MAX_FRAME_BYTES + TS_MAX_DATA_BYTES;
 
     if (!server)

@@ -72,8 +72,8 @@ static int handle_tile_write(void *ctx, const struct rpc_request *request,
     if (ts_tile_write_req_decode(&req, request->payload, request->payload_len) != 0)
         return handlers_badmsg(response, "TILE_WRITE");
     /* No frame 1 means no bytes: validated, nothing written. */
-    int rc = tilestore_write(context->store, req.ino, req.tile, req.version, req.offset,
-                             request->data, request->data ? request->data_len : 0);
+    int rc = diskio_write(context->disk, req.ino, req.tile, req.version, req.offset, request->data,
+                          request->data ? request->data_len : 0);
     if (rc == 0)
         context->stats.bytes_written += request->data ? request->data_len : 0;
     return handlers_status(response, "write", req.ino, req.tile, req.version, rc);
@@ -103,8 +103,8 @@ static int handle_tile_read(void *ctx, const struct rpc_request *request,
     buf = malloc(req.length);
     if (!buf)
         return TS_ERR_NOMEM;
-    rc = tilestore_read(context->store, req.ino, req.tile, req.version, req.offset, req.length, buf,
-                        &got);
+    rc = diskio_read(context->disk, req.ino, req.tile, req.version, req.offset, req.length, buf,
+                     &got);
     if (rc != 0 || got == 0) {
         /* A hole or a failure: no frame 1 at all. */
         free(buf);
@@ -134,7 +134,7 @@ static int handle_tile_sync(void *ctx, const struct rpc_request *request,
         uint64_t ino = ts_cursor_u64(&cursor);
         uint64_t tile = ts_cursor_u64(&cursor);
         uint64_t version = ts_cursor_u64(&cursor);
-        int rc = tilestore_sync(context->store, ino, tile, version);
+        int rc = diskio_sync(context->disk, ino, tile, version);
         if (rc != 0 && first_status == TS_OK)
             first_status = handlers_status(response, "sync", ino, tile, version, rc);
     }
@@ -150,6 +150,37 @@ static int handle_tile_truncate(void *ctx, const struct rpc_request *request,
         return handlers_badmsg(response, "TILE_TRUNCATE");
     int rc = tilestore_truncate(context->store, req.ino, req.tile, req.version, req.length);
     return handlers_status(response, "truncate", req.ino, req.tile, req.version, rc);
+}
+
+static int handle_node_throttle(void *ctx, const struct rpc_request *request,
+                                struct rpc_response *response)
+{
+    struct handlers_context *context = ctx;
+    struct ts_node_throttle req;
+    struct ts_node_throttle reply;
+    uint64_t before = diskio_throttle(context->disk);
+
+    if (ts_node_throttle_decode(&req, request->payload, request->payload_len) != 0)
+        return handlers_badmsg(response, "NODE_THROTTLE");
+    if (req.bytes_per_sec > HANDLERS_MAX_THROTTLE_BYTES_PER_SEC) {
+        snprintf(response->error_text, sizeof(response->error_text),
+                 "throttle of %" PRIu64 " bytes/s: at most %llu (or 0 for none)", req.bytes_per_sec,
+                 HANDLERS_MAX_THROTTLE_BYTES_PER_SEC);
+        return TS_ERR_INVAL;
+    }
+    diskio_set_throttle(context->disk, req.bytes_per_sec);
+    if (req.bytes_per_sec != before) {
+        if (req.bytes_per_sec == 0)
+            log_info("disk throttle off (was %.1f MB/s)", (double)before / 1e6);
+        else
+            log_info("disk throttle set to %.1f MB/s", (double)req.bytes_per_sec / 1e6);
+    }
+    reply.bytes_per_sec = diskio_throttle(context->disk);
+    int len = ts_node_throttle_encode(&reply, response->payload, response->payload_cap);
+    if (len < 0)
+        return TS_ERR_INTERNAL;
+    response->payload_len = (size_t)len;
+    return TS_OK;
 }
 
 /*
@@ -172,6 +203,7 @@ HANDLERS_COUNTED(tile_write, TS_OP_TILE_WRITE)
 HANDLERS_COUNTED(tile_read, TS_OP_TILE_READ)
 HANDLERS_COUNTED(tile_sync, TS_OP_TILE_SYNC)
 HANDLERS_COUNTED(tile_truncate, TS_OP_TILE_TRUNCATE)
+HANDLERS_COUNTED(node_throttle, TS_OP_NODE_THROTTLE)
 
 const rpc_handler_fn handlers_table[TS_OP_MAX] = {
     [TS_OP_PING] = counted_ping,
@@ -179,6 +211,7 @@ const rpc_handler_fn handlers_table[TS_OP_MAX] = {
     [TS_OP_TILE_READ] = counted_tile_read,
     [TS_OP_TILE_SYNC] = counted_tile_sync,
     [TS_OP_TILE_TRUNCATE] = counted_tile_truncate,
+    [TS_OP_NODE_THROTTLE] = counted_node_throttle,
 };
 
 void handlers_log_stats(const struct handlers_stats *stats)

@@ -3,12 +3,14 @@
  * The datanode's request handlers, one per opcode, and the opcode-indexed
  * table given to rpc_server_new(). Every handler decodes its payload
  * strictly (a truncated payload or trailing bytes give TS_ERR_BADMSG), does
- * its tile I/O through the tilestore and answers with a status made by
- * status_from_errno().
+ * its tile I/O through diskio (timed, throttled, measured) or the tilestore
+ * and answers with a status made by status_from_errno(). NODE_THROTTLE
+ * sets the diskio throttle.
  */
 #ifndef TESSERA_DATANODE_HANDLERS_H
 #define TESSERA_DATANODE_HANDLERS_H
 
+#include "diskio.h"
 #include "proto.h"
 #include "rpc.h"
 #include "tilestore.h"
@@ -23,11 +25,19 @@ struct handlers_stats {
     uint64_t bytes_read;          /* tile bytes sent by TILE_READ */
 };
 
-/* The ctx every handler gets: the store it serves and its counters. */
+/*
+ * The ctx every handler gets: the store it serves, the disk work in front
+ * of it (reads, writes and syncs go through disk; truncates straight to the
+ * store) and its counters.
+ */
 struct handlers_context {
     struct tilestore *store;
+    struct diskio *disk;
     struct handlers_stats stats;
 };
+
+/* The largest throttle NODE_THROTTLE accepts: 1 TB/s (anything above is no throttle at all). */
+#define HANDLERS_MAX_THROTTLE_BYTES_PER_SEC 1000000000000ull
 
 /* handlers_table[op] for the datanode's opcodes, NULL for the rest. */
 extern const rpc_handler_fn handlers_table[TS_OP_MAX];

@@ -38,6 +38,8 @@ struct heartbeat {
     char machine[TS_MAX_NAME + 1];
     char address[256];
     struct tilestore *store;
+    heartbeat_load_fn load;
+    void *load_arg;
 
     uint32_t node_id;
     bool node_id_unsaved; /* meta gave an id that is not yet in node.id */
@@ -157,6 +159,8 @@ int heartbeat_new(const struct heartbeat_config *config, struct tilestore *store
         goto fail;
     }
     heartbeat->store = store;
+    heartbeat->load = config->load;
+    heartbeat->load_arg = config->load_arg;
     heartbeat->next_request_id = 1;
     heartbeat->due_ms = 0; /* the first heartbeat goes out at once */
     heartbeat->deleted = malloc((size_t)TS_MAX_GARBAGE * TS_GARBAGE_RECORD_BYTES);
@@ -252,7 +256,10 @@ static void heartbeat_send(struct heartbeat *heartbeat, int64_t now_ms)
 {
     uint64_t tiles = 0, used_bytes = 0, capacity = 0, free_bytes = 0;
     uint8_t *payload = heartbeat->frame + TS_HEADER_BYTES;
+    struct heartbeat_load load = {0, 0, 0, 0};
 
+    if (heartbeat->load)
+        heartbeat->load(heartbeat->load_arg, &load);
     tilestore_usage(heartbeat->store, &tiles, &used_bytes);
     if (tilestore_space(heartbeat->store, &capacity, &free_bytes) != 0)
         log_debug("statvfs of the data directory failed; reporting no space");
@@ -264,6 +271,10 @@ static void heartbeat_send(struct heartbeat *heartbeat, int64_t now_ms)
         .free_bytes = free_bytes,
         .used_bytes = used_bytes,
         .tiles = tiles,
+        .read_bytes_per_sec = load.read_bytes_per_sec,
+        .write_bytes_per_sec = load.write_bytes_per_sec,
+        .queue_depth = load.queue_depth,
+        .throttle_bytes_per_sec = load.throttle_bytes_per_sec,
         .deleted_count = heartbeat->deleted_count,
         .deleted = {(const char *)heartbeat->deleted,
                     heartbeat->deleted_count * TS_GARBAGE_RECORD_BYTES},

@@ -1,8 +1,9 @@
 /*
  * @file heartbeat.h
  * The datanode's heartbeat to meta: once a second it reports who it is
- * (node id, machine, advertised address) and its space (capacity, free,
- * used, tiles), confirms the tiles it deleted, and takes from the reply its
+ * (node id, machine, advertised address), its space (capacity, free, used,
+ * tiles) and its load (measured read and write throughput, queue depth,
+ * throttle), confirms the tiles it deleted, and takes from the reply its
  * node id and the next tiles to delete (garbage).
  *
  * The heartbeat never blocks the datanode's loop: a request is sent on its
@@ -27,11 +28,24 @@
 #define HEARTBEAT_INTERVAL_MS 1000
 #define HEARTBEAT_TIMEOUT_MS 2000
 
+/* The load a heartbeat reports (proto.h, HEARTBEAT). */
+struct heartbeat_load {
+    uint64_t read_bytes_per_sec;
+    uint64_t write_bytes_per_sec;
+    uint32_t queue_depth;
+    uint64_t throttle_bytes_per_sec;
+};
+
+/* Fills *load; called once per heartbeat sent. */
+typedef void (*heartbeat_load_fn)(void *arg, struct heartbeat_load *load);
+
 struct heartbeat_config {
     const char *meta_endpoint; /* where meta listens */
     const char *data_dir;      /* holds node.id */
     const char *machine;       /* this machine's name */
     const char *address;       /* the endpoint clients and peers should use */
+    heartbeat_load_fn load;    /* NULL: report no load (all zeros) */
+    void *load_arg;
 };
 
 struct heartbeat;

@@ -13,9 +13,15 @@
  * heartbeat: from then on meta knows this node and can place tiles on it.
  * The line after binding ("listening on ...") only says the socket is up.
  *
+ * Before serving, the datanode measures its disk (diskio_probe(): the
+ * paper's three 1 MiB tiles written and synced). While a request waits out
+ * the disk throttle (--throttle-mbps, NODE_THROTTLE), the loop's wait hook
+ * keeps the heartbeat going, so a slow node is never taken for a dead one.
+ *
  * Exit codes: 0 after a clean stop, 1 when it cannot start or the loop
  * fails, 2 for bad arguments.
  */
+#include "diskio.h"
 #include "handlers.h"
 #include "heartbeat.h"
 #include "log.h"
@@ -26,12 +32,14 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <zmq.h>
 
 #define EXIT_USAGE 2
@@ -42,9 +50,21 @@ struct datanode_options {
     const char *data_dir;
     const char *advertise;
     char machine[TS_MAX_NAME + 1];
-    uint64_t capacity; /* 0 = the disk's */
+    uint64_t capacity;               /* 0 = the disk's */
+    uint64_t throttle_bytes_per_sec; /* 0 = none */
     enum log_level log_level;
 };
+
+/* What the wait hook and the heartbeat's load callback need. */
+struct datanode_loop {
+    struct rpc_server *server;
+    struct heartbeat *heartbeat;
+    struct diskio *disk;
+};
+
+/* MB as in MB/s: 10^6 bytes, as dd and the paper count. */
+#define DATANODE_MB 1000000.0
+#define DATANODE_MAX_THROTTLE_MBPS 1000000.0
 
 static volatile sig_atomic_t stop_requested;
 
@@ -67,6 +87,9 @@ static void usage(FILE *out)
                  "  --machine NAME        this machine's name (default: the hostname)\n"
                  "  --capacity SIZE       report and enforce this capacity, e.g. 10G\n"
                  "                        (default: the size of the disk)\n"
+                 "  --throttle-mbps R     cap disk I/O at R MB/s (10^6 bytes/s), to make this\n"
+                 "                        node slow on purpose; change it at run time with\n"
+                 "                        `tessera node throttle ID R|off` (default: none)\n"
                  "  --log-level LEVEL     error, warn, info (default) or debug\n"
                  "  --help                show this help\n");
 }
@@ -90,6 +113,21 @@ static bool endpoint_is_wildcard(const char *endpoint)
            strstr(endpoint, "://[::]") != NULL;
 }
 
+/* Parses MB/s ("40", "2.5") into bytes per second; 0 or -EINVAL. */
+static int parse_mbps(const char *text, uint64_t *bytes_per_sec)
+{
+    char *end = NULL;
+    double mbps;
+
+    errno = 0;
+    mbps = strtod(text, &end);
+    if (errno != 0 || end == text || *end != '\0' || !isfinite(mbps) || mbps <= 0 ||
+        mbps > DATANODE_MAX_THROTTLE_MBPS)
+        return -EINVAL;
+    *bytes_per_sec = (uint64_t)llround(mbps * DATANODE_MB);
+    return *bytes_per_sec > 0 ? 0 : -EINVAL;
+}
+
 /* Fills options from argv; returns 0, or the exit code (help: -1 for exit 0). */
 static int parse_options(int argc, char **argv, struct datanode_options *options)
 {
@@ -100,6 +138,7 @@ static int parse_options(int argc, char **argv, struct datanode_options *options
         OPT_ADVERTISE,
         OPT_MACHINE,
         OPT_CAPACITY,
+        OPT_THROTTLE,
         OPT_LOG_LEVEL,
         OPT_HELP
     };
@@ -110,6 +149,7 @@ static int parse_options(int argc, char **argv, struct datanode_options *options
         {"advertise", required_argument, NULL, OPT_ADVERTISE},
         {"machine", required_argument, NULL, OPT_MACHINE},
         {"capacity", required_argument, NULL, OPT_CAPACITY},
+        {"throttle-mbps", required_argument, NULL, OPT_THROTTLE},
         {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
@@ -138,6 +178,12 @@ static int parse_options(int argc, char **argv, struct datanode_options *options
             if (options->capacity == 0)
                 return usage_error("--capacity must be more than 0 (leave it out to use the "
                                    "whole disk)");
+            break;
+        case OPT_THROTTLE:
+            if (parse_mbps(optarg, &options->throttle_bytes_per_sec) != 0)
+                return usage_error("--throttle-mbps '%s' is not a rate; give MB/s (10^6 bytes/s) "
+                                   "above 0 and at most %.0f, e.g. --throttle-mbps 40",
+                                   optarg, DATANODE_MAX_THROTTLE_MBPS);
             break;
         case OPT_LOG_LEVEL:
             if (log_level_parse(optarg, &options->log_level) != 0)
@@ -192,6 +238,60 @@ static void install_signal_handlers(void)
     signal(SIGPIPE, SIG_IGN);
 }
 
+/*
+ * The diskio wait hook: passes the time until until_ns (a throttled
+ * request's end) doing the heartbeat's work, so that heartbeats leave on
+ * time however long the requests wait. Returns early on a stop signal.
+ */
+static void datanode_wait(void *arg, int64_t until_ns)
+{
+    struct datanode_loop *loop = arg;
+
+    for (;;) {
+        int64_t now_ns = diskio_now_ns();
+        int64_t now_ms = now_ns / 1000000;
+        heartbeat_tick(loop->heartbeat, now_ms);
+        if (now_ns >= until_ns || stop_requested)
+            return;
+        int64_t left_ns = until_ns - now_ns;
+        int64_t beat_ns = (int64_t)heartbeat_wait_ms(loop->heartbeat, now_ms) * 1000000;
+        void *socket = heartbeat_socket(loop->heartbeat);
+        if (beat_ns < left_ns)
+            left_ns = beat_ns > 0 ? beat_ns : 1000000;
+        if (socket && left_ns >= 1000000) {
+            /* A heartbeat reply may come while we wait: take it when it does. */
+            zmq_pollitem_t item = {socket, 0, ZMQ_POLLIN, 0};
+            zmq_poll(&item, 1, (long)(left_ns / 1000000));
+        } else {
+            struct timespec nap = {.tv_sec = left_ns / 1000000000, .tv_nsec = left_ns % 1000000000};
+            nanosleep(&nap, NULL);
+        }
+    }
+}
+
+/*
+ * The heartbeat's load: the measured averages and throttle, and the queue
+ * depth as far as ZeroMQ lets us see it: the request in service (if the
+ * heartbeat leaves during one) plus 1 if another is waiting on the socket.
+ */
+static void datanode_load(void *arg, struct heartbeat_load *load)
+{
+    struct datanode_loop *loop = arg;
+    struct diskio_report report;
+    int events = 0;
+    size_t events_len = sizeof(events);
+
+    diskio_report(loop->disk, &report);
+    load->read_bytes_per_sec = report.read_bytes_per_sec;
+    load->write_bytes_per_sec = report.write_bytes_per_sec;
+    load->throttle_bytes_per_sec = report.throttle_bytes_per_sec;
+    load->queue_depth = report.in_service;
+    if (loop->server &&
+        zmq_getsockopt(rpc_server_socket(loop->server), ZMQ_EVENTS, &events, &events_len) == 0 &&
+        (events & ZMQ_POLLIN))
+        load->queue_depth++;
+}
+
 /* The poll loop; returns 0 when stopped by a signal, 1 if polling fails. */
 static int serve(struct rpc_server *server, struct heartbeat *heartbeat,
                  const struct datanode_options *options)
@@ -231,7 +331,9 @@ int main(int argc, char **argv)
 {
     struct datanode_options options;
     struct handlers_context context;
+    struct datanode_loop loop = {NULL, NULL, NULL};
     struct tilestore *store = NULL;
+    struct diskio *disk = NULL;
     struct heartbeat *heartbeat = NULL;
     struct rpc_server *server = NULL;
     uint64_t tiles, used_bytes;
@@ -258,11 +360,32 @@ int main(int argc, char **argv)
     tilestore_usage(store, &tiles, &used_bytes);
     log_info("data %s: %" PRIu64 " tiles, %" PRIu64 " bytes", options.data_dir, tiles, used_bytes);
 
+    if (diskio_new(store, options.throttle_bytes_per_sec, &disk) != 0) {
+        log_error("out of memory");
+        goto out;
+    }
+    rc = diskio_probe(disk, options.data_dir);
+    if (rc != 0) {
+        log_warn("disk test in %s failed (%s); throughput is unknown until real work measures it",
+                 options.data_dir, strerror(-rc));
+    } else {
+        struct diskio_report report;
+        diskio_report(disk, &report);
+        log_info("disk test: write %.1f MB/s, read %.1f MB/s (3 x 1 MiB, synced)%s",
+                 (double)report.write_bytes_per_sec / DATANODE_MB,
+                 (double)report.read_bytes_per_sec / DATANODE_MB,
+                 report.throttle_bytes_per_sec ? ", throttled" : "");
+    }
+    if (options.throttle_bytes_per_sec)
+        log_info("disk throttle: %.1f MB/s", (double)options.throttle_bytes_per_sec / DATANODE_MB);
+
     struct heartbeat_config heartbeat_config = {
         .meta_endpoint = options.meta,
         .data_dir = options.data_dir,
         .machine = options.machine,
         .address = options.advertise,
+        .load = datanode_load,
+        .load_arg = &loop,
     };
     rc = heartbeat_new(&heartbeat_config, store, &heartbeat);
     if (rc != 0) {
@@ -273,11 +396,16 @@ int main(int argc, char **argv)
 
     memset(&context, 0, sizeof(context));
     context.store = store;
+    context.disk = disk;
     server = rpc_server_new(options.listen, handlers_table, &context);
     if (!server) {
         log_error("not started: no socket listening on %s", options.listen);
         goto out;
     }
+    loop.server = server;
+    loop.heartbeat = heartbeat;
+    loop.disk = disk;
+    diskio_set_wait(disk, datanode_wait, &loop);
     log_info("listening on %s (advertised as %s, machine %s, data %s); registering with meta at "
              "%s",
              options.listen, options.advertise, options.machine, options.data_dir, options.meta);
@@ -287,6 +415,7 @@ int main(int argc, char **argv)
 out:
     rpc_server_destroy(&server);
     heartbeat_destroy(&heartbeat);
+    diskio_destroy(&disk);
     tilestore_close(&store);
     zmq_ctx_term(rpc_context()); /* every socket is closed: returns at once */
     if (exit_code == 0)

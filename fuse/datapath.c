@@ -44,8 +44,9 @@
 #include <string.h>
 
 #define OPEN_TABLE_BUCKETS 1024
-/* Tile locations remembered per open file (direct-mapped by tile index). */
-#define LOCATION_CACHE_SLOTS 1024
+/* Tile locations remembered per open file (direct-mapped by tile index; a
+ * few KiB, so that many open files stay cheap). */
+#define LOCATION_CACHE_SLOTS 256
 /* Tiles asked of meta at once when reading. */
 #define TILE_MAP_BATCH 64
 /* Tiles allocated at once for a sequential writer. */
@@ -56,6 +57,13 @@
 #define READ_SLOTS 16
 /* Tile buffers one file may fill at once (array files; linear ones use 2). */
 #define MAX_WRITE_BUFFERS 64
+/* Dynamic placement: tile writes in flight per datanode, and tiles handed
+ * to a node at once (Panda's batch; small, as the size of a stream is not
+ * known ahead). A node gets a batch only when it has room for all of it,
+ * so the writer never waits on a slow node while a fast one idles. */
+#define NODE_SLOTS 4
+#define DYNAMIC_BATCH 2
+#define MAX_NODES 256
 
 struct cached_location {
     uint64_t tile;
@@ -105,6 +113,7 @@ struct open_file {
     pthread_cond_t changed; /* a job finished */
     struct file_layout layout;
     uint32_t tile_bytes; /* layout.max_tile_bytes: what each buffer and slot holds */
+    uint32_t placement;  /* enum ts_placement of new tiles */
     uint64_t size;       /* size as this mount sees it */
     bool size_dirty; /* size or mtime not yet committed to meta */
     struct timespec mtime;
@@ -125,6 +134,12 @@ struct open_file {
     size_t dirty_cap;
 };
 
+/* Tile writes in flight to one datanode, from all files of this mount. */
+struct node_load {
+    uint32_t node;
+    int in_flight;
+};
+
 struct datapath {
     struct metaclient *meta;
     struct nodedir *nodes;
@@ -134,6 +149,13 @@ struct datapath {
     uint32_t readahead_tiles;
     pthread_mutex_t lock;
     struct open_file *buckets[OPEN_TABLE_BUCKETS];
+    /* loads_lock protects loads, load_count, next_pick; never held with
+     * another lock taken after it */
+    pthread_mutex_t loads_lock;
+    pthread_cond_t load_dropped;
+    struct node_load loads[MAX_NODES];
+    size_t load_count;
+    uint32_t next_pick; /* rotates ties between equally loaded nodes */
 };
 
 static int errno_of(int status) { return -status_to_errno(status); }
@@ -154,6 +176,8 @@ struct datapath *datapath_new(struct metaclient *meta, struct nodedir *nodes,
     budget_init(&datapath->write_budget, config->memory_bytes / 2);
     budget_init(&datapath->read_budget, config->memory_bytes / 2);
     pthread_mutex_init(&datapath->lock, NULL);
+    pthread_mutex_init(&datapath->loads_lock, NULL);
+    pthread_cond_init(&datapath->load_dropped, NULL);
     return datapath;
 }
 
@@ -193,6 +217,8 @@ void datapath_destroy(struct datapath **datapathp)
     }
     budget_fini(&datapath->write_budget);
     budget_fini(&datapath->read_budget);
+    pthread_cond_destroy(&datapath->load_dropped);
+    pthread_mutex_destroy(&datapath->loads_lock);
     pthread_mutex_destroy(&datapath->lock);
     free(datapath);
     *datapathp = NULL;
@@ -302,6 +328,7 @@ int datapath_open(struct datapath *datapath, const struct ts_attr *attr,
         created->buffer_limit = 2; /* one filling, one for a writer that steps back */
     }
     created->tile_bytes = created->layout.max_tile_bytes;
+    created->placement = attr->placement;
     created->size = attr->size;
     created->last_written_tile = UINT64_MAX;
     pthread_mutex_init(&created->lock, NULL);
@@ -323,6 +350,66 @@ int datapath_open(struct datapath *datapath, const struct ts_attr *attr,
         open_file_free(datapath, created);
     *out = file;
     return 0;
+}
+
+/* ---- dynamic placement ------------------------------------------------ */
+
+static struct node_load *node_load_find(struct datapath *datapath, uint32_t node)
+{
+    for (size_t i = 0; i < datapath->load_count; i++) {
+        if (datapath->loads[i].node == node)
+            return &datapath->loads[i];
+    }
+    if (datapath->load_count == MAX_NODES)
+        return NULL;
+    datapath->loads[datapath->load_count] = (struct node_load){node, 0};
+    return &datapath->loads[datapath->load_count++];
+}
+
+/* Counts a tile write to `node` starting (+1) or ending (-1). */
+static void node_load_change(struct datapath *datapath, uint32_t node, int delta)
+{
+    pthread_mutex_lock(&datapath->loads_lock);
+    struct node_load *load = node_load_find(datapath, node);
+    if (load)
+        load->in_flight += delta;
+    if (delta < 0)
+        pthread_cond_broadcast(&datapath->load_dropped);
+    pthread_mutex_unlock(&datapath->loads_lock);
+}
+
+/*
+ * Panda's dynamic allocation with the writer as manager: the datanode that
+ * has room for `tiles` more writes first gets them (the least loaded one;
+ * ties rotate). Waits while every node is full. Returns 0 when no node
+ * takes tiles (the caller leaves the choice to meta).
+ */
+static uint32_t dynamic_pick(struct datapath *datapath, uint32_t tiles)
+{
+    uint32_t candidates[MAX_NODES];
+    uint32_t chosen = 0;
+    size_t count = nodedir_candidates(datapath->nodes, candidates, MAX_NODES);
+    if (count == 0)
+        return 0;
+    pthread_mutex_lock(&datapath->loads_lock);
+    for (;;) {
+        int best_load = NODE_SLOTS;
+        for (size_t k = 0; k < count; k++) {
+            uint32_t node = candidates[(datapath->next_pick + k) % count];
+            struct node_load *load = node_load_find(datapath, node);
+            int in_flight = load ? load->in_flight : 0;
+            if (in_flight + (int)tiles <= NODE_SLOTS && in_flight < best_load) {
+                best_load = in_flight;
+                chosen = node;
+            }
+        }
+        if (chosen != 0)
+            break;
+        pthread_cond_wait(&datapath->load_dropped, &datapath->loads_lock);
+    }
+    datapath->next_pick++;
+    pthread_mutex_unlock(&datapath->loads_lock);
+    return chosen;
 }
 
 /* ---- tile locations --------------------------------------------------- */
@@ -360,7 +447,11 @@ static int location_get(struct datapath *datapath, struct open_file *file, uint6
         *location = slot->location;
         return 0;
     }
-    if (allocate) {
+    uint32_t node = 0;
+    if (allocate && file->placement == TS_PLACEMENT_DYNAMIC) {
+        count = DYNAMIC_BATCH;
+        node = dynamic_pick(datapath, count);
+    } else if (allocate) {
         if (tile == file->last_written_tile + 1 || (tile == 0 && file->size == 0))
             count = ALLOCATE_BATCH;
     } else {
@@ -370,9 +461,10 @@ static int location_get(struct datapath *datapath, struct open_file *file, uint6
             count = (uint32_t)(tiles_in_file - tile < TILE_MAP_BATCH ? tiles_in_file - tile
                                                                      : TILE_MAP_BATCH);
     }
-    status = metaclient_tile_map(datapath->meta, file->ino, tile, count, allocate, 0, batch);
-    if (status == TS_ERR_NOSPC && count > 1) {
-        /* The batch may not fit where one tile still does. */
+    status = metaclient_tile_map(datapath->meta, file->ino, tile, count, allocate, node, batch);
+    if ((status == TS_ERR_NOSPC || status == TS_ERR_NONODES) && (count > 1 || node != 0)) {
+        /* The batch may not fit, or the node may have filled up since meta
+         * last said: one tile, placed by meta. */
         count = 1;
         status = metaclient_tile_map(datapath->meta, file->ino, tile, count, allocate, 0, batch);
     }
@@ -469,6 +561,7 @@ static void write_job_run(struct worker_job *worker_job)
                                     (size_t)len, job->buffer + job->offset, job->length, &owner,
                                     &reply);
     rpc_reply_release(&reply);
+    node_load_change(datapath, location.node, -1); /* before file->lock: see the top */
     int error = errno_of(status);
     if (error != 0)
         log_error("write of inode %llu tile %llu to datanode %u failed: %s",
@@ -540,6 +633,7 @@ static void buffer_write_out(struct datapath *datapath, struct open_file *file,
     job->buffer = buffer->data;
     buffer->data = NULL;
     file->writing[file->writes_in_flight++] = job->tile;
+    node_load_change(datapath, location.node, +1);
     workers_submit(datapath->workers, &job->job);
 }
 

@@ -263,9 +263,10 @@ int main(int argc, char **argv)
         state.nodes = nodedir_new(state.meta, (int)options.io_timeout_ms);
     if (state.nodes)
         state.workers = workers_new((int)options.io_threads);
-    /* A quarter of the cap stays for everything but tile buffers. */
+    /* Half the cap for tile buffers, half for everything else: per-file
+     * state (a few KiB each), ZeroMQ's queues, libfuse's request buffers. */
     struct datapath_config datapath_config = {
-        .memory_bytes = options.memory_bytes / 4 * 3,
+        .memory_bytes = options.memory_bytes / 2,
         .readahead_tiles = (uint32_t)options.readahead_tiles,
     };
     if (state.workers)

@@ -423,8 +423,11 @@ int metaclient_node_list(struct metaclient *client, struct meta_node **nodes, si
         struct meta_node *node = &(*nodes)[i];
         node->id = ts_cursor_u32(&cursor);
         node->state = ts_cursor_u32(&cursor);
-        ts_cursor_bytes(&cursor, 5 * 8); /* capacity, free, used, tiles, age */
-        ts_cursor_str(&cursor);          /* machine */
+        ts_cursor_u64(&cursor); /* capacity */
+        node->free_bytes = ts_cursor_u64(&cursor);
+        /* used, tiles, age; read, write bytes/s, queue depth, throttle */
+        ts_cursor_bytes(&cursor, 3 * 8 + 8 + 8 + 4 + 8);
+        ts_cursor_str(&cursor); /* machine */
         struct ts_str address = ts_cursor_str(&cursor);
         if (cursor.failed || ts_str_copy(address, node->address, sizeof(node->address)) != 0) {
             free(*nodes);

@@ -34,6 +34,7 @@ struct meta_dirent {
 struct meta_node {
     uint32_t id;
     uint32_t state;
+    uint64_t free_bytes;
     char address[256];
 };
 

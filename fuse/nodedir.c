@@ -13,6 +13,7 @@
 
 #include "log.h"
 #include "status.h"
+#include "tile.h"
 #include "util.h"
 
 #include <pthread.h>
@@ -26,6 +27,8 @@ struct node_entry {
     /* After a timeout the node counts as down until then: calls fail at
      * once instead of each waiting out the timeout again. */
     int64_t down_until_ms;
+    /* As meta last said: up, and room for new tiles. */
+    bool takes_tiles;
 };
 
 struct nodedir {
@@ -37,6 +40,7 @@ struct nodedir {
     struct rpc_pool **retired;
     size_t retired_count;
     int stale; /* refresh before the next lookup */
+    int64_t refreshed_ms; /* when the list last came from meta */
 };
 
 struct nodedir *nodedir_new(struct metaclient *meta, int io_timeout_ms)
@@ -96,10 +100,15 @@ static int nodedir_refresh(struct nodedir *dir)
     int status = metaclient_node_list(dir->meta, &nodes, &count);
     if (status != TS_OK)
         return status;
+    for (size_t i = 0; i < dir->count; i++)
+        dir->entries[i].takes_tiles = false; /* unless meta still lists it */
     for (size_t i = 0; i < count; i++) {
         struct node_entry *entry = nodedir_find(dir, nodes[i].id);
-        if (entry && strcmp(rpc_pool_endpoint(entry->pool), nodes[i].address) == 0)
+        bool takes_tiles = nodes[i].state == TS_NODE_UP && nodes[i].free_bytes >= TILE_DEFAULT_BYTES;
+        if (entry && strcmp(rpc_pool_endpoint(entry->pool), nodes[i].address) == 0) {
+            entry->takes_tiles = takes_tiles;
             continue;
+        }
         struct rpc_pool *pool = rpc_pool_new(nodes[i].address, dir->io_timeout_ms);
         if (!pool)
             continue;
@@ -107,6 +116,7 @@ static int nodedir_refresh(struct nodedir *dir)
             log_info("datanode %u moved to %s", nodes[i].id, nodes[i].address);
             nodedir_retire(dir, entry->pool);
             entry->pool = pool;
+            entry->takes_tiles = takes_tiles;
             continue;
         }
         struct node_entry *grown = realloc(dir->entries, (dir->count + 1) * sizeof(*grown));
@@ -115,12 +125,31 @@ static int nodedir_refresh(struct nodedir *dir)
             continue;
         }
         dir->entries = grown;
-        dir->entries[dir->count] = (struct node_entry){.id = nodes[i].id, .pool = pool};
+        dir->entries[dir->count] =
+            (struct node_entry){.id = nodes[i].id, .pool = pool, .takes_tiles = takes_tiles};
         dir->count++;
     }
     free(nodes);
     dir->stale = 0;
+    dir->refreshed_ms = util_monotonic_ms();
     return TS_OK;
+}
+
+size_t nodedir_candidates(struct nodedir *dir, uint32_t *ids, size_t cap)
+{
+    size_t count = 0;
+    int64_t now = util_monotonic_ms();
+    pthread_mutex_lock(&dir->lock);
+    /* Up/down and free space change: ask meta again every second or so. */
+    if (dir->stale || now - dir->refreshed_ms > 1000)
+        nodedir_refresh(dir);
+    for (size_t i = 0; i < dir->count && count < cap; i++) {
+        const struct node_entry *entry = &dir->entries[i];
+        if (entry->takes_tiles && now >= entry->down_until_ms)
+            ids[count++] = entry->id;
+    }
+    pthread_mutex_unlock(&dir->lock);
+    return count;
 }
 
 /* The pool of node id, NULL if unknown; *down is set if it counts as down. */

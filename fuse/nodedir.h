@@ -20,6 +20,12 @@ struct nodedir *nodedir_new(struct metaclient *meta, int io_timeout_ms);
 void nodedir_destroy(struct nodedir **dirp);
 
 /*
+ * The datanodes that take new tiles (up, with room, not timed out here), as
+ * of meta's list of at most a second ago: up to cap ids into ids.
+ */
+size_t nodedir_candidates(struct nodedir *dir, uint32_t *ids, size_t cap);
+
+/*
  * Sends op to datanode `node` and waits up to the I/O timeout. Returns as
  * rpc_pool_call(); TS_ERR_IO if the node is unknown to meta. The caller
  * releases `reply` in every case.

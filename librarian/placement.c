@@ -1,41 +1,163 @@
 /*
  * @file placement.c
- * See placement.h.
+ * See placement.h. Usability is re-checked tile by tile, because every
+ * placed tile uses up some of its node's free space.
  */
 #include "placement.h"
 
-#include <errno.h>
+#include "staticalloc.h"
 
-static int placement_usable(const struct placement_node *node, uint32_t tile_bytes)
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+__extension__ typedef unsigned __int128 placement_wide;
+
+static bool placement_usable(const struct placement_node *node, uint32_t tile_bytes)
 {
     return node->up && node->free_bytes >= tile_bytes;
 }
 
-int placement_choose(enum placement_policy policy, const struct placement_node *nodes,
-                     size_t node_count, uint64_t ino, uint64_t first_tile, uint32_t tile_bytes,
-                     size_t count, uint32_t *out)
+/* The failure when no node is usable: nodes up but full, or none up. */
+static int placement_none_usable(const struct placement_node *nodes, size_t node_count)
 {
-    size_t usable = 0;
-    size_t any_up = 0;
-
-    (void)policy; /* round-robin is the only policy so far */
     for (size_t i = 0; i < node_count; i++) {
-        usable += placement_usable(&nodes[i], tile_bytes) != 0;
-        any_up += nodes[i].up != 0;
+        if (nodes[i].up)
+            return -ENOSPC;
     }
-    if (usable == 0)
-        return any_up ? -ENOSPC : -ENODEV;
+    return -ENODEV;
+}
+
+/* Books one tile on a node: less free space, more backlog. */
+static void placement_take(struct placement_node *node, uint32_t tile_bytes)
+{
+    node->free_bytes -= tile_bytes; /* usable: free_bytes >= tile_bytes */
+    node->backlog_bytes = node->backlog_bytes > UINT64_MAX - tile_bytes
+                              ? UINT64_MAX
+                              : node->backlog_bytes + tile_bytes;
+}
+
+static int placement_roundrobin(struct placement_node *nodes, size_t node_count, uint64_t ino,
+                                uint64_t first_tile, uint32_t tile_bytes, size_t count,
+                                uint32_t *out)
+{
     for (size_t t = 0; t < count; t++) {
+        size_t usable = 0;
+        for (size_t i = 0; i < node_count; i++)
+            usable += placement_usable(&nodes[i], tile_bytes);
+        if (usable == 0)
+            return placement_none_usable(nodes, node_count);
         size_t rank = (size_t)((first_tile + t + ino) % usable);
         for (size_t i = 0; i < node_count; i++) {
             if (!placement_usable(&nodes[i], tile_bytes))
                 continue;
             if (rank == 0) {
                 out[t] = nodes[i].id;
+                placement_take(&nodes[i], tile_bytes);
                 break;
             }
             rank--;
         }
     }
     return 0;
+}
+
+/*
+ * The usable nodes as staticalloc queues (map[k] = index in nodes), with
+ * unmeasured speeds replaced by the average measured one. Returns how many.
+ */
+static size_t placement_queues(const struct placement_node *nodes, size_t node_count,
+                               uint32_t tile_bytes, struct staticalloc_node *queues, size_t *map)
+{
+    size_t usable = 0;
+    size_t measured = 0;
+    placement_wide speed_sum = 0; /* no sum of u64 speeds overflows it */
+
+    for (size_t i = 0; i < node_count; i++) {
+        if (!placement_usable(&nodes[i], tile_bytes))
+            continue;
+        map[usable] = i;
+        queues[usable].bytes_per_sec = nodes[i].write_bytes_per_sec;
+        queues[usable].backlog_bytes = nodes[i].backlog_bytes;
+        if (nodes[i].write_bytes_per_sec > 0) {
+            speed_sum += nodes[i].write_bytes_per_sec;
+            measured++;
+        }
+        usable++;
+    }
+    uint64_t average = measured ? (uint64_t)(speed_sum / measured) : 1; /* a mean of u64s */
+    if (average == 0)
+        average = 1;
+    for (size_t k = 0; k < usable; k++) {
+        if (queues[k].bytes_per_sec == 0)
+            queues[k].bytes_per_sec = average;
+    }
+    return usable;
+}
+
+static int placement_static(struct placement_node *nodes, size_t node_count, uint64_t ino,
+                            uint64_t first_tile, uint32_t tile_bytes, size_t count, uint32_t *out)
+{
+    struct staticalloc_node *queues = calloc(node_count ? node_count : 1, sizeof(*queues));
+    size_t *map = calloc(node_count ? node_count : 1, sizeof(*map));
+    size_t usable = 0;
+    bool stale = true;
+    int rc = 0;
+
+    if (!queues || !map) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (size_t t = 0; t < count; t++) {
+        if (stale) {
+            usable = placement_queues(nodes, node_count, tile_bytes, queues, map);
+            stale = false;
+        }
+        if (usable == 0) {
+            rc = placement_none_usable(nodes, node_count);
+            goto out;
+        }
+        size_t first = (size_t)((ino % usable + (first_tile + t) % usable) % usable);
+        size_t k = staticalloc_pick(queues, usable, tile_bytes, first);
+        struct placement_node *node = &nodes[map[k]];
+        out[t] = node->id;
+        placement_take(node, tile_bytes);
+        /* A node that just filled up leaves the queues. */
+        stale = !placement_usable(node, tile_bytes);
+    }
+out:
+    free(queues);
+    free(map);
+    return rc;
+}
+
+int placement_choose(enum placement_policy policy, struct placement_node *nodes, size_t node_count,
+                     uint64_t ino, uint64_t first_tile, uint32_t tile_bytes, size_t count,
+                     uint32_t *out)
+{
+    if (policy == PLACEMENT_STATIC)
+        return placement_static(nodes, node_count, ino, first_tile, tile_bytes, count, out);
+    return placement_roundrobin(nodes, node_count, ino, first_tile, tile_bytes, count, out);
+}
+
+int placement_choose_named(uint32_t named, struct placement_node *nodes, size_t node_count,
+                           uint64_t ino, uint64_t first_tile, uint32_t tile_bytes, size_t count,
+                           uint32_t *out)
+{
+    struct placement_node *node = NULL;
+    size_t t = 0;
+
+    for (size_t i = 0; i < node_count && !node; i++) {
+        if (nodes[i].id == named)
+            node = &nodes[i];
+    }
+    if (!node)
+        return -ENOENT;
+    while (t < count && placement_usable(node, tile_bytes)) {
+        out[t++] = named;
+        placement_take(node, tile_bytes);
+    }
+    if (t == count)
+        return 0;
+    return placement_static(nodes, node_count, ino, first_tile + t, tile_bytes, count - t, out + t);
 }

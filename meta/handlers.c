@@ -26,6 +26,7 @@
 #include "dirents.h"
 #include "garbage.h"
 #include "inodes.h"
+#include "layout.h"
 #include "log.h"
 #include "nodes.h"
 #include "placement.h"
@@ -300,7 +301,7 @@ static int handle_lookup(void *ctx, const struct rpc_request *request,
     status = store_read(service->store, lookup_body, &op);
     if (status != TS_OK)
         return status;
-    inodes_attr(&op.found, &reply.attr);
+    inodes_attr(&op.found, service->default_placement, &reply.attr);
     return ENCODE_REPLY(attr_rep, &reply, response);
 }
 
@@ -330,7 +331,7 @@ static int handle_getattr(void *ctx, const struct rpc_request *request,
     status = store_read(service->store, getattr_body, &op);
     if (status != TS_OK)
         return status;
-    inodes_attr(&op.found, &reply.attr);
+    inodes_attr(&op.found, service->default_placement, &reply.attr);
     return ENCODE_REPLY(attr_rep, &reply, response);
 }
 
@@ -450,7 +451,7 @@ static int handle_setattr(void *ctx, const struct rpc_request *request,
     status = store_write(service->store, setattr_body, &op);
     if (status != TS_OK)
         return status;
-    inodes_attr(&op.record, &op.reply.attr);
+    inodes_attr(&op.record, service->default_placement, &op.reply.attr);
     return ENCODE_REPLY(setattr_rep, &op.reply, response);
 }
 
@@ -497,6 +498,7 @@ static int create_body(struct store_txn *txn, void *arg)
     err = inodes_new(txn, mode, op->uid, gid, op->now, &op->created);
     if (err < 0)
         return error_status(err);
+    inodes_inherit_layout(&op->created, &parent);
     if (is_dir)
         op->created.parent = op->parent;
     if (S_ISCHR(mode) || S_ISBLK(mode))
@@ -529,7 +531,7 @@ static int create_run(struct service *service, struct create_op *op, struct rpc_
     status = store_write(service->store, create_body, op);
     if (status != TS_OK)
         return status;
-    inodes_attr(&op->created, &reply.attr);
+    inodes_attr(&op->created, service->default_placement, &reply.attr);
     return ENCODE_REPLY(attr_rep, &reply, response);
 }
 
@@ -932,7 +934,7 @@ static int handle_link(void *ctx, const struct rpc_request *request, struct rpc_
     status = store_write(service->store, link_body, &op);
     if (status != TS_OK)
         return status;
-    inodes_attr(&op.linked, &reply.attr);
+    inodes_attr(&op.linked, service->default_placement, &reply.attr);
     return ENCODE_REPLY(attr_rep, &reply, response);
 }
 
@@ -1055,7 +1057,7 @@ static int handle_open(void *ctx, const struct rpc_request *request, struct rpc_
         return status;
     if (opens_add(service->opens, message.ino) < 0)
         return TS_ERR_NOMEM;
-    inodes_attr(&op.found, &reply.attr);
+    inodes_attr(&op.found, service->default_placement, &reply.attr);
     return ENCODE_REPLY(attr_rep, &reply, response);
 }
 
@@ -1181,6 +1183,139 @@ static int setxattr_body(struct store_txn *txn, void *arg)
     return error_status(xattrs_put(txn, op->ino, op->name, op->value));
 }
 
+/* ---- user.tessera.layout ---------------------------------------------- */
+
+/*
+ * The layout hint is not stored in the xattrs table: it is the layout in
+ * the inode record, read and written here. It exists on every regular file
+ * and directory (getxattr shows the effective layout) and is not listed by
+ * LISTXATTR, so that copying a tree with its xattrs does not pin every
+ * copied file to the layout its source happened to have.
+ */
+
+struct layout_op {
+    struct service *service;
+    uint64_t ino;
+    struct layout given; /* what SETXATTR asked for */
+    bool remove;         /* REMOVEXATTR: back to the defaults */
+    uint32_t flags;      /* SETXATTR flags */
+    struct timespec now;
+    char text[64]; /* GETXATTR: the effective layout */
+    char why[160]; /* why the change was refused */
+};
+
+static bool layout_xattr(struct ts_str name)
+{
+    return name.len == strlen(LAYOUT_XATTR) && memcmp(name.ptr, LAYOUT_XATTR, name.len) == 0;
+}
+
+static int layout_get_body(struct store_txn *txn, void *arg)
+{
+    struct layout_op *op = arg;
+    struct inodes_record record;
+    struct layout layout;
+    int status = load_inode(txn, op->ino, &record);
+    if (status != TS_OK)
+        return status;
+    if (!S_ISREG(record.attr.mode) && !S_ISDIR(record.attr.mode))
+        return TS_ERR_NODATA;
+    inodes_layout(&record, op->service->default_placement, &layout);
+    return layout_format(&layout, op->text, sizeof(op->text)) < 0 ? TS_ERR_INTERNAL : TS_OK;
+}
+
+static bool layout_same(const struct layout *a, const struct layout *b)
+{
+    return a->tile_bytes == b->tile_bytes && a->copies == b->copies && a->placement == b->placement;
+}
+
+static int layout_set_body(struct store_txn *txn, void *arg)
+{
+    struct layout_op *op = arg;
+    struct inodes_record record;
+    struct ts_attr *attr = &record.attr;
+    struct layout before;
+    struct layout after;
+    int status = load_inode(txn, op->ino, &record);
+    if (status != TS_OK)
+        return status;
+    if (!S_ISREG(attr->mode) && !S_ISDIR(attr->mode))
+        return op->remove ? TS_ERR_NODATA : TS_ERR_INVAL;
+    if (op->flags & TS_XATTR_CREATE)
+        return TS_ERR_EXIST; /* every file and directory has a layout */
+
+    struct layout stored = {attr->tile_bytes, attr->copies, attr->placement, 0};
+    if (op->remove) {
+        bool dir = S_ISDIR(attr->mode);
+        stored.tile_bytes = dir ? 0 : TILE_DEFAULT_BYTES;
+        stored.copies = dir ? 0 : 1;
+        stored.placement = TS_PLACEMENT_DEFAULT;
+    } else {
+        layout_apply(&stored, &op->given);
+    }
+    inodes_layout(&record, op->service->default_placement, &before);
+    attr->tile_bytes = stored.tile_bytes;
+    attr->copies = stored.copies;
+    attr->placement = stored.placement;
+    inodes_layout(&record, op->service->default_placement, &after);
+    /* A file's layout is fixed once it has tiles; setting the same one again is harmless. */
+    if (S_ISREG(attr->mode) && record.tiles_allocated > 0) {
+        if (layout_same(&before, &after))
+            return TS_OK;
+        snprintf(op->why, sizeof(op->why),
+                 "the file already has %llu tiles; its layout is fixed (set it before the "
+                 "first write, or on the directory)",
+                 (unsigned long long)record.tiles_allocated);
+        return TS_ERR_BUSY;
+    }
+    time_set(&attr->ctime_sec, &attr->ctime_nsec, op->now);
+    return error_status(inodes_put(txn, &record));
+}
+
+/* SETXATTR or REMOVEXATTR of user.tessera.layout; value is NULL for a removal. */
+static int layout_set(struct service *service, uint64_t ino, const struct ts_str *value,
+                      uint32_t flags, struct rpc_response *response)
+{
+    struct layout_op op;
+    int status;
+
+    memset(&op, 0, sizeof(op));
+    op.service = service;
+    op.ino = ino;
+    op.flags = flags;
+    op.remove = value == NULL;
+    op.now = util_now();
+    if (value && layout_parse(value->ptr, value->len, &op.given, op.why, sizeof(op.why)) != 0) {
+        log_warn("setxattr %s on inode %llu refused: %s", LAYOUT_XATTR, (unsigned long long)ino,
+                 op.why);
+        snprintf(response->error_text, sizeof(response->error_text), "%s: %s", LAYOUT_XATTR,
+                 op.why);
+        return TS_ERR_INVAL;
+    }
+    status = store_write(service->store, layout_set_body, &op);
+    if (status == TS_ERR_BUSY) {
+        log_info("%s of inode %llu not changed: %s", LAYOUT_XATTR, (unsigned long long)ino, op.why);
+        snprintf(response->error_text, sizeof(response->error_text), "%s: %s", LAYOUT_XATTR,
+                 op.why);
+    }
+    return status;
+}
+
+static int layout_get(struct service *service, uint64_t ino, struct rpc_response *response)
+{
+    struct layout_op op;
+    struct ts_getxattr_rep reply;
+    int status;
+
+    memset(&op, 0, sizeof(op));
+    op.service = service;
+    op.ino = ino;
+    status = store_read(service->store, layout_get_body, &op);
+    if (status != TS_OK)
+        return status;
+    reply.value = ts_str_of(op.text);
+    return ENCODE_REPLY(getxattr_rep, &reply, response);
+}
+
 static int handle_setxattr(void *ctx, const struct rpc_request *request,
                            struct rpc_response *response)
 {
@@ -1198,6 +1333,8 @@ static int handle_setxattr(void *ctx, const struct rpc_request *request,
         return TS_ERR_RANGE;
     if ((message.flags & ~(TS_XATTR_CREATE | TS_XATTR_REPLACE)) != 0)
         return TS_ERR_INVAL;
+    if (layout_xattr(message.name))
+        return layout_set(service, message.ino, &message.value, message.flags, response);
     memset(&op, 0, sizeof(op));
     op.ino = message.ino;
     op.name = message.name;
@@ -1238,6 +1375,8 @@ static int handle_getxattr(void *ctx, const struct rpc_request *request,
     status = check_xattr_name(message.name);
     if (status != TS_OK)
         return status;
+    if (layout_xattr(message.name))
+        return layout_get(service, message.ino, response);
     memset(&op, 0, sizeof(op));
     op.ino = message.ino;
     op.name = message.name;
@@ -1307,6 +1446,8 @@ static int handle_removexattr(void *ctx, const struct rpc_request *request,
     status = check_xattr_name(message.name);
     if (status != TS_OK)
         return status;
+    if (layout_xattr(message.name))
+        return layout_set(service, message.ino, NULL, 0, response);
     memset(&op, 0, sizeof(op));
     op.ino = message.ino;
     op.name = message.name;
@@ -1316,22 +1457,42 @@ static int handle_removexattr(void *ctx, const struct rpc_request *request,
 
 /* ---- TILE_MAP ----------------------------------------------------------- */
 
+/*
+ * Placement of new tiles (DESIGN.md "Placement by live throughput"). The
+ * file's policy (its layout, else the cluster's default) decides:
+ * - roundrobin: placement_choose(PLACEMENT_ROUNDROBIN);
+ * - static: earliest finish time over each node's measured write
+ *   throughput and the backlog meta keeps for it (nodes.h);
+ * - dynamic: the writer names the node (request->node) and the tiles go
+ *   there while it is up and has room, the rest by earliest finish time; a
+ *   request naming no node (a writer that does not schedule itself) is
+ *   placed by earliest finish time, the closest meta can come to "the node
+ *   that frees a slot first".
+ * A named node is honoured for dynamic files only: a file that asked for
+ * static or round-robin placement gets it whoever writes it.
+ *
+ * The snapshot of the nodes is built inside the transaction (from the
+ * nodes table and the in-memory backlog) and carries every tile placed by
+ * the request; once the transaction has committed, the handler stores the
+ * grown backlogs back, so an aborted request leaves no trace.
+ */
+
 struct tile_map_op {
     struct service *service;
     const struct ts_tile_map_req *request;
     struct ts_writer records;
-    /* placement snapshot, built on the first missing tile */
+    int64_t now_ms;
+    /* placement snapshot, built on the first missing tile, freed by the handler */
     struct placement_node *candidates;
     size_t candidate_count;
     bool have_candidates;
 };
 
-/* The nodes that are up, with the free space they last reported. */
+/* The registered nodes: up or not, free space, speed and backlog as of now. */
 static int tile_map_candidates(struct store_txn *txn, struct tile_map_op *op)
 {
     struct nodes_record *nodes;
     size_t count;
-    int64_t now_ms = util_monotonic_ms();
     int err = nodes_list(txn, &nodes, &count);
     if (err < 0)
         return error_status(err);
@@ -1341,9 +1502,12 @@ static int tile_map_candidates(struct store_txn *txn, struct tile_map_op *op)
         return TS_ERR_NOMEM;
     }
     for (size_t i = 0; i < count; i++) {
-        op->candidates[i].id = nodes[i].id;
-        op->candidates[i].up = nodes_live_is_up(op->service->live, nodes[i].id, now_ms);
-        op->candidates[i].free_bytes = nodes[i].free_bytes;
+        struct placement_node *candidate = &op->candidates[i];
+        candidate->id = nodes[i].id;
+        candidate->up = nodes_live_is_up(op->service->live, nodes[i].id, op->now_ms);
+        candidate->free_bytes = nodes[i].free_bytes;
+        candidate->write_bytes_per_sec = nodes[i].write_bytes_per_sec;
+        candidate->backlog_bytes = nodes_live_backlog(op->service->live, nodes[i].id, op->now_ms);
     }
     op->candidate_count = count;
     op->have_candidates = true;
@@ -1357,6 +1521,8 @@ static int tile_map_allocate(struct store_txn *txn, struct tile_map_op *op,
                              struct tiles_entry *entry)
 {
     uint32_t tile_bytes = record->attr.tile_bytes;
+    uint32_t placement =
+        record->attr.placement ? record->attr.placement : op->service->default_placement;
     uint32_t node = 0;
     int status;
     int err;
@@ -1366,19 +1532,21 @@ static int tile_map_allocate(struct store_txn *txn, struct tile_map_op *op,
         if (status != TS_OK)
             return status;
     }
-    err = placement_choose(PLACEMENT_ROUNDROBIN, op->candidates, op->candidate_count,
-                           record->attr.ino, tile, tile_bytes, 1, &node);
+    if (placement == TS_PLACEMENT_DYNAMIC && op->request->node != 0)
+        err = placement_choose_named(op->request->node, op->candidates, op->candidate_count,
+                                     record->attr.ino, tile, tile_bytes, 1, &node);
+    else
+        err = placement_choose(
+            placement == TS_PLACEMENT_ROUNDROBIN ? PLACEMENT_ROUNDROBIN : PLACEMENT_STATIC,
+            op->candidates, op->candidate_count, record->attr.ino, tile, tile_bytes, 1, &node);
+    if (err == -ENOENT)
+        return TS_ERR_INVAL; /* a node id meta never registered */
     if (err == -ENOSPC)
         return TS_ERR_NOSPC;
+    if (err == -ENOMEM)
+        return TS_ERR_NOMEM;
     if (err < 0)
         return TS_ERR_NONODES;
-    /* Count the tile against the node now, so one big request cannot overfill it. */
-    for (size_t i = 0; i < op->candidate_count; i++) {
-        struct placement_node *candidate = &op->candidates[i];
-        if (candidate->id == node)
-            candidate->free_bytes =
-                candidate->free_bytes > tile_bytes ? candidate->free_bytes - tile_bytes : 0;
-    }
     entry->node = node;
     err = store_counter_take(txn, STORE_NEXT_VERSION, &entry->version);
     if (err == 0)
@@ -1396,8 +1564,10 @@ static int tile_map_body(struct store_txn *txn, void *arg)
 
     op->records.len = 0;
     op->records.failed = false;
-    op->have_candidates = false;
+    /* A rerun (map growth) starts from a fresh snapshot. */
+    free(op->candidates);
     op->candidates = NULL;
+    op->have_candidates = false;
     status = load_inode(txn, request->ino, &record);
     if (status != TS_OK)
         return status;
@@ -1419,8 +1589,6 @@ static int tile_map_body(struct store_txn *txn, void *arg)
         ts_writer_u32(&op->records, entry.node);
         ts_writer_u64(&op->records, entry.version);
     }
-    free(op->candidates);
-    op->candidates = NULL;
     if (status != TS_OK)
         return status;
     if (op->records.failed)
@@ -1447,10 +1615,20 @@ static int handle_tile_map(void *ctx, const struct rpc_request *request,
     if (message.first > UINT64_MAX - message.count)
         return TS_ERR_FBIG;
     ts_writer_init(&op.records, service->scratch, SERVICE_SCRATCH_BYTES);
+    op.now_ms = util_monotonic_ms();
     if (message.allocate)
         status = store_write(service->store, tile_map_body, &op);
     else
         status = store_read(service->store, tile_map_body, &op);
+    /* Committed: the tiles just placed are now part of their nodes' backlog. */
+    for (size_t i = 0; status == TS_OK && i < op.candidate_count; i++)
+        nodes_live_set_backlog(service->live, op.candidates[i].id, op.candidates[i].backlog_bytes,
+                               op.now_ms);
+    free(op.candidates);
+    if (status == TS_ERR_INVAL && message.allocate && message.node != 0)
+        snprintf(response->error_text, sizeof(response->error_text),
+                 "TILE_MAP: no datanode %u is registered (or the file is not a regular file)",
+                 message.node);
     if (status != TS_OK)
         return status;
     reply.count = message.count;
@@ -1507,7 +1685,7 @@ static int handle_commit(void *ctx, const struct rpc_request *request,
         return status;
     if (message.sync && store_sync(service->store, true) < 0)
         return TS_ERR_IO;
-    inodes_attr(&op.record, &reply.attr);
+    inodes_attr(&op.record, service->default_placement, &reply.attr);
     return ENCODE_REPLY(attr_rep, &reply, response);
 }
 
@@ -1538,6 +1716,10 @@ static int node_list_body(struct store_txn *txn, void *arg)
         ts_writer_u64(&op->records, nodes[i].used_bytes);
         ts_writer_u64(&op->records, nodes[i].tiles);
         ts_writer_u64(&op->records, age < 0 ? UINT64_MAX : (uint64_t)age);
+        ts_writer_u64(&op->records, nodes[i].read_bytes_per_sec);
+        ts_writer_u64(&op->records, nodes[i].write_bytes_per_sec);
+        ts_writer_u32(&op->records, nodes[i].queue_depth);
+        ts_writer_u64(&op->records, nodes[i].throttle_bytes_per_sec);
         ts_writer_str(&op->records, ts_str_of(nodes[i].machine));
         ts_writer_str(&op->records, ts_str_of(nodes[i].address));
     }
@@ -1638,6 +1820,10 @@ static int heartbeat_body(struct store_txn *txn, void *arg)
     record.free_bytes = request->free_bytes;
     record.used_bytes = request->used_bytes;
     record.tiles = request->tiles;
+    record.read_bytes_per_sec = request->read_bytes_per_sec;
+    record.write_bytes_per_sec = request->write_bytes_per_sec;
+    record.queue_depth = request->queue_depth;
+    record.throttle_bytes_per_sec = request->throttle_bytes_per_sec;
     err = nodes_put(txn, &record);
     if (err < 0)
         return error_status(err);
@@ -1674,8 +1860,11 @@ static int handle_heartbeat(void *ctx, const struct rpc_request *request,
     status = store_write(service->store, heartbeat_body, &op);
     if (status != TS_OK)
         return status;
-    if (nodes_live_beat(service->live, op.node_id, util_monotonic_ms()) < 0)
+    int64_t now_ms = util_monotonic_ms();
+    if (nodes_live_beat(service->live, op.node_id, now_ms) < 0)
         return TS_ERR_NOMEM;
+    nodes_live_load(service->live, op.node_id, message.write_bytes_per_sec, message.queue_depth,
+                    now_ms);
     reply.node_id = op.node_id;
     reply.garbage_count = op.garbage_count;
     reply.garbage.ptr = (const char *)service->scratch;

@@ -1,12 +1,18 @@
 /*
  * @file inodes.c
  * See inodes.h. Record value, little-endian like the wire:
- *   u32 format (1), u32 mode, u32 nlink, u32 uid, u32 gid, u64 rdev,
+ *   u32 format (2), u32 mode, u32 nlink, u32 uid, u32 gid, u64 rdev,
  *   u64 size, i64+u32 atime, i64+u32 mtime, i64+u32 ctime, u64 generation,
- *   u32 tile_bytes, u64 parent, u64 tiles_allocated, then the symlink
- *   target (the rest of the value).
- * The format word lets a later version add layout fields (array layouts,
- * copies, placement policy) and still read old records.
+ *   u32 tile_bytes, u64 parent, u64 tiles_allocated, [format 2: u32
+ *   placement, u32 copies,] then the symlink target (the rest of the value).
+ * Records are written in format 2; format 1 records (before layouts could
+ * be set) read as placement "default" and copies 0 (= 1).
+ *
+ * Layout fields as stored: a regular file's tile_bytes is never 0; a
+ * directory's tile_bytes and copies are 0 until a layout is set on it, and
+ * placement 0 (TS_PLACEMENT_DEFAULT) means "the cluster's default", looked
+ * up when the value is used, so changing tessera-meta --placement changes
+ * every file that never chose.
  */
 #include "inodes.h"
 
@@ -21,8 +27,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define INODES_FORMAT 1
-#define INODES_FIXED_BYTES 100
+#define INODES_FORMAT_V1 1
+#define INODES_FORMAT 2
+#define INODES_FIXED_BYTES 108
 #define INODES_VALUE_MAX (INODES_FIXED_BYTES + TS_MAX_SYMLINK)
 #define INODES_DIR_SIZE 4096
 
@@ -59,7 +66,12 @@ int inodes_get(struct store_txn *txn, uint64_t ino, struct inodes_record *record
     attr->tile_bytes = ts_cursor_u32(&cursor);
     record->parent = ts_cursor_u64(&cursor);
     record->tiles_allocated = ts_cursor_u64(&cursor);
-    if (cursor.failed || format != INODES_FORMAT || cursor.left > TS_MAX_SYMLINK) {
+    if (format == INODES_FORMAT) {
+        attr->placement = ts_cursor_u32(&cursor);
+        attr->copies = ts_cursor_u32(&cursor);
+    }
+    if (cursor.failed || (format != INODES_FORMAT && format != INODES_FORMAT_V1) ||
+        cursor.left > TS_MAX_SYMLINK) {
         log_error("corrupt record of inode %llu", (unsigned long long)ino);
         return -EIO;
     }
@@ -98,6 +110,8 @@ int inodes_put(struct store_txn *txn, const struct inodes_record *record)
     ts_writer_u32(&writer, attr->tile_bytes);
     ts_writer_u64(&writer, record->parent);
     ts_writer_u64(&writer, record->tiles_allocated);
+    ts_writer_u32(&writer, attr->placement);
+    ts_writer_u32(&writer, attr->copies);
     ts_writer_bytes(&writer, record->target, record->target_len);
     if (writer.failed)
         return -EINVAL;
@@ -120,6 +134,8 @@ static void inodes_fill(struct inodes_record *record, uint64_t ino, uint64_t gen
     attr->atime_nsec = attr->mtime_nsec = attr->ctime_nsec = (uint32_t)now.tv_nsec;
     attr->generation = generation;
     attr->tile_bytes = S_ISREG(mode) ? TILE_DEFAULT_BYTES : 0;
+    attr->placement = TS_PLACEMENT_DEFAULT;
+    attr->copies = S_ISREG(mode) ? 1 : 0;
 }
 
 int inodes_new(struct store_txn *txn, uint32_t mode, uint32_t uid, uint32_t gid,
@@ -218,9 +234,39 @@ int inodes_count(struct store_txn *txn, uint64_t *count)
     return store_entries(txn, STORE_INODES, count);
 }
 
-void inodes_attr(const struct inodes_record *record, struct ts_attr *attr)
+void inodes_inherit_layout(struct inodes_record *record, const struct inodes_record *parent)
+{
+    struct ts_attr *attr = &record->attr;
+    const struct ts_attr *from = &parent->attr;
+
+    if (!S_ISDIR(from->mode))
+        return;
+    if (S_ISREG(attr->mode)) {
+        attr->tile_bytes = from->tile_bytes ? from->tile_bytes : TILE_DEFAULT_BYTES;
+        attr->copies = from->copies ? from->copies : 1;
+        attr->placement = from->placement;
+    } else if (S_ISDIR(attr->mode)) {
+        attr->tile_bytes = from->tile_bytes;
+        attr->copies = from->copies;
+        attr->placement = from->placement;
+    }
+}
+
+void inodes_layout(const struct inodes_record *record, uint32_t default_placement,
+                   struct layout *layout)
+{
+    const struct ts_attr *attr = &record->attr;
+    memset(layout, 0, sizeof(*layout));
+    layout->tile_bytes = attr->tile_bytes ? attr->tile_bytes : TILE_DEFAULT_BYTES;
+    layout->copies = attr->copies ? attr->copies : 1;
+    layout->placement = attr->placement ? attr->placement : default_placement;
+}
+
+void inodes_attr(const struct inodes_record *record, uint32_t default_placement,
+                 struct ts_attr *attr)
 {
     uint64_t held = record->attr.size;
+    struct layout layout;
     *attr = record->attr;
     if (record->attr.tile_bytes > 0 &&
         record->tiles_allocated < UINT64_MAX / record->attr.tile_bytes &&
@@ -229,4 +275,10 @@ void inodes_attr(const struct inodes_record *record, struct ts_attr *attr)
     if (record->attr.tile_bytes == 0)
         held = 0;
     attr->blocks = held / 512 + (held % 512 != 0);
+    /* The effective layout: what new tiles (or new files, for a directory) get. */
+    inodes_layout(record, default_placement, &layout);
+    attr->placement = layout.placement;
+    attr->copies = layout.copies;
+    if (S_ISREG(attr->mode) || S_ISDIR(attr->mode))
+        attr->tile_bytes = layout.tile_bytes;
 }

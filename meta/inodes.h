@@ -8,6 +8,7 @@
 #ifndef TESSERA_META_INODES_H
 #define TESSERA_META_INODES_H
 
+#include "layout.h"
 #include "proto.h"
 #include "store.h"
 
@@ -46,9 +47,27 @@ int inodes_reap_orphans(struct store_txn *txn, uint64_t *reaped);
 /* Number of inodes. */
 int inodes_count(struct store_txn *txn, uint64_t *count);
 /*
- * The attributes as they travel: the record's attr with blocks = bytes held
- * by allocated tiles, capped at the size, in 512-byte units.
+ * A new inode takes the layout of the directory it is created in: a
+ * regular file gets the directory's tile size, copies and placement (the
+ * defaults where the directory has none), a subdirectory gets the
+ * directory's values as they are (so "not set" stays "not set"). Other
+ * types, and a parent that is not a directory, leave the record alone.
  */
-void inodes_attr(const struct inodes_record *record, struct ts_attr *attr);
+void inodes_inherit_layout(struct inodes_record *record, const struct inodes_record *parent);
+/*
+ * The effective layout of an inode: its own values, with the defaults
+ * filled in (tile TILE_DEFAULT_BYTES, 1 copy, default_placement). `given`
+ * is 0.
+ */
+void inodes_layout(const struct inodes_record *record, uint32_t default_placement,
+                   struct layout *layout);
+/*
+ * The attributes as they travel: the record's attr with blocks = bytes held
+ * by allocated tiles, capped at the size, in 512-byte units, and the
+ * effective layout (inodes_layout(); tile_bytes stays 0 for inodes that
+ * hold no data: symlinks and special files).
+ */
+void inodes_attr(const struct inodes_record *record, uint32_t default_placement,
+                 struct ts_attr *attr);
 
 #endif

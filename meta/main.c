@@ -9,6 +9,7 @@
  * signals always land on this thread, interrupting zmq_poll.
  */
 #include "handlers.h"
+#include "layout.h"
 #include "log.h"
 #include "rpc.h"
 #include "service.h"
@@ -29,6 +30,7 @@ struct meta_options {
     const char *listen;
     const char *data_dir;
     long node_timeout_ms;
+    uint32_t placement; /* enum ts_placement: the cluster's default */
     enum log_level log_level;
 };
 
@@ -49,6 +51,8 @@ static void meta_usage(FILE *out)
             "  --listen ENDPOINT       ZeroMQ endpoint to serve (default %s)\n"
             "  --data DIR              directory of the store (created if missing)\n"
             "  --node-timeout-ms MS    a datanode silent this long is down (default %d)\n"
+            "  --placement POLICY      where new tiles go unless a file's layout says:\n"
+            "                          dynamic (default), static or roundrobin\n"
             "  --log-level LEVEL       error, warn, info or debug (default info)\n"
             "  --help                  show this and exit\n",
             META_DEFAULT_LISTEN, SERVICE_DEFAULT_NODE_TIMEOUT_MS);
@@ -61,6 +65,7 @@ static int meta_parse(int argc, char **argv, struct meta_options *options)
         {"listen", required_argument, NULL, 'l'},
         {"data", required_argument, NULL, 'd'},
         {"node-timeout-ms", required_argument, NULL, 't'},
+        {"placement", required_argument, NULL, 'p'},
         {"log-level", required_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -70,6 +75,7 @@ static int meta_parse(int argc, char **argv, struct meta_options *options)
     options->listen = META_DEFAULT_LISTEN;
     options->data_dir = NULL;
     options->node_timeout_ms = SERVICE_DEFAULT_NODE_TIMEOUT_MS;
+    options->placement = SERVICE_DEFAULT_PLACEMENT;
     options->log_level = LOG_LEVEL_INFO;
     opterr = 0;
     /* The leading ':' makes a missing value return ':' instead of '?'. */
@@ -82,6 +88,15 @@ static int meta_parse(int argc, char **argv, struct meta_options *options)
                 fprintf(stderr,
                         "tessera-meta: --node-timeout-ms wants milliseconds between 100 and "
                         "3600000, not '%s'\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 'p':
+            if (layout_placement_parse(optarg, strlen(optarg), &options->placement) < 0 ||
+                options->placement == TS_PLACEMENT_DEFAULT) {
+                fprintf(stderr,
+                        "tessera-meta: --placement wants dynamic, static or roundrobin, not '%s'\n",
                         optarg);
                 return 2;
             }
@@ -171,11 +186,13 @@ int main(int argc, char **argv)
 
     if (service_open(options.data_dir, options.node_timeout_ms, &service) < 0)
         goto out;
+    service->default_placement = options.placement;
     server = rpc_server_new(options.listen, handlers_table, service);
     if (!server)
         goto out;
     pthread_sigmask(SIG_UNBLOCK, &stop_signals, NULL);
-    log_info("ready: listening on %s, store in %s", options.listen, options.data_dir);
+    log_info("ready: listening on %s, store in %s, default placement %s", options.listen,
+             options.data_dir, layout_placement_name(options.placement));
     exit_code = meta_serve(server, service);
 
 out:

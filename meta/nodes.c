@@ -1,7 +1,10 @@
 /*
  * @file nodes.c
  * See nodes.h. Record value (little-endian like the wire): u64 capacity,
- * u64 free, u64 used, u64 tiles, u16-length machine, u16-length address.
+ * u64 free, u64 used, u64 tiles, u16-length machine, u16-length address,
+ * then u64 read_bytes_per_sec, u64 write_bytes_per_sec, u32 queue_depth,
+ * u64 throttle_bytes_per_sec (records written before those existed end
+ * after the address and read as zeros).
  * The liveness table is a small array sorted by id: there is one entry per
  * datanode, a few hundred at most, and it is read far more than written.
  */
@@ -9,12 +12,14 @@
 
 #include "log.h"
 #include "proto.h"
+#include "tile.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define NODES_VALUE_MAX (4 * 8 + 2 * (2 + NODES_MAX_TEXT))
+#define NODES_LOAD_BYTES (3 * 8 + 4)
+#define NODES_VALUE_MAX (4 * 8 + 2 * (2 + NODES_MAX_TEXT) + NODES_LOAD_BYTES)
 
 int nodes_get(struct store_txn *txn, uint32_t id, struct nodes_record *record)
 {
@@ -38,6 +43,12 @@ int nodes_get(struct store_txn *txn, uint32_t id, struct nodes_record *record)
     record->tiles = ts_cursor_u64(&cursor);
     machine = ts_cursor_str(&cursor);
     address = ts_cursor_str(&cursor);
+    if (cursor.left == NODES_LOAD_BYTES) {
+        record->read_bytes_per_sec = ts_cursor_u64(&cursor);
+        record->write_bytes_per_sec = ts_cursor_u64(&cursor);
+        record->queue_depth = ts_cursor_u32(&cursor);
+        record->throttle_bytes_per_sec = ts_cursor_u64(&cursor);
+    }
     if (cursor.failed || cursor.left != 0 ||
         ts_str_copy(machine, record->machine, sizeof(record->machine)) < 0 ||
         ts_str_copy(address, record->address, sizeof(record->address)) < 0) {
@@ -61,6 +72,10 @@ int nodes_put(struct store_txn *txn, const struct nodes_record *record)
     ts_writer_u64(&writer, record->tiles);
     ts_writer_str(&writer, ts_str_of(record->machine));
     ts_writer_str(&writer, ts_str_of(record->address));
+    ts_writer_u64(&writer, record->read_bytes_per_sec);
+    ts_writer_u64(&writer, record->write_bytes_per_sec);
+    ts_writer_u32(&writer, record->queue_depth);
+    ts_writer_u64(&writer, record->throttle_bytes_per_sec);
     if (writer.failed)
         return -EINVAL;
     return store_put(txn, STORE_NODES, key, sizeof(key), value, writer.len);
@@ -119,6 +134,9 @@ struct nodes_beat {
     uint32_t id;
     bool reported_up; /* "up" was logged and "down" not yet */
     int64_t last_ms;
+    uint64_t drain_bytes_per_sec; /* how fast the backlog drains */
+    uint64_t backlog_bytes;       /* as of backlog_ms */
+    int64_t backlog_ms;
 };
 
 struct nodes_live {
@@ -176,8 +194,11 @@ int nodes_live_beat(struct nodes_live *live, uint32_t id, int64_t now_ms)
         }
         memmove(&live->beats[at + 1], &live->beats[at],
                 (live->count - at) * sizeof(live->beats[0]));
+        memset(&live->beats[at], 0, sizeof(live->beats[at]));
         live->beats[at].id = id;
         live->beats[at].reported_up = false;
+        live->beats[at].drain_bytes_per_sec = NODES_ASSUMED_BYTES_PER_SEC;
+        live->beats[at].backlog_ms = now_ms;
         live->count++;
     }
     live->beats[at].last_ms = now_ms;
@@ -214,4 +235,55 @@ void nodes_live_check(struct nodes_live *live, int64_t now_ms)
             beat->reported_up = false;
         }
     }
+}
+
+/* ---- backlog ------------------------------------------------------------ */
+
+/* The backlog of a beat drained from its time to now_ms. */
+static uint64_t nodes_drained(const struct nodes_beat *beat, int64_t now_ms)
+{
+    int64_t elapsed_ms = now_ms - beat->backlog_ms;
+    if (elapsed_ms <= 0 || beat->backlog_bytes == 0)
+        return beat->backlog_bytes;
+    /* In double: a day of draining at any speed must not overflow. */
+    double drained = (double)beat->drain_bytes_per_sec * (double)elapsed_ms / 1000.0;
+    if (drained >= (double)beat->backlog_bytes)
+        return 0;
+    return beat->backlog_bytes - (uint64_t)drained;
+}
+
+int nodes_live_load(struct nodes_live *live, uint32_t id, uint64_t write_bytes_per_sec,
+                    uint32_t queue_depth, int64_t now_ms)
+{
+    bool found;
+    size_t at = nodes_live_find(live, id, &found);
+    if (!found)
+        return -ENOENT;
+    struct nodes_beat *beat = &live->beats[at];
+    uint64_t backlog = nodes_drained(beat, now_ms);
+    uint64_t queued = (uint64_t)queue_depth * TILE_DEFAULT_BYTES;
+    beat->backlog_bytes = backlog > queued ? backlog : queued;
+    beat->backlog_ms = now_ms;
+    beat->drain_bytes_per_sec =
+        write_bytes_per_sec > 0 ? write_bytes_per_sec : NODES_ASSUMED_BYTES_PER_SEC;
+    return 0;
+}
+
+uint64_t nodes_live_backlog(const struct nodes_live *live, uint32_t id, int64_t now_ms)
+{
+    bool found;
+    size_t at = nodes_live_find(live, id, &found);
+    return found ? nodes_drained(&live->beats[at], now_ms) : 0;
+}
+
+int nodes_live_set_backlog(struct nodes_live *live, uint32_t id, uint64_t backlog_bytes,
+                           int64_t now_ms)
+{
+    bool found;
+    size_t at = nodes_live_find(live, id, &found);
+    if (!found)
+        return -ENOENT;
+    live->beats[at].backlog_bytes = backlog_bytes;
+    live->beats[at].backlog_ms = now_ms;
+    return 0;
 }

@@ -2,9 +2,23 @@
  * @file nodes.h
  * The datanode registry. In LMDB (`nodes` table, key u32 BE id): what each
  * datanode last reported — machine, address, capacity, free and used bytes,
- * tile count. In memory (struct nodes_live): when each last sent a
- * heartbeat, which decides whether it is up. Liveness is deliberately not
- * persisted: after a meta restart every node is down until it heartbeats.
+ * tile count, measured read and write throughput, queue depth, throttle.
+ * In memory (struct nodes_live): when each last sent a heartbeat, which
+ * decides whether it is up, and its backlog. Neither is persisted: after a
+ * meta restart every node is down until it heartbeats, and idle.
+ *
+ * The backlog model (what static placement adds to a node's finish time):
+ * meta counts the bytes of every tile it places on a node, since those
+ * will be written there soon, and lets the count drain at the node's
+ * measured write throughput as time passes:
+ *
+ *   backlog(t) = max(0, backlog(t0) - write_bytes_per_sec * (t - t0))
+ *
+ * (at NODES_ASSUMED_BYTES_PER_SEC while the node has not measured itself).
+ * A heartbeat's queue depth q is work the node really has: the backlog is
+ * raised to at least q tiles of TILE_DEFAULT_BYTES. Meta cannot see when a
+ * writer actually sends its tiles, so this is an estimate: tiles placed but
+ * written late drain early, which only makes that node look idle sooner.
  */
 #ifndef TESSERA_META_NODES_H
 #define TESSERA_META_NODES_H
@@ -25,7 +39,14 @@ struct nodes_record {
     uint64_t free_bytes;
     uint64_t used_bytes;
     uint64_t tiles;
+    uint64_t read_bytes_per_sec;     /* measured by the node; 0 = not yet */
+    uint64_t write_bytes_per_sec;    /* measured by the node; 0 = not yet */
+    uint32_t queue_depth;            /* tile requests in service or waiting */
+    uint64_t throttle_bytes_per_sec; /* its disk cap, 0 = none */
 };
+
+/* How fast an unmeasured node's backlog drains. */
+#define NODES_ASSUMED_BYTES_PER_SEC (100ull * 1000 * 1000)
 
 /* 0, -ENOENT if no such node, or a negative errno. */
 int nodes_get(struct store_txn *txn, uint32_t id, struct nodes_record *record);
@@ -51,5 +72,21 @@ int64_t nodes_live_age_ms(const struct nodes_live *live, uint32_t id, int64_t no
 bool nodes_live_is_up(const struct nodes_live *live, uint32_t id, int64_t now_ms);
 /* Logs each node that went silent since the last call (once per outage). */
 void nodes_live_check(struct nodes_live *live, int64_t now_ms);
+
+/*
+ * Takes a heartbeat's load report (after nodes_live_beat() of the same
+ * node): the drain rate becomes write_bytes_per_sec, and the backlog is
+ * raised to queue_depth tiles. 0 or -ENOENT for a node never beaten.
+ */
+int nodes_live_load(struct nodes_live *live, uint32_t id, uint64_t write_bytes_per_sec,
+                    uint32_t queue_depth, int64_t now_ms);
+/* The node's backlog drained to now_ms (0 for an unknown node). Changes nothing. */
+uint64_t nodes_live_backlog(const struct nodes_live *live, uint32_t id, int64_t now_ms);
+/*
+ * Sets the node's backlog as of now_ms (after placing tiles on it). 0, or
+ * -ENOENT for a node never beaten (nothing to remember it by).
+ */
+int nodes_live_set_backlog(struct nodes_live *live, uint32_t id, uint64_t backlog_bytes,
+                           int64_t now_ms);
 
 #endif

@@ -33,6 +33,7 @@ int service_open(const char *data_dir, int64_t node_timeout_ms, struct service *
     if (!service)
         return -ENOMEM;
     service->node_timeout_ms = node_timeout_ms;
+    service->default_placement = SERVICE_DEFAULT_PLACEMENT;
     service->opens = opens_new();
     service->live = nodes_live_new(node_timeout_ms);
     service->scratch = malloc(SERVICE_SCRATCH_BYTES);

@@ -24,8 +24,12 @@ struct service {
     struct opens *opens;
     struct nodes_live *live;
     int64_t node_timeout_ms;
-    uint8_t *scratch; /* SERVICE_SCRATCH_BYTES, for array blobs of replies */
+    uint32_t default_placement; /* enum ts_placement for files that name none */
+    uint8_t *scratch;           /* SERVICE_SCRATCH_BYTES, for array blobs of replies */
 };
+
+/* The cluster's placement policy unless tessera-meta --placement says otherwise. */
+#define SERVICE_DEFAULT_PLACEMENT TS_PLACEMENT_DYNAMIC
 
 /* Large enough for any array blob that fits in one reply frame. */
 #define SERVICE_SCRATCH_BYTES (TS_MAX_FRAME_BYTES - TS_HEADER_BYTES - 64)
@@ -33,6 +37,8 @@ struct service {
 /*
  * Opens the store in data_dir and prepares it: creates the root directory on
  * first start and deletes the orphans (nlink 0) a previous run left.
+ * default_placement starts as SERVICE_DEFAULT_PLACEMENT; the caller may
+ * change it before serving.
  * Returns 0 or a negative errno (logged).
  */
 int service_open(const char *data_dir, int64_t node_timeout_ms, struct service **servicep);

@@ -11,6 +11,7 @@
 #include "util.h"
 
 #include <ctype.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -232,4 +233,33 @@ int clusterconf_meta_endpoint(const struct clusterconf *conf, char *out, size_t 
 int clusterconf_node_endpoint(const struct clusterconf *conf, long node, char *out, size_t cap)
 {
     return fmt_into(out, cap, "tcp://%s:%ld", conf->host, conf->port + node);
+}
+
+int clusterconf_find_meta(const char *state_dir, char *endpoint, size_t cap, const char *who)
+{
+    struct clusterconf conf;
+    char dir[PATH_MAX];
+    bool explicit_state = state_dir[0] != '\0';
+    int result;
+
+    clusterconf_defaults(&conf);
+    if (explicit_state)
+        result = fmt_into(dir, sizeof(dir), "%s", state_dir);
+    else
+        result = clusterconf_default_state_dir(dir, sizeof(dir));
+    if (result == 0)
+        result = clusterconf_load(&conf, dir);
+    if (result == -EINVAL)
+        return 1;
+    if (result != 0 && explicit_state) {
+        fprintf(stderr,
+                "%s: no cluster in %s (%s/%s: %s); start one with tessera up --state %s, or "
+                "pass --meta ENDPOINT\n",
+                who, dir, dir, CLUSTERCONF_FILE, strerror(-result), dir);
+        return 1;
+    }
+    /* No state at all: the default local cluster's meta. */
+    if (clusterconf_meta_endpoint(&conf, endpoint, cap) != 0)
+        return 1;
+    return 0;
 }

@@ -69,4 +69,13 @@ int clusterconf_meta_endpoint(const struct clusterconf *conf, char *out, size_t 
 /* "tcp://HOST:PORT+i" of datanode i (1-based); 0 or -ENAMETOOLONG. */
 int clusterconf_node_endpoint(const struct clusterconf *conf, long node, char *out, size_t cap);
 
+/*
+ * Which meta a command that only talks to meta should ask: the cluster.conf
+ * of state_dir when it is not "" (an error if it has none), else the
+ * cluster.conf of the default state directory, falling back to
+ * tcp://127.0.0.1:7400 when there is none. Fills endpoint[cap]; returns 0,
+ * or exit code 1 after printing why, prefixed by `who` ("tessera status").
+ */
+int clusterconf_find_meta(const char *state_dir, char *endpoint, size_t cap, const char *who);
+
 #endif

@@ -96,36 +96,6 @@ static int clusterstatus_parse(int argc, char **argv, struct clusterstatus_optio
     return -1;
 }
 
-/* Fills options->endpoint from a cluster.conf; returns 0 or an exit code. */
-static int clusterstatus_endpoint_from_state(struct clusterstatus_options *options)
-{
-    struct clusterconf conf;
-    char state_dir[PATH_MAX];
-    bool explicit_state = options->state_dir[0] != '\0';
-    int result;
-
-    clusterconf_defaults(&conf);
-    if (explicit_state)
-        result = fmt_into(state_dir, sizeof(state_dir), "%s", options->state_dir);
-    else
-        result = clusterconf_default_state_dir(state_dir, sizeof(state_dir));
-    if (result == 0)
-        result = clusterconf_load(&conf, state_dir);
-    if (result == -EINVAL)
-        return 1;
-    if (result != 0 && explicit_state) {
-        fprintf(stderr,
-                "tessera status: no cluster in %s (%s/%s: %s); start one with "
-                "tessera up --state %s, or pass --meta ENDPOINT\n",
-                state_dir, state_dir, CLUSTERCONF_FILE, strerror(-result), state_dir);
-        return 1;
-    }
-    /* No state at all: the default local cluster's meta. */
-    if (clusterconf_meta_endpoint(&conf, options->endpoint, sizeof(options->endpoint)) != 0)
-        return 1;
-    return 0;
-}
-
 static const char *clusterstatus_state_name(uint32_t state)
 {
     return state == TS_NODE_UP ? "up" : "down";
@@ -161,19 +131,38 @@ static void clusterstatus_widths(const struct metaclient_node *nodes, size_t cou
     }
 }
 
+/* A rate in MB/s (10^6 bytes, as dd counts), or "-" for none. */
+static void clusterstatus_rate(uint64_t bytes_per_sec, char *out, size_t cap)
+{
+    if (bytes_per_sec == 0)
+        snprintf(out, cap, "-");
+    else
+        snprintf(out, cap, "%.1f", (double)bytes_per_sec / 1e6);
+}
+
 static void clusterstatus_print_row(const struct metaclient_node *node, int machine_width,
                                     int address_width)
 {
     char used[16];
     char free_text[16];
     char age[16];
+    char read_rate[24];
+    char write_rate[24];
+    char throttle[24];
 
     fmt_size(node->used_bytes, used, sizeof(used));
     fmt_size(node->free_bytes, free_text, sizeof(free_text));
     clusterstatus_age(node->heartbeat_age_ms, age, sizeof(age));
-    printf("%-4" PRIu32 " %-*s %-*s %-5s %8" PRIu64 " %7s %7s %9s\n", node->id, machine_width,
-           node->machine, address_width, node->address, clusterstatus_state_name(node->state),
-           node->tiles, used, free_text, age);
+    clusterstatus_rate(node->read_bytes_per_sec, read_rate, sizeof(read_rate));
+    clusterstatus_rate(node->write_bytes_per_sec, write_rate, sizeof(write_rate));
+    if (node->throttle_bytes_per_sec == 0)
+        snprintf(throttle, sizeof(throttle), "off");
+    else
+        clusterstatus_rate(node->throttle_bytes_per_sec, throttle, sizeof(throttle));
+    printf("%-4" PRIu32 " %-*s %-*s %-5s %8" PRIu64 " %7s %7s %9s %8s %8s %8" PRIu32 " %8s\n",
+           node->id, machine_width, node->machine, address_width, node->address,
+           clusterstatus_state_name(node->state), node->tiles, used, free_text, age, read_rate,
+           write_rate, node->queue_depth, throttle);
 }
 
 static void clusterstatus_print_table(const struct metaclient_node *nodes, size_t count,
@@ -190,8 +179,9 @@ static void clusterstatus_print_table(const struct metaclient_node *nodes, size_
     char total_text[16];
 
     clusterstatus_widths(nodes, count, &machine_width, &address_width);
-    printf("%-4s %-*s %-*s %-5s %8s %7s %7s %9s\n", "ID", machine_width, "MACHINE", address_width,
-           "ADDRESS", "STATE", "TILES", "USED", "FREE", "HEARTBEAT");
+    printf("%-4s %-*s %-*s %-5s %8s %7s %7s %9s %8s %8s %8s %8s\n", "ID", machine_width, "MACHINE",
+           address_width, "ADDRESS", "STATE", "TILES", "USED", "FREE", "HEARTBEAT", "READ", "WRITE",
+           "INFLIGHT", "THROTTLE");
     for (size_t i = 0; i < count; i++) {
         clusterstatus_print_row(&nodes[i], machine_width, address_width);
         tiles += nodes[i].tiles;
@@ -203,6 +193,8 @@ static void clusterstatus_print_table(const struct metaclient_node *nodes, size_
     fmt_size(free_bytes, free_text, sizeof(free_text));
     printf("total: %zu datanodes (%zu up, %zu down), %" PRIu64 " tiles, %s used, %s free\n", count,
            up, count - up, tiles, used_text, free_text);
+    printf("READ, WRITE: measured disk throughput in MB/s (10^6 bytes/s of busy time); "
+           "THROTTLE: the node's disk cap in MB/s\n");
     if (!have_totals)
         return;
     fmt_size(totals->total_bytes, total_text, sizeof(total_text));
@@ -237,9 +229,11 @@ static void clusterstatus_print_json(const struct metaclient_node *nodes, size_t
         clusterstatus_json_string(node->address);
         printf(", \"state\": \"%s\", \"capacity\": %" PRIu64 ", \"free\": %" PRIu64
                ", \"used\": %" PRIu64 ", \"tiles\": %" PRIu64 ", \"heartbeat_age_ms\": %" PRIu64
-               "}",
+               ", \"read_bytes_per_sec\": %" PRIu64 ", \"write_bytes_per_sec\": %" PRIu64
+               ", \"queue_depth\": %" PRIu32 ", \"throttle_bytes_per_sec\": %" PRIu64 "}",
                clusterstatus_state_name(node->state), node->capacity, node->free_bytes,
-               node->used_bytes, node->tiles, node->heartbeat_age_ms);
+               node->used_bytes, node->tiles, node->heartbeat_age_ms, node->read_bytes_per_sec,
+               node->write_bytes_per_sec, node->queue_depth, node->throttle_bytes_per_sec);
     }
     printf("%s]\n", count ? "\n" : "");
 }
@@ -306,7 +300,8 @@ int clusterstatus_main(int argc, char **argv)
     if (exit_code >= 0)
         return exit_code;
     if (!options.endpoint[0]) {
-        exit_code = clusterstatus_endpoint_from_state(&options);
+        exit_code = clusterconf_find_meta(options.state_dir, options.endpoint,
+                                          sizeof(options.endpoint), "tessera status");
         if (exit_code != 0)
             return exit_code;
     }

@@ -15,7 +15,7 @@
 /* Meta never lists more datanodes than this; a bigger count is a bad reply. */
 #define METACLIENT_MAX_NODES 100000u
 /* The smallest record: fixed fields and two empty strings. */
-#define METACLIENT_MIN_RECORD_BYTES (4 + 4 + 8 * 5 + 2 + 2)
+#define METACLIENT_MIN_RECORD_BYTES (4 + 4 + 8 * 5 + 8 + 8 + 4 + 8 + 2 + 2)
 
 int metaclient_ping(struct rpc_client *client, int timeout_ms)
 {
@@ -40,6 +40,10 @@ static void metaclient_read_node(struct ts_cursor *cursor, struct metaclient_nod
     node->used_bytes = ts_cursor_u64(cursor);
     node->tiles = ts_cursor_u64(cursor);
     node->heartbeat_age_ms = ts_cursor_u64(cursor);
+    node->read_bytes_per_sec = ts_cursor_u64(cursor);
+    node->write_bytes_per_sec = ts_cursor_u64(cursor);
+    node->queue_depth = ts_cursor_u32(cursor);
+    node->throttle_bytes_per_sec = ts_cursor_u64(cursor);
     metaclient_copy_text(ts_cursor_str(cursor), node->machine, sizeof(node->machine));
     metaclient_copy_text(ts_cursor_str(cursor), node->address, sizeof(node->address));
 }

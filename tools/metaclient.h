@@ -25,6 +25,10 @@ struct metaclient_node {
     uint64_t used_bytes;
     uint64_t tiles;
     uint64_t heartbeat_age_ms;
+    uint64_t read_bytes_per_sec;  /* measured by the node; 0 = not yet */
+    uint64_t write_bytes_per_sec; /* measured by the node; 0 = not yet */
+    uint32_t queue_depth;         /* tile requests in service or waiting */
+    uint64_t throttle_bytes_per_sec; /* 0 = none */
     char machine[256]; /* longer names are cut */
     char address[256];
 };

@@ -7,6 +7,7 @@
  * checking the header, and replies decoded with ts_*_decode.
  */
 #include "handlers.h"
+#include "nodes.h"
 #include "proto.h"
 #include "service.h"
 #include "status.h"
@@ -874,9 +875,11 @@ static void test_tile_map_round_robin(void **state)
     static uint64_t versions[TILES], again_versions[TILES];
     uint32_t ids[NODES];
     uint32_t per_node[NODES] = {0};
-    uint64_t file = make_file(f, TS_ROOT_INO, "striped");
+    uint64_t file;
     struct ts_attr attr;
 
+    f->service->default_placement = TS_PLACEMENT_ROUNDROBIN;
+    file = make_file(f, TS_ROOT_INO, "striped");
     /* No datanode yet. */
     assert_int_equal(do_tile_map(f, file, 0, 1, 1, nodes, versions), TS_ERR_NONODES);
     assert_int_equal(do_tile_map(f, file, 0, 1, 0, nodes, versions), TS_OK);
@@ -1018,6 +1021,346 @@ static void test_xattrs(void **state)
     assert_int_equal(CALL(f, TS_OP_LISTXATTR, listxattr_req, &list), TS_ERR_NOENT);
 }
 
+/* ---- layouts and placement ----------------------------------------------- */
+
+#define LAYOUT "user.tessera.layout"
+#define MB 1000000u
+
+/* REMOVEXATTR of name on ino. */
+static int do_removexattr(struct fixture *f, uint64_t ino, const char *name)
+{
+    struct ts_removexattr_req m = {.ino = ino, .name = str(name)};
+    return CALL(f, TS_OP_REMOVEXATTR, removexattr_req, &m);
+}
+
+/* A heartbeat of a known node that reports its load. */
+static void heartbeat_load(struct fixture *f, uint32_t id, uint64_t free_bytes,
+                           uint64_t write_bytes_per_sec, uint32_t queue_depth,
+                           uint64_t throttle_bytes_per_sec)
+{
+    struct ts_heartbeat_req m = {
+        .node_id = id,
+        .machine = str("machine"),
+        .address = str("tcp://127.0.0.1:7401"),
+        .capacity = 64ull << 30,
+        .free_bytes = free_bytes,
+        .read_bytes_per_sec = 2 * write_bytes_per_sec,
+        .write_bytes_per_sec = write_bytes_per_sec,
+        .queue_depth = queue_depth,
+        .throttle_bytes_per_sec = throttle_bytes_per_sec,
+    };
+    assert_int_equal(CALL(f, TS_OP_HEARTBEAT, heartbeat_req, &m), TS_OK);
+}
+
+/* TILE_MAP allocating count tiles from first, naming `node` (0 = none). */
+static int tile_map_named(struct fixture *f, uint64_t ino, uint64_t first, uint32_t count,
+                          uint32_t node, uint32_t *nodes)
+{
+    struct ts_tile_map_req m = {
+        .ino = ino, .first = first, .count = count, .allocate = 1, .node = node};
+    struct ts_tile_map_rep reply;
+    struct ts_cursor cursor;
+    int status = CALL(f, TS_OP_TILE_MAP, tile_map_req, &m);
+    if (status != TS_OK)
+        return status;
+    assert_int_equal(ts_tile_map_rep_decode(&reply, f->reply, f->reply_len), 0);
+    ts_cursor_init(&cursor, reply.tiles.ptr, reply.tiles.len);
+    for (uint32_t i = 0; i < count; i++) {
+        nodes[i] = ts_cursor_u32(&cursor);
+        ts_cursor_u64(&cursor);
+    }
+    assert_false(cursor.failed);
+    return status;
+}
+
+static uint32_t count_on(const uint32_t *nodes, uint32_t count, uint32_t id)
+{
+    uint32_t on = 0;
+    for (uint32_t i = 0; i < count; i++)
+        on += nodes[i] == id;
+    return on;
+}
+
+static void test_layout_xattr(void **state)
+{
+    struct fixture *f = *state;
+    uint64_t file = make_file(f, TS_ROOT_INO, "f");
+    struct ts_attr attr;
+    char value[128];
+    uint32_t nodes[4];
+    uint64_t versions[4];
+
+    /* Every file has one: the effective layout, defaults filled in. */
+    assert_int_equal(do_getxattr(f, file, LAYOUT, value, sizeof(value)), TS_OK);
+    assert_string_equal(value, "tile=1M copies=1 placement=dynamic");
+    assert_int_equal(do_getattr(f, file, &attr), TS_OK);
+    assert_int_equal(attr.tile_bytes, 1u << 20);
+    assert_int_equal(attr.copies, 1);
+    assert_int_equal(attr.placement, TS_PLACEMENT_DYNAMIC);
+
+    /* Strict parsing: each of these is refused and changes nothing. */
+    static const char *const bad[] = {
+        "",
+        "   ",
+        "tile",
+        "tile=",
+        "tile=3K",
+        "tile=1000",
+        "tile=32M",
+        "tile=1G",
+        "tile=-4K",
+        "tile=+4K",
+        "tile=4KB",
+        "tile=1M tile=2M",
+        "copies=2",
+        "copies=0",
+        "copies=1x",
+        "placement=fast",
+        "placement=Static",
+        "stripe=4",
+        "tile=1M,placement=static",
+        "=1M",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(do_setxattr(f, file, LAYOUT, bad[i], 0), TS_ERR_INVAL);
+        assert_true(f->error_text[0] != '\0');
+    }
+    assert_int_equal(do_getxattr(f, file, LAYOUT, value, sizeof(value)), TS_OK);
+    assert_string_equal(value, "tile=1M copies=1 placement=dynamic");
+
+    /* Before the first tile a file takes any layout; keys not given stay. */
+    assert_int_equal(do_setxattr(f, file, LAYOUT, " tile=4M\tplacement=static\n", 0), TS_OK);
+    assert_int_equal(do_setxattr(f, file, LAYOUT, "copies=1", TS_XATTR_REPLACE), TS_OK);
+    assert_int_equal(do_getxattr(f, file, LAYOUT, value, sizeof(value)), TS_OK);
+    assert_string_equal(value, "tile=4M copies=1 placement=static");
+    assert_int_equal(do_getattr(f, file, &attr), TS_OK);
+    assert_int_equal(attr.tile_bytes, 4u << 20);
+    assert_int_equal(attr.placement, TS_PLACEMENT_STATIC);
+    assert_int_equal(do_setxattr(f, file, LAYOUT, "tile=64KiB", 0), TS_OK);
+    assert_int_equal(do_setxattr(f, file, LAYOUT, "tile=4M", 0), TS_OK);
+    /* It always exists, so "create" fails. */
+    assert_int_equal(do_setxattr(f, file, LAYOUT, "tile=4M", TS_XATTR_CREATE), TS_ERR_EXIST);
+
+    /* Once the file has a tile the layout is fixed; the same one is accepted. */
+    register_node(f, 64ull << 30, 32ull << 30);
+    assert_int_equal(do_tile_map(f, file, 0, 1, 1, nodes, versions), TS_OK);
+    assert_int_equal(do_setxattr(f, file, LAYOUT, "tile=1M", 0), TS_ERR_BUSY);
+    assert_int_equal(do_setxattr(f, file, LAYOUT, "placement=roundrobin", 0), TS_ERR_BUSY);
+    assert_int_equal(do_removexattr(f, file, LAYOUT), TS_ERR_BUSY);
+    assert_int_equal(do_setxattr(f, file, LAYOUT, "tile=4M copies=1 placement=static", 0), TS_OK);
+    assert_int_equal(do_getattr(f, file, &attr), TS_OK);
+    assert_int_equal(attr.tile_bytes, 4u << 20);
+
+    /* Not listed: copying a tree's xattrs must not pin the copies' layout. */
+    struct ts_listxattr_req list = {.ino = file};
+    struct ts_listxattr_rep names;
+    assert_int_equal(CALL(f, TS_OP_LISTXATTR, listxattr_req, &list), TS_OK);
+    assert_int_equal(ts_listxattr_rep_decode(&names, f->reply, f->reply_len), 0);
+    assert_int_equal(names.names.len, 0);
+
+    /* A truncate to 0 frees the tiles, and with them the layout. */
+    struct ts_setattr_req truncate = {.ino = file, .valid = TS_SET_SIZE, .size = 0};
+    assert_int_equal(do_setattr(f, &truncate, NULL), TS_OK);
+    assert_int_equal(do_removexattr(f, file, LAYOUT), TS_OK);
+    assert_int_equal(do_getxattr(f, file, LAYOUT, value, sizeof(value)), TS_OK);
+    assert_string_equal(value, "tile=1M copies=1 placement=dynamic");
+
+    /* Symlinks and special files hold no data and have no layout. */
+    uint64_t link;
+    assert_int_equal(do_symlink(f, TS_ROOT_INO, "l", "f", &attr), TS_OK);
+    link = attr.ino;
+    assert_int_equal(do_getxattr(f, link, LAYOUT, value, sizeof(value)), TS_ERR_NODATA);
+    assert_int_equal(do_setxattr(f, link, LAYOUT, "tile=1M", 0), TS_ERR_INVAL);
+    assert_int_equal(do_removexattr(f, link, LAYOUT), TS_ERR_NODATA);
+    assert_int_equal(do_getxattr(f, 999999, LAYOUT, value, sizeof(value)), TS_ERR_NOENT);
+
+    /* The layout lives in the inode record: it survives a restart. */
+    assert_int_equal(do_setxattr(f, file, LAYOUT, "tile=256K placement=roundrobin", 0), TS_OK);
+    reopen(f);
+    assert_int_equal(do_getxattr(f, file, LAYOUT, value, sizeof(value)), TS_OK);
+    assert_string_equal(value, "tile=256K copies=1 placement=roundrobin");
+}
+
+static void test_layout_inheritance(void **state)
+{
+    struct fixture *f = *state;
+    uint64_t dir = make_dir(f, TS_ROOT_INO, "d");
+    uint64_t before = make_file(f, dir, "before");
+    struct ts_attr attr;
+    char value[128];
+
+    /* A directory shows what its new files would get. */
+    assert_int_equal(do_getxattr(f, dir, LAYOUT, value, sizeof(value)), TS_OK);
+    assert_string_equal(value, "tile=1M copies=1 placement=dynamic");
+    assert_int_equal(do_setxattr(f, dir, LAYOUT, "tile=256K placement=roundrobin", 0), TS_OK);
+    assert_int_equal(do_getxattr(f, dir, LAYOUT, value, sizeof(value)), TS_OK);
+    assert_string_equal(value, "tile=256K copies=1 placement=roundrobin");
+    assert_int_equal(do_getattr(f, dir, &attr), TS_OK);
+    assert_int_equal(attr.tile_bytes, 256u << 10);
+    assert_int_equal(attr.placement, TS_PLACEMENT_ROUNDROBIN);
+
+    /* New files and subdirectories inherit it, down the tree. */
+    uint64_t file = make_file(f, dir, "file");
+    uint64_t sub = make_dir(f, dir, "sub");
+    uint64_t deep = make_file(f, sub, "deep");
+    for (int i = 0; i < 3; i++) {
+        uint64_t ino = i == 0 ? file : i == 1 ? sub : deep;
+        assert_int_equal(do_getxattr(f, ino, LAYOUT, value, sizeof(value)), TS_OK);
+        assert_string_equal(value, "tile=256K copies=1 placement=roundrobin");
+    }
+    assert_int_equal(do_lookup(f, sub, "deep", &attr), TS_OK);
+    assert_int_equal(attr.tile_bytes, 256u << 10);
+    /* Files that existed before keep theirs. */
+    assert_int_equal(do_getxattr(f, before, LAYOUT, value, sizeof(value)), TS_OK);
+    assert_string_equal(value, "tile=1M copies=1 placement=dynamic");
+
+    /* A directory's layout can change at any time; only new files follow. */
+    assert_int_equal(do_setxattr(f, dir, LAYOUT, "placement=static", 0), TS_OK);
+    uint64_t later = make_file(f, dir, "later");
+    assert_int_equal(do_getxattr(f, later, LAYOUT, value, sizeof(value)), TS_OK);
+    assert_string_equal(value, "tile=256K copies=1 placement=static");
+    assert_int_equal(do_getxattr(f, file, LAYOUT, value, sizeof(value)), TS_OK);
+    assert_string_equal(value, "tile=256K copies=1 placement=roundrobin");
+
+    /* Removing it brings the defaults back for what is created next. */
+    assert_int_equal(do_removexattr(f, dir, LAYOUT), TS_OK);
+    uint64_t plain = make_file(f, dir, "plain");
+    assert_int_equal(do_getxattr(f, plain, LAYOUT, value, sizeof(value)), TS_OK);
+    assert_string_equal(value, "tile=1M copies=1 placement=dynamic");
+
+    /* "default" follows the cluster's default, an explicit policy does not. */
+    f->service->default_placement = TS_PLACEMENT_STATIC;
+    assert_int_equal(do_getattr(f, plain, &attr), TS_OK);
+    assert_int_equal(attr.placement, TS_PLACEMENT_STATIC);
+    assert_int_equal(do_getattr(f, file, &attr), TS_OK);
+    assert_int_equal(attr.placement, TS_PLACEMENT_ROUNDROBIN);
+    assert_int_equal(do_setxattr(f, dir, LAYOUT, "placement=default", 0), TS_OK);
+    assert_int_equal(do_getxattr(f, dir, LAYOUT, value, sizeof(value)), TS_OK);
+    assert_string_equal(value, "tile=1M copies=1 placement=static");
+}
+
+/* Static placement by measured write throughput, through TILE_MAP. */
+static void test_tile_map_static(void **state)
+{
+    struct fixture *f = *state;
+    static uint32_t nodes[300];
+    uint32_t fast = register_node(f, 64ull << 30, 32ull << 30);
+    uint32_t slow = register_node(f, 64ull << 30, 32ull << 30);
+    uint32_t other = register_node(f, 64ull << 30, 32ull << 30);
+    uint64_t file = make_file(f, TS_ROOT_INO, "static");
+
+    heartbeat_load(f, fast, 32ull << 30, 40 * MB, 0, 40 * MB);
+    heartbeat_load(f, slow, 32ull << 30, 20 * MB, 0, 20 * MB);
+    heartbeat_load(f, other, 32ull << 30, 40 * MB, 0, 0);
+    assert_int_equal(do_setxattr(f, file, LAYOUT, "placement=static", 0), TS_OK);
+
+    /* 100 tiles at once: finish times even out at 40:20:40. */
+    assert_int_equal(tile_map_named(f, file, 0, 100, 0, nodes), TS_OK);
+    assert_int_equal(count_on(nodes, 100, fast), 40);
+    assert_int_equal(count_on(nodes, 100, slow), 20);
+    assert_int_equal(count_on(nodes, 100, other), 40);
+    /*
+     * Request by request: meta remembers the backlog it placed, so a writer
+     * asking one tile at a time (faster than the disks drain) gets the same
+     * split, within a tile of drain.
+     */
+    for (uint32_t t = 100; t < 300; t++)
+        assert_int_equal(tile_map_named(f, file, t, 1, 0, &nodes[t - 100]), TS_OK);
+    assert_in_range(count_on(nodes, 200, fast), 78, 82);
+    assert_in_range(count_on(nodes, 200, slow), 38, 42);
+    assert_in_range(count_on(nodes, 200, other), 78, 82);
+
+    /* The measurements reach NODE_LIST. */
+    struct ts_node_list_rep list;
+    struct ts_cursor cursor;
+    assert_int_equal(call_raw(f, TS_OP_NODE_LIST, NULL, 0), TS_OK);
+    assert_int_equal(ts_node_list_rep_decode(&list, f->reply, f->reply_len), 0);
+    ts_cursor_init(&cursor, list.nodes.ptr, list.nodes.len);
+    for (uint32_t i = 0; i < list.count; i++) {
+        uint32_t id = ts_cursor_u32(&cursor);
+        ts_cursor_bytes(&cursor, 4 + 5 * 8); /* state, capacity, free, used, tiles, age */
+        uint64_t read_rate = ts_cursor_u64(&cursor);
+        uint64_t write_rate = ts_cursor_u64(&cursor);
+        uint32_t depth = ts_cursor_u32(&cursor);
+        uint64_t throttle = ts_cursor_u64(&cursor);
+        ts_cursor_str(&cursor);
+        ts_cursor_str(&cursor);
+        assert_false(cursor.failed);
+        assert_int_equal(write_rate, id == slow ? 20 * MB : 40 * MB);
+        assert_int_equal(read_rate, 2 * write_rate);
+        assert_int_equal(depth, 0);
+        assert_int_equal(throttle, id == other ? 0 : write_rate);
+    }
+    assert_int_equal(cursor.left, 0);
+}
+
+/* Dynamic placement: the writer names the node; meta falls back when it cannot. */
+static void test_tile_map_dynamic_named(void **state)
+{
+    struct fixture *f = *state;
+    uint32_t nodes[8];
+    uint32_t a = register_node(f, 64ull << 30, 32ull << 30);
+    uint32_t b = register_node(f, 64ull << 30, 32ull << 30);
+    uint64_t file = make_file(f, TS_ROOT_INO, "dynamic");
+    uint64_t pinned = make_file(f, TS_ROOT_INO, "roundrobin");
+
+    /* The default policy is dynamic: a batch for node b lands on b. */
+    assert_int_equal(tile_map_named(f, file, 0, 8, b, nodes), TS_OK);
+    assert_int_equal(count_on(nodes, 8, b), 8);
+    assert_int_equal(tile_map_named(f, file, 8, 3, a, nodes), TS_OK);
+    assert_int_equal(count_on(nodes, 3, a), 3);
+    /* Existing tiles keep their node whoever is named. */
+    assert_int_equal(tile_map_named(f, file, 6, 4, a, nodes), TS_OK);
+    assert_int_equal(nodes[0], b);
+    assert_int_equal(nodes[1], b);
+    assert_int_equal(nodes[2], a);
+
+    /* A full node cannot take the batch: it goes to the others. */
+    heartbeat_load(f, b, 1000, 40 * MB, 0, 0);
+    assert_int_equal(tile_map_named(f, file, 20, 4, b, nodes), TS_OK);
+    assert_int_equal(count_on(nodes, 4, a), 4);
+    /* A node meta never registered is an error. */
+    assert_int_equal(tile_map_named(f, file, 30, 1, 999, nodes), TS_ERR_INVAL);
+    /* Every node full: no space. */
+    heartbeat_load(f, a, 1000, 40 * MB, 0, 0);
+    assert_int_equal(tile_map_named(f, file, 30, 1, a, nodes), TS_ERR_NOSPC);
+
+    /* A file that asked for round-robin gets it, whatever node is named. */
+    heartbeat_load(f, a, 32ull << 30, 40 * MB, 0, 0);
+    heartbeat_load(f, b, 32ull << 30, 40 * MB, 0, 0);
+    assert_int_equal(do_setxattr(f, pinned, LAYOUT, "placement=roundrobin", 0), TS_OK);
+    assert_int_equal(tile_map_named(f, pinned, 0, 4, a, nodes), TS_OK);
+    assert_int_equal(count_on(nodes, 4, a), 2);
+    assert_int_equal(count_on(nodes, 4, b), 2);
+}
+
+/* The backlog meta keeps per node drains at the node's speed. */
+static void test_backlog_model(void **state)
+{
+    (void)state;
+    struct nodes_live *live = nodes_live_new(3000);
+    assert_non_null(live);
+    assert_int_equal(nodes_live_backlog(live, 5, 0), 0);
+    assert_int_equal(nodes_live_set_backlog(live, 5, MB, 0), -ENOENT);
+    assert_int_equal(nodes_live_beat(live, 5, 0), 0);
+    assert_int_equal(nodes_live_load(live, 5, 10 * MB, 0, 0), 0);
+    assert_int_equal(nodes_live_set_backlog(live, 5, 10 * MB, 1000), 0);
+    assert_int_equal(nodes_live_backlog(live, 5, 1000), 10 * MB);
+    assert_int_equal(nodes_live_backlog(live, 5, 1500), 5 * MB); /* 0.5 s at 10 MB/s */
+    assert_int_equal(nodes_live_backlog(live, 5, 2000), 0);
+    assert_int_equal(nodes_live_backlog(live, 5, 99000), 0);
+    /* Reading does not drain: the state moves only when set. */
+    assert_int_equal(nodes_live_backlog(live, 5, 1500), 5 * MB);
+    /* A reported queue is work the node has: at least that many tiles. */
+    assert_int_equal(nodes_live_load(live, 5, 10 * MB, 2, 5000), 0);
+    assert_int_equal(nodes_live_backlog(live, 5, 5000), 2u << 20);
+    /* A node that has not measured itself drains at the assumed rate. */
+    assert_int_equal(nodes_live_load(live, 5, 0, 0, 6000), 0);
+    assert_int_equal(nodes_live_set_backlog(live, 5, NODES_ASSUMED_BYTES_PER_SEC, 6000), 0);
+    assert_int_equal(nodes_live_backlog(live, 5, 6500), NODES_ASSUMED_BYTES_PER_SEC / 2);
+    nodes_live_destroy(&live);
+}
+
 /* ---- nodes -------------------------------------------------------------- */
 
 static void test_statfs_and_node_list(void **state)
@@ -1057,6 +1400,10 @@ static void test_statfs_and_node_list(void **state)
         ts_cursor_u64(&cursor); /* used */
         ts_cursor_u64(&cursor); /* tiles */
         uint64_t age = ts_cursor_u64(&cursor);
+        assert_int_equal(ts_cursor_u64(&cursor), 0); /* read bytes/s: not reported */
+        assert_int_equal(ts_cursor_u64(&cursor), 0); /* write bytes/s */
+        assert_int_equal(ts_cursor_u32(&cursor), 0); /* queue depth */
+        assert_int_equal(ts_cursor_u64(&cursor), 0); /* throttle */
         struct ts_str machine = ts_cursor_str(&cursor);
         struct ts_str address = ts_cursor_str(&cursor);
         assert_false(cursor.failed);
@@ -1331,6 +1678,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tile_map_round_robin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_commit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_xattrs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_layout_xattr, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_layout_inheritance, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tile_map_static, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tile_map_dynamic_named, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_backlog_model, setup, teardown),
         cmocka_unit_test_setup_teardown(test_statfs_and_node_list, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ping, setup, teardown),
         cmocka_unit_test_setup_teardown(test_persistence, setup, teardown),

@@ -28,6 +28,7 @@
 struct fixture {
     char dir[PATH_MAX];
     struct tilestore *store;
+    struct diskio *disk;
     struct handlers_context context;
     uint8_t payload[1024];
     uint8_t reply[4096];
@@ -53,7 +54,13 @@ static int setup_with_capacity(void **state, uint64_t capacity)
         free(fixture);
         return -1;
     }
+    if (diskio_new(fixture->store, 0, &fixture->disk) != 0) {
+        tilestore_close(&fixture->store);
+        free(fixture);
+        return -1;
+    }
     fixture->context.store = fixture->store;
+    fixture->context.disk = fixture->disk;
     *state = fixture;
     return 0;
 }
@@ -70,6 +77,7 @@ static int setup_small(void **state)
 static int teardown(void **state)
 {
     struct fixture *fixture = *state;
+    diskio_destroy(&fixture->disk);
     tilestore_close(&fixture->store);
     nftw(fixture->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     free(fixture);

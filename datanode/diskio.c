@@ -1,0 +1,266 @@
+/*
+ * @file diskio.c
+ * See diskio.h. Each operation is measured from its start to the end of
+ * its throttle wait: that is the busy time the emulated disk spent on it.
+ * A failed operation is still waited out and timed (the disk did work),
+ * but adds no bytes.
+ */
+#include "diskio.h"
+
+#include "log.h"
+#include "measure.h"
+#include "throttle.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+struct diskio {
+    struct tilestore *store;
+    struct throttle throttle;
+    struct measure_rate read;
+    struct measure_rate write;
+    diskio_wait_fn wait;
+    void *wait_arg;
+    uint32_t in_service;
+};
+
+int64_t diskio_now_ns(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
+/* The default wait: sleep until the deadline. */
+static void diskio_sleep(void *arg, int64_t until_ns)
+{
+    (void)arg;
+    for (;;) {
+        int64_t left = until_ns - diskio_now_ns();
+        if (left <= 0)
+            return;
+        struct timespec nap = {.tv_sec = left / 1000000000, .tv_nsec = left % 1000000000};
+        nanosleep(&nap, NULL);
+    }
+}
+
+int diskio_new(struct tilestore *store, uint64_t throttle_bytes_per_sec, struct diskio **diskp)
+{
+    struct diskio *disk = calloc(1, sizeof(*disk));
+    *diskp = NULL;
+    if (!disk)
+        return -ENOMEM;
+    disk->store = store;
+    throttle_init(&disk->throttle, throttle_bytes_per_sec, DISKIO_THROTTLE_BURST_BYTES);
+    disk->wait = diskio_sleep;
+    *diskp = disk;
+    return 0;
+}
+
+void diskio_destroy(struct diskio **diskp)
+{
+    if (!diskp || !*diskp)
+        return;
+    free(*diskp);
+    *diskp = NULL;
+}
+
+void diskio_set_wait(struct diskio *disk, diskio_wait_fn wait, void *arg)
+{
+    disk->wait = wait ? wait : diskio_sleep;
+    disk->wait_arg = wait ? arg : NULL;
+}
+
+/*
+ * Ends an operation that started at start_ns and moved `bytes` of disk I/O
+ * (booked on the throttle): waits out the throttle, then adds the work to
+ * `rate` (counted_bytes: what the average may count, 0 for a failure).
+ */
+static void diskio_finish(struct diskio *disk, struct measure_rate *rate, int64_t start_ns,
+                          uint64_t bytes, uint64_t counted_bytes)
+{
+    int64_t until = throttle_book(&disk->throttle, bytes, start_ns);
+    disk->wait(disk->wait_arg, until);
+    measure_add(rate, counted_bytes, diskio_now_ns() - start_ns);
+    disk->in_service = 0;
+}
+
+int diskio_write(struct diskio *disk, uint64_t ino, uint64_t tile, uint64_t version,
+                 uint64_t offset, const void *data, size_t len)
+{
+    int64_t start = diskio_now_ns();
+    int rc;
+
+    disk->in_service = 1;
+    rc = tilestore_write(disk->store, ino, tile, version, offset, data, len);
+    diskio_finish(disk, &disk->write, start, rc == 0 ? len : 0, rc == 0 ? len : 0);
+    return rc;
+}
+
+int diskio_read(struct diskio *disk, uint64_t ino, uint64_t tile, uint64_t version, uint64_t offset,
+                size_t length, void *buf, size_t *got)
+{
+    int64_t start = diskio_now_ns();
+    int rc;
+
+    disk->in_service = 1;
+    *got = 0;
+    rc = tilestore_read(disk->store, ino, tile, version, offset, length, buf, got);
+    diskio_finish(disk, &disk->read, start, *got, rc == 0 ? *got : 0);
+    return rc;
+}
+
+int diskio_sync(struct diskio *disk, uint64_t ino, uint64_t tile, uint64_t version)
+{
+    int64_t start = diskio_now_ns();
+    int rc;
+
+    disk->in_service = 1;
+    rc = tilestore_sync(disk->store, ino, tile, version);
+    diskio_finish(disk, &disk->write, start, 0, 0);
+    return rc;
+}
+
+/* ---- the empirical test ------------------------------------------------- */
+
+/* Fills buf with bytes no filesystem can compress away (xorshift). */
+static void diskio_fill(uint8_t *buf, size_t len, uint64_t seed)
+{
+    uint64_t state = seed | 1;
+    for (size_t i = 0; i < len; i++) {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        buf[i] = (uint8_t)state;
+    }
+}
+
+static int diskio_write_all(int fd, const uint8_t *buf, size_t len)
+{
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = write(fd, buf + done, len - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 ? -errno : -EIO;
+        done += (size_t)n;
+    }
+    return 0;
+}
+
+static int diskio_read_all(int fd, uint8_t *buf, size_t len)
+{
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = read(fd, buf + done, len - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 ? -errno : -EIO;
+        done += (size_t)n;
+    }
+    return 0;
+}
+
+/* Writes and fsyncs one probe file; adds its time to *busy_ns. */
+static int diskio_probe_write(struct diskio *disk, const char *path, const uint8_t *buf,
+                              int64_t *busy_ns)
+{
+    int64_t start = diskio_now_ns();
+    int rc = 0;
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+    if (fd < 0)
+        return -errno;
+    rc = diskio_write_all(fd, buf, DISKIO_PROBE_BYTES);
+    if (rc == 0 && fsync(fd) != 0)
+        rc = -errno;
+    close(fd);
+    disk->wait(disk->wait_arg, throttle_book(&disk->throttle, DISKIO_PROBE_BYTES, start));
+    *busy_ns += diskio_now_ns() - start;
+    return rc;
+}
+
+/* Reads one probe file back from the disk; adds its time to *busy_ns. */
+static int diskio_probe_read(struct diskio *disk, const char *path, uint8_t *buf, int64_t *busy_ns)
+{
+    int64_t start;
+    int rc;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0)
+        return -errno;
+    /* The pages are clean after fsync: drop them so the read goes to the disk. */
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    start = diskio_now_ns();
+    rc = diskio_read_all(fd, buf, DISKIO_PROBE_BYTES);
+    close(fd);
+    disk->wait(disk->wait_arg, throttle_book(&disk->throttle, DISKIO_PROBE_BYTES, start));
+    *busy_ns += diskio_now_ns() - start;
+    return rc;
+}
+
+int diskio_probe(struct diskio *disk, const char *data_dir)
+{
+    char paths[DISKIO_PROBE_FILES][4200];
+    int64_t write_ns = 0;
+    int64_t read_ns = 0;
+    uint8_t *buf = malloc(DISKIO_PROBE_BYTES);
+    int rc = 0;
+
+    if (!buf)
+        return -ENOMEM;
+    for (int i = 0; i < DISKIO_PROBE_FILES; i++) {
+        int len = snprintf(paths[i], sizeof(paths[i]), "%s/probe.%d", data_dir, i);
+        if (len < 0 || (size_t)len >= sizeof(paths[i])) {
+            free(buf);
+            return -ENAMETOOLONG;
+        }
+    }
+    for (int i = 0; i < DISKIO_PROBE_FILES && rc == 0; i++) {
+        diskio_fill(buf, DISKIO_PROBE_BYTES, (uint64_t)diskio_now_ns() + (uint64_t)i);
+        rc = diskio_probe_write(disk, paths[i], buf, &write_ns);
+    }
+    for (int i = 0; i < DISKIO_PROBE_FILES && rc == 0; i++)
+        rc = diskio_probe_read(disk, paths[i], buf, &read_ns);
+    for (int i = 0; i < DISKIO_PROBE_FILES; i++)
+        unlink(paths[i]);
+    free(buf);
+    if (rc != 0)
+        return rc;
+    measure_seed(&disk->write, (uint64_t)DISKIO_PROBE_FILES * DISKIO_PROBE_BYTES, write_ns);
+    measure_seed(&disk->read, (uint64_t)DISKIO_PROBE_FILES * DISKIO_PROBE_BYTES, read_ns);
+    return 0;
+}
+
+/* ---- throttle and report ------------------------------------------------ */
+
+void diskio_set_throttle(struct diskio *disk, uint64_t bytes_per_sec)
+{
+    throttle_set_rate(&disk->throttle, bytes_per_sec);
+    measure_disk_changed(&disk->write, bytes_per_sec);
+    measure_disk_changed(&disk->read, bytes_per_sec);
+}
+
+uint64_t diskio_throttle(const struct diskio *disk)
+{
+    return disk->throttle.bytes_per_sec;
+}
+
+void diskio_report(struct diskio *disk, struct diskio_report *report)
+{
+    measure_fold(&disk->write);
+    measure_fold(&disk->read);
+    report->read_bytes_per_sec = measure_bytes_per_sec(&disk->read);
+    report->write_bytes_per_sec = measure_bytes_per_sec(&disk->write);
+    report->throttle_bytes_per_sec = disk->throttle.bytes_per_sec;
+    report->in_service = disk->in_service;
+}

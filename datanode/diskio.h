@@ -1,0 +1,94 @@
+/*
+ * @file diskio.h
+ * The datanode's disk work as the rest of the cluster sees it: every tile
+ * read, write and sync goes through here, which times it, holds it to the
+ * throttle (throttle.h) and feeds the measured throughput (measure.h) that
+ * heartbeats report and static placement relies on.
+ *
+ * A throttled operation does its real I/O at once and then waits until the
+ * emulated disk would have finished, so the client sees the emulated speed
+ * and the measurement sees it too. The datanode has one thread, so the wait
+ * is spent in a caller-given hook (diskio_set_wait()): the daemon uses it
+ * to keep heartbeats going while it waits; without a hook it sleeps. The
+ * hook is also called, with a deadline already past, after every operation,
+ * so a long run of requests never starves the heartbeat.
+ *
+ * At start diskio_probe() runs the paper's empirical test: three 1 MiB
+ * files written and synced (and read back from the disk, not the cache)
+ * under the data directory, which seeds both averages before the first
+ * heartbeat.
+ *
+ * Functions return what the tilestore returns (0 or a negative errno).
+ * Not thread-safe: the datanode's loop is the only caller.
+ */
+#ifndef TESSERA_DATANODE_DISKIO_H
+#define TESSERA_DATANODE_DISKIO_H
+
+#include "tilestore.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Credit an idle throttled disk builds up: one page, so a small request
+ * after idle time does not wait, while a tile-sized one is not made
+ * measurably faster than the rate (1 MiB after idle time: 0.4 %).
+ */
+#define DISKIO_THROTTLE_BURST_BYTES 4096u
+#define DISKIO_PROBE_FILES 3
+#define DISKIO_PROBE_BYTES (1u << 20)
+
+struct diskio;
+
+/* What the heartbeat reports. */
+struct diskio_report {
+    uint64_t read_bytes_per_sec;  /* 0 = not measured yet */
+    uint64_t write_bytes_per_sec; /* 0 = not measured yet */
+    uint64_t throttle_bytes_per_sec;
+    uint32_t in_service; /* 1 while an operation is in progress (or waiting out its throttle) */
+};
+
+/*
+ * Called while an operation waits for its throttle: return no later than
+ * until_ns (diskio_now_ns() clock), or at once when it is already past.
+ */
+typedef void (*diskio_wait_fn)(void *arg, int64_t until_ns);
+
+/* The store must outlive the diskio. Returns 0 or -ENOMEM. */
+int diskio_new(struct tilestore *store, uint64_t throttle_bytes_per_sec, struct diskio **diskp);
+void diskio_destroy(struct diskio **diskp);
+void diskio_set_wait(struct diskio *disk, diskio_wait_fn wait, void *arg);
+
+/* CLOCK_MONOTONIC in nanoseconds: the clock of throttle deadlines. */
+int64_t diskio_now_ns(void);
+
+/* As the tilestore functions of the same name, timed and throttled. */
+int diskio_write(struct diskio *disk, uint64_t ino, uint64_t tile, uint64_t version,
+                 uint64_t offset, const void *data, size_t len);
+int diskio_read(struct diskio *disk, uint64_t ino, uint64_t tile, uint64_t version, uint64_t offset,
+                size_t length, void *buf, size_t *got);
+int diskio_sync(struct diskio *disk, uint64_t ino, uint64_t tile, uint64_t version);
+
+/*
+ * The empirical test: writes and fsyncs DISKIO_PROBE_FILES files of
+ * DISKIO_PROBE_BYTES under data_dir (through the throttle), reads them back
+ * after dropping them from the page cache, removes them, and seeds the
+ * averages. Returns 0, or a negative errno (the averages stay unmeasured
+ * and fill in from real work).
+ */
+int diskio_probe(struct diskio *disk, const char *data_dir);
+
+/*
+ * Sets the throttle (0 = none); the averages restart (measure.h), an
+ * average above the new cap drops to it at once.
+ */
+void diskio_set_throttle(struct diskio *disk, uint64_t bytes_per_sec);
+uint64_t diskio_throttle(const struct diskio *disk);
+
+/*
+ * Folds the work since the last report into the averages and fills
+ * *report. Call once per heartbeat.
+ */
+void diskio_report(struct diskio *disk, struct diskio_report *report);
+
+#endif

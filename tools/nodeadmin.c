@@ -1,0 +1,249 @@
+/*
+ * @file nodeadmin.c
+ * See nodeadmin.h. The throttle travels as NODE_THROTTLE straight to the
+ * datanode (meta only tells where it is): the datanode applies it at once
+ * and reports it in its next heartbeat, so `tessera status` shows it
+ * within a second. MB here is 10^6 bytes, as in --throttle-mbps.
+ */
+#include "nodeadmin.h"
+
+#include "clusterconf.h"
+#include "fmt.h"
+#include "metaclient.h"
+#include "proto.h"
+#include "rpc.h"
+#include "status.h"
+#include "util.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NODEADMIN_DEFAULT_TIMEOUT_MS 2000
+#define NODEADMIN_ENDPOINT_MAX 512
+#define NODEADMIN_MB 1000000.0
+#define NODEADMIN_MAX_MBPS 1000000.0
+
+struct nodeadmin_options {
+    char state_dir[PATH_MAX];              /* "" = not given */
+    char endpoint[NODEADMIN_ENDPOINT_MAX]; /* "" = not given */
+    long timeout_ms;
+    long node_id;
+    uint64_t bytes_per_sec; /* 0 = off */
+};
+
+static void nodeadmin_usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: tessera node throttle ID R|off [--state DIR | --meta ENDPOINT]\n"
+            "                                    [--timeout-ms MS]\n"
+            "\n"
+            "Caps the disk I/O of datanode ID (as `tessera status` lists it) at R MB/s\n"
+            "(10^6 bytes/s; fractions allowed), or lifts the cap with `off`. It takes effect\n"
+            "at once and lasts until changed or the datanode restarts (its --throttle-mbps\n"
+            "applies again then). Used to make a node slow on purpose in experiments.\n"
+            "\n"
+            "  --state DIR       the local cluster in DIR (default: $TESSERA_STATE, else\n"
+            "                    $XDG_STATE_HOME/tessera, else ~/.local/state/tessera)\n"
+            "  --meta ENDPOINT   ask this tessera-meta where the node is\n"
+            "  --timeout-ms MS   how long to wait for meta and the node (default %d)\n"
+            "  -h, --help        this help\n"
+            "\n"
+            "Exit status: 0 done, 1 meta or the node unreachable or refusing, 2 usage error.\n",
+            NODEADMIN_DEFAULT_TIMEOUT_MS);
+}
+
+static int nodeadmin_usage_error(const char *message, const char *arg)
+{
+    fprintf(stderr, "tessera node: %s%s%s (see tessera node --help)\n", message, arg ? " " : "",
+            arg ? arg : "");
+    return 2;
+}
+
+/* "off", or MB/s above 0: into bytes per second (0 = off). 0 or -EINVAL. */
+static int nodeadmin_parse_rate(const char *text, uint64_t *bytes_per_sec)
+{
+    char *end = NULL;
+    double mbps;
+
+    if (strcmp(text, "off") == 0) {
+        *bytes_per_sec = 0;
+        return 0;
+    }
+    errno = 0;
+    mbps = strtod(text, &end);
+    if (errno != 0 || end == text || *end != '\0' || !isfinite(mbps) || mbps <= 0 ||
+        mbps > NODEADMIN_MAX_MBPS)
+        return -EINVAL;
+    *bytes_per_sec = (uint64_t)llround(mbps * NODEADMIN_MB);
+    return *bytes_per_sec > 0 ? 0 : -EINVAL;
+}
+
+/* Parses argv; returns -1 to go on, else the exit code (help or usage error). */
+static int nodeadmin_parse(int argc, char **argv, struct nodeadmin_options *options)
+{
+    static const struct option long_options[] = {
+        {"state", required_argument, NULL, 's'},
+        {"meta", required_argument, NULL, 'm'},
+        {"timeout-ms", required_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int option;
+
+    opterr = 0;
+    optind = 1;
+    while ((option = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
+        switch (option) {
+        case 's':
+            if (fmt_into(options->state_dir, sizeof(options->state_dir), "%s", optarg) != 0)
+                return nodeadmin_usage_error("state directory name too long:", optarg);
+            break;
+        case 'm':
+            if (fmt_into(options->endpoint, sizeof(options->endpoint), "%s", optarg) != 0)
+                return nodeadmin_usage_error("endpoint too long:", optarg);
+            break;
+        case 't':
+            if (util_parse_long(optarg, 1, 600000, &options->timeout_ms) != 0)
+                return nodeadmin_usage_error("--timeout-ms wants 1..600000, got", optarg);
+            break;
+        case 'h': nodeadmin_usage(stdout); return 0;
+        case ':': return nodeadmin_usage_error("missing value for", argv[optind - 1]);
+        default: return nodeadmin_usage_error("unknown option", argv[optind - 1]);
+        }
+    }
+    if (options->state_dir[0] && options->endpoint[0])
+        return nodeadmin_usage_error("give --state or --meta, not both", NULL);
+    if (optind >= argc)
+        return nodeadmin_usage_error("missing action; the only one is: throttle ID R|off", NULL);
+    if (strcmp(argv[optind], "throttle") != 0)
+        return nodeadmin_usage_error("unknown action (the only one is throttle):", argv[optind]);
+    if (argc - optind != 3)
+        return nodeadmin_usage_error("throttle wants a node id and a rate, e.g. "
+                                     "tessera node throttle 2 20 (or: ... 2 off)",
+                                     NULL);
+    if (util_parse_long(argv[optind + 1], 1, UINT32_MAX, &options->node_id) != 0)
+        return nodeadmin_usage_error("node id must be a number as tessera status shows, got",
+                                     argv[optind + 1]);
+    if (nodeadmin_parse_rate(argv[optind + 2], &options->bytes_per_sec) != 0)
+        return nodeadmin_usage_error("rate must be MB/s above 0 (e.g. 20 or 2.5) or off, got",
+                                     argv[optind + 2]);
+    return -1;
+}
+
+/* The node's entry in NODE_LIST into *node; returns 0 or the exit code. */
+static int nodeadmin_find(const struct nodeadmin_options *options, struct metaclient_node *node)
+{
+    struct rpc_client *client = rpc_client_new(options->endpoint);
+    struct metaclient_node *nodes = NULL;
+    char error_text[256];
+    size_t count = 0;
+    int exit_code = 1;
+    int status;
+
+    if (!client) {
+        fprintf(stderr, "tessera node: cannot use endpoint %s (expected tcp://HOST:PORT)\n",
+                options->endpoint);
+        return 1;
+    }
+    status = metaclient_node_list(client, (int)options->timeout_ms, &nodes, &count, error_text,
+                                  sizeof(error_text));
+    if (status == TS_ERR_TIMEDOUT) {
+        fprintf(stderr,
+                "tessera node: cannot reach tessera-meta at %s: no reply within %ld ms (is the "
+                "cluster up? try: tessera up)\n",
+                options->endpoint, options->timeout_ms);
+        goto out;
+    }
+    if (status != TS_OK) {
+        fprintf(stderr, "tessera node: tessera-meta at %s answered: %s%s%s\n", options->endpoint,
+                status_text(status), error_text[0] ? ": " : "", error_text);
+        goto out;
+    }
+    for (size_t i = 0; i < count; i++) {
+        if (nodes[i].id == (uint32_t)options->node_id) {
+            *node = nodes[i];
+            exit_code = 0;
+        }
+    }
+    if (exit_code != 0)
+        fprintf(stderr, "tessera node: meta at %s knows no datanode %ld (see tessera status)\n",
+                options->endpoint, options->node_id);
+out:
+    free(nodes);
+    rpc_client_destroy(&client);
+    return exit_code;
+}
+
+/* Sends NODE_THROTTLE to the node; returns the exit code. */
+static int nodeadmin_throttle(const struct nodeadmin_options *options,
+                              const struct metaclient_node *node)
+{
+    struct ts_node_throttle request = {.bytes_per_sec = options->bytes_per_sec};
+    struct ts_node_throttle answer;
+    struct rpc_reply reply;
+    uint8_t payload[16];
+    char error_text[256];
+    int len = ts_node_throttle_encode(&request, payload, sizeof(payload));
+    struct rpc_client *client = rpc_client_new(node->address);
+    int status;
+
+    if (!client || len < 0) {
+        fprintf(stderr, "tessera node: datanode %" PRIu32 " has an unusable address '%s'\n",
+                node->id, node->address);
+        rpc_client_destroy(&client);
+        return 1;
+    }
+    status = rpc_client_call(client, TS_OP_NODE_THROTTLE, payload, (size_t)len, NULL, 0,
+                             (int)options->timeout_ms, &reply);
+    if (status == TS_OK && ts_node_throttle_decode(&answer, reply.payload, reply.payload_len) != 0)
+        status = TS_ERR_BADMSG;
+    if (status != TS_OK) {
+        rpc_reply_error_text(&reply, error_text, sizeof(error_text));
+        if (status == TS_ERR_TIMEDOUT)
+            fprintf(stderr,
+                    "tessera node: datanode %" PRIu32 " at %s did not answer within %ld ms%s\n",
+                    node->id, node->address, options->timeout_ms,
+                    node->state == TS_NODE_UP ? "" : " (meta lists it as down)");
+        else
+            fprintf(stderr, "tessera node: datanode %" PRIu32 " at %s answered: %s%s%s\n", node->id,
+                    node->address, status_text(status), error_text[0] ? ": " : "", error_text);
+        rpc_reply_release(&reply);
+        rpc_client_destroy(&client);
+        return 1;
+    }
+    if (answer.bytes_per_sec == 0)
+        printf("datanode %" PRIu32 " (%s): throttle off\n", node->id, node->address);
+    else
+        printf("datanode %" PRIu32 " (%s): throttle %.1f MB/s\n", node->id, node->address,
+               (double)answer.bytes_per_sec / NODEADMIN_MB);
+    rpc_reply_release(&reply);
+    rpc_client_destroy(&client);
+    return 0;
+}
+
+int nodeadmin_main(int argc, char **argv)
+{
+    struct nodeadmin_options options = {.timeout_ms = NODEADMIN_DEFAULT_TIMEOUT_MS};
+    struct metaclient_node node;
+    int exit_code = nodeadmin_parse(argc, argv, &options);
+
+    if (exit_code >= 0)
+        return exit_code;
+    if (!options.endpoint[0]) {
+        exit_code = clusterconf_find_meta(options.state_dir, options.endpoint,
+                                          sizeof(options.endpoint), "tessera node");
+        if (exit_code != 0)
+            return exit_code;
+    }
+    exit_code = nodeadmin_find(&options, &node);
+    if (exit_code != 0)
+        return exit_code;
+    return nodeadmin_throttle(&options, &node);
+}
