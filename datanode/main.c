@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -344,6 +345,10 @@ int main(int argc, char **argv)
     if (rc != 0)
         return rc < 0 ? 0 : rc;
     log_init("tessera-datanode", options.log_level);
+    /* Tile buffers are up to 16 MiB: keep them in the heap instead of a
+     * fresh mmap (page faults and zeroing) per request. */
+    mallopt(M_MMAP_THRESHOLD, 64 << 20);
+    mallopt(M_TRIM_THRESHOLD, 128 << 20);
     install_signal_handlers();
 
     rc = tilestore_open(options.data_dir, options.capacity, &store);
