@@ -199,13 +199,16 @@ enum ts_node_state { TS_NODE_DOWN = 0, TS_NODE_UP = 1 };
     X(U64, cut_tile)                                                                               \
     X(U64, cut_version)                                                                            \
     X(U32, cut_bytes)
+/* MKNOD with open = 1 also opens the new file, as OPEN does: create(2) in
+ * one round trip. */
 #define TS_MSG_MKNOD_REQ(X)                                                                       \
     X(U64, parent)                                                                                 \
     X(STR, name)                                                                                   \
     X(U32, mode)                                                                                   \
     X(U64, rdev)                                                                                   \
     X(U32, uid)                                                                                    \
-    X(U32, gid)
+    X(U32, gid)                                                                                    \
+    X(U32, open)
 #define TS_MSG_MKDIR_REQ(X)                                                                       \
     X(U64, parent)                                                                                 \
     X(STR, name)                                                                                   \

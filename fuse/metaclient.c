@@ -115,7 +115,7 @@ int metaclient_setattr(struct metaclient *client, const struct ts_setattr_req *r
 }
 
 int metaclient_mknod(struct metaclient *client, uint64_t parent, const char *name,
-                     uint32_t mode, uint64_t rdev, uint32_t uid, uint32_t gid,
+                     uint32_t mode, uint64_t rdev, uint32_t uid, uint32_t gid, int open,
                      struct ts_attr *attr)
 {
     uint8_t buf[REQUEST_CAP];
@@ -124,7 +124,8 @@ int metaclient_mknod(struct metaclient *client, uint64_t parent, const char *nam
                                    .mode = mode,
                                    .rdev = rdev,
                                    .uid = uid,
-                                   .gid = gid};
+                                   .gid = gid,
+                                   .open = open ? 1 : 0};
     return meta_call_attr(client, TS_OP_MKNOD, buf,
                           ts_mknod_req_encode(&request, buf, sizeof(buf)), attr);
 }

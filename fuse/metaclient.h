@@ -47,8 +47,9 @@ int metaclient_getattr(struct metaclient *client, uint64_t ino, struct ts_attr *
 /* reply->attr and the cut tile fields are filled on success. */
 int metaclient_setattr(struct metaclient *client, const struct ts_setattr_req *request,
                        struct ts_setattr_rep *reply);
+/* With open, the new file is also opened (one RELEASE owed, as for OPEN). */
 int metaclient_mknod(struct metaclient *client, uint64_t parent, const char *name,
-                     uint32_t mode, uint64_t rdev, uint32_t uid, uint32_t gid,
+                     uint32_t mode, uint64_t rdev, uint32_t uid, uint32_t gid, int open,
                      struct ts_attr *attr);
 int metaclient_mkdir(struct metaclient *client, uint64_t parent, const char *name,
                      uint32_t mode, uint32_t uid, uint32_t gid, struct ts_attr *attr);

@@ -223,7 +223,7 @@ static void x_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t 
     if (name_too_long(req, name))
         return;
     int status = metaclient_mknod(state_of(req)->meta, parent, name, mode, rdev, ctx->uid,
-                                  ctx->gid, &attr);
+                                  ctx->gid, 0, &attr);
     reply_entry(req, status, &attr);
 }
 
@@ -285,13 +285,18 @@ static void x_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t new_parent, const 
     reply_entry(req, status, &attr);
 }
 
-/* Opens ino in meta and the data path; fills *file. Returns an errno. */
+/*
+ * Opens ino in meta (unless already_open: MKNOD did it) and in the data
+ * path; fills fi. Returns an errno; on failure meta's open is undone.
+ */
 static int open_file(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
-                     struct ts_attr *attr)
+                     struct ts_attr *attr, int already_open)
 {
     struct mount_state *state = state_of(req);
     struct open_file *file;
-    int status = metaclient_open(state->meta, ino, (uint32_t)fi->flags, attr);
+    int status = TS_OK;
+    if (!already_open)
+        status = metaclient_open(state->meta, ino, (uint32_t)fi->flags, attr);
     if (status != TS_OK)
         return status_to_errno(status);
     char *array_spec = NULL;
@@ -335,7 +340,7 @@ static void x_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         error = -datapath_setattr(state_of(req)->datapath, &request, &attr);
     }
     if (error == 0)
-        error = open_file(req, ino, fi, &attr);
+        error = open_file(req, ino, fi, &attr, 0);
     if (error != 0) {
         fuse_reply_err(req, error);
         return;
@@ -355,12 +360,12 @@ static void x_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
     if (name_too_long(req, name))
         return;
     int status = metaclient_mknod(state->meta, parent, name, (mode & 07777) | S_IFREG, 0,
-                                  ctx->uid, ctx->gid, &attr);
+                                  ctx->uid, ctx->gid, 1, &attr);
     if (status != TS_OK) {
         reply_status(req, status);
         return;
     }
-    int error = open_file(req, attr.ino, fi, &attr);
+    int error = open_file(req, attr.ino, fi, &attr, 1);
     if (error != 0) {
         fuse_reply_err(req, error);
         return;

@@ -557,7 +557,11 @@ static int handle_mknod(void *ctx, const struct rpc_request *request, struct rpc
         .uid = message.uid,
         .gid = message.gid,
     };
-    return create_run(ctx, &op, response);
+    int status = create_run(ctx, &op, response);
+    if (status == TS_OK && message.open &&
+        opens_add(((struct service *)ctx)->opens, op.created.attr.ino) < 0)
+        return TS_ERR_NOMEM; /* the file exists; the client's open fails */
+    return status;
 }
 
 static int handle_mkdir(void *ctx, const struct rpc_request *request, struct rpc_response *response)

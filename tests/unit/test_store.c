@@ -594,6 +594,25 @@ static void test_unlink_while_open(void **state)
     assert_int_equal(do_getattr(f, file, NULL), TS_ERR_NOENT);
 }
 
+/* MKNOD with open = 1 (create(2) in one round trip) holds the file open. */
+static void test_mknod_open(void **state)
+{
+    struct fixture *f = *state;
+    struct ts_attr attr;
+    struct ts_mknod_req m = {.parent = TS_ROOT_INO,
+                             .name = str("created"),
+                             .mode = S_IFREG | 0644,
+                             .uid = TEST_UID,
+                             .gid = TEST_GID,
+                             .open = 1};
+    assert_int_equal(attr_call(f, CALL(f, TS_OP_MKNOD, mknod_req, &m), &attr), TS_OK);
+    uint64_t file = attr.ino;
+    assert_int_equal(do_unlink(f, TS_ROOT_INO, "created"), TS_OK);
+    assert_int_equal(do_getattr(f, file, NULL), TS_OK); /* still open */
+    assert_int_equal(do_release(f, file), TS_OK);
+    assert_int_equal(do_getattr(f, file, NULL), TS_ERR_NOENT);
+}
+
 /* ---- rename ------------------------------------------------------------- */
 
 static void test_rename_replace(void **state)
@@ -1670,6 +1689,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_link, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unlink_deletes_and_queues_garbage, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unlink_while_open, setup, teardown),
+cmocka_unit_test_setup_teardown(test_mknod_open, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rename_replace, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rename_flags, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rename_directories, setup, teardown),
