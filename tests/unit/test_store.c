@@ -1689,7 +1689,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_link, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unlink_deletes_and_queues_garbage, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unlink_while_open, setup, teardown),
-cmocka_unit_test_setup_teardown(test_mknod_open, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mknod_open, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rename_replace, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rename_flags, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rename_directories, setup, teardown),
