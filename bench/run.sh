@@ -1,0 +1,471 @@
+#!/usr/bin/env bash
+#
+# run.sh: Tessera next to a local directory, the do-nothing FUSE ceiling
+# (bench/nullfs) and optionally MooseFS, measured side by side in one run with
+# the same workloads, and one table of medians and ratios at the end.
+#
+# It builds a release binary in build-release/, starts a 4-datanode Tessera
+# cluster on free ports in a temporary state directory, mounts nullfs, with
+# --with-moosefs starts a loopback MooseFS (Debian packages), then runs the
+# peer benchmark (run-peer-bench.sh from $PEER_BENCH_DIR) in rounds, each
+# round once on every target in turn. Everything it starts is stopped by pid and every mount unmounted on
+# exit, failure or Ctrl-C. Not part of `meson test`: regressions are caught by
+# running this, not by timed tests.
+set -euo pipefail
+
+usage() {
+    cat <<'USAGE'
+usage: bench/run.sh [--with-moosefs] [--size-mb N] [--reps N] [--only "SECTIONS"]
+                    [--rr-secs N] [--meta-n N] [--nodes N] [--no-local] [--no-nullfs]
+
+Runs dd, cp, fio (4 streams, 4 KiB random reads) and metadata workloads on a
+Tessera mount, a local directory, a nullfs mount (the FUSE ceiling) and, with
+--with-moosefs, MooseFS; prints one table of medians with the ratios
+Tessera/MooseFS, Tessera/local and Tessera/nullfs (the fraction of the ceiling).
+
+  --with-moosefs     also run on MooseFS (apt-get installs moosefs-master,
+                     moosefs-chunkserver and moosefs-client if missing)
+  --size-mb N        dd and cp file size in MiB (default 2048)
+  --reps N           rounds; each runs every workload once on every target in
+                     turn, and the table shows medians over rounds (default 3)
+  --only "LIST"      run only these sections: dd cp fio randread randread_direct meta
+                     (default: all)
+  --rr-secs N        seconds per random-read run (default 30)
+  --meta-n N         files for create/stat/unlink (default 10000)
+  --nodes N          Tessera datanodes (default 4)
+  --no-local         skip the local directory
+  --no-nullfs        skip the nullfs ceiling
+  -h, --help         this text
+
+Environment:
+  PEER_BENCH_DIR   the peer benchmark scripts (default: ../shared/bench next to
+                   the repository); run-peer-bench.sh, pbmeta.py, moosefs-up.sh
+                   and moosefs-down.sh are used from there
+  BUILD_DIR        release build directory (default: REPO/build-release)
+  BENCH_DIR        where results and logs go (default: a new /tmp/tessera-bench.*)
+  READAHEAD_KB     read_ahead_kb set on the nullfs mount's bdi (default: the
+                   Tessera mount's own value if it raised it above 128, else 1024)
+  TESSERA_READAHEAD_KB  if set, also set on the Tessera mount's bdi (default: leave
+                   the mount's own setting, so the table shows what users get)
+  CS_FSYNC         MooseFS chunkservers fsync chunk files (default 1: the fair
+                   comparison with Tessera's durable fsync)
+  PREFAULT_GB      RAM run-peer-bench.sh touches before each run (default: 16, or
+                   less so that 4 GiB + twice the file size stay available)
+  LOCAL_DIR        the local directory (default BENCH_DIR/local)
+
+Run as root (drop_caches, mounts). Exit status: 0 done, 1 a step failed, 2 usage.
+USAGE
+}
+
+die() {
+    echo "run.sh: $*" >&2
+    exit 1
+}
+
+with_moosefs=0 size_mb=2048 reps=3 only="" rr_secs=30 meta_n=10000 nodes=4
+run_local=1 run_nullfs=1
+while [ $# -gt 0 ]; do
+    case $1 in
+    -h | --help) usage; exit 0 ;;
+    --with-moosefs) with_moosefs=1; shift ;;
+    --no-local) run_local=0; shift ;;
+    --no-nullfs) run_nullfs=0; shift ;;
+    --size-mb | --reps | --only | --rr-secs | --meta-n | --nodes)
+        [ $# -ge 2 ] || { echo "run.sh: $1 needs a value (see --help)" >&2; exit 2; }
+        case $1 in
+        --size-mb) size_mb=$2 ;;
+        --reps) reps=$2 ;;
+        --only) only=$2 ;;
+        --rr-secs) rr_secs=$2 ;;
+        --meta-n) meta_n=$2 ;;
+        --nodes) nodes=$2 ;;
+        esac
+        shift 2 ;;
+    *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+for pair in "size-mb:$size_mb" "reps:$reps" "rr-secs:$rr_secs" "meta-n:$meta_n" "nodes:$nodes"; do
+    [[ "${pair#*:}" =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --${pair%%:*} wants a positive integer" >&2; exit 2; }
+done
+for section in $only; do
+    case $section in
+    dd | cp | fio | randread | randread_direct | meta) ;;
+    *) echo "run.sh: --only knows dd cp fio randread randread_direct meta, not $section" >&2; exit 2 ;;
+    esac
+done
+[ "$(id -u)" = 0 ] || { echo "run.sh: run as root (drop_caches, mounts, MooseFS)" >&2; exit 2; }
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PEER_BENCH_DIR=${PEER_BENCH_DIR:-$REPO/../shared/bench}
+for script in run-peer-bench.sh pbmeta.py moosefs-up.sh moosefs-down.sh; do
+    [ -f "$PEER_BENCH_DIR/$script" ] || {
+        echo "run.sh: $PEER_BENCH_DIR/$script not found: set PEER_BENCH_DIR to the directory" \
+            "with the peer benchmark scripts (run-peer-bench.sh, pbmeta.py, moosefs-up.sh)" >&2
+        exit 2
+    }
+done
+PEER_BENCH_DIR=$(cd "$PEER_BENCH_DIR" && pwd)
+BUILD_DIR=${BUILD_DIR:-$REPO/build-release}
+READAHEAD_KB=${READAHEAD_KB:-}
+
+# ---- state, filled in as things start; cleanup() undoes whatever is set ----
+BENCH_DIR=${BENCH_DIR:-$(mktemp -d /tmp/tessera-bench.XXXXXX)}
+WORK=$BENCH_DIR/work          # removed at the end; results/ and logs/ stay
+RESULTS=$BENCH_DIR/results
+LOGS=$BENCH_DIR/logs
+STATE=$WORK/tessera-state
+TESSERA_MNT=$WORK/mnt-tessera
+NULLFS_MNT=$WORK/mnt-nullfs
+LOCAL=${LOCAL_DIR:-$WORK/local}
+MFS_PB=$WORK/moosefs           # moosefs-up.sh's PB: its configs, chunks, pids
+MFS_MNT=$WORK/mnt-moosefs
+tessera_started=0 moosefs_started=0 nullfs_pid="" child_pid="" cleaned=0
+tessera_pids=()
+src_was_there=0
+[ -e /dev/shm/pb-src.bin ] && src_was_there=1
+
+log() { echo "[$(date +%T)] $*" | tee -a "$LOGS/run.log" >&2; }
+
+# unmount DIR: fusermount3 -u, retried for 5 s, then a lazy unmount.
+unmount() {
+    local dir=$1
+    for _ in $(seq 25); do
+        mountpoint -q "$dir" 2>/dev/null || return 0
+        fusermount3 -u "$dir" 2>/dev/null || umount "$dir" 2>/dev/null || true
+        sleep 0.2
+    done
+    mountpoint -q "$dir" 2>/dev/null && { fusermount3 -uz "$dir" 2>/dev/null || umount -l "$dir"; }
+    return 0
+}
+
+# stop_pid PID NAME: SIGTERM, up to 15 s, then SIGKILL. Only PIDs this run started.
+stop_pid() {
+    local pid=$1 name=$2
+    kill -0 "$pid" 2>/dev/null || return 0
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 75); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.2; done
+    echo "run.sh: $name (pid $pid) ignored SIGTERM, sending SIGKILL" >&2
+    kill -KILL "$pid" 2>/dev/null || true
+}
+
+cleanup() {
+    local status=$?
+    [ "$cleaned" = 1 ] && return
+    cleaned=1
+    trap '' INT TERM
+    set +e
+    if [ -n "$child_pid" ] && kill -0 "$child_pid" 2>/dev/null; then
+        echo "run.sh: stopping the running benchmark (process group $child_pid)" >&2
+        kill -TERM -- "-$child_pid" 2>/dev/null
+        wait "$child_pid" 2>/dev/null
+    fi
+    if [ -n "$nullfs_pid" ]; then
+        unmount "$NULLFS_MNT"
+        stop_pid "$nullfs_pid" nullfs
+        wait "$nullfs_pid" 2>/dev/null
+    fi
+    if [ "$tessera_started" = 1 ]; then
+        "$BUILD_DIR/tools/tessera" down --state "$STATE" >>"$LOGS/tessera-down.log" 2>&1 ||
+            echo "run.sh: tessera down failed, see $LOGS/tessera-down.log" >&2
+        unmount "$TESSERA_MNT"
+        for pid in "${tessera_pids[@]}"; do stop_pid "$pid" tessera-daemon; done
+        cp -r "$STATE/logs" "$LOGS/tessera" 2>/dev/null
+    fi
+    if [ "$moosefs_started" = 1 ]; then
+        cp -r "$MFS_PB/moosefs/logs" "$LOGS/moosefs" 2>/dev/null
+        PB=$MFS_PB MNT=$MFS_MNT "$PEER_BENCH_DIR/moosefs-down.sh" --purge >>"$LOGS/moosefs-down.log" 2>&1
+        unmount "$MFS_MNT"
+        for f in "$MFS_PB"/moosefs/pids/*.pid; do
+            [ -e "$f" ] && stop_pid "$(cat "$f")" moosefs-daemon
+        done
+    fi
+    [ "$src_was_there" = 1 ] || rm -f /dev/shm/pb-src.bin
+    # Remove the work tree only when nothing is mounted in it any more.
+    if ! grep -q " $WORK/" /proc/self/mounts; then
+        rm -rf --one-file-system "$WORK"
+    else
+        echo "run.sh: something is still mounted under $WORK; left it in place" >&2
+    fi
+    [ "$LOCAL" = "$WORK/local" ] || rm -f "$LOCAL/cpsrc.bin"
+    [ "$status" = 0 ] || echo "run.sh: failed (exit $status); logs in $LOGS" >&2
+    exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+mkdir -p "$WORK" "$RESULTS" "$LOGS" "$LOCAL" "$TESSERA_MNT" "$NULLFS_MNT"
+chmod 755 "$BENCH_DIR" "$WORK" # the MooseFS daemons run as user mfs below it
+
+# ---- packages: fio always, MooseFS on demand (Debian names) ----
+need_packages() {
+    local missing=()
+    for package in "$@"; do
+        dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' ||
+            missing+=("$package")
+    done
+    [ ${#missing[@]} = 0 ] && return 0
+    log "installing ${missing[*]} with apt-get"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" \
+        >>"$LOGS/apt.log" 2>&1 ||
+        { DEBIAN_FRONTEND=noninteractive apt-get update -q >>"$LOGS/apt.log" 2>&1 &&
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+                "${missing[@]}" >>"$LOGS/apt.log" 2>&1; } ||
+        die "apt-get install ${missing[*]} failed, see $LOGS/apt.log"
+}
+need_packages fio python3
+[ "$with_moosefs" = 1 ] && need_packages moosefs-master moosefs-chunkserver moosefs-client
+
+# ---- release build ----
+if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+    log "meson setup $BUILD_DIR --buildtype=release -Dtests=false"
+    meson setup "$BUILD_DIR" "$REPO" --buildtype=release -Dtests=false -Dbench=true \
+        >"$LOGS/build.log" 2>&1 || die "meson setup failed, see $LOGS/build.log"
+fi
+log "ninja -C $BUILD_DIR"
+ninja -C "$BUILD_DIR" >>"$LOGS/build.log" 2>&1 || die "build failed, see $LOGS/build.log"
+for binary in tools/tessera fuse/tessera-mount meta/tessera-meta datanode/tessera-datanode \
+    bench/nullfs; do
+    [ -x "$BUILD_DIR/$binary" ] || die "$BUILD_DIR/$binary missing after the build (is -Dbench=false?)"
+done
+
+# free_port_base COUNT: a port P such that P..P+COUNT-1 are all free on 127.0.0.1.
+free_port_base() {
+    local count=$1 base used
+    used=$(ss -Htan | awk '{ n = split($4, a, ":"); print a[n] }' | sort -u)
+    for _ in $(seq 200); do
+        base=$((20000 + RANDOM % 40000))
+        local clash=0
+        for ((p = base; p < base + count; p++)); do
+            grep -qx "$p" <<<"$used" && { clash=1; break; }
+        done
+        [ "$clash" = 0 ] && { echo "$base"; return 0; }
+    done
+    die "no $count free consecutive ports found"
+}
+
+# raise_readahead DIR KB: the kernel reads ahead at most the mount's bdi
+# read_ahead_kb (128 by default, whatever FUSE's max_readahead says), so
+# buffered reads of a FUSE mount arrive in 128 KiB requests unless raised.
+raise_readahead() {
+    local dir=$1 kb=$2 bdi
+    bdi=/sys/class/bdi/$(mountpoint -d "$dir")/read_ahead_kb
+    [ -w "$bdi" ] || die "cannot set read-ahead: $bdi missing"
+    echo "$kb" >"$bdi"
+}
+readahead_of() { cat "/sys/class/bdi/$(mountpoint -d "$1")/read_ahead_kb" 2>/dev/null || echo "?"; }
+
+# wait_mounted DIR PID: until DIR is a mountpoint (10 s), failing if PID died.
+wait_mounted() {
+    for _ in $(seq 100); do
+        mountpoint -q "$1" && return 0
+        kill -0 "$2" 2>/dev/null || return 1
+        sleep 0.1
+    done
+    return 1
+}
+
+# proc_usage PID: "peak-RSS-MiB current-RSS-MiB cpu-seconds" of a live process.
+proc_usage() {
+    local pid=$1 hwm rss ticks
+    hwm=$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status" 2>/dev/null || echo 0)
+    rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status" 2>/dev/null || echo 0)
+    # utime + stime: fields 14 and 15, counted after the ")" that ends the name
+    ticks=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | awk '{ print $12 + $13 }')
+    awk -v h="${hwm:-0}" -v r="${rss:-0}" -v t="${ticks:-0}" -v hz="$(getconf CLK_TCK)" \
+        'BEGIN { printf "%.1f %.1f %.1f", h / 1024, r / 1024, t / hz }'
+}
+
+# record_usage TARGET NAME PID: appends one line to the memory/CPU table.
+record_usage() {
+    local usage
+    usage=$(proc_usage "$3")
+    printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${usage// /$'\t'}" >>"$RESULTS/processes.tsv"
+}
+printf 'target\tprocess\tpid\tpeak_rss_mib\trss_mib\tcpu_s\n' >"$RESULTS/processes.tsv"
+
+# run-peer-bench.sh touches PREFAULT_GB GiB of RAM through /dev/shm before
+# each run (see its comments). Its default, 16 GiB, next to the 2 GiB source
+# file and the daemons, can make the OOM killer stop a daemon on a 24 GiB
+# machine whose /dev/shm holds other files: keep a margin of 4 GiB plus twice
+# the file size.
+if [ -z "${PREFAULT_GB:-}" ]; then
+    available_gib=$(awk '/^MemAvailable:/ { print int($2 / 1048576) }' /proc/meminfo)
+    PREFAULT_GB=$((available_gib - 4 - 2 * (size_mb + 1023) / 1024))
+    [ "$PREFAULT_GB" -gt 16 ] && PREFAULT_GB=16
+    [ "$PREFAULT_GB" -lt 0 ] && PREFAULT_GB=0
+fi
+export PREFAULT_GB
+
+# ---- start the targets ----
+port=$(free_port_base $((nodes + 1)))
+log "tessera up: $nodes datanodes, port $port, state $STATE"
+tessera_started=1
+"$BUILD_DIR/tools/tessera" up --nodes "$nodes" --state "$STATE" --mount "$TESSERA_MNT" \
+    --port "$port" >"$LOGS/tessera-up.log" 2>&1 || die "tessera up failed, see $LOGS/tessera-up.log"
+for f in "$STATE"/run/*.pid; do tessera_pids+=("$(cat "$f")"); done
+mount_pid=$(cat "$STATE/run/mount.pid" 2>/dev/null || true)
+[ -n "$mount_pid" ] || die "no $STATE/run/mount.pid after tessera up"
+[ -n "${TESSERA_READAHEAD_KB:-}" ] && raise_readahead "$TESSERA_MNT" "$TESSERA_READAHEAD_KB"
+# The ceiling reads ahead as far as Tessera does: tessera-mount raises its own
+# bdi after FUSE_INIT, on its first request, so ask it something first.
+stat "$TESSERA_MNT" >/dev/null
+tessera_readahead=$(readahead_of "$TESSERA_MNT")
+if [ -z "$READAHEAD_KB" ]; then
+    READAHEAD_KB=1024
+    [[ "$tessera_readahead" =~ ^[0-9]+$ ]] && [ "$tessera_readahead" -gt 128 ] &&
+        READAHEAD_KB=$tessera_readahead
+fi
+
+if [ "$run_nullfs" = 1 ]; then
+    "$BUILD_DIR/bench/nullfs" "$NULLFS_MNT" 2>"$LOGS/nullfs.log" &
+    nullfs_pid=$!
+    wait_mounted "$NULLFS_MNT" "$nullfs_pid" || die "nullfs did not mount, see $LOGS/nullfs.log"
+    raise_readahead "$NULLFS_MNT" "$READAHEAD_KB"
+fi
+
+if [ "$with_moosefs" = 1 ]; then
+    mfs_port=$(free_port_base 8)
+    log "moosefs-up.sh: 4 chunkservers, ports from $mfs_port, CS_FSYNC=${CS_FSYNC:-1}"
+    moosefs_started=1
+    PB=$MFS_PB MNT=$MFS_MNT PORT0=$mfs_port NCS=4 CS_FSYNC=${CS_FSYNC:-1} \
+        "$PEER_BENCH_DIR/moosefs-up.sh" >"$LOGS/moosefs-up.log" 2>&1 ||
+        die "moosefs-up.sh failed, see $LOGS/moosefs-up.log"
+fi
+
+# ---- run the peer benchmark: rounds, each over every target in turn ----
+# Interleaving (round r runs every target once, REPS=1) keeps slow drifts of
+# this shared VM (other load, memory the host reclaimed) from landing on one
+# target only; medians are taken over the rounds.
+# run_target LABEL DIR ROUND: runs run-peer-bench.sh in its own process group
+# (so cleanup can stop it and its dd/fio as one) and waits for it.
+run_target() {
+    local label=$1 dir=$2 round=$3
+    if [ "$label" != local ] && ! mountpoint -q "$dir" 2>/dev/null; then
+        die "$label: $dir is no longer mounted (did its daemon die? see $LOGS and dmesg)"
+    fi
+    log "== round $round/$reps: $label, $dir (read_ahead_kb $(readahead_of "$dir"))"
+    SIZE_MB=$size_mb REPS=1 META_N=$meta_n RR_SECS=$rr_secs LOCAL=$LOCAL ONLY=$only \
+        OUTROOT=$RESULTS/peer setsid "$PEER_BENCH_DIR/run-peer-bench.sh" "$dir" "$label-r$round" \
+        > >(tee -a "$LOGS/$label.log") 2>&1 &
+    child_pid=$!
+    wait "$child_pid" || die "run-peer-bench.sh failed on $label, see $LOGS/$label.log"
+    child_pid=""
+}
+
+targets=()
+[ "$run_local" = 1 ] && targets+=("local:$LOCAL")
+[ "$run_nullfs" = 1 ] && targets+=("nullfs:$NULLFS_MNT")
+targets+=("tessera:$TESSERA_MNT")
+[ "$with_moosefs" = 1 ] && targets+=("moosefs:$MFS_MNT")
+for ((round = 1; round <= reps; round++)); do
+    for target in "${targets[@]}"; do
+        run_target "${target%%:*}" "${target#*:}" "$round"
+    done
+    kill -0 "$mount_pid" 2>/dev/null || die "tessera-mount (pid $mount_pid) died during the run"
+done
+
+# Peak RSS (VmHWM) and CPU seconds over the whole run, of every daemon.
+[ -n "$nullfs_pid" ] && record_usage nullfs nullfs "$nullfs_pid"
+for f in "$STATE"/run/*.pid; do
+    record_usage tessera "$(basename "$f" .pid)" "$(cat "$f")"
+done
+if [ "$with_moosefs" = 1 ]; then
+    for f in "$MFS_PB"/moosefs/pids/*.pid; do
+        record_usage moosefs "mfs$(basename "$f" .pid)" "$(cat "$f")"
+    done
+fi
+
+# ---- the table: medians over the rounds, with their spread ----
+python3 - "$RESULTS" "$size_mb" "$reps" >"$RESULTS/table.md" <<'PY'
+import csv, glob, os, statistics, sys
+
+results, size_mb, reps = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+
+def load(name):
+    """workload -> values of every round, from peer/NAME-rR-*/results.tsv."""
+    values = {}
+    for path in sorted(glob.glob(os.path.join(results, "peer", name + "-r*", "results.tsv"))):
+        for row in csv.DictReader(open(path), delimiter="\t"):
+            values.setdefault(row["workload"], []).append(float(row["value"]))
+    if not values:
+        return None
+    with open(os.path.join(results, name + ".tsv"), "w") as out:
+        out.write("workload\tmedian\tmin\tmax\tall\n")
+        for key, vals in values.items():
+            out.write("%s\t%g\t%g\t%g\t%s\n" % (key, statistics.median(vals), min(vals),
+                                                max(vals), ",".join("%g" % v for v in vals)))
+    return values
+
+local, nullfs, tessera, moosefs = (load(n) for n in ("local", "nullfs", "tessera", "moosefs"))
+size = "%g GiB" % (size_mb / 1024) if size_mb >= 1024 else "%d MiB" % size_mb
+rows = [
+    ("dd write %s bs=1M conv=fsync" % size, "MB/s", "dd_write"),
+    ("dd read %s bs=1M, caches dropped" % size, "MB/s", "dd_read"),
+    ("cp %s local -> target + sync" % size, "MB/s", "cp_in"),
+    ("cp %s target -> local + sync" % size, "MB/s", "cp_out"),
+    ("fio 4 x 512 MiB seq write, end_fsync", "MB/s", "fio_seqwrite"),
+    ("  same, wall clock incl. fsync", "MB/s", "fio_seqwrite_wall"),
+    ("fio 4 x 512 MiB seq read, cold", "MB/s", "fio_seqread"),
+    ("fio 4 KiB randread QD1, buffered", "IOPS", "fio_randread_iops"),
+    ("fio 4 KiB randread QD1, O_DIRECT", "IOPS", "fio_randread_direct_iops"),
+    ("create empty files", "ops/s", "meta_create_ops"),
+    ("stat files, caches dropped", "ops/s", "meta_stat_ops"),
+    ("unlink files", "ops/s", "meta_unlink_ops"),
+]
+
+def median(target, key):
+    vals = target.get(key) if target else None
+    return statistics.median(vals) if vals else None
+
+def num(v):
+    return "{:,.0f}".format(v) if v >= 100 else "%.2f" % v
+
+def cell(target, key):
+    vals = target.get(key) if target else None
+    if not vals:
+        return "-"
+    if len(vals) == 1:
+        return num(vals[0])
+    return "%s (%s–%s)" % (num(statistics.median(vals)), num(min(vals)), num(max(vals)))
+
+def ratio(a, b):
+    return "-" if a is None or not b else "%.2f" % (a / b)
+
+columns = [("local dir", local), ("nullfs (FUSE ceiling)", nullfs), ("MooseFS", moosefs),
+           ("Tessera", tessera)]
+columns = [(n, t) for n, t in columns if t is not None or n == "Tessera"]
+head = ["workload", "unit"] + [n for n, _ in columns]
+if moosefs: head.append("T / MooseFS")
+if local: head.append("T / local")
+if nullfs: head.append("T / nullfs")
+print("| " + " | ".join(head) + " |")
+print("|---|---|" + "---:|" * (len(head) - 2))
+for label, unit, key in rows:
+    cells = [cell(t, key) for _, t in columns]
+    if all(c == "-" for c in cells):
+        continue
+    t = median(tessera, key)
+    if moosefs: cells.append(ratio(t, median(moosefs, key)))
+    if local: cells.append(ratio(t, median(local, key)))
+    if nullfs: cells.append(ratio(t, median(nullfs, key)))
+    print("| %s | %s | %s |" % (label, unit, " | ".join(cells)))
+print()
+print("Median (min–max) of %s rounds, every round running each target once in turn;"
+      " MB/s = 10^6 bytes/s; T = Tessera; ratios of medians, > 1: Tessera faster." % reps)
+PY
+
+{
+    echo
+    echo "## bench/run.sh: ${targets[*]%%:*} ($(date '+%F %T'), $(nproc) CPUs, kernel $(uname -r))"
+    echo "Tessera: $nodes datanodes, commit $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$REPO" diff --quiet 2>/dev/null || echo ' (+ uncommitted changes)'); read_ahead_kb: Tessera $(readahead_of "$TESSERA_MNT"), nullfs ${READAHEAD_KB}$([ "$with_moosefs" = 1 ] && echo "; MooseFS CS_FSYNC=${CS_FSYNC:-1}")"
+    echo
+    cat "$RESULTS/table.md"
+    echo
+    echo "Processes at the end of the run (peak RSS = VmHWM, CPU = user + system seconds):"
+    column -t -s $'\t' "$RESULTS/processes.tsv"
+    mount_peak=$(awk -F'\t' '$2 == "mount" { print $4 }' "$RESULTS/processes.tsv")
+    echo
+    echo "tessera-mount peak RSS: ${mount_peak:-?} MiB"
+    echo "Results and logs: $BENCH_DIR (per-run data in $RESULTS/peer)"
+} | tee "$RESULTS/report.md"
