@@ -44,9 +44,12 @@
 #include <string.h>
 
 #define OPEN_TABLE_BUCKETS 1024
-/* Tile locations remembered per open file (direct-mapped by tile index; a
- * few KiB, so that many open files stay cheap). */
-#define LOCATION_CACHE_SLOTS 256
+/* Tile locations remembered per open file, direct-mapped by tile index: a
+ * few KiB for small files, so that many open files stay cheap, growing with
+ * the file up to a cap (random readers of a big file then find every
+ * location without asking meta again). */
+#define LOCATION_CACHE_MIN 256
+#define LOCATION_CACHE_MAX 65536
 /* Tiles asked of meta at once when reading. */
 #define TILE_MAP_BATCH 64
 /* Tiles allocated at once for a sequential writer. */
@@ -129,6 +132,7 @@ struct open_file {
     uint64_t use_clock;
     uint64_t next_read_offset; /* where a sequential reader goes next */
     struct cached_location *locations;
+    size_t location_slots; /* a power of two */
     struct dirty_tile *dirty;
     size_t dirty_count;
     size_t dirty_cap;
@@ -296,7 +300,7 @@ int datapath_open(struct datapath *datapath, const struct ts_attr *attr,
         /* Another mount may have changed the file since (close-to-open). */
         if (!file->size_dirty)
             file->size = attr->size;
-        memset(file->locations, 0, LOCATION_CACHE_SLOTS * sizeof(*file->locations));
+        memset(file->locations, 0, file->location_slots * sizeof(*file->locations));
         cache_forget_range(datapath, file, 0, UINT64_MAX);
         pthread_mutex_unlock(&file->lock);
         *out = file;
@@ -304,11 +308,12 @@ int datapath_open(struct datapath *datapath, const struct ts_attr *attr,
     }
     created = calloc(1, sizeof(*created));
     if (created)
-        created->locations = calloc(LOCATION_CACHE_SLOTS, sizeof(*created->locations));
+        created->locations = calloc(LOCATION_CACHE_MIN, sizeof(*created->locations));
     if (!created || !created->locations) {
         free(created);
         return -ENOMEM;
     }
+    created->location_slots = LOCATION_CACHE_MIN;
     created->ino = attr->ino;
     created->handles = 1;
     if (array_spec) {
@@ -416,7 +421,28 @@ static uint32_t dynamic_pick(struct datapath *datapath, uint32_t tiles)
 
 static struct cached_location *location_slot(struct open_file *file, uint64_t tile)
 {
-    return &file->locations[tile % LOCATION_CACHE_SLOTS];
+    return &file->locations[tile & (file->location_slots - 1)];
+}
+
+/* Grows the location cache to hold `tiles` tiles (up to the cap). */
+static void location_cache_grow(struct open_file *file, uint64_t tiles)
+{
+    size_t slots = file->location_slots;
+    while (slots < tiles && slots < LOCATION_CACHE_MAX)
+        slots *= 2;
+    if (slots == file->location_slots)
+        return;
+    struct cached_location *grown = calloc(slots, sizeof(*grown));
+    if (!grown)
+        return; /* a smaller cache only costs meta round trips */
+    for (size_t i = 0; i < file->location_slots; i++) {
+        struct cached_location *old = &file->locations[i];
+        if (old->location.node != 0)
+            grown[old->tile & (slots - 1)] = *old;
+    }
+    free(file->locations);
+    file->locations = grown;
+    file->location_slots = slots;
 }
 
 static void location_remember(struct open_file *file, uint64_t tile,
@@ -424,6 +450,8 @@ static void location_remember(struct open_file *file, uint64_t tile,
 {
     if (location->node == 0)
         return; /* holes are asked again: another mount may fill them */
+    if (tile >= file->location_slots)
+        location_cache_grow(file, tile + 1);
     struct cached_location *slot = location_slot(file, tile);
     slot->tile = tile;
     slot->location = *location;
@@ -478,7 +506,7 @@ static int location_get(struct datapath *datapath, struct open_file *file, uint6
 
 static void locations_forget_from(struct open_file *file, uint64_t first_tile)
 {
-    for (size_t i = 0; i < LOCATION_CACHE_SLOTS; i++) {
+    for (size_t i = 0; i < file->location_slots; i++) {
         if (file->locations[i].tile >= first_tile)
             memset(&file->locations[i], 0, sizeof(file->locations[i]));
     }
@@ -1337,7 +1365,7 @@ int datapath_setattr(struct datapath *datapath, const struct ts_setattr_req *req
             if (!file->layout.array)
                 locations_forget_from(file, tile_count_for(reply.attr.size, file->tile_bytes));
             else
-                memset(file->locations, 0, LOCATION_CACHE_SLOTS * sizeof(*file->locations));
+                memset(file->locations, 0, file->location_slots * sizeof(*file->locations));
             cache_forget_range(datapath, file, 0, UINT64_MAX);
         }
     }
