@@ -224,6 +224,9 @@ if [ ! -f "$BUILD_DIR/build.ninja" ]; then
 fi
 log "ninja -C $BUILD_DIR"
 ninja -C "$BUILD_DIR" >>"$LOGS/build.log" 2>&1 || die "build failed, see $LOGS/build.log"
+# what was built: the commit, and whether the tree had changes on top of it
+built_from=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?')
+git -C "$REPO" diff --quiet HEAD 2>/dev/null || built_from="$built_from (+ uncommitted changes)"
 for binary in tools/tessera fuse/tessera-mount meta/tessera-meta datanode/tessera-datanode \
     bench/nullfs; do
     [ -x "$BUILD_DIR/$binary" ] || die "$BUILD_DIR/$binary missing after the build (is -Dbench=false?)"
@@ -458,7 +461,7 @@ PY
 {
     echo
     echo "## bench/run.sh: ${targets[*]%%:*} ($(date '+%F %T'), $(nproc) CPUs, kernel $(uname -r))"
-    echo "Tessera: $nodes datanodes, commit $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$REPO" diff --quiet 2>/dev/null || echo ' (+ uncommitted changes)'); read_ahead_kb: Tessera $(readahead_of "$TESSERA_MNT"), nullfs ${READAHEAD_KB}$([ "$with_moosefs" = 1 ] && echo "; MooseFS CS_FSYNC=${CS_FSYNC:-1}")"
+    echo "Tessera: $nodes datanodes, built from $built_from; read_ahead_kb: Tessera $(readahead_of "$TESSERA_MNT"), nullfs ${READAHEAD_KB}$([ "$with_moosefs" = 1 ] && echo "; MooseFS CS_FSYNC=${CS_FSYNC:-1}")"
     echo
     cat "$RESULTS/table.md"
     echo
