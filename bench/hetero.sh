@@ -31,6 +31,7 @@ usage() {
     cat <<'USAGE'
 usage: bench/hetero.sh [--size MIB] [--fast MBPS] [--slow MBPS] [--nodes "4 8"]
                        [--fig6-nodes N] [--runs N] [--only fig4|fig6] [--port BASE]
+                       [--policies "roundrobin static dynamic"]
 
 Writes a file per run through a Tessera mount on throttled datanodes and
 prints Panda's Figure 4 (k slow of m datanodes: roundrobin / static / dynamic,
@@ -44,7 +45,9 @@ during the 5th) tables.
   --fig6-nodes N    cluster size of Figure 6 (default 4)
   --runs N          writes per Figure 4 cell; the median is shown (default 1)
   --only WHICH      fig4 or fig6 only
-  --port BASE       meta's port (datanode i uses BASE+i); default: from the pid
+  --policies LIST   the placement policies to compare (default all three)
+  --port BASE       meta's port (datanode i uses BASE+i), or the next free block
+                    of ports above it; default: from the pid
   -h, --help        this text
 
 Environment:
@@ -61,6 +64,7 @@ node_counts="4 8"
 fig6_nodes=4
 runs=1
 only=""
+policies="roundrobin static dynamic"
 port=$((30000 + ($$ % 900) * 20))
 while [ $# -gt 0 ]; do
     case $1 in
@@ -73,6 +77,7 @@ while [ $# -gt 0 ]; do
     --runs) runs=${2:?--runs needs a number}; shift 2 ;;
     --only) only=${2:?--only needs fig4 or fig6}; shift 2 ;;
     --port) port=${2:?--port needs a number}; shift 2 ;;
+    --policies) policies=${2:?--policies needs a list}; shift 2 ;;
     *) echo "hetero.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -88,6 +93,12 @@ for m in $node_counts; do
     is_number "$m" || { echo "hetero.sh: --nodes wants numbers, got $m" >&2; exit 2; }
 done
 case $only in "" | fig4 | fig6) ;; *) echo "hetero.sh: --only wants fig4 or fig6" >&2; exit 2 ;; esac
+for policy in $policies; do
+    case $policy in roundrobin | static | dynamic) ;;
+    *) echo "hetero.sh: --policies wants roundrobin, static or dynamic, got $policy" >&2; exit 2 ;;
+    esac
+done
+[ -n "$policies" ] || { echo "hetero.sh: --policies is empty" >&2; exit 2; }
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${TESSERA_BUILD:-$repo/build}
@@ -95,7 +106,6 @@ tessera=$build/tools/tessera
 [ -x "$tessera" ] || { echo "hetero.sh: $tessera not found; build first (ninja -C build)" >&2; exit 2; }
 command -v fusermount3 >/dev/null || { echo "hetero.sh: fusermount3 is missing" >&2; exit 2; }
 
-policies="roundrobin static dynamic"
 bytes=$((size_mib * 1048576))
 source_file=$(mktemp /dev/shm/tessera-hetero-source.XXXXXX)
 state_parent=${HETERO_STATE:-/dev/shm}
@@ -126,19 +136,49 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# pick_port M: moves $port up to the first block of M+1 ports nobody listens on.
+pick_port() {
+    local m=$1 p busy
+    for _ in $(seq 1 200); do
+        busy=0
+        for ((p = port; p <= port + m; p++)); do
+            if [ -n "$(ss -Hltn "sport = :$p" 2>/dev/null)" ]; then
+                busy=1
+                break
+            fi
+        done
+        [ "$busy" = 0 ] && return 0
+        port=$((port + 20))
+        [ "$port" -lt 60000 ] || port=20000
+    done
+    echo "hetero.sh: no free block of $((m + 1)) ports found" >&2
+    exit 1
+}
+
 # start_cluster M: a fresh cluster of M datanodes, mounted, with a directory
 # per policy whose layout names it.
 start_cluster() {
     local m=$1
     stop_cluster
     rm -rf "${state:?}"/*
-    log "starting a cluster of $m datanodes on ports $port..$((port + m)) in $state"
-    if ! "$tessera" up --state "$state" --port "$port" --nodes "$m" --log-level warn \
-        >"$state/up.out" 2>&1; then
-        cat "$state/up.out" >&2
-        echo "hetero.sh: tessera up failed" >&2
-        exit 1
-    fi
+    local attempt
+    for attempt in 1 2 3 4 5; do
+        pick_port "$m"
+        log "starting a cluster of $m datanodes on ports $port..$((port + m)) in $state"
+        if "$tessera" up --state "$state" --port "$port" --nodes "$m" --log-level warn \
+            >"$state/up.out" 2>&1; then
+            break
+        fi
+        # Another program may take a port between the check and the bind.
+        if [ "$attempt" = 5 ] || ! grep -qs 'in use' "$state/up.out" "$state"/logs/*.log; then
+            cat "$state/up.out" >&2
+            echo "hetero.sh: tessera up failed" >&2
+            exit 1
+        fi
+        "$tessera" down --state "$state" >/dev/null 2>&1 || true
+        rm -rf "${state:?}"/*
+        port=$((port + 20))
+    done
     cluster_up=1
     for policy in $policies; do
         mkdir -p "$mnt/$policy"
@@ -257,12 +297,16 @@ echo "cells: aggregate MB/s (fraction of peak), peak = sum of the throttled rate
 if [ ${#fig4_rows[@]} -gt 0 ]; then
     echo
     echo "Figure 4: k slow of m datanodes (median of $runs run(s) per cell)"
-    printf '%-7s %7s  %-14s  %-14s  %-14s\n' "slow/m" "peak" "roundrobin" "static" "dynamic"
+    header=$(printf '%-7s %7s ' "slow/m" "peak")
+    for policy in $policies; do header+=$(printf ' %-14s' "$policy"); done
+    echo "$header"
     printf '%s\n' "${fig4_rows[@]}"
 fi
 if [ ${#fig6_rows[@]} -gt 0 ]; then
     echo
     echo "Figure 6: $fig6_nodes datanodes at $fast MB/s; node 1 at $half MB/s for write 5 only"
-    printf '%-5s %9s  %-14s  %-14s  %-14s\n' "write" "peak" "roundrobin" "static" "dynamic"
+    header=$(printf '%-5s %9s ' "write" "peak")
+    for policy in $policies; do header+=$(printf ' %-14s' "$policy"); done
+    echo "$header"
     printf '%s\n' "${fig6_rows[@]}"
 fi

@@ -299,6 +299,7 @@ const char *ts_op_name(uint16_t type)
     case TS_OP_TILE_SYNC: return "TILE_SYNC";
     case TS_OP_TILE_TRUNCATE: return "TILE_TRUNCATE";
     case TS_OP_NODE_THROTTLE: return "NODE_THROTTLE";
+    case TS_OP_NODE_STATS: return "NODE_STATS";
     default: return "?";
     }
 }

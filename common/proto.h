@@ -93,6 +93,7 @@ enum ts_op {
 
     /* tool -> datanode: administration */
     TS_OP_NODE_THROTTLE = 90,
+    TS_OP_NODE_STATS,
 
     TS_OP_MAX = 100 /* opcode table size; every opcode is below it */
 };
@@ -339,6 +340,34 @@ enum ts_node_state { TS_NODE_DOWN = 0, TS_NODE_UP = 1 };
  */
 #define TS_MSG_NODE_THROTTLE(X) X(U64, bytes_per_sec)
 
+/*
+ * NODE_STATS: what the datanode served since it started or since the last
+ * reset; reset = 1 zeroes every counter once the reply is filled (a test
+ * resets, does its I/O, and then reads what exactly that I/O did).
+ * requests, failures: handled requests, and those answered with a non-zero
+ * status (every opcode, NODE_STATS itself included);
+ * bytes_read/bytes_written: tile bytes sent by TILE_READ, stored by
+ * TILE_WRITE.
+ * ops: one record per opcode served at least once: u32 opcode, u64 count.
+ * tiles: the distinct tiles TILE_READ touched, in first-read order, at most
+ * TS_MAX_STATS_TILES: u64 ino, u64 tile, u64 reads, u64 bytes;
+ * tiles_dropped counts the reads of tiles past that bound (not listed).
+ */
+#define TS_STATS_OP_RECORD_BYTES 12
+#define TS_STATS_TILE_RECORD_BYTES 32
+#define TS_MAX_STATS_TILES 16384
+#define TS_MSG_NODE_STATS_REQ(X) X(U32, reset)
+#define TS_MSG_NODE_STATS_REP(X)                                                                  \
+    X(U64, requests)                                                                               \
+    X(U64, failures)                                                                               \
+    X(U64, bytes_read)                                                                             \
+    X(U64, bytes_written)                                                                          \
+    X(U32, op_count)                                                                               \
+    X(BLOB, ops)                                                                                   \
+    X(U32, tile_count)                                                                             \
+    X(U64, tiles_dropped)                                                                          \
+    X(BLOB, tiles)
+
 /* ---- generated structs ---------------------------------------------- */
 
 #define TS_FIELD_TYPE_U32 uint32_t
@@ -386,7 +415,9 @@ enum ts_node_state { TS_NODE_DOWN = 0, TS_NODE_UP = 1 };
     M(tile_read_req, TS_MSG_TILE_READ_REQ)                                                         \
     M(tile_sync_req, TS_MSG_TILE_SYNC_REQ)                                                         \
     M(tile_truncate_req, TS_MSG_TILE_TRUNCATE_REQ)                                                 \
-    M(node_throttle, TS_MSG_NODE_THROTTLE)
+    M(node_throttle, TS_MSG_NODE_THROTTLE)                                                         \
+    M(node_stats_req, TS_MSG_NODE_STATS_REQ)                                                       \
+    M(node_stats_rep, TS_MSG_NODE_STATS_REP)
 
 /*
  * For each message NAME: struct ts_NAME, and

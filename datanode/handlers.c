@@ -114,6 +114,10 @@ static int handle_tile_read(void *ctx, const struct rpc_request *request,
     response->data_len = got;
     response->data_free = handlers_free_data;
     context->stats.bytes_read += got;
+    if (!context->stats.tiles_read)
+        readset_new(TS_MAX_STATS_TILES, &context->stats.tiles_read); /* NULL: not listed */
+    if (context->stats.tiles_read)
+        readset_add(context->stats.tiles_read, req.ino, req.tile, got);
     return TS_OK;
 }
 
@@ -184,16 +188,86 @@ static int handle_node_throttle(void *ctx, const struct rpc_request *request,
 }
 
 /*
- * The table entries count the request and its outcome around the real
- * handler, so no handler can forget to.
+ * NODE_STATS. Its wrapper (below) has counted this request already, so it
+ * is in the reply; a reset happens once the reply is encoded.
+ */
+static int handle_node_stats(void *ctx, const struct rpc_request *request,
+                             struct rpc_response *response)
+{
+    struct handlers_context *context = ctx;
+    struct handlers_stats *stats = &context->stats;
+    struct ts_node_stats_req req;
+    struct ts_node_stats_rep reply;
+    struct ts_writer ops;
+    struct ts_writer tiles;
+    uint8_t op_records[TS_OP_MAX * TS_STATS_OP_RECORD_BYTES];
+    const struct readset_entry *entries = NULL;
+    size_t tile_count = 0;
+    uint8_t *tile_records;
+    int len;
+
+    if (ts_node_stats_req_decode(&req, request->payload, request->payload_len) != 0 ||
+        req.reset > 1)
+        return handlers_badmsg(response, "NODE_STATS");
+    if (stats->tiles_read)
+        entries = readset_entries(stats->tiles_read, &tile_count);
+    tile_records = malloc(tile_count ? tile_count * TS_STATS_TILE_RECORD_BYTES : 1);
+    if (!tile_records)
+        return TS_ERR_NOMEM;
+    memset(&reply, 0, sizeof(reply));
+    ts_writer_init(&ops, op_records, sizeof(op_records));
+    for (uint32_t op = 0; op < TS_OP_MAX; op++) {
+        uint64_t count = stats->requests[op];
+        if (count == 0)
+            continue;
+        ts_writer_u32(&ops, op);
+        ts_writer_u64(&ops, count);
+        reply.op_count++;
+        reply.requests += count;
+    }
+    ts_writer_init(&tiles, tile_records, tile_count * TS_STATS_TILE_RECORD_BYTES);
+    for (size_t i = 0; i < tile_count; i++) {
+        ts_writer_u64(&tiles, entries[i].ino);
+        ts_writer_u64(&tiles, entries[i].tile);
+        ts_writer_u64(&tiles, entries[i].reads);
+        ts_writer_u64(&tiles, entries[i].bytes);
+    }
+    reply.failures = stats->failures;
+    reply.bytes_read = stats->bytes_read;
+    reply.bytes_written = stats->bytes_written;
+    reply.ops.ptr = (const char *)op_records;
+    reply.ops.len = (uint32_t)ops.len;
+    reply.tile_count = (uint32_t)tile_count;
+    reply.tiles_dropped = stats->tiles_read ? readset_dropped(stats->tiles_read) : 0;
+    reply.tiles.ptr = (const char *)tile_records;
+    reply.tiles.len = (uint32_t)tiles.len;
+    len = ts_node_stats_rep_encode(&reply, response->payload, response->payload_cap);
+    free(tile_records);
+    if (len < 0 || ops.failed || tiles.failed)
+        return TS_ERR_INTERNAL;
+    response->payload_len = (size_t)len;
+    if (req.reset) {
+        struct readset *tiles_read = stats->tiles_read;
+        memset(stats, 0, sizeof(*stats));
+        if (tiles_read)
+            readset_clear(tiles_read);
+        stats->tiles_read = tiles_read;
+    }
+    return TS_OK;
+}
+
+/*
+ * The table entries count the request before the real handler runs (so
+ * NODE_STATS sees itself) and its failure after, so no handler can forget
+ * to.
  */
 #define HANDLERS_COUNTED(name, op)                                                                 \
     static int counted_##name(void *ctx, const struct rpc_request *request,                        \
                               struct rpc_response *response)                                       \
     {                                                                                              \
         struct handlers_context *context = ctx;                                                    \
-        int status = handle_##name(ctx, request, response);                                        \
         context->stats.requests[op]++;                                                             \
+        int status = handle_##name(ctx, request, response);                                        \
         if (status != TS_OK)                                                                       \
             context->stats.failures++;                                                             \
         return status;                                                                             \
@@ -204,6 +278,7 @@ HANDLERS_COUNTED(tile_read, TS_OP_TILE_READ)
 HANDLERS_COUNTED(tile_sync, TS_OP_TILE_SYNC)
 HANDLERS_COUNTED(tile_truncate, TS_OP_TILE_TRUNCATE)
 HANDLERS_COUNTED(node_throttle, TS_OP_NODE_THROTTLE)
+HANDLERS_COUNTED(node_stats, TS_OP_NODE_STATS)
 
 const rpc_handler_fn handlers_table[TS_OP_MAX] = {
     [TS_OP_PING] = counted_ping,
@@ -212,6 +287,7 @@ const rpc_handler_fn handlers_table[TS_OP_MAX] = {
     [TS_OP_TILE_SYNC] = counted_tile_sync,
     [TS_OP_TILE_TRUNCATE] = counted_tile_truncate,
     [TS_OP_NODE_THROTTLE] = counted_node_throttle,
+    [TS_OP_NODE_STATS] = counted_node_stats,
 };
 
 void handlers_log_stats(const struct handlers_stats *stats)
@@ -222,4 +298,10 @@ void handlers_log_stats(const struct handlers_stats *stats)
              stats->requests[TS_OP_PING], stats->requests[TS_OP_TILE_WRITE], stats->bytes_written,
              stats->requests[TS_OP_TILE_READ], stats->bytes_read, stats->requests[TS_OP_TILE_SYNC],
              stats->requests[TS_OP_TILE_TRUNCATE], stats->failures);
+}
+
+void handlers_stats_fini(struct handlers_stats *stats)
+{
+    readset_destroy(&stats->tiles_read);
+    memset(stats, 0, sizeof(*stats));
 }

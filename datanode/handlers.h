@@ -5,24 +5,32 @@
  * strictly (a truncated payload or trailing bytes give TS_ERR_BADMSG), does
  * its tile I/O through diskio (timed, throttled, measured) or the tilestore
  * and answers with a status made by status_from_errno(). NODE_THROTTLE
- * sets the diskio throttle.
+ * sets the diskio throttle; NODE_STATS reports (and may reset) the
+ * counters below.
  */
 #ifndef TESSERA_DATANODE_HANDLERS_H
 #define TESSERA_DATANODE_HANDLERS_H
 
 #include "diskio.h"
 #include "proto.h"
+#include "readset.h"
 #include "rpc.h"
 #include "tilestore.h"
 
 #include <stdint.h>
 
-/* What the datanode has served since it started. */
+/*
+ * What the datanode has served since it started or since the last
+ * NODE_STATS with reset. All zero (tiles_read NULL) is a valid start.
+ */
 struct handlers_stats {
     uint64_t requests[TS_OP_MAX]; /* handled requests per opcode, failed ones included */
     uint64_t failures;            /* requests answered with a non-zero status */
     uint64_t bytes_written;       /* tile bytes stored by TILE_WRITE */
     uint64_t bytes_read;          /* tile bytes sent by TILE_READ */
+    /* The distinct tiles TILE_READ touched (TS_MAX_STATS_TILES of them);
+     * made at the first read; if it cannot be, reads are not listed. */
+    struct readset *tiles_read;
 };
 
 /*
@@ -50,5 +58,8 @@ void handlers_free_data(void *data, void *hint);
 
 /* Logs the counters at info level, one line. */
 void handlers_log_stats(const struct handlers_stats *stats);
+
+/* Frees what the counters hold (the tiles read); they are zero again. */
+void handlers_stats_fini(struct handlers_stats *stats);
 
 #endif

@@ -417,6 +417,7 @@ int main(int argc, char **argv)
 
     exit_code = serve(server, heartbeat, &options);
     handlers_log_stats(&context.stats);
+    handlers_stats_fini(&context.stats);
 out:
     rpc_server_destroy(&server);
     heartbeat_destroy(&heartbeat);

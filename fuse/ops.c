@@ -25,6 +25,8 @@
 #include <sys/xattr.h>
 
 #define READDIR_BATCH 1024
+/* Pieces a reply may have besides libfuse's header (UIO_MAXIOV is 1024). */
+#define REPLY_MAX_PIECES 1000
 
 static struct mount_state *mount_state_for_tuning;
 static pthread_once_t tuning_once = PTHREAD_ONCE_INIT;
@@ -382,10 +384,26 @@ static void x_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
     struct datapath_read result;
     (void)ino;
     ssize_t got = datapath_read(state->datapath, file_of(fi), size, (uint64_t)offset, &result);
-    if (got < 0)
+    if (got < 0) {
         fuse_reply_err(req, (int)-got);
-    else
+    } else if (result.count < REPLY_MAX_PIECES) {
         fuse_reply_iov(req, result.iov, (int)result.count);
+    } else {
+        /* The kernel takes at most 1024 pieces per write (UIO_MAXIOV), one
+         * of them libfuse's header: an array read of many short rows is
+         * gathered into one buffer instead. */
+        char *gathered = malloc((size_t)got ? (size_t)got : 1);
+        size_t used = 0;
+        for (size_t i = 0; gathered && i < result.count; i++) {
+            memcpy(gathered + used, result.iov[i].iov_base, result.iov[i].iov_len);
+            used += result.iov[i].iov_len;
+        }
+        if (gathered)
+            fuse_reply_buf(req, gathered, used);
+        else
+            fuse_reply_err(req, ENOMEM);
+        free(gathered);
+    }
     datapath_read_done(state->datapath, &result);
 }
 

@@ -23,6 +23,7 @@
  */
 #include "handlers.h"
 
+#include "arrayhint.h"
 #include "dirents.h"
 #include "garbage.h"
 #include "inodes.h"
@@ -246,6 +247,11 @@ static bool payload_empty(const struct rpc_request *request)
     return request->payload_len == 0;
 }
 
+/* The array hint (section "user.tessera.array" below). */
+static int array_inherit(struct store_txn *txn, struct service *service,
+                         struct inodes_record *created, uint64_t parent);
+static int array_load(struct store_txn *txn, uint64_t ino, struct arraylayout **layoutp);
+
 /* ---- PING -------------------------------------------------------------- */
 
 static int handle_ping(void *ctx, const struct rpc_request *request, struct rpc_response *response)
@@ -342,7 +348,41 @@ struct setattr_op {
     struct timespec now;
     struct inodes_record record;
     struct ts_setattr_rep reply;
+    char why[160]; /* why a size change of an array file was refused */
 };
+
+/*
+ * The sizes an array file may take (its tiles are hyper-rectangles, not
+ * byte ranges, so a partial cut has no tile boundary to fall on): 0, which
+ * drops every tile and keeps the layout; its current size (nothing
+ * changes); or anything up to the array's size, growing (the rest reads as
+ * zeros). Shrinking to another size is TS_ERR_INVAL, past the array's size
+ * TS_ERR_FBIG.
+ */
+static int setattr_array_size(struct store_txn *txn, struct setattr_op *op)
+{
+    const struct ts_attr *attr = &op->record.attr;
+    uint64_t size = op->request->size;
+    struct arraylayout *layout;
+    int status = array_load(txn, attr->ino, &layout);
+    if (status != TS_OK)
+        return status;
+    uint64_t array_bytes = layout->array_bytes;
+    free(layout);
+    if (size > array_bytes) {
+        snprintf(op->why, sizeof(op->why),
+                 "size %llu is past the end of the array (%llu bytes, user.tessera.array)",
+                 (unsigned long long)size, (unsigned long long)array_bytes);
+        return TS_ERR_FBIG;
+    }
+    if (size != 0 && size < attr->size) {
+        snprintf(op->why, sizeof(op->why),
+                 "an array file can only be truncated to 0 or grown (asked %llu, size %llu)",
+                 (unsigned long long)size, (unsigned long long)attr->size);
+        return TS_ERR_INVAL;
+    }
+    return TS_OK;
+}
 
 /*
  * Truncates a regular file's tiles at new_size: drops (into garbage) every
@@ -394,6 +434,11 @@ static int setattr_body(struct store_txn *txn, void *arg)
             return TS_ERR_INVAL;
         if (attr->tile_bytes == 0)
             return TS_ERR_INTERNAL;
+        if (attr->flags & TS_ATTR_ARRAY) {
+            status = setattr_array_size(txn, op);
+            if (status != TS_OK)
+                return status;
+        }
     }
     if (valid & TS_SET_MODE)
         attr->mode = (attr->mode & S_IFMT) | (request->mode & 07777);
@@ -405,9 +450,11 @@ static int setattr_body(struct store_txn *txn, void *arg)
      * Truncating to the current size or below also drops tiles past the end
      * that a crashed writer allocated but never committed (O_TRUNC of an
      * empty file clears them). Growing leaves every tile alone: a writer may
-     * have tiles in flight beyond the old end.
+     * have tiles in flight beyond the old end. An array file's tile indices
+     * are not file order: only truncating it to 0 drops tiles (all of them).
      */
-    if ((valid & TS_SET_SIZE) && request->size <= attr->size) {
+    bool array = (attr->flags & TS_ATTR_ARRAY) != 0;
+    if ((valid & TS_SET_SIZE) && request->size <= attr->size && (!array || request->size == 0)) {
         status = shrink_tiles(txn, op, request->size, request->size < attr->size);
         if (status != TS_OK)
             return status;
@@ -449,6 +496,10 @@ static int handle_setattr(void *ctx, const struct rpc_request *request,
         return TS_ERR_INVAL;
     op.now = util_now();
     status = store_write(service->store, setattr_body, &op);
+    if (status != TS_OK && op.why[0]) {
+        log_info("setattr of inode %llu refused: %s", (unsigned long long)message.ino, op.why);
+        snprintf(response->error_text, sizeof(response->error_text), "%s", op.why);
+    }
     if (status != TS_OK)
         return status;
     inodes_attr(&op.record, service->default_placement, &op.reply.attr);
@@ -499,6 +550,9 @@ static int create_body(struct store_txn *txn, void *arg)
     if (err < 0)
         return error_status(err);
     inodes_inherit_layout(&op->created, &parent);
+    status = array_inherit(txn, op->service, &op->created, op->parent);
+    if (status != TS_OK)
+        return status;
     if (is_dir)
         op->created.parent = op->parent;
     if (S_ISCHR(mode) || S_ISBLK(mode))
@@ -1320,6 +1374,246 @@ static int layout_get(struct service *service, uint64_t ino, struct rpc_response
     return ENCODE_REPLY(getxattr_rep, &reply, response);
 }
 
+/* ---- user.tessera.array ----------------------------------------------- */
+
+/*
+ * The array hint (arrayhint.h). On a regular file it may be set, changed or
+ * removed while the file is empty: size 0 and no tiles (setting the text
+ * the file already has is harmless at any time); otherwise EBUSY. Setting it
+ * stores the canonical text and sets TS_ATTR_ARRAY; removing it clears both
+ * and makes the file linear again. On a directory it is kept for the files
+ * created in it; GETXATTR there shows it resolved with the directory's tile
+ * size, as a new file would get it. Like user.tessera.layout it is not
+ * listed by LISTXATTR.
+ */
+
+struct array_op {
+    struct service *service;
+    uint64_t ino;
+    struct ts_str value; /* SETXATTR: the text given */
+    bool remove;         /* REMOVEXATTR */
+    uint32_t flags;      /* SETXATTR flags */
+    struct timespec now;
+    struct arraylayout layout;
+    char text[ARRAYSPEC_TEXT_MAX + 1]; /* GETXATTR: the effective text */
+    char why[ARRAYHINT_WHY_MAX];       /* why the change was refused */
+};
+
+static bool array_xattr(struct ts_str name)
+{
+    return name.len == strlen(ARRAYHINT_XATTR) && memcmp(name.ptr, ARRAYHINT_XATTR, name.len) == 0;
+}
+
+/* The tile size new tiles (or a directory's new files) of record get. */
+static uint32_t array_tile_bytes(const struct service *service, const struct inodes_record *record)
+{
+    struct layout layout;
+    inodes_layout(record, service->default_placement, &layout);
+    return layout.tile_bytes;
+}
+
+static int array_get_body(struct store_txn *txn, void *arg)
+{
+    struct array_op *op = arg;
+    struct inodes_record record;
+    size_t len;
+    int status = load_inode(txn, op->ino, &record);
+    int err;
+    if (status != TS_OK)
+        return status;
+    if (!S_ISREG(record.attr.mode) && !S_ISDIR(record.attr.mode))
+        return TS_ERR_NODATA;
+    err = arrayhint_get(txn, op->ino, op->text, sizeof(op->text), &len);
+    if (err == -ENOENT)
+        return TS_ERR_NODATA;
+    if (err < 0)
+        return error_status(err);
+    if (S_ISREG(record.attr.mode))
+        return TS_OK; /* already canonical */
+    if (arrayhint_compile(op->text, len, array_tile_bytes(op->service, &record), &op->layout,
+                          op->why, sizeof(op->why)) != 0 ||
+        arrayspec_format(&op->layout.spec, op->text, sizeof(op->text)) < 0) {
+        log_error("directory %llu: stored array layout '%s' does not compile: %s",
+                  (unsigned long long)op->ino, op->text, op->why);
+        return TS_ERR_INTERNAL;
+    }
+    return TS_OK;
+}
+
+static int array_set_body(struct store_txn *txn, void *arg)
+{
+    struct array_op *op = arg;
+    struct inodes_record record;
+    struct ts_attr *attr = &record.attr;
+    char stored[ARRAYSPEC_TEXT_MAX + 1];
+    char canonical[ARRAYSPEC_TEXT_MAX + 1];
+    size_t stored_len = 0;
+    int status = load_inode(txn, op->ino, &record);
+    int err;
+    if (status != TS_OK)
+        return status;
+    if (!S_ISREG(attr->mode) && !S_ISDIR(attr->mode)) {
+        snprintf(op->why, sizeof(op->why), "only regular files and directories take one");
+        return op->remove ? TS_ERR_NODATA : TS_ERR_INVAL;
+    }
+    err = arrayhint_get(txn, op->ino, stored, sizeof(stored), &stored_len);
+    if (err < 0 && err != -ENOENT)
+        return error_status(err);
+    bool had = err == 0;
+    if (op->remove && !had)
+        return TS_ERR_NODATA;
+    if ((op->flags & TS_XATTR_CREATE) && had)
+        return TS_ERR_EXIST;
+    if ((op->flags & TS_XATTR_REPLACE) && !had)
+        return TS_ERR_NODATA;
+
+    const char *text = op->value.ptr;
+    size_t len = op->value.len;
+    if (!op->remove) {
+        if (arrayhint_compile(op->value.ptr, op->value.len, array_tile_bytes(op->service, &record),
+                              &op->layout, op->why, sizeof(op->why)) != 0)
+            return TS_ERR_INVAL;
+        if (S_ISREG(attr->mode)) {
+            int canonical_len = arrayspec_format(&op->layout.spec, canonical, sizeof(canonical));
+            if (canonical_len < 0)
+                return TS_ERR_INTERNAL;
+            text = canonical;
+            len = (size_t)canonical_len;
+        }
+    }
+    if (S_ISREG(attr->mode) && (attr->size != 0 || record.tiles_allocated != 0)) {
+        if (!op->remove && had && stored_len == len && memcmp(stored, text, len) == 0)
+            return TS_OK;
+        snprintf(op->why, sizeof(op->why),
+                 "the file already has data (%llu bytes, %llu tiles); its layout is fixed (set "
+                 "it on an empty file before the first write, on the directory, or truncate the "
+                 "file to 0 first)",
+                 (unsigned long long)attr->size, (unsigned long long)record.tiles_allocated);
+        return TS_ERR_BUSY;
+    }
+    err = op->remove ? arrayhint_delete(txn, op->ino) : arrayhint_put(txn, op->ino, text, len);
+    if (err < 0)
+        return error_status(err);
+    if (S_ISREG(attr->mode)) {
+        if (op->remove)
+            attr->flags &= ~TS_ATTR_ARRAY;
+        else
+            attr->flags |= TS_ATTR_ARRAY;
+    }
+    time_set(&attr->ctime_sec, &attr->ctime_nsec, op->now);
+    return error_status(inodes_put(txn, &record));
+}
+
+/* SETXATTR or REMOVEXATTR of user.tessera.array; value is NULL for a removal. */
+static int array_set(struct service *service, uint64_t ino, const struct ts_str *value,
+                     uint32_t flags, struct rpc_response *response)
+{
+    struct array_op *op = calloc(1, sizeof(*op));
+    int status;
+
+    if (!op)
+        return TS_ERR_NOMEM;
+    op->service = service;
+    op->ino = ino;
+    op->flags = flags;
+    op->remove = value == NULL;
+    if (value)
+        op->value = *value;
+    op->now = util_now();
+    status = store_write(service->store, array_set_body, op);
+    if ((status == TS_ERR_INVAL || status == TS_ERR_BUSY) && op->why[0]) {
+        log_warn("%s %s on inode %llu refused: %s", op->remove ? "removexattr" : "setxattr",
+                 ARRAYHINT_XATTR, (unsigned long long)ino, op->why);
+        /* The reply's text is shorter than the log's: the start says what is wrong. */
+        snprintf(response->error_text, sizeof(response->error_text), "%s: %.200s", ARRAYHINT_XATTR,
+                 op->why);
+    }
+    free(op);
+    return status;
+}
+
+static int array_get(struct service *service, uint64_t ino, struct rpc_response *response)
+{
+    struct array_op *op = calloc(1, sizeof(*op));
+    struct ts_getxattr_rep reply;
+    int status;
+
+    if (!op)
+        return TS_ERR_NOMEM;
+    op->service = service;
+    op->ino = ino;
+    status = store_read(service->store, array_get_body, op);
+    if (status == TS_OK) {
+        reply.value = ts_str_of(op->text);
+        status = ENCODE_REPLY(getxattr_rep, &reply, response);
+    }
+    free(op);
+    return status;
+}
+
+/*
+ * A new inode in directory `parent` takes its array hint: a regular file
+ * the hint resolved with its own tile size (and TS_ATTR_ARRAY), a
+ * subdirectory the text as it is. Called before the new record is stored.
+ */
+static int array_inherit(struct store_txn *txn, struct service *service,
+                         struct inodes_record *created, uint64_t parent)
+{
+    char text[ARRAYSPEC_TEXT_MAX + 1];
+    char why[ARRAYHINT_WHY_MAX];
+    struct arraylayout *layout;
+    size_t len;
+    int err;
+
+    if (!S_ISREG(created->attr.mode) && !S_ISDIR(created->attr.mode))
+        return TS_OK;
+    err = arrayhint_get(txn, parent, text, sizeof(text), &len);
+    if (err == -ENOENT)
+        return TS_OK;
+    if (err < 0)
+        return error_status(err);
+    if (S_ISDIR(created->attr.mode))
+        return error_status(arrayhint_put(txn, created->attr.ino, text, len));
+    layout = malloc(sizeof(*layout));
+    if (!layout)
+        return TS_ERR_NOMEM;
+    if (arrayhint_compile(text, len, array_tile_bytes(service, created), layout, why,
+                          sizeof(why)) != 0) {
+        log_error("directory %llu: stored array layout '%s' does not compile: %s",
+                  (unsigned long long)parent, text, why);
+        free(layout);
+        return TS_ERR_INTERNAL;
+    }
+    int text_len = arrayspec_format(&layout->spec, text, sizeof(text));
+    free(layout);
+    if (text_len < 0)
+        return TS_ERR_INTERNAL;
+    created->attr.flags |= TS_ATTR_ARRAY;
+    return error_status(arrayhint_put(txn, created->attr.ino, text, (size_t)text_len));
+}
+
+/*
+ * The compiled layout of an array file into a buffer the caller frees;
+ * TS_OK or a failure status (a missing or damaged record is internal).
+ */
+static int array_load(struct store_txn *txn, uint64_t ino, struct arraylayout **layoutp)
+{
+    struct arraylayout *layout = malloc(sizeof(*layout));
+    int err;
+    *layoutp = NULL;
+    if (!layout)
+        return TS_ERR_NOMEM;
+    err = arrayhint_load(txn, ino, layout);
+    if (err < 0) {
+        free(layout);
+        if (err == -ENOENT)
+            log_error("array file %llu has no array layout record", (unsigned long long)ino);
+        return err == -ENOENT ? TS_ERR_INTERNAL : error_status(err);
+    }
+    *layoutp = layout;
+    return TS_OK;
+}
+
 static int handle_setxattr(void *ctx, const struct rpc_request *request,
                            struct rpc_response *response)
 {
@@ -1339,6 +1633,8 @@ static int handle_setxattr(void *ctx, const struct rpc_request *request,
         return TS_ERR_INVAL;
     if (layout_xattr(message.name))
         return layout_set(service, message.ino, &message.value, message.flags, response);
+    if (array_xattr(message.name))
+        return array_set(service, message.ino, &message.value, message.flags, response);
     memset(&op, 0, sizeof(op));
     op.ino = message.ino;
     op.name = message.name;
@@ -1381,6 +1677,8 @@ static int handle_getxattr(void *ctx, const struct rpc_request *request,
         return status;
     if (layout_xattr(message.name))
         return layout_get(service, message.ino, response);
+    if (array_xattr(message.name))
+        return array_get(service, message.ino, response);
     memset(&op, 0, sizeof(op));
     op.ino = message.ino;
     op.name = message.name;
@@ -1452,6 +1750,8 @@ static int handle_removexattr(void *ctx, const struct rpc_request *request,
         return status;
     if (layout_xattr(message.name))
         return layout_set(service, message.ino, NULL, 0, response);
+    if (array_xattr(message.name))
+        return array_set(service, message.ino, NULL, 0, response);
     memset(&op, 0, sizeof(op));
     op.ino = message.ino;
     op.name = message.name;
@@ -1490,6 +1790,7 @@ struct tile_map_op {
     struct placement_node *candidates;
     size_t candidate_count;
     bool have_candidates;
+    struct arraylayout *array; /* an array file's layout, freed by the handler */
 };
 
 /* The registered nodes: up or not, free space, speed and backlog as of now. */
@@ -1524,7 +1825,9 @@ static int tile_map_allocate(struct store_txn *txn, struct tile_map_op *op,
                              const struct inodes_record *record, uint64_t tile,
                              struct tiles_entry *entry)
 {
-    uint32_t tile_bytes = record->attr.tile_bytes;
+    /* An array file's tiles differ in size: the placement model weighs each. */
+    uint32_t tile_bytes =
+        op->array ? arraylayout_tile_bytes(op->array, tile) : record->attr.tile_bytes;
     uint32_t placement =
         record->attr.placement ? record->attr.placement : op->service->default_placement;
     uint32_t node = 0;
@@ -1572,14 +1875,25 @@ static int tile_map_body(struct store_txn *txn, void *arg)
     free(op->candidates);
     op->candidates = NULL;
     op->have_candidates = false;
+    free(op->array);
+    op->array = NULL;
     status = load_inode(txn, request->ino, &record);
     if (status != TS_OK)
         return status;
     if (!S_ISREG(record.attr.mode) || record.attr.tile_bytes == 0)
         return TS_ERR_INVAL;
-    /* The last tile must hold bytes below the largest file size. */
-    if (request->first + (request->count - 1) > (uint64_t)INT64_MAX / record.attr.tile_bytes)
+    if (record.attr.flags & TS_ATTR_ARRAY) {
+        /* An array has its tiles, whatever the file's size so far. */
+        status = array_load(txn, request->ino, &op->array);
+        if (status != TS_OK)
+            return status;
+        if (request->first + request->count > arraylayout_tile_count(op->array))
+            return TS_ERR_FBIG;
+    } else if (request->first + (request->count - 1) >
+               (uint64_t)INT64_MAX / record.attr.tile_bytes) {
+        /* The last tile must hold bytes below the largest file size. */
         return TS_ERR_FBIG;
+    }
     for (uint32_t i = 0; i < request->count && status == TS_OK; i++) {
         uint64_t tile = request->first + i;
         struct tiles_entry entry = {0, 0};
@@ -1629,6 +1943,13 @@ static int handle_tile_map(void *ctx, const struct rpc_request *request,
         nodes_live_set_backlog(service->live, op.candidates[i].id, op.candidates[i].backlog_bytes,
                                op.now_ms);
     free(op.candidates);
+    if (status == TS_ERR_FBIG && op.array)
+        snprintf(response->error_text, sizeof(response->error_text),
+                 "TILE_MAP: tiles %llu..%llu asked, the array has %llu",
+                 (unsigned long long)message.first,
+                 (unsigned long long)(message.first + message.count - 1),
+                 (unsigned long long)arraylayout_tile_count(op.array));
+    free(op.array);
     if (status == TS_ERR_INVAL && message.allocate && message.node != 0)
         snprintf(response->error_text, sizeof(response->error_text),
                  "TILE_MAP: no datanode %u is registered (or the file is not a regular file)",
@@ -1659,6 +1980,16 @@ static int commit_body(struct store_txn *txn, void *arg)
         return status;
     if (!S_ISREG(attr->mode))
         return TS_ERR_INVAL;
+    if ((attr->flags & TS_ATTR_ARRAY) && request->min_size > attr->size) {
+        struct arraylayout *layout;
+        status = array_load(txn, request->ino, &layout);
+        if (status != TS_OK)
+            return status;
+        uint64_t array_bytes = layout->array_bytes;
+        free(layout);
+        if (request->min_size > array_bytes)
+            return TS_ERR_FBIG; /* the client refuses such writes; a bug if it gets here */
+    }
     if (request->min_size > attr->size)
         attr->size = request->min_size;
     if (request->mtime_sec != 0) {

@@ -3,10 +3,12 @@
  * See inodes.h. Record value, little-endian like the wire:
  *   u32 format (2), u32 mode, u32 nlink, u32 uid, u32 gid, u64 rdev,
  *   u64 size, i64+u32 atime, i64+u32 mtime, i64+u32 ctime, u64 generation,
- *   u32 tile_bytes, u64 parent, u64 tiles_allocated, [format 2: u32
- *   placement, u32 copies,] then the symlink target (the rest of the value).
- * Records are written in format 2; format 1 records (before layouts could
- * be set) read as placement "default" and copies 0 (= 1).
+ *   u32 tile_bytes, u64 parent, u64 tiles_allocated, [format >= 2: u32
+ *   placement, u32 copies,] [format 3: u32 flags (TS_ATTR_*),] then the
+ *   symlink target (the rest of the value).
+ * Records are written in format 3; format 1 records (before layouts could
+ * be set) read as placement "default" and copies 0 (= 1), format 1 and 2
+ * records (before array files) as flags 0.
  *
  * Layout fields as stored: a regular file's tile_bytes is never 0; a
  * directory's tile_bytes and copies are 0 until a layout is set on it, and
@@ -28,8 +30,9 @@
 #include <sys/stat.h>
 
 #define INODES_FORMAT_V1 1
-#define INODES_FORMAT 2
-#define INODES_FIXED_BYTES 108
+#define INODES_FORMAT_V2 2
+#define INODES_FORMAT 3
+#define INODES_FIXED_BYTES 112
 #define INODES_VALUE_MAX (INODES_FIXED_BYTES + TS_MAX_SYMLINK)
 #define INODES_DIR_SIZE 4096
 
@@ -66,11 +69,13 @@ int inodes_get(struct store_txn *txn, uint64_t ino, struct inodes_record *record
     attr->tile_bytes = ts_cursor_u32(&cursor);
     record->parent = ts_cursor_u64(&cursor);
     record->tiles_allocated = ts_cursor_u64(&cursor);
-    if (format == INODES_FORMAT) {
+    if (format >= INODES_FORMAT_V2) {
         attr->placement = ts_cursor_u32(&cursor);
         attr->copies = ts_cursor_u32(&cursor);
     }
-    if (cursor.failed || (format != INODES_FORMAT && format != INODES_FORMAT_V1) ||
+    if (format >= INODES_FORMAT)
+        attr->flags = ts_cursor_u32(&cursor);
+    if (cursor.failed || format < INODES_FORMAT_V1 || format > INODES_FORMAT ||
         cursor.left > TS_MAX_SYMLINK) {
         log_error("corrupt record of inode %llu", (unsigned long long)ino);
         return -EIO;
@@ -112,6 +117,7 @@ int inodes_put(struct store_txn *txn, const struct inodes_record *record)
     ts_writer_u64(&writer, record->tiles_allocated);
     ts_writer_u32(&writer, attr->placement);
     ts_writer_u32(&writer, attr->copies);
+    ts_writer_u32(&writer, attr->flags);
     ts_writer_bytes(&writer, record->target, record->target_len);
     if (writer.failed)
         return -EINVAL;

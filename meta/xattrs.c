@@ -5,10 +5,13 @@
 #include "xattrs.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 #define XATTRS_PREFIX_BYTES 8
 #define XATTRS_KEY_MAX (XATTRS_PREFIX_BYTES + TS_MAX_XATTR_NAME)
+#define XATTRS_USER_PREFIX "user."
+#define XATTRS_USER_PREFIX_BYTES (sizeof(XATTRS_USER_PREFIX) - 1)
 
 static int xattrs_key(uint8_t key[XATTRS_KEY_MAX], uint64_t ino, struct ts_str name,
                       size_t *key_len)
@@ -83,6 +86,13 @@ int xattrs_delete_all(struct store_txn *txn, uint64_t ino)
     return err == -ENOENT ? 0 : err;
 }
 
+/* Only "user." names are the user's; the others are meta's own records. */
+static bool xattrs_listed(const uint8_t *name, size_t len)
+{
+    return len > XATTRS_USER_PREFIX_BYTES &&
+           memcmp(name, XATTRS_USER_PREFIX, XATTRS_USER_PREFIX_BYTES) == 0;
+}
+
 int xattrs_list(struct store_txn *txn, uint64_t ino, struct ts_writer *out)
 {
     uint8_t start[XATTRS_PREFIX_BYTES];
@@ -100,8 +110,10 @@ int xattrs_list(struct store_txn *txn, uint64_t ino, struct ts_writer *out)
         const uint8_t *bytes = key.mv_data;
         if (key.mv_size < XATTRS_PREFIX_BYTES || store_be64_get(bytes) != ino)
             break;
-        ts_writer_bytes(out, bytes + XATTRS_PREFIX_BYTES, key.mv_size - XATTRS_PREFIX_BYTES);
-        ts_writer_bytes(out, "", 1);
+        if (xattrs_listed(bytes + XATTRS_PREFIX_BYTES, key.mv_size - XATTRS_PREFIX_BYTES)) {
+            ts_writer_bytes(out, bytes + XATTRS_PREFIX_BYTES, key.mv_size - XATTRS_PREFIX_BYTES);
+            ts_writer_bytes(out, "", 1);
+        }
         if (out->failed) {
             err = -ERANGE;
             break;

@@ -2,7 +2,9 @@
  * @file xattrs.h
  * The `xattrs` table: extended attributes. Key: u64 BE ino + the name bytes
  * (so an inode's attributes are one cursor range); value: the raw bytes.
- * Names and values are checked by the caller (namespace, lengths).
+ * Names and values are checked by the caller (namespace, lengths). Clients
+ * reach only "user." names (handlers.c); a name outside that namespace is a
+ * record meta keeps for itself (arrayhint.h), never listed.
  */
 #ifndef TESSERA_META_XATTRS_H
 #define TESSERA_META_XATTRS_H
@@ -24,7 +26,7 @@ int xattrs_delete(struct store_txn *txn, uint64_t ino, struct ts_str name);
 /* Removes every attribute of ino. 0 or a negative errno. */
 int xattrs_delete_all(struct store_txn *txn, uint64_t ino);
 /*
- * Appends each name of ino followed by a NUL to `out`. Returns 0, -ERANGE
+ * Appends each "user." name of ino followed by a NUL to `out`. Returns 0, -ERANGE
  * if `out` is too small, or a negative errno.
  */
 int xattrs_list(struct store_txn *txn, uint64_t ino, struct ts_writer *out);

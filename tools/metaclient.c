@@ -112,3 +112,63 @@ int metaclient_statfs(struct rpc_client *client, int timeout_ms, struct ts_statf
     rpc_reply_release(&reply);
     return status;
 }
+
+int metaclient_getattr(struct rpc_client *client, int timeout_ms, uint64_t ino,
+                       struct ts_attr *attr)
+{
+    struct ts_getattr_req request = {.ino = ino};
+    struct ts_attr_rep answer;
+    struct rpc_reply reply;
+    uint8_t payload[16];
+    int len = ts_getattr_req_encode(&request, payload, sizeof(payload));
+    int status;
+
+    if (len < 0)
+        return TS_ERR_INTERNAL;
+    status =
+        rpc_client_call(client, TS_OP_GETATTR, payload, (size_t)len, NULL, 0, timeout_ms, &reply);
+    if (status == TS_OK && ts_attr_rep_decode(&answer, reply.payload, reply.payload_len) != 0)
+        status = TS_ERR_BADMSG;
+    if (status == TS_OK)
+        *attr = answer.attr;
+    rpc_reply_release(&reply);
+    return status;
+}
+
+int metaclient_tile_map(struct rpc_client *client, int timeout_ms, uint64_t ino, uint64_t first,
+                        uint32_t count, uint32_t *nodes, uint64_t *versions, char *error_text,
+                        size_t error_cap)
+{
+    struct ts_tile_map_req request = {.ino = ino, .first = first, .count = count};
+    struct ts_tile_map_rep answer;
+    struct ts_cursor cursor;
+    struct rpc_reply reply;
+    uint8_t payload[64];
+    int len = ts_tile_map_req_encode(&request, payload, sizeof(payload));
+    int status;
+
+    if (error_text && error_cap > 0)
+        error_text[0] = '\0';
+    if (len < 0)
+        return TS_ERR_INTERNAL;
+    status =
+        rpc_client_call(client, TS_OP_TILE_MAP, payload, (size_t)len, NULL, 0, timeout_ms, &reply);
+    if (status != TS_OK) {
+        if (error_text)
+            rpc_reply_error_text(&reply, error_text, error_cap);
+        goto out;
+    }
+    if (ts_tile_map_rep_decode(&answer, reply.payload, reply.payload_len) != 0 ||
+        answer.count != count || answer.tiles.len != (uint64_t)count * TS_TILE_RECORD_BYTES) {
+        status = TS_ERR_BADMSG;
+        goto out;
+    }
+    ts_cursor_init(&cursor, answer.tiles.ptr, answer.tiles.len);
+    for (uint32_t i = 0; i < count; i++) {
+        nodes[i] = ts_cursor_u32(&cursor);
+        versions[i] = ts_cursor_u64(&cursor);
+    }
+out:
+    rpc_reply_release(&reply);
+    return status;
+}

@@ -1,8 +1,9 @@
 /*
  * @file metaclient.h
  * The few questions the tessera command asks tessera-meta: PING (is it
- * serving?), NODE_LIST (the datanodes and their state) and STATFS (the
- * filesystem's totals). Each call has a deadline and returns a project
+ * serving?), NODE_LIST (the datanodes and their state), STATFS (the
+ * filesystem's totals), GETATTR and TILE_MAP (a file's layout and where
+ * its tiles are, for `tessera layout`). Each call has a deadline and returns a project
  * status (status.h): TS_OK, TS_ERR_TIMEDOUT when meta did not answer in
  * time, the status meta answered with, or TS_ERR_BADMSG for a reply that
  * does not decode.
@@ -46,5 +47,18 @@ int metaclient_node_list(struct rpc_client *client, int timeout_ms, struct metac
 
 /* STATFS; fills *totals on TS_OK. */
 int metaclient_statfs(struct rpc_client *client, int timeout_ms, struct ts_statfs_rep *totals);
+
+/* GETATTR of ino; fills *attr on TS_OK. */
+int metaclient_getattr(struct rpc_client *client, int timeout_ms, uint64_t ino,
+                       struct ts_attr *attr);
+
+/*
+ * TILE_MAP without allocating: where tiles [first, first + count) of ino
+ * are (count <= TS_MAX_TILES_PER_MAP); nodes[i] = 0 for a hole. On failure
+ * error_text (if not NULL) holds meta's error text, "" if none.
+ */
+int metaclient_tile_map(struct rpc_client *client, int timeout_ms, uint64_t ino, uint64_t first,
+                        uint32_t count, uint32_t *nodes, uint64_t *versions, char *error_text,
+                        size_t error_cap);
 
 #endif

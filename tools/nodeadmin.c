@@ -1,9 +1,9 @@
 /*
  * @file nodeadmin.c
- * See nodeadmin.h. The throttle travels as NODE_THROTTLE straight to the
- * datanode (meta only tells where it is): the datanode applies it at once
- * and reports it in its next heartbeat, so `tessera status` shows it
- * within a second. MB here is 10^6 bytes, as in --throttle-mbps.
+ * See nodeadmin.h. The throttle travels as NODE_THROTTLE, the counters as
+ * NODE_STATS, straight to the datanode (meta only tells where it is): the datanode applies it at
+ * once and reports it in its next heartbeat, so `tessera status` shows it within a second. MB here
+ * is 10^6 bytes, as in --throttle-mbps.
  */
 #include "nodeadmin.h"
 
@@ -30,12 +30,17 @@
 #define NODEADMIN_MB 1000000.0
 #define NODEADMIN_MAX_MBPS 1000000.0
 
+enum nodeadmin_action { NODEADMIN_THROTTLE, NODEADMIN_STATS };
+
 struct nodeadmin_options {
     char state_dir[PATH_MAX];              /* "" = not given */
     char endpoint[NODEADMIN_ENDPOINT_MAX]; /* "" = not given */
     long timeout_ms;
+    enum nodeadmin_action action;
     long node_id;
-    uint64_t bytes_per_sec; /* 0 = off */
+    uint64_t bytes_per_sec; /* throttle: 0 = off */
+    bool json;              /* stats */
+    bool reset;             /* stats */
 };
 
 static void nodeadmin_usage(FILE *out)
@@ -43,12 +48,20 @@ static void nodeadmin_usage(FILE *out)
     fprintf(out,
             "Usage: tessera node throttle ID R|off [--state DIR | --meta ENDPOINT]\n"
             "                                    [--timeout-ms MS]\n"
+            "       tessera node stats ID [--json] [--reset] [--state DIR | --meta ENDPOINT]\n"
+            "                                    [--timeout-ms MS]\n"
             "\n"
-            "Caps the disk I/O of datanode ID (as `tessera status` lists it) at R MB/s\n"
-            "(10^6 bytes/s; fractions allowed), or lifts the cap with `off`. It takes effect\n"
-            "at once and lasts until changed or the datanode restarts (its --throttle-mbps\n"
-            "applies again then). Used to make a node slow on purpose in experiments.\n"
+            "throttle: caps the disk I/O of datanode ID (as `tessera status` lists it) at\n"
+            "R MB/s (10^6 bytes/s; fractions allowed), or lifts the cap with `off`. It takes\n"
+            "effect at once and lasts until changed or the datanode restarts (its\n"
+            "--throttle-mbps applies again then). Used to make a node slow on purpose.\n"
             "\n"
+            "stats: what datanode ID served since it started or since the last --reset:\n"
+            "requests per kind, failures, tile bytes read and written, and each distinct\n"
+            "tile it read (inode, tile, reads, bytes; at most %d are listed).\n"
+            "\n"
+            "  --json            stats as one JSON object\n"
+            "  --reset           stats: zero the counters after reading them\n"
             "  --state DIR       the local cluster in DIR (default: $TESSERA_STATE, else\n"
             "                    $XDG_STATE_HOME/tessera, else ~/.local/state/tessera)\n"
             "  --meta ENDPOINT   ask this tessera-meta where the node is\n"
@@ -56,7 +69,7 @@ static void nodeadmin_usage(FILE *out)
             "  -h, --help        this help\n"
             "\n"
             "Exit status: 0 done, 1 meta or the node unreachable or refusing, 2 usage error.\n",
-            NODEADMIN_DEFAULT_TIMEOUT_MS);
+            TS_MAX_STATS_TILES, NODEADMIN_DEFAULT_TIMEOUT_MS);
 }
 
 static int nodeadmin_usage_error(const char *message, const char *arg)
@@ -92,6 +105,8 @@ static int nodeadmin_parse(int argc, char **argv, struct nodeadmin_options *opti
         {"state", required_argument, NULL, 's'},
         {"meta", required_argument, NULL, 'm'},
         {"timeout-ms", required_argument, NULL, 't'},
+        {"json", no_argument, NULL, 'j'},
+        {"reset", no_argument, NULL, 'r'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -113,6 +128,8 @@ static int nodeadmin_parse(int argc, char **argv, struct nodeadmin_options *opti
             if (util_parse_long(optarg, 1, 600000, &options->timeout_ms) != 0)
                 return nodeadmin_usage_error("--timeout-ms wants 1..600000, got", optarg);
             break;
+        case 'j': options->json = true; break;
+        case 'r': options->reset = true; break;
         case 'h': nodeadmin_usage(stdout); return 0;
         case ':': return nodeadmin_usage_error("missing value for", argv[optind - 1]);
         default: return nodeadmin_usage_error("unknown option", argv[optind - 1]);
@@ -121,9 +138,20 @@ static int nodeadmin_parse(int argc, char **argv, struct nodeadmin_options *opti
     if (options->state_dir[0] && options->endpoint[0])
         return nodeadmin_usage_error("give --state or --meta, not both", NULL);
     if (optind >= argc)
-        return nodeadmin_usage_error("missing action; the only one is: throttle ID R|off", NULL);
+        return nodeadmin_usage_error("missing action: throttle ID R|off, or stats ID", NULL);
+    if (strcmp(argv[optind], "stats") == 0) {
+        options->action = NODEADMIN_STATS;
+        if (argc - optind != 2)
+            return nodeadmin_usage_error("stats wants a node id, e.g. tessera node stats 2", NULL);
+        if (util_parse_long(argv[optind + 1], 1, UINT32_MAX, &options->node_id) != 0)
+            return nodeadmin_usage_error("node id must be a number as tessera status shows, got",
+                                         argv[optind + 1]);
+        return -1;
+    }
     if (strcmp(argv[optind], "throttle") != 0)
-        return nodeadmin_usage_error("unknown action (the only one is throttle):", argv[optind]);
+        return nodeadmin_usage_error("unknown action (throttle or stats):", argv[optind]);
+    if (options->json || options->reset)
+        return nodeadmin_usage_error("--json and --reset go with stats, not throttle", NULL);
     if (argc - optind != 3)
         return nodeadmin_usage_error("throttle wants a node id and a rate, e.g. "
                                      "tessera node throttle 2 20 (or: ... 2 off)",
@@ -228,6 +256,109 @@ static int nodeadmin_throttle(const struct nodeadmin_options *options,
     return 0;
 }
 
+/* Prints a failed call to the node; returns exit code 1. */
+static int nodeadmin_call_failed(const struct nodeadmin_options *options,
+                                 const struct metaclient_node *node, int status,
+                                 struct rpc_reply *reply)
+{
+    char error_text[256];
+    rpc_reply_error_text(reply, error_text, sizeof(error_text));
+    if (status == TS_ERR_TIMEDOUT)
+        fprintf(stderr, "tessera node: datanode %" PRIu32 " at %s did not answer within %ld ms%s\n",
+                node->id, node->address, options->timeout_ms,
+                node->state == TS_NODE_UP ? "" : " (meta lists it as down)");
+    else
+        fprintf(stderr, "tessera node: datanode %" PRIu32 " at %s answered: %s%s%s\n", node->id,
+                node->address, status_text(status), error_text[0] ? ": " : "", error_text);
+    return 1;
+}
+
+/* Prints a NODE_STATS reply whose blobs were checked; text or JSON. */
+static void nodeadmin_print_stats(const struct nodeadmin_options *options,
+                                  const struct metaclient_node *node,
+                                  const struct ts_node_stats_rep *stats)
+{
+    struct ts_cursor cursor;
+    bool json = options->json;
+
+    if (json)
+        printf("{\"id\": %" PRIu32 ", \"requests\": %" PRIu64 ", \"failures\": %" PRIu64
+               ", \"bytes_read\": %" PRIu64 ", \"bytes_written\": %" PRIu64 ", \"ops\": {",
+               node->id, stats->requests, stats->failures, stats->bytes_read, stats->bytes_written);
+    else
+        printf("datanode %" PRIu32 " (%s): %" PRIu64 " requests, %" PRIu64 " failed, %" PRIu64
+               " bytes read, %" PRIu64 " bytes written\n",
+               node->id, node->address, stats->requests, stats->failures, stats->bytes_read,
+               stats->bytes_written);
+    ts_cursor_init(&cursor, stats->ops.ptr, stats->ops.len);
+    for (uint32_t i = 0; i < stats->op_count; i++) {
+        uint32_t op = ts_cursor_u32(&cursor);
+        uint64_t count = ts_cursor_u64(&cursor);
+        if (json)
+            printf("%s\"%s\": %" PRIu64, i ? ", " : "", ts_op_name((uint16_t)op), count);
+        else
+            printf("  %-14s %" PRIu64 "\n", ts_op_name((uint16_t)op), count);
+    }
+    if (json)
+        printf("}, \"tiles_dropped\": %" PRIu64 ", \"tiles_read\": [", stats->tiles_dropped);
+    else
+        printf("tiles read: %" PRIu32 "%s\n", stats->tile_count,
+               stats->tiles_dropped ? " (more were read than listed)" : "");
+    if (!json && stats->tile_count > 0)
+        printf("  %-12s %-10s %-8s %s\n", "ino", "tile", "reads", "bytes");
+    ts_cursor_init(&cursor, stats->tiles.ptr, stats->tiles.len);
+    for (uint32_t i = 0; i < stats->tile_count; i++) {
+        uint64_t ino = ts_cursor_u64(&cursor);
+        uint64_t tile = ts_cursor_u64(&cursor);
+        uint64_t reads = ts_cursor_u64(&cursor);
+        uint64_t bytes = ts_cursor_u64(&cursor);
+        if (json)
+            printf("%s\n  {\"ino\": %" PRIu64 ", \"tile\": %" PRIu64 ", \"reads\": %" PRIu64
+                   ", \"bytes\": %" PRIu64 "}",
+                   i ? "," : "", ino, tile, reads, bytes);
+        else
+            printf("  %-12" PRIu64 " %-10" PRIu64 " %-8" PRIu64 " %" PRIu64 "\n", ino, tile, reads,
+                   bytes);
+    }
+    if (json)
+        printf("%s]}\n", stats->tile_count ? "\n" : "");
+}
+
+/* Sends NODE_STATS to the node and prints the answer; returns the exit code. */
+static int nodeadmin_stats(const struct nodeadmin_options *options,
+                           const struct metaclient_node *node)
+{
+    struct ts_node_stats_req request = {.reset = options->reset ? 1 : 0};
+    struct ts_node_stats_rep stats;
+    struct rpc_reply reply;
+    uint8_t payload[16];
+    int len = ts_node_stats_req_encode(&request, payload, sizeof(payload));
+    struct rpc_client *client = rpc_client_new(node->address);
+    int exit_code = 0;
+    int status;
+
+    if (!client || len < 0) {
+        fprintf(stderr, "tessera node: datanode %" PRIu32 " has an unusable address '%s'\n",
+                node->id, node->address);
+        rpc_client_destroy(&client);
+        return 1;
+    }
+    status = rpc_client_call(client, TS_OP_NODE_STATS, payload, (size_t)len, NULL, 0,
+                             (int)options->timeout_ms, &reply);
+    if (status == TS_OK &&
+        (ts_node_stats_rep_decode(&stats, reply.payload, reply.payload_len) != 0 ||
+         (uint64_t)stats.op_count * TS_STATS_OP_RECORD_BYTES != stats.ops.len ||
+         (uint64_t)stats.tile_count * TS_STATS_TILE_RECORD_BYTES != stats.tiles.len))
+        status = TS_ERR_BADMSG;
+    if (status != TS_OK)
+        exit_code = nodeadmin_call_failed(options, node, status, &reply);
+    else
+        nodeadmin_print_stats(options, node, &stats);
+    rpc_reply_release(&reply);
+    rpc_client_destroy(&client);
+    return exit_code;
+}
+
 int nodeadmin_main(int argc, char **argv)
 {
     struct nodeadmin_options options = {.timeout_ms = NODEADMIN_DEFAULT_TIMEOUT_MS};
@@ -245,5 +376,7 @@ int nodeadmin_main(int argc, char **argv)
     exit_code = nodeadmin_find(&options, &node);
     if (exit_code != 0)
         return exit_code;
+    if (options.action == NODEADMIN_STATS)
+        return nodeadmin_stats(&options, &node);
     return nodeadmin_throttle(&options, &node);
 }

@@ -4,6 +4,9 @@
  * meta's NODE_LIST and reached at the address it advertises.
  *
  *   tessera node throttle ID R|off   cap (or uncap) its disk I/O at R MB/s
+ *   tessera node stats ID [--json] [--reset]
+ *                                    what it served: requests per opcode,
+ *                                    bytes, the distinct tiles it read
  */
 #ifndef TESSERA_TOOLS_NODEADMIN_H
 #define TESSERA_TOOLS_NODEADMIN_H

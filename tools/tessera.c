@@ -7,6 +7,7 @@
  */
 #include "clusterstatus.h"
 #include "down.h"
+#include "filelayout.h"
 #include "log.h"
 #include "nodeadmin.h"
 #include "up.h"
@@ -24,7 +25,8 @@ static const struct tessera_command tessera_commands[] = {
     {"up", up_main, "start a local cluster (meta, datanodes, mount) and wait for it"},
     {"down", down_main, "unmount and stop the local cluster"},
     {"status", clusterstatus_main, "show the datanodes and totals tessera-meta knows"},
-    {"node", nodeadmin_main, "administer one datanode: throttle ID R|off"},
+    {"node", nodeadmin_main, "administer one datanode: throttle ID R|off, stats ID"},
+    {"layout", filelayout_main, "set or show a file's layout and its tile map"},
 };
 
 #define TESSERA_COMMAND_COUNT (sizeof(tessera_commands) / sizeof(tessera_commands[0]))

@@ -2,8 +2,9 @@
  * @file test_diskio.c
  * Unit tests of the datanode's measured, throttled disk work (diskio.c)
  * on a real tile store in a fresh temporary directory, and of the
- * NODE_THROTTLE request that changes the throttle at run time (through
- * handlers_table, as rpc_server_dispatch() would call it).
+ * NODE_THROTTLE request that changes the throttle at run time, and of the
+ * NODE_STATS counters (through handlers_table, as rpc_server_dispatch()
+ * would call them).
  *
  * The wait hook is replaced by one that records the deadline and returns at
  * once, so the throttle's deadlines are checked without sleeping; only the
@@ -84,6 +85,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     struct fixture *fixture = *state;
+    handlers_stats_fini(&fixture->context.stats);
     diskio_destroy(&fixture->disk);
     tilestore_close(&fixture->store);
     nftw(fixture->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
@@ -237,6 +239,157 @@ static void test_node_throttle_request(void **state)
     assert_int_equal(fixture->context.stats.requests[TS_OP_NODE_THROTTLE], 5);
 }
 
+/* ---- NODE_STATS ----------------------------------------------------------- */
+
+/* Calls op with payload (and frame 1 data); the reply goes to reply[cap]. */
+static int call_op(struct fixture *fixture, uint16_t op, const uint8_t *payload, size_t len,
+                   const void *data, size_t data_len, uint8_t *reply, size_t cap, size_t *reply_len)
+{
+    struct rpc_request request;
+    struct rpc_response response;
+
+    memset(&request, 0, sizeof(request));
+    request.header.type = op;
+    request.payload = payload;
+    request.payload_len = len;
+    request.data = data;
+    request.data_len = data_len;
+    memset(&response, 0, sizeof(response));
+    response.payload = reply;
+    response.payload_cap = cap;
+    int status = handlers_table[op](&fixture->context, &request, &response);
+    if (response.data_free)
+        response.data_free(response.data, NULL);
+    *reply_len = response.payload_len;
+    return status;
+}
+
+static void tile_io(struct fixture *fixture, uint16_t op, uint64_t ino, uint64_t tile,
+                    uint32_t length)
+{
+    static uint8_t bytes[4096];
+    uint8_t reply[64];
+    size_t reply_len;
+    int len;
+    if (op == TS_OP_TILE_WRITE) {
+        struct ts_tile_write_req m = {.ino = ino, .tile = tile, .version = 1};
+        len = ts_tile_write_req_encode(&m, fixture->payload, sizeof(fixture->payload));
+    } else {
+        struct ts_tile_read_req m = {.ino = ino, .tile = tile, .version = 1, .length = length};
+        len = ts_tile_read_req_encode(&m, fixture->payload, sizeof(fixture->payload));
+    }
+    assert_true(len > 0);
+    assert_int_equal(call_op(fixture, op, fixture->payload, (size_t)len,
+                             op == TS_OP_TILE_WRITE ? bytes : NULL,
+                             op == TS_OP_TILE_WRITE ? length : 0, reply, sizeof(reply), &reply_len),
+                     TS_OK);
+}
+
+static void node_stats(struct fixture *fixture, uint32_t reset, struct ts_node_stats_rep *stats,
+                       uint8_t *reply, size_t cap)
+{
+    struct ts_node_stats_req m = {.reset = reset};
+    size_t reply_len;
+    int len = ts_node_stats_req_encode(&m, fixture->payload, sizeof(fixture->payload));
+    assert_true(len > 0);
+    assert_int_equal(call_op(fixture, TS_OP_NODE_STATS, fixture->payload, (size_t)len, NULL, 0,
+                             reply, cap, &reply_len),
+                     TS_OK);
+    assert_int_equal(ts_node_stats_rep_decode(stats, reply, reply_len), 0);
+    assert_int_equal(stats->ops.len, (size_t)stats->op_count * TS_STATS_OP_RECORD_BYTES);
+    assert_int_equal(stats->tiles.len, (size_t)stats->tile_count * TS_STATS_TILE_RECORD_BYTES);
+}
+
+static void test_node_stats(void **state)
+{
+    struct fixture *fixture = *state;
+    static uint8_t reply[1 << 16];
+    struct ts_node_stats_rep stats;
+    struct ts_cursor cursor;
+    size_t reply_len;
+
+    tile_io(fixture, TS_OP_TILE_WRITE, 7, 3, 4096);
+    tile_io(fixture, TS_OP_TILE_WRITE, 7, 1, 100);
+    tile_io(fixture, TS_OP_TILE_READ, 7, 3, 4096);
+    tile_io(fixture, TS_OP_TILE_READ, 7, 1, 50);
+    tile_io(fixture, TS_OP_TILE_READ, 7, 3, 10);
+    node_stats(fixture, 1, &stats, reply, sizeof(reply));
+    assert_int_equal(stats.requests, 6);
+    assert_int_equal(stats.failures, 0);
+    assert_int_equal(stats.bytes_written, 4196);
+    assert_int_equal(stats.bytes_read, 4156);
+    assert_int_equal(stats.op_count, 3);
+    ts_cursor_init(&cursor, stats.ops.ptr, stats.ops.len);
+    uint32_t expected_ops[3][2] = {
+        {TS_OP_TILE_WRITE, 2}, {TS_OP_TILE_READ, 3}, {TS_OP_NODE_STATS, 1}};
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(ts_cursor_u32(&cursor), expected_ops[i][0]);
+        assert_int_equal(ts_cursor_u64(&cursor), expected_ops[i][1]);
+    }
+    /* Distinct tiles, in first-read order, with their reads and bytes. */
+    assert_int_equal(stats.tile_count, 2);
+    assert_int_equal(stats.tiles_dropped, 0);
+    ts_cursor_init(&cursor, stats.tiles.ptr, stats.tiles.len);
+    uint64_t expected_tiles[2][4] = {{7, 3, 2, 4106}, {7, 1, 1, 50}};
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 4; j++)
+            assert_int_equal(ts_cursor_u64(&cursor), expected_tiles[i][j]);
+    assert_false(cursor.failed);
+
+    /* After the reset only what came since counts. */
+    tile_io(fixture, TS_OP_TILE_READ, 7, 1, 100);
+    node_stats(fixture, 0, &stats, reply, sizeof(reply));
+    assert_int_equal(stats.requests, 2);
+    assert_int_equal(stats.bytes_read, 100);
+    assert_int_equal(stats.bytes_written, 0);
+    assert_int_equal(stats.tile_count, 1);
+    ts_cursor_init(&cursor, stats.tiles.ptr, stats.tiles.len);
+    assert_int_equal(ts_cursor_u64(&cursor), 7);
+    assert_int_equal(ts_cursor_u64(&cursor), 1);
+    assert_int_equal(ts_cursor_u64(&cursor), 1);
+
+    /* Malformed requests are refused (and counted as failures). */
+    assert_int_equal(call_op(fixture, TS_OP_NODE_STATS, fixture->payload, 3, NULL, 0, reply,
+                             sizeof(reply), &reply_len),
+                     TS_ERR_BADMSG);
+    fixture->payload[0] = 2;
+    assert_int_equal(call_op(fixture, TS_OP_NODE_STATS, fixture->payload, 4, NULL, 0, reply,
+                             sizeof(reply), &reply_len),
+                     TS_ERR_BADMSG);
+    assert_int_equal(fixture->context.stats.failures, 2);
+}
+
+static void test_readset_bound(void **state)
+{
+    struct readset *set;
+    const struct readset_entry *entries;
+    size_t count;
+    (void)state;
+
+    assert_int_equal(readset_new(0, &set), -EINVAL);
+    assert_int_equal(readset_new(3, &set), 0);
+    for (uint64_t tile = 0; tile < 5; tile++)
+        readset_add(set, 1, tile, 10);
+    readset_add(set, 1, 2, 5);
+    readset_add(set, 1, 4, 5); /* still not in: the set was full when it came */
+    entries = readset_entries(set, &count);
+    assert_int_equal(count, 3);
+    assert_int_equal(entries[2].tile, 2);
+    assert_int_equal(entries[2].reads, 2);
+    assert_int_equal(entries[2].bytes, 15);
+    assert_int_equal(readset_dropped(set), 3);
+    readset_clear(set);
+    readset_entries(set, &count);
+    assert_int_equal(count, 0);
+    readset_add(set, 2, 9, 1);
+    entries = readset_entries(set, &count);
+    assert_int_equal(count, 1);
+    assert_int_equal(entries[0].ino, 2);
+    readset_destroy(&set);
+    assert_null(set);
+    readset_destroy(&set);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -244,6 +397,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_throttled_deadlines, setup, teardown),
         cmocka_unit_test_setup_teardown(test_probe_measures_the_throttle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_node_throttle_request, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_node_stats, setup, teardown),
+        cmocka_unit_test(test_readset_bound),
     };
     return cmocka_run_group_tests_name("diskio", tests, NULL, NULL);
 }

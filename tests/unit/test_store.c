@@ -1679,6 +1679,215 @@ static void test_malformed_payloads(void **state)
     assert_int_equal(ts_readdir_rep_decode(&reply, f->reply, f->reply_len), 0);
 }
 
+/* ---- array files (user.tessera.array) -------------------------------------- */
+
+#define ARRAY "user.tessera.array"
+
+static void test_array_xattr(void **state)
+{
+    struct fixture *f = *state;
+    uint64_t file = make_file(f, TS_ROOT_INO, "a");
+    struct ts_attr attr;
+    char value[600];
+    uint32_t nodes[64];
+    uint64_t versions[64];
+
+    /* A plain file has none and is not flagged. */
+    assert_int_equal(do_getxattr(f, file, ARRAY, value, sizeof(value)), TS_ERR_NODATA);
+    assert_int_equal(do_getattr(f, file, &attr), TS_OK);
+    assert_int_equal(attr.flags & TS_ATTR_ARRAY, 0);
+
+    /* Bad specs are refused with a reason, and change nothing. */
+    static const char *const bad[] = {
+        "",
+        "f32",
+        "f32 64x64",
+        "f32 64x64 BLOCK",
+        "f32 64x64 BLOCK,BLOCK",
+        "f33 64x64 BLOCK,BLOCK mesh=2x2",
+        "f32 64x0 BLOCK,BLOCK mesh=2x2",
+        "f32 64x64 BLOCK,* mesh=2x2",
+        "f32 64x64 *,* mesh=2",
+        "f32 64x64 BLOCK,BLOCK mesh=2x2 subchunk=last",
+        "f32 64x64 BLOCK,BLOCK mesh=2x2 threshold=32M",
+        "f32 64x64 BLOCK,BLOCK mesh=2x2 threshold=1M threshold=2M",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(do_setxattr(f, file, ARRAY, bad[i], 0), TS_ERR_INVAL);
+        assert_true(strstr(f->error_text, ARRAY) != NULL);
+    }
+    assert_int_equal(do_getxattr(f, file, ARRAY, value, sizeof(value)), TS_ERR_NODATA);
+    assert_int_equal(do_removexattr(f, file, ARRAY), TS_ERR_NODATA);
+    assert_int_equal(do_setxattr(f, file, ARRAY, "u8 16 BLOCK mesh=2", TS_XATTR_REPLACE),
+                     TS_ERR_NODATA);
+
+    /* The threshold defaults to the file's tile size; getxattr shows the canonical text. */
+    assert_int_equal(do_setxattr(f, file, LAYOUT, "tile=64K", 0), TS_OK);
+    assert_int_equal(do_setxattr(f, file, ARRAY, "  f32 64x64x64 block,BLOCK,block mesh=2x2x2\n",
+                                 TS_XATTR_CREATE),
+                     TS_OK);
+    assert_int_equal(do_getxattr(f, file, ARRAY, value, sizeof(value)), TS_OK);
+    assert_string_equal(value,
+                        "f32 64x64x64 BLOCK,BLOCK,BLOCK mesh=2x2x2 subchunk=same threshold=64K");
+    assert_int_equal(do_getattr(f, file, &attr), TS_OK);
+    assert_int_equal(attr.flags & TS_ATTR_ARRAY, TS_ATTR_ARRAY);
+    assert_int_equal(do_setxattr(f, file, ARRAY, "u8 16 BLOCK mesh=2", TS_XATTR_CREATE),
+                     TS_ERR_EXIST);
+    /* An empty file may change it, and an explicit threshold wins. */
+    assert_int_equal(
+        do_setxattr(f, file, ARRAY, "f32 64x64x64 BLOCK,BLOCK,BLOCK mesh=2x2x2 threshold=128K", 0),
+        TS_OK);
+    assert_int_equal(do_getxattr(f, file, ARRAY, value, sizeof(value)), TS_OK);
+    assert_string_equal(value,
+                        "f32 64x64x64 BLOCK,BLOCK,BLOCK mesh=2x2x2 subchunk=same threshold=128K");
+    /* 1 MiB of f32 in 8 chunks of 128 KiB: 8 tiles of 32x32x32. */
+
+    /* Not listed, like user.tessera.layout. */
+    struct ts_listxattr_req list = {.ino = file};
+    struct ts_listxattr_rep names;
+    assert_int_equal(do_setxattr(f, file, "user.other", "x", 0), TS_OK);
+    assert_int_equal(CALL(f, TS_OP_LISTXATTR, listxattr_req, &list), TS_OK);
+    assert_int_equal(ts_listxattr_rep_decode(&names, f->reply, f->reply_len), 0);
+    assert_int_equal(names.names.len, strlen("user.other") + 1);
+
+    /* TILE_MAP takes the array's tile indices, whatever the size so far. */
+    register_node(f, 64ull << 30, 32ull << 30);
+    assert_int_equal(do_tile_map(f, file, 7, 1, 1, nodes, versions), TS_OK);
+    assert_int_not_equal(nodes[0], 0);
+    assert_int_equal(do_tile_map(f, file, 0, 8, 0, nodes, versions), TS_OK);
+    assert_int_equal(do_tile_map(f, file, 8, 1, 1, nodes, versions), TS_ERR_FBIG);
+    assert_int_equal(do_tile_map(f, file, 4, 5, 0, nodes, versions), TS_ERR_FBIG);
+
+    /* With a tile the layout is fixed (the same text is harmless). */
+    assert_int_equal(do_setxattr(f, file, ARRAY, "u8 16 BLOCK mesh=2", 0), TS_ERR_BUSY);
+    assert_true(strstr(f->error_text, "already has data") != NULL);
+    assert_int_equal(do_removexattr(f, file, ARRAY), TS_ERR_BUSY);
+    assert_int_equal(
+        do_setxattr(f, file, ARRAY, "f32 64x64x64 BLOCK,BLOCK,BLOCK mesh=2x2x2 threshold=128K", 0),
+        TS_OK);
+
+    /* Sizes: up to the array's, never past it; shrinking only to 0. */
+    assert_int_equal(do_commit(f, file, MiB, 0, &attr), TS_OK);
+    assert_int_equal(attr.size, MiB);
+    assert_int_equal(do_commit(f, file, MiB + 1, 0, NULL), TS_ERR_FBIG);
+    struct ts_setattr_req resize = {.ino = file, .valid = TS_SET_SIZE, .size = MiB + 1};
+    assert_int_equal(do_setattr(f, &resize, NULL), TS_ERR_FBIG);
+    resize.size = 4096;
+    assert_int_equal(do_setattr(f, &resize, NULL), TS_ERR_INVAL);
+    assert_true(strstr(f->error_text, "truncated to 0") != NULL);
+    resize.size = MiB; /* the same size: nothing moves */
+    assert_int_equal(do_setattr(f, &resize, NULL), TS_OK);
+    assert_int_equal(do_tile_map(f, file, 7, 1, 0, nodes, versions), TS_OK);
+    assert_int_not_equal(nodes[0], 0);
+    resize.size = 0; /* drops every tile, keeps the layout */
+    assert_int_equal(do_setattr(f, &resize, NULL), TS_OK);
+    assert_int_equal(do_tile_map(f, file, 0, 8, 0, nodes, versions), TS_OK);
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(nodes[i], 0);
+    assert_int_equal(do_getattr(f, file, &attr), TS_OK);
+    assert_int_equal(attr.flags & TS_ATTR_ARRAY, TS_ATTR_ARRAY);
+    resize.size = MiB / 2; /* growing leaves holes */
+    assert_int_equal(do_setattr(f, &resize, NULL), TS_OK);
+
+    /* Growing by setattr counts as data: the layout is fixed again. */
+    assert_int_equal(do_removexattr(f, file, ARRAY), TS_ERR_BUSY);
+    resize.size = 0;
+    assert_int_equal(do_setattr(f, &resize, NULL), TS_OK);
+
+    /* Removed from an empty file: linear again. */
+    assert_int_equal(do_removexattr(f, file, ARRAY), TS_OK);
+    assert_int_equal(do_getattr(f, file, &attr), TS_OK);
+    assert_int_equal(attr.flags & TS_ATTR_ARRAY, 0);
+    assert_int_equal(do_getxattr(f, file, ARRAY, value, sizeof(value)), TS_ERR_NODATA);
+    assert_int_equal(do_tile_map(f, file, 100, 1, 0, nodes, versions), TS_OK);
+
+    /* Symlinks take none. */
+    assert_int_equal(do_symlink(f, TS_ROOT_INO, "l", "a", &attr), TS_OK);
+    assert_int_equal(do_setxattr(f, attr.ino, ARRAY, "u8 16 BLOCK mesh=2", 0), TS_ERR_INVAL);
+    assert_int_equal(do_getxattr(f, attr.ino, ARRAY, value, sizeof(value)), TS_ERR_NODATA);
+}
+
+static void test_array_busy_after_write(void **state)
+{
+    struct fixture *f = *state;
+    uint64_t file = make_file(f, TS_ROOT_INO, "written");
+    uint32_t nodes[4];
+    uint64_t versions[4];
+    struct ts_attr attr;
+    char value[600];
+
+    /* A linear file that has been written cannot become an array. */
+    register_node(f, 64ull << 30, 32ull << 30);
+    assert_int_equal(do_tile_map(f, file, 0, 1, 1, nodes, versions), TS_OK);
+    assert_int_equal(do_commit(f, file, 10, 0, NULL), TS_OK);
+    assert_int_equal(do_setxattr(f, file, ARRAY, "u8 16 BLOCK mesh=2", 0), TS_ERR_BUSY);
+    assert_int_equal(do_getattr(f, file, &attr), TS_OK);
+    assert_int_equal(attr.flags & TS_ATTR_ARRAY, 0);
+    assert_int_equal(do_getxattr(f, file, ARRAY, value, sizeof(value)), TS_ERR_NODATA);
+    /* Nor one that has a size but no tile yet (a sparse truncate). */
+    uint64_t sparse = make_file(f, TS_ROOT_INO, "sparse");
+    struct ts_setattr_req grow = {.ino = sparse, .valid = TS_SET_SIZE, .size = 4096};
+    assert_int_equal(do_setattr(f, &grow, NULL), TS_OK);
+    assert_int_equal(do_setxattr(f, sparse, ARRAY, "u8 16 BLOCK mesh=2", 0), TS_ERR_BUSY);
+}
+
+static void test_array_inheritance(void **state)
+{
+    struct fixture *f = *state;
+    uint64_t dir = make_dir(f, TS_ROOT_INO, "arrays");
+    uint64_t before = make_file(f, dir, "before");
+    struct ts_attr attr;
+    char value[600];
+
+    assert_int_equal(do_getxattr(f, dir, ARRAY, value, sizeof(value)), TS_ERR_NODATA);
+    assert_int_equal(do_setxattr(f, dir, ARRAY, "f64 32x32 BLOCK,* mesh=4", 0), TS_OK);
+    /* The directory shows it resolved with its own tile size. */
+    assert_int_equal(do_getxattr(f, dir, ARRAY, value, sizeof(value)), TS_OK);
+    assert_string_equal(value, "f64 32x32 BLOCK,* mesh=4 subchunk=same threshold=1M");
+    assert_int_equal(do_getattr(f, dir, &attr), TS_OK);
+    assert_int_equal(attr.flags & TS_ATTR_ARRAY, 0);
+    /* A directory's tile size decides the threshold of the files created later. */
+    assert_int_equal(do_setxattr(f, dir, LAYOUT, "tile=4K", 0), TS_OK);
+    assert_int_equal(do_getxattr(f, dir, ARRAY, value, sizeof(value)), TS_OK);
+    assert_string_equal(value, "f64 32x32 BLOCK,* mesh=4 subchunk=same threshold=4K");
+
+    uint64_t file = make_file(f, dir, "file");
+    uint64_t sub = make_dir(f, dir, "sub");
+    uint64_t deep = make_file(f, sub, "deep");
+    for (int i = 0; i < 2; i++) {
+        uint64_t ino = i == 0 ? file : deep;
+        assert_int_equal(do_getattr(f, ino, &attr), TS_OK);
+        assert_int_equal(attr.flags & TS_ATTR_ARRAY, TS_ATTR_ARRAY);
+        assert_int_equal(do_getxattr(f, ino, ARRAY, value, sizeof(value)), TS_OK);
+        assert_string_equal(value, "f64 32x32 BLOCK,* mesh=4 subchunk=same threshold=4K");
+    }
+    /* Files that existed before, and other types, stay as they were. */
+    assert_int_equal(do_getattr(f, before, &attr), TS_OK);
+    assert_int_equal(attr.flags & TS_ATTR_ARRAY, 0);
+    assert_int_equal(do_symlink(f, dir, "link", "file", &attr), TS_OK);
+    assert_int_equal(attr.flags & TS_ATTR_ARRAY, 0);
+    assert_int_equal(do_mknod(f, dir, "fifo", S_IFIFO | 0600, &attr), TS_OK);
+    assert_int_equal(attr.flags & TS_ATTR_ARRAY, 0);
+
+    /* Everything survives a restart. */
+    reopen(f);
+    assert_int_equal(do_getattr(f, file, &attr), TS_OK);
+    assert_int_equal(attr.flags & TS_ATTR_ARRAY, TS_ATTR_ARRAY);
+    assert_int_equal(do_getxattr(f, file, ARRAY, value, sizeof(value)), TS_OK);
+    assert_string_equal(value, "f64 32x32 BLOCK,* mesh=4 subchunk=same threshold=4K");
+
+    /* Removing it from the directory: new files are linear. */
+    assert_int_equal(do_removexattr(f, dir, ARRAY), TS_OK);
+    assert_int_equal(do_removexattr(f, dir, ARRAY), TS_ERR_NODATA);
+    uint64_t plain = make_file(f, dir, "plain");
+    assert_int_equal(do_getattr(f, plain, &attr), TS_OK);
+    assert_int_equal(attr.flags & TS_ATTR_ARRAY, 0);
+
+    /* Unlinking an array file removes its record with it. */
+    assert_int_equal(do_unlink(f, dir, "file"), TS_OK);
+    assert_int_equal(do_getxattr(f, file, ARRAY, value, sizeof(value)), TS_ERR_NOENT);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1707,6 +1916,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_ping, setup, teardown),
         cmocka_unit_test_setup_teardown(test_persistence, setup, teardown),
         cmocka_unit_test_setup_teardown(test_malformed_payloads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_array_xattr, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_array_busy_after_write, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_array_inheritance, setup, teardown),
     };
     return cmocka_run_group_tests_name("store", tests, NULL, NULL);
 }

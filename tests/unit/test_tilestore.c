@@ -77,6 +77,7 @@ static int setup_small(void **state)
 static int teardown(void **state)
 {
     struct fixture *fixture = *state;
+    handlers_stats_fini(&fixture->context.stats);
     diskio_destroy(&fixture->disk);
     tilestore_close(&fixture->store);
     nftw(fixture->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);

@@ -1,0 +1,525 @@
+/*
+ * @file filelayout.c
+ * See filelayout.h. What the tool prints about an array file's tiles is
+ * computed here from the canonical text meta returns (arraylayout.h, the
+ * same code the client and meta run), so that the boxes shown are the ones
+ * the bytes are in; meta only says where each tile lives.
+ */
+#include "filelayout.h"
+
+#include "arraylayout.h"
+#include "clusterconf.h"
+#include "fmt.h"
+#include "metaclient.h"
+#include "proto.h"
+#include "rpc.h"
+#include "status.h"
+#include "util.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+
+#define FILELAYOUT_DEFAULT_TIMEOUT_MS 2000
+#define FILELAYOUT_ENDPOINT_MAX 512
+#define FILELAYOUT_ARRAY_XATTR "user.tessera.array"
+#define FILELAYOUT_LAYOUT_XATTR "user.tessera.layout"
+#define FILELAYOUT_TEXT_MAX 1024
+
+enum filelayout_action { FILELAYOUT_SHOW, FILELAYOUT_SET, FILELAYOUT_UNSET };
+
+struct filelayout_options {
+    char state_dir[PATH_MAX];               /* "" = not given */
+    char endpoint[FILELAYOUT_ENDPOINT_MAX]; /* "" = not given */
+    long timeout_ms;
+    bool json;
+    enum filelayout_action action;
+    const char *path;
+    const char *spec; /* set */
+};
+
+static void filelayout_usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: tessera layout set FILE SPEC\n"
+            "       tessera layout unset FILE\n"
+            "       tessera layout [show] FILE [--json] [--state DIR | --meta ENDPOINT]\n"
+            "                                  [--timeout-ms MS]\n"
+            "\n"
+            "set: declares how FILE (empty, before its first write) or a directory (for the\n"
+            "files created in it later) is laid out. SPEC is either an array layout, stored\n"
+            "as user.tessera.array:\n"
+            "    TYPE SHAPE DIST [mesh=MxN..] [subchunk=same|first] [threshold=SIZE]\n"
+            "    e.g. \"f32 512x512x512 BLOCK,BLOCK,BLOCK mesh=2x2x2\"\n"
+            "  (TYPE i8 u8 i16 u16 i32 u32 f32 i64 u64 f64 c64 c128 or b1..b16; DIST BLOCK or\n"
+            "  * per dimension; mesh= one count per BLOCK dimension; threshold = the largest\n"
+            "  tile, default the file's tile size), or KEY=VALUE tokens, stored as\n"
+            "  user.tessera.layout: tile=SIZE copies=1 placement=default|roundrobin|static|\n"
+            "  dynamic.\n"
+            "unset: makes FILE (empty) linear again, or stops a directory's inheritance.\n"
+            "show (the default): the effective layout, the number of tiles and the tile map:\n"
+            "  each tile's datanode (0 = not written yet), version, bytes, and its box of\n"
+            "  array indices (lower corner, shape) or, for a linear file, its byte range.\n"
+            "\n"
+            "  --json            show as one JSON object\n"
+            "  --state DIR       the local cluster in DIR (default: $TESSERA_STATE, else\n"
+            "                    $XDG_STATE_HOME/tessera, else ~/.local/state/tessera)\n"
+            "  --meta ENDPOINT   ask this tessera-meta for the tile map\n"
+            "  --timeout-ms MS   how long to wait for meta (default %d)\n"
+            "  -h, --help        this help\n"
+            "\n"
+            "Exit status: 0 done, 1 refused or meta unreachable, 2 usage error.\n",
+            FILELAYOUT_DEFAULT_TIMEOUT_MS);
+}
+
+static int filelayout_usage_error(const char *message, const char *arg)
+{
+    fprintf(stderr, "tessera layout: %s%s%s (see tessera layout --help)\n", message, arg ? " " : "",
+            arg ? arg : "");
+    return 2;
+}
+
+/* Parses argv; returns -1 to go on, else the exit code (help or usage error). */
+static int filelayout_parse(int argc, char **argv, struct filelayout_options *options)
+{
+    static const struct option long_options[] = {
+        {"state", required_argument, NULL, 's'},
+        {"meta", required_argument, NULL, 'm'},
+        {"timeout-ms", required_argument, NULL, 't'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int option;
+    int positional;
+
+    opterr = 0;
+    optind = 1;
+    while ((option = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
+        switch (option) {
+        case 's':
+            if (fmt_into(options->state_dir, sizeof(options->state_dir), "%s", optarg) != 0)
+                return filelayout_usage_error("state directory name too long:", optarg);
+            break;
+        case 'm':
+            if (fmt_into(options->endpoint, sizeof(options->endpoint), "%s", optarg) != 0)
+                return filelayout_usage_error("endpoint too long:", optarg);
+            break;
+        case 't':
+            if (util_parse_long(optarg, 1, 600000, &options->timeout_ms) != 0)
+                return filelayout_usage_error("--timeout-ms wants 1..600000, got", optarg);
+            break;
+        case 'j': options->json = true; break;
+        case 'h': filelayout_usage(stdout); return 0;
+        case ':': return filelayout_usage_error("missing value for", argv[optind - 1]);
+        default: return filelayout_usage_error("unknown option", argv[optind - 1]);
+        }
+    }
+    if (options->state_dir[0] && options->endpoint[0])
+        return filelayout_usage_error("give --state or --meta, not both", NULL);
+    positional = argc - optind;
+    if (positional < 1)
+        return filelayout_usage_error("missing FILE", NULL);
+    const char *first = argv[optind];
+    if (strcmp(first, "set") == 0) {
+        if (positional != 3)
+            return filelayout_usage_error(
+                "set wants FILE and SPEC, e.g. tessera layout set data.f32 \"f32 512x512 "
+                "BLOCK,BLOCK mesh=2x2\"",
+                NULL);
+        options->action = FILELAYOUT_SET;
+        options->path = argv[optind + 1];
+        options->spec = argv[optind + 2];
+    } else if (strcmp(first, "unset") == 0) {
+        if (positional != 2)
+            return filelayout_usage_error("unset wants one FILE", NULL);
+        options->action = FILELAYOUT_UNSET;
+        options->path = argv[optind + 1];
+    } else if (strcmp(first, "show") == 0) {
+        if (positional != 2)
+            return filelayout_usage_error("show wants one FILE", NULL);
+        options->path = argv[optind + 1];
+    } else {
+        if (positional != 1)
+            return filelayout_usage_error("unknown action (set, unset, show) or extra argument:",
+                                          first);
+        options->path = first;
+    }
+    if (options->json && options->action != FILELAYOUT_SHOW)
+        return filelayout_usage_error("--json goes with show", NULL);
+    return -1;
+}
+
+/* Whether SPEC is KEY=VALUE tokens (user.tessera.layout) rather than an array. */
+static bool filelayout_is_layout_spec(const char *spec)
+{
+    size_t start = strspn(spec, " \t\n");
+    size_t word = strcspn(spec + start, " \t\n");
+    return memchr(spec + start, '=', word) != NULL;
+}
+
+/* Reads xattr name of path into text[cap]; returns its length or -errno. */
+static int filelayout_getxattr(const char *path, const char *name, char *text, size_t cap)
+{
+    ssize_t len = getxattr(path, name, text, cap - 1);
+    if (len < 0)
+        return -errno;
+    text[len] = '\0';
+    return (int)len;
+}
+
+/* Explains why setting (or removing) a hint failed, in words; returns 1. */
+static int filelayout_refused(const struct filelayout_options *options, const char *name, int err)
+{
+    const char *path = options->path;
+    fprintf(stderr, "tessera layout: %s: cannot %s %s: %s\n", path,
+            options->action == FILELAYOUT_UNSET ? "remove" : "set", name, strerror(err));
+    switch (err) {
+    case EINVAL:
+        if (options->action == FILELAYOUT_SET && strcmp(name, FILELAYOUT_ARRAY_XATTR) == 0) {
+            struct arrayspec spec;
+            struct arraylayout *layout = malloc(sizeof(*layout));
+            char why[ARRAYSPEC_MESSAGE_MAX];
+            if (arrayspec_parse(options->spec, strlen(options->spec), &spec, why, sizeof(why)) !=
+                    0 ||
+                (layout && arraylayout_init(layout, &spec, why, sizeof(why)) != 0))
+                fprintf(stderr, "  the array layout is not valid: %s\n", why);
+            else
+                fprintf(stderr,
+                        "  tessera-meta refused it (a threshold above 16M, or FILE is not a "
+                        "regular file or directory); its log says why\n");
+            free(layout);
+        } else if (options->action == FILELAYOUT_SET) {
+            fprintf(stderr, "  expected KEY=VALUE tokens: tile=SIZE (4K..16M, a multiple of 4K), "
+                            "copies=1, placement=default|roundrobin|static|dynamic; "
+                            "tessera-meta's log says which part is wrong\n");
+        }
+        break;
+    case EBUSY:
+        fprintf(stderr, "  the file already holds data, so its layout is fixed. Set the layout "
+                        "on an empty file\n  before its first write (or on its directory before "
+                        "creating it), or truncate it to\n  0 bytes first\n");
+        break;
+    case ENODATA: fprintf(stderr, "  it has no array layout to remove\n"); break;
+    case ENOTSUP: fprintf(stderr, "  %s is not on a Tessera mount\n", path); break;
+    default: break;
+    }
+    return 1;
+}
+
+static int filelayout_set(const struct filelayout_options *options)
+{
+    bool layout = options->action == FILELAYOUT_SET && filelayout_is_layout_spec(options->spec);
+    const char *name = layout ? FILELAYOUT_LAYOUT_XATTR : FILELAYOUT_ARRAY_XATTR;
+    char text[FILELAYOUT_TEXT_MAX];
+    int rc;
+
+    if (options->action == FILELAYOUT_UNSET)
+        rc = removexattr(options->path, name);
+    else
+        rc = setxattr(options->path, name, options->spec, strlen(options->spec), 0);
+    if (rc != 0)
+        return filelayout_refused(options, name, errno);
+    if (options->action == FILELAYOUT_UNSET) {
+        printf("%s: no array layout (linear)\n", options->path);
+        return 0;
+    }
+    rc = filelayout_getxattr(options->path, name, text, sizeof(text));
+    if (rc < 0) {
+        fprintf(stderr, "tessera layout: %s: set, but reading it back failed: %s\n", options->path,
+                strerror(-rc));
+        return 1;
+    }
+    printf("%s: %s=\"%s\"\n", options->path, name, text);
+    return 0;
+}
+
+/* Prints text as a JSON string (quotes, backslashes and control bytes escaped). */
+static void filelayout_json_string(const char *text)
+{
+    putchar('"');
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            printf("\\%c", *c);
+        else if (*c < 0x20)
+            printf("\\u%04x", *c);
+        else
+            putchar(*c);
+    }
+    putchar('"');
+}
+
+/* "a<sep>b<sep>c" of the first dims values, JSON list when json. */
+static void filelayout_print_vector(const uint64_t *values, uint32_t dims, const char *sep,
+                                    bool json, int width)
+{
+    char text[8 * 24];
+    size_t len = 0;
+    for (uint32_t d = 0; d < dims && len < sizeof(text); d++) {
+        int n = snprintf(text + len, sizeof(text) - len, "%s%" PRIu64, d ? (json ? ", " : sep) : "",
+                         values[d]);
+        if (n < 0)
+            break;
+        len += (size_t)n;
+    }
+    if (json)
+        printf("[%s]", text);
+    else
+        printf("%-*s", width, text);
+}
+
+/* What show needs about the file. */
+struct filelayout_file {
+    uint64_t ino;
+    uint64_t size;
+    uint32_t tile_bytes;
+    char layout_text[FILELAYOUT_TEXT_MAX];
+    char array_text[FILELAYOUT_TEXT_MAX]; /* "" = linear */
+    struct arraylayout *array;            /* NULL = linear */
+    uint64_t tile_count;
+};
+
+/* One tile's line (text) or object (JSON). */
+static void filelayout_print_tile(const struct filelayout_options *options,
+                                  const struct filelayout_file *file, uint64_t tile, uint32_t node,
+                                  uint64_t version, bool first)
+{
+    bool json = options->json;
+    uint64_t bytes;
+
+    if (json)
+        printf("%s\n    {\"tile\": %" PRIu64 ", \"node\": %" PRIu32 ", \"version\": %" PRIu64,
+               first ? "" : ",", tile, node, version);
+    else if (node)
+        printf("%-8" PRIu64 " %-6" PRIu32 " %-10" PRIu64 " ", tile, node, version);
+    else
+        printf("%-8" PRIu64 " %-6s %-10s ", tile, "-", "-");
+    if (file->array) {
+        struct arraylayout_tile info;
+        arraylayout_tile_info(file->array, tile, &info);
+        uint32_t dims = file->array->spec.ndims;
+        bytes = info.bytes;
+        if (json) {
+            printf(", \"bytes\": %" PRIu64 ", \"lower\": ", bytes);
+            filelayout_print_vector(info.lower, dims, ",", true, 0);
+            printf(", \"shape\": ");
+            filelayout_print_vector(info.shape, dims, "x", true, 0);
+            printf("}");
+        } else {
+            filelayout_print_vector(info.lower, dims, ",", false, 20);
+            putchar(' ');
+            filelayout_print_vector(info.shape, dims, "x", false, 20);
+            printf(" %" PRIu64 "\n", bytes);
+        }
+        return;
+    }
+    uint64_t offset = tile * file->tile_bytes;
+    bytes = file->size - offset < file->tile_bytes ? file->size - offset : file->tile_bytes;
+    if (json)
+        printf(", \"bytes\": %" PRIu64 ", \"offset\": %" PRIu64 "}", bytes, offset);
+    else
+        printf("%-20" PRIu64 " %" PRIu64 "\n", offset, bytes);
+}
+
+/* Prints the head of show: what the layout is. */
+static void filelayout_print_head(const struct filelayout_options *options,
+                                  const struct filelayout_file *file)
+{
+    if (options->json) {
+        printf("{\"path\": ");
+        filelayout_json_string(options->path);
+        printf(", \"ino\": %" PRIu64 ", \"size\": %" PRIu64 ", \"layout\": ", file->ino,
+               file->size);
+        filelayout_json_string(file->layout_text);
+        printf(", \"array\": ");
+        if (file->array)
+            filelayout_json_string(file->array_text);
+        else
+            printf("null");
+        printf(", \"tile_count\": %" PRIu64 ", \"tiles\": [", file->tile_count);
+        return;
+    }
+    printf("%s: %s file, inode %" PRIu64 ", %" PRIu64 " bytes\n", options->path,
+           file->array ? "array" : "linear", file->ino, file->size);
+    printf("layout: %s\n", file->layout_text);
+    if (file->array) {
+        printf("array:  %s\n", file->array_text);
+        printf("tiles:  %" PRIu64 " (FIND_submesh cut each disk chunk ", file->tile_count);
+        filelayout_print_vector(file->array->submesh, file->array->spec.ndims, "x", false, 0);
+        printf("; the largest tile holds %" PRIu32 " bytes)\n", file->array->max_tile_bytes);
+        printf("%-8s %-6s %-10s %-20s %-20s %s\n", "tile", "node", "version", "lower", "shape",
+               "bytes");
+    } else {
+        printf("tiles:  %" PRIu64 " of %" PRIu32 " bytes\n", file->tile_count, file->tile_bytes);
+        printf("%-8s %-6s %-10s %-20s %s\n", "tile", "node", "version", "offset", "bytes");
+    }
+}
+
+/* Fills *file from the mount and meta; returns 0 or the exit code. */
+static int filelayout_load(const struct filelayout_options *options, struct rpc_client *meta,
+                           struct filelayout_file *file)
+{
+    struct ts_attr attr;
+    struct stat st;
+    char why[ARRAYSPEC_MESSAGE_MAX];
+    int rc;
+
+    if (stat(options->path, &st) != 0) {
+        fprintf(stderr, "tessera layout: %s: %s\n", options->path, strerror(errno));
+        return 1;
+    }
+    rc = filelayout_getxattr(options->path, FILELAYOUT_LAYOUT_XATTR, file->layout_text,
+                             sizeof(file->layout_text));
+    if (rc < 0) {
+        fprintf(stderr, "tessera layout: %s: no Tessera layout (%s): is it on a Tessera mount?\n",
+                options->path, strerror(-rc));
+        return 1;
+    }
+    rc = filelayout_getxattr(options->path, FILELAYOUT_ARRAY_XATTR, file->array_text,
+                             sizeof(file->array_text));
+    if (rc == -ENODATA)
+        file->array_text[0] = '\0';
+    else if (rc < 0) {
+        fprintf(stderr, "tessera layout: %s: reading %s: %s\n", options->path,
+                FILELAYOUT_ARRAY_XATTR, strerror(-rc));
+        return 1;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        /* A directory has no tiles: show what its new files get. */
+        if (options->json) {
+            printf("{\"path\": ");
+            filelayout_json_string(options->path);
+            printf(", \"ino\": %" PRIu64 ", \"directory\": true, \"layout\": ",
+                   (uint64_t)st.st_ino);
+            filelayout_json_string(file->layout_text);
+            printf(", \"array\": ");
+            if (file->array_text[0])
+                filelayout_json_string(file->array_text);
+            else
+                printf("null");
+            printf("}\n");
+        } else {
+            printf("%s: directory; new files get\nlayout: %s\narray:  %s\n", options->path,
+                   file->layout_text, file->array_text[0] ? file->array_text : "(none: linear)");
+        }
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        fprintf(stderr, "tessera layout: %s: not a regular file or directory\n", options->path);
+        return 1;
+    }
+    file->ino = st.st_ino;
+    file->size = (uint64_t)st.st_size;
+    rc = metaclient_getattr(meta, (int)options->timeout_ms, file->ino, &attr);
+    if (rc != TS_OK) {
+        fprintf(stderr, "tessera layout: tessera-meta at %s: inode %" PRIu64 ": %s%s\n",
+                options->endpoint, file->ino, status_text(rc),
+                rc == TS_ERR_TIMEDOUT ? " (is the cluster up? is it the mount's meta?)" : "");
+        return 1;
+    }
+    if (!S_ISREG(attr.mode) || attr.tile_bytes == 0) {
+        fprintf(stderr,
+                "tessera layout: inode %" PRIu64 " in tessera-meta at %s is not this file "
+                "(another cluster's meta?)\n",
+                file->ino, options->endpoint);
+        return 1;
+    }
+    file->tile_bytes = attr.tile_bytes;
+    if (file->array_text[0]) {
+        struct arrayspec spec;
+        file->array = malloc(sizeof(*file->array));
+        if (!file->array) {
+            fprintf(stderr, "tessera layout: out of memory\n");
+            return 1;
+        }
+        if (arrayspec_parse(file->array_text, strlen(file->array_text), &spec, why, sizeof(why)) !=
+                0 ||
+            arraylayout_init(file->array, &spec, why, sizeof(why)) != 0) {
+            fprintf(stderr, "tessera layout: %s: its array layout does not parse: %s\n",
+                    options->path, why);
+            return 1;
+        }
+        file->tile_count = arraylayout_tile_count(file->array);
+    } else {
+        file->tile_count = file->size / file->tile_bytes + (file->size % file->tile_bytes != 0);
+    }
+    return 0;
+}
+
+static int filelayout_show(const struct filelayout_options *options)
+{
+    struct filelayout_file *file = calloc(1, sizeof(*file));
+    struct rpc_client *meta = NULL;
+    uint32_t *nodes = NULL;
+    uint64_t *versions = NULL;
+    char error_text[256];
+    int exit_code = 1;
+
+    meta = rpc_client_new(options->endpoint);
+    nodes = malloc(TS_MAX_TILES_PER_MAP * sizeof(*nodes));
+    versions = malloc(TS_MAX_TILES_PER_MAP * sizeof(*versions));
+    if (!file || !meta || !nodes || !versions) {
+        fprintf(stderr, "tessera layout: %s\n",
+                meta ? "out of memory" : "cannot use the meta endpoint (expected tcp://HOST:PORT)");
+        goto out;
+    }
+    exit_code = filelayout_load(options, meta, file);
+    if (exit_code != 0) {
+        exit_code = exit_code < 0 ? 0 : exit_code; /* a directory is shown already */
+        goto out;
+    }
+    filelayout_print_head(options, file);
+    for (uint64_t first = 0; first < file->tile_count; first += TS_MAX_TILES_PER_MAP) {
+        uint64_t left = file->tile_count - first;
+        uint32_t count = left < TS_MAX_TILES_PER_MAP ? (uint32_t)left : TS_MAX_TILES_PER_MAP;
+        int status = metaclient_tile_map(meta, (int)options->timeout_ms, file->ino, first, count,
+                                         nodes, versions, error_text, sizeof(error_text));
+        if (status != TS_OK) {
+            fflush(stdout);
+            fprintf(stderr,
+                    "\ntessera layout: tessera-meta at %s: tile map of inode %" PRIu64 ": %s%s%s\n",
+                    options->endpoint, file->ino, status_text(status), error_text[0] ? ": " : "",
+                    error_text);
+            exit_code = 1;
+            goto out;
+        }
+        for (uint32_t i = 0; i < count; i++)
+            filelayout_print_tile(options, file, first + i, nodes[i], versions[i], first + i == 0);
+    }
+    if (options->json)
+        printf("%s]}\n", file->tile_count ? "\n  " : "");
+    exit_code = 0;
+out:
+    free(versions);
+    free(nodes);
+    rpc_client_destroy(&meta);
+    if (file)
+        free(file->array);
+    free(file);
+    return exit_code;
+}
+
+int filelayout_main(int argc, char **argv)
+{
+    struct filelayout_options options = {.timeout_ms = FILELAYOUT_DEFAULT_TIMEOUT_MS};
+    int exit_code = filelayout_parse(argc, argv, &options);
+
+    if (exit_code >= 0)
+        return exit_code;
+    if (options.action != FILELAYOUT_SHOW)
+        return filelayout_set(&options);
+    if (!options.endpoint[0]) {
+        exit_code = clusterconf_find_meta(options.state_dir, options.endpoint,
+                                          sizeof(options.endpoint), "tessera layout");
+        if (exit_code != 0)
+            return exit_code;
+    }
+    return filelayout_show(&options);
+}
