@@ -81,6 +81,18 @@ enum ts_op {
     TS_OP_TILE_MAP = 40,
     TS_OP_COMMIT,
     TS_OP_NODE_LIST,
+    TS_OP_TILE_UNCOPY, /* before writing a tile that has read copies */
+
+    /* client or tool -> meta: access profiles */
+    TS_OP_PROFILE_SET = 45,
+    TS_OP_PROFILE_RECORD,
+    TS_OP_PROFILE_GET,
+
+    /* tool -> meta: relocation journal (tessera rebalance) */
+    TS_OP_MOVE_BEGIN = 50,
+    TS_OP_MOVE_COMMIT,
+    TS_OP_MOVE_ABORT,
+    TS_OP_MOVE_LIST,
 
     /* datanode -> meta */
     TS_OP_HEARTBEAT = 60,
@@ -90,6 +102,10 @@ enum ts_op {
     TS_OP_TILE_READ,
     TS_OP_TILE_SYNC,
     TS_OP_TILE_TRUNCATE,
+
+    /* tool -> datanode: relocation (the target pulls from the source) */
+    TS_OP_TILE_PULL = 85,
+    TS_OP_TILE_FENCE,
 
     /* tool -> datanode: administration */
     TS_OP_NODE_THROTTLE = 90,
@@ -123,7 +139,8 @@ struct ts_attr {
 #define TS_ATTR_WIRE_BYTES 108
 
 /* Attribute flags. */
-#define TS_ATTR_ARRAY 0x1u /* laid out as an array: see xattr user.tessera.array */
+#define TS_ATTR_ARRAY 0x1u    /* laid out as an array: see xattr user.tessera.array */
+#define TS_ATTR_PROFILED 0x2u /* accesses are being profiled (tessera profile start) */
 
 /* Placement policies (DESIGN.md "Placement by live throughput"). */
 enum ts_placement {
@@ -265,13 +282,97 @@ enum ts_node_state { TS_NODE_DOWN = 0, TS_NODE_UP = 1 };
  * does not fail the request: those tiles are placed as if no node had been
  * named (earliest finish time), so the records, not the request, say where
  * each tile went; a node id meta never registered is TS_ERR_INVAL.
- * Record: u32 node (0 = hole, no tile), u64 version.
+ * machine: the asking client's machine name ("" = none); it picks read_node.
+ * Record (TS_TILE_RECORD_BYTES):
+ *   u32 node (primary: writes go here; 0 = hole, no tile), u64 version,
+ *   u32 copies (read copies besides the primary; a writer must TILE_UNCOPY
+ *   the tile before writing it while this is non-zero),
+ *   u32 read_node, u64 read_version: where this machine should read the tile
+ *   from: a copy or the primary on a datanode of `machine` when there is
+ *   one (ViPIOS buddy access), else the primary (read_node = node).
  */
-#define TS_TILE_RECORD_BYTES 12
+#define TS_TILE_RECORD_BYTES 28
 #define TS_MAX_TILES_PER_MAP 4096
 #define TS_MSG_TILE_MAP_REQ(X)                                                                    \
-    X(U64, ino) X(U64, first) X(U32, count) X(U32, allocate) X(U32, node)
+    X(U64, ino) X(U64, first) X(U32, count) X(U32, allocate) X(U32, node) X(STR, machine)
 #define TS_MSG_TILE_MAP_REP(X) X(U32, count) X(BLOB, tiles)
+/*
+ * TILE_UNCOPY: drops the read copies of tiles [first, first+count) of ino
+ * (the primaries stay); meta queues the copies for deletion. A writer calls
+ * it before writing a tile whose record showed copies, so no reader is
+ * served a copy older than the primary. Reply: TS_MSG_EMPTY.
+ */
+#define TS_MSG_TILE_UNCOPY_REQ(X) X(U64, ino) X(U64, first) X(U32, count)
+
+/*
+ * PROFILE_SET: action TS_PROFILE_STOP/START/RESET on one inode (the tool
+ * walks a subtree itself). START on a directory also makes the files and
+ * directories created in it later profiled (inherited like
+ * user.tessera.array). RESET deletes the inode's counts and leaves the
+ * profiling state as it was. Reply: profiling = 1 when on after the call.
+ * Profiled inodes carry TS_ATTR_PROFILED in their attributes.
+ */
+enum ts_profile_action { TS_PROFILE_STOP = 0, TS_PROFILE_START = 1, TS_PROFILE_RESET = 2 };
+#define TS_MSG_PROFILE_SET_REQ(X) X(U64, ino) X(U32, action)
+#define TS_MSG_PROFILE_SET_REP(X) X(U32, profiling)
+/*
+ * PROFILE_RECORD: a client's counts since its last flush (it flushes every
+ * second), added to meta's. machine: the client's machine. Records of
+ * inodes not profiled (any more) are dropped; `kept` counts the others.
+ * Record (TS_PROFILE_RECORD_BYTES): u64 ino, u64 tile, u64 reads,
+ * u64 writes, u64 bytes_read, u64 bytes_written, u64 local_bytes (bytes of
+ * those reads and writes served by a datanode on the client's machine),
+ * u64 first_access_ns (wall clock, CLOCK_REALTIME; meta keeps the smallest).
+ */
+#define TS_PROFILE_RECORD_BYTES 64
+#define TS_MAX_PROFILE_RECORDS 16384
+#define TS_MSG_PROFILE_RECORD_REQ(X) X(STR, machine) X(U32, count) X(BLOB, records)
+#define TS_MSG_PROFILE_RECORD_REP(X) X(U32, kept)
+/*
+ * PROFILE_GET: the counts of ino's tiles from first_tile on, whole tiles
+ * only, at most about max_records records. Reply: profiling (the inode's
+ * state), done = 1 when no tile >= next_tile has counts. Record:
+ * u64 tile, u16 machine length, machine, u64 reads, u64 writes,
+ * u64 bytes_read, u64 bytes_written, u64 local_bytes, u64 first_access_ns.
+ */
+#define TS_MSG_PROFILE_GET_REQ(X) X(U64, ino) X(U64, first_tile) X(U32, max_records)
+#define TS_MSG_PROFILE_GET_REP(X)                                                                 \
+    X(U32, profiling) X(U32, count) X(U32, done) X(U64, next_tile) X(BLOB, records)
+
+/*
+ * Relocation journal (DESIGN.md "Profiles and the librarian"). One entry
+ * per tile at most. A step of a plan runs as:
+ *   MOVE_BEGIN  -> meta journals it and names the target's new file
+ *                  version (new_version; 0 for a drop);
+ *   TILE_PULL   -> the target datanode copies the tile from the source;
+ *   TILE_FENCE  -> the source freezes the tile (writes get TS_ERR_STALE)
+ *                  and gives its checksum; the pull must match it;
+ *   MOVE_COMMIT -> meta switches the tile map in one transaction if the
+ *                  tile is still (from_node, version); a move queues the
+ *                  old file for deletion, a drop the dropped copy; the
+ *                  entry is removed;
+ *   TILE_FENCE retire -> the source refuses the old file for good.
+ * MOVE_ABORT removes the entry and queues the target's new file (if any)
+ * for deletion. kind: TS_MOVE_COPY (from keeps the tile), TS_MOVE_MOVE
+ * (from loses it: the primary moves if from_node is the primary), TS_MOVE_DROP
+ * (from_node loses its copy; to_node 0).
+ * MOVE_BEGIN of a tile that already has the same entry returns it (resume);
+ * a different entry is TS_ERR_BUSY; a tile no longer (from_node, version)
+ * is TS_ERR_STALE. MOVE_COMMIT of a tile that changed since MOVE_BEGIN is
+ * TS_ERR_STALE (the entry is then aborted as by MOVE_ABORT).
+ * Journal record (TS_MOVE_RECORD_BYTES): u64 ino, u64 tile, u32 kind,
+ * u32 from_node, u32 to_node, u64 version, u64 new_version,
+ * i64 started_sec (wall clock).
+ */
+enum ts_move_kind { TS_MOVE_COPY = 1, TS_MOVE_MOVE = 2, TS_MOVE_DROP = 3 };
+#define TS_MOVE_RECORD_BYTES 52
+#define TS_MSG_MOVE_BEGIN_REQ(X)                                                                  \
+    X(U64, ino) X(U64, tile) X(U64, version) X(U32, kind) X(U32, from_node) X(U32, to_node)
+#define TS_MSG_MOVE_BEGIN_REP(X) X(U64, new_version)
+#define TS_MSG_MOVE_TILE_REQ(X) X(U64, ino) X(U64, tile) /* MOVE_COMMIT, MOVE_ABORT */
+#define TS_MSG_MOVE_LIST_REQ(X) X(U64, after_ino) X(U64, after_tile) X(U32, max_records)
+#define TS_MSG_MOVE_LIST_REP(X) X(U32, count) X(U32, done) X(BLOB, records)
+
 /*
  * COMMIT: data was written: size = max(size, min_size); mtime/ctime set to
  * the given time if mtime_sec != 0. Also makes meta's store durable when
@@ -332,6 +433,35 @@ enum ts_node_state { TS_NODE_DOWN = 0, TS_NODE_UP = 1 };
 /* TILE_SYNC: fsync these tiles (records as garbage records). */
 #define TS_MSG_TILE_SYNC_REQ(X) X(U32, count) X(BLOB, tiles)
 #define TS_MSG_TILE_TRUNCATE_REQ(X) X(U64, ino) X(U64, tile) X(U64, version) X(U32, length)
+
+/*
+ * TILE_PULL: the target datanode (the one asked) copies tile (ino, tile,
+ * version) from the source datanode at `source` (its address) into its own
+ * file (ino, tile, new_version), synced, without the tool or meta in the
+ * data path. It runs in the background: the reply says where the pull
+ * stands, and asking again with the same fields is how the caller waits
+ * (and how a restarted tool finds a pull it started). state:
+ * TS_PULL_RUNNING, or TS_PULL_DONE with the bytes stored and their
+ * checksum (CRC-32C, common/crc32c.h). A failed pull is answered with its
+ * status and text once, and forgotten (asking again starts it again).
+ */
+enum ts_pull_state { TS_PULL_RUNNING = 0, TS_PULL_DONE = 1 };
+#define TS_MSG_TILE_PULL_REQ(X)                                                                   \
+    X(U64, ino) X(U64, tile) X(U64, version) X(U64, new_version) X(STR, source)
+#define TS_MSG_TILE_PULL_REP(X) X(U32, state) X(U64, bytes) X(U32, checksum)
+/*
+ * TILE_FENCE on the source of a move, for tile file (ino, tile, version):
+ * TS_FENCE_FREEZE: writes and truncates get TS_ERR_STALE for lease_ms
+ *   (renewed by asking again; lifted early by TS_FENCE_LIFT); reads go on;
+ * TS_FENCE_RETIRE: for good, kept across restarts: writes, truncates and
+ *   reads of that file get TS_ERR_STALE (a client then asks meta again);
+ * TS_FENCE_LIFT: ends a freeze (not a retirement).
+ * Reply: the tile's bytes and CRC-32C now (0/0 when it has no file).
+ */
+enum ts_fence_action { TS_FENCE_LIFT = 0, TS_FENCE_FREEZE = 1, TS_FENCE_RETIRE = 2 };
+#define TS_MSG_TILE_FENCE_REQ(X)                                                                  \
+    X(U64, ino) X(U64, tile) X(U64, version) X(U32, action) X(U32, lease_ms)
+#define TS_MSG_TILE_FENCE_REP(X) X(U64, bytes) X(U32, checksum)
 
 /*
  * NODE_THROTTLE: caps the datanode's disk I/O at bytes_per_sec (a token
@@ -407,6 +537,18 @@ enum ts_node_state { TS_NODE_DOWN = 0, TS_NODE_UP = 1 };
     M(removexattr_req, TS_MSG_REMOVEXATTR_REQ)                                                     \
     M(tile_map_req, TS_MSG_TILE_MAP_REQ)                                                           \
     M(tile_map_rep, TS_MSG_TILE_MAP_REP)                                                           \
+    M(tile_uncopy_req, TS_MSG_TILE_UNCOPY_REQ)                                                     \
+    M(profile_set_req, TS_MSG_PROFILE_SET_REQ)                                                     \
+    M(profile_set_rep, TS_MSG_PROFILE_SET_REP)                                                     \
+    M(profile_record_req, TS_MSG_PROFILE_RECORD_REQ)                                               \
+    M(profile_record_rep, TS_MSG_PROFILE_RECORD_REP)                                               \
+    M(profile_get_req, TS_MSG_PROFILE_GET_REQ)                                                     \
+    M(profile_get_rep, TS_MSG_PROFILE_GET_REP)                                                     \
+    M(move_begin_req, TS_MSG_MOVE_BEGIN_REQ)                                                       \
+    M(move_begin_rep, TS_MSG_MOVE_BEGIN_REP)                                                       \
+    M(move_tile_req, TS_MSG_MOVE_TILE_REQ)                                                         \
+    M(move_list_req, TS_MSG_MOVE_LIST_REQ)                                                         \
+    M(move_list_rep, TS_MSG_MOVE_LIST_REP)                                                         \
     M(commit_req, TS_MSG_COMMIT_REQ)                                                               \
     M(node_list_rep, TS_MSG_NODE_LIST_REP)                                                         \
     M(heartbeat_req, TS_MSG_HEARTBEAT_REQ)                                                         \
@@ -415,6 +557,10 @@ enum ts_node_state { TS_NODE_DOWN = 0, TS_NODE_UP = 1 };
     M(tile_read_req, TS_MSG_TILE_READ_REQ)                                                         \
     M(tile_sync_req, TS_MSG_TILE_SYNC_REQ)                                                         \
     M(tile_truncate_req, TS_MSG_TILE_TRUNCATE_REQ)                                                 \
+    M(tile_pull_req, TS_MSG_TILE_PULL_REQ)                                                         \
+    M(tile_pull_rep, TS_MSG_TILE_PULL_REP)                                                         \
+    M(tile_fence_req, TS_MSG_TILE_FENCE_REQ)                                                       \
+    M(tile_fence_rep, TS_MSG_TILE_FENCE_REP)                                                       \
     M(node_throttle, TS_MSG_NODE_THROTTLE)                                                         \
     M(node_stats_req, TS_MSG_NODE_STATS_REQ)                                                       \
     M(node_stats_rep, TS_MSG_NODE_STATS_REP)

@@ -381,6 +381,9 @@ int metaclient_tile_map(struct metaclient *client, uint64_t ino, uint64_t first,
     for (uint32_t i = 0; i < count; i++) {
         locations[i].node = ts_cursor_u32(&cursor);
         locations[i].version = ts_cursor_u64(&cursor);
+        locations[i].copies = ts_cursor_u32(&cursor);
+        locations[i].read_node = ts_cursor_u32(&cursor);
+        locations[i].read_version = ts_cursor_u64(&cursor);
     }
 out:
     rpc_reply_release(&reply);

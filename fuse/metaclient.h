@@ -18,9 +18,13 @@
 struct metaclient;
 
 /* Where a tile lives; node 0 means a hole (no tile stored). */
+/* One TILE_MAP record (proto.h): the primary, and where to read from. */
 struct tile_location {
-    uint32_t node;
+    uint32_t node; /* primary: writes go here; 0 = a hole */
     uint64_t version;
+    uint32_t copies;    /* read copies besides the primary */
+    uint32_t read_node; /* this machine's best source: a local copy, else node */
+    uint64_t read_version;
 };
 
 /* One directory entry as READDIR returns it. */

@@ -1906,6 +1906,9 @@ static int tile_map_body(struct store_txn *txn, void *arg)
         }
         ts_writer_u32(&op->records, entry.node);
         ts_writer_u64(&op->records, entry.version);
+        ts_writer_u32(&op->records, 0);          /* copies: none yet */
+        ts_writer_u32(&op->records, entry.node); /* read_node: the primary */
+        ts_writer_u64(&op->records, entry.version);
     }
     if (status != TS_OK)
         return status;

@@ -167,6 +167,7 @@ int metaclient_tile_map(struct rpc_client *client, int timeout_ms, uint64_t ino,
     for (uint32_t i = 0; i < count; i++) {
         nodes[i] = ts_cursor_u32(&cursor);
         versions[i] = ts_cursor_u64(&cursor);
+        ts_cursor_bytes(&cursor, TS_TILE_RECORD_BYTES - 12); /* copies, read source */
     }
 out:
     rpc_reply_release(&reply);

@@ -272,6 +272,9 @@ static int do_tile_map(struct fixture *f, uint64_t ino, uint64_t first, uint32_t
     for (uint32_t i = 0; i < count; i++) {
         nodes[i] = ts_cursor_u32(&cursor);
         versions[i] = ts_cursor_u64(&cursor);
+        assert_int_equal(ts_cursor_u32(&cursor), 0);        /* copies */
+        assert_int_equal(ts_cursor_u32(&cursor), nodes[i]); /* read_node */
+        assert_int_equal(ts_cursor_u64(&cursor), versions[i]);
     }
     assert_false(cursor.failed);
     return status;
@@ -1086,7 +1089,7 @@ static int tile_map_named(struct fixture *f, uint64_t ino, uint64_t first, uint3
     ts_cursor_init(&cursor, reply.tiles.ptr, reply.tiles.len);
     for (uint32_t i = 0; i < count; i++) {
         nodes[i] = ts_cursor_u32(&cursor);
-        ts_cursor_u64(&cursor);
+        ts_cursor_bytes(&cursor, TS_TILE_RECORD_BYTES - 4);
     }
     assert_false(cursor.failed);
     return status;
