@@ -76,6 +76,8 @@ enum ts_op {
     TS_OP_GETXATTR,
     TS_OP_LISTXATTR,
     TS_OP_REMOVEXATTR,
+    TS_OP_READDIRPLUS, /* READDIR with each entry's attributes (statahead) */
+    TS_OP_RELEASE_MANY, /* RELEASE of many inodes in one request */
 
     /* client -> meta: data placement */
     TS_OP_TILE_MAP = 40,
@@ -257,9 +259,29 @@ enum ts_node_state { TS_NODE_DOWN = 0, TS_NODE_UP = 1 };
  */
 #define TS_MSG_READDIR_REQ(X) X(U64, ino) X(STR, after) X(U32, max_entries)
 #define TS_MSG_READDIR_REP(X) X(U32, count) X(U32, done) X(BLOB, entries)
+/*
+ * READDIRPLUS: READDIR with the attributes of each entry, for a client
+ * that answers the lookups of a directory walk from one reply (statahead)
+ * or serves readdirplus. Entries of directory `ino` whose names sort after
+ * `after`, or at or after it when inclusive = 1, at most max_entries.
+ * Record: ts_attr (TS_ATTR_WIRE_BYTES), u16 name length, name bytes.
+ * done = 1 when no entry sorts after the last one returned, so the reply
+ * also proves that no name between `after` and the last entry (or, with
+ * done, after `after` at all) exists at the time of the reply.
+ */
+#define TS_MSG_READDIRPLUS_REQ(X) X(U64, ino) X(STR, after) X(U32, inclusive) X(U32, max_entries)
+#define TS_MSG_READDIRPLUS_REP(X) X(U32, count) X(U32, done) X(BLOB, entries)
 /* OPEN holds the inode alive while open (unlinked files stay readable). */
 #define TS_MSG_OPEN_REQ(X) X(U64, ino) X(U32, flags)
 #define TS_MSG_RELEASE_REQ(X) X(U64, ino)
+/*
+ * RELEASE_MANY: one RELEASE per record (u64 ino; an inode opened n times
+ * appears n times), at most TS_MAX_RELEASES. A client sends its releases
+ * in the background, batched, since nothing waits for them. Reply:
+ * TS_MSG_EMPTY.
+ */
+#define TS_MAX_RELEASES 4096
+#define TS_MSG_RELEASE_MANY_REQ(X) X(U32, count) X(BLOB, inos)
 #define TS_MSG_EMPTY(X)
 #define TS_MSG_STATFS_REP(X)                                                                      \
     X(U64, total_bytes)                                                                            \
@@ -342,30 +364,46 @@ enum ts_profile_action { TS_PROFILE_STOP = 0, TS_PROFILE_START = 1, TS_PROFILE_R
 /*
  * Relocation journal (DESIGN.md "Profiles and the librarian"). One entry
  * per tile at most. A step of a plan runs as:
- *   MOVE_BEGIN  -> meta journals it and names the target's new file
- *                  version (new_version; 0 for a drop);
+ *   MOVE_BEGIN  -> meta journals it (state BEGUN) and names the target's
+ *                  new file version (new_version; 0 for a drop);
  *   TILE_PULL   -> the target datanode copies the tile from the source;
  *   TILE_FENCE  -> the source freezes the tile (writes get TS_ERR_STALE)
  *                  and gives its checksum; the pull must match it;
  *   MOVE_COMMIT -> meta switches the tile map in one transaction if the
  *                  tile is still (from_node, version); a move queues the
  *                  old file for deletion, a drop the dropped copy; the
- *                  entry is removed;
- *   TILE_FENCE retire -> the source refuses the old file for good.
- * MOVE_ABORT removes the entry and queues the target's new file (if any)
- * for deletion. kind: TS_MOVE_COPY (from keeps the tile), TS_MOVE_MOVE
- * (from loses it: the primary moves if from_node is the primary), TS_MOVE_DROP
- * (from_node loses its copy; to_node 0).
- * MOVE_BEGIN of a tile that already has the same entry returns it (resume);
- * a different entry is TS_ERR_BUSY; a tile no longer (from_node, version)
- * is TS_ERR_STALE. MOVE_COMMIT of a tile that changed since MOVE_BEGIN is
- * TS_ERR_STALE (the entry is then aborted as by MOVE_ABORT).
+ *                  entry stays, in state COMMITTED;
+ *   TILE_FENCE retire (move, drop) -> the source refuses the old file for
+ *                  good; lift (copy) -> the source's freeze ends;
+ *   MOVE_COMMIT again ("finish") -> the COMMITTED entry is removed.
+ * A COMMITTED entry remembers that the old holder's file is not retired
+ * yet: until it is, a client with a stale cached location could still
+ * write there once the freeze's lease ends, and that write would be lost
+ * with the file. Whoever finds a COMMITTED entry (MOVE_LIST after a
+ * crash) retires or lifts and then finishes it; it cannot be aborted.
+ * MOVE_ABORT removes a BEGUN entry and queues the target's new file (if
+ * any) for deletion; of a COMMITTED entry it is TS_ERR_INVAL. kind:
+ * TS_MOVE_COPY (from keeps the tile), TS_MOVE_MOVE (from loses it: the
+ * primary moves if from_node is the primary), TS_MOVE_DROP (from_node
+ * loses its copy; to_node 0).
+ * MOVE_BEGIN of a tile that already has the same BEGUN entry returns it
+ * (resume); a different or COMMITTED entry is TS_ERR_BUSY; a tile no
+ * longer (from_node, version) is TS_ERR_STALE. MOVE_COMMIT of a tile that
+ * changed since MOVE_BEGIN is TS_ERR_STALE (the entry is then aborted as
+ * by MOVE_ABORT).
+ * Copies are made only of closed files: a client that cached a tile's
+ * record without copies before the copy committed would write the primary
+ * without TILE_UNCOPY and leave the copy stale. So MOVE_BEGIN and the
+ * first MOVE_COMMIT of a TS_MOVE_COPY are TS_ERR_BUSY while the inode is
+ * open on any client (an entry already BEGUN stays: the caller aborts it,
+ * or commits once the file is closed).
  * Journal record (TS_MOVE_RECORD_BYTES): u64 ino, u64 tile, u32 kind,
  * u32 from_node, u32 to_node, u64 version, u64 new_version,
- * i64 started_sec (wall clock).
+ * i64 started_sec (wall clock), u32 state (enum ts_move_state).
  */
 enum ts_move_kind { TS_MOVE_COPY = 1, TS_MOVE_MOVE = 2, TS_MOVE_DROP = 3 };
-#define TS_MOVE_RECORD_BYTES 52
+enum ts_move_state { TS_MOVE_BEGUN = 0, TS_MOVE_COMMITTED = 1 };
+#define TS_MOVE_RECORD_BYTES 56
 #define TS_MSG_MOVE_BEGIN_REQ(X)                                                                  \
     X(U64, ino) X(U64, tile) X(U64, version) X(U32, kind) X(U32, from_node) X(U32, to_node)
 #define TS_MSG_MOVE_BEGIN_REP(X) X(U64, new_version)
@@ -528,6 +566,9 @@ enum ts_fence_action { TS_FENCE_LIFT = 0, TS_FENCE_FREEZE = 1, TS_FENCE_RETIRE =
     M(readdir_rep, TS_MSG_READDIR_REP)                                                             \
     M(open_req, TS_MSG_OPEN_REQ)                                                                   \
     M(release_req, TS_MSG_RELEASE_REQ)                                                             \
+    M(release_many_req, TS_MSG_RELEASE_MANY_REQ)                                                   \
+    M(readdirplus_req, TS_MSG_READDIRPLUS_REQ)                                                     \
+    M(readdirplus_rep, TS_MSG_READDIRPLUS_REP)                                                     \
     M(statfs_rep, TS_MSG_STATFS_REP)                                                               \
     M(setxattr_req, TS_MSG_SETXATTR_REQ)                                                           \
     M(getxattr_req, TS_MSG_GETXATTR_REQ)                                                           \

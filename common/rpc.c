@@ -36,6 +36,13 @@ void *rpc_context(void)
     return rpc_zmq_context;
 }
 
+static int64_t monotonic_us(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000;
+}
+
 static int64_t monotonic_ms(void)
 {
     struct timespec now;
@@ -139,9 +146,12 @@ void rpc_client_destroy(struct rpc_client **clientp)
     *clientp = NULL;
 }
 
-/* Receives one multipart reply into `reply`; returns a status. */
-static int rpc_receive_reply(void *socket, uint64_t request_id, uint16_t op,
-                             struct rpc_reply *reply)
+/*
+ * Receives one multipart reply into `reply` and checks its frames and
+ * header; returns TS_OK (the reply's own status is in reply->header), a
+ * failure status, or TS_ERR_TIMEDOUT when nothing was waiting.
+ */
+static int rpc_receive_frames_of_reply(void *socket, struct rpc_reply *reply)
 {
     int more;
     size_t more_len = sizeof(more);
@@ -173,9 +183,7 @@ static int rpc_receive_reply(void *socket, uint64_t request_id, uint16_t op,
                               zmq_msg_size(&reply->frame));
     if (status != TS_OK)
         return status;
-    if (reply->header.request_id != request_id)
-        return -1; /* a late reply to an earlier call: skip it */
-    if (!(reply->header.flags & TS_FLAG_REPLY) || reply->header.type != op)
+    if (!(reply->header.flags & TS_FLAG_REPLY))
         return TS_ERR_BADMSG;
     reply->payload = (const uint8_t *)zmq_msg_data(&reply->frame) + TS_HEADER_BYTES;
     reply->payload_len = reply->header.payload_bytes;
@@ -187,6 +195,20 @@ static int rpc_receive_reply(void *socket, uint64_t request_id, uint16_t op,
     } else if (reply->header.data_bytes != 0) {
         return TS_ERR_BADMSG;
     }
+    return TS_OK;
+}
+
+/* Receives the reply to (request_id, op); -1 for a late reply to an earlier call. */
+static int rpc_receive_reply(void *socket, uint64_t request_id, uint16_t op,
+                             struct rpc_reply *reply)
+{
+    int status = rpc_receive_frames_of_reply(socket, reply);
+    if (status != TS_OK)
+        return status;
+    if (reply->header.request_id != request_id)
+        return -1; /* a late reply to an earlier call: skip it */
+    if (reply->header.type != op)
+        return TS_ERR_BADMSG;
     return reply->header.status;
 }
 
@@ -287,6 +309,118 @@ out:
     return status;
 }
 
+/*
+ * Moves a received reply into `to` (which holds nothing): ZeroMQ keeps a
+ * small message inside its zmq_msg_t, so the frames move with
+ * zmq_msg_move and the pointers into them are taken again.
+ */
+static void rpc_reply_move(struct rpc_reply *to, struct rpc_reply *from)
+{
+    memset(to, 0, sizeof(*to));
+    to->header = from->header;
+    zmq_msg_init(&to->frame);
+    zmq_msg_move(&to->frame, &from->frame);
+    to->frames_held = 1;
+    to->payload = (const uint8_t *)zmq_msg_data(&to->frame) + TS_HEADER_BYTES;
+    to->payload_len = from->payload_len;
+    if (from->frames_held == 2) {
+        zmq_msg_init(&to->data_frame);
+        zmq_msg_move(&to->data_frame, &from->data_frame);
+        to->frames_held = 2;
+        to->data = zmq_msg_data(&to->data_frame);
+        to->data_len = zmq_msg_size(&to->data_frame);
+    }
+    rpc_reply_release(from);
+}
+
+int rpc_client_call_many(struct rpc_client *client, const struct rpc_call *calls, size_t count,
+                         int timeout_ms, struct rpc_reply *replies, int *statuses)
+{
+    uint8_t stack_frame[512];
+    uint8_t *frame = stack_frame;
+    size_t frame_cap = sizeof(stack_frame);
+    uint64_t first_id;
+    size_t received = 0;
+    int64_t deadline = monotonic_ms() + timeout_ms;
+    int status = TS_OK;
+
+    if (count == 0 || count > RPC_MAX_PIPELINE)
+        return TS_ERR_INVAL;
+    for (size_t i = 0; i < count; i++) {
+        memset(&replies[i], 0, sizeof(replies[i]));
+        statuses[i] = TS_ERR_TIMEDOUT;
+    }
+    for (size_t i = 0; i < count; i++) {
+        if (calls[i].payload_len > TS_MAX_FRAME_BYTES - TS_HEADER_BYTES)
+            return TS_ERR_TOOBIG;
+        if (TS_HEADER_BYTES + calls[i].payload_len > frame_cap)
+            frame_cap = TS_HEADER_BYTES + calls[i].payload_len;
+    }
+    if (frame_cap > sizeof(stack_frame))
+        frame = malloc(frame_cap);
+    if (!frame)
+        return TS_ERR_NOMEM;
+    if (!client->socket)
+        client->socket = rpc_socket_open(client->endpoint);
+    if (!client->socket) {
+        status = TS_ERR_IO;
+        goto out;
+    }
+    first_id = atomic_fetch_add(&rpc_next_request_id, count);
+    for (size_t i = 0; i < count; i++) {
+        size_t frame_len = rpc_frame_build(frame, frame_cap, calls[i].op, first_id + i, 0, TS_OK,
+                                           calls[i].payload, calls[i].payload_len, 0);
+        if (zmq_send(client->socket, frame, frame_len, ZMQ_DONTWAIT) < 0) {
+            status = TS_ERR_TIMEDOUT;
+            goto reset;
+        }
+    }
+    while (received < count) {
+        int64_t left = deadline - monotonic_ms();
+        zmq_pollitem_t item = {client->socket, 0, ZMQ_POLLIN, 0};
+        struct rpc_reply reply;
+        if (left <= 0)
+            break;
+        int ready = zmq_poll(&item, 1, (long)left);
+        if (ready < 0 && zmq_errno() == EINTR)
+            continue;
+        if (ready <= 0)
+            break;
+        memset(&reply, 0, sizeof(reply));
+        int got = rpc_receive_frames_of_reply(client->socket, &reply);
+        uint64_t index = reply.header.request_id - first_id;
+        if (got == TS_ERR_TIMEDOUT) {
+            rpc_reply_release(&reply);
+            continue; /* woken without a whole message */
+        }
+        if (got != TS_OK) {
+            rpc_reply_release(&reply);
+            status = got;
+            goto reset;
+        }
+        if (reply.header.request_id < first_id || index >= count ||
+            replies[index].frames_held != 0) {
+            rpc_reply_release(&reply); /* a late reply to an earlier call */
+            continue;
+        }
+        statuses[index] =
+            reply.header.type == calls[index].op ? reply.header.status : TS_ERR_BADMSG;
+        rpc_reply_move(&replies[index], &reply);
+        received++;
+    }
+    if (received == count)
+        goto out;
+    status = TS_ERR_TIMEDOUT;
+reset:
+    /* Lazy Pirate: a socket with a request in flight is never reused. */
+    zmq_close(client->socket);
+    client->socket = NULL;
+out:
+    if (frame != stack_frame)
+        free(frame);
+    return status;
+}
+
 /* ---- pool ------------------------------------------------------------- */
 
 struct rpc_pool {
@@ -330,27 +464,22 @@ int rpc_pool_call(struct rpc_pool *pool, uint16_t op, const void *payload, size_
     return rpc_pool_call_owned(pool, op, payload, payload_len, data, data_len, NULL, reply);
 }
 
-int rpc_pool_call_owned(struct rpc_pool *pool, uint16_t op, const void *payload,
-                        size_t payload_len, const void *data, size_t data_len,
-                        const struct rpc_data_owner *owner, struct rpc_reply *reply)
+/* An idle client of the pool, or a new one; NULL if none can be made. */
+static struct rpc_client *rpc_pool_take(struct rpc_pool *pool)
 {
     struct rpc_client *client = NULL;
-    int status;
-
     pthread_mutex_lock(&pool->lock);
     if (pool->idle_count > 0)
         client = pool->idle[--pool->idle_count];
     pthread_mutex_unlock(&pool->lock);
     if (!client)
         client = rpc_client_new(pool->endpoint);
-    if (!client) {
-        memset(reply, 0, sizeof(*reply));
-        if (owner && data)
-            owner->free_fn((void *)data, owner->hint);
-        return TS_ERR_IO;
-    }
-    status = rpc_client_call_owned(client, op, payload, payload_len, data, data_len, owner,
-                                   pool->timeout_ms, reply);
+    return client;
+}
+
+/* Makes client idle again (or destroys it if the pool cannot hold it). */
+static void rpc_pool_give_back(struct rpc_pool *pool, struct rpc_client *client)
+{
     pthread_mutex_lock(&pool->lock);
     if (pool->idle_count == pool->idle_cap) {
         size_t new_cap = pool->idle_cap ? pool->idle_cap * 2 : 8;
@@ -366,16 +495,75 @@ int rpc_pool_call_owned(struct rpc_pool *pool, uint16_t op, const void *payload,
     }
     pthread_mutex_unlock(&pool->lock);
     rpc_client_destroy(&client);
+}
+
+int rpc_pool_call_owned(struct rpc_pool *pool, uint16_t op, const void *payload,
+                        size_t payload_len, const void *data, size_t data_len,
+                        const struct rpc_data_owner *owner, struct rpc_reply *reply)
+{
+    struct rpc_client *client = rpc_pool_take(pool);
+    int status;
+    if (!client) {
+        memset(reply, 0, sizeof(*reply));
+        if (owner && data)
+            owner->free_fn((void *)data, owner->hint);
+        return TS_ERR_IO;
+    }
+    status = rpc_client_call_owned(client, op, payload, payload_len, data, data_len, owner,
+                                   pool->timeout_ms, reply);
+    rpc_pool_give_back(pool, client);
+    return status;
+}
+
+int rpc_pool_call_many(struct rpc_pool *pool, const struct rpc_call *calls, size_t count,
+                       struct rpc_reply *replies, int *statuses)
+{
+    struct rpc_client *client;
+    int status;
+    if (count == 0 || count > RPC_MAX_PIPELINE)
+        return TS_ERR_INVAL;
+    client = rpc_pool_take(pool);
+    if (!client) {
+        for (size_t i = 0; i < count; i++) {
+            memset(&replies[i], 0, sizeof(replies[i]));
+            statuses[i] = TS_ERR_IO;
+        }
+        return TS_ERR_IO;
+    }
+    status = rpc_client_call_many(client, calls, count, pool->timeout_ms, replies, statuses);
+    rpc_pool_give_back(pool, client);
     return status;
 }
 
 /* ---- server ----------------------------------------------------------- */
+
+/*
+ * Small replies to one peer's requests that came together are sent
+ * together once those are handled (at most this many, the first held at
+ * most about RPC_SERVER_REPLY_HOLD_US): a client's pipelined requests
+ * (rpc_client_call_many), which it waits for all at once, then get their
+ * replies in one write, and the client wakes once for all of them. A
+ * request from another peer, or a reply with bulk data (a tile), sends
+ * what is held first, so no peer waits for another's requests.
+ */
+#define RPC_SERVER_REPLY_BATCH 8
+#define RPC_SERVER_REPLY_HOLD_US 200
+
+struct rpc_pending_reply {
+    zmq_msg_t identity;
+    zmq_msg_t frame;
+    zmq_msg_t data;
+    bool with_data;
+};
 
 struct rpc_server {
     void *socket;
     const rpc_handler_fn *handlers;
     void *ctx;
     uint8_t *reply_frame; /* header + payload of the reply being built */
+    struct rpc_pending_reply pending[RPC_SERVER_REPLY_BATCH];
+    int pending_count;
+    int64_t pending_since_us; /* when pending[0] was queued */
 };
 
 struct rpc_server *rpc_server_new(const char *endpoint, const rpc_handler_fn *handlers,
@@ -448,6 +636,26 @@ static int rpc_receive_frames(void *socket, zmq_msg_t *frames, int max)
     return count;
 }
 
+/* Sends the replies built so far, in order. */
+static void rpc_flush_replies(struct rpc_server *server)
+{
+    for (int i = 0; i < server->pending_count; i++) {
+        struct rpc_pending_reply *reply = &server->pending[i];
+        zmq_msg_send(&reply->identity, server->socket, ZMQ_SNDMORE);
+        if (zmq_msg_send(&reply->frame, server->socket, reply->with_data ? ZMQ_SNDMORE : 0) < 0)
+            log_warn("reply not sent: %s", zmq_strerror(zmq_errno()));
+        if (reply->with_data && zmq_msg_send(&reply->data, server->socket, 0) < 0)
+            zmq_msg_close(&reply->data);
+        /* Sent messages are empty now; closing them is always allowed. */
+        zmq_msg_close(&reply->identity);
+        zmq_msg_close(&reply->frame);
+        if (reply->with_data)
+            zmq_msg_close(&reply->data);
+    }
+    server->pending_count = 0;
+}
+
+/* Builds the reply to `request` and queues it; the identity frame moves into the queue. */
 static void rpc_send_reply(struct rpc_server *server, zmq_msg_t *identity,
                            const struct ts_header *request, int status,
                            struct rpc_response *response)
@@ -475,24 +683,34 @@ static void rpc_send_reply(struct rpc_server *server, zmq_msg_t *identity,
     };
     ts_header_encode(&header, server->reply_frame);
 
-    zmq_msg_send(identity, server->socket, ZMQ_SNDMORE);
-    if (zmq_send(server->socket, server->reply_frame, TS_HEADER_BYTES + payload_len,
-                 with_data ? ZMQ_SNDMORE : 0) < 0)
-        log_warn("reply to %s not sent: %s", ts_op_name(request->type),
-                 zmq_strerror(zmq_errno()));
+    if (server->pending_count == RPC_SERVER_REPLY_BATCH)
+        rpc_flush_replies(server);
+    struct rpc_pending_reply *reply = &server->pending[server->pending_count];
+    zmq_msg_init(&reply->identity);
+    zmq_msg_move(&reply->identity, identity);
+    if (zmq_msg_init_size(&reply->frame, TS_HEADER_BYTES + payload_len) != 0) {
+        log_warn("reply to %s not sent: out of memory", ts_op_name(request->type));
+        zmq_msg_close(&reply->identity);
+        if (response->data_free)
+            response->data_free(response->data, NULL);
+        return;
+    }
+    memcpy(zmq_msg_data(&reply->frame), server->reply_frame, TS_HEADER_BYTES + payload_len);
+    reply->with_data = with_data;
     if (with_data) {
-        zmq_msg_t data;
         if (response->data_free) {
-            zmq_msg_init_data(&data, response->data, response->data_len, response->data_free,
+            zmq_msg_init_data(&reply->data, response->data, response->data_len, response->data_free,
                               NULL);
             response->data_free = NULL; /* ZeroMQ owns it now */
         } else {
-            zmq_msg_init_size(&data, response->data_len);
-            memcpy(zmq_msg_data(&data), response->data, response->data_len);
+            zmq_msg_init_size(&reply->data, response->data_len);
+            memcpy(zmq_msg_data(&reply->data), response->data, response->data_len);
         }
-        if (zmq_msg_send(&data, server->socket, 0) < 0)
-            zmq_msg_close(&data);
     }
+    if (server->pending_count++ == 0)
+        server->pending_since_us = monotonic_us();
+    if (with_data || monotonic_us() - server->pending_since_us >= RPC_SERVER_REPLY_HOLD_US)
+        rpc_flush_replies(server);
     if (response->data_free)
         response->data_free(response->data, NULL);
 }
@@ -539,6 +757,13 @@ static void rpc_server_dispatch(struct rpc_server *server, zmq_msg_t *frames, in
     rpc_send_reply(server, &frames[0], &header, status, &response);
 }
 
+/* Whether two identity frames name the same peer. */
+static bool rpc_same_peer(zmq_msg_t *a, zmq_msg_t *b)
+{
+    size_t len = zmq_msg_size(a);
+    return len == zmq_msg_size(b) && memcmp(zmq_msg_data(a), zmq_msg_data(b), len) == 0;
+}
+
 /* Messages handled per call, so the caller's timers still run under load. */
 #define RPC_SERVER_BATCH 256
 
@@ -553,10 +778,14 @@ int rpc_server_handle_pending(struct rpc_server *server)
         if (!(events & ZMQ_POLLIN))
             break;
         int count = rpc_receive_frames(server->socket, frames, 4);
+        if (server->pending_count > 0 && count > 0 &&
+            !rpc_same_peer(&server->pending[server->pending_count - 1].identity, &frames[0]))
+            rpc_flush_replies(server);
         rpc_server_dispatch(server, frames, count);
         for (int i = 0; i < count && i < 4; i++)
             zmq_msg_close(&frames[i]);
         handled++;
     }
+    rpc_flush_replies(server);
     return handled;
 }

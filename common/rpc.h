@@ -74,6 +74,29 @@ int rpc_client_call_owned(struct rpc_client *client, uint16_t op, const void *pa
                           const struct rpc_data_owner *owner, int timeout_ms,
                           struct rpc_reply *reply);
 
+/* One request of a pipeline (rpc_client_call_many): no data frame. */
+struct rpc_call {
+    uint16_t op;
+    const void *payload;
+    size_t payload_len;
+};
+#define RPC_MAX_PIPELINE 4
+
+/*
+ * Sends count (1..RPC_MAX_PIPELINE) requests back to back on the client's
+ * socket and waits up to timeout_ms for all their replies. The server
+ * takes one peer's requests in the order sent (every Tessera daemon
+ * serves them one at a time from one socket), so a later request sees
+ * what an earlier one did, and the whole costs about one round trip.
+ * statuses[i] gets what rpc_client_call() would have returned for
+ * calls[i]; replies[i] is filled when it answered and is released by the
+ * caller in every case. Returns TS_OK when every reply came, else why not
+ * (TS_ERR_TIMEDOUT, TS_ERR_TOOBIG, TS_ERR_IO without a socket...);
+ * TS_ERR_INVAL for a count out of range, with nothing touched.
+ */
+int rpc_client_call_many(struct rpc_client *client, const struct rpc_call *calls, size_t count,
+                         int timeout_ms, struct rpc_reply *replies, int *statuses);
+
 struct rpc_pool;
 
 /* A pool of clients for one endpoint; every call has timeout_ms. */
@@ -83,6 +106,9 @@ const char *rpc_pool_endpoint(const struct rpc_pool *pool);
 /* As rpc_client_call(), from any thread. */
 int rpc_pool_call(struct rpc_pool *pool, uint16_t op, const void *payload, size_t payload_len,
                   const void *data, size_t data_len, struct rpc_reply *reply);
+/* As rpc_client_call_many(), from any thread. */
+int rpc_pool_call_many(struct rpc_pool *pool, const struct rpc_call *calls, size_t count,
+                       struct rpc_reply *replies, int *statuses);
 /* As rpc_client_call_owned(), from any thread. */
 int rpc_pool_call_owned(struct rpc_pool *pool, uint16_t op, const void *payload,
                         size_t payload_len, const void *data, size_t data_len,

@@ -6,14 +6,18 @@
  * exactly, and a read is bounded by TS_MAX_DATA_BYTES before anything is
  * allocated. Tile bytes arrive in the request's frame 1 and leave in the
  * reply's frame 1; a read's buffer is handed to ZeroMQ, not copied.
+ * TILE_PULL never does network work itself: it only asks the puller, whose
+ * threads do (see puller.h for why).
  */
 #include "handlers.h"
 
 #include "log.h"
 #include "status.h"
+#include "util.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +55,36 @@ void handlers_free_data(void *data, void *hint)
     free(data);
 }
 
+/*
+ * TS_OK, or TS_ERR_STALE with a text for the client when the tile file is
+ * fenced against this access: retired files against everything, frozen
+ * ones against changes (is_change).
+ */
+static int handlers_fenced(struct handlers_context *context, struct rpc_response *response,
+                           const char *op, uint64_t ino, uint64_t tile, uint64_t version,
+                           bool is_change)
+{
+    if (!context->fences)
+        return TS_OK;
+    enum fences_state state =
+        fences_check(context->fences, ino, tile, version, util_monotonic_ms());
+    if (state == FENCES_RETIRED) {
+        snprintf(response->error_text, sizeof(response->error_text),
+                 "%s of tile %" PRIu64 ".%" PRIu64 ".%" PRIu64
+                 ": it has moved away from this datanode; ask meta for its location again",
+                 op, ino, tile, version);
+        return TS_ERR_STALE;
+    }
+    if (state == FENCES_FROZEN && is_change) {
+        snprintf(response->error_text, sizeof(response->error_text),
+                 "%s of tile %" PRIu64 ".%" PRIu64 ".%" PRIu64
+                 ": it is being moved; ask meta for its location again",
+                 op, ino, tile, version);
+        return TS_ERR_STALE;
+    }
+    return TS_OK;
+}
+
 static int handle_ping(void *ctx, const struct rpc_request *request, struct rpc_response *response)
 {
     struct ts_ping_rep reply = {.role = ts_str_of("datanode")};
@@ -71,12 +105,35 @@ static int handle_tile_write(void *ctx, const struct rpc_request *request,
     struct ts_tile_write_req req;
     if (ts_tile_write_req_decode(&req, request->payload, request->payload_len) != 0)
         return handlers_badmsg(response, "TILE_WRITE");
+    int fenced = handlers_fenced(context, response, "write", req.ino, req.tile, req.version, true);
+    if (fenced != TS_OK)
+        return fenced;
     /* No frame 1 means no bytes: validated, nothing written. */
     int rc = diskio_write(context->disk, req.ino, req.tile, req.version, req.offset, request->data,
                           request->data ? request->data_len : 0);
     if (rc == 0)
         context->stats.bytes_written += request->data ? request->data_len : 0;
     return handlers_status(response, "write", req.ino, req.tile, req.version, rc);
+}
+
+/*
+ * A read that found no bytes: TS_OK (a hole) when the tile has a file, or
+ * TS_ERR_NOENT when it has none. No file is not always a hole: the file of
+ * a dropped copy or a moved tile is deleted once meta queues it, and a
+ * client that still has the old place cached must ask meta again rather
+ * than take zeros (it takes zeros when meta still names this file).
+ */
+static int handlers_missing(struct handlers_context *context, struct rpc_response *response,
+                            const struct ts_tile_read_req *req)
+{
+    uint64_t size = 0;
+    if (tilestore_size(context->store, req->ino, req->tile, req->version, &size) != -ENOENT)
+        return TS_OK;
+    snprintf(response->error_text, sizeof(response->error_text),
+             "tile %" PRIu64 ".%" PRIu64 ".%" PRIu64 " has no file on this datanode "
+             "(never written, or moved or dropped): ask meta for its location again",
+             req->ino, req->tile, req->version);
+    return TS_ERR_NOENT;
 }
 
 static int handle_tile_read(void *ctx, const struct rpc_request *request,
@@ -96,10 +153,24 @@ static int handle_tile_read(void *ctx, const struct rpc_request *request,
                  TS_MAX_DATA_BYTES);
         return TS_ERR_INVAL;
     }
-    if (req.length == 0)
-        return handlers_status(response, "read", req.ino, req.tile, req.version,
-                               tilestore_read(context->store, req.ino, req.tile, req.version,
-                                              req.offset, 0, NULL, &got));
+    rc = handlers_fenced(context, response, "read", req.ino, req.tile, req.version, false);
+    if (rc != TS_OK)
+        return rc;
+    if (req.length > HANDLERS_READ_CLAMP_BYTES) {
+        uint64_t size = 0;
+        rc = tilestore_size(context->store, req.ino, req.tile, req.version, &size);
+        /* Other failures: the read below reports them. */
+        if ((rc == 0 || rc == -ENOENT) && size <= req.offset)
+            req.length = 0; /* all hole: no frame 1, as a read past the end gives */
+        else if (rc == 0 && size - req.offset < req.length)
+            req.length = (uint32_t)(size - req.offset);
+    }
+    if (req.length == 0) {
+        rc = tilestore_read(context->store, req.ino, req.tile, req.version, req.offset, 0, NULL,
+                            &got);
+        return rc == 0 ? handlers_missing(context, response, &req) : handlers_status(
+            response, "read", req.ino, req.tile, req.version, rc);
+    }
     buf = malloc(req.length);
     if (!buf)
         return TS_ERR_NOMEM;
@@ -108,7 +179,8 @@ static int handle_tile_read(void *ctx, const struct rpc_request *request,
     if (rc != 0 || got == 0) {
         /* A hole or a failure: no frame 1 at all. */
         free(buf);
-        return handlers_status(response, "read", req.ino, req.tile, req.version, rc);
+        return rc == 0 ? handlers_missing(context, response, &req)
+                       : handlers_status(response, "read", req.ino, req.tile, req.version, rc);
     }
     response->data = buf;
     response->data_len = got;
@@ -152,8 +224,174 @@ static int handle_tile_truncate(void *ctx, const struct rpc_request *request,
     struct ts_tile_truncate_req req;
     if (ts_tile_truncate_req_decode(&req, request->payload, request->payload_len) != 0)
         return handlers_badmsg(response, "TILE_TRUNCATE");
+    int fenced =
+        handlers_fenced(context, response, "truncate", req.ino, req.tile, req.version, true);
+    if (fenced != TS_OK)
+        return fenced;
     int rc = tilestore_truncate(context->store, req.ino, req.tile, req.version, req.length);
     return handlers_status(response, "truncate", req.ino, req.tile, req.version, rc);
+}
+
+/* A TILE_PULL source: a tcp:// or ipc:// endpoint of printable characters. */
+static bool handlers_valid_source(const char *source)
+{
+    if (strncmp(source, "tcp://", 6) != 0 && strncmp(source, "ipc://", 6) != 0)
+        return false;
+    if (source[6] == '\0')
+        return false;
+    for (const char *at = source; *at; at++) {
+        if (*at <= ' ' || *at > '~')
+            return false;
+    }
+    return true;
+}
+
+static int handlers_pull_reply(struct rpc_response *response, uint32_t state, uint64_t bytes,
+                               uint32_t checksum)
+{
+    struct ts_tile_pull_rep reply = {.state = state, .bytes = bytes, .checksum = checksum};
+    int len = ts_tile_pull_rep_encode(&reply, response->payload, response->payload_cap);
+    if (len < 0)
+        return TS_ERR_INTERNAL;
+    response->payload_len = (size_t)len;
+    return TS_OK;
+}
+
+/*
+ * TILE_PULL: where the pull of (ino, tile, new_version) stands, starting
+ * it when it is unknown and the file is not there yet. A file already there
+ * (a pull finished and forgotten, or before a restart) is a finished pull.
+ */
+static int handle_tile_pull(void *ctx, const struct rpc_request *request,
+                            struct rpc_response *response)
+{
+    struct handlers_context *context = ctx;
+    struct ts_tile_pull_req req;
+    struct puller_result result;
+    char source[256];
+    uint64_t bytes, capacity, free_bytes;
+    uint32_t checksum;
+    int rc;
+
+    if (ts_tile_pull_req_decode(&req, request->payload, request->payload_len) != 0)
+        return handlers_badmsg(response, "TILE_PULL");
+    if (!context->puller) {
+        snprintf(response->error_text, sizeof(response->error_text),
+                 "this datanode runs no pullers");
+        return TS_ERR_NOTSUP;
+    }
+    if (req.ino == 0 || req.new_version == req.version) {
+        snprintf(response->error_text, sizeof(response->error_text),
+                 "TILE_PULL of tile %" PRIu64 ".%" PRIu64 ".%" PRIu64 " into version %" PRIu64
+                 ": %s",
+                 req.ino, req.tile, req.version, req.new_version,
+                 req.ino == 0 ? "inode 0 is no file" : "new_version must differ from version");
+        return TS_ERR_INVAL;
+    }
+    if (ts_str_copy(req.source, source, sizeof(source)) != 0 || !handlers_valid_source(source)) {
+        snprintf(response->error_text, sizeof(response->error_text),
+                 "TILE_PULL source '%.*s' is not a tcp:// or ipc:// endpoint of at most 255 "
+                 "printable characters",
+                 (int)(req.source.len > 100 ? 100 : req.source.len), req.source.ptr);
+        return TS_ERR_INVAL;
+    }
+    struct puller_job job = {.ino = req.ino,
+                             .tile = req.tile,
+                             .version = req.version,
+                             .new_version = req.new_version,
+                             .source = source};
+    puller_query(context->puller, &job, &result);
+    switch (result.state) {
+    case PULLER_RUNNING: return handlers_pull_reply(response, TS_PULL_RUNNING, 0, 0);
+    case PULLER_DONE:
+        return handlers_pull_reply(response, TS_PULL_DONE, result.bytes, result.checksum);
+    case PULLER_FAILED:
+        snprintf(response->error_text, sizeof(response->error_text), "%s", result.text);
+        return result.status;
+    case PULLER_UNKNOWN: break;
+    }
+    rc = tilestore_checksum(context->store, req.ino, req.tile, req.new_version, &bytes, &checksum);
+    if (rc == 0)
+        return handlers_pull_reply(response, TS_PULL_DONE, bytes, checksum);
+    if (rc != -ENOENT)
+        return handlers_status(response, "pull", req.ino, req.tile, req.new_version, rc);
+    rc = tilestore_space(context->store, &capacity, &free_bytes);
+    if (rc != 0)
+        return handlers_status(response, "pull", req.ino, req.tile, req.new_version, rc);
+    job.max_bytes = free_bytes;
+    rc = puller_start(context->puller, &job);
+    if (rc == -EBUSY) {
+        snprintf(response->error_text, sizeof(response->error_text),
+                 "%u pulls are queued or running on this datanode, the most it takes; "
+                 "ask again when some have finished",
+                 puller_active(context->puller));
+        return TS_ERR_BUSY;
+    }
+    if (rc != 0)
+        return handlers_status(response, "pull", req.ino, req.tile, req.new_version, rc);
+    log_debug("pull of tile %" PRIu64 ".%" PRIu64 ".%" PRIu64 " from %s as version %" PRIu64
+              " queued",
+              req.ino, req.tile, req.version, source, req.new_version);
+    return handlers_pull_reply(response, TS_PULL_RUNNING, 0, 0);
+}
+
+/* TILE_FENCE: the fence changes, then the reply reports the file as it is now. */
+static int handle_tile_fence(void *ctx, const struct rpc_request *request,
+                             struct rpc_response *response)
+{
+    struct handlers_context *context = ctx;
+    struct ts_tile_fence_req req;
+    struct ts_tile_fence_rep reply = {.bytes = 0, .checksum = 0};
+    int rc = 0;
+
+    if (ts_tile_fence_req_decode(&req, request->payload, request->payload_len) != 0)
+        return handlers_badmsg(response, "TILE_FENCE");
+    if (!context->fences) {
+        snprintf(response->error_text, sizeof(response->error_text),
+                 "this datanode keeps no fences");
+        return TS_ERR_NOTSUP;
+    }
+    if (req.action > TS_FENCE_RETIRE || req.ino == 0) {
+        snprintf(response->error_text, sizeof(response->error_text),
+                 req.ino == 0 ? "TILE_FENCE of inode 0, which is no file"
+                              : "TILE_FENCE action %" PRIu32
+                                " is unknown; use 0 (lift), 1 (freeze) or 2 (retire)",
+                 req.action);
+        return TS_ERR_INVAL;
+    }
+    switch (req.action) {
+    case TS_FENCE_LIFT: fences_lift(context->fences, req.ino, req.tile, req.version); break;
+    case TS_FENCE_FREEZE:
+        rc = fences_freeze(context->fences, req.ino, req.tile, req.version, req.lease_ms,
+                           util_monotonic_ms());
+        if (rc == -EBUSY) {
+            snprintf(response->error_text, sizeof(response->error_text),
+                     "%u tile files are frozen on this datanode, the most it keeps; lift or "
+                     "let expire some first",
+                     FENCES_MAX_FROZEN);
+            return TS_ERR_BUSY;
+        }
+        break;
+    case TS_FENCE_RETIRE:
+        rc = fences_retire(context->fences, req.ino, req.tile, req.version);
+        break;
+    }
+    if (rc != 0)
+        return handlers_status(response, "fence", req.ino, req.tile, req.version, rc);
+    log_debug("fence %s on tile %" PRIu64 ".%" PRIu64 ".%" PRIu64,
+              req.action == TS_FENCE_LIFT     ? "lifted"
+              : req.action == TS_FENCE_FREEZE ? "frozen"
+                                              : "retired",
+              req.ino, req.tile, req.version);
+    rc = tilestore_checksum(context->store, req.ino, req.tile, req.version, &reply.bytes,
+                            &reply.checksum);
+    if (rc != 0 && rc != -ENOENT)
+        return handlers_status(response, "fence", req.ino, req.tile, req.version, rc);
+    int len = ts_tile_fence_rep_encode(&reply, response->payload, response->payload_cap);
+    if (len < 0)
+        return TS_ERR_INTERNAL;
+    response->payload_len = (size_t)len;
+    return TS_OK;
 }
 
 static int handle_node_throttle(void *ctx, const struct rpc_request *request,
@@ -277,6 +515,8 @@ HANDLERS_COUNTED(tile_write, TS_OP_TILE_WRITE)
 HANDLERS_COUNTED(tile_read, TS_OP_TILE_READ)
 HANDLERS_COUNTED(tile_sync, TS_OP_TILE_SYNC)
 HANDLERS_COUNTED(tile_truncate, TS_OP_TILE_TRUNCATE)
+HANDLERS_COUNTED(tile_pull, TS_OP_TILE_PULL)
+HANDLERS_COUNTED(tile_fence, TS_OP_TILE_FENCE)
 HANDLERS_COUNTED(node_throttle, TS_OP_NODE_THROTTLE)
 HANDLERS_COUNTED(node_stats, TS_OP_NODE_STATS)
 
@@ -286,6 +526,8 @@ const rpc_handler_fn handlers_table[TS_OP_MAX] = {
     [TS_OP_TILE_READ] = counted_tile_read,
     [TS_OP_TILE_SYNC] = counted_tile_sync,
     [TS_OP_TILE_TRUNCATE] = counted_tile_truncate,
+    [TS_OP_TILE_PULL] = counted_tile_pull,
+    [TS_OP_TILE_FENCE] = counted_tile_fence,
     [TS_OP_NODE_THROTTLE] = counted_node_throttle,
     [TS_OP_NODE_STATS] = counted_node_stats,
 };
@@ -294,10 +536,11 @@ void handlers_log_stats(const struct handlers_stats *stats)
 {
     log_info("served: %" PRIu64 " PING, %" PRIu64 " TILE_WRITE (%" PRIu64 " bytes), %" PRIu64
              " TILE_READ (%" PRIu64 " bytes), %" PRIu64 " TILE_SYNC, %" PRIu64
-             " TILE_TRUNCATE; %" PRIu64 " failed",
+             " TILE_TRUNCATE, %" PRIu64 " TILE_PULL, %" PRIu64 " TILE_FENCE; %" PRIu64 " failed",
              stats->requests[TS_OP_PING], stats->requests[TS_OP_TILE_WRITE], stats->bytes_written,
              stats->requests[TS_OP_TILE_READ], stats->bytes_read, stats->requests[TS_OP_TILE_SYNC],
-             stats->requests[TS_OP_TILE_TRUNCATE], stats->failures);
+             stats->requests[TS_OP_TILE_TRUNCATE], stats->requests[TS_OP_TILE_PULL],
+             stats->requests[TS_OP_TILE_FENCE], stats->failures);
 }
 
 void handlers_stats_fini(struct handlers_stats *stats)

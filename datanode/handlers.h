@@ -7,12 +7,21 @@
  * and answers with a status made by status_from_errno(). NODE_THROTTLE
  * sets the diskio throttle; NODE_STATS reports (and may reset) the
  * counters below.
+ *
+ * Relocation: TILE_PULL queues a background pull (puller.h) and answers
+ * where it stands; TILE_FENCE freezes, lifts or retires a tile file
+ * (fences.h) and answers with the file's bytes and CRC-32C. TILE_WRITE and
+ * TILE_TRUNCATE of a frozen or retired file, and TILE_READ of a retired
+ * one, answer TS_ERR_STALE with a text telling the client to ask meta for
+ * the tile's location again.
  */
 #ifndef TESSERA_DATANODE_HANDLERS_H
 #define TESSERA_DATANODE_HANDLERS_H
 
 #include "diskio.h"
+#include "fences.h"
 #include "proto.h"
+#include "puller.h"
 #include "readset.h"
 #include "rpc.h"
 #include "tilestore.h"
@@ -36,16 +45,25 @@ struct handlers_stats {
 /*
  * The ctx every handler gets: the store it serves, the disk work in front
  * of it (reads, writes and syncs go through disk; truncates straight to the
- * store) and its counters.
+ * store), its counters, and for relocation the fences and the puller
+ * (either NULL: TILE_FENCE or TILE_PULL answer TS_ERR_NOTSUP; no fence is
+ * checked without fences).
  */
 struct handlers_context {
     struct tilestore *store;
     struct diskio *disk;
     struct handlers_stats stats;
+    struct fences *fences;
+    struct puller *puller;
 };
 
 /* The largest throttle NODE_THROTTLE accepts: 1 TB/s (anything above is no throttle at all). */
 #define HANDLERS_MAX_THROTTLE_BYTES_PER_SEC 1000000000000ull
+
+/* A TILE_READ longer than this is first cut to what the file holds, so a
+ * "whole tile" read (TS_MAX_DATA_BYTES, as a pull asks) allocates no more
+ * than the tile's size. */
+#define HANDLERS_READ_CLAMP_BYTES (64u << 10)
 
 /* handlers_table[op] for the datanode's opcodes, NULL for the rest. */
 extern const rpc_handler_fn handlers_table[TS_OP_MAX];

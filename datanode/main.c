@@ -18,13 +18,21 @@
  * the disk throttle (--throttle-mbps, NODE_THROTTLE), the loop's wait hook
  * keeps the heartbeat going, so a slow node is never taken for a dead one.
  *
+ * Relocation: the fences (TILE_FENCE) are loaded from the data directory
+ * before serving; TILE_PULL work runs on the puller's threads, and the loop
+ * also polls the puller's eventfd so a finished pull's new tile is counted
+ * at once. On the way out the ZeroMQ context is shut down first, which ends
+ * any pull in flight, and the pullers are joined before the sockets go.
+ *
  * Exit codes: 0 after a clean stop, 1 when it cannot start or the loop
  * fails, 2 for bad arguments.
  */
 #include "diskio.h"
+#include "fences.h"
 #include "handlers.h"
 #include "heartbeat.h"
 #include "log.h"
+#include "puller.h"
 #include "rpc.h"
 #include "tilestore.h"
 #include "util.h"
@@ -294,17 +302,18 @@ static void datanode_load(void *arg, struct heartbeat_load *load)
 }
 
 /* The poll loop; returns 0 when stopped by a signal, 1 if polling fails. */
-static int serve(struct rpc_server *server, struct heartbeat *heartbeat,
+static int serve(struct rpc_server *server, struct heartbeat *heartbeat, struct puller *puller,
                  const struct datanode_options *options)
 {
     bool ready_logged = false;
 
     while (!stop_requested) {
-        zmq_pollitem_t items[2] = {
+        zmq_pollitem_t items[3] = {
             {rpc_server_socket(server), 0, ZMQ_POLLIN, 0},
+            {NULL, puller_event_fd(puller), ZMQ_POLLIN, 0},
             {heartbeat_socket(heartbeat), 0, ZMQ_POLLIN, 0},
         };
-        int item_count = items[1].socket ? 2 : 1;
+        int item_count = items[2].socket ? 3 : 2;
         long timeout_ms = heartbeat_wait_ms(heartbeat, util_monotonic_ms());
 
         if (zmq_poll(items, item_count, timeout_ms) < 0) {
@@ -317,6 +326,8 @@ static int serve(struct rpc_server *server, struct heartbeat *heartbeat,
             break;
         /* Both check ZMQ_EVENTS themselves, so calling them spuriously is harmless. */
         rpc_server_handle_pending(server);
+        if (items[1].revents & ZMQ_POLLIN)
+            puller_collect(puller);
         heartbeat_tick(heartbeat, util_monotonic_ms());
         if (!ready_logged && heartbeat_acknowledged(heartbeat) > 0) {
             log_info("ready: listening on %s (node %" PRIu32 ", data %s)", options->listen,
@@ -337,6 +348,8 @@ int main(int argc, char **argv)
     struct diskio *disk = NULL;
     struct heartbeat *heartbeat = NULL;
     struct rpc_server *server = NULL;
+    struct fences *fences = NULL;
+    struct puller *puller = NULL;
     uint64_t tiles, used_bytes;
     int exit_code = 1;
     int rc;
@@ -364,6 +377,15 @@ int main(int argc, char **argv)
     }
     tilestore_usage(store, &tiles, &used_bytes);
     log_info("data %s: %" PRIu64 " tiles, %" PRIu64 " bytes", options.data_dir, tiles, used_bytes);
+
+    rc = fences_open(options.data_dir, &fences);
+    if (rc != 0) {
+        log_error("cannot load the tile fences from %s/%s: %s", options.data_dir,
+                  FENCES_RETIRED_FILE, strerror(-rc));
+        goto out;
+    }
+    if (fences_retired_count(fences) > 0)
+        log_info("%" PRIu64 " retired tile files (moved away)", fences_retired_count(fences));
 
     if (diskio_new(store, options.throttle_bytes_per_sec, &disk) != 0) {
         log_error("out of memory");
@@ -399,9 +421,17 @@ int main(int argc, char **argv)
         goto out;
     }
 
+    rc = puller_new(store, NULL, &puller);
+    if (rc != 0) {
+        log_error("cannot start the puller threads: %s", strerror(-rc));
+        goto out;
+    }
+
     memset(&context, 0, sizeof(context));
     context.store = store;
     context.disk = disk;
+    context.fences = fences;
+    context.puller = puller;
     server = rpc_server_new(options.listen, handlers_table, &context);
     if (!server) {
         log_error("not started: no socket listening on %s", options.listen);
@@ -415,13 +445,19 @@ int main(int argc, char **argv)
              "%s",
              options.listen, options.advertise, options.machine, options.data_dir, options.meta);
 
-    exit_code = serve(server, heartbeat, &options);
+    exit_code = serve(server, heartbeat, puller, &options);
     handlers_log_stats(&context.stats);
     handlers_stats_fini(&context.stats);
 out:
+    if (puller) {
+        /* A pull waiting on its source ends now, not at its deadline. */
+        zmq_ctx_shutdown(rpc_context());
+        puller_destroy(&puller);
+    }
     rpc_server_destroy(&server);
     heartbeat_destroy(&heartbeat);
     diskio_destroy(&disk);
+    fences_close(&fences);
     tilestore_close(&store);
     zmq_ctx_term(rpc_context()); /* every socket is closed: returns at once */
     if (exit_code == 0)

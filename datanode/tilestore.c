@@ -9,6 +9,9 @@
  *   walk at open sets them, every change to a file adjusts them by what
  *   fstat says it became (not by what was asked), so a partial failure
  *   cannot make them drift.
+ * - only the loop thread changes the struct; tilestore_checksum() and
+ *   tilestore_install() (background pulls) read tiles_fd and nothing else,
+ *   and the file they add is counted later by tilestore_count_installed().
  * - bucket_unsynced[b] is set whenever an entry of bucket b is created or
  *   removed and cleared only after that directory was fsync'd; a sync of
  *   any tile in the bucket flushes it, so a new tile's name is durable
@@ -16,6 +19,7 @@
  */
 #include "tilestore.h"
 
+#include "crc32c.h"
 #include "log.h"
 #include "proto.h"
 #include "util.h"
@@ -37,6 +41,10 @@
 /* Tiles hold the data of files whose owners may differ: keep them private. */
 #define TILESTORE_FILE_MODE 0600
 #define TILESTORE_DIR_MODE 0700
+/* Staging files: "<bucket>/.<ino>.<tile>.<version>.pull". */
+#define TILESTORE_STAGING_SUFFIX ".pull"
+/* What tilestore_checksum() reads at a time. */
+#define TILESTORE_CHECKSUM_CHUNK (64u << 10)
 
 struct tilestore {
     int tiles_fd; /* DATA/tiles */
@@ -46,6 +54,8 @@ struct tilestore {
     uint64_t used_bytes;
     bool tiles_dir_unsynced; /* a bucket was recreated since DATA/tiles was synced */
     bool bucket_unsynced[TILESTORE_BUCKETS];
+    tilestore_delete_hook delete_hook;
+    void *delete_hook_arg;
 };
 
 /* -errno of the last failure, with a full quota reported as a full disk. */
@@ -143,6 +153,22 @@ static bool tilestore_parse_name(const char *name, uint64_t *ino)
     return true;
 }
 
+/* "." + a tile name + ".pull": what tilestore_install() stages. */
+static bool tilestore_is_staging(const char *name)
+{
+    char tile_name[TILESTORE_PATH_MAX];
+    size_t len = strlen(name);
+    uint64_t ino;
+
+    if (name[0] != '.' || len < 1 + 5 + sizeof(TILESTORE_STAGING_SUFFIX) - 1 ||
+        len - 1 >= sizeof(tile_name) ||
+        strcmp(name + len - (sizeof(TILESTORE_STAGING_SUFFIX) - 1), TILESTORE_STAGING_SUFFIX) != 0)
+        return false;
+    memcpy(tile_name, name + 1, len - 1 - (sizeof(TILESTORE_STAGING_SUFFIX) - 1));
+    tile_name[len - 1 - (sizeof(TILESTORE_STAGING_SUFFIX) - 1)] = '\0';
+    return tilestore_parse_name(tile_name, &ino);
+}
+
 /* Counts the tile files of one bucket into the store's counters. */
 static int tilestore_count_bucket(struct tilestore *store, unsigned bucket)
 {
@@ -167,8 +193,17 @@ static int tilestore_count_bucket(struct tilestore *store, unsigned bucket)
         entry = readdir(dir);
         if (!entry)
             break;
-        if (entry->d_name[0] == '.')
+        if (entry->d_name[0] == '.') {
+            if (tilestore_is_staging(entry->d_name)) {
+                /* A pull that a crash cut short: its tile never got a name. */
+                if (unlinkat(dirfd(dir), entry->d_name, 0) == 0)
+                    log_info("removed unfinished pull tiles/%u/%s", bucket, entry->d_name);
+                else
+                    log_warn("cannot remove unfinished pull tiles/%u/%s: %s", bucket, entry->d_name,
+                             strerror(errno));
+            }
             continue;
+        }
         if (!tilestore_parse_name(entry->d_name, &ino) || tilestore_bucket(ino) != bucket ||
             ino == 0) {
             log_warn("ignoring stray file tiles/%u/%s", bucket, entry->d_name);
@@ -477,6 +512,8 @@ int tilestore_delete(struct tilestore *store, uint64_t ino, uint64_t tile, uint6
 
     if (rc != 0)
         return rc;
+    if (store->delete_hook)
+        store->delete_hook(store->delete_hook_arg, ino, tile, version);
     tilestore_name(ino, tile, version, name);
     if (fstatat(store->tiles_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
         return errno == ENOENT ? 0 : tilestore_errno();
@@ -512,4 +549,140 @@ int tilestore_space(const struct tilestore *store, uint64_t *capacity, uint64_t 
     *capacity = store->capacity_limit;
     *free_bytes = disk_free < limit_free ? disk_free : limit_free;
     return 0;
+}
+
+int tilestore_size(const struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
+                   uint64_t *bytes)
+{
+    char name[TILESTORE_PATH_MAX];
+    struct stat st;
+    int rc = tilestore_check(ino, 0, 0);
+
+    *bytes = 0;
+    if (rc != 0)
+        return rc;
+    tilestore_name(ino, tile, version, name);
+    if (fstatat(store->tiles_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return tilestore_errno();
+    *bytes = (uint64_t)st.st_size;
+    return 0;
+}
+
+int tilestore_checksum(const struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
+                       uint64_t *bytes, uint32_t *checksum)
+{
+    char name[TILESTORE_PATH_MAX];
+    uint64_t total = 0;
+    uint32_t crc = 0;
+    uint8_t *chunk;
+    int rc = tilestore_check(ino, 0, 0);
+    int fd;
+
+    *bytes = 0;
+    *checksum = 0;
+    if (rc != 0)
+        return rc;
+    tilestore_name(ino, tile, version, name);
+    fd = openat(store->tiles_fd, name, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return tilestore_errno();
+    chunk = malloc(TILESTORE_CHECKSUM_CHUNK);
+    if (!chunk) {
+        close(fd);
+        return -ENOMEM;
+    }
+    for (;;) {
+        ssize_t count = pread(fd, chunk, TILESTORE_CHECKSUM_CHUNK, (off_t)total);
+        if (count < 0) {
+            if (errno == EINTR)
+                continue;
+            rc = tilestore_errno();
+            break;
+        }
+        if (count == 0)
+            break;
+        crc = crc32c(crc, chunk, (size_t)count);
+        total += (uint64_t)count;
+    }
+    free(chunk);
+    close(fd);
+    if (rc != 0)
+        return rc;
+    *bytes = total;
+    *checksum = crc;
+    return 0;
+}
+
+/* Renames staging to final unless final exists; 0, -EEXIST or -errno. */
+static int tilestore_rename_new(int dir_fd, const char *staging, const char *final)
+{
+    if (renameat2(dir_fd, staging, dir_fd, final, RENAME_NOREPLACE) == 0)
+        return 0;
+    if (errno != EINVAL && errno != ENOSYS)
+        return tilestore_errno();
+    /* A filesystem without RENAME_NOREPLACE: a hard link fails just as well on EEXIST. */
+    if (linkat(dir_fd, staging, dir_fd, final, 0) != 0)
+        return tilestore_errno();
+    unlinkat(dir_fd, staging, 0);
+    return 0;
+}
+
+int tilestore_install(const struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
+                      const void *data, size_t len)
+{
+    char final_name[TILESTORE_PATH_MAX];
+    char staging_name[TILESTORE_PATH_MAX + 16];
+    char bucket_name[16];
+    unsigned bucket = tilestore_bucket(ino);
+    int rc = tilestore_check(ino, 0, len);
+    int fd, bucket_fd;
+
+    if (rc != 0)
+        return rc;
+    tilestore_name(ino, tile, version, final_name);
+    snprintf(bucket_name, sizeof(bucket_name), "%u", bucket);
+    snprintf(staging_name, sizeof(staging_name), "%u/.%" PRIu64 ".%" PRIu64 ".%" PRIu64 "%s",
+             bucket, ino, tile, version, TILESTORE_STAGING_SUFFIX);
+    fd = openat(store->tiles_fd, staging_name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+                TILESTORE_FILE_MODE);
+    if (fd < 0 && errno == ENOENT) {
+        /* Its bucket was removed under us: make it again, as tilestore_create() does. */
+        if (mkdirat(store->tiles_fd, bucket_name, TILESTORE_DIR_MODE) != 0 && errno != EEXIST)
+            return tilestore_errno();
+        if (fsync(store->tiles_fd) != 0)
+            return tilestore_errno();
+        fd = openat(store->tiles_fd, staging_name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+                    TILESTORE_FILE_MODE);
+    }
+    if (fd < 0)
+        return tilestore_errno();
+    rc = tilestore_pwrite_all(fd, data, len, 0);
+    if (rc == 0 && fsync(fd) != 0)
+        rc = tilestore_errno();
+    close(fd);
+    if (rc == 0)
+        rc = tilestore_rename_new(store->tiles_fd, staging_name, final_name);
+    if (rc != 0) {
+        unlinkat(store->tiles_fd, staging_name, 0);
+        return rc;
+    }
+    bucket_fd = openat(store->tiles_fd, bucket_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (bucket_fd < 0)
+        return tilestore_errno();
+    if (fsync(bucket_fd) != 0)
+        rc = tilestore_errno();
+    close(bucket_fd);
+    return rc;
+}
+
+void tilestore_count_installed(struct tilestore *store, uint64_t bytes)
+{
+    store->tiles++;
+    store->used_bytes += bytes;
+}
+
+void tilestore_set_delete_hook(struct tilestore *store, tilestore_delete_hook hook, void *arg)
+{
+    store->delete_hook = hook;
+    store->delete_hook_arg = arg;
 }

@@ -12,7 +12,8 @@
  * Every function returns 0 or a negative errno. A full disk or quota
  * (ENOSPC, EDQUOT) and a write past the capacity limit all come back as
  * -ENOSPC, so the client sees "no space" for a full datanode. Not
- * thread-safe: the datanode's single loop is the only caller.
+ * thread-safe: the datanode's single loop is the only caller, except of the
+ * functions marked "for other threads" (background pulls use them).
  */
 #ifndef TESSERA_DATANODE_TILESTORE_H
 #define TESSERA_DATANODE_TILESTORE_H
@@ -28,7 +29,8 @@ struct tilestore;
 /*
  * Opens (creating as needed) the store under data_dir: takes an exclusive
  * lock on DATA/datanode.lock (-EBUSY if another datanode holds it), creates
- * DATA/tiles and its 256 buckets, and counts the tiles already there.
+ * DATA/tiles and its 256 buckets, counts the tiles already there and
+ * removes staging files a crash left (tilestore_install()).
  * capacity_limit = 0 means "the disk's own size". On success *storep owns
  * the store; release it with tilestore_close().
  */
@@ -80,6 +82,52 @@ void tilestore_usage(const struct tilestore *store, uint64_t *tiles, uint64_t *u
  * capacity limit, the limit and min(disk free, limit - used).
  */
 int tilestore_space(const struct tilestore *store, uint64_t *capacity, uint64_t *free_bytes);
+
+/*
+ * The size of the tile's file into *bytes: 0, -ENOENT when it has none,
+ * or another negative errno. A cheap stat, for bounding a read's buffer.
+ */
+int tilestore_size(const struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
+                   uint64_t *bytes);
+
+/* ---- for other threads ------------------------------------------------
+ * The two functions below touch no counter or flag of the store, only
+ * files through its directory descriptor, so any thread may call them while
+ * the loop thread uses the store (which must stay open meanwhile).
+ */
+
+/*
+ * The size of the tile's file and the CRC-32C (crc32c.h) of its bytes:
+ * 0, -ENOENT when the tile has no file, or another negative errno.
+ */
+int tilestore_checksum(const struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
+                       uint64_t *bytes, uint32_t *checksum);
+
+/*
+ * Stores len bytes as the whole tile file, durably and atomically: writes
+ * them to a staging file "<bucket>/.<ino>.<tile>.<version>.pull", fsyncs
+ * it, renames it to the tile's name only if no file has that name yet and
+ * fsyncs the bucket directory. Returns 0; -EEXIST if the tile already had a
+ * file (left untouched: an install never overwrites); -EINVAL as for
+ * tilestore_write(); or another negative errno. On failure the staging file
+ * is gone. Two calls must never stage the same tile at the same time.
+ * The new file is not counted yet: the loop thread calls
+ * tilestore_count_installed() once it learns of it. Staging files left by
+ * a crash are removed by tilestore_open().
+ */
+int tilestore_install(const struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
+                      const void *data, size_t len);
+
+/* Counts a file tilestore_install() made (loop thread only, as the rest). */
+void tilestore_count_installed(struct tilestore *store, uint64_t bytes);
+
+/*
+ * Called by tilestore_delete() before it looks for the file, on the loop
+ * thread, so whoever may be making that file (a pull in flight) learns it
+ * is garbage. NULL unsets it.
+ */
+typedef void (*tilestore_delete_hook)(void *arg, uint64_t ino, uint64_t tile, uint64_t version);
+void tilestore_set_delete_hook(struct tilestore *store, tilestore_delete_hook hook, void *arg);
 
 /*
  * The tile's file path relative to the data directory,

@@ -21,6 +21,17 @@
  * tile row after row). Cache slots are bounded per file and their memory by
  * the read budget.
  *
+ * Relocation: every tile request (read, write, truncate) that a datanode
+ * answers with TS_ERR_STALE goes through stale_relocate(), which asks meta
+ * for the tile's location now and sleeps 5, 10, 20.. up to 100 ms between
+ * tries while meta still gives the same one (a move not yet committed, or
+ * a frozen tile), until io_timeout_ms have passed: then EIO. Workers never
+ * take file->lock to do so (a thread may hold it while it waits for budget
+ * the worker holds): they ask meta directly and put the new location into
+ * the file's cache when they finish, under the lock they take anyway. A
+ * write job retries inside its job, so the tile stays in `writing` and the
+ * next write of that tile waits for it: writes of one tile keep their order.
+ *
  * Locking: datapath->lock protects the open-file table and each file's
  * reference count (`handles`: kernel handles plus short-lived references
  * taken by setattr/getattr); it is never held across I/O and never taken
@@ -39,9 +50,11 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define OPEN_TABLE_BUCKETS 1024
 /* Tile locations remembered per open file, direct-mapped by tile index: a
@@ -67,6 +80,10 @@
 #define NODE_SLOTS 4
 #define DYNAMIC_BATCH 2
 #define MAX_NODES 256
+/* Backoff between tries of a tile whose datanode says it is stale while
+ * meta still names it (a move about to commit): doubling, capped. */
+#define STALE_FIRST_DELAY_MS 5
+#define STALE_MAX_DELAY_MS 100
 
 struct cached_location {
     uint64_t tile;
@@ -92,6 +109,7 @@ struct read_slot {
     struct rpc_reply reply; /* SLOT_READY: reply.data holds `length` bytes */
     bool holds_budget;      /* tile_bytes taken from the read budget */
     uint32_t length;        /* bytes the datanode had; the rest of the tile is zeros */
+    bool local;             /* loaded from a datanode on this machine (profiled files) */
     int error;              /* SLOT_FAILED: -errno */
     int pins;               /* readers replying from it */
     bool discard;           /* stale: clear when no longer loading or pinned */
@@ -106,6 +124,7 @@ struct write_buffer {
     uint32_t high;
     uint8_t *data; /* max_tile_bytes, from the write budget; NULL if not used */
     uint64_t last_use;
+    uint64_t profiled_bytes; /* bytes of the requests in it (profiled files) */
 };
 
 struct open_file {
@@ -117,6 +136,7 @@ struct open_file {
     struct file_layout layout;
     uint32_t tile_bytes; /* layout.max_tile_bytes: what each buffer and slot holds */
     uint32_t placement;  /* enum ts_placement of new tiles */
+    bool profiled;       /* count requests in the profile (as of the last open) */
     uint64_t size;       /* size as this mount sees it */
     bool size_dirty; /* size or mtime not yet committed to meta */
     struct timespec mtime;
@@ -127,6 +147,9 @@ struct open_file {
     /* tiles with a write job in flight (at most MAX_WRITES_IN_FLIGHT) */
     uint64_t writing[MAX_WRITES_IN_FLIGHT];
     int writes_in_flight;
+    /* buffers taken for writing out, waiting for a job slot: their bytes
+     * are in neither a buffer nor `writing`, so reads wait for them too */
+    int writeouts_waiting;
     int loads_in_flight;
     struct read_slot slots[READ_SLOTS];
     uint64_t use_clock;
@@ -151,6 +174,8 @@ struct datapath {
     struct budget write_budget;
     struct budget read_budget;
     uint32_t readahead_tiles;
+    int io_timeout_ms;
+    struct profile *profile; /* NULL: nothing is counted */
     pthread_mutex_t lock;
     struct open_file *buckets[OPEN_TABLE_BUCKETS];
     /* loads_lock protects loads, load_count, next_pick; never held with
@@ -174,6 +199,8 @@ struct datapath *datapath_new(struct metaclient *meta, struct nodedir *nodes,
     datapath->nodes = nodes;
     datapath->workers = workers;
     datapath->readahead_tiles = config->readahead_tiles;
+    datapath->io_timeout_ms = config->io_timeout_ms > 0 ? config->io_timeout_ms : 5000;
+    datapath->profile = config->profile;
     if (datapath->readahead_tiles > READ_SLOTS - 2)
         datapath->readahead_tiles = READ_SLOTS - 2;
     /* Half for writes in flight, half for cached tiles: neither starves the other. */
@@ -300,6 +327,9 @@ int datapath_open(struct datapath *datapath, const struct ts_attr *attr,
         /* Another mount may have changed the file since (close-to-open). */
         if (!file->size_dirty)
             file->size = attr->size;
+        /* Profiling switched on or off since the file was first opened here
+         * takes effect now, for every handle. */
+        file->profiled = (attr->flags & TS_ATTR_PROFILED) != 0;
         memset(file->locations, 0, file->location_slots * sizeof(*file->locations));
         cache_forget_range(datapath, file, 0, UINT64_MAX);
         pthread_mutex_unlock(&file->lock);
@@ -334,6 +364,7 @@ int datapath_open(struct datapath *datapath, const struct ts_attr *attr,
     }
     created->tile_bytes = created->layout.max_tile_bytes;
     created->placement = attr->placement;
+    created->profiled = (attr->flags & TS_ATTR_PROFILED) != 0;
     created->size = attr->size;
     created->last_written_tile = UINT64_MAX;
     pthread_mutex_init(&created->lock, NULL);
@@ -512,6 +543,156 @@ static void locations_forget_from(struct open_file *file, uint64_t first_tile)
     }
 }
 
+static bool location_equal(const struct tile_location *a, const struct tile_location *b)
+{
+    return a->node == b->node && a->version == b->version && a->copies == b->copies &&
+           a->read_node == b->read_node && a->read_version == b->read_version;
+}
+
+/*
+ * After a worker followed a tile to `now`: puts it in the cache unless the
+ * cache already moved on from `before` (another thread relocated it first).
+ * Called with file->lock held.
+ */
+static void location_replace(struct open_file *file, uint64_t tile,
+                             const struct tile_location *before, const struct tile_location *now)
+{
+    struct cached_location *slot = location_slot(file, tile);
+    if (location_equal(before, now))
+        return;
+    if (slot->location.node != 0 && slot->tile == tile &&
+        !location_equal(&slot->location, before))
+        return;
+    if (now->node == 0) { /* a hole now: asked again next time */
+        if (slot->tile == tile)
+            memset(slot, 0, sizeof(*slot));
+        return;
+    }
+    location_remember(file, tile, now);
+}
+
+/* Where this machine reads a tile: a copy here, or the primary. */
+static void read_source(const struct tile_location *location, uint32_t *node, uint64_t *version)
+{
+    if (location->read_node != 0) {
+        *node = location->read_node;
+        *version = location->read_version;
+    } else {
+        *node = location->node;
+        *version = location->version;
+    }
+}
+
+/* ---- tiles that move --------------------------------------------------- */
+
+/* What a request does to a tile: which location it uses, what it may allocate. */
+enum tile_access { TILE_ACCESS_READ, TILE_ACCESS_WRITE, TILE_ACCESS_TRUNCATE };
+
+static const char *access_name(enum tile_access access)
+{
+    return access == TILE_ACCESS_READ    ? "read"
+           : access == TILE_ACCESS_WRITE ? "write"
+                                         : "truncate";
+}
+
+/* The time left to a request that follows a moving tile, and its backoff. */
+struct stale_retry {
+    bool started;
+    int64_t deadline_ms;
+    int delay_ms;
+};
+
+/* The place a request of this kind goes to: the read source, or the primary. */
+static bool location_same_for(enum tile_access access, const struct tile_location *a,
+                              const struct tile_location *b)
+{
+    uint32_t a_node, b_node;
+    uint64_t a_version, b_version;
+    if (access != TILE_ACCESS_READ)
+        return a->node == b->node && a->version == b->version;
+    read_source(a, &a_node, &a_version);
+    read_source(b, &b_node, &b_version);
+    return a_node == b_node && a_version == b_version;
+}
+
+/*
+ * Called when the datanode of *location answered TS_ERR_STALE for a tile:
+ * asks meta where the tile is now and puts that in *location (writes have
+ * a missing tile allocated; for reads and truncates node 0 means the tile
+ * is a hole now). While meta still names the same place (the move has not
+ * committed yet, or the tile is frozen for a moment), sleeps first, 5 ms
+ * doubling to 100 ms. Returns 0 to try the datanode again; -EIO (with a log
+ * line) once io_timeout_ms have passed since the first STALE; or meta's
+ * error. Takes no lock of the data path.
+ */
+static int stale_relocate(struct datapath *datapath, uint64_t ino, uint64_t tile,
+                          enum tile_access access, struct stale_retry *retry,
+                          struct tile_location *location)
+{
+    struct tile_location now;
+    int64_t now_ms = util_monotonic_ms();
+
+    if (!retry->started) {
+        retry->started = true;
+        retry->deadline_ms = now_ms + datapath->io_timeout_ms;
+        retry->delay_ms = STALE_FIRST_DELAY_MS;
+    }
+    if (now_ms >= retry->deadline_ms) {
+        log_error("%s of inode %llu tile %llu: datanode %u still refuses the tile as moved or "
+                  "being moved, and meta still places it there, after %d ms (a relocation "
+                  "stuck? see `tessera rebalance`); failing with EIO",
+                  access_name(access), (unsigned long long)ino, (unsigned long long)tile,
+                  location->node, datapath->io_timeout_ms);
+        return -EIO;
+    }
+    int status = metaclient_tile_map(datapath->meta, ino, tile, 1,
+                                     access == TILE_ACCESS_WRITE, 0, &now);
+    if (status != TS_OK) {
+        log_error("%s of inode %llu tile %llu: the tile moved and meta cannot say where: %s",
+                  access_name(access), (unsigned long long)ino, (unsigned long long)tile,
+                  status_text(status));
+        return errno_of(status);
+    }
+    bool same = location_same_for(access, location, &now);
+    *location = now;
+    if (same) {
+        int64_t left = retry->deadline_ms - now_ms;
+        int delay_ms = retry->delay_ms < left ? retry->delay_ms : (int)left;
+        struct timespec pause = {delay_ms / 1000, (long)(delay_ms % 1000) * 1000000L};
+        while (nanosleep(&pause, &pause) != 0 && errno == EINTR)
+            continue;
+        retry->delay_ms = retry->delay_ms * 2 < STALE_MAX_DELAY_MS ? retry->delay_ms * 2
+                                                                  : STALE_MAX_DELAY_MS;
+    } else {
+        log_debug("%s of inode %llu tile %llu: the tile moved to datanode %u",
+                  access_name(access), (unsigned long long)ino, (unsigned long long)tile,
+                  now.node);
+    }
+    return 0;
+}
+
+/*
+ * Has meta drop the read copies of a tile about to be written (so no
+ * reader is served a copy older than the primary) and makes *location say
+ * so. Takes no lock of the data path.
+ */
+static int tile_uncopy(struct datapath *datapath, uint64_t ino, uint64_t tile,
+                       struct tile_location *location)
+{
+    int status = metaclient_tile_uncopy(datapath->meta, ino, tile, 1);
+    if (status != TS_OK) {
+        log_error("inode %llu tile %llu: meta could not drop the tile's %u read copies before "
+                  "a write: %s",
+                  (unsigned long long)ino, (unsigned long long)tile, location->copies,
+                  status_text(status));
+        return errno_of(status);
+    }
+    location->copies = 0;
+    location->read_node = location->node;
+    location->read_version = location->version;
+    return 0;
+}
+
 /* ---- write jobs ------------------------------------------------------- */
 
 static int dirty_remember(struct open_file *file, uint32_t node, uint64_t tile,
@@ -540,6 +721,12 @@ static void record_error(struct open_file *file, int error)
         file->error = error;
 }
 
+/*
+ * One tile write. The buffer is handed to ZeroMQ without a copy, once per
+ * try; the job and its buffer go when the last of the running job and the
+ * sends ZeroMQ still holds lets go (refs), and the buffer's memory then
+ * returns to the write budget.
+ */
 struct write_job {
     struct worker_job job;
     struct datapath *datapath;
@@ -548,17 +735,47 @@ struct write_job {
     uint64_t tile;
     uint32_t offset;
     uint32_t length;
-    uint8_t *buffer; /* a whole tile buffer; [offset, offset + length) is sent */
+    uint8_t *buffer;         /* a whole tile buffer; [offset, offset + length) is sent */
+    uint32_t buffer_bytes;   /* its size, from the write budget */
+    uint64_t profiled_bytes; /* bytes of profiled requests in it (for local_bytes) */
+    atomic_int refs;
 };
 
-/* ZeroMQ is done with a sent buffer: its memory returns to the budget. */
+static void write_job_unref(struct write_job *job)
+{
+    if (atomic_fetch_sub(&job->refs, 1) != 1)
+        return;
+    /* ZeroMQ may let go after the file is gone: only the job is used here. */
+    free(job->buffer);
+    budget_give(&job->datapath->write_budget, job->buffer_bytes);
+    free(job);
+}
+
+/* ZeroMQ is done with one send of a buffer. */
 static void write_buffer_free(void *data, void *hint)
 {
-    struct write_job *job = hint;
     (void)data;
-    free(job->buffer);
-    budget_give(&job->datapath->write_budget, job->file->tile_bytes);
-    free(job);
+    write_job_unref(hint);
+}
+
+/* Sends the job's bytes to the primary of *location. Returns a status. */
+static int write_send(struct write_job *job, const struct tile_location *location)
+{
+    uint8_t payload[64];
+    struct rpc_reply reply;
+    struct rpc_data_owner owner = {write_buffer_free, job};
+    struct ts_tile_write_req request = {.ino = job->file->ino,
+                                        .tile = job->tile,
+                                        .version = location->version,
+                                        .offset = job->offset};
+    int len = ts_tile_write_req_encode(&request, payload, sizeof(payload));
+
+    atomic_fetch_add(&job->refs, 1); /* ZeroMQ's, dropped by write_buffer_free */
+    int status = nodedir_call_owned(job->datapath->nodes, location->node, TS_OP_TILE_WRITE,
+                                    payload, (size_t)len, job->buffer + job->offset,
+                                    job->length, &owner, &reply);
+    rpc_reply_release(&reply);
+    return status;
 }
 
 static bool tile_is_being_written(const struct open_file *file, uint64_t tile)
@@ -575,26 +792,40 @@ static void write_job_run(struct worker_job *worker_job)
     struct write_job *job = (struct write_job *)worker_job;
     struct open_file *file = job->file;
     struct datapath *datapath = job->datapath;
+    uint64_t ino = file->ino;
     uint64_t tile = job->tile;
+    uint64_t profiled_bytes = job->profiled_bytes;
+    struct tile_location planned = job->location; /* as the file's cache had it */
     struct tile_location location = job->location;
-    uint8_t payload[64];
-    struct rpc_reply reply;
-    struct rpc_data_owner owner = {write_buffer_free, job};
-    struct ts_tile_write_req request = {
-        .ino = file->ino, .tile = tile, .version = location.version, .offset = job->offset};
-    int len = ts_tile_write_req_encode(&request, payload, sizeof(payload));
+    struct stale_retry retry = {0};
+    int status;
+    int error = 0;
 
-    /* From here on the job belongs to ZeroMQ (write_buffer_free). */
-    int status = nodedir_call_owned(datapath->nodes, location.node, TS_OP_TILE_WRITE, payload,
-                                    (size_t)len, job->buffer + job->offset, job->length, &owner,
-                                    &reply);
-    rpc_reply_release(&reply);
-    node_load_change(datapath, location.node, -1); /* before file->lock: see the top */
-    int error = errno_of(status);
-    if (error != 0)
+    for (;;) {
+        status = write_send(job, &location);
+        if (status != TS_ERR_STALE)
+            break;
+        uint32_t old_node = location.node;
+        error = stale_relocate(datapath, ino, tile, TILE_ACCESS_WRITE, &retry, &location);
+        if (error == 0 && location.copies > 0)
+            error = tile_uncopy(datapath, ino, tile, &location);
+        if (error != 0)
+            break;
+        if (location.node != old_node) {
+            node_load_change(datapath, old_node, -1);
+            node_load_change(datapath, location.node, +1);
+        }
+    }
+    if (error == 0)
+        error = errno_of(status);
+    node_load_change(datapath, location.node, -1);
+    write_job_unref(job); /* before file->lock: see the top */
+    if (error != 0 && status != TS_ERR_STALE)
         log_error("write of inode %llu tile %llu to datanode %u failed: %s",
-                  (unsigned long long)file->ino, (unsigned long long)tile, location.node,
+                  (unsigned long long)ino, (unsigned long long)tile, location.node,
                   status_text(status));
+    bool local = error == 0 && profiled_bytes > 0 && datapath->profile &&
+                 nodedir_is_local(datapath->nodes, location.node);
 
     pthread_mutex_lock(&file->lock);
     for (int i = 0; i < file->writes_in_flight; i++) {
@@ -605,9 +836,15 @@ static void write_job_run(struct worker_job *worker_job)
     }
     if (error == 0)
         error = dirty_remember(file, location.node, tile, location.version);
+    location_replace(file, tile, &planned, &location);
     record_error(file, error);
     pthread_cond_broadcast(&file->changed);
     pthread_mutex_unlock(&file->lock);
+    /* The file may be gone now; ino and the profile are not. */
+    if (local) {
+        struct profile_counts delta = {.local_bytes = profiled_bytes};
+        profile_add(datapath->profile, ino, tile, &delta);
+    }
 }
 
 /* The buffer holding tile `tile`, or NULL. */
@@ -632,34 +869,51 @@ static void buffer_write_out(struct datapath *datapath, struct open_file *file,
 
     if (!buffer->used)
         return;
-    buffer->used = false;
-    error = location_get(datapath, file, buffer->tile, true, &location);
-    if (error != 0) {
-        log_error("no tile for inode %llu tile %llu: %s", (unsigned long long)file->ino,
-                  (unsigned long long)buffer->tile, strerror(-error));
-        record_error(file, error);
-        return; /* the buffer's bytes are lost: the error reports it */
-    }
-    file->last_written_tile = buffer->tile;
-    /* A read-ahead may have cached the tile's old bytes meanwhile. */
-    cache_forget_range(datapath, file, buffer->tile, buffer->tile);
     struct write_job *job = calloc(1, sizeof(*job));
     if (!job) {
         record_error(file, -ENOMEM);
         return;
     }
-    while (file->writes_in_flight == MAX_WRITES_IN_FLIGHT ||
-           tile_is_being_written(file, buffer->tile))
-        pthread_cond_wait(&file->changed, &file->lock);
+    /* The bytes move to the job before any wait below releases file->lock:
+     * a write arriving meanwhile gets a buffer of its own. */
+    buffer->used = false;
     job->job.run = write_job_run;
     job->datapath = datapath;
     job->file = file;
-    job->location = location;
     job->tile = buffer->tile;
     job->offset = buffer->low;
     job->length = buffer->high - buffer->low;
     job->buffer = buffer->data;
+    job->buffer_bytes = file->tile_bytes;
+    job->profiled_bytes = buffer->profiled_bytes;
+    atomic_init(&job->refs, 1);
     buffer->data = NULL;
+    buffer->profiled_bytes = 0;
+    /* The write before, to the same tile, may move the tile: look it up after. */
+    file->writeouts_waiting++;
+    while (file->writes_in_flight == MAX_WRITES_IN_FLIGHT ||
+           tile_is_being_written(file, job->tile))
+        pthread_cond_wait(&file->changed, &file->lock);
+    error = location_get(datapath, file, job->tile, true, &location);
+    if (error != 0)
+        log_error("no tile for inode %llu tile %llu: %s", (unsigned long long)file->ino,
+                  (unsigned long long)job->tile, strerror(-error));
+    if (error == 0 && location.copies > 0) {
+        error = tile_uncopy(datapath, file->ino, job->tile, &location);
+        if (error == 0)
+            location_remember(file, job->tile, &location);
+    }
+    file->writeouts_waiting--;
+    pthread_cond_broadcast(&file->changed);
+    if (error != 0) {
+        record_error(file, error); /* the bytes are lost: the error reports it */
+        write_job_unref(job);
+        return;
+    }
+    file->last_written_tile = job->tile;
+    /* A read-ahead may have cached the tile's old bytes meanwhile. */
+    cache_forget_range(datapath, file, job->tile, job->tile);
+    job->location = location;
     file->writing[file->writes_in_flight++] = job->tile;
     node_load_change(datapath, location.node, +1);
     workers_submit(datapath->workers, &job->job);
@@ -690,14 +944,14 @@ static void tile_settle(struct datapath *datapath, struct open_file *file, uint6
     struct write_buffer *buffer = buffer_find(file, tile);
     if (buffer)
         buffer_write_out(datapath, file, buffer);
-    while (tile_is_being_written(file, tile))
+    while (file->writeouts_waiting > 0 || tile_is_being_written(file, tile))
         pthread_cond_wait(&file->changed, &file->lock);
 }
 
 /* Waits until no write job of the file runs. Called with file->lock held. */
 static void writes_wait(struct open_file *file)
 {
-    while (file->writes_in_flight > 0)
+    while (file->writes_in_flight > 0 || file->writeouts_waiting > 0)
         pthread_cond_wait(&file->changed, &file->lock);
 }
 
@@ -847,7 +1101,10 @@ static int sync_dirty_tiles(struct datapath *datapath, struct open_file *file)
         pthread_cond_wait(&done, &lock);
     pthread_mutex_unlock(&lock);
     for (size_t n = 0; n < node_count; n++) {
-        if (result == 0 && jobs[n].payload && jobs[n].status != TS_OK)
+        /* STALE: a tile moved since it was written; the move's pull stored
+         * it synced on its new datanode. */
+        if (result == 0 && jobs[n].payload && jobs[n].status != TS_OK &&
+            jobs[n].status != TS_ERR_STALE)
             result = errno_of(jobs[n].status);
         free(jobs[n].payload);
     }
@@ -949,11 +1206,15 @@ ssize_t datapath_write(struct datapath *datapath, struct open_file *file, const 
 {
     struct layout_walk walk;
     struct tile_segment segment;
+    struct profile_batch batch;
     ssize_t result = (ssize_t)size;
 
     if (size > (uint64_t)INT64_MAX - offset)
         return -EFBIG;
     pthread_mutex_lock(&file->lock);
+    bool profiled = file->profiled && datapath->profile;
+    if (profiled)
+        profile_batch_init(&batch, file->ino, true);
     if (file->error != 0) {
         result = file->error;
         goto out;
@@ -973,6 +1234,11 @@ ssize_t datapath_write(struct datapath *datapath, struct open_file *file, const 
             goto out;
         }
         memcpy(buffer->data + low, buf + (segment.file_offset - offset), segment.length);
+        if (profiled) {
+            /* Whether these bytes are local is known when the buffer is sent. */
+            profile_batch_add(datapath->profile, &batch, segment.tile, segment.length, false);
+            buffer->profiled_bytes += segment.length;
+        }
         if (low < buffer->low)
             buffer->low = low;
         if (high > buffer->high)
@@ -991,35 +1257,100 @@ ssize_t datapath_write(struct datapath *datapath, struct open_file *file, const 
     file->mtime = util_now();
 out:
     pthread_mutex_unlock(&file->lock);
+    if (profiled && result >= 0)
+        profile_batch_commit(datapath->profile, &batch);
     return result;
 }
 
 /* ---- reads ------------------------------------------------------------ */
 
 /*
- * Reads part of a tile from its datanode into `reply` (reply->data_len bytes;
- * the rest of the range holds nothing: zeros). The caller releases reply.
+ * Reads part of a tile into `reply` (reply->data_len bytes; the rest of the
+ * range holds nothing: zeros) from where this machine reads it, following
+ * the tile if it moves: *location ends as the place it was read from
+ * (node 0: the tile became a hole, and reply is empty). A read copy that
+ * fails for another reason is given up for the primary. The caller
+ * releases reply in every case. Takes no lock of the data path.
  */
-static int read_from_node(struct datapath *datapath, uint64_t ino,
-                          const struct tile_location *location, uint64_t tile,
-                          uint32_t tile_offset, uint32_t length, struct rpc_reply *reply)
+static int read_tile(struct datapath *datapath, uint64_t ino, uint64_t tile,
+                     uint32_t tile_offset, uint32_t length, struct tile_location *location,
+                     struct rpc_reply *reply)
 {
+    struct stale_retry retry = {0};
+    bool asked_missing = false;
     uint8_t payload[64];
-    struct ts_tile_read_req request = {.ino = ino,
-                                       .tile = tile,
-                                       .version = location->version,
-                                       .offset = tile_offset,
-                                       .length = length};
-    int len = ts_tile_read_req_encode(&request, payload, sizeof(payload));
-    int status = nodedir_call(datapath->nodes, location->node, TS_OP_TILE_READ, payload,
-                              (size_t)len, NULL, 0, reply);
-    if (status == TS_OK && reply->data_len > length)
-        status = TS_ERR_BADMSG;
-    if (status != TS_OK)
+
+    for (;;) {
+        uint32_t node;
+        uint64_t version;
+        memset(reply, 0, sizeof(*reply));
+        if (location->node == 0)
+            return 0;
+        read_source(location, &node, &version);
+        struct ts_tile_read_req request = {.ino = ino,
+                                           .tile = tile,
+                                           .version = version,
+                                           .offset = tile_offset,
+                                           .length = length};
+        int len = ts_tile_read_req_encode(&request, payload, sizeof(payload));
+        int status = nodedir_call(datapath->nodes, node, TS_OP_TILE_READ, payload, (size_t)len,
+                                  NULL, 0, reply);
+        if (status == TS_OK && reply->data_len > length)
+            status = TS_ERR_BADMSG;
+        if (status == TS_OK)
+            return 0;
+        rpc_reply_release(reply);
+        if (status == TS_ERR_STALE) {
+            int error = stale_relocate(datapath, ino, tile, TILE_ACCESS_READ, &retry, location);
+            if (error != 0)
+                return error;
+            continue;
+        }
+        if (status == TS_ERR_NOENT && !asked_missing) {
+            /*
+             * No file there: a tile allocated but never written (a hole),
+             * or a copy or old place deleted after this mount cached it.
+             * Meta tells which: the same place is a hole, another is retried.
+             */
+            struct tile_location now;
+            asked_missing = true;
+            status = metaclient_tile_map(datapath->meta, ino, tile, 1, 0, 0, &now);
+            if (status != TS_OK)
+                return errno_of(status);
+            memset(reply, 0, sizeof(*reply));
+            if (location_same_for(TILE_ACCESS_READ, location, &now))
+                return 0;
+            *location = now;
+            continue;
+        }
+        if (status == TS_ERR_NOENT && node == location->node) {
+            memset(reply, 0, sizeof(*reply));
+            return 0; /* meta confirmed the place: a hole */
+        }
+        if (node != location->node) {
+            log_warn("read of inode %llu tile %llu from its copy on datanode %u failed: %s; "
+                     "reading the primary on datanode %u",
+                     (unsigned long long)ino, (unsigned long long)tile, node,
+                     status_text(status), location->node);
+            location->read_node = location->node;
+            location->read_version = location->version;
+            continue;
+        }
         log_error("read of inode %llu tile %llu from datanode %u failed: %s",
-                  (unsigned long long)ino, (unsigned long long)tile, location->node,
-                  status_text(status));
-    return errno_of(status);
+                  (unsigned long long)ino, (unsigned long long)tile, node, status_text(status));
+        return errno_of(status);
+    }
+}
+
+/* True if the tile is read from a datanode on this machine. */
+static bool read_is_local(struct datapath *datapath, const struct tile_location *location)
+{
+    uint32_t node;
+    uint64_t version;
+    if (location->node == 0)
+        return false;
+    read_source(location, &node, &version);
+    return nodedir_is_local(datapath->nodes, node);
 }
 
 struct load_job {
@@ -1036,11 +1367,15 @@ static void load_job_run(struct worker_job *worker_job)
     struct load_job *job = (struct load_job *)worker_job;
     struct open_file *file = job->file;
     struct read_slot *slot = job->slot;
+    struct tile_location location = job->location;
     /* Nobody else touches a LOADING slot, so the reply goes straight into
      * it: a zmq_msg_t must not be copied (small messages live inside it). */
-    int error = read_from_node(job->datapath, file->ino, &job->location, job->tile, 0,
-                               layout_tile_bytes(&file->layout, job->tile), &slot->reply);
+    int error = read_tile(job->datapath, file->ino, job->tile, 0,
+                          layout_tile_bytes(&file->layout, job->tile), &location, &slot->reply);
+    bool local = error == 0 && job->datapath->profile && read_is_local(job->datapath, &location);
     pthread_mutex_lock(&file->lock);
+    location_replace(file, job->tile, &job->location, &location);
+    slot->local = local;
     slot->state = error == 0 ? SLOT_READY : SLOT_FAILED;
     slot->error = error;
     slot->length = error == 0 ? (uint32_t)slot->reply.data_len : 0;
@@ -1179,7 +1514,8 @@ static int result_add_zeros(struct datapath_read *result, size_t len)
  * pins the slot. Returns -EAGAIN if the slot went away meanwhile.
  */
 static int cache_serve(struct datapath *datapath, struct open_file *file, struct read_slot *slot,
-                       const struct tile_segment *segment, struct datapath_read *result)
+                       const struct tile_segment *segment, struct datapath_read *result,
+                       bool *local)
 {
     uint64_t tile = slot->tile;
     while (slot->state == SLOT_LOADING && slot->tile == tile && !slot->discard)
@@ -1194,6 +1530,7 @@ static int cache_serve(struct datapath *datapath, struct open_file *file, struct
     if (result->pinned_count == DATAPATH_READ_MAX_PINS)
         return -EAGAIN;
     slot->last_use = ++file->use_clock;
+    *local = slot->local;
     slot->pins++;
     result->pinned[result->pinned_count++] = slot;
     uint32_t start = segment->tile_offset;
@@ -1208,9 +1545,13 @@ static int cache_serve(struct datapath *datapath, struct open_file *file, struct
     return error;
 }
 
-/* Adds a segment read directly (no cache) into the result's scratch buffer. */
+/*
+ * Adds a segment read directly (no cache) into the result's scratch buffer;
+ * *local: it came from a datanode on this machine (set for profiled files).
+ */
 static int direct_serve(struct datapath *datapath, struct open_file *file,
-                        const struct tile_segment *segment, struct datapath_read *result)
+                        const struct tile_segment *segment, struct datapath_read *result,
+                        bool *local)
 {
     struct tile_location location;
     struct rpc_reply reply;
@@ -1219,8 +1560,12 @@ static int direct_serve(struct datapath *datapath, struct open_file *file,
         return error;
     if (location.node == 0)
         return result_add_zeros(result, segment->length);
-    error = read_from_node(datapath, file->ino, &location, segment->tile, segment->tile_offset,
-                           segment->length, &reply);
+    struct tile_location planned = location;
+    error = read_tile(datapath, file->ino, segment->tile, segment->tile_offset, segment->length,
+                      &location, &reply);
+    location_replace(file, segment->tile, &planned, &location);
+    if (error == 0 && file->profiled && datapath->profile)
+        *local = read_is_local(datapath, &location);
     if (error == 0) {
         char *out = result->scratch + result->scratch_used;
         if (reply.data_len > 0)
@@ -1238,6 +1583,8 @@ ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t 
 {
     struct layout_walk walk;
     struct tile_segment segment;
+    struct profile_batch batch;
+    bool profiled = false;
     ssize_t outcome = 0;
     bool sequential;
 
@@ -1251,6 +1598,9 @@ ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t 
     result->iov = result->inline_iov;
     result->cap = sizeof(result->inline_iov) / sizeof(result->inline_iov[0]);
     pthread_mutex_lock(&file->lock);
+    profiled = file->profiled && datapath->profile;
+    if (profiled)
+        profile_batch_init(&batch, file->ino, false);
     if (offset + size > file->size && !file->size_dirty) {
         /* The file may have grown through another mount. */
         struct ts_attr attr;
@@ -1284,22 +1634,28 @@ ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t 
             outcome = error;
             goto out;
         }
-        error = slot ? cache_serve(datapath, file, slot, &segment, result) : -EAGAIN;
+        bool local = false;
+        error = slot ? cache_serve(datapath, file, slot, &segment, result, &local) : -EAGAIN;
         if (error == -EAGAIN) {
             if (!result->scratch)
                 result->scratch = malloc(size);
-            error = result->scratch ? direct_serve(datapath, file, &segment, result) : -ENOMEM;
+            error = result->scratch ? direct_serve(datapath, file, &segment, result, &local)
+                                    : -ENOMEM;
         }
         if (error != 0) {
             outcome = error;
             goto out;
         }
+        if (profiled)
+            profile_batch_add(datapath->profile, &batch, segment.tile, segment.length, local);
     }
     if (sequential && !file->layout.array)
         cache_read_ahead(datapath, file, last_tile);
     outcome = (ssize_t)result->bytes;
 out:
     pthread_mutex_unlock(&file->lock);
+    if (profiled && outcome >= 0)
+        profile_batch_commit(datapath->profile, &batch);
     return outcome;
 }
 
@@ -1324,21 +1680,51 @@ void datapath_read_done(struct datapath *datapath, struct datapath_read *result)
 
 /* ---- attributes ------------------------------------------------------- */
 
-/* Cuts the tile the new end falls in, as meta's SETATTR reply says. */
+/*
+ * Cuts the tile the new end falls in, as meta's SETATTR reply says. The
+ * tile's read copies would keep the bytes cut off: they are dropped first
+ * (meta is asked whether there are any). A tile that moves is followed.
+ */
 static int cut_tile(struct datapath *datapath, uint64_t ino, const struct ts_setattr_rep *reply)
 {
     struct rpc_reply node_reply;
+    struct stale_retry retry = {0};
+    struct tile_location location = {.node = reply->cut_node, .version = reply->cut_version};
     uint8_t payload[64];
+    int status;
+    int error = 0;
+
     if (reply->cut_node == 0)
         return 0;
-    struct ts_tile_truncate_req request = {.ino = ino,
-                                           .tile = reply->cut_tile,
-                                           .version = reply->cut_version,
-                                           .length = reply->cut_bytes};
-    int len = ts_tile_truncate_req_encode(&request, payload, sizeof(payload));
-    int status = nodedir_call(datapath->nodes, reply->cut_node, TS_OP_TILE_TRUNCATE, payload,
+    if (metaclient_tile_map(datapath->meta, ino, reply->cut_tile, 1, 0, 0, &location) != TS_OK)
+        location = (struct tile_location){.node = reply->cut_node, .version = reply->cut_version};
+    for (;;) {
+        if (location.node == 0)
+            return 0; /* the tile went meanwhile: nothing to cut */
+        if (location.copies > 0) {
+            error = tile_uncopy(datapath, ino, reply->cut_tile, &location);
+            if (error != 0)
+                return error;
+        }
+        struct ts_tile_truncate_req request = {.ino = ino,
+                                               .tile = reply->cut_tile,
+                                               .version = location.version,
+                                               .length = reply->cut_bytes};
+        int len = ts_tile_truncate_req_encode(&request, payload, sizeof(payload));
+        status = nodedir_call(datapath->nodes, location.node, TS_OP_TILE_TRUNCATE, payload,
                               (size_t)len, NULL, 0, &node_reply);
-    rpc_reply_release(&node_reply);
+        rpc_reply_release(&node_reply);
+        if (status != TS_ERR_STALE)
+            break;
+        error = stale_relocate(datapath, ino, reply->cut_tile, TILE_ACCESS_TRUNCATE, &retry,
+                               &location);
+        if (error != 0)
+            return error;
+    }
+    if (status != TS_OK)
+        log_error("truncate of inode %llu tile %llu on datanode %u failed: %s",
+                  (unsigned long long)ino, (unsigned long long)reply->cut_tile, location.node,
+                  status_text(status));
     return errno_of(status);
 }
 
@@ -1362,8 +1748,9 @@ int datapath_setattr(struct datapath *datapath, const struct ts_setattr_req *req
         result = cut_tile(datapath, request->ino, &reply);
         if (file) {
             file->size = reply.attr.size;
+            /* From the tile the end falls in: cut, its copies dropped. */
             if (!file->layout.array)
-                locations_forget_from(file, tile_count_for(reply.attr.size, file->tile_bytes));
+                locations_forget_from(file, reply.attr.size / file->tile_bytes);
             else
                 memset(file->locations, 0, file->location_slots * sizeof(*file->locations));
             cache_forget_range(datapath, file, 0, UINT64_MAX);

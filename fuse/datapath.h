@@ -14,6 +14,18 @@
  * by every later write and by the next flush/fsync, so no error is ever
  * lost.
  *
+ * Tiles are read from the source meta names for this machine (a copy on a
+ * datanode here, else the primary: buddy access) and written to their
+ * primary, after meta dropped the tile's read copies (TILE_UNCOPY) so no
+ * reader is served a copy older than the primary. A datanode that answers
+ * TS_ERR_STALE no longer holds the tile (it moved) or holds it frozen while
+ * it moves: the tile's location is asked of meta again and the request
+ * retried, with a backoff while meta still names the same place, for up to
+ * the I/O timeout in all. Writes of one tile stay in order throughout.
+ *
+ * Files meta profiles (TS_ATTR_PROFILED at open) have the application's
+ * reads and writes counted per tile in the mount's profile table.
+ *
  * All functions return 0 (or a byte count) or a negative errno.
  */
 #ifndef TESSERA_DATAPATH_H
@@ -23,6 +35,7 @@
 #include "layout.h"
 #include "metaclient.h"
 #include "nodedir.h"
+#include "profile.h"
 #include "workers.h"
 
 #include <stddef.h>
@@ -36,9 +49,11 @@ struct open_file;
 struct datapath_config {
     uint64_t memory_bytes;    /* cap on tile buffers: half for writes, half for reads */
     uint32_t readahead_tiles; /* tiles loaded ahead of a sequential reader */
+    int io_timeout_ms;        /* how long a tile that moves may keep a request waiting */
+    struct profile *profile;  /* where profiled files are counted; NULL = nowhere */
 };
 
-/* Jobs run on `workers`, which must outlive the data path. */
+/* Jobs run on `workers`, which must outlive the data path, as must the profile. */
 struct datapath *datapath_new(struct metaclient *meta, struct nodedir *nodes,
                               struct workers *workers, const struct datapath_config *config);
 /* Frees every open file left (the kernel has released them all by then). */

@@ -2,11 +2,15 @@
  * @file main.c
  * tessera-mount: parses the command line, connects to meta, mounts the
  * filesystem with the low-level libfuse API and serves it with the
- * multithreaded loop until unmounted or signalled.
+ * multithreaded loop until unmounted or signalled. Besides the request
+ * threads, a profile thread sends the access counts of profiled files to
+ * meta every second (profile.h); it stops, and sends what is left, after
+ * the kernel has released every file.
  */
 #include "ops.h"
 
 #include "log.h"
+#include "profile.h"
 #include "status.h"
 #include "tile.h"
 #include "util.h"
@@ -20,17 +24,20 @@
 #include <unistd.h>
 
 #define DEFAULT_META "tcp://127.0.0.1:7400"
+/* How long a release may wait to share a request with later ones. */
+#define RELEASE_DELAY_MS 10
 
 struct mount_options {
     const char *meta;
     const char *mountpoint;
-    const char *machine;
+    char machine[TS_MAX_NAME + 1];
     long io_timeout_ms;
     long meta_timeout_ms;
     double attr_timeout;
     uint64_t memory_bytes;
     long readahead_tiles;
     long io_threads;
+    long statahead;
     int foreground;
     int single_thread;
     int debug;
@@ -47,10 +54,14 @@ static void usage(FILE *out)
             "  --meta ENDPOINT        tessera-meta to use (default %s)\n"
             "  --io-timeout-ms MS     give up on a datanode after MS ms with EIO (default 5000)\n"
             "  --meta-timeout-ms MS   give up on meta after MS ms with EIO (default 5000)\n"
-            "  --attr-timeout SEC     seconds the kernel may cache attributes (default 1.0)\n"
+            "  --attr-timeout SEC     seconds names and attributes may be cached, by the\n"
+            "                         kernel and by statahead (default 1.0)\n"
             "  --memory SIZE          cap on the client's tile buffers, e.g. 256M (default)\n"
             "  --readahead-tiles N    tiles read ahead of a sequential reader (default 8)\n"
             "  --io-threads N         tile transfers in flight at once (default 16)\n"
+            "  --statahead N          most names (with attributes) fetched at once for a\n"
+            "                         directory walk (default 1024; 0 = off: every lookup\n"
+            "                         asks meta)\n"
             "  --machine NAME         this machine's name (default: the hostname)\n"
             "  --log-level LEVEL      error, warn, info or debug (default info)\n"
             "  -o OPTIONS             FUSE mount options, e.g. allow_other,default_permissions\n"
@@ -73,8 +84,7 @@ static int add_fuse_option(struct mount_options *options, const char *option)
 /* Returns 0, 1 for --help, or 2 for a usage error (message printed). */
 static int parse_arguments(int argc, char **argv, struct mount_options *options)
 {
-    char machine[256];
-    util_machine_name(machine, sizeof(machine));
+    util_machine_name(options->machine, sizeof(options->machine));
     options->meta = DEFAULT_META;
     options->io_timeout_ms = 5000;
     options->meta_timeout_ms = 5000;
@@ -82,6 +92,7 @@ static int parse_arguments(int argc, char **argv, struct mount_options *options)
     options->memory_bytes = 256u << 20;
     options->readahead_tiles = 8;
     options->io_threads = 16;
+    options->statahead = 1024;
     options->log_level = LOG_LEVEL_INFO;
 
     for (int i = 1; i < argc; i++) {
@@ -106,7 +117,12 @@ static int parse_arguments(int argc, char **argv, struct mount_options *options)
         } else if (strcmp(arg, "--meta") == 0) {
             options->meta = value;
         } else if (strcmp(arg, "--machine") == 0) {
-            options->machine = value;
+            if (value[0] == '\0' || strlen(value) >= sizeof(options->machine)) {
+                fprintf(stderr, "tessera-mount: --machine wants a name of 1 to %d bytes\n",
+                        TS_MAX_NAME);
+                return 2;
+            }
+            memcpy(options->machine, value, strlen(value) + 1);
         } else if (strcmp(arg, "--io-timeout-ms") == 0 || strcmp(arg, "--meta-timeout-ms") == 0) {
             long *target = arg[2] == 'i' ? &options->io_timeout_ms : &options->meta_timeout_ms;
             if (util_parse_long(value, 100, 3600000, target) != 0) {
@@ -122,6 +138,11 @@ static int parse_arguments(int argc, char **argv, struct mount_options *options)
         } else if (strcmp(arg, "--readahead-tiles") == 0) {
             if (util_parse_long(value, 0, 14, &options->readahead_tiles) != 0) {
                 fprintf(stderr, "tessera-mount: --readahead-tiles wants 0..14\n");
+                return 2;
+            }
+        } else if (strcmp(arg, "--statahead") == 0) {
+            if (util_parse_long(value, 0, 4096, &options->statahead) != 0) {
+                fprintf(stderr, "tessera-mount: --statahead wants 0..4096\n");
                 return 2;
             }
         } else if (strcmp(arg, "--io-threads") == 0) {
@@ -163,6 +184,13 @@ static int parse_arguments(int argc, char **argv, struct mount_options *options)
         return 2;
     }
     return 0;
+}
+
+/* The profile's way to meta. */
+static int profile_send_to_meta(void *context, const uint8_t *records, uint32_t count)
+{
+    uint32_t kept;
+    return metaclient_profile_record(context, records, count, &kept);
 }
 
 /*
@@ -228,6 +256,7 @@ int main(int argc, char **argv)
     struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
     struct fuse_session *session = NULL;
     struct fuse_loop_config *loop_config = NULL;
+    struct profile *profile = NULL;
     int exit_code = 1;
 
     int parsed = parse_arguments(argc, argv, &options);
@@ -258,18 +287,35 @@ int main(int argc, char **argv)
     state.attr_timeout = options.attr_timeout;
     state.mountpoint = options.mountpoint;
     state.entry_timeout = options.attr_timeout;
-    state.meta = metaclient_new(options.meta, (int)options.meta_timeout_ms);
+    state.meta = metaclient_new(options.meta, (int)options.meta_timeout_ms, options.machine);
+    /* Nothing waits for a release: they go in batches (relqueue.h). */
+    if (state.meta && metaclient_defer_releases(state.meta, RELEASE_DELAY_MS) != TS_OK)
+        metaclient_destroy(&state.meta);
     if (state.meta)
+        state.dentries = dentcache_new(options.attr_timeout, (uint32_t)options.statahead, NULL);
+    if (state.dentries)
         state.nodes = nodedir_new(state.meta, (int)options.io_timeout_ms);
     if (state.nodes)
         state.workers = workers_new((int)options.io_threads);
+    struct profile_config profile_config = {
+        .slots = PROFILE_DEFAULT_SLOTS,
+        .max_records = TS_MAX_PROFILE_RECORDS,
+        .interval_ms = PROFILE_INTERVAL_MS,
+        .send = profile_send_to_meta,
+        .send_context = state.meta,
+    };
+    if (state.workers)
+        profile = profile_new(&profile_config);
     /* Half the cap for tile buffers, half for everything else: per-file
-     * state (a few KiB each), ZeroMQ's queues, libfuse's request buffers. */
+     * state (a few KiB each), ZeroMQ's queues, libfuse's request buffers,
+     * the profile's tables (a few MiB). */
     struct datapath_config datapath_config = {
         .memory_bytes = options.memory_bytes / 2,
         .readahead_tiles = (uint32_t)options.readahead_tiles,
+        .io_timeout_ms = (int)options.io_timeout_ms,
+        .profile = profile,
     };
-    if (state.workers)
+    if (profile)
         state.datapath = datapath_new(state.meta, state.nodes, state.workers, &datapath_config);
     if (!state.datapath) {
         log_error("cannot set up the client (out of memory or bad --meta %s)", options.meta);
@@ -295,8 +341,8 @@ int main(int argc, char **argv)
                   options.mountpoint, options.mountpoint);
         goto out_signals;
     }
-    log_info("mounting %s from %s (datanode timeout %ld ms)", options.mountpoint, options.meta,
-             options.io_timeout_ms);
+    log_info("mounting %s from %s as machine %s (datanode timeout %ld ms)", options.mountpoint,
+             options.meta, options.machine, options.io_timeout_ms);
 
     daemon_report(report_fd, 0);
     report_fd = -1;
@@ -320,8 +366,19 @@ out_session:
 out:
     workers_destroy(&state.workers); /* finishes queued jobs before the rest goes */
     datapath_destroy(&state.datapath);
+    profile_destroy(&profile); /* sends the last counts: meta is still there */
     nodedir_destroy(&state.nodes);
-    metaclient_destroy(&state.meta);
+    metaclient_destroy(&state.meta); /* sends the releases still queued */
+    if (state.dentries) {
+        struct dentcache_stats stats;
+        dentcache_stats(state.dentries, &stats);
+        log_debug("statahead: %llu found, %llu absent, %llu to meta, %llu windows fetched, "
+                  "%llu kept",
+                  (unsigned long long)stats.found, (unsigned long long)stats.absent,
+                  (unsigned long long)stats.misses, (unsigned long long)stats.fetches,
+                  (unsigned long long)stats.installed);
+    }
+    dentcache_destroy(&state.dentries);
     fuse_opt_free_args(&args);
     daemon_report(report_fd, exit_code);
     return exit_code;

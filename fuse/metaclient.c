@@ -7,6 +7,7 @@
 #include "metaclient.h"
 
 #include "log.h"
+#include "relqueue.h"
 #include "rpc.h"
 #include "status.h"
 
@@ -16,13 +17,18 @@
 
 struct metaclient {
     struct rpc_pool *pool;
+    struct relqueue *releases; /* NULL: releases are sent at once */
+    char machine[TS_MAX_NAME + 1];
 };
 
-struct metaclient *metaclient_new(const char *endpoint, int timeout_ms)
+struct metaclient *metaclient_new(const char *endpoint, int timeout_ms, const char *machine)
 {
+    if (strlen(machine) > TS_MAX_NAME)
+        return NULL;
     struct metaclient *client = calloc(1, sizeof(*client));
     if (!client)
         return NULL;
+    memcpy(client->machine, machine, strlen(machine) + 1);
     client->pool = rpc_pool_new(endpoint, timeout_ms);
     if (!client->pool) {
         free(client);
@@ -35,10 +41,13 @@ void metaclient_destroy(struct metaclient **clientp)
 {
     if (!clientp || !*clientp)
         return;
+    relqueue_destroy(&(*clientp)->releases); /* sends what is queued */
     rpc_pool_destroy(&(*clientp)->pool);
     free(*clientp);
     *clientp = NULL;
 }
+
+const char *metaclient_machine(const struct metaclient *client) { return client->machine; }
 
 /* Sends an encoded request (len < 0: the encoder failed). */
 static int meta_call(struct metaclient *client, uint16_t op, const uint8_t *payload, int len,
@@ -84,6 +93,59 @@ static int meta_call_empty(struct metaclient *client, uint16_t op, const uint8_t
 /* Requests here are small except SETXATTR, which has its own buffer. */
 #define REQUEST_CAP 4096
 
+/*
+ * Calls op (an attribute reply decoded into attr unless attr is NULL; an
+ * empty one otherwise) with GETATTR of each of dirs->ino[] pipelined
+ * behind it in the same round trip (rpc_pool_call_many).
+ */
+static int meta_call_with_dirs(struct metaclient *client, uint16_t op, const uint8_t *payload,
+                               int len, struct ts_attr *attr, struct metaclient_dirs *dirs)
+{
+    struct rpc_call calls[1 + METACLIENT_MAX_DIRS];
+    struct rpc_reply replies[1 + METACLIENT_MAX_DIRS];
+    int statuses[1 + METACLIENT_MAX_DIRS];
+    uint8_t requests[METACLIENT_MAX_DIRS][16];
+    struct ts_attr_rep decoded;
+    uint32_t count = dirs ? dirs->count : 0;
+
+    if (count == 0)
+        return attr ? meta_call_attr(client, op, payload, len, attr)
+                    : meta_call_empty(client, op, payload, len);
+    for (uint32_t i = 0; i < METACLIENT_MAX_DIRS; i++)
+        dirs->status[i] = TS_ERR_INVAL;
+    if (len < 0 || count > METACLIENT_MAX_DIRS)
+        return TS_ERR_INVAL;
+    calls[0] = (struct rpc_call){op, payload, (size_t)len};
+    for (uint32_t i = 0; i < count; i++) {
+        struct ts_getattr_req request = {.ino = dirs->ino[i]};
+        int request_len = ts_getattr_req_encode(&request, requests[i], sizeof(requests[i]));
+        calls[1 + i] = (struct rpc_call){TS_OP_GETATTR, requests[i], (size_t)request_len};
+    }
+    rpc_pool_call_many(client->pool, calls, 1 + count, replies, statuses);
+    int status = statuses[0];
+    if (status == TS_ERR_TIMEDOUT)
+        log_warn("%s: tessera-meta at %s did not answer in time (is it running?)",
+                 ts_op_name(op), rpc_pool_endpoint(client->pool));
+    if (status == TS_OK && attr) {
+        if (ts_attr_rep_decode(&decoded, replies[0].payload, replies[0].payload_len) != 0)
+            status = TS_ERR_BADMSG;
+        else
+            *attr = decoded.attr;
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        dirs->status[i] = statuses[1 + i];
+        if (dirs->status[i] != TS_OK)
+            continue;
+        if (ts_attr_rep_decode(&decoded, replies[1 + i].payload, replies[1 + i].payload_len) != 0)
+            dirs->status[i] = TS_ERR_BADMSG;
+        else
+            dirs->attr[i] = decoded.attr;
+    }
+    for (uint32_t i = 0; i < 1 + count; i++)
+        rpc_reply_release(&replies[i]);
+    return status;
+}
+
 int metaclient_lookup(struct metaclient *client, uint64_t parent, const char *name,
                       struct ts_attr *attr)
 {
@@ -116,7 +178,7 @@ int metaclient_setattr(struct metaclient *client, const struct ts_setattr_req *r
 
 int metaclient_mknod(struct metaclient *client, uint64_t parent, const char *name,
                      uint32_t mode, uint64_t rdev, uint32_t uid, uint32_t gid, int open,
-                     struct ts_attr *attr)
+                     struct ts_attr *attr, struct metaclient_dirs *dirs)
 {
     uint8_t buf[REQUEST_CAP];
     struct ts_mknod_req request = {.parent = parent,
@@ -126,40 +188,45 @@ int metaclient_mknod(struct metaclient *client, uint64_t parent, const char *nam
                                    .uid = uid,
                                    .gid = gid,
                                    .open = open ? 1 : 0};
-    return meta_call_attr(client, TS_OP_MKNOD, buf,
-                          ts_mknod_req_encode(&request, buf, sizeof(buf)), attr);
+    return meta_call_with_dirs(client, TS_OP_MKNOD, buf,
+                               ts_mknod_req_encode(&request, buf, sizeof(buf)), attr, dirs);
 }
 
 int metaclient_mkdir(struct metaclient *client, uint64_t parent, const char *name,
-                     uint32_t mode, uint32_t uid, uint32_t gid, struct ts_attr *attr)
+                     uint32_t mode, uint32_t uid, uint32_t gid, struct ts_attr *attr,
+                     struct metaclient_dirs *dirs)
 {
     uint8_t buf[REQUEST_CAP];
     struct ts_mkdir_req request = {
         .parent = parent, .name = ts_str_of(name), .mode = mode, .uid = uid, .gid = gid};
-    return meta_call_attr(client, TS_OP_MKDIR, buf,
-                          ts_mkdir_req_encode(&request, buf, sizeof(buf)), attr);
+    return meta_call_with_dirs(client, TS_OP_MKDIR, buf,
+                               ts_mkdir_req_encode(&request, buf, sizeof(buf)), attr, dirs);
 }
 
 static int meta_name_op(struct metaclient *client, uint16_t op, uint64_t parent,
-                        const char *name)
+                        const char *name, struct metaclient_dirs *dirs)
 {
     uint8_t buf[REQUEST_CAP];
     struct ts_name_req request = {.parent = parent, .name = ts_str_of(name)};
-    return meta_call_empty(client, op, buf, ts_name_req_encode(&request, buf, sizeof(buf)));
+    return meta_call_with_dirs(client, op, buf, ts_name_req_encode(&request, buf, sizeof(buf)),
+                               NULL, dirs);
 }
 
-int metaclient_unlink(struct metaclient *client, uint64_t parent, const char *name)
+int metaclient_unlink(struct metaclient *client, uint64_t parent, const char *name,
+                      struct metaclient_dirs *dirs)
 {
-    return meta_name_op(client, TS_OP_UNLINK, parent, name);
+    return meta_name_op(client, TS_OP_UNLINK, parent, name, dirs);
 }
 
-int metaclient_rmdir(struct metaclient *client, uint64_t parent, const char *name)
+int metaclient_rmdir(struct metaclient *client, uint64_t parent, const char *name,
+                     struct metaclient_dirs *dirs)
 {
-    return meta_name_op(client, TS_OP_RMDIR, parent, name);
+    return meta_name_op(client, TS_OP_RMDIR, parent, name, dirs);
 }
 
 int metaclient_rename(struct metaclient *client, uint64_t parent, const char *name,
-                      uint64_t new_parent, const char *new_name, uint32_t flags)
+                      uint64_t new_parent, const char *new_name, uint32_t flags,
+                      struct metaclient_dirs *dirs)
 {
     uint8_t buf[REQUEST_CAP];
     struct ts_rename_req request = {.parent = parent,
@@ -167,22 +234,23 @@ int metaclient_rename(struct metaclient *client, uint64_t parent, const char *na
                                     .new_parent = new_parent,
                                     .new_name = ts_str_of(new_name),
                                     .flags = flags};
-    return meta_call_empty(client, TS_OP_RENAME, buf,
-                           ts_rename_req_encode(&request, buf, sizeof(buf)));
+    return meta_call_with_dirs(client, TS_OP_RENAME, buf,
+                               ts_rename_req_encode(&request, buf, sizeof(buf)), NULL, dirs);
 }
 
 int metaclient_link(struct metaclient *client, uint64_t ino, uint64_t new_parent,
-                    const char *new_name, struct ts_attr *attr)
+                    const char *new_name, struct ts_attr *attr, struct metaclient_dirs *dirs)
 {
     uint8_t buf[REQUEST_CAP];
     struct ts_link_req request = {
         .ino = ino, .new_parent = new_parent, .new_name = ts_str_of(new_name)};
-    return meta_call_attr(client, TS_OP_LINK, buf,
-                          ts_link_req_encode(&request, buf, sizeof(buf)), attr);
+    return meta_call_with_dirs(client, TS_OP_LINK, buf,
+                               ts_link_req_encode(&request, buf, sizeof(buf)), attr, dirs);
 }
 
 int metaclient_symlink(struct metaclient *client, uint64_t parent, const char *name,
-                       const char *target, uint32_t uid, uint32_t gid, struct ts_attr *attr)
+                       const char *target, uint32_t uid, uint32_t gid, struct ts_attr *attr,
+                       struct metaclient_dirs *dirs)
 {
     uint8_t buf[2 * REQUEST_CAP];
     struct ts_symlink_req request = {.parent = parent,
@@ -190,8 +258,8 @@ int metaclient_symlink(struct metaclient *client, uint64_t parent, const char *n
                                      .target = ts_str_of(target),
                                      .uid = uid,
                                      .gid = gid};
-    return meta_call_attr(client, TS_OP_SYMLINK, buf,
-                          ts_symlink_req_encode(&request, buf, sizeof(buf)), attr);
+    return meta_call_with_dirs(client, TS_OP_SYMLINK, buf,
+                               ts_symlink_req_encode(&request, buf, sizeof(buf)), attr, dirs);
 }
 
 int metaclient_readlink(struct metaclient *client, uint64_t ino, char *target, size_t cap)
@@ -253,6 +321,50 @@ out:
     return status;
 }
 
+int metaclient_readdirplus(struct metaclient *client, uint64_t ino, const char *from,
+                           int inclusive, struct meta_direntplus *entries, uint32_t max,
+                           uint32_t *count, uint32_t *done)
+{
+    uint8_t buf[REQUEST_CAP];
+    struct ts_readdirplus_req request = {.ino = ino,
+                                         .after = ts_str_of(from),
+                                         .inclusive = inclusive ? 1 : 0,
+                                         .max_entries = max};
+    struct ts_readdirplus_rep decoded;
+    struct rpc_reply reply;
+    struct ts_cursor cursor;
+    int status = meta_call(client, TS_OP_READDIRPLUS, buf,
+                           ts_readdirplus_req_encode(&request, buf, sizeof(buf)), &reply);
+    *count = 0;
+    *done = 1;
+    if (status != TS_OK)
+        goto out;
+    if (ts_readdirplus_rep_decode(&decoded, reply.payload, reply.payload_len) != 0 ||
+        decoded.count > max) {
+        status = TS_ERR_BADMSG;
+        goto out;
+    }
+    ts_cursor_init(&cursor, decoded.entries.ptr, decoded.entries.len);
+    for (uint32_t i = 0; i < decoded.count; i++) {
+        ts_cursor_attr(&cursor, &entries[i].attr);
+        struct ts_str name = ts_cursor_str(&cursor);
+        if (cursor.failed || name.len == 0 || memchr(name.ptr, '\0', name.len) ||
+            ts_str_copy(name, entries[i].name, sizeof(entries[i].name)) != 0) {
+            status = TS_ERR_BADMSG;
+            goto out;
+        }
+    }
+    if (cursor.left != 0) {
+        status = TS_ERR_BADMSG;
+        goto out;
+    }
+    *count = decoded.count;
+    *done = decoded.done;
+out:
+    rpc_reply_release(&reply);
+    return status;
+}
+
 int metaclient_open(struct metaclient *client, uint64_t ino, uint32_t flags,
                     struct ts_attr *attr)
 {
@@ -265,9 +377,55 @@ int metaclient_open(struct metaclient *client, uint64_t ino, uint32_t flags,
 int metaclient_release(struct metaclient *client, uint64_t ino)
 {
     uint8_t buf[REQUEST_CAP];
+    if (client->releases && relqueue_push(client->releases, ino) == 0)
+        return TS_OK;
     struct ts_release_req request = {.ino = ino};
     return meta_call_empty(client, TS_OP_RELEASE, buf,
                            ts_release_req_encode(&request, buf, sizeof(buf)));
+}
+
+int metaclient_release_many(struct metaclient *client, const uint64_t *inos, uint32_t count)
+{
+    size_t records_len = (size_t)count * 8;
+    size_t cap = records_len + REQUEST_CAP;
+    struct ts_writer records;
+    uint8_t *buf;
+    int status;
+
+    if (count == 0 || count > TS_MAX_RELEASES)
+        return TS_ERR_INVAL;
+    /* The records first, then the request they are copied into. */
+    buf = malloc(records_len + cap);
+    if (!buf)
+        return TS_ERR_NOMEM;
+    ts_writer_init(&records, buf, records_len);
+    for (uint32_t i = 0; i < count; i++)
+        ts_writer_u64(&records, inos[i]);
+    struct ts_release_many_req request = {.count = count,
+                                          .inos = {(const char *)buf, (uint32_t)records_len}};
+    uint8_t *payload = buf + records_len;
+    status = meta_call_empty(client, TS_OP_RELEASE_MANY, payload,
+                             ts_release_many_req_encode(&request, payload, cap));
+    free(buf);
+    return status;
+}
+
+/* The queue's sender: one RELEASE_MANY per batch. */
+static void metaclient_send_releases(void *ctx, const uint64_t *inos, uint32_t count)
+{
+    int status = metaclient_release_many(ctx, inos, count);
+    if (status != TS_OK)
+        log_warn("%u releases not delivered to tessera-meta (%s): their inodes stay open "
+                 "there until it restarts",
+                 count, status_text(status));
+}
+
+int metaclient_defer_releases(struct metaclient *client, int delay_ms)
+{
+    if (client->releases)
+        return TS_OK;
+    client->releases = relqueue_new(metaclient_send_releases, client, delay_ms, TS_MAX_RELEASES);
+    return client->releases ? TS_OK : TS_ERR_NOMEM;
 }
 
 int metaclient_statfs(struct metaclient *client, struct ts_statfs_rep *statfs)
@@ -362,8 +520,12 @@ int metaclient_tile_map(struct metaclient *client, uint64_t ino, uint64_t first,
                         int allocate, uint32_t node, struct tile_location *locations)
 {
     uint8_t buf[REQUEST_CAP];
-    struct ts_tile_map_req request = {
-        .ino = ino, .first = first, .count = count, .allocate = allocate ? 1 : 0, .node = node};
+    struct ts_tile_map_req request = {.ino = ino,
+                                      .first = first,
+                                      .count = count,
+                                      .allocate = allocate ? 1 : 0,
+                                      .node = node,
+                                      .machine = ts_str_of(client->machine)};
     struct ts_tile_map_rep decoded;
     struct rpc_reply reply;
     struct ts_cursor cursor;
@@ -387,6 +549,48 @@ int metaclient_tile_map(struct metaclient *client, uint64_t ino, uint64_t first,
     }
 out:
     rpc_reply_release(&reply);
+    return status;
+}
+
+int metaclient_tile_uncopy(struct metaclient *client, uint64_t ino, uint64_t first,
+                           uint32_t count)
+{
+    uint8_t buf[REQUEST_CAP];
+    struct ts_tile_uncopy_req request = {.ino = ino, .first = first, .count = count};
+    return meta_call_empty(client, TS_OP_TILE_UNCOPY, buf,
+                           ts_tile_uncopy_req_encode(&request, buf, sizeof(buf)));
+}
+
+int metaclient_profile_record(struct metaclient *client, const uint8_t *records, uint32_t count,
+                              uint32_t *kept)
+{
+    size_t records_len = (size_t)count * TS_PROFILE_RECORD_BYTES;
+    size_t cap = records_len + REQUEST_CAP;
+    struct ts_profile_record_req request = {.machine = ts_str_of(client->machine),
+                                            .count = count,
+                                            .records = {(const char *)records,
+                                                        (uint32_t)records_len}};
+    struct ts_profile_record_rep decoded;
+    struct rpc_reply reply;
+    uint8_t *buf;
+    int status;
+
+    *kept = 0;
+    if (count > TS_MAX_PROFILE_RECORDS)
+        return TS_ERR_TOOBIG;
+    buf = malloc(cap);
+    if (!buf)
+        return TS_ERR_NOMEM;
+    status = meta_call(client, TS_OP_PROFILE_RECORD, buf,
+                       ts_profile_record_req_encode(&request, buf, cap), &reply);
+    if (status == TS_OK) {
+        if (ts_profile_record_rep_decode(&decoded, reply.payload, reply.payload_len) != 0)
+            status = TS_ERR_BADMSG;
+        else
+            *kept = decoded.kept;
+    }
+    rpc_reply_release(&reply);
+    free(buf);
     return status;
 }
 
@@ -431,9 +635,10 @@ int metaclient_node_list(struct metaclient *client, struct meta_node **nodes, si
         node->free_bytes = ts_cursor_u64(&cursor);
         /* used, tiles, age; read, write bytes/s, queue depth, throttle */
         ts_cursor_bytes(&cursor, 3 * 8 + 8 + 8 + 4 + 8);
-        ts_cursor_str(&cursor); /* machine */
+        struct ts_str machine = ts_cursor_str(&cursor);
         struct ts_str address = ts_cursor_str(&cursor);
-        if (cursor.failed || ts_str_copy(address, node->address, sizeof(node->address)) != 0) {
+        if (cursor.failed || ts_str_copy(machine, node->machine, sizeof(node->machine)) != 0 ||
+            ts_str_copy(address, node->address, sizeof(node->address)) != 0) {
             free(*nodes);
             *nodes = NULL;
             status = TS_ERR_BADMSG;

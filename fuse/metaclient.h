@@ -34,16 +34,46 @@ struct meta_dirent {
     char name[TS_MAX_NAME + 1];
 };
 
+/* One directory entry with its attributes, as READDIRPLUS returns it. */
+struct meta_direntplus {
+    struct ts_attr attr;
+    char name[TS_MAX_NAME + 1];
+};
+
 /* One datanode as NODE_LIST returns it. */
 struct meta_node {
     uint32_t id;
     uint32_t state;
     uint64_t free_bytes;
+    char machine[TS_MAX_NAME + 1];
     char address[256];
 };
 
-struct metaclient *metaclient_new(const char *endpoint, int timeout_ms);
+/*
+ * A client of the meta at endpoint. machine: this mount's machine name,
+ * sent with every TILE_MAP (meta picks the read source on it) and
+ * PROFILE_RECORD; at most TS_MAX_NAME bytes ("" = none). NULL on a bad
+ * endpoint or no memory.
+ */
+struct metaclient *metaclient_new(const char *endpoint, int timeout_ms, const char *machine);
 void metaclient_destroy(struct metaclient **clientp);
+/* The machine name given to metaclient_new(). */
+const char *metaclient_machine(const struct metaclient *client);
+
+/*
+ * Directories whose attributes a namespace change also fetches, pipelined
+ * behind the change in the same round trip: meta gives them as they are
+ * right after it. The kernel asks for a changed directory's attributes
+ * before it uses the directory again (its mode, for default_permissions),
+ * and the mount answers that from these. NULL or count 0: none.
+ */
+#define METACLIENT_MAX_DIRS 2
+struct metaclient_dirs {
+    uint32_t count; /* 0..METACLIENT_MAX_DIRS, set by the caller with ino[] */
+    uint64_t ino[METACLIENT_MAX_DIRS];
+    struct ts_attr attr[METACLIENT_MAX_DIRS];
+    int status[METACLIENT_MAX_DIRS]; /* TS_OK where attr[i] was filled */
+};
 
 int metaclient_lookup(struct metaclient *client, uint64_t parent, const char *name,
                       struct ts_attr *attr);
@@ -52,19 +82,25 @@ int metaclient_getattr(struct metaclient *client, uint64_t ino, struct ts_attr *
 int metaclient_setattr(struct metaclient *client, const struct ts_setattr_req *request,
                        struct ts_setattr_rep *reply);
 /* With open, the new file is also opened (one RELEASE owed, as for OPEN). */
+/* The namespace changes; dirs (may be NULL): see struct metaclient_dirs. */
 int metaclient_mknod(struct metaclient *client, uint64_t parent, const char *name,
                      uint32_t mode, uint64_t rdev, uint32_t uid, uint32_t gid, int open,
-                     struct ts_attr *attr);
+                     struct ts_attr *attr, struct metaclient_dirs *dirs);
 int metaclient_mkdir(struct metaclient *client, uint64_t parent, const char *name,
-                     uint32_t mode, uint32_t uid, uint32_t gid, struct ts_attr *attr);
-int metaclient_unlink(struct metaclient *client, uint64_t parent, const char *name);
-int metaclient_rmdir(struct metaclient *client, uint64_t parent, const char *name);
+                     uint32_t mode, uint32_t uid, uint32_t gid, struct ts_attr *attr,
+                     struct metaclient_dirs *dirs);
+int metaclient_unlink(struct metaclient *client, uint64_t parent, const char *name,
+                      struct metaclient_dirs *dirs);
+int metaclient_rmdir(struct metaclient *client, uint64_t parent, const char *name,
+                     struct metaclient_dirs *dirs);
 int metaclient_rename(struct metaclient *client, uint64_t parent, const char *name,
-                      uint64_t new_parent, const char *new_name, uint32_t flags);
+                      uint64_t new_parent, const char *new_name, uint32_t flags,
+                      struct metaclient_dirs *dirs);
 int metaclient_link(struct metaclient *client, uint64_t ino, uint64_t new_parent,
-                    const char *new_name, struct ts_attr *attr);
+                    const char *new_name, struct ts_attr *attr, struct metaclient_dirs *dirs);
 int metaclient_symlink(struct metaclient *client, uint64_t parent, const char *name,
-                       const char *target, uint32_t uid, uint32_t gid, struct ts_attr *attr);
+                       const char *target, uint32_t uid, uint32_t gid, struct ts_attr *attr,
+                       struct metaclient_dirs *dirs);
 /* Copies the target, NUL-terminated, into target[cap]. */
 int metaclient_readlink(struct metaclient *client, uint64_t ino, char *target, size_t cap);
 /*
@@ -74,9 +110,27 @@ int metaclient_readlink(struct metaclient *client, uint64_t ino, char *target, s
 int metaclient_readdir(struct metaclient *client, uint64_t ino, const char *after,
                        struct meta_dirent *entries, uint32_t max, uint32_t *count,
                        uint32_t *done);
+/*
+ * As metaclient_readdir(), with attributes: the entries from the name
+ * `from` on (itself included with inclusive, else strictly after it).
+ */
+int metaclient_readdirplus(struct metaclient *client, uint64_t ino, const char *from,
+                           int inclusive, struct meta_direntplus *entries, uint32_t max,
+                           uint32_t *count, uint32_t *done);
 int metaclient_open(struct metaclient *client, uint64_t ino, uint32_t flags,
                     struct ts_attr *attr);
+/*
+ * After metaclient_defer_releases() the release is queued and sent in the
+ * background (TS_OK at once); metaclient_destroy() sends what is left.
+ */
 int metaclient_release(struct metaclient *client, uint64_t ino);
+/* count (1..TS_MAX_RELEASES) releases in one request. */
+int metaclient_release_many(struct metaclient *client, const uint64_t *inos, uint32_t count);
+/*
+ * From now on releases go through a background queue (relqueue.h), sent
+ * at most delay_ms after they were made. TS_OK or TS_ERR_NOMEM.
+ */
+int metaclient_defer_releases(struct metaclient *client, int delay_ms);
 int metaclient_statfs(struct metaclient *client, struct ts_statfs_rep *statfs);
 int metaclient_setxattr(struct metaclient *client, uint64_t ino, const char *name,
                         const void *value, size_t size, uint32_t flags);
@@ -92,9 +146,21 @@ int metaclient_removexattr(struct metaclient *client, uint64_t ino, const char *
  * Locations of tiles [first, first + count); with allocate, missing tiles
  * are placed and committed by meta first: on datanode `node` if non-zero,
  * else by the file's placement policy. count <= TS_MAX_TILES_PER_MAP.
+ * The read source in each record is chosen for this client's machine.
  */
 int metaclient_tile_map(struct metaclient *client, uint64_t ino, uint64_t first, uint32_t count,
                         int allocate, uint32_t node, struct tile_location *locations);
+/* Drops the read copies of tiles [first, first + count) (before writing them). */
+int metaclient_tile_uncopy(struct metaclient *client, uint64_t ino, uint64_t first,
+                           uint32_t count);
+/*
+ * Adds `count` PROFILE_RECORD records (TS_PROFILE_RECORD_BYTES each, as
+ * proto.h lays them out) to meta's counts, as this client's machine.
+ * count <= TS_MAX_PROFILE_RECORDS. *kept: the records meta kept (those of
+ * inodes still profiled).
+ */
+int metaclient_profile_record(struct metaclient *client, const uint8_t *records, uint32_t count,
+                              uint32_t *kept);
 /* Written data: size = max(size, min_size), mtime if given; sync = durable. */
 int metaclient_commit(struct metaclient *client, uint64_t ino, uint64_t min_size,
                       const struct timespec *mtime, int sync, struct ts_attr *attr);

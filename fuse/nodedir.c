@@ -29,6 +29,8 @@ struct node_entry {
     int64_t down_until_ms;
     /* As meta last said: up, and room for new tiles. */
     bool takes_tiles;
+    /* On this mount's machine (same machine name). */
+    bool local;
 };
 
 struct nodedir {
@@ -105,8 +107,11 @@ static int nodedir_refresh(struct nodedir *dir)
     for (size_t i = 0; i < count; i++) {
         struct node_entry *entry = nodedir_find(dir, nodes[i].id);
         bool takes_tiles = nodes[i].state == TS_NODE_UP && nodes[i].free_bytes >= TILE_DEFAULT_BYTES;
+        bool local = nodes[i].machine[0] != '\0' &&
+                     strcmp(nodes[i].machine, metaclient_machine(dir->meta)) == 0;
         if (entry && strcmp(rpc_pool_endpoint(entry->pool), nodes[i].address) == 0) {
             entry->takes_tiles = takes_tiles;
+            entry->local = local;
             continue;
         }
         struct rpc_pool *pool = rpc_pool_new(nodes[i].address, dir->io_timeout_ms);
@@ -117,6 +122,7 @@ static int nodedir_refresh(struct nodedir *dir)
             nodedir_retire(dir, entry->pool);
             entry->pool = pool;
             entry->takes_tiles = takes_tiles;
+            entry->local = local;
             continue;
         }
         struct node_entry *grown = realloc(dir->entries, (dir->count + 1) * sizeof(*grown));
@@ -125,8 +131,8 @@ static int nodedir_refresh(struct nodedir *dir)
             continue;
         }
         dir->entries = grown;
-        dir->entries[dir->count] =
-            (struct node_entry){.id = nodes[i].id, .pool = pool, .takes_tiles = takes_tiles};
+        dir->entries[dir->count] = (struct node_entry){
+            .id = nodes[i].id, .pool = pool, .takes_tiles = takes_tiles, .local = local};
         dir->count++;
     }
     free(nodes);
@@ -150,6 +156,15 @@ size_t nodedir_candidates(struct nodedir *dir, uint32_t *ids, size_t cap)
     }
     pthread_mutex_unlock(&dir->lock);
     return count;
+}
+
+bool nodedir_is_local(struct nodedir *dir, uint32_t node)
+{
+    pthread_mutex_lock(&dir->lock);
+    const struct node_entry *entry = nodedir_find(dir, node);
+    bool local = entry && entry->local;
+    pthread_mutex_unlock(&dir->lock);
+    return local;
 }
 
 /* The pool of node id, NULL if unknown; *down is set if it counts as down. */

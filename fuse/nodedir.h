@@ -1,9 +1,10 @@
 /*
  * @file nodedir.h
- * The client's directory of datanodes: node id -> connection pool. It is
- * filled from meta's NODE_LIST on first use and refreshed when a tile names a
- * node it does not know, or after a call to a node timed out (the node may
- * have come back at another address). Thread-safe.
+ * The client's directory of datanodes: node id -> connection pool, and
+ * whether the node runs on this mount's machine. It is filled from meta's
+ * NODE_LIST on first use and refreshed when a tile names a node it does not
+ * know, or after a call to a node timed out (the node may have come back at
+ * another address). Thread-safe.
  */
 #ifndef TESSERA_NODEDIR_H
 #define TESSERA_NODEDIR_H
@@ -11,6 +12,7 @@
 #include "metaclient.h"
 #include "rpc.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,6 +26,13 @@ void nodedir_destroy(struct nodedir **dirp);
  * of meta's list of at most a second ago: up to cap ids into ids.
  */
 size_t nodedir_candidates(struct nodedir *dir, uint32_t *ids, size_t cap);
+
+/*
+ * True if datanode `node` runs on this mount's machine (its machine name,
+ * as it registered with meta, is the one given to metaclient_new). Answers
+ * from the list already loaded: an unknown node is not local.
+ */
+bool nodedir_is_local(struct nodedir *dir, uint32_t node);
 
 /*
  * Sends op to datanode `node` and waits up to the I/O timeout. Returns as

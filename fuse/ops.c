@@ -8,6 +8,13 @@
  * The mount keeps no per-inode state except for open files (datapath), so
  * lookup counts need no bookkeeping: forget has nothing to drop. Inode
  * numbers are meta's, and FUSE_ROOT_ID is meta's root (1).
+ *
+ * Lookups are answered from the statahead windows (dentcache) when they
+ * can be, else by meta; a name that does not exist is answered with a
+ * negative entry the kernel may cache for the entry timeout. Every change
+ * made through the mount is reported to the dentcache once meta has done
+ * it, before the kernel is answered. Releases go to meta in the background
+ * (metaclient_defer_releases): nothing waits for them.
  */
 #include "ops.h"
 
@@ -23,6 +30,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
+#include <time.h>
 
 #define READDIR_BATCH 1024
 /* Pieces a reply may have besides libfuse's header (UIO_MAXIOV is 1024). */
@@ -68,35 +76,91 @@ static void reply_status(fuse_req_t req, int status)
     fuse_reply_err(req, status == TS_OK ? 0 : status_to_errno(status));
 }
 
-static void fill_entry(fuse_req_t req, const struct ts_attr *attr, struct fuse_entry_param *entry)
+static double monotonic_seconds(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+}
+
+/* An entry the kernel may keep `timeout` seconds (at most the mount's timeouts). */
+static void fill_entry_for(fuse_req_t req, const struct ts_attr *attr, double timeout,
+                           struct fuse_entry_param *entry)
 {
     struct mount_state *state = state_of(req);
     memset(entry, 0, sizeof(*entry));
     entry->ino = attr->ino;
     entry->generation = attr->generation;
-    entry->attr_timeout = state->attr_timeout;
-    entry->entry_timeout = state->entry_timeout;
+    entry->attr_timeout = timeout < state->attr_timeout ? timeout : state->attr_timeout;
+    entry->entry_timeout = timeout < state->entry_timeout ? timeout : state->entry_timeout;
     attr_to_stat(attr, &entry->attr);
+}
+
+static void fill_entry(fuse_req_t req, const struct ts_attr *attr, struct fuse_entry_param *entry)
+{
+    fill_entry_for(req, attr, state_of(req)->attr_timeout, entry);
+}
+
+/* Replies with attr (overlaid with this mount's unwritten size), cacheable `timeout` s. */
+static void reply_entry_for(fuse_req_t req, struct ts_attr *attr, double timeout)
+{
+    struct fuse_entry_param entry;
+    datapath_overlay_attr(state_of(req)->datapath, attr);
+    fill_entry_for(req, attr, timeout, &entry);
+    fuse_reply_entry(req, &entry);
 }
 
 static void reply_entry(fuse_req_t req, int status, struct ts_attr *attr)
 {
-    struct fuse_entry_param entry;
     if (status != TS_OK) {
         reply_status(req, status);
         return;
     }
-    datapath_overlay_attr(state_of(req)->datapath, attr);
-    fill_entry(req, attr, &entry);
+    reply_entry_for(req, attr, state_of(req)->attr_timeout);
+}
+
+/* "No such name", cacheable by the kernel for `timeout` s (ino 0 = negative). */
+static void reply_negative(fuse_req_t req, double timeout)
+{
+    struct fuse_entry_param entry;
+    double limit = state_of(req)->entry_timeout;
+    memset(&entry, 0, sizeof(entry));
+    entry.entry_timeout = timeout < limit ? timeout : limit;
     fuse_reply_entry(req, &entry);
+}
+
+/* Replies with attr (overlaid with this mount's unwritten size), cacheable `timeout` s. */
+static void reply_attr_for(fuse_req_t req, struct ts_attr *attr, double timeout)
+{
+    struct stat st;
+    double limit = state_of(req)->attr_timeout;
+    datapath_overlay_attr(state_of(req)->datapath, attr);
+    attr_to_stat(attr, &st);
+    fuse_reply_attr(req, &st, timeout < limit ? timeout : limit);
 }
 
 static void reply_attr(fuse_req_t req, struct ts_attr *attr)
 {
-    struct stat st;
-    datapath_overlay_attr(state_of(req)->datapath, attr);
-    attr_to_stat(attr, &st);
-    fuse_reply_attr(req, &st, state_of(req)->attr_timeout);
+    reply_attr_for(req, attr, state_of(req)->attr_timeout);
+}
+
+/* The directories a namespace change fetches the attributes of (metaclient_dirs). */
+static struct metaclient_dirs dirs_of(uint64_t dir, uint64_t other_dir)
+{
+    struct metaclient_dirs dirs = {.count = 1, .ino = {dir, other_dir}};
+    if (other_dir != 0 && other_dir != dir)
+        dirs.count = 2;
+    return dirs;
+}
+
+/* As dirs_of(dir, 0) for a change that adds an entry to dir: none to fetch
+ * when the dentcache can derive dir's new attributes from the entry's. */
+static struct metaclient_dirs dirs_adding_to(struct mount_state *state, uint64_t dir)
+{
+    struct metaclient_dirs dirs = dirs_of(dir, 0);
+    if (dentcache_dir_attr_known(state->dentries, dir))
+        dirs.count = 0;
+    return dirs;
 }
 
 /* The file handle of an open regular file. */
@@ -121,15 +185,59 @@ static void x_init(void *userdata, struct fuse_conn_info *conn)
     log_info("ready: mounted (max_write %u)", conn->max_write);
 }
 
+/*
+ * Statahead: fetches the window `fetch` advised, from name on, and answers
+ * the lookup of name from it. Returns false, having replied nothing, when
+ * the fetch failed (the caller then asks meta with a LOOKUP).
+ */
+static bool lookup_statahead(fuse_req_t req, const struct dentcache_fetch *fetch, const char *name)
+{
+    struct mount_state *state = state_of(req);
+    struct meta_direntplus *entries = malloc(fetch->max_entries * sizeof(*entries));
+    uint32_t count = 0;
+    uint32_t done = 0;
+    if (!entries)
+        return false;
+    int status = metaclient_readdirplus(state->meta, fetch->parent, name, 1, entries,
+                                        fetch->max_entries, &count, &done);
+    if (status != TS_OK) {
+        free(entries);
+        return false;
+    }
+    double timeout = dentcache_install(state->dentries, fetch, name, entries, count, done != 0);
+    if (timeout <= 0) /* not kept (changed meanwhile): as fresh as a LOOKUP's answer */
+        timeout = state->attr_timeout;
+    /* The listing starts at name itself when it exists. */
+    if (count > 0 && strcmp(entries[0].name, name) == 0)
+        reply_entry_for(req, &entries[0].attr, timeout);
+    else
+        reply_negative(req, timeout);
+    free(entries);
+    return true;
+}
+
 static void x_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+    struct mount_state *state = state_of(req);
+    struct dentcache_fetch fetch;
     struct ts_attr attr;
+    double timeout = 0;
     if (strlen(name) > TS_MAX_NAME) {
         fuse_reply_err(req, ENAMETOOLONG);
         return;
     }
-    int status = metaclient_lookup(state_of(req)->meta, parent, name, &attr);
-    reply_entry(req, status, &attr);
+    switch (dentcache_lookup(state->dentries, parent, name, &attr, &timeout, &fetch)) {
+    case DENTCACHE_FOUND: reply_entry_for(req, &attr, timeout); return;
+    case DENTCACHE_ABSENT: reply_negative(req, timeout); return;
+    case DENTCACHE_MISS: break;
+    }
+    if (fetch.max_entries > 0 && lookup_statahead(req, &fetch, name))
+        return;
+    int status = metaclient_lookup(state->meta, parent, name, &attr);
+    if (status == TS_ERR_NOENT)
+        reply_negative(req, state->entry_timeout);
+    else
+        reply_entry(req, status, &attr);
 }
 
 static void x_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
@@ -142,7 +250,14 @@ static void x_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 static void x_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     struct ts_attr attr;
+    double timeout = 0;
     (void)fi;
+    /* After this mount changed a directory, the kernel asks for its
+     * attributes at once: they came with the change. */
+    if (dentcache_getattr(state_of(req)->dentries, ino, &attr, &timeout)) {
+        reply_attr_for(req, &attr, timeout);
+        return;
+    }
     int status = metaclient_getattr(state_of(req)->meta, ino, &attr);
     if (status != TS_OK) {
         reply_status(req, status);
@@ -191,6 +306,8 @@ static void x_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *st, int to_se
     if (to_set & FUSE_SET_ATTR_CTIME)
         request.valid |= TS_SET_CTIME;
     int error = datapath_setattr(state_of(req)->datapath, &request, &attr);
+    /* Even a failed setattr may have done part of its work (cut a tile). */
+    dentcache_changed(state_of(req)->dentries, ino);
     if (error != 0) {
         fuse_reply_err(req, -error);
         return;
@@ -217,42 +334,65 @@ static int name_too_long(fuse_req_t req, const char *name)
     return 1;
 }
 
-static void x_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-                    dev_t rdev)
+static void x_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
     const struct fuse_ctx *ctx = fuse_req_ctx(req);
+    struct mount_state *state = state_of(req);
+    struct metaclient_dirs dirs = dirs_adding_to(state, parent);
     struct ts_attr attr;
     if (name_too_long(req, name))
         return;
-    int status = metaclient_mknod(state_of(req)->meta, parent, name, mode, rdev, ctx->uid,
-                                  ctx->gid, 0, &attr);
+    struct dentcache_ticket ticket = dentcache_ticket(state->dentries);
+    int status = metaclient_mknod(state->meta, parent, name, mode, rdev, ctx->uid, ctx->gid, 0,
+                                  &attr, &dirs);
+    if (status == TS_OK)
+        dentcache_added(state->dentries, parent, name, &attr, &dirs, ticket);
     reply_entry(req, status, &attr);
 }
 
 static void x_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
     const struct fuse_ctx *ctx = fuse_req_ctx(req);
+    struct mount_state *state = state_of(req);
+    struct metaclient_dirs dirs = dirs_adding_to(state, parent);
     struct ts_attr attr;
     if (name_too_long(req, name))
         return;
-    int status = metaclient_mkdir(state_of(req)->meta, parent, name, mode | S_IFDIR, ctx->uid,
-                                  ctx->gid, &attr);
+    struct dentcache_ticket ticket = dentcache_ticket(state->dentries);
+    int status = metaclient_mkdir(state->meta, parent, name, mode | S_IFDIR, ctx->uid, ctx->gid,
+                                  &attr, &dirs);
+    if (status == TS_OK)
+        dentcache_added(state->dentries, parent, name, &attr, &dirs, ticket);
     reply_entry(req, status, &attr);
 }
 
 static void x_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-    reply_status(req, metaclient_unlink(state_of(req)->meta, parent, name));
+    struct mount_state *state = state_of(req);
+    struct metaclient_dirs dirs = dirs_of(parent, 0);
+    struct dentcache_ticket ticket = dentcache_ticket(state->dentries);
+    int status = metaclient_unlink(state->meta, parent, name, &dirs);
+    if (status == TS_OK)
+        dentcache_removed(state->dentries, parent, name, &dirs, ticket);
+    reply_status(req, status);
 }
 
 static void x_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-    reply_status(req, metaclient_rmdir(state_of(req)->meta, parent, name));
+    struct mount_state *state = state_of(req);
+    struct metaclient_dirs dirs = dirs_of(parent, 0);
+    struct dentcache_ticket ticket = dentcache_ticket(state->dentries);
+    int status = metaclient_rmdir(state->meta, parent, name, &dirs);
+    if (status == TS_OK)
+        dentcache_removed(state->dentries, parent, name, &dirs, ticket);
+    reply_status(req, status);
 }
 
 static void x_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
     const struct fuse_ctx *ctx = fuse_req_ctx(req);
+    struct mount_state *state = state_of(req);
+    struct metaclient_dirs dirs = dirs_adding_to(state, parent);
     struct ts_attr attr;
     if (name_too_long(req, name))
         return;
@@ -260,8 +400,11 @@ static void x_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const
         fuse_reply_err(req, ENAMETOOLONG);
         return;
     }
-    int status = metaclient_symlink(state_of(req)->meta, parent, name, link, ctx->uid, ctx->gid,
-                                    &attr);
+    struct dentcache_ticket ticket = dentcache_ticket(state->dentries);
+    int status =
+        metaclient_symlink(state->meta, parent, name, link, ctx->uid, ctx->gid, &attr, &dirs);
+    if (status == TS_OK)
+        dentcache_added(state->dentries, parent, name, &attr, &dirs, ticket);
     reply_entry(req, status, &attr);
 }
 
@@ -274,16 +417,26 @@ static void x_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_i
         fuse_reply_err(req, EINVAL); /* RENAME_WHITEOUT is for overlay filesystems */
         return;
     }
-    reply_status(req,
-                 metaclient_rename(state_of(req)->meta, parent, name, new_parent, new_name, flags));
+    struct mount_state *state = state_of(req);
+    struct metaclient_dirs dirs = dirs_of(parent, new_parent);
+    struct dentcache_ticket ticket = dentcache_ticket(state->dentries);
+    int status = metaclient_rename(state->meta, parent, name, new_parent, new_name, flags, &dirs);
+    if (status == TS_OK)
+        dentcache_renamed(state->dentries, parent, name, new_parent, new_name, &dirs, ticket);
+    reply_status(req, status);
 }
 
 static void x_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t new_parent, const char *new_name)
 {
+    struct mount_state *state = state_of(req);
+    struct metaclient_dirs dirs = dirs_adding_to(state, new_parent);
     struct ts_attr attr;
     if (name_too_long(req, new_name))
         return;
-    int status = metaclient_link(state_of(req)->meta, ino, new_parent, new_name, &attr);
+    struct dentcache_ticket ticket = dentcache_ticket(state->dentries);
+    int status = metaclient_link(state->meta, ino, new_parent, new_name, &attr, &dirs);
+    if (status == TS_OK)
+        dentcache_added(state->dentries, new_parent, new_name, &attr, &dirs, ticket);
     reply_entry(req, status, &attr);
 }
 
@@ -340,6 +493,7 @@ static void x_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         /* libfuse asks for atomic O_TRUNC: the truncation is ours to do. */
         struct ts_setattr_req request = {.ino = ino, .valid = TS_SET_SIZE, .size = 0};
         error = -datapath_setattr(state_of(req)->datapath, &request, &attr);
+        dentcache_changed(state_of(req)->dentries, ino);
     }
     if (error == 0)
         error = open_file(req, ino, fi, &attr, 0);
@@ -361,13 +515,32 @@ static void x_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 
     if (name_too_long(req, name))
         return;
-    int status = metaclient_mknod(state->meta, parent, name, (mode & 07777) | S_IFREG, 0,
-                                  ctx->uid, ctx->gid, 1, &attr);
+    struct metaclient_dirs dirs = dirs_adding_to(state, parent);
+    struct dentcache_ticket ticket = dentcache_ticket(state->dentries);
+    int status = metaclient_mknod(state->meta, parent, name, (mode & 07777) | S_IFREG, 0, ctx->uid,
+                                  ctx->gid, 1, &attr, &dirs);
+    int created = status == TS_OK;
+    if (status == TS_ERR_EXIST && !(fi->flags & O_EXCL)) {
+        /* The kernel believed the name absent from an answer that was
+         * stale (another mount created it since): open(2) without O_EXCL
+         * opens the existing file. */
+        status = metaclient_lookup(state->meta, parent, name, &attr);
+        if (status == TS_OK && !S_ISREG(attr.mode))
+            status = S_ISDIR(attr.mode) ? TS_ERR_ISDIR : TS_ERR_EXIST;
+        if (status == TS_OK && (fi->flags & O_TRUNC)) {
+            struct ts_setattr_req request = {.ino = attr.ino, .valid = TS_SET_SIZE, .size = 0};
+            int error = datapath_setattr(state->datapath, &request, &attr);
+            status = error == 0 ? TS_OK : status_from_errno(error);
+            dentcache_changed(state->dentries, attr.ino);
+        }
+    }
     if (status != TS_OK) {
         reply_status(req, status);
         return;
     }
-    int error = open_file(req, attr.ino, fi, &attr, 1);
+    if (created)
+        dentcache_added(state->dentries, parent, name, &attr, &dirs, ticket);
+    int error = open_file(req, attr.ino, fi, &attr, created);
     if (error != 0) {
         fuse_reply_err(req, error);
         return;
@@ -419,24 +592,27 @@ static void x_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size
         fuse_reply_write(req, (size_t)written);
 }
 
+/* flush, release and fsync commit written data: size and times change in meta. */
 static void x_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    (void)ino;
-    fuse_reply_err(req, -datapath_flush(state_of(req)->datapath, file_of(fi)));
+    int error = datapath_flush(state_of(req)->datapath, file_of(fi));
+    dentcache_changed(state_of(req)->dentries, ino);
+    fuse_reply_err(req, -error);
 }
 
 static void x_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    (void)ino;
     datapath_release(state_of(req)->datapath, file_of(fi));
+    dentcache_changed(state_of(req)->dentries, ino);
     fuse_reply_err(req, 0);
 }
 
 static void x_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-    (void)ino;
     (void)datasync; /* the size is metadata a read needs: commit it either way */
-    fuse_reply_err(req, -datapath_fsync(state_of(req)->datapath, file_of(fi)));
+    int error = datapath_fsync(state_of(req)->datapath, file_of(fi));
+    dentcache_changed(state_of(req)->dentries, ino);
+    fuse_reply_err(req, -error);
 }
 
 /* ---- directories ------------------------------------------------------ */
@@ -445,10 +621,18 @@ static void x_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_fi
  * A directory handle holds the listing read so far. Offsets handed to the
  * kernel are indexes into it (0 = ".", 1 = "..", 2.. = entries), so they
  * stay valid however the directory changes; a readdir from offset 0
- * starts a fresh listing (rewinddir).
+ * starts a fresh listing (rewinddir). Batches read for readdirplus also
+ * keep each entry's attributes (attrs, parallel to entries once a
+ * readdirplus came; expires 0 where a batch came without them).
  */
+struct dir_attr {
+    struct ts_attr attr;
+    double expires; /* monotonic seconds */
+};
+
 struct dir_handle {
     struct meta_dirent *entries;
+    struct dir_attr *attrs;
     size_t count;
     size_t cap;
     int complete;
@@ -476,11 +660,9 @@ static void x_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         free(dir);
 }
 
-/* Reads the next batch of the listing into dir. Returns a status. */
-static int dir_fetch(struct mount_state *state, fuse_ino_t ino, struct dir_handle *dir)
+/* Makes room for one more batch (and its attributes with plus). A status. */
+static int dir_grow(struct dir_handle *dir, bool plus)
 {
-    uint32_t count = 0;
-    uint32_t done = 0;
     if (dir->count + READDIR_BATCH > dir->cap) {
         size_t new_cap = dir->cap ? dir->cap * 2 : READDIR_BATCH;
         while (new_cap < dir->count + READDIR_BATCH)
@@ -489,11 +671,43 @@ static int dir_fetch(struct mount_state *state, fuse_ino_t ino, struct dir_handl
         if (!grown)
             return TS_ERR_NOMEM;
         dir->entries = grown;
+        if (dir->attrs) {
+            struct dir_attr *attrs = realloc(dir->attrs, new_cap * sizeof(*attrs));
+            if (!attrs)
+                return TS_ERR_NOMEM;
+            dir->attrs = attrs;
+        }
         dir->cap = new_cap;
     }
-    const char *after = dir->count ? dir->entries[dir->count - 1].name : "";
-    int status = metaclient_readdir(state->meta, ino, after, dir->entries + dir->count,
-                                    READDIR_BATCH, &count, &done);
+    if (plus && !dir->attrs) {
+        dir->attrs = calloc(dir->cap, sizeof(*dir->attrs));
+        if (!dir->attrs)
+            return TS_ERR_NOMEM;
+    }
+    return TS_OK;
+}
+
+/* Reads the next batch of entries with their attributes. A status. */
+static int dir_fetch_plus(struct mount_state *state, fuse_ino_t ino, struct dir_handle *dir,
+                          const char *after)
+{
+    uint32_t count = 0;
+    uint32_t done = 0;
+    struct meta_direntplus *batch = malloc(READDIR_BATCH * sizeof(*batch));
+    if (!batch)
+        return TS_ERR_NOMEM;
+    double expires = monotonic_seconds() + state->attr_timeout;
+    int status =
+        metaclient_readdirplus(state->meta, ino, after, 0, batch, READDIR_BATCH, &count, &done);
+    for (uint32_t i = 0; status == TS_OK && i < count; i++) {
+        struct meta_dirent *entry = &dir->entries[dir->count + i];
+        entry->ino = batch[i].attr.ino;
+        entry->mode = batch[i].attr.mode;
+        memcpy(entry->name, batch[i].name, sizeof(entry->name));
+        dir->attrs[dir->count + i].attr = batch[i].attr;
+        dir->attrs[dir->count + i].expires = expires;
+    }
+    free(batch);
     if (status != TS_OK)
         return status;
     dir->count += count;
@@ -501,13 +715,71 @@ static int dir_fetch(struct mount_state *state, fuse_ino_t ino, struct dir_handl
     return TS_OK;
 }
 
-static void x_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
-                      struct fuse_file_info *fi)
+/* Reads the next batch of the listing into dir (with attributes: plus). A status. */
+static int dir_fetch(struct mount_state *state, fuse_ino_t ino, struct dir_handle *dir, bool plus)
 {
+    uint32_t count = 0;
+    uint32_t done = 0;
+    int status = dir_grow(dir, plus);
+    if (status != TS_OK)
+        return status;
+    const char *after = dir->count ? dir->entries[dir->count - 1].name : "";
+    if (plus)
+        return dir_fetch_plus(state, ino, dir, after);
+    status = metaclient_readdir(state->meta, ino, after, dir->entries + dir->count, READDIR_BATCH,
+                                &count, &done);
+    if (status != TS_OK)
+        return status;
+    if (dir->attrs)
+        memset(dir->attrs + dir->count, 0, count * sizeof(*dir->attrs));
+    dir->count += count;
+    dir->complete = done || count == 0;
+    return TS_OK;
+}
+
+/*
+ * Adds the entry at `index` of the listing to buf as a plain or a plus
+ * entry; returns the bytes it needs (more than `room`: nothing added).
+ */
+static size_t dir_add(fuse_req_t req, fuse_ino_t ino, struct dir_handle *dir, size_t index,
+                      bool plus, char *buf, size_t room, double now)
+{
+    struct fuse_entry_param entry;
+    const char *name;
+    memset(&entry, 0, sizeof(entry));
+    if (index == 0 || index == 1) {
+        name = index == 0 ? "." : "..";
+        /* glibc hides entries with inode 0; the kernel looks ".." up
+         * itself, so its number here only needs to be non-zero. */
+        entry.attr.st_ino = ino;
+        entry.attr.st_mode = S_IFDIR;
+    } else {
+        const struct meta_dirent *dirent = &dir->entries[index - 2];
+        const struct dir_attr *attr = dir->attrs ? &dir->attrs[index - 2] : NULL;
+        name = dirent->name;
+        entry.attr.st_ino = dirent->ino;
+        entry.attr.st_mode = dirent->mode;
+        if (plus && attr && attr->expires > now) {
+            struct ts_attr overlaid = attr->attr;
+            datapath_overlay_attr(state_of(req)->datapath, &overlaid);
+            fill_entry_for(req, &overlaid, attr->expires - now, &entry);
+        }
+    }
+    /* With plus, ino 0 tells the kernel: a name, no attributes to cache. */
+    if (plus)
+        return fuse_add_direntry_plus(req, buf, room, name, &entry, (off_t)(index + 1));
+    return fuse_add_direntry(req, buf, room, name, &entry.attr, (off_t)(index + 1));
+}
+
+static void dir_list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
+                     struct fuse_file_info *fi, bool plus)
+{
+    struct mount_state *state = state_of(req);
     struct dir_handle *dir = (struct dir_handle *)(uintptr_t)fi->fh;
     char *buf = malloc(size);
     size_t used = 0;
     size_t index = (size_t)offset;
+    double now = monotonic_seconds();
 
     if (!buf) {
         fuse_reply_err(req, ENOMEM);
@@ -516,34 +788,22 @@ static void x_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
     if (offset == 0) {
         dir->count = 0;
         dir->complete = 0;
+        /* A listing often comes before a stat or an unlink of each name. */
+        dentcache_walk_hint(state->dentries, ino);
     }
     for (;;) {
-        struct stat st = {0};
-        const char *name;
-        if (index == 0 || index == 1) {
-            name = index == 0 ? "." : "..";
-            /* glibc hides entries with inode 0; the kernel looks ".." up
-             * itself, so its number here only needs to be non-zero. */
-            st.st_ino = ino;
-            st.st_mode = S_IFDIR;
-        } else {
-            size_t entry = index - 2;
-            if (entry >= dir->count && !dir->complete) {
-                int status = dir_fetch(state_of(req), ino, dir);
-                if (status != TS_OK) {
-                    free(buf);
-                    reply_status(req, status);
-                    return;
-                }
+        if (index >= 2 && index - 2 >= dir->count && !dir->complete) {
+            int status = dir_fetch(state, ino, dir, plus);
+            if (status != TS_OK) {
+                free(buf);
+                reply_status(req, status);
+                return;
             }
-            if (entry >= dir->count)
-                break;
-            name = dir->entries[entry].name;
-            st.st_ino = dir->entries[entry].ino;
-            st.st_mode = dir->entries[entry].mode;
+            now = monotonic_seconds();
         }
-        size_t need = fuse_add_direntry(req, buf + used, size - used, name, &st,
-                                        (off_t)(index + 1));
+        if (index >= 2 && index - 2 >= dir->count)
+            break;
+        size_t need = dir_add(req, ino, dir, index, plus, buf + used, size - used, now);
         if (need > size - used)
             break;
         used += need;
@@ -553,11 +813,25 @@ static void x_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
     free(buf);
 }
 
+static void x_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
+                      struct fuse_file_info *fi)
+{
+    dir_list(req, ino, size, offset, fi, false);
+}
+
+/* ls -l: the attributes come with the names, in READDIRPLUS batches. */
+static void x_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
+                          struct fuse_file_info *fi)
+{
+    dir_list(req, ino, size, offset, fi, true);
+}
+
 static void x_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     (void)ino;
     struct dir_handle *dir = (struct dir_handle *)(uintptr_t)fi->fh;
     free(dir->entries);
+    free(dir->attrs);
     free(dir);
     fuse_reply_err(req, 0);
 }
@@ -607,7 +881,6 @@ static int xattr_namespace_stored(const char *name)
     return strncmp(name, "user.", 5) == 0;
 }
 
-
 static void x_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
                        size_t size, int flags)
 {
@@ -615,8 +888,9 @@ static void x_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const c
         fuse_reply_err(req, EOPNOTSUPP);
         return;
     }
-    reply_status(req, metaclient_setxattr(state_of(req)->meta, ino, name, value, size,
-                                          (uint32_t)flags));
+    int status = metaclient_setxattr(state_of(req)->meta, ino, name, value, size, (uint32_t)flags);
+    dentcache_changed(state_of(req)->dentries, ino); /* ctime, and layout flags */
+    reply_status(req, status);
 }
 
 /* Replies with a value, its size (size 0) or ERANGE, as getxattr(2) wants. */
@@ -660,7 +934,9 @@ static void x_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 
 static void x_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
-    reply_status(req, metaclient_removexattr(state_of(req)->meta, ino, name));
+    int status = metaclient_removexattr(state_of(req)->meta, ino, name);
+    dentcache_changed(state_of(req)->dentries, ino);
+    reply_status(req, status);
 }
 
 const struct fuse_lowlevel_ops tessera_ops = {
@@ -685,6 +961,7 @@ const struct fuse_lowlevel_ops tessera_ops = {
     .fsync = x_fsync,
     .opendir = x_opendir,
     .readdir = x_readdir,
+    .readdirplus = x_readdirplus,
     .releasedir = x_releasedir,
     .fsyncdir = x_fsyncdir,
     .statfs = x_statfs,

@@ -9,6 +9,7 @@
 #include <fuse_lowlevel.h>
 
 #include "datapath.h"
+#include "dentcache.h"
 #include "metaclient.h"
 #include "nodedir.h"
 
@@ -18,6 +19,7 @@ struct mount_state {
     struct nodedir *nodes;
     struct datapath *datapath;
     struct workers *workers;
+    struct dentcache *dentries; /* statahead windows (dentcache.h) */
     const char *mountpoint;
     double attr_timeout;  /* seconds the kernel may cache attributes */
     double entry_timeout; /* seconds the kernel may cache names */

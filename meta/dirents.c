@@ -100,6 +100,12 @@ int dirents_is_empty(struct store_txn *txn, uint64_t dir, bool *empty)
 int dirents_scan(struct store_txn *txn, uint64_t dir, struct ts_str after, dirents_visit_fn visit,
                  void *arg)
 {
+    return dirents_scan_from(txn, dir, after, false, visit, arg);
+}
+
+int dirents_scan_from(struct store_txn *txn, uint64_t dir, struct ts_str after, bool inclusive,
+                      dirents_visit_fn visit, void *arg)
+{
     uint8_t start[DIRENTS_KEY_MAX];
     size_t start_len;
     MDB_cursor *cursor;
@@ -115,8 +121,9 @@ int dirents_scan(struct store_txn *txn, uint64_t dir, struct ts_str after, diren
     key.mv_data = start;
     key.mv_size = start_len;
     err = store_error(txn->store, mdb_cursor_get(cursor, &key, &value, MDB_SET_RANGE));
-    /* SET_RANGE lands on `after` itself when it exists: it is not "after". */
-    if (err == 0 && after.len > 0 && key.mv_size == start_len &&
+    /* SET_RANGE lands on `after` itself when it exists: it is not "after"
+     * unless the scan includes it. */
+    if (err == 0 && !inclusive && after.len > 0 && key.mv_size == start_len &&
         memcmp(key.mv_data, start, start_len) == 0)
         err = store_error(txn->store, mdb_cursor_get(cursor, &key, &value, MDB_NEXT));
     while (err == 0) {

@@ -43,5 +43,8 @@ typedef int (*dirents_visit_fn)(void *arg, struct ts_str name, const struct dire
  */
 int dirents_scan(struct store_txn *txn, uint64_t dir, struct ts_str after, dirents_visit_fn visit,
                  void *arg);
+/* As dirents_scan(), from `from` itself when it exists (with inclusive). */
+int dirents_scan_from(struct store_txn *txn, uint64_t dir, struct ts_str from, bool inclusive,
+                      dirents_visit_fn visit, void *arg);
 
 #endif

@@ -19,18 +19,23 @@
  *  - a directory's record names its parent (the rename loop check walks it);
  *  - an inode with nlink 0 is in the store only while it is open;
  *  - tiles_allocated in an inode equals its records in the tiles table, and
- *    every tile that leaves the tiles table enters the garbage table.
+ *    every tile that leaves the tiles table enters the garbage table, and
+ *    so does every read copy that leaves the copies table (copies.h).
  */
 #include "handlers.h"
 
 #include "arrayhint.h"
+#include "copies.h"
 #include "dirents.h"
 #include "garbage.h"
+#include "handlers_reloc.h"
 #include "inodes.h"
 #include "layout.h"
 #include "log.h"
 #include "nodes.h"
 #include "placement.h"
+#include "readsource.h"
+#include "reply.h"
 #include "service.h"
 #include "status.h"
 #include "tile.h"
@@ -51,39 +56,6 @@
 #define HANDLERS_NSEC_PER_SEC 1000000000u
 
 /* ---- helpers ----------------------------------------------------------- */
-
-static int bad_message(struct rpc_response *response, uint16_t op)
-{
-    snprintf(response->error_text, sizeof(response->error_text), "malformed %s request",
-             ts_op_name(op));
-    return TS_ERR_BADMSG;
-}
-
-/* Sets the reply length from an encoder's result. */
-static int encoded(int len, struct rpc_response *response)
-{
-    if (len < 0) {
-        snprintf(response->error_text, sizeof(response->error_text),
-                 "reply does not fit in a frame");
-        return TS_ERR_INTERNAL;
-    }
-    response->payload_len = (size_t)len;
-    return TS_OK;
-}
-
-#define ENCODE_REPLY(name, message, response)                                                      \
-    encoded(ts_##name##_encode((message), (response)->payload, (response)->payload_cap), (response))
-
-/* The status of an unexpected store failure (the store logged the cause). */
-static int error_status(int err)
-{
-    switch (err) {
-    case 0: return TS_OK;
-    case -ENOMEM: return TS_ERR_NOMEM;
-    case -ENOSPC: return TS_ERR_NOSPC; /* map full: store_write() grows and retries */
-    default: return TS_ERR_INTERNAL;
-    }
-}
 
 static void time_set(int64_t *sec, uint32_t *nsec, struct timespec when)
 {
@@ -110,7 +82,7 @@ static int load_inode(struct store_txn *txn, uint64_t ino, struct inodes_record 
     int err = inodes_get(txn, ino, record);
     if (err == -ENOENT)
         return TS_ERR_NOENT;
-    return error_status(err);
+    return reply_store_status(err);
 }
 
 /* As load_inode(), and TS_ERR_NOTDIR if it is not a directory. */
@@ -141,7 +113,7 @@ static int load_entry(struct store_txn *txn, uint64_t dir, struct ts_str name,
     int err = dirents_get(txn, dir, name, entry);
     if (err == -ENOENT)
         return TS_ERR_NOENT;
-    return error_status(err);
+    return reply_store_status(err);
 }
 
 /* Loads the inode an entry names; a missing one means the store is damaged. */
@@ -172,7 +144,7 @@ static int dir_changed(struct store_txn *txn, uint64_t dir, int nlink_delta, str
         record.attr.nlink += (uint32_t)nlink_delta;
     time_set(&record.attr.mtime_sec, &record.attr.mtime_nsec, now);
     time_set(&record.attr.ctime_sec, &record.attr.ctime_nsec, now);
-    return error_status(inodes_put(txn, &record));
+    return reply_store_status(inodes_put(txn, &record));
 }
 
 /*
@@ -194,8 +166,8 @@ static int drop_link(struct service *service, struct store_txn *txn, uint64_t in
         record.attr.nlink--;
     time_set(&record.attr.ctime_sec, &record.attr.ctime_nsec, now);
     if (record.attr.nlink == 0 && opens_count(service->opens, ino) == 0)
-        return error_status(inodes_delete(txn, ino));
-    return error_status(inodes_put(txn, &record));
+        return reply_store_status(inodes_delete(txn, ino));
+    return reply_store_status(inodes_put(txn, &record));
 }
 
 /*
@@ -259,8 +231,8 @@ static int handle_ping(void *ctx, const struct rpc_request *request, struct rpc_
     struct ts_ping_rep reply = {.role = ts_str_of("meta")};
     (void)ctx;
     if (!payload_empty(request))
-        return bad_message(response, request->header.type);
-    return ENCODE_REPLY(ping_rep, &reply, response);
+        return reply_bad_message(response, request->header.type);
+    return REPLY_ENCODE(ping_rep, &reply, response);
 }
 
 /* ---- LOOKUP, GETATTR ---------------------------------------------------- */
@@ -301,14 +273,14 @@ static int handle_lookup(void *ctx, const struct rpc_request *request,
     int status;
 
     if (ts_lookup_req_decode(&message, request->payload, request->payload_len) != 0)
-        return bad_message(response, request->header.type);
+        return reply_bad_message(response, request->header.type);
     if (message.name.len > TS_MAX_NAME)
         return TS_ERR_NAMETOOLONG;
     status = store_read(service->store, lookup_body, &op);
     if (status != TS_OK)
         return status;
     inodes_attr(&op.found, service->default_placement, &reply.attr);
-    return ENCODE_REPLY(attr_rep, &reply, response);
+    return REPLY_ENCODE(attr_rep, &reply, response);
 }
 
 struct inode_op {
@@ -332,13 +304,13 @@ static int handle_getattr(void *ctx, const struct rpc_request *request,
     int status;
 
     if (ts_getattr_req_decode(&message, request->payload, request->payload_len) != 0)
-        return bad_message(response, request->header.type);
+        return reply_bad_message(response, request->header.type);
     op.ino = message.ino;
     status = store_read(service->store, getattr_body, &op);
     if (status != TS_OK)
         return status;
     inodes_attr(&op.found, service->default_placement, &reply.attr);
-    return ENCODE_REPLY(attr_rep, &reply, response);
+    return REPLY_ENCODE(attr_rep, &reply, response);
 }
 
 /* ---- SETATTR ------------------------------------------------------------ */
@@ -398,16 +370,23 @@ static int shrink_tiles(struct store_txn *txn, struct setattr_op *op, uint64_t n
     int err =
         tiles_drop_from(txn, record->attr.ino, tile_count_for(new_size, tile_bytes), &dropped);
     if (err < 0)
-        return error_status(err);
+        return reply_store_status(err);
     record->tiles_allocated =
         record->tiles_allocated > dropped ? record->tiles_allocated - dropped : 0;
     if (!cut || new_size % tile_bytes == 0)
         return TS_OK;
+    /*
+     * The client cuts the primary of the tile the end falls in; its copies
+     * would keep the bytes past the cut (and show them if the file grows).
+     */
+    err = copies_drop(txn, record->attr.ino, new_size / tile_bytes, new_size / tile_bytes, NULL);
+    if (err < 0)
+        return reply_store_status(err);
     err = tiles_get(txn, record->attr.ino, new_size / tile_bytes, &last);
     if (err == -ENOENT)
         return TS_OK;
     if (err < 0)
-        return error_status(err);
+        return reply_store_status(err);
     op->reply.cut_node = last.node;
     op->reply.cut_tile = new_size / tile_bytes;
     op->reply.cut_version = last.version;
@@ -476,7 +455,7 @@ static int setattr_body(struct store_txn *txn, void *arg)
         attr->mtime_nsec = request->mtime_nsec;
     }
     time_set(&attr->ctime_sec, &attr->ctime_nsec, op->now);
-    return error_status(inodes_put(txn, &op->record));
+    return reply_store_status(inodes_put(txn, &op->record));
 }
 
 static int handle_setattr(void *ctx, const struct rpc_request *request,
@@ -488,7 +467,7 @@ static int handle_setattr(void *ctx, const struct rpc_request *request,
     int status;
 
     if (ts_setattr_req_decode(&message, request->payload, request->payload_len) != 0)
-        return bad_message(response, request->header.type);
+        return reply_bad_message(response, request->header.type);
     if ((message.valid & TS_SET_SIZE) && message.size > INT64_MAX)
         return TS_ERR_FBIG;
     if (((message.valid & TS_SET_ATIME) && message.atime_nsec >= HANDLERS_NSEC_PER_SEC) ||
@@ -503,7 +482,7 @@ static int handle_setattr(void *ctx, const struct rpc_request *request,
     if (status != TS_OK)
         return status;
     inodes_attr(&op.record, service->default_placement, &op.reply.attr);
-    return ENCODE_REPLY(setattr_rep, &op.reply, response);
+    return REPLY_ENCODE(setattr_rep, &op.reply, response);
 }
 
 /* ---- MKNOD, MKDIR, SYMLINK ---------------------------------------------- */
@@ -548,11 +527,14 @@ static int create_body(struct store_txn *txn, void *arg)
     }
     err = inodes_new(txn, mode, op->uid, gid, op->now, &op->created);
     if (err < 0)
-        return error_status(err);
+        return reply_store_status(err);
     inodes_inherit_layout(&op->created, &parent);
     status = array_inherit(txn, op->service, &op->created, op->parent);
     if (status != TS_OK)
         return status;
+    /* tessera profile start on a directory covers what is created in it later. */
+    if ((parent.attr.flags & TS_ATTR_PROFILED) && (S_ISREG(mode) || S_ISDIR(mode)))
+        op->created.attr.flags |= TS_ATTR_PROFILED;
     if (is_dir)
         op->created.parent = op->parent;
     if (S_ISCHR(mode) || S_ISBLK(mode))
@@ -565,12 +547,12 @@ static int create_body(struct store_txn *txn, void *arg)
     }
     err = inodes_put(txn, &op->created);
     if (err < 0)
-        return error_status(err);
+        return reply_store_status(err);
     entry.ino = op->created.attr.ino;
     entry.mode = mode & S_IFMT;
     err = dirents_put(txn, op->parent, op->name, &entry);
     if (err < 0)
-        return error_status(err);
+        return reply_store_status(err);
     return dir_changed(txn, op->parent, is_dir ? 1 : 0, op->now);
 }
 
@@ -586,7 +568,7 @@ static int create_run(struct service *service, struct create_op *op, struct rpc_
     if (status != TS_OK)
         return status;
     inodes_attr(&op->created, service->default_placement, &reply.attr);
-    return ENCODE_REPLY(attr_rep, &reply, response);
+    return REPLY_ENCODE(attr_rep, &reply, response);
 }
 
 static int handle_mknod(void *ctx, const struct rpc_request *request, struct rpc_response *response)
@@ -596,7 +578,7 @@ static int handle_mknod(void *ctx, const struct rpc_request *request, struct rpc
     uint32_t type;
 
     if (ts_mknod_req_decode(&message, request->payload, request->payload_len) != 0)
-        return bad_message(response, request->header.type);
+        return reply_bad_message(response, request->header.type);
     type = message.mode & S_IFMT;
     if (type == 0)
         type = S_IFREG;
@@ -624,7 +606,7 @@ static int handle_mkdir(void *ctx, const struct rpc_request *request, struct rpc
     struct create_op op;
 
     if (ts_mkdir_req_decode(&message, request->payload, request->payload_len) != 0)
-        return bad_message(response, request->header.type);
+        return reply_bad_message(response, request->header.type);
     op = (struct create_op){
         .parent = message.parent,
         .name = message.name,
@@ -642,7 +624,7 @@ static int handle_symlink(void *ctx, const struct rpc_request *request,
     struct create_op op;
 
     if (ts_symlink_req_decode(&message, request->payload, request->payload_len) != 0)
-        return bad_message(response, request->header.type);
+        return reply_bad_message(response, request->header.type);
     if (message.target.len == 0)
         return TS_ERR_INVAL;
     if (message.target.len > TS_MAX_SYMLINK)
@@ -689,7 +671,7 @@ static int remove_body(struct store_txn *txn, void *arg)
             return TS_ERR_NOTDIR;
         err = dirents_is_empty(txn, entry.ino, &empty);
         if (err < 0)
-            return error_status(err);
+            return reply_store_status(err);
         if (!empty)
             return TS_ERR_NOTEMPTY;
     } else if (S_ISDIR(record.attr.mode)) {
@@ -697,7 +679,7 @@ static int remove_body(struct store_txn *txn, void *arg)
     }
     err = dirents_delete(txn, parent, op->request->name);
     if (err < 0)
-        return error_status(err);
+        return reply_store_status(err);
     status = drop_link(op->service, txn, entry.ino, op->now);
     if (status != TS_OK)
         return status;
@@ -713,7 +695,7 @@ static int remove_run(void *ctx, const struct rpc_request *request, struct rpc_r
     int status;
 
     if (ts_name_req_decode(&message, request->payload, request->payload_len) != 0)
-        return bad_message(response, request->header.type);
+        return reply_bad_message(response, request->header.type);
     status = check_name(message.name);
     if (status != TS_OK)
         return status;
@@ -793,7 +775,7 @@ static int rename_exchange(struct store_txn *txn, const struct rename_op *op,
     if (err == 0)
         err = dirents_put(txn, request->new_parent, request->new_name, source_entry);
     if (err < 0)
-        return error_status(err);
+        return reply_store_status(err);
     if (moves && S_ISDIR(source.attr.mode)) {
         source.parent = request->new_parent;
         parent_delta--;
@@ -810,7 +792,7 @@ static int rename_exchange(struct store_txn *txn, const struct rename_op *op,
     if (err == 0)
         err = inodes_put(txn, &target);
     if (err < 0)
-        return error_status(err);
+        return reply_store_status(err);
     return rename_parents_changed(txn, op, parent_delta, new_parent_delta);
 }
 
@@ -877,7 +859,7 @@ static int rename_body(struct store_txn *txn, void *arg)
             bool empty;
             err = dirents_is_empty(txn, target.attr.ino, &empty);
             if (err < 0)
-                return error_status(err);
+                return reply_store_status(err);
             if (!empty)
                 return TS_ERR_NOTEMPTY;
             new_parent_delta--;
@@ -887,7 +869,7 @@ static int rename_body(struct store_txn *txn, void *arg)
     if (err == 0)
         err = dirents_put(txn, request->new_parent, request->new_name, &source_entry);
     if (err < 0)
-        return error_status(err);
+        return reply_store_status(err);
     if (source_is_dir && request->parent != request->new_parent) {
         source.parent = request->new_parent;
         parent_delta--;
@@ -896,7 +878,7 @@ static int rename_body(struct store_txn *txn, void *arg)
     time_set(&source.attr.ctime_sec, &source.attr.ctime_nsec, op->now);
     err = inodes_put(txn, &source);
     if (err < 0)
-        return error_status(err);
+        return reply_store_status(err);
     if (target_exists) {
         status = drop_link(op->service, txn, target_entry.ino, op->now);
         if (status != TS_OK)
@@ -914,7 +896,7 @@ static int handle_rename(void *ctx, const struct rpc_request *request,
     int status;
 
     if (ts_rename_req_decode(&message, request->payload, request->payload_len) != 0)
-        return bad_message(response, request->header.type);
+        return reply_bad_message(response, request->header.type);
     if ((message.flags & ~(TS_RENAME_NOREPLACE | TS_RENAME_EXCHANGE)) != 0 ||
         message.flags == (TS_RENAME_NOREPLACE | TS_RENAME_EXCHANGE))
         return TS_ERR_INVAL;
@@ -966,12 +948,12 @@ static int link_body(struct store_txn *txn, void *arg)
     entry.mode = linked->attr.mode & S_IFMT;
     err = dirents_put(txn, request->new_parent, request->new_name, &entry);
     if (err < 0)
-        return error_status(err);
+        return reply_store_status(err);
     linked->attr.nlink++;
     time_set(&linked->attr.ctime_sec, &linked->attr.ctime_nsec, op->now);
     err = inodes_put(txn, linked);
     if (err < 0)
-        return error_status(err);
+        return reply_store_status(err);
     return dir_changed(txn, request->new_parent, 0, op->now);
 }
 
@@ -984,7 +966,7 @@ static int handle_link(void *ctx, const struct rpc_request *request, struct rpc_
     int status;
 
     if (ts_link_req_decode(&message, request->payload, request->payload_len) != 0)
-        return bad_message(response, request->header.type);
+        return reply_bad_message(response, request->header.type);
     status = check_name(message.new_name);
     if (status != TS_OK)
         return status;
@@ -993,7 +975,7 @@ static int handle_link(void *ctx, const struct rpc_request *request, struct rpc_
     if (status != TS_OK)
         return status;
     inodes_attr(&op.linked, service->default_placement, &reply.attr);
-    return ENCODE_REPLY(attr_rep, &reply, response);
+    return REPLY_ENCODE(attr_rep, &reply, response);
 }
 
 /* ---- READLINK ----------------------------------------------------------- */
@@ -1017,14 +999,14 @@ static int handle_readlink(void *ctx, const struct rpc_request *request,
     int status;
 
     if (ts_readlink_req_decode(&message, request->payload, request->payload_len) != 0)
-        return bad_message(response, request->header.type);
+        return reply_bad_message(response, request->header.type);
     op.ino = message.ino;
     status = store_read(service->store, readlink_body, &op);
     if (status != TS_OK)
         return status;
     reply.target.ptr = op.found.target;
     reply.target.len = op.found.target_len;
-    return ENCODE_REPLY(readlink_rep, &reply, response);
+    return REPLY_ENCODE(readlink_rep, &reply, response);
 }
 
 /* ---- READDIR ------------------------------------------------------------ */
@@ -1065,7 +1047,7 @@ static int readdir_body(struct store_txn *txn, void *arg)
     op->entries.len = 0;
     result = dirents_scan(txn, op->request->ino, op->request->after, readdir_visit, op);
     if (result < 0)
-        return error_status(result);
+        return reply_store_status(result);
     op->done = result == 0;
     return TS_OK;
 }
@@ -1080,7 +1062,7 @@ static int handle_readdir(void *ctx, const struct rpc_request *request,
     int status;
 
     if (ts_readdir_req_decode(&message, request->payload, request->payload_len) != 0)
-        return bad_message(response, request->header.type);
+        return reply_bad_message(response, request->header.type);
     if (message.after.len > TS_MAX_NAME)
         return TS_ERR_INVAL;
     op.max_entries = message.max_entries;
@@ -1094,7 +1076,95 @@ static int handle_readdir(void *ctx, const struct rpc_request *request,
     reply.done = op.done ? 1 : 0;
     reply.entries.ptr = (const char *)service->scratch;
     reply.entries.len = (uint32_t)op.entries.len;
-    return ENCODE_REPLY(readdir_rep, &reply, response);
+    return REPLY_ENCODE(readdir_rep, &reply, response);
+}
+
+/* ---- READDIRPLUS -------------------------------------------------------- */
+
+struct readdirplus_op {
+    const struct ts_readdirplus_req *request;
+    uint32_t default_placement;
+    uint32_t max_entries;
+    struct ts_writer entries;
+    uint32_t count;
+    bool done;
+    struct store_txn *txn;
+    struct inodes_record child; /* scratch: too big for the visitor's stack frame */
+};
+
+/* Appends one entry with its attributes unless the reply is full. */
+static int readdirplus_visit(void *arg, struct ts_str name, const struct dirents_entry *entry)
+{
+    struct readdirplus_op *op = arg;
+    struct ts_attr attr;
+    size_t record_bytes = TS_ATTR_WIRE_BYTES + 2 + name.len;
+    if (op->count >= op->max_entries || op->entries.len + record_bytes > HANDLERS_READDIR_MAX_BYTES)
+        return 1;
+    int status = load_child(op->txn, entry, &op->child);
+    if (status != TS_OK)
+        return status == TS_ERR_NOMEM ? -ENOMEM : -EIO;
+    inodes_attr(&op->child, op->default_placement, &attr);
+    ts_writer_attr(&op->entries, &attr);
+    ts_writer_str(&op->entries, name);
+    if (op->entries.failed)
+        return -ENOBUFS;
+    op->count++;
+    return 0;
+}
+
+static int readdirplus_body(struct store_txn *txn, void *arg)
+{
+    struct readdirplus_op *op = arg;
+    struct inodes_record dir;
+    int status = load_dir(txn, op->request->ino, &dir);
+    int result;
+    if (status != TS_OK)
+        return status;
+    op->txn = txn;
+    op->count = 0;
+    op->entries.len = 0;
+    op->entries.failed = false;
+    result = dirents_scan_from(txn, op->request->ino, op->request->after,
+                               op->request->inclusive != 0, readdirplus_visit, op);
+    if (result < 0)
+        return reply_store_status(result);
+    op->done = result == 0;
+    return TS_OK;
+}
+
+static int handle_readdirplus(void *ctx, const struct rpc_request *request,
+                              struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct ts_readdirplus_req message;
+    struct readdirplus_op *op;
+    struct ts_readdirplus_rep reply;
+    int status;
+
+    if (ts_readdirplus_req_decode(&message, request->payload, request->payload_len) != 0 ||
+        message.inclusive > 1)
+        return reply_bad_message(response, request->header.type);
+    if (message.after.len > TS_MAX_NAME)
+        return TS_ERR_INVAL;
+    op = calloc(1, sizeof(*op));
+    if (!op)
+        return TS_ERR_NOMEM;
+    op->request = &message;
+    op->default_placement = service->default_placement;
+    op->max_entries = message.max_entries;
+    if (op->max_entries == 0 || op->max_entries > HANDLERS_READDIR_MAX_ENTRIES)
+        op->max_entries = HANDLERS_READDIR_MAX_ENTRIES;
+    ts_writer_init(&op->entries, service->scratch, SERVICE_SCRATCH_BYTES);
+    status = store_read(service->store, readdirplus_body, op);
+    if (status == TS_OK) {
+        reply.count = op->count;
+        reply.done = op->done ? 1 : 0;
+        reply.entries.ptr = (const char *)service->scratch;
+        reply.entries.len = (uint32_t)op->entries.len;
+        status = REPLY_ENCODE(readdirplus_rep, &reply, response);
+    }
+    free(op);
+    return status;
 }
 
 /* ---- OPEN, RELEASE ------------------------------------------------------ */
@@ -1108,7 +1178,7 @@ static int handle_open(void *ctx, const struct rpc_request *request, struct rpc_
     int status;
 
     if (ts_open_req_decode(&message, request->payload, request->payload_len) != 0)
-        return bad_message(response, request->header.type);
+        return reply_bad_message(response, request->header.type);
     op.ino = message.ino;
     status = store_read(service->store, getattr_body, &op);
     if (status != TS_OK)
@@ -1116,7 +1186,7 @@ static int handle_open(void *ctx, const struct rpc_request *request, struct rpc_
     if (opens_add(service->opens, message.ino) < 0)
         return TS_ERR_NOMEM;
     inodes_attr(&op.found, service->default_placement, &reply.attr);
-    return ENCODE_REPLY(attr_rep, &reply, response);
+    return REPLY_ENCODE(attr_rep, &reply, response);
 }
 
 /* Deletes inode op->ino if it is an orphan (nlink 0); nothing otherwise. */
@@ -1128,32 +1198,53 @@ static int reap_body(struct store_txn *txn, void *arg)
         return TS_OK;
     if (status != TS_OK || op->found.attr.nlink > 0)
         return status;
-    return error_status(inodes_delete(txn, op->ino));
+    return reply_store_status(inodes_delete(txn, op->ino));
+}
+
+/* One release of ino: counts its opens down and reaps it after the last. */
+static void release_one(struct service *service, uint64_t ino)
+{
+    struct inode_op op;
+    int status;
+
+    if (opens_count(service->opens, ino) == 0)
+        return; /* not open (a duplicate release): nothing to count down */
+    if (opens_remove(service->opens, ino) > 0)
+        return;
+    op.ino = ino;
+    status = store_read(service->store, getattr_body, &op);
+    if (status != TS_OK || op.found.attr.nlink > 0)
+        return;
+    /* The last close of an unlinked file: now it goes. */
+    status = store_write(service->store, reap_body, &op);
+    if (status != TS_OK)
+        log_warn("orphan inode %llu not deleted (%s); it goes at the next start",
+                 (unsigned long long)ino, status_text(status));
 }
 
 static int handle_release(void *ctx, const struct rpc_request *request,
                           struct rpc_response *response)
 {
-    struct service *service = ctx;
     struct ts_release_req message;
-    struct inode_op op;
-    int status;
 
     if (ts_release_req_decode(&message, request->payload, request->payload_len) != 0)
-        return bad_message(response, request->header.type);
-    if (opens_count(service->opens, message.ino) == 0)
-        return TS_OK; /* not open (a duplicate release): nothing to count down */
-    if (opens_remove(service->opens, message.ino) > 0)
-        return TS_OK;
-    op.ino = message.ino;
-    status = store_read(service->store, getattr_body, &op);
-    if (status != TS_OK || op.found.attr.nlink > 0)
-        return TS_OK;
-    /* The last close of an unlinked file: now it goes. */
-    status = store_write(service->store, reap_body, &op);
-    if (status != TS_OK)
-        log_warn("orphan inode %llu not deleted (%s); it goes at the next start",
-                 (unsigned long long)message.ino, status_text(status));
+        return reply_bad_message(response, request->header.type);
+    release_one(ctx, message.ino);
+    return TS_OK;
+}
+
+static int handle_release_many(void *ctx, const struct rpc_request *request,
+                               struct rpc_response *response)
+{
+    struct ts_release_many_req message;
+    struct ts_cursor cursor;
+
+    if (ts_release_many_req_decode(&message, request->payload, request->payload_len) != 0 ||
+        message.count > TS_MAX_RELEASES || message.inos.len != (uint64_t)message.count * 8)
+        return reply_bad_message(response, request->header.type);
+    ts_cursor_init(&cursor, message.inos.ptr, message.inos.len);
+    for (uint32_t i = 0; i < message.count; i++)
+        release_one(ctx, ts_cursor_u64(&cursor));
     return TS_OK;
 }
 
@@ -1172,7 +1263,7 @@ static int statfs_body(struct store_txn *txn, void *arg)
     int64_t now_ms = util_monotonic_ms();
     int err = nodes_list(txn, &nodes, &count);
     if (err < 0)
-        return error_status(err);
+        return reply_store_status(err);
     memset(&op->reply, 0, sizeof(op->reply));
     for (size_t i = 0; i < count; i++) {
         if (!nodes_live_is_up(op->service->live, nodes[i].id, now_ms))
@@ -1182,7 +1273,7 @@ static int statfs_body(struct store_txn *txn, void *arg)
         op->reply.nodes_up++;
     }
     free(nodes);
-    return error_status(inodes_count(txn, &op->reply.files));
+    return reply_store_status(inodes_count(txn, &op->reply.files));
 }
 
 static int handle_statfs(void *ctx, const struct rpc_request *request,
@@ -1193,11 +1284,11 @@ static int handle_statfs(void *ctx, const struct rpc_request *request,
     int status;
 
     if (!payload_empty(request))
-        return bad_message(response, request->header.type);
+        return reply_bad_message(response, request->header.type);
     status = store_read(service->store, statfs_body, &op);
     if (status != TS_OK)
         return status;
-    return ENCODE_REPLY(statfs_rep, &op.reply, response);
+    return REPLY_ENCODE(statfs_rep, &op.reply, response);
 }
 
 /* ---- xattrs ------------------------------------------------------------- */
@@ -1220,7 +1311,7 @@ static int xattr_touch(struct store_txn *txn, uint64_t ino, struct timespec now)
     if (status != TS_OK)
         return status;
     time_set(&record.attr.ctime_sec, &record.attr.ctime_nsec, now);
-    return error_status(inodes_put(txn, &record));
+    return reply_store_status(inodes_put(txn, &record));
 }
 
 static int setxattr_body(struct store_txn *txn, void *arg)
@@ -1233,12 +1324,12 @@ static int setxattr_body(struct store_txn *txn, void *arg)
         return status;
     err = xattrs_get(txn, op->ino, op->name, &existing);
     if (err < 0 && err != -ENOENT)
-        return error_status(err);
+        return reply_store_status(err);
     if ((op->flags & TS_XATTR_CREATE) && err == 0)
         return TS_ERR_EXIST;
     if ((op->flags & TS_XATTR_REPLACE) && err == -ENOENT)
         return TS_ERR_NODATA;
-    return error_status(xattrs_put(txn, op->ino, op->name, op->value));
+    return reply_store_status(xattrs_put(txn, op->ino, op->name, op->value));
 }
 
 /* ---- user.tessera.layout ---------------------------------------------- */
@@ -1326,7 +1417,7 @@ static int layout_set_body(struct store_txn *txn, void *arg)
         return TS_ERR_BUSY;
     }
     time_set(&attr->ctime_sec, &attr->ctime_nsec, op->now);
-    return error_status(inodes_put(txn, &record));
+    return reply_store_status(inodes_put(txn, &record));
 }
 
 /* SETXATTR or REMOVEXATTR of user.tessera.layout; value is NULL for a removal. */
@@ -1371,7 +1462,7 @@ static int layout_get(struct service *service, uint64_t ino, struct rpc_response
     if (status != TS_OK)
         return status;
     reply.value = ts_str_of(op.text);
-    return ENCODE_REPLY(getxattr_rep, &reply, response);
+    return REPLY_ENCODE(getxattr_rep, &reply, response);
 }
 
 /* ---- user.tessera.array ----------------------------------------------- */
@@ -1427,7 +1518,7 @@ static int array_get_body(struct store_txn *txn, void *arg)
     if (err == -ENOENT)
         return TS_ERR_NODATA;
     if (err < 0)
-        return error_status(err);
+        return reply_store_status(err);
     if (S_ISREG(record.attr.mode))
         return TS_OK; /* already canonical */
     if (arrayhint_compile(op->text, len, array_tile_bytes(op->service, &record), &op->layout,
@@ -1458,7 +1549,7 @@ static int array_set_body(struct store_txn *txn, void *arg)
     }
     err = arrayhint_get(txn, op->ino, stored, sizeof(stored), &stored_len);
     if (err < 0 && err != -ENOENT)
-        return error_status(err);
+        return reply_store_status(err);
     bool had = err == 0;
     if (op->remove && !had)
         return TS_ERR_NODATA;
@@ -1493,7 +1584,7 @@ static int array_set_body(struct store_txn *txn, void *arg)
     }
     err = op->remove ? arrayhint_delete(txn, op->ino) : arrayhint_put(txn, op->ino, text, len);
     if (err < 0)
-        return error_status(err);
+        return reply_store_status(err);
     if (S_ISREG(attr->mode)) {
         if (op->remove)
             attr->flags &= ~TS_ATTR_ARRAY;
@@ -1501,7 +1592,7 @@ static int array_set_body(struct store_txn *txn, void *arg)
             attr->flags |= TS_ATTR_ARRAY;
     }
     time_set(&attr->ctime_sec, &attr->ctime_nsec, op->now);
-    return error_status(inodes_put(txn, &record));
+    return reply_store_status(inodes_put(txn, &record));
 }
 
 /* SETXATTR or REMOVEXATTR of user.tessera.array; value is NULL for a removal. */
@@ -1545,7 +1636,7 @@ static int array_get(struct service *service, uint64_t ino, struct rpc_response 
     status = store_read(service->store, array_get_body, op);
     if (status == TS_OK) {
         reply.value = ts_str_of(op->text);
-        status = ENCODE_REPLY(getxattr_rep, &reply, response);
+        status = REPLY_ENCODE(getxattr_rep, &reply, response);
     }
     free(op);
     return status;
@@ -1571,9 +1662,9 @@ static int array_inherit(struct store_txn *txn, struct service *service,
     if (err == -ENOENT)
         return TS_OK;
     if (err < 0)
-        return error_status(err);
+        return reply_store_status(err);
     if (S_ISDIR(created->attr.mode))
-        return error_status(arrayhint_put(txn, created->attr.ino, text, len));
+        return reply_store_status(arrayhint_put(txn, created->attr.ino, text, len));
     layout = malloc(sizeof(*layout));
     if (!layout)
         return TS_ERR_NOMEM;
@@ -1589,7 +1680,7 @@ static int array_inherit(struct store_txn *txn, struct service *service,
     if (text_len < 0)
         return TS_ERR_INTERNAL;
     created->attr.flags |= TS_ATTR_ARRAY;
-    return error_status(arrayhint_put(txn, created->attr.ino, text, (size_t)text_len));
+    return reply_store_status(arrayhint_put(txn, created->attr.ino, text, (size_t)text_len));
 }
 
 /*
@@ -1608,7 +1699,7 @@ static int array_load(struct store_txn *txn, uint64_t ino, struct arraylayout **
         free(layout);
         if (err == -ENOENT)
             log_error("array file %llu has no array layout record", (unsigned long long)ino);
-        return err == -ENOENT ? TS_ERR_INTERNAL : error_status(err);
+        return err == -ENOENT ? TS_ERR_INTERNAL : reply_store_status(err);
     }
     *layoutp = layout;
     return TS_OK;
@@ -1623,7 +1714,7 @@ static int handle_setxattr(void *ctx, const struct rpc_request *request,
     int status;
 
     if (ts_setxattr_req_decode(&message, request->payload, request->payload_len) != 0)
-        return bad_message(response, request->header.type);
+        return reply_bad_message(response, request->header.type);
     status = check_xattr_name(message.name);
     if (status != TS_OK)
         return status;
@@ -1657,9 +1748,9 @@ static int getxattr_body(struct store_txn *txn, void *arg)
     if (err == -ENOENT)
         return TS_ERR_NODATA;
     if (err < 0)
-        return error_status(err);
+        return reply_store_status(err);
     /* The value points into the map: encode before the transaction ends. */
-    return ENCODE_REPLY(getxattr_rep, &reply, op->response);
+    return REPLY_ENCODE(getxattr_rep, &reply, op->response);
 }
 
 static int handle_getxattr(void *ctx, const struct rpc_request *request,
@@ -1671,7 +1762,7 @@ static int handle_getxattr(void *ctx, const struct rpc_request *request,
     int status;
 
     if (ts_getxattr_req_decode(&message, request->payload, request->payload_len) != 0)
-        return bad_message(response, request->header.type);
+        return reply_bad_message(response, request->header.type);
     status = check_xattr_name(message.name);
     if (status != TS_OK)
         return status;
@@ -1697,7 +1788,7 @@ static int listxattr_body(struct store_txn *txn, void *arg)
     err = xattrs_list(txn, op->ino, &op->names);
     if (err == -ERANGE)
         return TS_ERR_RANGE;
-    return error_status(err);
+    return reply_store_status(err);
 }
 
 static int handle_listxattr(void *ctx, const struct rpc_request *request,
@@ -1710,7 +1801,7 @@ static int handle_listxattr(void *ctx, const struct rpc_request *request,
     int status;
 
     if (ts_listxattr_req_decode(&message, request->payload, request->payload_len) != 0)
-        return bad_message(response, request->header.type);
+        return reply_bad_message(response, request->header.type);
     memset(&op, 0, sizeof(op));
     op.ino = message.ino;
     ts_writer_init(&op.names, service->scratch, SERVICE_SCRATCH_BYTES);
@@ -1719,7 +1810,7 @@ static int handle_listxattr(void *ctx, const struct rpc_request *request,
         return status;
     reply.names.ptr = (const char *)service->scratch;
     reply.names.len = (uint32_t)op.names.len;
-    return ENCODE_REPLY(listxattr_rep, &reply, response);
+    return REPLY_ENCODE(listxattr_rep, &reply, response);
 }
 
 static int removexattr_body(struct store_txn *txn, void *arg)
@@ -1732,7 +1823,7 @@ static int removexattr_body(struct store_txn *txn, void *arg)
     err = xattrs_delete(txn, op->ino, op->name);
     if (err == -ENOENT)
         return TS_ERR_NODATA;
-    return error_status(err);
+    return reply_store_status(err);
 }
 
 static int handle_removexattr(void *ctx, const struct rpc_request *request,
@@ -1744,7 +1835,7 @@ static int handle_removexattr(void *ctx, const struct rpc_request *request,
     int status;
 
     if (ts_removexattr_req_decode(&message, request->payload, request->payload_len) != 0)
-        return bad_message(response, request->header.type);
+        return reply_bad_message(response, request->header.type);
     status = check_xattr_name(message.name);
     if (status != TS_OK)
         return status;
@@ -1800,7 +1891,7 @@ static int tile_map_candidates(struct store_txn *txn, struct tile_map_op *op)
     size_t count;
     int err = nodes_list(txn, &nodes, &count);
     if (err < 0)
-        return error_status(err);
+        return reply_store_status(err);
     op->candidates = calloc(count ? count : 1, sizeof(*op->candidates));
     if (!op->candidates) {
         free(nodes);
@@ -1858,7 +1949,7 @@ static int tile_map_allocate(struct store_txn *txn, struct tile_map_op *op,
     err = store_counter_take(txn, STORE_NEXT_VERSION, &entry->version);
     if (err == 0)
         err = tiles_put(txn, record->attr.ino, tile, entry);
-    return error_status(err);
+    return reply_store_status(err);
 }
 
 static int tile_map_body(struct store_txn *txn, void *arg)
@@ -1866,8 +1957,10 @@ static int tile_map_body(struct store_txn *txn, void *arg)
     struct tile_map_op *op = arg;
     const struct ts_tile_map_req *request = op->request;
     struct inodes_record record;
+    struct readsource *source;
     uint64_t allocated = 0;
     int status;
+    int err;
 
     op->records.len = 0;
     op->records.failed = false;
@@ -1894,22 +1987,24 @@ static int tile_map_body(struct store_txn *txn, void *arg)
         /* The last tile must hold bytes below the largest file size. */
         return TS_ERR_FBIG;
     }
+    /* Copies and the asking machine's nodes, for each record's read source. */
+    err = readsource_load(txn, op->service->live, op->now_ms, request->ino, request->first,
+                          request->count, request->machine, &source);
+    if (err < 0)
+        return reply_store_status(err);
     for (uint32_t i = 0; i < request->count && status == TS_OK; i++) {
         uint64_t tile = request->first + i;
         struct tiles_entry entry = {0, 0};
-        int err = tiles_get(txn, request->ino, tile, &entry);
+        err = tiles_get(txn, request->ino, tile, &entry);
         if (err == -ENOENT && request->allocate) {
             status = tile_map_allocate(txn, op, &record, tile, &entry);
             allocated++;
         } else if (err < 0 && err != -ENOENT) {
-            status = error_status(err);
+            status = reply_store_status(err);
         }
-        ts_writer_u32(&op->records, entry.node);
-        ts_writer_u64(&op->records, entry.version);
-        ts_writer_u32(&op->records, 0);          /* copies: none yet */
-        ts_writer_u32(&op->records, entry.node); /* read_node: the primary */
-        ts_writer_u64(&op->records, entry.version);
+        readsource_record(source, tile, &entry, &op->records);
     }
+    readsource_free(&source);
     if (status != TS_OK)
         return status;
     if (op->records.failed)
@@ -1917,7 +2012,7 @@ static int tile_map_body(struct store_txn *txn, void *arg)
     if (allocated == 0)
         return TS_OK;
     record.tiles_allocated += allocated;
-    return error_status(inodes_put(txn, &record));
+    return reply_store_status(inodes_put(txn, &record));
 }
 
 static int handle_tile_map(void *ctx, const struct rpc_request *request,
@@ -1930,7 +2025,7 @@ static int handle_tile_map(void *ctx, const struct rpc_request *request,
     int status;
 
     if (ts_tile_map_req_decode(&message, request->payload, request->payload_len) != 0)
-        return bad_message(response, request->header.type);
+        return reply_bad_message(response, request->header.type);
     if (message.count == 0 || message.count > TS_MAX_TILES_PER_MAP)
         return TS_ERR_INVAL;
     if (message.first > UINT64_MAX - message.count)
@@ -1962,7 +2057,7 @@ static int handle_tile_map(void *ctx, const struct rpc_request *request,
     reply.count = message.count;
     reply.tiles.ptr = (const char *)service->scratch;
     reply.tiles.len = (uint32_t)op.records.len;
-    return ENCODE_REPLY(tile_map_rep, &reply, response);
+    return REPLY_ENCODE(tile_map_rep, &reply, response);
 }
 
 /* ---- COMMIT ------------------------------------------------------------- */
@@ -1999,7 +2094,7 @@ static int commit_body(struct store_txn *txn, void *arg)
         attr->mtime_sec = attr->ctime_sec = request->mtime_sec;
         attr->mtime_nsec = attr->ctime_nsec = request->mtime_nsec;
     }
-    return error_status(inodes_put(txn, &op->record));
+    return reply_store_status(inodes_put(txn, &op->record));
 }
 
 static int handle_commit(void *ctx, const struct rpc_request *request,
@@ -2012,7 +2107,7 @@ static int handle_commit(void *ctx, const struct rpc_request *request,
     int status;
 
     if (ts_commit_req_decode(&message, request->payload, request->payload_len) != 0)
-        return bad_message(response, request->header.type);
+        return reply_bad_message(response, request->header.type);
     if (message.min_size > INT64_MAX)
         return TS_ERR_FBIG;
     if (message.mtime_nsec >= HANDLERS_NSEC_PER_SEC)
@@ -2024,7 +2119,7 @@ static int handle_commit(void *ctx, const struct rpc_request *request,
     if (message.sync && store_sync(service->store, true) < 0)
         return TS_ERR_IO;
     inodes_attr(&op.record, service->default_placement, &reply.attr);
-    return ENCODE_REPLY(attr_rep, &reply, response);
+    return REPLY_ENCODE(attr_rep, &reply, response);
 }
 
 /* ---- NODE_LIST ---------------------------------------------------------- */
@@ -2043,7 +2138,7 @@ static int node_list_body(struct store_txn *txn, void *arg)
     int64_t now_ms = util_monotonic_ms();
     int err = nodes_list(txn, &nodes, &count);
     if (err < 0)
-        return error_status(err);
+        return reply_store_status(err);
     for (size_t i = 0; i < count; i++) {
         int64_t age = nodes_live_age_ms(op->service->live, nodes[i].id, now_ms);
         bool up = nodes_live_is_up(op->service->live, nodes[i].id, now_ms);
@@ -2075,7 +2170,7 @@ static int handle_node_list(void *ctx, const struct rpc_request *request,
     int status;
 
     if (!payload_empty(request))
-        return bad_message(response, request->header.type);
+        return reply_bad_message(response, request->header.type);
     ts_writer_init(&op.records, service->scratch, SERVICE_SCRATCH_BYTES);
     status = store_read(service->store, node_list_body, &op);
     if (status != TS_OK)
@@ -2083,7 +2178,7 @@ static int handle_node_list(void *ctx, const struct rpc_request *request,
     reply.count = op.count;
     reply.nodes.ptr = (const char *)service->scratch;
     reply.nodes.len = (uint32_t)op.records.len;
-    return ENCODE_REPLY(node_list_rep, &reply, response);
+    return REPLY_ENCODE(node_list_rep, &reply, response);
 }
 
 /* ---- HEARTBEAT ---------------------------------------------------------- */
@@ -2107,11 +2202,11 @@ static int heartbeat_new_id(struct store_txn *txn, uint32_t *id)
         uint64_t next;
         int err = store_counter_take(txn, STORE_NEXT_NODE_ID, &next);
         if (err < 0)
-            return error_status(err);
+            return reply_store_status(err);
         if (next == 0 || next > UINT32_MAX) {
             err = store_counter_set(txn, STORE_NEXT_NODE_ID, 1);
             if (err < 0)
-                return error_status(err);
+                return reply_store_status(err);
             continue;
         }
         err = nodes_get(txn, (uint32_t)next, &existing);
@@ -2120,7 +2215,7 @@ static int heartbeat_new_id(struct store_txn *txn, uint32_t *id)
             return TS_OK;
         }
         if (err < 0)
-            return error_status(err);
+            return reply_store_status(err);
     }
     log_error("no free datanode id found");
     return TS_ERR_INTERNAL;
@@ -2148,7 +2243,7 @@ static int heartbeat_body(struct store_txn *txn, void *arg)
         /* An id meta may not know (its store was wiped): take it as given. */
         err = store_counter_raise(txn, STORE_NEXT_NODE_ID, (uint64_t)op->node_id + 1);
         if (err < 0)
-            return error_status(err);
+            return reply_store_status(err);
     }
     memset(&record, 0, sizeof(record));
     record.id = op->node_id;
@@ -2164,7 +2259,7 @@ static int heartbeat_body(struct store_txn *txn, void *arg)
     record.throttle_bytes_per_sec = request->throttle_bytes_per_sec;
     err = nodes_put(txn, &record);
     if (err < 0)
-        return error_status(err);
+        return reply_store_status(err);
     ts_cursor_init(&deleted, request->deleted.ptr, request->deleted.len);
     for (uint32_t i = 0; i < request->deleted_count; i++) {
         struct garbage_record done = {.node = op->node_id};
@@ -2173,10 +2268,10 @@ static int heartbeat_body(struct store_txn *txn, void *arg)
         done.version = ts_cursor_u64(&deleted);
         err = garbage_remove(txn, &done);
         if (err < 0 && err != -ENOENT)
-            return error_status(err);
+            return reply_store_status(err);
     }
     err = garbage_list(txn, op->node_id, TS_MAX_GARBAGE, &op->garbage, &op->garbage_count);
-    return error_status(err);
+    return reply_store_status(err);
 }
 
 static int handle_heartbeat(void *ctx, const struct rpc_request *request,
@@ -2190,7 +2285,7 @@ static int handle_heartbeat(void *ctx, const struct rpc_request *request,
 
     if (ts_heartbeat_req_decode(&message, request->payload, request->payload_len) != 0 ||
         (uint64_t)message.deleted_count * TS_GARBAGE_RECORD_BYTES != message.deleted.len)
-        return bad_message(response, request->header.type);
+        return reply_bad_message(response, request->header.type);
     if (message.machine.len > NODES_MAX_TEXT || message.address.len > NODES_MAX_TEXT ||
         message.address.len == 0)
         return TS_ERR_INVAL;
@@ -2207,22 +2302,45 @@ static int handle_heartbeat(void *ctx, const struct rpc_request *request,
     reply.garbage_count = op.garbage_count;
     reply.garbage.ptr = (const char *)service->scratch;
     reply.garbage.len = (uint32_t)op.garbage.len;
-    return ENCODE_REPLY(heartbeat_rep, &reply, response);
+    return REPLY_ENCODE(heartbeat_rep, &reply, response);
 }
 
 /* ---- the table ---------------------------------------------------------- */
 
+/* TILE_UNCOPY, PROFILE_* and MOVE_* are in handlers_reloc.c. */
 const rpc_handler_fn handlers_table[TS_OP_MAX] = {
-    [TS_OP_PING] = handle_ping,           [TS_OP_LOOKUP] = handle_lookup,
-    [TS_OP_GETATTR] = handle_getattr,     [TS_OP_SETATTR] = handle_setattr,
-    [TS_OP_MKNOD] = handle_mknod,         [TS_OP_MKDIR] = handle_mkdir,
-    [TS_OP_UNLINK] = handle_unlink,       [TS_OP_RMDIR] = handle_rmdir,
-    [TS_OP_RENAME] = handle_rename,       [TS_OP_LINK] = handle_link,
-    [TS_OP_SYMLINK] = handle_symlink,     [TS_OP_READLINK] = handle_readlink,
-    [TS_OP_READDIR] = handle_readdir,     [TS_OP_OPEN] = handle_open,
-    [TS_OP_RELEASE] = handle_release,     [TS_OP_STATFS] = handle_statfs,
-    [TS_OP_SETXATTR] = handle_setxattr,   [TS_OP_GETXATTR] = handle_getxattr,
-    [TS_OP_LISTXATTR] = handle_listxattr, [TS_OP_REMOVEXATTR] = handle_removexattr,
-    [TS_OP_TILE_MAP] = handle_tile_map,   [TS_OP_COMMIT] = handle_commit,
-    [TS_OP_NODE_LIST] = handle_node_list, [TS_OP_HEARTBEAT] = handle_heartbeat,
+    [TS_OP_PING] = handle_ping,
+    [TS_OP_LOOKUP] = handle_lookup,
+    [TS_OP_GETATTR] = handle_getattr,
+    [TS_OP_SETATTR] = handle_setattr,
+    [TS_OP_MKNOD] = handle_mknod,
+    [TS_OP_MKDIR] = handle_mkdir,
+    [TS_OP_UNLINK] = handle_unlink,
+    [TS_OP_RMDIR] = handle_rmdir,
+    [TS_OP_RENAME] = handle_rename,
+    [TS_OP_LINK] = handle_link,
+    [TS_OP_SYMLINK] = handle_symlink,
+    [TS_OP_READLINK] = handle_readlink,
+    [TS_OP_READDIR] = handle_readdir,
+    [TS_OP_OPEN] = handle_open,
+    [TS_OP_RELEASE] = handle_release,
+    [TS_OP_STATFS] = handle_statfs,
+    [TS_OP_SETXATTR] = handle_setxattr,
+    [TS_OP_GETXATTR] = handle_getxattr,
+    [TS_OP_LISTXATTR] = handle_listxattr,
+    [TS_OP_REMOVEXATTR] = handle_removexattr,
+    [TS_OP_READDIRPLUS] = handle_readdirplus,
+    [TS_OP_RELEASE_MANY] = handle_release_many,
+    [TS_OP_TILE_MAP] = handle_tile_map,
+    [TS_OP_COMMIT] = handle_commit,
+    [TS_OP_NODE_LIST] = handle_node_list,
+    [TS_OP_HEARTBEAT] = handle_heartbeat,
+    [TS_OP_TILE_UNCOPY] = handlers_reloc_tile_uncopy,
+    [TS_OP_PROFILE_SET] = handlers_reloc_profile_set,
+    [TS_OP_PROFILE_RECORD] = handlers_reloc_profile_record,
+    [TS_OP_PROFILE_GET] = handlers_reloc_profile_get,
+    [TS_OP_MOVE_BEGIN] = handlers_reloc_move_begin,
+    [TS_OP_MOVE_COMMIT] = handlers_reloc_move_commit,
+    [TS_OP_MOVE_ABORT] = handlers_reloc_move_abort,
+    [TS_OP_MOVE_LIST] = handlers_reloc_move_list,
 };

@@ -18,7 +18,9 @@
  */
 #include "inodes.h"
 
+#include "journal.h"
 #include "log.h"
+#include "profiles.h"
 #include "tile.h"
 #include "tiles.h"
 #include "xattrs.h"
@@ -177,6 +179,10 @@ int inodes_delete(struct store_txn *txn, uint64_t ino)
 {
     uint8_t key[8];
     int err = tiles_drop_from(txn, ino, 0, NULL);
+    if (err == 0)
+        err = journal_drop_inode(txn, ino);
+    if (err == 0)
+        err = profiles_delete_all(txn, ino, NULL);
     if (err == 0)
         err = xattrs_delete_all(txn, ino);
     if (err < 0)

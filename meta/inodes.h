@@ -2,7 +2,8 @@
  * @file inodes.h
  * The `inodes` table: ino (u64 BE) -> the inode record, and the inode's
  * lifecycle: creating one with a fresh ino and generation, deleting one with
- * everything that hangs off it (tiles into garbage, xattrs), and the start-up
+ * everything that hangs off it (tiles and copies into garbage, relocation
+ * journal entries, access profile, xattrs), and the start-up
  * sweep of orphans (nlink 0) that outlived their last open.
  */
 #ifndef TESSERA_META_INODES_H
@@ -38,8 +39,10 @@ int inodes_new(struct store_txn *txn, uint32_t mode, uint32_t uid, uint32_t gid,
 /* Writes the root directory (ino TS_ROOT_INO) if it does not exist yet. */
 int inodes_create_root(struct store_txn *txn, struct timespec now);
 /*
- * Deletes inode ino for good: its tiles go to the garbage table, its xattrs
- * and its record are removed. 0 or a negative errno.
+ * Deletes inode ino for good: its tiles and their read copies go to the
+ * garbage table, its relocations in progress are aborted (their target
+ * files go to garbage too), its access profile, xattrs and record are
+ * removed. 0 or a negative errno.
  */
 int inodes_delete(struct store_txn *txn, uint64_t ino);
 /* Deletes every inode with nlink 0; *reaped counts them. 0 or a negative errno. */

@@ -33,12 +33,18 @@ struct store {
     int lock_fd;
     bool map_full; /* an operation of the current transaction hit MDB_MAP_FULL */
     bool dirty;    /* committed since the last sync */
+    /* A reset read transaction kept for the next store_read(): renewing it
+     * skips the reader-table lock and slot search of mdb_txn_begin (the
+     * environment is MDB_NOTLS, so the slot belongs to the txn, not the
+     * thread). NULL while a store_read() uses it or none was made yet. */
+    MDB_txn *idle_read;
 };
 
 static const char *const store_table_names[STORE_TABLE_COUNT] = {
-    [STORE_INODES] = "inodes",     [STORE_DIRENTS] = "dirents", [STORE_TILES] = "tiles",
-    [STORE_NODES] = "nodes",       [STORE_XATTRS] = "xattrs",   [STORE_GARBAGE] = "garbage",
-    [STORE_COUNTERS] = "counters",
+    [STORE_INODES] = "inodes",     [STORE_DIRENTS] = "dirents",   [STORE_TILES] = "tiles",
+    [STORE_NODES] = "nodes",       [STORE_XATTRS] = "xattrs",     [STORE_GARBAGE] = "garbage",
+    [STORE_COUNTERS] = "counters", [STORE_PROFILES] = "profiles", [STORE_COPIES] = "copies",
+    [STORE_JOURNAL] = "journal",
 };
 
 /* The first value each counter hands out. */
@@ -168,7 +174,7 @@ int store_open(const char *dir, struct store **storep)
     if (rc == MDB_SUCCESS)
         rc = mdb_env_set_mapsize(store->env, STORE_INITIAL_MAP_BYTES);
     if (rc == MDB_SUCCESS)
-        rc = mdb_env_open(store->env, dir, MDB_NOSYNC, 0644);
+        rc = mdb_env_open(store->env, dir, MDB_NOSYNC | MDB_NOTLS, 0644);
     if (rc != MDB_SUCCESS) {
         log_error("cannot open the LMDB environment in %s: %s", dir, mdb_strerror(rc));
         err = rc > 0 ? -rc : -EIO;
@@ -196,6 +202,8 @@ void store_close(struct store **storep)
     struct store *store = *storep;
     if (store_sync(store, false) < 0)
         log_warn("final sync of the metadata store failed");
+    if (store->idle_read)
+        mdb_txn_abort(store->idle_read);
     mdb_env_close(store->env);
     close(store->lock_fd);
     free(store);
@@ -206,7 +214,12 @@ void store_close(struct store **storep)
 static int store_grow(struct store *store)
 {
     MDB_envinfo info;
-    int rc = mdb_env_info(store->env, &info);
+    int rc;
+    if (store->idle_read) { /* it would keep a view of the old map */
+        mdb_txn_abort(store->idle_read);
+        store->idle_read = NULL;
+    }
+    rc = mdb_env_info(store->env, &info);
     if (rc == MDB_SUCCESS) {
         size_t bigger = info.me_mapsize * 2;
         rc = mdb_env_set_mapsize(store->env, bigger);
@@ -252,15 +265,33 @@ int store_write(struct store *store, store_body_fn body, void *arg)
 
 int store_read(struct store *store, store_body_fn body, void *arg)
 {
-    struct store_txn txn = {store, NULL};
-    int rc = mdb_txn_begin(store->env, NULL, MDB_RDONLY, &txn.txn);
+    struct store_txn txn = {store, store->idle_read};
+    int rc;
     int status;
-    if (rc != MDB_SUCCESS) {
-        log_error("cannot begin a read transaction: %s", mdb_strerror(rc));
-        return TS_ERR_INTERNAL;
+
+    /* A nested store_read() finds no idle txn and begins its own. */
+    store->idle_read = NULL;
+    if (txn.txn) {
+        rc = mdb_txn_renew(txn.txn);
+        if (rc != MDB_SUCCESS) {
+            mdb_txn_abort(txn.txn);
+            txn.txn = NULL;
+        }
+    }
+    if (!txn.txn) {
+        rc = mdb_txn_begin(store->env, NULL, MDB_RDONLY, &txn.txn);
+        if (rc != MDB_SUCCESS) {
+            log_error("cannot begin a read transaction: %s", mdb_strerror(rc));
+            return TS_ERR_INTERNAL;
+        }
     }
     status = body(&txn, arg);
-    mdb_txn_abort(txn.txn);
+    if (store->idle_read) {
+        mdb_txn_abort(txn.txn);
+    } else {
+        mdb_txn_reset(txn.txn);
+        store->idle_read = txn.txn;
+    }
     return status;
 }
 

@@ -4,6 +4,7 @@
  */
 #include "tiles.h"
 
+#include "copies.h"
 #include "garbage.h"
 #include "log.h"
 #include "proto.h"
@@ -100,7 +101,12 @@ int tiles_drop_from(struct store_txn *txn, uint64_t ino, uint64_t first_tile, ui
         count++;
     }
     mdb_cursor_close(cursor);
+    if (err == -ENOENT)
+        err = 0;
+    /* A copy never outlives its primary. */
+    if (err == 0)
+        err = copies_drop(txn, ino, first_tile, UINT64_MAX, NULL);
     if (dropped)
         *dropped = count;
-    return err == -ENOENT ? 0 : err;
+    return err;
 }

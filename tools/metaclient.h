@@ -3,7 +3,9 @@
  * The few questions the tessera command asks tessera-meta: PING (is it
  * serving?), NODE_LIST (the datanodes and their state), STATFS (the
  * filesystem's totals), GETATTR and TILE_MAP (a file's layout and where
- * its tiles are, for `tessera layout`). Each call has a deadline and returns a project
+ * its tiles are, for `tessera layout`), PROFILE_SET/GET (`tessera profile`)
+ * and the relocation journal, MOVE_BEGIN/COMMIT/ABORT/LIST (`tessera
+ * rebalance`). Each call has a deadline and returns a project
  * status (status.h): TS_OK, TS_ERR_TIMEDOUT when meta did not answer in
  * time, the status meta answered with, or TS_ERR_BADMSG for a reply that
  * does not decode.
@@ -26,11 +28,11 @@ struct metaclient_node {
     uint64_t used_bytes;
     uint64_t tiles;
     uint64_t heartbeat_age_ms;
-    uint64_t read_bytes_per_sec;  /* measured by the node; 0 = not yet */
-    uint64_t write_bytes_per_sec; /* measured by the node; 0 = not yet */
-    uint32_t queue_depth;         /* tile requests in service or waiting */
+    uint64_t read_bytes_per_sec;     /* measured by the node; 0 = not yet */
+    uint64_t write_bytes_per_sec;    /* measured by the node; 0 = not yet */
+    uint32_t queue_depth;            /* tile requests in service or waiting */
     uint64_t throttle_bytes_per_sec; /* 0 = none */
-    char machine[256]; /* longer names are cut */
+    char machine[256];               /* longer names are cut */
     char address[256];
 };
 
@@ -60,5 +62,88 @@ int metaclient_getattr(struct rpc_client *client, int timeout_ms, uint64_t ino,
 int metaclient_tile_map(struct rpc_client *client, int timeout_ms, uint64_t ino, uint64_t first,
                         uint32_t count, uint32_t *nodes, uint64_t *versions, char *error_text,
                         size_t error_cap);
+
+/* One TILE_MAP record (proto.h, TS_TILE_RECORD_BYTES). */
+struct metaclient_tile {
+    uint32_t node; /* primary; 0 = hole */
+    uint64_t version;
+    uint32_t copies;    /* read copies besides the primary */
+    uint32_t read_node; /* where `machine` should read from */
+    uint64_t read_version;
+};
+
+/*
+ * TILE_MAP without allocating, as seen from `machine` ("" = none), with
+ * the whole records: tiles[count] (count <= TS_MAX_TILES_PER_MAP).
+ */
+int metaclient_tile_records(struct rpc_client *client, int timeout_ms, uint64_t ino, uint64_t first,
+                            uint32_t count, const char *machine, struct metaclient_tile *tiles,
+                            char *error_text, size_t error_cap);
+
+/* PROFILE_SET action (enum ts_profile_action) on ino; *profiling = state after. */
+int metaclient_profile_set(struct rpc_client *client, int timeout_ms, uint64_t ino, uint32_t action,
+                           uint32_t *profiling, char *error_text, size_t error_cap);
+
+/* One PROFILE_GET record: what one machine did to one tile. */
+struct metaclient_access {
+    uint64_t tile;
+    char machine[TS_MAX_NAME + 1]; /* longer names are cut */
+    uint64_t reads;
+    uint64_t writes;
+    uint64_t bytes_read;
+    uint64_t bytes_written;
+    uint64_t local_bytes; /* of those, served by a datanode on the machine */
+    uint64_t first_access_ns;
+};
+
+/*
+ * Decodes a PROFILE_GET reply's records (pure; for tests too) into a
+ * malloc'd array (NULL when count is 0) the caller frees. Returns TS_OK,
+ * TS_ERR_BADMSG when the blob does not hold exactly `count` records, or
+ * TS_ERR_NOMEM.
+ */
+int metaclient_profile_decode(const struct ts_profile_get_rep *reply,
+                              struct metaclient_access **records, size_t *count);
+
+/*
+ * Every profile record of ino (PROFILE_GET, page after page), in the order
+ * meta gives them; *records is malloc'd (NULL when none), *profiling the
+ * inode's state.
+ */
+int metaclient_profile_all(struct rpc_client *client, int timeout_ms, uint64_t ino,
+                           struct metaclient_access **records, size_t *count, uint32_t *profiling,
+                           char *error_text, size_t error_cap);
+
+/* A relocation journal entry (proto.h, TS_MOVE_RECORD_BYTES). */
+struct metaclient_move {
+    uint64_t ino;
+    uint64_t tile;
+    uint32_t kind; /* enum ts_move_kind */
+    uint32_t from_node;
+    uint32_t to_node;
+    uint64_t version;     /* from_node's file */
+    uint64_t new_version; /* to_node's new file; 0 for a drop */
+    int64_t started_sec;  /* wall clock */
+    uint32_t state;       /* enum ts_move_state */
+};
+
+/* MOVE_BEGIN of move's ino, tile, version, kind, from and to. */
+int metaclient_move_begin(struct rpc_client *client, int timeout_ms,
+                          const struct metaclient_move *move, uint64_t *new_version,
+                          char *error_text, size_t error_cap);
+/*
+ * MOVE_COMMIT (abort = 0: commits a BEGUN entry, finishes a COMMITTED one)
+ * or MOVE_ABORT (abort = 1) of the tile's entry.
+ */
+int metaclient_move_end(struct rpc_client *client, int timeout_ms, uint64_t ino, uint64_t tile,
+                        int abort, char *error_text, size_t error_cap);
+
+/* Decodes MOVE_LIST records (pure); as metaclient_profile_decode(). */
+int metaclient_move_decode(const struct ts_move_list_rep *reply, struct metaclient_move **moves,
+                           size_t *count);
+
+/* Every journal entry (MOVE_LIST, page after page); *moves malloc'd. */
+int metaclient_move_list(struct rpc_client *client, int timeout_ms, struct metaclient_move **moves,
+                         size_t *count, char *error_text, size_t error_cap);
 
 #endif

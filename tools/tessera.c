@@ -10,6 +10,8 @@
 #include "filelayout.h"
 #include "log.h"
 #include "nodeadmin.h"
+#include "profile.h"
+#include "rebalance.h"
 #include "up.h"
 
 #include <stdio.h>
@@ -27,6 +29,8 @@ static const struct tessera_command tessera_commands[] = {
     {"status", clusterstatus_main, "show the datanodes and totals tessera-meta knows"},
     {"node", nodeadmin_main, "administer one datanode: throttle ID R|off, stats ID"},
     {"layout", filelayout_main, "set or show a file's layout and its tile map"},
+    {"profile", profile_main, "count who accesses which tiles: start, stop, reset, show"},
+    {"rebalance", rebalance_main, "move tiles to their users: plan, apply, status, abort"},
 };
 
 #define TESSERA_COMMAND_COUNT (sizeof(tessera_commands) / sizeof(tessera_commands[0]))
@@ -37,7 +41,7 @@ static void tessera_usage(FILE *out)
                  "\n"
                  "Tessera is a userspace parallel filesystem. Commands:\n");
     for (size_t i = 0; i < TESSERA_COMMAND_COUNT; i++)
-        fprintf(out, "  %-8s %s\n", tessera_commands[i].name, tessera_commands[i].summary);
+        fprintf(out, "  %-10s %s\n", tessera_commands[i].name, tessera_commands[i].summary);
     fprintf(out, "\n"
                  "`tessera COMMAND --help` describes a command's options.\n"
                  "Quick start: tessera up --nodes 4 --mount /tmp/tessera; tessera status; "

@@ -64,6 +64,14 @@ printf 'line from two\n' >>"$MNT2/from-one"
 printf 'line from two\n' >>"$SHM/expected-one"
 appears "append on mount 2 read on mount 1" cmp "$SHM/expected-one" "$MNT/from-one"
 
+# A name mount 2 just found absent (an answer it may cache) that mount 1 then
+# creates: open(O_CREAT) without O_EXCL on mount 2 opens mount 1's file.
+test ! -e "$MNT2/later" || fail "later exists before it was created"
+printf 'one\n' >"$MNT/later" || fail "create on mount 1 failed"
+printf 'two\n' >>"$MNT2/later" || fail "append on mount 2 to the file mount 1 created failed"
+printf 'one\ntwo\n' >"$SHM/expected-later"
+appears "append on mount 2 to a name it had seen absent" cmp "$SHM/expected-later" "$MNT/later"
+
 # Namespace changes.
 mkdir -p "$MNT/dir-one/sub"
 printf 'x\n' >"$MNT/dir-one/sub/file"

@@ -1932,6 +1932,277 @@ static int test_hardlink(const char *dir)
     return 0;
 }
 
+/*
+ * Drops the kernel's cached names and inodes, so that the next lookups reach the filesystem
+ * (and a client-side cache of names, like Tessera's statahead, has to answer them). Returns
+ * false where that is not allowed (not root): the caller then only runs with the kernel's
+ * caches warm.
+ */
+static bool drop_kernel_names(void)
+{
+    int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
+    bool dropped;
+
+    if (fd < 0)
+        return false;
+    dropped = write(fd, "2\n", 2) == 2;
+    close(fd);
+    return dropped;
+}
+
+/* stat() of dir/w<index>: size and link count as expected. */
+static int check_walked(const char *dir, int index, off_t size, nlink_t nlink)
+{
+    char name[32], path[PATH_MAX];
+    struct stat st;
+
+    snprintf(name, sizeof(name), "w%03d", index);
+    CHECK(stat(path_in(path, dir, name), &st) == 0);
+    CHECK_EQ(st.st_size, size);
+    CHECK_EQ(st.st_nlink, nlink);
+    CHECK(S_ISREG(st.st_mode));
+    return 0;
+}
+
+/* The changes test_statahead_walk makes, one per round, to w<20 + round>. */
+enum walk_change {
+    WALK_TRUNCATE,
+    WALK_CHMOD,
+    WALK_APPEND,
+    WALK_LINK,
+    WALK_UNLINK_OTHER_NAME,
+    WALK_UNLINK,
+    WALK_CHANGES
+};
+
+static int walk_change(const char *dir, int index, enum walk_change change)
+{
+    char name[32], path[PATH_MAX], other[PATH_MAX];
+    static const char data[100];
+    int fd;
+
+    snprintf(name, sizeof(name), "w%03d", index);
+    path_in(path, dir, name);
+    snprintf(name, sizeof(name), "w%03d-link", index);
+    path_in(other, dir, name);
+    switch (change) {
+    case WALK_TRUNCATE: CHECK(truncate(path, 5000) == 0); break;
+    case WALK_CHMOD: CHECK(chmod(path, 0600) == 0); break;
+    case WALK_APPEND:
+        fd = open(path, O_WRONLY | O_APPEND);
+        CHECK(fd >= 0);
+        CHECK(write_full(fd, data, sizeof(data)) == 0);
+        CHECK(close(fd) == 0);
+        break;
+    case WALK_LINK: CHECK(link(path, other) == 0); break;
+    case WALK_UNLINK_OTHER_NAME:
+        CHECK(link(path, other) == 0);
+        CHECK(stat(path, &(struct stat){0}) == 0);
+        CHECK(unlink(other) == 0);
+        break;
+    case WALK_UNLINK: CHECK(unlink(path) == 0); break;
+    case WALK_CHANGES: break;
+    }
+    return 0;
+}
+
+/* What stat() of w<index> must show after `change`. */
+static int walk_check(const char *dir, int index, enum walk_change change)
+{
+    char name[32], path[PATH_MAX];
+    struct stat st;
+
+    snprintf(name, sizeof(name), "w%03d", index);
+    path_in(path, dir, name);
+    switch (change) {
+    case WALK_TRUNCATE: return check_walked(dir, index, 5000, 1);
+    case WALK_CHMOD:
+        CHECK(stat(path, &st) == 0);
+        CHECK_EQ(st.st_mode & 07777, 0600);
+        return 0;
+    case WALK_APPEND: return check_walked(dir, index, index + 100, 1);
+    case WALK_LINK: return check_walked(dir, index, index, 2);
+    case WALK_UNLINK_OTHER_NAME: return check_walked(dir, index, index, 1);
+    case WALK_UNLINK: CHECK_ERRNO(stat(path, &st), ENOENT); return 0;
+    case WALK_CHANGES: break;
+    }
+    return 0;
+}
+
+/*
+ * A walk of a directory (stat of every name in order, as ls -l, rsync or rm -r do) sees every
+ * change made through this mount, even when its lookups are answered from entries read
+ * ahead: each round reads ahead past a name, changes that name, and walks on to it (the first
+ * changed name of a walk is the one a stale read-ahead would show). Then the directory's own
+ * times after a create and an unlink are those the server stamped on the touched inode.
+ */
+static int test_statahead_walk(const char *dir)
+{
+    enum { FILES = 300 };
+    char name[32], path[PATH_MAX], other[PATH_MAX];
+    static char data[FILES];
+    struct stat st, dir_st;
+    int fd;
+
+    memset(data, 'w', sizeof(data));
+    for (int i = 0; i < FILES; i++) {
+        snprintf(name, sizeof(name), "w%03d", i);
+        CHECK(write_file(path_in(path, dir, name), data, (size_t)i) == 0);
+    }
+    for (int round = 0; round < 2; round++) {
+        drop_kernel_names();
+        for (int i = 0; i < FILES; i++)
+            CHECK(check_walked(dir, i, i, 1) == 0);
+    }
+    for (int change = 0; change < WALK_CHANGES; change++) {
+        int changed = 20 + change;
+        drop_kernel_names();
+        for (int i = 0; i < 10; i++)
+            CHECK(check_walked(dir, i, i, 1) == 0);
+        CHECK(walk_change(dir, changed, (enum walk_change)change) == 0);
+        drop_kernel_names();
+        for (int i = 0; i < changed; i++)
+            if (i < 20)
+                CHECK(check_walked(dir, i, i, 1) == 0);
+        CHECK(walk_check(dir, changed, (enum walk_change)change) == 0);
+    }
+
+    /* Renames: both names as they now are. */
+    CHECK(rename(path_in(path, dir, "w040"), path_in(other, dir, "w040r")) == 0);
+    CHECK(rename(path_in(path, dir, "w041"), path_in(other, dir, "w042")) == 0);
+    drop_kernel_names();
+    for (int i = 0; i < 50; i++) {
+        snprintf(name, sizeof(name), "w%03d", i);
+        if (i == 40 || i == 41 || i == 20 + WALK_UNLINK)
+            CHECK_ERRNO(stat(path_in(path, dir, name), &st), ENOENT);
+        else if (i == 42)
+            CHECK(check_walked(dir, i, 41, 1) == 0);
+        else if (i < 20 || i >= 30)
+            CHECK(check_walked(dir, i, i, 1) == 0);
+    }
+    CHECK(stat(path_in(path, dir, "w040r"), &st) == 0);
+    CHECK_EQ(st.st_size, 40);
+
+    /* The directory's times after a change are exactly the server's: the same as the
+     * ctime it gave the inode the change touched (no data: a write would change it). */
+    fd = open(path_in(path, dir, "new"), O_WRONLY | O_CREAT | O_EXCL, 0644);
+    CHECK(fd >= 0);
+    CHECK(close(fd) == 0);
+    CHECK(stat(dir, &dir_st) == 0);
+    CHECK(stat(path, &st) == 0);
+    CHECK_EQ(dir_st.st_mtim.tv_sec, st.st_ctim.tv_sec);
+    CHECK_EQ(dir_st.st_mtim.tv_nsec, st.st_ctim.tv_nsec);
+    CHECK(link(path, path_in(other, dir, "new-link")) == 0);
+    CHECK(unlink(other) == 0);
+    CHECK(stat(dir, &dir_st) == 0);
+    CHECK(stat(path, &st) == 0);
+    CHECK_EQ(st.st_nlink, 1);
+    CHECK_EQ(dir_st.st_mtim.tv_sec, st.st_ctim.tv_sec);
+    CHECK_EQ(dir_st.st_mtim.tv_nsec, st.st_ctim.tv_nsec);
+    CHECK_EQ(dir_st.st_nlink, 2);
+    CHECK(mkdir(path_in(path, dir, "newdir"), 0755) == 0);
+    CHECK(stat(dir, &dir_st) == 0);
+    CHECK_EQ(dir_st.st_nlink, 3);
+    return 0;
+}
+
+/* Names created after a walk looked them up (absent) are found, and names removed are gone. */
+static int test_statahead_negative(const char *dir)
+{
+    enum { FILES = 200 };
+    char name[32], path[PATH_MAX];
+    struct stat st;
+    int fd;
+
+    /* Missing names looked up in order, as before each create(2) of a batch. */
+    for (int i = 0; i < FILES; i++) {
+        snprintf(name, sizeof(name), "n%03d", i);
+        CHECK_ERRNO(stat(path_in(path, dir, name), &st), ENOENT);
+    }
+    for (int i = 0; i < FILES; i += 2) {
+        snprintf(name, sizeof(name), "n%03d", i);
+        fd = open(path_in(path, dir, name), O_WRONLY | O_CREAT | O_EXCL, 0644);
+        CHECK(fd >= 0);
+        CHECK(close(fd) == 0);
+    }
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < FILES; i++) {
+            snprintf(name, sizeof(name), "n%03d", i);
+            if (i % 2 == 0)
+                CHECK(stat(path_in(path, dir, name), &st) == 0);
+            else
+                CHECK_ERRNO(stat(path_in(path, dir, name), &st), ENOENT);
+        }
+        drop_kernel_names();
+    }
+    /* O_CREAT without O_EXCL opens what exists; with it, EEXIST. */
+    fd = open(path_in(path, dir, "n000"), O_WRONLY | O_CREAT, 0644);
+    CHECK(fd >= 0);
+    CHECK(close(fd) == 0);
+    CHECK_ERRNO(open(path_in(path, dir, "n002"), O_WRONLY | O_CREAT | O_EXCL, 0644), EEXIST);
+    for (int i = 0; i < FILES; i += 2) {
+        snprintf(name, sizeof(name), "n%03d", i);
+        CHECK(unlink(path_in(path, dir, name)) == 0);
+    }
+    drop_kernel_names();
+    for (int i = 0; i < FILES; i++) {
+        snprintf(name, sizeof(name), "n%03d", i);
+        CHECK_ERRNO(stat(path_in(path, dir, name), &st), ENOENT);
+    }
+    return 0;
+}
+
+/* ls -l: names with attributes in one go (readdirplus) agree with stat(). */
+static int test_readdir_stat(const char *dir)
+{
+    enum { FILES = 150 };
+    char name[32], path[PATH_MAX];
+    static char data[FILES];
+    off_t sizes[FILES];
+    int seen = 0;
+    DIR *stream;
+    struct dirent *entry;
+
+    memset(data, 'r', sizeof(data));
+    for (int i = 0; i < FILES; i++) {
+        snprintf(name, sizeof(name), "r%03d", i);
+        CHECK(write_file(path_in(path, dir, name), data, (size_t)i) == 0);
+        sizes[i] = i;
+    }
+    CHECK(mkdir(path_in(path, dir, "sub"), 0700) == 0);
+    for (int round = 0; round < 2; round++) {
+        drop_kernel_names();
+        stream = opendir(dir);
+        CHECK(stream != NULL);
+        seen = 0;
+        while ((entry = readdir(stream)) != NULL) {
+            struct stat st;
+            int index;
+            if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0)
+                continue;
+            CHECK(fstatat(dirfd(stream), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0);
+            CHECK_EQ(st.st_ino, entry->d_ino);
+            if (strcmp(entry->d_name, "sub") == 0) {
+                CHECK(S_ISDIR(st.st_mode));
+                CHECK_EQ(st.st_mode & 07777, 0700);
+                CHECK_EQ(entry->d_type, DT_DIR);
+            } else {
+                CHECK(sscanf(entry->d_name, "r%d", &index) == 1);
+                CHECK(index >= 0 && index < FILES);
+                CHECK_EQ(st.st_size, sizes[index]);
+                CHECK_EQ(entry->d_type, DT_REG);
+            }
+            seen++;
+        }
+        CHECK(closedir(stream) == 0);
+        CHECK_EQ(seen, FILES + 1);
+        /* Sizes changed between two listings are seen by the second. */
+        CHECK(truncate(path_in(path, dir, "r005"), 50) == 0);
+        sizes[5] = 50;
+    }
+    return 0;
+}
+
 static int test_name_max(const char *dir)
 {
     char name[NAME_MAX + 2];
@@ -2435,6 +2706,9 @@ static const struct test_case {
     {"symlink", test_symlink, false},
     {"symlink_dangling", test_symlink_dangling, false},
     {"hardlink", test_hardlink, false},
+    {"statahead_walk", test_statahead_walk, false},
+    {"statahead_negative", test_statahead_negative, false},
+    {"readdir_stat", test_readdir_stat, false},
     {"name_max", test_name_max, false},
     {"fsync", test_fsync, false},
     {"statfs", test_statfs, false},

@@ -1579,6 +1579,17 @@ static size_t valid_request(uint16_t op, uint8_t *buf, size_t cap)
         len = ts_release_req_encode(&m, buf, cap);
         break;
     }
+    case TS_OP_RELEASE_MANY: {
+        static const uint8_t one_ino[8] = {1};
+        struct ts_release_many_req m = {.count = 1, .inos = {(const char *)one_ino, 8}};
+        len = ts_release_many_req_encode(&m, buf, cap);
+        break;
+    }
+    case TS_OP_READDIRPLUS: {
+        struct ts_readdirplus_req m = {.ino = 1, .after = str("a"), .max_entries = 10};
+        len = ts_readdirplus_req_encode(&m, buf, cap);
+        break;
+    }
     case TS_OP_SETXATTR: {
         struct ts_setxattr_req m = {.ino = 1, .name = str("user.n"), .value = str("v")};
         len = ts_setxattr_req_encode(&m, buf, cap);
@@ -1612,6 +1623,42 @@ static size_t valid_request(uint16_t op, uint8_t *buf, size_t cap)
     case TS_OP_HEARTBEAT: {
         struct ts_heartbeat_req m = {.machine = str("m"), .address = str("tcp://x:1")};
         len = ts_heartbeat_req_encode(&m, buf, cap);
+        break;
+    }
+    case TS_OP_TILE_UNCOPY: {
+        struct ts_tile_uncopy_req m = {.ino = 1, .count = 1};
+        len = ts_tile_uncopy_req_encode(&m, buf, cap);
+        break;
+    }
+    case TS_OP_PROFILE_SET: {
+        struct ts_profile_set_req m = {.ino = 1, .action = TS_PROFILE_START};
+        len = ts_profile_set_req_encode(&m, buf, cap);
+        break;
+    }
+    case TS_OP_PROFILE_RECORD: {
+        struct ts_profile_record_req m = {.machine = str("m")};
+        len = ts_profile_record_req_encode(&m, buf, cap);
+        break;
+    }
+    case TS_OP_PROFILE_GET: {
+        struct ts_profile_get_req m = {.ino = 1};
+        len = ts_profile_get_req_encode(&m, buf, cap);
+        break;
+    }
+    case TS_OP_MOVE_BEGIN: {
+        struct ts_move_begin_req m = {.ino = 1, .version = 1, .kind = 1, .from_node = 1};
+        len = ts_move_begin_req_encode(&m, buf, cap);
+        break;
+    }
+    case TS_OP_MOVE_COMMIT:
+    case TS_OP_MOVE_ABORT: {
+        struct ts_move_tile_req m = {.ino = 1};
+        len = ts_move_tile_req_encode(&m, buf, cap);
+        break;
+    }
+    case TS_OP_MOVE_LIST: {
+        struct ts_move_list_req m = {.max_records = 1};
+        len = ts_move_list_req_encode(&m, buf, cap);
         break;
     }
     default: fail_msg("no valid request for opcode %u", op);
@@ -1660,7 +1707,7 @@ static void test_malformed_payloads(void **state)
         /* The well-formed one gets some answer, never a crash. */
         (void)call_raw(f, op, valid, len);
     }
-    assert_int_equal(served, 24);
+    assert_int_equal(served, 34);
 
     /* A string length pointing past the end. */
     uint8_t lookup[] = {1, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 'a'};

@@ -457,13 +457,23 @@ static void test_handler_write_then_read(void **state)
     assert_memory_equal((uint8_t *)response.data + 17, data, sizeof(data));
     release_data(&response);
 
-    /* A read of a missing tile succeeds with no frame 1. */
-    read_req.version = 4;
+    /* A read past the end of a tile's file is a hole: no frame 1. */
+    read_req.offset = 17 + sizeof(data) + 100;
+    read_req.length = 100;
     len = ts_tile_read_req_encode(&read_req, fixture->payload, sizeof(fixture->payload));
     request = make_request(TS_OP_TILE_READ, fixture->payload, (size_t)len, NULL, 0);
     response = make_response(fixture);
     assert_int_equal(call(fixture, &request, &response), TS_OK);
     assert_null(response.data);
+
+    /* A tile with no file is NOENT (the client asks meta again), with a text. */
+    read_req.version = 4;
+    len = ts_tile_read_req_encode(&read_req, fixture->payload, sizeof(fixture->payload));
+    request = make_request(TS_OP_TILE_READ, fixture->payload, (size_t)len, NULL, 0);
+    response = make_response(fixture);
+    assert_int_equal(call(fixture, &request, &response), TS_ERR_NOENT);
+    assert_null(response.data);
+    assert_non_null(strstr(response.error_text, "ask meta"));
 
     /* Sync and truncate through the table too. */
     uint8_t records[TS_GARBAGE_RECORD_BYTES];
@@ -489,10 +499,10 @@ static void test_handler_write_then_read(void **state)
     assert_int_equal(used, 10);
 
     assert_int_equal(fixture->context.stats.requests[TS_OP_TILE_WRITE], 1);
-    assert_int_equal(fixture->context.stats.requests[TS_OP_TILE_READ], 2);
+    assert_int_equal(fixture->context.stats.requests[TS_OP_TILE_READ], 3);
     assert_int_equal(fixture->context.stats.bytes_written, sizeof(data));
     assert_int_equal(fixture->context.stats.bytes_read, 17 + sizeof(data));
-    assert_int_equal(fixture->context.stats.failures, 0);
+    assert_int_equal(fixture->context.stats.failures, 1);
 }
 
 static void test_handler_write_without_data(void **state)

@@ -1,0 +1,123 @@
+/*
+ * @file crc32c.c
+ * See crc32c.h. Two implementations of one function:
+ * - slicing-by-8: eight 256-entry tables (built once, under pthread_once)
+ *   let each step fold 8 input bytes with 8 lookups instead of 8 dependent
+ *   byte steps; about 1.5 GB/s, so a 1 MiB tile costs well under 1 ms;
+ * - on x86-64 with SSE4.2, the crc32 instruction 8 bytes at a time (several
+ *   GB/s), compiled for that target only in its own function and chosen at
+ *   run time, so the binary still runs on CPUs without it.
+ * Both keep the register inverted (the usual ~crc in, ~crc out), which is
+ * what makes the function incremental. Words are loaded with memcpy: the
+ * buffer may have any alignment.
+ */
+#include "crc32c.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <string.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <nmmintrin.h>
+#define CRC32C_HAVE_SSE42 1
+#endif
+
+#define CRC32C_POLY_REFLECTED 0x82F63B78u
+
+static uint32_t crc32c_table[8][256];
+static bool crc32c_use_hardware;
+static pthread_once_t crc32c_once = PTHREAD_ONCE_INIT;
+
+static void crc32c_init(void)
+{
+    for (uint32_t byte = 0; byte < 256; byte++) {
+        uint32_t crc = byte;
+        for (int bit = 0; bit < 8; bit++)
+            crc = (crc & 1) ? (crc >> 1) ^ CRC32C_POLY_REFLECTED : crc >> 1;
+        crc32c_table[0][byte] = crc;
+    }
+    /* table[k][b]: the CRC of byte b followed by k zero bytes. */
+    for (uint32_t byte = 0; byte < 256; byte++) {
+        uint32_t crc = crc32c_table[0][byte];
+        for (int k = 1; k < 8; k++) {
+            crc = crc32c_table[0][crc & 0xff] ^ (crc >> 8);
+            crc32c_table[k][byte] = crc;
+        }
+    }
+#ifdef CRC32C_HAVE_SSE42
+    __builtin_cpu_init();
+    crc32c_use_hardware = __builtin_cpu_supports("sse4.2");
+#endif
+}
+
+/* Little-endian load of 8 bytes from any address. */
+static uint64_t crc32c_load64(const uint8_t *at)
+{
+    uint64_t word;
+    memcpy(&word, at, sizeof(word));
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    word = __builtin_bswap64(word);
+#endif
+    return word;
+}
+
+/* The inverted register over len bytes, by the tables. */
+static uint32_t crc32c_slice8(uint32_t crc, const uint8_t *at, size_t len)
+{
+    while (len >= 8) {
+        uint64_t word = crc32c_load64(at) ^ crc;
+        crc = crc32c_table[7][word & 0xff] ^ crc32c_table[6][(word >> 8) & 0xff] ^
+              crc32c_table[5][(word >> 16) & 0xff] ^ crc32c_table[4][(word >> 24) & 0xff] ^
+              crc32c_table[3][(word >> 32) & 0xff] ^ crc32c_table[2][(word >> 40) & 0xff] ^
+              crc32c_table[1][(word >> 48) & 0xff] ^ crc32c_table[0][word >> 56];
+        at += 8;
+        len -= 8;
+    }
+    while (len > 0) {
+        crc = crc32c_table[0][(crc ^ *at) & 0xff] ^ (crc >> 8);
+        at++;
+        len--;
+    }
+    return crc;
+}
+
+#ifdef CRC32C_HAVE_SSE42
+/* The inverted register over len bytes, by the crc32 instruction. */
+__attribute__((target("sse4.2"))) static uint32_t crc32c_hardware(uint32_t crc, const uint8_t *at,
+                                                                  size_t len)
+{
+    uint64_t wide = crc;
+    while (len >= 8) {
+        wide = _mm_crc32_u64(wide, crc32c_load64(at));
+        at += 8;
+        len -= 8;
+    }
+    crc = (uint32_t)wide;
+    while (len > 0) {
+        crc = _mm_crc32_u8(crc, *at);
+        at++;
+        len--;
+    }
+    return crc;
+}
+#endif
+
+uint32_t crc32c_portable(uint32_t crc, const void *buf, size_t len)
+{
+    pthread_once(&crc32c_once, crc32c_init);
+    if (len == 0)
+        return crc;
+    return ~crc32c_slice8(~crc, buf, len);
+}
+
+uint32_t crc32c(uint32_t crc, const void *buf, size_t len)
+{
+    pthread_once(&crc32c_once, crc32c_init);
+    if (len == 0)
+        return crc;
+#ifdef CRC32C_HAVE_SSE42
+    if (crc32c_use_hardware)
+        return ~crc32c_hardware(~crc, buf, len);
+#endif
+    return ~crc32c_slice8(~crc, buf, len);
+}

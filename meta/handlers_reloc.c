@@ -1,0 +1,883 @@
+/*
+ * @file handlers_reloc.c
+ * Access profiles, read copies and the relocation journal: the handlers of
+ * handlers_reloc.h, found through handlers_table like every other.
+ *
+ * Same shape as handlers.c: decode, check what needs no store, run one
+ * transaction body through store_write() or store_read(), encode. Bodies
+ * change nothing outside the transaction (store_write() may run them
+ * twice) and write why they refused into their op's `why`, which the
+ * handler passes on as the reply's text.
+ *
+ * Invariants kept here, with copies.h and journal.h:
+ *  - a tile has one primary (tiles table) and any number of read copies,
+ *    each on another node; MOVE_COMMIT never leaves a tile without a holder;
+ *  - every tile file that stops being referenced (a moved or dropped
+ *    holder, an uncopied copy, an aborted move's target) enters the garbage
+ *    table in the transaction that stops referencing it;
+ *  - a journal entry names a holder (from_node, version) that held the tile
+ *    when it began; MOVE_COMMIT checks it still does, and otherwise aborts
+ *    the entry instead of committing (TS_ERR_STALE);
+ *  - a committed entry stays (TS_MOVE_COMMITTED) until the executor has
+ *    retired the old holder's file and commits again: it is never aborted,
+ *    and no other relocation of its tile begins before it is finished;
+ *  - no copy is begun or committed while its file is open on a client
+ *    (opens.h): a client that cached the tile without copies would write
+ *    the primary without TILE_UNCOPY and leave the copy stale.
+ */
+#include "handlers_reloc.h"
+
+#include "copies.h"
+#include "garbage.h"
+#include "inodes.h"
+#include "journal.h"
+#include "log.h"
+#include "nodes.h"
+#include "opens.h"
+#include "profiles.h"
+#include "reply.h"
+#include "service.h"
+#include "status.h"
+#include "tiles.h"
+#include "util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* PROFILE_GET pages: records when the request asks for none or more. */
+#define RELOC_PROFILE_GET_MAX_RECORDS 8192
+/* MOVE_LIST pages: 16384 records of 56 bytes, well inside a frame. */
+#define RELOC_MOVE_LIST_MAX_RECORDS 16384
+#define RELOC_WHY_MAX 200
+
+/* ---- helpers ----------------------------------------------------------- */
+
+/* Passes a refusal's reason on as the reply's text; returns status. */
+static int refused(int status, const char *why, struct rpc_response *response)
+{
+    if (status != TS_OK && why[0])
+        snprintf(response->error_text, sizeof(response->error_text), "%s", why);
+    return status;
+}
+
+/* Loads inode ino: TS_OK, or TS_ERR_NOENT with why, or a failure status. */
+static int load_inode(struct store_txn *txn, uint64_t ino, struct inodes_record *record, char *why)
+{
+    int err = inodes_get(txn, ino, record);
+    if (err == -ENOENT) {
+        snprintf(why, RELOC_WHY_MAX, "no inode %llu", (unsigned long long)ino);
+        return TS_ERR_NOENT;
+    }
+    return reply_store_status(err);
+}
+
+/* As load_inode(), and TS_ERR_INVAL with why unless it is a regular file. */
+static int load_file(struct store_txn *txn, uint64_t ino, struct inodes_record *record, char *why)
+{
+    int status = load_inode(txn, ino, record, why);
+    if (status == TS_OK && !S_ISREG(record->attr.mode)) {
+        snprintf(why, RELOC_WHY_MAX, "inode %llu is not a regular file: it has no tiles",
+                 (unsigned long long)ino);
+        return TS_ERR_INVAL;
+    }
+    return status;
+}
+
+/* ---- TILE_UNCOPY -------------------------------------------------------- */
+
+struct uncopy_op {
+    const struct ts_tile_uncopy_req *request;
+    char why[RELOC_WHY_MAX];
+};
+
+static int uncopy_body(struct store_txn *txn, void *arg)
+{
+    struct uncopy_op *op = arg;
+    const struct ts_tile_uncopy_req *request = op->request;
+    struct inodes_record record;
+    int status = load_file(txn, request->ino, &record, op->why);
+    if (status != TS_OK)
+        return status;
+    return reply_store_status(copies_drop(txn, request->ino, request->first,
+                                    request->first + (request->count - 1), NULL));
+}
+
+int handlers_reloc_tile_uncopy(void *ctx, const struct rpc_request *request,
+                               struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct ts_tile_uncopy_req message;
+    struct uncopy_op op = {.request = &message};
+
+    if (ts_tile_uncopy_req_decode(&message, request->payload, request->payload_len) != 0)
+        return reply_bad_message(response, request->header.type);
+    if (message.count == 0 || message.count > TS_MAX_TILES_PER_MAP ||
+        message.first > UINT64_MAX - message.count) {
+        snprintf(response->error_text, sizeof(response->error_text),
+                 "TILE_UNCOPY: count must be 1..%u and the range end below 2^64 (first %llu, "
+                 "count %u)",
+                 TS_MAX_TILES_PER_MAP, (unsigned long long)message.first, message.count);
+        return TS_ERR_INVAL;
+    }
+    return refused(store_write(service->store, uncopy_body, &op), op.why, response);
+}
+
+/* ---- PROFILE_SET -------------------------------------------------------- */
+
+struct profile_set_op {
+    const struct ts_profile_set_req *request;
+    bool profiling; /* after the call */
+    char why[RELOC_WHY_MAX];
+};
+
+static int profile_set_body(struct store_txn *txn, void *arg)
+{
+    struct profile_set_op *op = arg;
+    const struct ts_profile_set_req *request = op->request;
+    struct inodes_record record;
+    struct ts_attr *attr = &record.attr;
+    uint32_t flags;
+    int status = load_inode(txn, request->ino, &record, op->why);
+    if (status != TS_OK)
+        return status;
+    if (request->action == TS_PROFILE_RESET) {
+        op->profiling = (attr->flags & TS_ATTR_PROFILED) != 0;
+        return reply_store_status(profiles_delete_all(txn, request->ino, NULL));
+    }
+    if (!S_ISREG(attr->mode) && !S_ISDIR(attr->mode)) {
+        snprintf(op->why, sizeof(op->why),
+                 "inode %llu is neither a regular file nor a directory: nothing to profile",
+                 (unsigned long long)request->ino);
+        return TS_ERR_INVAL;
+    }
+    flags = attr->flags;
+    if (request->action == TS_PROFILE_START)
+        attr->flags |= TS_ATTR_PROFILED;
+    else
+        attr->flags &= ~TS_ATTR_PROFILED;
+    op->profiling = (attr->flags & TS_ATTR_PROFILED) != 0;
+    /* Not a change of the file itself: ctime stays. */
+    if (attr->flags == flags)
+        return TS_OK;
+    return reply_store_status(inodes_put(txn, &record));
+}
+
+int handlers_reloc_profile_set(void *ctx, const struct rpc_request *request,
+                               struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct ts_profile_set_req message;
+    struct profile_set_op op = {.request = &message};
+    struct ts_profile_set_rep reply;
+    int status;
+
+    if (ts_profile_set_req_decode(&message, request->payload, request->payload_len) != 0)
+        return reply_bad_message(response, request->header.type);
+    if (message.action != TS_PROFILE_STOP && message.action != TS_PROFILE_START &&
+        message.action != TS_PROFILE_RESET) {
+        snprintf(response->error_text, sizeof(response->error_text),
+                 "PROFILE_SET: unknown action %u (0 stop, 1 start, 2 reset)", message.action);
+        return TS_ERR_INVAL;
+    }
+    status = store_write(service->store, profile_set_body, &op);
+    if (status != TS_OK)
+        return refused(status, op.why, response);
+    reply.profiling = op.profiling ? 1 : 0;
+    return REPLY_ENCODE(profile_set_rep, &reply, response);
+}
+
+/* ---- PROFILE_RECORD ----------------------------------------------------- */
+
+struct profile_record_op {
+    const struct ts_profile_record_req *request;
+    uint32_t kept;
+};
+
+static int profile_record_body(struct store_txn *txn, void *arg)
+{
+    struct profile_record_op *op = arg;
+    const struct ts_profile_record_req *request = op->request;
+    struct ts_cursor records;
+    uint64_t known_ino = 0; /* the last inode looked up: a batch comes sorted by file */
+    bool known_profiled = false;
+    bool known = false;
+
+    op->kept = 0;
+    ts_cursor_init(&records, request->records.ptr, request->records.len);
+    for (uint32_t i = 0; i < request->count; i++) {
+        struct profiles_counts counts;
+        uint64_t ino = ts_cursor_u64(&records);
+        uint64_t tile = ts_cursor_u64(&records);
+        counts.reads = ts_cursor_u64(&records);
+        counts.writes = ts_cursor_u64(&records);
+        counts.bytes_read = ts_cursor_u64(&records);
+        counts.bytes_written = ts_cursor_u64(&records);
+        counts.local_bytes = ts_cursor_u64(&records);
+        counts.first_access_ns = ts_cursor_u64(&records);
+        if (!known || ino != known_ino) {
+            struct inodes_record record;
+            int err = inodes_get(txn, ino, &record);
+            if (err < 0 && err != -ENOENT)
+                return reply_store_status(err);
+            known = true;
+            known_ino = ino;
+            /* Gone, or no longer profiled: the counts are dropped. */
+            known_profiled = err == 0 && (record.attr.flags & TS_ATTR_PROFILED);
+        }
+        if (!known_profiled)
+            continue;
+        int err = profiles_add(txn, ino, tile, request->machine, &counts);
+        if (err < 0)
+            return reply_store_status(err);
+        op->kept++;
+    }
+    return records.failed ? TS_ERR_INTERNAL : TS_OK;
+}
+
+int handlers_reloc_profile_record(void *ctx, const struct rpc_request *request,
+                                  struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct ts_profile_record_req message;
+    struct profile_record_op op = {.request = &message};
+    struct ts_profile_record_rep reply;
+    int status;
+
+    if (ts_profile_record_req_decode(&message, request->payload, request->payload_len) != 0 ||
+        (uint64_t)message.count * TS_PROFILE_RECORD_BYTES != message.records.len) {
+        snprintf(response->error_text, sizeof(response->error_text),
+                 "malformed PROFILE_RECORD request (records must be count x %u bytes)",
+                 TS_PROFILE_RECORD_BYTES);
+        return TS_ERR_BADMSG;
+    }
+    if (message.count > TS_MAX_PROFILE_RECORDS) {
+        snprintf(response->error_text, sizeof(response->error_text),
+                 "PROFILE_RECORD: %u records, at most %u in one request (flush more often)",
+                 message.count, TS_MAX_PROFILE_RECORDS);
+        return TS_ERR_INVAL;
+    }
+    if (message.machine.len == 0 || message.machine.len > PROFILES_MAX_MACHINE ||
+        memchr(message.machine.ptr, '\0', message.machine.len)) {
+        snprintf(response->error_text, sizeof(response->error_text),
+                 "PROFILE_RECORD: the machine name must be 1..%u bytes without NUL (got %u)",
+                 PROFILES_MAX_MACHINE, message.machine.len);
+        return TS_ERR_INVAL;
+    }
+    status = store_write(service->store, profile_record_body, &op);
+    if (status != TS_OK)
+        return status;
+    reply.kept = op.kept;
+    return REPLY_ENCODE(profile_record_rep, &reply, response);
+}
+
+/* ---- PROFILE_GET -------------------------------------------------------- */
+
+struct profile_get_op {
+    const struct ts_profile_get_req *request;
+    uint32_t max_records;
+    struct ts_writer records;
+    uint32_t count;
+    bool profiling;
+    bool done;
+    uint64_t next_tile;
+    /* the tile being listed: where its records start, to take them back whole */
+    bool listing;
+    uint64_t tile;
+    size_t tile_start_len;
+    uint32_t tile_start_count;
+    char why[RELOC_WHY_MAX];
+};
+
+/*
+ * Lists whole tiles only: a tile whose records would take the page past
+ * max_records or past the buffer is taken back and starts the next page,
+ * unless it is the page's first tile, which is listed whole whatever its
+ * number of records (TS_ERR_TOOBIG if it does not fit the frame at all).
+ */
+static int profile_get_visit(void *arg, uint64_t tile, struct ts_str machine,
+                             const struct profiles_counts *counts)
+{
+    struct profile_get_op *op = arg;
+    if (!op->listing || tile != op->tile) {
+        if (op->count >= op->max_records) {
+            op->next_tile = tile;
+            return 1;
+        }
+        op->listing = true;
+        op->tile = tile;
+        op->tile_start_len = op->records.len;
+        op->tile_start_count = op->count;
+    }
+    ts_writer_u64(&op->records, tile);
+    ts_writer_str(&op->records, machine);
+    ts_writer_u64(&op->records, counts->reads);
+    ts_writer_u64(&op->records, counts->writes);
+    ts_writer_u64(&op->records, counts->bytes_read);
+    ts_writer_u64(&op->records, counts->bytes_written);
+    ts_writer_u64(&op->records, counts->local_bytes);
+    ts_writer_u64(&op->records, counts->first_access_ns);
+    bool full = op->records.failed || op->count + 1 > op->max_records;
+    if (full && op->tile_start_count > 0) {
+        op->records.len = op->tile_start_len;
+        op->records.failed = false;
+        op->count = op->tile_start_count;
+        op->next_tile = tile;
+        return 1;
+    }
+    if (op->records.failed) {
+        snprintf(op->why, sizeof(op->why), "tile %llu alone has more counts than a reply can carry",
+                 (unsigned long long)tile);
+        return -ENOBUFS;
+    }
+    op->count++;
+    return 0;
+}
+
+static int profile_get_body(struct store_txn *txn, void *arg)
+{
+    struct profile_get_op *op = arg;
+    struct inodes_record record;
+    int status = load_inode(txn, op->request->ino, &record, op->why);
+    int result;
+    if (status != TS_OK)
+        return status;
+    op->profiling = (record.attr.flags & TS_ATTR_PROFILED) != 0;
+    op->records.len = 0;
+    op->records.failed = false;
+    op->count = 0;
+    op->listing = false;
+    result = profiles_scan(txn, op->request->ino, op->request->first_tile, profile_get_visit, op);
+    if (result == -ENOBUFS)
+        return TS_ERR_TOOBIG;
+    if (result < 0)
+        return reply_store_status(result);
+    op->done = result == 0;
+    if (op->done && op->listing)
+        op->next_tile = op->tile == UINT64_MAX ? UINT64_MAX : op->tile + 1;
+    else if (op->done)
+        op->next_tile = op->request->first_tile;
+    return TS_OK;
+}
+
+int handlers_reloc_profile_get(void *ctx, const struct rpc_request *request,
+                               struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct ts_profile_get_req message;
+    struct profile_get_op op = {.request = &message};
+    struct ts_profile_get_rep reply;
+    int status;
+
+    if (ts_profile_get_req_decode(&message, request->payload, request->payload_len) != 0)
+        return reply_bad_message(response, request->header.type);
+    op.max_records = message.max_records;
+    if (op.max_records == 0 || op.max_records > RELOC_PROFILE_GET_MAX_RECORDS)
+        op.max_records = RELOC_PROFILE_GET_MAX_RECORDS;
+    ts_writer_init(&op.records, service->scratch, SERVICE_SCRATCH_BYTES);
+    status = store_read(service->store, profile_get_body, &op);
+    if (status != TS_OK)
+        return refused(status, op.why, response);
+    reply.profiling = op.profiling ? 1 : 0;
+    reply.count = op.count;
+    reply.done = op.done ? 1 : 0;
+    reply.next_tile = op.next_tile;
+    reply.records.ptr = (const char *)service->scratch;
+    reply.records.len = (uint32_t)op.records.len;
+    return REPLY_ENCODE(profile_get_rep, &reply, response);
+}
+
+/* ---- the relocation journal: checks --------------------------------------- */
+
+static const char *move_kind_name(uint32_t kind)
+{
+    switch (kind) {
+    case TS_MOVE_COPY: return "copy";
+    case TS_MOVE_MOVE: return "move";
+    case TS_MOVE_DROP: return "drop";
+    default: return "?";
+    }
+}
+
+/* Who holds a tile now, as far as one move is concerned. */
+struct move_holders {
+    struct tiles_entry primary;
+    bool from_is_primary;
+    bool from_holds; /* from_node holds the tile at the entry's version */
+    bool to_holds;   /* to_node holds the tile, as primary or copy */
+    bool has_copy;   /* the tile has at least one copy */
+    struct copies_entry first_copy;
+};
+
+static int move_first_copy(void *arg, const struct copies_entry *entry)
+{
+    struct move_holders *holders = arg;
+    holders->has_copy = true;
+    holders->first_copy = *entry;
+    return 1;
+}
+
+/*
+ * Reads who holds (ino, tile) with respect to entry. TS_OK, TS_ERR_STALE
+ * with why when the tile is a hole, or a failure status.
+ */
+static int move_holders_get(struct store_txn *txn, const struct journal_entry *entry,
+                            struct move_holders *holders, char *why)
+{
+    uint64_t version;
+    int err;
+
+    memset(holders, 0, sizeof(*holders));
+    err = tiles_get(txn, entry->ino, entry->tile, &holders->primary);
+    if (err == -ENOENT) {
+        snprintf(why, RELOC_WHY_MAX, "tile %llu of inode %llu is a hole now (truncated?)",
+                 (unsigned long long)entry->tile, (unsigned long long)entry->ino);
+        return TS_ERR_STALE;
+    }
+    if (err < 0)
+        return reply_store_status(err);
+    if (holders->primary.node == entry->from_node) {
+        holders->from_is_primary = true;
+        holders->from_holds = holders->primary.version == entry->version;
+    } else {
+        err = copies_get(txn, entry->ino, entry->tile, entry->from_node, &version);
+        if (err < 0 && err != -ENOENT)
+            return reply_store_status(err);
+        holders->from_holds = err == 0 && version == entry->version;
+    }
+    if (entry->to_node != 0) {
+        holders->to_holds = holders->primary.node == entry->to_node;
+        if (!holders->to_holds) {
+            err = copies_get(txn, entry->ino, entry->tile, entry->to_node, &version);
+            if (err < 0 && err != -ENOENT)
+                return reply_store_status(err);
+            holders->to_holds = err == 0;
+        }
+    }
+    err = copies_scan(txn, entry->ino, entry->tile, entry->tile, move_first_copy, holders);
+    return err < 0 ? reply_store_status(err) : TS_OK;
+}
+
+/* TS_ERR_BUSY with why: a copy of a file that is open somewhere. */
+static int move_copy_of_open_file(uint64_t ino, uint64_t tile, char *why)
+{
+    snprintf(why, RELOC_WHY_MAX,
+             "inode %llu (tile %llu) is open on a client; copies are made only of closed "
+             "files: run the step again once it is closed",
+             (unsigned long long)ino, (unsigned long long)tile);
+    return TS_ERR_BUSY;
+}
+
+static void move_not_held(const struct journal_entry *entry, const struct move_holders *holders,
+                          char *why)
+{
+    snprintf(why, RELOC_WHY_MAX,
+             "datanode %u does not hold tile %llu of inode %llu at version %llu any more "
+             "(primary: node %u version %llu)",
+             entry->from_node, (unsigned long long)entry->tile, (unsigned long long)entry->ino,
+             (unsigned long long)entry->version, holders->primary.node,
+             (unsigned long long)holders->primary.version);
+}
+
+/* ---- MOVE_BEGIN --------------------------------------------------------- */
+
+struct move_begin_op {
+    const struct ts_move_begin_req *request;
+    bool file_open; /* the inode is open on a client (opens.h) */
+    int64_t now_sec;
+    uint64_t new_version;
+    bool resumed;
+    char why[RELOC_WHY_MAX];
+};
+
+static int move_node_known(struct store_txn *txn, uint32_t node, char *why)
+{
+    struct nodes_record record;
+    int err = nodes_get(txn, node, &record);
+    if (err == -ENOENT) {
+        snprintf(why, RELOC_WHY_MAX, "no datanode %u is registered", node);
+        return TS_ERR_INVAL;
+    }
+    return reply_store_status(err);
+}
+
+static int move_begin_body(struct store_txn *txn, void *arg)
+{
+    struct move_begin_op *op = arg;
+    const struct ts_move_begin_req *request = op->request;
+    struct journal_entry entry = {
+        .ino = request->ino,
+        .tile = request->tile,
+        .kind = request->kind,
+        .from_node = request->from_node,
+        .to_node = request->to_node,
+        .version = request->version,
+        .started_sec = op->now_sec,
+        .state = TS_MOVE_BEGUN,
+    };
+    struct journal_entry existing;
+    struct move_holders holders;
+    struct inodes_record record;
+    int status;
+    int err;
+
+    op->resumed = false;
+    status = load_file(txn, request->ino, &record, op->why);
+    if (status != TS_OK)
+        return status;
+    err = journal_get(txn, request->ino, request->tile, &existing);
+    if (err < 0 && err != -ENOENT)
+        return reply_store_status(err);
+    if (err == 0 && existing.state == TS_MOVE_COMMITTED) {
+        snprintf(op->why, sizeof(op->why),
+                 "tile %llu of inode %llu has a committed %s in the journal whose old file on "
+                 "node %u is not retired yet: `tessera rebalance apply` or `abort` finishes it",
+                 (unsigned long long)request->tile, (unsigned long long)request->ino,
+                 move_kind_name(existing.kind), existing.from_node);
+        return TS_ERR_BUSY;
+    }
+    if (request->kind == TS_MOVE_COPY && op->file_open)
+        return move_copy_of_open_file(request->ino, request->tile, op->why);
+    if (err == 0) {
+        if (existing.kind == entry.kind && existing.from_node == entry.from_node &&
+            existing.to_node == entry.to_node && existing.version == entry.version) {
+            op->new_version = existing.new_version;
+            op->resumed = true;
+            return TS_OK;
+        }
+        snprintf(op->why, sizeof(op->why),
+                 "tile %llu of inode %llu is already in the journal (%s from node %u to node %u, "
+                 "version %llu): commit or abort that first",
+                 (unsigned long long)request->tile, (unsigned long long)request->ino,
+                 move_kind_name(existing.kind), existing.from_node, existing.to_node,
+                 (unsigned long long)existing.version);
+        return TS_ERR_BUSY;
+    }
+    status = move_node_known(txn, request->from_node, op->why);
+    if (status == TS_OK && request->to_node != 0)
+        status = move_node_known(txn, request->to_node, op->why);
+    if (status == TS_OK)
+        status = move_holders_get(txn, &entry, &holders, op->why);
+    if (status != TS_OK)
+        return status;
+    if (!holders.from_holds) {
+        move_not_held(&entry, &holders, op->why);
+        return TS_ERR_STALE;
+    }
+    if (holders.to_holds) {
+        snprintf(op->why, sizeof(op->why), "datanode %u already holds tile %llu of inode %llu",
+                 request->to_node, (unsigned long long)request->tile,
+                 (unsigned long long)request->ino);
+        return TS_ERR_EXIST;
+    }
+    if (request->kind == TS_MOVE_DROP && holders.from_is_primary && !holders.has_copy) {
+        snprintf(op->why, sizeof(op->why),
+                 "datanode %u holds the only copy of tile %llu of inode %llu: dropping it would "
+                 "lose the tile",
+                 request->from_node, (unsigned long long)request->tile,
+                 (unsigned long long)request->ino);
+        return TS_ERR_INVAL;
+    }
+    if (request->kind != TS_MOVE_DROP) {
+        err = store_counter_take(txn, STORE_NEXT_VERSION, &entry.new_version);
+        if (err < 0)
+            return reply_store_status(err);
+    }
+    err = journal_put(txn, &entry);
+    if (err < 0)
+        return reply_store_status(err);
+    op->new_version = entry.new_version;
+    return TS_OK;
+}
+
+int handlers_reloc_move_begin(void *ctx, const struct rpc_request *request,
+                              struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct ts_move_begin_req message;
+    struct move_begin_op op = {.request = &message};
+    struct ts_move_begin_rep reply;
+    const char *problem = NULL;
+    int status;
+
+    if (ts_move_begin_req_decode(&message, request->payload, request->payload_len) != 0)
+        return reply_bad_message(response, request->header.type);
+    if (message.kind != TS_MOVE_COPY && message.kind != TS_MOVE_MOVE &&
+        message.kind != TS_MOVE_DROP)
+        problem = "kind must be 1 (copy), 2 (move) or 3 (drop)";
+    else if (message.from_node == 0)
+        problem = "from_node must name a datanode";
+    else if (message.kind == TS_MOVE_DROP && message.to_node != 0)
+        problem = "a drop has no target: to_node must be 0";
+    else if (message.kind != TS_MOVE_DROP && message.to_node == 0)
+        problem = "a copy or move needs a target: to_node must name a datanode";
+    else if (message.to_node == message.from_node)
+        problem = "from_node and to_node are the same datanode";
+    else if (message.version == 0)
+        problem = "version must name the tile file on from_node";
+    if (problem) {
+        snprintf(response->error_text, sizeof(response->error_text), "MOVE_BEGIN: %s", problem);
+        return TS_ERR_INVAL;
+    }
+    op.now_sec = util_now().tv_sec;
+    op.file_open = opens_count(service->opens, message.ino) > 0;
+    status = store_write(service->store, move_begin_body, &op);
+    if (status != TS_OK)
+        return refused(status, op.why, response);
+    if (!op.resumed)
+        log_debug("relocation begun: %s of inode %llu tile %llu from node %u to node %u",
+                  move_kind_name(message.kind), (unsigned long long)message.ino,
+                  (unsigned long long)message.tile, message.from_node, message.to_node);
+    reply.new_version = op.new_version;
+    return REPLY_ENCODE(move_begin_rep, &reply, response);
+}
+
+/* ---- MOVE_COMMIT -------------------------------------------------------- */
+
+struct move_tile_op {
+    const struct ts_move_tile_req *request;
+    bool file_open; /* MOVE_COMMIT: the inode is open on a client (opens.h) */
+    struct journal_entry entry;
+    bool stale; /* the entry was aborted instead of committed */
+    char why[RELOC_WHY_MAX];
+};
+
+/* The journal entry of the request's tile: TS_OK, TS_ERR_NOENT with why, or a failure. */
+static int move_entry(struct store_txn *txn, struct move_tile_op *op)
+{
+    int err = journal_get(txn, op->request->ino, op->request->tile, &op->entry);
+    if (err == -ENOENT) {
+        snprintf(op->why, sizeof(op->why),
+                 "no relocation of tile %llu of inode %llu is in the journal (committed or "
+                 "aborted already?)",
+                 (unsigned long long)op->request->tile, (unsigned long long)op->request->ino);
+        return TS_ERR_NOENT;
+    }
+    return reply_store_status(err);
+}
+
+/* Switches the tile map as entry says; holders is the tile as it is now. */
+static int move_apply(struct store_txn *txn, const struct journal_entry *entry,
+                      const struct move_holders *holders)
+{
+    struct garbage_record freed = {entry->from_node, entry->ino, entry->tile, entry->version};
+    struct copies_entry target = {entry->tile, entry->to_node, entry->new_version};
+    int err = 0;
+
+    switch (entry->kind) {
+    case TS_MOVE_COPY: return copies_put(txn, entry->ino, &target);
+    case TS_MOVE_MOVE:
+        if (holders->from_is_primary) {
+            struct tiles_entry primary = {entry->to_node, entry->new_version};
+            err = tiles_put(txn, entry->ino, entry->tile, &primary);
+        } else {
+            err = copies_delete(txn, entry->ino, entry->tile, entry->from_node);
+            if (err == 0)
+                err = copies_put(txn, entry->ino, &target);
+        }
+        break;
+    case TS_MOVE_DROP:
+        if (holders->from_is_primary) {
+            /* The first copy becomes the primary: writes go there from now on. */
+            struct tiles_entry promoted = {holders->first_copy.node, holders->first_copy.version};
+            err = tiles_put(txn, entry->ino, entry->tile, &promoted);
+            if (err == 0)
+                err = copies_delete(txn, entry->ino, entry->tile, promoted.node);
+        } else {
+            err = copies_delete(txn, entry->ino, entry->tile, entry->from_node);
+        }
+        break;
+    default: log_error("journal entry of unknown kind %u", entry->kind); return -EIO;
+    }
+    if (err == 0)
+        err = garbage_add(txn, &freed);
+    return err;
+}
+
+static int move_commit_body(struct store_txn *txn, void *arg)
+{
+    struct move_tile_op *op = arg;
+    const struct journal_entry *entry = &op->entry;
+    struct move_holders holders;
+    struct inodes_record record;
+    int status;
+    int err;
+
+    op->stale = false;
+    op->why[0] = '\0';
+    status = move_entry(txn, op);
+    if (status != TS_OK)
+        return status;
+    /* Committed before: the old holder is retired now, and the entry is done. */
+    if (entry->state == TS_MOVE_COMMITTED)
+        return reply_store_status(journal_delete(txn, entry->ino, entry->tile));
+    if (entry->kind == TS_MOVE_COPY && op->file_open)
+        return move_copy_of_open_file(entry->ino, entry->tile, op->why);
+    status = load_inode(txn, entry->ino, &record, op->why);
+    if (status == TS_OK)
+        status = move_holders_get(txn, entry, &holders, op->why);
+    if (status == TS_OK && !holders.from_holds) {
+        move_not_held(entry, &holders, op->why);
+        status = TS_ERR_STALE;
+    } else if (status == TS_OK && holders.to_holds) {
+        snprintf(op->why, sizeof(op->why),
+                 "datanode %u holds tile %llu of inode %llu already (the map changed)",
+                 entry->to_node, (unsigned long long)entry->tile, (unsigned long long)entry->ino);
+        status = TS_ERR_STALE;
+    } else if (status == TS_OK && entry->kind == TS_MOVE_DROP && holders.from_is_primary &&
+               !holders.has_copy) {
+        snprintf(op->why, sizeof(op->why),
+                 "tile %llu of inode %llu lost its copies since MOVE_BEGIN: dropping its primary "
+                 "on node %u would lose it",
+                 (unsigned long long)entry->tile, (unsigned long long)entry->ino, entry->from_node);
+        status = TS_ERR_STALE;
+    }
+    if (status == TS_ERR_STALE || status == TS_ERR_NOENT) {
+        /* The tile changed under the move: the entry goes, and its target file with it. */
+        op->stale = true;
+        return reply_store_status(journal_abort(txn, entry));
+    }
+    if (status != TS_OK)
+        return status;
+    err = move_apply(txn, entry, &holders);
+    if (err == 0) {
+        struct journal_entry committed = *entry;
+        committed.state = TS_MOVE_COMMITTED;
+        err = journal_put(txn, &committed);
+    }
+    return reply_store_status(err);
+}
+
+int handlers_reloc_move_commit(void *ctx, const struct rpc_request *request,
+                               struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct ts_move_tile_req message;
+    struct move_tile_op op = {.request = &message};
+    int status;
+
+    if (ts_move_tile_req_decode(&message, request->payload, request->payload_len) != 0)
+        return reply_bad_message(response, request->header.type);
+    op.file_open = opens_count(service->opens, message.ino) > 0;
+    status = store_write(service->store, move_commit_body, &op);
+    if (status == TS_OK && op.stale) {
+        log_info("relocation of inode %llu tile %llu aborted at commit: %s",
+                 (unsigned long long)message.ino, (unsigned long long)message.tile, op.why);
+        snprintf(response->error_text, sizeof(response->error_text), "%s; the move was aborted",
+                 op.why);
+        return TS_ERR_STALE;
+    }
+    if (status != TS_OK)
+        return refused(status, op.why, response);
+    /* op.entry is the entry as it was found: BEGUN for a commit, COMMITTED for a finish. */
+    log_debug("relocation %s: %s of inode %llu tile %llu from node %u to node %u",
+              op.entry.state == TS_MOVE_COMMITTED ? "finished" : "committed",
+              move_kind_name(op.entry.kind), (unsigned long long)message.ino,
+              (unsigned long long)message.tile, op.entry.from_node, op.entry.to_node);
+    response->payload_len = 0;
+    return TS_OK;
+}
+
+/* ---- MOVE_ABORT --------------------------------------------------------- */
+
+static int move_abort_body(struct store_txn *txn, void *arg)
+{
+    struct move_tile_op *op = arg;
+    const struct journal_entry *entry = &op->entry;
+    int status = move_entry(txn, op);
+    if (status != TS_OK)
+        return status;
+    if (entry->state == TS_MOVE_COMMITTED) {
+        snprintf(op->why, sizeof(op->why),
+                 "the %s of tile %llu of inode %llu is committed: it cannot be undone, only "
+                 "finished (retire node %u's old file, MOVE_COMMIT again: `tessera rebalance "
+                 "abort`)",
+                 move_kind_name(entry->kind), (unsigned long long)entry->tile,
+                 (unsigned long long)entry->ino, entry->from_node);
+        return TS_ERR_INVAL;
+    }
+    return reply_store_status(journal_abort(txn, entry));
+}
+
+int handlers_reloc_move_abort(void *ctx, const struct rpc_request *request,
+                              struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct ts_move_tile_req message;
+    struct move_tile_op op = {.request = &message};
+    int status;
+
+    if (ts_move_tile_req_decode(&message, request->payload, request->payload_len) != 0)
+        return reply_bad_message(response, request->header.type);
+    status = store_write(service->store, move_abort_body, &op);
+    if (status != TS_OK)
+        return refused(status, op.why, response);
+    log_info("relocation aborted: %s of inode %llu tile %llu from node %u to node %u",
+             move_kind_name(op.entry.kind), (unsigned long long)message.ino,
+             (unsigned long long)message.tile, op.entry.from_node, op.entry.to_node);
+    response->payload_len = 0;
+    return TS_OK;
+}
+
+/* ---- MOVE_LIST ---------------------------------------------------------- */
+
+struct move_list_op {
+    const struct ts_move_list_req *request;
+    uint32_t max_records;
+    struct ts_writer records;
+    uint32_t count;
+    bool done;
+};
+
+static int move_list_visit(void *arg, const struct journal_entry *entry)
+{
+    struct move_list_op *op = arg;
+    if (op->count >= op->max_records)
+        return 1;
+    journal_write_record(&op->records, entry);
+    if (op->records.failed)
+        return -ENOBUFS;
+    op->count++;
+    return 0;
+}
+
+static int move_list_body(struct store_txn *txn, void *arg)
+{
+    struct move_list_op *op = arg;
+    int result;
+    op->records.len = 0;
+    op->records.failed = false;
+    op->count = 0;
+    result = journal_scan_after(txn, op->request->after_ino, op->request->after_tile,
+                                move_list_visit, op);
+    if (result < 0)
+        return reply_store_status(result);
+    op->done = result == 0;
+    return TS_OK;
+}
+
+int handlers_reloc_move_list(void *ctx, const struct rpc_request *request,
+                             struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct ts_move_list_req message;
+    struct move_list_op op = {.request = &message};
+    struct ts_move_list_rep reply;
+    int status;
+
+    if (ts_move_list_req_decode(&message, request->payload, request->payload_len) != 0)
+        return reply_bad_message(response, request->header.type);
+    op.max_records = message.max_records;
+    if (op.max_records == 0 || op.max_records > RELOC_MOVE_LIST_MAX_RECORDS)
+        op.max_records = RELOC_MOVE_LIST_MAX_RECORDS;
+    ts_writer_init(&op.records, service->scratch, SERVICE_SCRATCH_BYTES);
+    status = store_read(service->store, move_list_body, &op);
+    if (status != TS_OK)
+        return status;
+    reply.count = op.count;
+    reply.done = op.done ? 1 : 0;
+    reply.records.ptr = (const char *)service->scratch;
+    reply.records.len = (uint32_t)op.records.len;
+    return REPLY_ENCODE(move_list_rep, &reply, response);
+}

@@ -1,0 +1,483 @@
+/*
+ * @file client_helper.c
+ * The FUSE client's integration tests (test_relocation.sh) drive meta and
+ * the datanodes with this small program, so that they depend on the wire
+ * protocol only, not on the `tessera` command's output:
+ *
+ *   client_helper map META INO TILE MACHINE
+ *       prints "node version copies read_node read_version"
+ *   client_helper move META INO TILE TO_NODE copy|move [unfinished]
+ *       relocates one tile as `tessera rebalance` does (MOVE_BEGIN,
+ *       TILE_PULL, TILE_FENCE freeze, checksums compared, MOVE_COMMIT,
+ *       TILE_FENCE retire or lift, MOVE_COMMIT again to finish); exit 3
+ *       when a write changed the tile during the move (the move is
+ *       aborted: try again). A copy of a file that is open is refused
+ *       (TS_ERR_BUSY): a file closed just before may still be open in meta
+ *       for a moment (a mount sends its releases in the background), so
+ *       MOVE_BEGIN of a copy is asked again for up to 5 s. `unfinished`
+ *       stops after the first MOVE_COMMIT, as a tool killed there would:
+ *       the source stays frozen (until its lease ends) and the entry stays
+ *       in the journal, COMMITTED
+ *   client_helper freeze META INO TILE MS
+ *       freezes the tile's primary file for MS ms (writes get TS_ERR_STALE)
+ *   client_helper profile META INO start|stop|reset
+ *   client_helper profile-get META INO
+ *       prints one line per record: "tile machine reads writes bytes_read
+ *       bytes_written local_bytes first_access_ns"
+ *   client_helper node-reads META NODE
+ *       prints the bytes datanode NODE served with TILE_READ (NODE_STATS)
+ *   client_helper rewrite FILE TILES SECONDS
+ *       keeps FILE open and rewrites its TILES tiles (of st_blksize bytes)
+ *       one after another, each with fsync and a 20 ms pause, for SECONDS;
+ *       prints the number of tile writes (steps) done
+ *   client_helper verify FILE TILES STEPS
+ *       checks that every tile of FILE holds what the last of STEPS steps
+ *       of `rewrite` wrote to it: no write lost, none applied out of order
+ *
+ * A step s writes tile s % TILES with round s / TILES: every 4 KiB block
+ * starts with the round (u64) and goes on with bytes of (round, offset).
+ *
+ * Exit 0 on success, 1 on failure (with a message), 2 on bad arguments.
+ */
+#include "proto.h"
+#include "rpc.h"
+#include "status.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TIMEOUT_MS 10000
+
+static int call(const char *endpoint, uint16_t op, const uint8_t *payload, int len,
+                struct rpc_reply *reply)
+{
+    struct rpc_client *client = rpc_client_new(endpoint);
+    memset(reply, 0, sizeof(*reply));
+    if (!client || len < 0) {
+        rpc_client_destroy(&client);
+        return TS_ERR_INVAL;
+    }
+    int status = rpc_client_call(client, op, payload, (size_t)len, NULL, 0, TIMEOUT_MS, reply);
+    if (status != TS_OK) {
+        char text[256];
+        rpc_reply_error_text(reply, text, sizeof(text));
+        fprintf(stderr, "client_helper: %s to %s: %s %s\n", ts_op_name(op), endpoint,
+                status_text(status), text);
+    }
+    rpc_client_destroy(&client);
+    return status;
+}
+
+/* The address of datanode `node`, from meta's NODE_LIST. */
+static int node_address(const char *meta, uint32_t node, char *out, size_t cap)
+{
+    struct rpc_reply reply;
+    struct ts_node_list_rep list;
+    struct ts_cursor cursor;
+    int status = call(meta, TS_OP_NODE_LIST, NULL, 0, &reply);
+    if (status == TS_OK && ts_node_list_rep_decode(&list, reply.payload, reply.payload_len) != 0)
+        status = TS_ERR_BADMSG;
+    if (status == TS_OK) {
+        status = TS_ERR_NOENT;
+        ts_cursor_init(&cursor, list.nodes.ptr, list.nodes.len);
+        for (uint32_t i = 0; i < list.count && !cursor.failed; i++) {
+            uint32_t id = ts_cursor_u32(&cursor);
+            ts_cursor_bytes(&cursor, 4 + 7 * 8 + 4 + 8); /* state .. throttle */
+            ts_cursor_str(&cursor);                      /* machine */
+            struct ts_str address = ts_cursor_str(&cursor);
+            if (!cursor.failed && id == node && ts_str_copy(address, out, cap) == 0)
+                status = TS_OK;
+        }
+    }
+    rpc_reply_release(&reply);
+    if (status != TS_OK)
+        fprintf(stderr, "client_helper: no address for datanode %u\n", node);
+    return status;
+}
+
+struct record {
+    uint32_t node;
+    uint64_t version;
+    uint32_t copies;
+    uint32_t read_node;
+    uint64_t read_version;
+};
+
+static int tile_map(const char *meta, uint64_t ino, uint64_t tile, const char *machine,
+                    struct record *record)
+{
+    uint8_t buf[512];
+    struct ts_tile_map_req request = {
+        .ino = ino, .first = tile, .count = 1, .machine = ts_str_of(machine)};
+    struct ts_tile_map_rep map;
+    struct rpc_reply reply;
+    struct ts_cursor cursor;
+    int status =
+        call(meta, TS_OP_TILE_MAP, buf, ts_tile_map_req_encode(&request, buf, sizeof(buf)), &reply);
+    if (status == TS_OK && (ts_tile_map_rep_decode(&map, reply.payload, reply.payload_len) != 0 ||
+                            map.count != 1 || map.tiles.len != TS_TILE_RECORD_BYTES))
+        status = TS_ERR_BADMSG;
+    if (status == TS_OK) {
+        ts_cursor_init(&cursor, map.tiles.ptr, map.tiles.len);
+        record->node = ts_cursor_u32(&cursor);
+        record->version = ts_cursor_u64(&cursor);
+        record->copies = ts_cursor_u32(&cursor);
+        record->read_node = ts_cursor_u32(&cursor);
+        record->read_version = ts_cursor_u64(&cursor);
+    }
+    rpc_reply_release(&reply);
+    return status;
+}
+
+static int fence(const char *address, uint64_t ino, uint64_t tile, uint64_t version,
+                 uint32_t action, uint32_t lease_ms, struct ts_tile_fence_rep *out)
+{
+    uint8_t buf[128];
+    struct ts_tile_fence_req request = {
+        .ino = ino, .tile = tile, .version = version, .action = action, .lease_ms = lease_ms};
+    struct rpc_reply reply;
+    int status = call(address, TS_OP_TILE_FENCE, buf,
+                      ts_tile_fence_req_encode(&request, buf, sizeof(buf)), &reply);
+    if (status == TS_OK && ts_tile_fence_rep_decode(out, reply.payload, reply.payload_len) != 0)
+        status = TS_ERR_BADMSG;
+    rpc_reply_release(&reply);
+    return status;
+}
+
+static int move_tile_op(const char *meta, uint16_t op, uint64_t ino, uint64_t tile)
+{
+    uint8_t buf[64];
+    struct ts_move_tile_req request = {.ino = ino, .tile = tile};
+    struct rpc_reply reply;
+    int status = call(meta, op, buf, ts_move_tile_req_encode(&request, buf, sizeof(buf)), &reply);
+    rpc_reply_release(&reply);
+    return status;
+}
+
+static int do_move(const char *meta, uint64_t ino, uint64_t tile, uint32_t to_node, bool copy,
+                   bool unfinished)
+{
+    struct record record;
+    char source[256], target[256];
+    uint8_t buf[512];
+    struct rpc_reply reply;
+    struct ts_move_begin_rep begun;
+    struct ts_tile_pull_rep pulled = {0};
+    struct ts_tile_fence_rep fenced;
+
+    if (tile_map(meta, ino, tile, "", &record) != TS_OK || record.node == 0 ||
+        node_address(meta, record.node, source, sizeof(source)) != TS_OK ||
+        node_address(meta, to_node, target, sizeof(target)) != TS_OK)
+        return 1;
+    struct ts_move_begin_req begin = {.ino = ino,
+                                      .tile = tile,
+                                      .version = record.version,
+                                      .kind = copy ? TS_MOVE_COPY : TS_MOVE_MOVE,
+                                      .from_node = record.node,
+                                      .to_node = to_node};
+    int status;
+    for (int i = 0;; i++) {
+        status = call(meta, TS_OP_MOVE_BEGIN, buf,
+                      ts_move_begin_req_encode(&begin, buf, sizeof(buf)), &reply);
+        if (status == TS_OK &&
+            ts_move_begin_rep_decode(&begun, reply.payload, reply.payload_len) != 0)
+            status = TS_ERR_BADMSG;
+        rpc_reply_release(&reply);
+        if (status != TS_ERR_BUSY || !copy || i >= 100)
+            break;
+        struct timespec pause = {0, 50 * 1000000L};
+        nanosleep(&pause, NULL);
+    }
+    if (status != TS_OK)
+        return 1;
+    /* Pull until done; the target copies from the source by itself. */
+    struct ts_tile_pull_req pull = {.ino = ino,
+                                    .tile = tile,
+                                    .version = record.version,
+                                    .new_version = begun.new_version,
+                                    .source = ts_str_of(source)};
+    for (int i = 0; i < 1000; i++) {
+        status = call(target, TS_OP_TILE_PULL, buf,
+                      ts_tile_pull_req_encode(&pull, buf, sizeof(buf)), &reply);
+        if (status == TS_OK &&
+            ts_tile_pull_rep_decode(&pulled, reply.payload, reply.payload_len) != 0)
+            status = TS_ERR_BADMSG;
+        rpc_reply_release(&reply);
+        if (status != TS_OK || pulled.state == TS_PULL_DONE)
+            break;
+        struct timespec pause = {0, 10 * 1000000L};
+        nanosleep(&pause, NULL);
+    }
+    if (status != TS_OK || pulled.state != TS_PULL_DONE)
+        goto abort;
+    if (fence(source, ino, tile, record.version, TS_FENCE_FREEZE, 5000, &fenced) != TS_OK)
+        goto abort;
+    if (fenced.bytes != pulled.bytes || fenced.checksum != pulled.checksum) {
+        fprintf(stderr,
+                "client_helper: tile changed during the move (%" PRIu64 "/%u pulled, %" PRIu64
+                "/%u now); aborted\n",
+                pulled.bytes, pulled.checksum, fenced.bytes, fenced.checksum);
+        fence(source, ino, tile, record.version, TS_FENCE_LIFT, 0, &fenced);
+        move_tile_op(meta, TS_OP_MOVE_ABORT, ino, tile);
+        return 3;
+    }
+    status = move_tile_op(meta, TS_OP_MOVE_COMMIT, ino, tile);
+    if (status != TS_OK) {
+        /* STALE: meta aborted the entry itself; otherwise (BUSY: opened meanwhile) abort it. */
+        if (status != TS_ERR_STALE)
+            move_tile_op(meta, TS_OP_MOVE_ABORT, ino, tile);
+        fence(source, ino, tile, record.version, TS_FENCE_LIFT, 0, &fenced);
+        return status == TS_ERR_STALE ? 3 : 1;
+    }
+    if (unfinished) {
+        printf("committed %" PRIu64 ".%" PRIu64 " from %u to %u, unfinished\n", ino, tile,
+               record.node, to_node);
+        return 0;
+    }
+    status = fence(source, ino, tile, record.version, copy ? TS_FENCE_LIFT : TS_FENCE_RETIRE, 0,
+                   &fenced);
+    if (status == TS_OK)
+        status = move_tile_op(meta, TS_OP_MOVE_COMMIT, ino, tile); /* finish */
+    if (status != TS_OK)
+        return 1;
+    printf("moved %" PRIu64 ".%" PRIu64 " from %u to %u (%" PRIu64 " bytes)\n", ino, tile,
+           record.node, to_node, pulled.bytes);
+    return 0;
+abort:
+    move_tile_op(meta, TS_OP_MOVE_ABORT, ino, tile);
+    return 1;
+}
+
+static int do_profile_get(const char *meta, uint64_t ino)
+{
+    uint64_t first = 0;
+    for (;;) {
+        uint8_t buf[128];
+        struct ts_profile_get_req request = {.ino = ino, .first_tile = first, .max_records = 1000};
+        struct ts_profile_get_rep got;
+        struct rpc_reply reply;
+        struct ts_cursor cursor;
+        int status = call(meta, TS_OP_PROFILE_GET, buf,
+                          ts_profile_get_req_encode(&request, buf, sizeof(buf)), &reply);
+        if (status == TS_OK &&
+            ts_profile_get_rep_decode(&got, reply.payload, reply.payload_len) != 0)
+            status = TS_ERR_BADMSG;
+        if (status != TS_OK) {
+            rpc_reply_release(&reply);
+            return 1;
+        }
+        ts_cursor_init(&cursor, got.records.ptr, got.records.len);
+        for (uint32_t i = 0; i < got.count; i++) {
+            uint64_t tile = ts_cursor_u64(&cursor);
+            struct ts_str machine = ts_cursor_str(&cursor);
+            uint64_t counts[6];
+            for (int k = 0; k < 6; k++)
+                counts[k] = ts_cursor_u64(&cursor);
+            if (cursor.failed)
+                break;
+            printf("%" PRIu64 " %.*s %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
+                   " %" PRIu64 "\n",
+                   tile, (int)machine.len, machine.ptr, counts[0], counts[1], counts[2], counts[3],
+                   counts[4], counts[5]);
+        }
+        bool done = got.done || got.count == 0;
+        first = got.next_tile;
+        rpc_reply_release(&reply);
+        if (cursor.failed) {
+            fprintf(stderr, "client_helper: PROFILE_GET records do not decode\n");
+            return 1;
+        }
+        if (done)
+            return 0;
+    }
+}
+
+static int do_node_reads(const char *meta, uint32_t node)
+{
+    char address[256];
+    uint8_t buf[64];
+    struct ts_node_stats_req request = {.reset = 0};
+    struct ts_node_stats_rep stats;
+    struct rpc_reply reply;
+    if (node_address(meta, node, address, sizeof(address)) != TS_OK)
+        return 1;
+    int status = call(address, TS_OP_NODE_STATS, buf,
+                      ts_node_stats_req_encode(&request, buf, sizeof(buf)), &reply);
+    if (status == TS_OK && ts_node_stats_rep_decode(&stats, reply.payload, reply.payload_len) != 0)
+        status = TS_ERR_BADMSG;
+    if (status == TS_OK)
+        printf("%" PRIu64 "\n", stats.bytes_read);
+    rpc_reply_release(&reply);
+    return status == TS_OK ? 0 : 1;
+}
+
+#define BLOCK 4096
+
+static void fill_block(uint8_t *block, uint64_t round, uint64_t offset)
+{
+    memcpy(block, &round, sizeof(round));
+    for (size_t i = sizeof(round); i < BLOCK; i++)
+        block[i] = (uint8_t)(round * 7 + (offset / BLOCK) * 31 + i);
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
+static int do_rewrite(const char *path, uint64_t tiles, uint64_t seconds)
+{
+    struct stat st;
+    int fd = open(path, O_RDWR);
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        perror(path);
+        return 1;
+    }
+    size_t tile_bytes = (size_t)st.st_blksize;
+    uint8_t *buffer = malloc(tile_bytes);
+    int64_t deadline = now_ms() + (int64_t)seconds * 1000;
+    uint64_t step = 0;
+    int result = 0;
+    while (buffer && now_ms() < deadline) {
+        uint64_t tile = step % tiles, round = step / tiles;
+        uint64_t base = tile * tile_bytes;
+        for (size_t block = 0; block < tile_bytes; block += BLOCK)
+            fill_block(buffer + block, round, base + block);
+        /* In 64 KiB pieces, as an application would write. */
+        for (size_t done = 0; done < tile_bytes && result == 0; done += 65536) {
+            if (pwrite(fd, buffer + done, 65536, (off_t)(base + done)) != 65536) {
+                fprintf(stderr,
+                        "client_helper: write of tile %" PRIu64 " (step %" PRIu64 ") failed: %s\n",
+                        tile, step, strerror(errno));
+                result = 1;
+            }
+        }
+        if (result == 0 && fsync(fd) != 0) {
+            fprintf(stderr, "client_helper: fsync after step %" PRIu64 " failed: %s\n", step,
+                    strerror(errno));
+            result = 1;
+        }
+        if (result != 0)
+            break;
+        step++;
+        struct timespec pause = {0, 20 * 1000000L};
+        nanosleep(&pause, NULL);
+    }
+    if (close(fd) != 0) {
+        perror("client_helper: close");
+        result = 1;
+    }
+    free(buffer);
+    printf("%" PRIu64 "\n", step);
+    return result;
+}
+
+static int do_verify(const char *path, uint64_t tiles, uint64_t steps)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY);
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        perror(path);
+        return 1;
+    }
+    size_t tile_bytes = (size_t)st.st_blksize;
+    uint8_t expected[BLOCK], actual[BLOCK];
+    int bad = 0;
+    for (uint64_t tile = 0; tile < tiles && bad < 10; tile++) {
+        /* The last step that wrote this tile (none: it holds round 0 of
+         * whatever the test wrote first, not checked). */
+        if (steps <= tile)
+            continue;
+        uint64_t round = (steps - 1 - tile) / tiles;
+        for (size_t block = 0; block < tile_bytes && bad < 10; block += BLOCK) {
+            uint64_t offset = tile * tile_bytes + block;
+            fill_block(expected, round, offset);
+            if (pread(fd, actual, BLOCK, (off_t)offset) != BLOCK ||
+                memcmp(actual, expected, BLOCK) != 0) {
+                uint64_t found;
+                memcpy(&found, actual, sizeof(found));
+                fprintf(stderr,
+                        "client_helper: tile %" PRIu64 " block at %" PRIu64 ": round %" PRIu64
+                        " expected, found %" PRIu64 "\n",
+                        tile, offset, round, found);
+                bad++;
+            }
+        }
+    }
+    close(fd);
+    return bad ? 1 : 0;
+}
+
+static uint64_t number(const char *text)
+{
+    char *end = NULL;
+    unsigned long long value = strtoull(text, &end, 10);
+    if (!end || *end != '\0') {
+        fprintf(stderr, "client_helper: not a number: %s\n", text);
+        exit(2);
+    }
+    return value;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 6 && strcmp(argv[1], "map") == 0) {
+        struct record record;
+        if (tile_map(argv[2], number(argv[3]), number(argv[4]), argv[5], &record) != TS_OK)
+            return 1;
+        printf("%u %" PRIu64 " %u %u %" PRIu64 "\n", record.node, record.version, record.copies,
+               record.read_node, record.read_version);
+        return 0;
+    }
+    if ((argc == 7 || (argc == 8 && strcmp(argv[7], "unfinished") == 0)) &&
+        strcmp(argv[1], "move") == 0 &&
+        (strcmp(argv[6], "copy") == 0 || strcmp(argv[6], "move") == 0))
+        return do_move(argv[2], number(argv[3]), number(argv[4]), (uint32_t)number(argv[5]),
+                       strcmp(argv[6], "copy") == 0, argc == 8);
+    if (argc == 6 && strcmp(argv[1], "freeze") == 0) {
+        struct record record;
+        char address[256];
+        struct ts_tile_fence_rep fenced;
+        uint64_t ino = number(argv[3]), tile = number(argv[4]);
+        if (tile_map(argv[2], ino, tile, "", &record) != TS_OK ||
+            node_address(argv[2], record.node, address, sizeof(address)) != TS_OK)
+            return 1;
+        return fence(address, ino, tile, record.version, TS_FENCE_FREEZE, (uint32_t)number(argv[5]),
+                     &fenced) == TS_OK
+                   ? 0
+                   : 1;
+    }
+    if (argc == 5 && strcmp(argv[1], "profile") == 0) {
+        uint8_t buf[64];
+        struct rpc_reply reply;
+        uint32_t action = strcmp(argv[4], "start") == 0  ? TS_PROFILE_START
+                          : strcmp(argv[4], "stop") == 0 ? TS_PROFILE_STOP
+                                                         : TS_PROFILE_RESET;
+        struct ts_profile_set_req request = {.ino = number(argv[3]), .action = action};
+        int status = call(argv[2], TS_OP_PROFILE_SET, buf,
+                          ts_profile_set_req_encode(&request, buf, sizeof(buf)), &reply);
+        rpc_reply_release(&reply);
+        return status == TS_OK ? 0 : 1;
+    }
+    if (argc == 4 && strcmp(argv[1], "profile-get") == 0)
+        return do_profile_get(argv[2], number(argv[3]));
+    if (argc == 4 && strcmp(argv[1], "node-reads") == 0)
+        return do_node_reads(argv[2], (uint32_t)number(argv[3]));
+    if (argc == 5 && strcmp(argv[1], "rewrite") == 0)
+        return do_rewrite(argv[2], number(argv[3]), number(argv[4]));
+    if (argc == 5 && strcmp(argv[1], "verify") == 0)
+        return do_verify(argv[2], number(argv[3]), number(argv[4]));
+    fprintf(stderr, "usage: client_helper map|move|freeze|profile|profile-get|node-reads|"
+                    "rewrite|verify ... "
+                    "(see the top of tests/integration/client_helper.c)\n");
+    return 2;
+}

@@ -1,0 +1,341 @@
+#!/usr/bin/env bash
+# `tessera profile` and `tessera rebalance` end to end on one machine:
+# four datanodes of this machine (tessera up), a fifth datanode and a second
+# mount that say they run on "far-host".
+# 1. profile start on a directory; reads through the far mount are counted
+#    per tile and machine; profile show as a table, JSON and an SVG heat map;
+#    files created later in the directory are profiled too.
+# 2. rebalance plan --policy frequent: every tile only far-host reads moves
+#    to far-host's datanode; apply moves them (tessera layout show), the file
+#    reads the same on both mounts, the journal is empty, a new plan is empty.
+# 3. tiles read by both machines and never written get a copy on far-host,
+#    which its mount then reads locally.
+# 4. apply paced by --max-mbps and interrupted (SIGINT): exit 130, nothing
+#    left half-done in the journal; apply again finishes.
+# 5. apply while a process rewrites the tiles (client_helper): no write is
+#    lost, skipped steps are done by the next apply.
+# 6. copies are made only of closed files: apply while this shell holds
+#    the file open skips them (exit 0, with the word why); once it is
+#    closed, apply makes them.
+# 7. a step committed but not finished (a tool killed between MOVE_COMMIT
+#    and RETIRE; client_helper ... unfinished): status shows it committed,
+#    abort finishes it (retires the old file) and apply resumes one; the
+#    far mount, which cached the old location, follows the tile.
+# 8. usage errors exit 2, a path outside the mount exits 1.
+source "$(dirname "$0")/lib.sh"
+
+[ -n "${CLIENT_HELPER:-}" ] && [ -x "$CLIENT_HELPER" ] ||
+    fail "CLIENT_HELPER is not set to the built client_helper (run through meson test)"
+
+cluster_up
+meta=$(meta_endpoint)
+far=far-host
+MIB=1048576
+APP=$MNT/app
+
+tool() { "$TESSERA_TOOL" "$@" --meta "$meta"; }
+count_of() { grep -o -- "$1" | wc -l; }
+
+# The files exist before the far datanode does, so every tile is on nodes 1-4.
+mkdir "$APP"
+moved=$(random_file 8M)
+shared=$(random_file 4M)
+paced=$(random_file 12M)
+cp "$moved" "$APP/moved"
+cp "$shared" "$APP/shared"
+cp "$paced" "$APP/paced"
+sync "$APP/moved" "$APP/shared" "$APP/paced"
+
+far_port=$((BASE + 7))
+mkdir -p "$T/far"
+"$TESSERA_DATANODE" --listen "tcp://127.0.0.1:$far_port" --meta "$meta" --data "$T/far/data" \
+    --machine "$far" >"$T/far/datanode.log" 2>&1 &
+IT_PIDS+=($!)
+wait_for 30 "the datanode on $far to register" grep -q 'registered this datanode as node' \
+    "$T/far/datanode.log"
+far_node=$(sed -n 's/.*registered this datanode as node \([0-9]*\).*/\1/p' "$T/far/datanode.log" |
+    head -n 1)
+log "datanode $far_node on machine $far"
+
+MNT2=$T/mnt2
+mkdir -p "$MNT2"
+IT_MOUNTS+=("$MNT2")
+"$TESSERA_MOUNT" --meta "$meta" --machine "$far" --io-timeout-ms "$IO_TIMEOUT_MS" -f \
+    "$MNT2" >"$T/mount2.log" 2>&1 &
+mount2_pid=$!
+IT_PIDS+=("$mount2_pid")
+deadline=$(($(now_ms) + 30000))
+until mountpoint -q "$MNT2"; do
+    kill -0 "$mount2_pid" 2>/dev/null || fail "the second tessera-mount exited"
+    (($(now_ms) < deadline)) || fail "the second mount at $MNT2 is not up after 30 s"
+    sleep 0.1
+done
+
+# read_direct MOUNT FILE: the file's bytes from the datanodes (no page cache).
+read_direct() { dd if="$1/app/$2" bs=1M iflag=direct status=none; }
+# record_of INO TILE FIELD: a field of the tile's TILE_MAP record (1 node,
+# 2 version, 3 copies, 4 read_node, 5 read_version).
+record_of() { "$CLIENT_HELPER" map "$meta" "$1" "$2" "" | awk -v f="$3" '{ print $f }'; }
+# far_reads_of FILE: tiles of FILE that far-host's counts cover.
+far_reads_of() {
+    tool profile show "$APP/$1" --json | count_of "\"machine\": \"$far\", \"reads\": [1-9]"
+}
+
+# ---- 1. profiles -------------------------------------------------------------
+out=$(tool profile start "$APP") || fail "profile start failed: $out"
+log "$out"
+[[ $out == *"on 3 files and 1 directory"* ]] || fail "profile start did not cover the tree: $out"
+for pass in 1 2; do
+    read_direct "$MNT2" moved | cmp - "$moved" || fail "the far mount read other bytes (moved)"
+    read_direct "$MNT2" paced | cmp - "$paced" || fail "the far mount read other bytes (paced)"
+done
+read_direct "$MNT2" shared | cmp - "$shared" || fail "the far mount read other bytes (shared)"
+# shared: 4 tiles read by both machines. A mount learns that a file is
+# profiled at its next open, so this one reads again until it is counted.
+both_read_shared() {
+    [ "$(tool profile show "$APP/shared" --json | count_of '"machine": "[^"]*", "reads": [1-9]')" = 8 ] &&
+        return 0
+    read_direct "$MNT" shared | cmp - "$shared" || fail "this mount read other bytes (shared)"
+    sleep 0.5
+    return 1
+}
+counted() { [ "$(far_reads_of moved)" = 8 ] && [ "$(far_reads_of paced)" = 12 ] &&
+    both_read_shared; }
+wait_for 20 "both mounts' counts of every tile" counted
+
+tool profile show "$APP/moved" >"$T/show.txt" || fail "profile show failed"
+grep -q "profiling on" "$T/show.txt" || fail "profile show does not say profiling is on"
+grep -q "8 tiles with counts, 1 machine; reads 16, writes 0; read 16M" "$T/show.txt" ||
+    fail "profile show: wrong totals: $(head -n 3 "$T/show.txt")"
+grep -q "local 0B (0%), remote 16M" "$T/show.txt" ||
+    fail "profile show: the far mount's reads are not all remote: $(head -n 3 "$T/show.txt")"
+tool profile show "$APP" --svg "$T/heat.svg" >"$T/show-all.txt" 2>"$T/show-all.err" ||
+    fail "profile show --svg failed: $(cat "$T/show-all.err")"
+grep -q "^total: 3 files with counts of 3, 24 tiles, 2 machines" "$T/show-all.txt" ||
+    fail "profile show of the directory: $(tail -n 1 "$T/show-all.txt")"
+head -c 5 "$T/heat.svg" | grep -q '<?xml' || fail "the heat map is not an SVG document"
+[ "$(count_of '<title>tile' <"$T/heat.svg")" = $(((8 + 4 + 12) * 2)) ] ||
+    fail "the heat map does not have a cell per tile and machine"
+grep -q ">$far</text>" "$T/heat.svg" || fail "the heat map does not label $far"
+if command -v xmllint >/dev/null; then
+    xmllint --noout "$T/heat.svg" || fail "the heat map is not well-formed XML"
+fi
+
+# A file created in the profiled directory is profiled from its first write.
+head -c 100000 /dev/urandom >"$APP/later"
+sync "$APP/later"
+later_counted() { grep -q '"writes": [1-9]' <<<"$(tool profile show "$APP/later" --json)"; }
+wait_for 10 "the writes of a file created in the profiled directory" later_counted
+tool profile stop "$APP/later" >/dev/null || fail "profile stop failed"
+grep -q "profiling off" <<<"$(tool profile show "$APP/later")" || fail "profile stop did not stop"
+tool profile reset "$APP/later" >/dev/null || fail "profile reset failed"
+grep -q "no counts" <<<"$(tool profile show "$APP/later")" || fail "profile reset did not clear"
+
+# ---- 2. moves ---------------------------------------------------------------
+tool rebalance plan "$APP/moved" --policy frequent >"$T/plan.txt" || fail "plan failed"
+grep -q "8 steps: 0 copies, 8 moves, 0 drops; 8.0M to transfer" "$T/plan.txt" ||
+    fail "unexpected plan: $(head -n 3 "$T/plan.txt")"
+tool rebalance plan "$APP/moved" --policy frequent --json >"$T/plan.json" || fail "plan --json failed"
+[ "$(count_of "\"kind\": \"move\"" <"$T/plan.json")" = 8 ] || fail "plan --json: not 8 moves"
+[ "$(count_of "\"to\": $far_node," <"$T/plan.json")" = 8 ] || fail "plan --json: not all to $far"
+grep -q '"makespan_before"' "$T/plan.json" || fail "plan --json has no makespans"
+
+moved_sum=$(sha256sum <"$moved")
+tool rebalance apply "$APP/moved" --policy frequent >"$T/apply.txt" 2>"$T/apply.err" ||
+    fail "apply failed: $(cat "$T/apply.txt" "$T/apply.err")"
+log "$(tail -n 2 "$T/apply.txt" | tr '\n' ' ')"
+grep -q "apply: 8 steps: 8 done, 0 skipped (file changed), 0 failed, 0 not run" "$T/apply.txt" ||
+    fail "apply did not run the 8 moves: $(cat "$T/apply.txt" "$T/apply.err")"
+grep -q "^tiles 8/8" "$T/apply.err" || fail "apply showed no progress: $(cat "$T/apply.err")"
+tool layout show "$APP/moved" --json >"$T/layout.json" || fail "layout show failed"
+[ "$(count_of "\"node\": $far_node," <"$T/layout.json")" = 8 ] ||
+    fail "not every tile is on $far's datanode: $(cat "$T/layout.json")"
+[ "$(read_direct "$MNT" moved | sha256sum)" = "$moved_sum" ] || fail "moved file changed (mount 1)"
+[ "$(read_direct "$MNT2" moved | sha256sum)" = "$moved_sum" ] || fail "moved file changed (mount 2)"
+grep -q "the relocation journal is empty" <<<"$(tool rebalance status)" || fail "the journal is not empty"
+grep -q '"count": 0' <<<"$(tool rebalance status --json)" || fail "status --json: the journal is not empty"
+grep -q "nothing to do" <<<"$(tool rebalance plan "$APP/moved" --policy frequent)" ||
+    fail "a plan after apply still has steps"
+tool rebalance plan "$APP/moved" --policy balanced >/dev/null || fail "the balanced plan failed"
+
+# ---- 3. copies ---------------------------------------------------------------
+tool rebalance plan "$APP/shared" --policy frequent >"$T/plan-shared.txt" || fail "plan failed"
+grep -q "4 steps: 4 copies, 0 moves, 0 drops" "$T/plan-shared.txt" ||
+    fail "tiles read by both machines should get copies: $(head -n 3 "$T/plan-shared.txt")"
+tool rebalance apply "$APP/shared" --policy frequent --concurrency 2 >"$T/apply-shared.txt" \
+    2>&1 || fail "apply (copies) failed: $(cat "$T/apply-shared.txt")"
+grep -q "nothing to do" <<<"$(tool rebalance plan "$APP/shared" --policy frequent)" ||
+    fail "a plan after the copies still has steps"
+tool node stats "$far_node" --reset >/dev/null || fail "node stats failed"
+read_direct "$MNT2" shared | cmp - "$shared" || fail "the far mount reads other bytes from copies"
+far_bytes=$(tool node stats "$far_node" --json | sed -n 's/.*"bytes_read": \([0-9]*\).*/\1/p')
+log "the far mount read $far_bytes bytes of shared from its own datanode"
+((far_bytes >= 4 * MIB)) || fail "the far mount did not read its copies ($far_bytes bytes)"
+read_direct "$MNT" shared | cmp - "$shared" || fail "this mount reads other bytes (shared)"
+
+# ---- 4. interrupted and resumed ------------------------------------------------
+"$TESSERA_TOOL" rebalance apply "$APP/paced" --policy frequent --meta "$meta" --max-mbps 2 \
+    --concurrency 2 >"$T/paced.out" 2>"$T/paced.err" &
+apply_pid=$!
+IT_PIDS+=("$apply_pid")
+wait_for 30 "the paced apply to move a tile" grep -q "^tiles [1-9]" "$T/paced.err"
+kill -INT "$apply_pid"
+rc=0
+wait "$apply_pid" || rc=$?
+log "interrupted apply: exit $rc; $(grep interrupted "$T/paced.err" || true)"
+[ "$rc" = 130 ] || fail "an interrupted apply exited $rc, not 130: $(cat "$T/paced.out" "$T/paced.err")"
+grep -q "run \`tessera rebalance apply\` again" "$T/paced.err" || fail "no word on what is left"
+grep -q "the relocation journal is empty" <<<"$(tool rebalance status)" ||
+    fail "the interrupted apply left steps in the journal: $(tool rebalance status)"
+done_before=$(tool layout show "$APP/paced" --json | count_of "\"node\": $far_node,")
+((done_before >= 1 && done_before < 12)) || fail "$done_before of 12 tiles moved before the stop"
+tool rebalance apply "$APP/paced" --policy frequent >"$T/paced2.txt" 2>&1 ||
+    fail "the second apply failed: $(cat "$T/paced2.txt")"
+[ "$(tool layout show "$APP/paced" --json | count_of "\"node\": $far_node,")" = 12 ] ||
+    fail "after the second apply, not every tile of paced is on $far"
+read_direct "$MNT" paced | cmp - "$paced" || fail "paced changed"
+grep -q "aborted 0 journal entries" <<<"$(tool rebalance abort)" || fail "abort of an empty journal"
+
+# ---- 5. online: a process rewrites the tiles while they move --------------------
+if [ -n "${CLIENT_HELPER:-}" ] && [ -x "$CLIENT_HELPER" ]; then
+    tiles=8
+    # Outside the profiled directory: only the far mount's reads below count,
+    # so the plan moves tiles (none is written by the profile).
+    mkdir "$MNT/online"
+    head -c $((tiles * MIB)) /dev/urandom >"$MNT/online/busy"
+    sync "$MNT/online/busy"
+    tool profile start "$MNT/online/busy" >/dev/null
+    dd if="$MNT2/online/busy" bs=1M iflag=direct status=none of=/dev/null
+    busy_counted() {
+        [ "$(tool profile show "$MNT/online/busy" --json |
+            count_of "\"machine\": \"$far\", \"reads\": [1-9]")" = "$tiles" ]
+    }
+    wait_for 10 "the far mount's counts of busy" busy_counted
+    tool profile stop "$MNT/online/busy" >/dev/null
+    "$CLIENT_HELPER" rewrite "$MNT/online/busy" "$tiles" 4 >"$T/rewrite.out" 2>"$T/rewrite.err" &
+    writer=$!
+    IT_PIDS+=("$writer")
+    rc=0
+    tool rebalance apply "$MNT/online/busy" --policy frequent --max-mbps 4 --concurrency 2 \
+        >"$T/busy.out" 2>"$T/busy.err" || rc=$?
+    wait "$writer" || fail "the writer failed while its tiles moved: $(cat "$T/rewrite.err")"
+    log "online apply (exit $rc): $(grep '^apply:' "$T/busy.out"); $(cat "$T/rewrite.out") tile writes"
+    [ "$rc" = 0 ] || fail "apply under a writer exited $rc: $(cat "$T/busy.out" "$T/busy.err")"
+    steps=$(cat "$T/rewrite.out")
+    "$CLIENT_HELPER" verify "$MNT/online/busy" "$tiles" "$steps" 2>>"$T/helper.log" ||
+        fail "after the moves, busy is not what the writer wrote (see helper.log)"
+    "$CLIENT_HELPER" verify "$MNT2/online/busy" "$tiles" "$steps" 2>>"$T/helper.log" ||
+        fail "after the moves, the far mount reads other bytes of busy (see helper.log)"
+    # Skipped steps are done by the next apply, once the writer is gone.
+    tool rebalance apply "$MNT/online/busy" --policy frequent >"$T/busy2.out" 2>&1 ||
+        fail "apply after the writer failed: $(cat "$T/busy2.out")"
+    [ "$(tool layout show "$MNT/online/busy" --json | count_of "\"node\": $far_node,")" = "$tiles" ] ||
+        fail "after the second apply, not every tile of busy is on $far"
+    "$CLIENT_HELPER" verify "$MNT/online/busy" "$tiles" "$steps" 2>>"$T/helper.log" ||
+        fail "after the second apply, busy is not what the writer wrote (see helper.log)"
+fi
+
+# ---- 6. copies of an open file ------------------------------------------------
+mkdir "$MNT/held"
+head -c $((2 * MIB)) /dev/urandom >"$MNT/held/file"
+sync "$MNT/held/file"
+held=$SHM/held
+cp "$MNT/held/file" "$held"
+tool profile start "$MNT/held/file" >/dev/null || fail "profile start (held) failed"
+# Read by both machines: a copy for the far one. A mount learns that a file is
+# profiled at its next open, so each reads again until it is counted.
+both_read_held() {
+    [ "$(tool profile show "$MNT/held/file" --json | count_of '"machine": "[^"]*", "reads": [1-9]')" = 4 ] &&
+        return 0
+    dd if="$MNT/held/file" bs=1M iflag=direct status=none | cmp - "$held" || fail "held: other bytes (mount 1)"
+    dd if="$MNT2/held/file" bs=1M iflag=direct status=none | cmp - "$held" || fail "held: other bytes (mount 2)"
+    sleep 0.5
+    return 1
+}
+wait_for 20 "both mounts' counts of held" both_read_held
+tool profile stop "$MNT/held/file" >/dev/null
+grep -q "2 steps: 2 copies" <<<"$(tool rebalance plan "$MNT/held/file" --policy frequent)" ||
+    fail "held should get 2 copies: $(tool rebalance plan "$MNT/held/file" --policy frequent)"
+held_ino=$(stat -c %i "$MNT/held/file")
+exec 7<"$MNT/held/file" # held open by this shell: meta counts the open
+rc=0
+tool rebalance apply "$MNT/held/file" --policy frequent >"$T/held.out" 2>"$T/held.err" || rc=$?
+log "apply while held open (exit $rc): $(grep '^apply:' "$T/held.out")"
+[ "$rc" = 0 ] || fail "apply with copies of an open file exited $rc: $(cat "$T/held.out" "$T/held.err")"
+grep -q "apply: 2 steps: 0 done, 0 skipped (file changed), 0 failed, 0 not run, 2 skipped (file open)" \
+    "$T/held.out" || fail "the copies of an open file were not skipped: $(cat "$T/held.out" "$T/held.err")"
+grep -q "2 copies skipped because their files were open; run .tessera rebalance apply. again once they are closed" \
+    "$T/held.err" || fail "no word on the skipped copies: $(cat "$T/held.err")"
+grep -q "skipped: the file is open.*copies are made only of closed files" "$T/held.err" ||
+    fail "no word on each skipped copy: $(cat "$T/held.err")"
+[ "$(record_of "$held_ino" 0 3)" = 0 ] || fail "a copy of the open file was made"
+grep -q "the relocation journal is empty" <<<"$(tool rebalance status)" ||
+    fail "skipped copies left steps in the journal: $(tool rebalance status)"
+exec 7<&-
+# The release reaches meta in the background (kernel, then the mount's queue).
+held_copied() {
+    tool rebalance apply "$MNT/held/file" --policy frequent >"$T/held2.out" 2>&1 &&
+        grep -q "nothing to do" <<<"$(tool rebalance plan "$MNT/held/file" --policy frequent)"
+}
+wait_for 10 "apply to make the copies of held once it is closed" held_copied
+[ "$(record_of "$held_ino" 0 3)" = 1 ] && [ "$(record_of "$held_ino" 1 3)" = 1 ] ||
+    fail "after closing, held does not have its copies"
+dd if="$MNT2/held/file" bs=1M iflag=direct status=none | cmp - "$held" || fail "held: other bytes from its copies"
+
+# ---- 7. a step committed but not finished ----------------------------------------
+moved_ino=$(stat -c %i "$APP/moved")
+retired_bytes() { stat -c %s "$T/far/data/fences.retired"; }
+[ "$(record_of "$moved_ino" 0 1)" = "$far_node" ] || fail "tile 0 of moved is not on $far"
+before=$(retired_bytes)
+"$CLIENT_HELPER" move "$meta" "$moved_ino" 0 1 move unfinished >>"$T/helper.log" 2>&1 ||
+    fail "client_helper could not commit a move of tile 0 of moved (see helper.log)"
+[ "$(record_of "$moved_ino" 0 1)" = 1 ] || fail "the unfinished move did not switch the map"
+tool rebalance status >"$T/status.txt" || fail "rebalance status failed"
+grep -q "committed" "$T/status.txt" || fail "status does not show the committed entry: $(cat "$T/status.txt")"
+grep -q '"state": "committed"' <<<"$(tool rebalance status --json)" || fail "status --json: no state"
+out=$(tool rebalance abort) || fail "abort of a committed entry failed: $out"
+log "$out"
+[[ $out == *"aborted 0 journal entries; finished 1 committed entry"* ]] ||
+    fail "abort did not finish the committed entry: $out"
+grep -q "the relocation journal is empty" <<<"$(tool rebalance status)" || fail "abort left the entry"
+[ "$(retired_bytes)" -gt "$before" ] || fail "abort did not retire the old file on $far"
+[ "$(record_of "$moved_ino" 0 1)" = 1 ] || fail "finishing undid the move"
+# The far mount cached tile 0 on its own datanode: the retired file sends it to meta.
+[ "$(read_direct "$MNT2" moved | sha256sum)" = "$moved_sum" ] || fail "moved changed (far mount)"
+[ "$(read_direct "$MNT" moved | sha256sum)" = "$moved_sum" ] || fail "moved changed (mount 1)"
+# Once more, left for apply: it resumes the entry before it plans.
+"$CLIENT_HELPER" move "$meta" "$moved_ino" 0 "$far_node" move unfinished >>"$T/helper.log" 2>&1 ||
+    fail "client_helper could not commit a move of tile 0 of moved back (see helper.log)"
+tool rebalance apply "$APP/moved" --policy frequent >"$T/resume.txt" 2>&1 ||
+    fail "apply with a committed entry failed: $(cat "$T/resume.txt")"
+grep -q "resuming 1 step an earlier apply left in the journal (1 committed" "$T/resume.txt" ||
+    fail "apply did not resume the committed entry: $(cat "$T/resume.txt")"
+grep -q "journal: 1 step: 1 done" "$T/resume.txt" || fail "the resumed entry did not finish: $(cat "$T/resume.txt")"
+grep -q "the relocation journal is empty" <<<"$(tool rebalance status)" || fail "apply left the entry"
+[ "$(record_of "$moved_ino" 0 1)" = "$far_node" ] || fail "tile 0 of moved is not back on $far"
+[ "$(read_direct "$MNT" moved | sha256sum)" = "$moved_sum" ] || fail "moved changed (mount 1)"
+
+# ---- 8. usage ------------------------------------------------------------------
+expect_exit() {
+    local want=$1 rc=0
+    shift
+    "$TESSERA_TOOL" "$@" >/dev/null 2>"$T/usage.err" || rc=$?
+    [ "$rc" = "$want" ] || fail "tessera $* exited $rc, not $want: $(cat "$T/usage.err")"
+}
+expect_exit 0 rebalance --help
+expect_exit 0 profile --help
+expect_exit 2 rebalance plan "$APP" --meta "$meta"
+expect_exit 2 rebalance plan "$APP" --policy nearest --meta "$meta"
+expect_exit 2 rebalance status "$APP" --meta "$meta"
+expect_exit 2 rebalance plan "$APP" --policy frequent --max-mbps 5 --meta "$meta"
+expect_exit 2 rebalance apply "$APP" --policy frequent --concurrency 0 --meta "$meta"
+expect_exit 2 profile start --meta "$meta"
+expect_exit 2 profile start "$APP" --json --meta "$meta"
+expect_exit 1 profile show "$T" --meta "$meta"
+grep -q "not on a Tessera mount" "$T/usage.err" || fail "no word that the path is not in a mount"
+
+assert_daemons_alive
+kill -0 "$mount2_pid" || fail "the second mount died"
+fusermount3 -u "$MNT2" || fail "unmounting $MNT2 failed"
+wait "$mount2_pid" || fail "the second mount exited with an error after unmount"
+cluster_down

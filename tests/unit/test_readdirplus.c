@@ -1,0 +1,442 @@
+/*
+ * @file test_readdirplus.c
+ * Unit tests of the metadata requests that serve the mount's statahead and
+ * background releases (READDIRPLUS, RELEASE_MANY) and of the store's reuse
+ * of read transactions, against a real LMDB store in a fresh temporary
+ * directory per case, in the manner of test_store.c: requests encoded with
+ * the generated encoders, handed to the real handlers through
+ * handlers_table, replies decoded with the generated decoders.
+ */
+#include "handlers.h"
+#include "proto.h"
+#include "service.h"
+#include "status.h"
+#include "store.h"
+
+#include <ftw.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+
+#define TEST_NODE_TIMEOUT_MS 60000
+#define REPLY_CAP (TS_MAX_FRAME_BYTES - TS_HEADER_BYTES)
+
+struct fixture {
+    char dir[PATH_MAX];
+    struct service *service;
+    uint8_t request[1 << 16];
+    uint8_t *reply;
+    size_t reply_len;
+};
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st;
+    (void)type;
+    (void)ftw;
+    return remove(path);
+}
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    const char *tmp = getenv("TMPDIR");
+    if (!f)
+        return -1;
+    f->reply = malloc(REPLY_CAP);
+    snprintf(f->dir, sizeof(f->dir), "%s/test_readdirplus.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!f->reply || !mkdtemp(f->dir) ||
+        service_open(f->dir, TEST_NODE_TIMEOUT_MS, &f->service) != 0) {
+        free(f->reply);
+        free(f);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    service_close(&f->service);
+    nftw(f->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(f->reply);
+    free(f);
+    return 0;
+}
+
+static int call_raw(struct fixture *f, uint16_t op, const void *payload, size_t len)
+{
+    struct rpc_request request;
+    struct rpc_response response;
+    memset(&request, 0, sizeof(request));
+    request.header.magic = TS_PROTO_MAGIC;
+    request.header.version = TS_PROTO_VERSION;
+    request.header.type = op;
+    request.header.payload_bytes = (uint32_t)len;
+    request.payload = payload;
+    request.payload_len = len;
+    memset(&response, 0, sizeof(response));
+    response.payload = f->reply;
+    response.payload_cap = REPLY_CAP;
+    assert_non_null(handlers_table[op]);
+    int status = handlers_table[op](f->service, &request, &response);
+    f->reply_len = response.payload_len;
+    return status;
+}
+
+static size_t encoded_length(int len)
+{
+    assert_true(len >= 0);
+    return (size_t)len;
+}
+
+#define CALL(f, op, name, message)                                                                 \
+    call_raw((f), (op), (f)->request,                                                              \
+             encoded_length(ts_##name##_encode((message), (f)->request, sizeof((f)->request))))
+
+static int attr_call(struct fixture *f, int status, struct ts_attr *attr)
+{
+    struct ts_attr_rep reply;
+    if (status != TS_OK)
+        return status;
+    assert_int_equal(ts_attr_rep_decode(&reply, f->reply, f->reply_len), 0);
+    if (attr)
+        *attr = reply.attr;
+    return status;
+}
+
+static uint64_t make(struct fixture *f, uint64_t parent, const char *name, uint32_t mode)
+{
+    struct ts_attr attr = {0};
+    struct ts_mknod_req m = {
+        .parent = parent, .name = ts_str_of(name), .mode = mode, .uid = 1000, .gid = 100};
+    assert_int_equal(attr_call(f, CALL(f, TS_OP_MKNOD, mknod_req, &m), &attr), TS_OK);
+    return attr.ino;
+}
+
+static uint64_t make_dir(struct fixture *f, uint64_t parent, const char *name)
+{
+    struct ts_attr attr = {0};
+    struct ts_mkdir_req m = {
+        .parent = parent, .name = ts_str_of(name), .mode = 0755, .uid = 1000, .gid = 100};
+    assert_int_equal(attr_call(f, CALL(f, TS_OP_MKDIR, mkdir_req, &m), &attr), TS_OK);
+    return attr.ino;
+}
+
+static int do_getattr(struct fixture *f, uint64_t ino, struct ts_attr *attr)
+{
+    struct ts_getattr_req m = {.ino = ino};
+    return attr_call(f, CALL(f, TS_OP_GETATTR, getattr_req, &m), attr);
+}
+
+static int do_open(struct fixture *f, uint64_t ino)
+{
+    struct ts_open_req m = {.ino = ino};
+    return attr_call(f, CALL(f, TS_OP_OPEN, open_req, &m), NULL);
+}
+
+static int do_unlink(struct fixture *f, uint64_t parent, const char *name)
+{
+    struct ts_name_req m = {.parent = parent, .name = ts_str_of(name)};
+    return CALL(f, TS_OP_UNLINK, name_req, &m);
+}
+
+static void assert_attr_equal(const struct ts_attr *a, const struct ts_attr *b)
+{
+    assert_int_equal(a->ino, b->ino);
+    assert_int_equal(a->mode, b->mode);
+    assert_int_equal(a->nlink, b->nlink);
+    assert_int_equal(a->uid, b->uid);
+    assert_int_equal(a->gid, b->gid);
+    assert_int_equal(a->size, b->size);
+    assert_int_equal(a->blocks, b->blocks);
+    assert_int_equal(a->mtime_sec, b->mtime_sec);
+    assert_int_equal(a->mtime_nsec, b->mtime_nsec);
+    assert_int_equal(a->ctime_sec, b->ctime_sec);
+    assert_int_equal(a->ctime_nsec, b->ctime_nsec);
+    assert_int_equal(a->generation, b->generation);
+    assert_int_equal(a->tile_bytes, b->tile_bytes);
+    assert_int_equal(a->placement, b->placement);
+    assert_int_equal(a->copies, b->copies);
+    assert_int_equal(a->flags, b->flags);
+}
+
+struct listed {
+    uint32_t count;
+    uint32_t done;
+    char names[64][TS_MAX_NAME + 1];
+    struct ts_attr attrs[64];
+};
+
+/* READDIRPLUS(dir, from, inclusive, max) into *out; returns the status. */
+static int readdirplus(struct fixture *f, uint64_t dir, const char *from, uint32_t inclusive,
+                       uint32_t max, struct listed *out)
+{
+    struct ts_readdirplus_req m = {
+        .ino = dir, .after = ts_str_of(from), .inclusive = inclusive, .max_entries = max};
+    struct ts_readdirplus_rep reply;
+    struct ts_cursor cursor;
+    int status = CALL(f, TS_OP_READDIRPLUS, readdirplus_req, &m);
+    memset(out, 0, sizeof(*out));
+    if (status != TS_OK)
+        return status;
+    assert_int_equal(ts_readdirplus_rep_decode(&reply, f->reply, f->reply_len), 0);
+    assert_true(reply.count <= 64);
+    ts_cursor_init(&cursor, reply.entries.ptr, reply.entries.len);
+    for (uint32_t i = 0; i < reply.count; i++) {
+        ts_cursor_attr(&cursor, &out->attrs[i]);
+        struct ts_str name = ts_cursor_str(&cursor);
+        assert_false(cursor.failed);
+        assert_int_equal(ts_str_copy(name, out->names[i], sizeof(out->names[i])), 0);
+    }
+    assert_int_equal(cursor.left, 0);
+    out->count = reply.count;
+    out->done = reply.done;
+    return status;
+}
+
+/* Pages of a listing, with every entry's attributes as GETATTR gives them. */
+static void test_readdirplus_pages(void **state)
+{
+    struct fixture *f = *state;
+    uint64_t dir = make_dir(f, TS_ROOT_INO, "walk");
+    struct listed *page = calloc(1, sizeof(*page));
+    struct ts_attr attr;
+    char after[TS_MAX_NAME + 1] = "";
+    uint32_t total = 0;
+
+    /* Scrambled creation order; a symlink and a subdirectory among them. */
+    for (uint32_t i = 0; i < 100; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "f%03u", (i * 37u) % 100);
+        make(f, dir, name, S_IFREG | 0640);
+    }
+    make_dir(f, dir, "f050x");
+    do {
+        assert_int_equal(readdirplus(f, dir, after, 0, 16, page), TS_OK);
+        assert_true(page->count <= 16);
+        assert_true(page->done || page->count == 16);
+        for (uint32_t i = 0; i < page->count; i++) {
+            assert_true(strcmp(page->names[i], after) > 0);
+            assert_int_equal(do_getattr(f, page->attrs[i].ino, &attr), TS_OK);
+            assert_attr_equal(&page->attrs[i], &attr);
+            snprintf(after, sizeof(after), "%s", page->names[i]);
+            total++;
+        }
+    } while (!page->done);
+    assert_int_equal(total, 101);
+    assert_string_equal(after, "f099");
+
+    /* inclusive: the listing starts at the name itself when it exists... */
+    assert_int_equal(readdirplus(f, dir, "f050", 1, 3, page), TS_OK);
+    assert_int_equal(page->count, 3);
+    assert_string_equal(page->names[0], "f050");
+    assert_string_equal(page->names[1], "f050x");
+    assert_true(S_ISDIR(page->attrs[1].mode));
+    assert_int_equal(page->attrs[1].nlink, 2);
+    assert_string_equal(page->names[2], "f051");
+    assert_int_equal(page->done, 0);
+    /* ...at the next one when it does not, and exclusive skips it. */
+    assert_int_equal(readdirplus(f, dir, "f050a", 1, 1, page), TS_OK);
+    assert_string_equal(page->names[0], "f050x");
+    assert_int_equal(readdirplus(f, dir, "f050", 0, 1, page), TS_OK);
+    assert_string_equal(page->names[0], "f050x");
+    /* From past the last name: empty and done (every later name is absent). */
+    assert_int_equal(readdirplus(f, dir, "g", 1, 16, page), TS_OK);
+    assert_int_equal(page->count, 0);
+    assert_int_equal(page->done, 1);
+    /* The last page is done even when it is exactly full. */
+    assert_int_equal(readdirplus(f, dir, "f098", 1, 2, page), TS_OK);
+    assert_int_equal(page->count, 2);
+    assert_int_equal(page->done, 1);
+    /* An empty directory. */
+    uint64_t empty = make_dir(f, TS_ROOT_INO, "empty");
+    assert_int_equal(readdirplus(f, empty, "", 0, 16, page), TS_OK);
+    assert_int_equal(page->count, 0);
+    assert_int_equal(page->done, 1);
+    free(page);
+}
+
+/* Sizes follow commits; files, not directories, are refused; limits hold. */
+static void test_readdirplus_errors_and_limits(void **state)
+{
+    struct fixture *f = *state;
+    struct listed *page = calloc(1, sizeof(*page));
+    uint64_t file = make(f, TS_ROOT_INO, "file", S_IFREG | 0644);
+    struct ts_commit_req commit = {.ino = file, .min_size = 12345};
+
+    assert_int_equal(attr_call(f, CALL(f, TS_OP_COMMIT, commit_req, &commit), NULL), TS_OK);
+    assert_int_equal(readdirplus(f, TS_ROOT_INO, "file", 1, 1, page), TS_OK);
+    assert_int_equal(page->attrs[0].size, 12345);
+    assert_int_equal(readdirplus(f, file, "", 0, 16, page), TS_ERR_NOTDIR);
+    assert_int_equal(readdirplus(f, 424242, "", 0, 16, page), TS_ERR_NOENT);
+
+    /* max_entries 0 means as many as fit, capped like READDIR's. */
+    uint64_t dir = make_dir(f, TS_ROOT_INO, "many");
+    for (uint32_t i = 0; i < 5000; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "n%05u", i);
+        make(f, dir, name, S_IFREG | 0644);
+    }
+    struct ts_readdirplus_req all = {.ino = dir, .after = ts_str_of(""), .max_entries = 0};
+    struct ts_readdirplus_rep reply;
+    assert_int_equal(CALL(f, TS_OP_READDIRPLUS, readdirplus_req, &all), TS_OK);
+    assert_int_equal(ts_readdirplus_rep_decode(&reply, f->reply, f->reply_len), 0);
+    assert_int_equal(reply.count, 4096);
+    assert_int_equal(reply.done, 0);
+
+    /* Malformed requests. */
+    struct ts_readdirplus_req bad = {.ino = dir, .after = ts_str_of(""), .inclusive = 2};
+    assert_int_equal(CALL(f, TS_OP_READDIRPLUS, readdirplus_req, &bad), TS_ERR_BADMSG);
+    char long_name[TS_MAX_NAME + 2];
+    memset(long_name, 'x', sizeof(long_name) - 1);
+    long_name[sizeof(long_name) - 1] = '\0';
+    bad.inclusive = 0;
+    bad.after = ts_str_of(long_name);
+    assert_int_equal(CALL(f, TS_OP_READDIRPLUS, readdirplus_req, &bad), TS_ERR_INVAL);
+    size_t len = encoded_length(ts_readdirplus_req_encode(&all, f->request, sizeof(f->request)));
+    for (size_t cut = 0; cut < len; cut++)
+        assert_int_equal(call_raw(f, TS_OP_READDIRPLUS, f->request, cut), TS_ERR_BADMSG);
+    assert_int_equal(call_raw(f, TS_OP_READDIRPLUS, f->request, len + 1), TS_ERR_BADMSG);
+    free(page);
+}
+
+static int release_many(struct fixture *f, const uint64_t *inos, uint32_t count)
+{
+    uint8_t records[64 * 8];
+    struct ts_writer writer;
+    ts_writer_init(&writer, records, sizeof(records));
+    for (uint32_t i = 0; i < count; i++)
+        ts_writer_u64(&writer, inos[i]);
+    assert_false(writer.failed);
+    struct ts_release_many_req m = {.count = count,
+                                    .inos = {(const char *)records, (uint32_t)writer.len}};
+    return CALL(f, TS_OP_RELEASE_MANY, release_many_req, &m);
+}
+
+/* RELEASE_MANY counts opens down as one RELEASE per record would. */
+static void test_release_many(void **state)
+{
+    struct fixture *f = *state;
+    uint64_t kept = make(f, TS_ROOT_INO, "kept", S_IFREG | 0644);
+    uint64_t gone = make(f, TS_ROOT_INO, "gone", S_IFREG | 0644);
+
+    assert_int_equal(do_open(f, kept), TS_OK);
+    assert_int_equal(do_open(f, gone), TS_OK);
+    assert_int_equal(do_open(f, gone), TS_OK);
+    assert_int_equal(do_unlink(f, TS_ROOT_INO, "gone"), TS_OK);
+    assert_int_equal(do_unlink(f, TS_ROOT_INO, "kept"), TS_OK);
+
+    /* One of two opens of `gone` released: it stays (unlinked but open). */
+    uint64_t first[] = {gone};
+    assert_int_equal(release_many(f, first, 1), TS_OK);
+    assert_int_equal(do_getattr(f, gone, NULL), TS_OK);
+    /* The last releases of both, and duplicates and strangers: harmless. */
+    uint64_t rest[] = {gone, kept, gone, 999999};
+    assert_int_equal(release_many(f, rest, 4), TS_OK);
+    assert_int_equal(do_getattr(f, gone, NULL), TS_ERR_NOENT);
+    assert_int_equal(do_getattr(f, kept, NULL), TS_ERR_NOENT);
+
+    /* A linked file just counts down. */
+    uint64_t linked = make(f, TS_ROOT_INO, "linked", S_IFREG | 0644);
+    assert_int_equal(do_open(f, linked), TS_OK);
+    uint64_t again[] = {linked};
+    assert_int_equal(release_many(f, again, 1), TS_OK);
+    assert_int_equal(do_getattr(f, linked, NULL), TS_OK);
+
+    /* Malformed: count and blob disagree, too many, truncated. */
+    uint8_t records[16] = {0};
+    struct ts_release_many_req bad = {.count = 3, .inos = {(const char *)records, 16}};
+    assert_int_equal(CALL(f, TS_OP_RELEASE_MANY, release_many_req, &bad), TS_ERR_BADMSG);
+    bad.count = TS_MAX_RELEASES + 1;
+    assert_int_equal(CALL(f, TS_OP_RELEASE_MANY, release_many_req, &bad), TS_ERR_BADMSG);
+    bad.count = 2;
+    size_t len = encoded_length(ts_release_many_req_encode(&bad, f->request, sizeof(f->request)));
+    assert_int_equal(call_raw(f, TS_OP_RELEASE_MANY, f->request, len), TS_OK);
+    assert_int_equal(call_raw(f, TS_OP_RELEASE_MANY, f->request, len - 1), TS_ERR_BADMSG);
+    assert_int_equal(call_raw(f, TS_OP_RELEASE_MANY, f->request, 0), TS_ERR_BADMSG);
+}
+
+/* ---- read transactions -------------------------------------------------- */
+
+struct read_probe {
+    uint64_t ino;
+    int status;
+    int nested_status;
+    uint64_t size;
+    struct store *store;
+    bool nest;
+};
+
+static int probe_body(struct store_txn *txn, void *arg);
+
+/* Reads inode size through the inodes table's own key layout: u64 BE ino. */
+static int probe_body(struct store_txn *txn, void *arg)
+{
+    struct read_probe *probe = arg;
+    uint8_t key[8];
+    MDB_val value;
+    store_be64_put(key, probe->ino);
+    probe->status = store_get(txn, STORE_INODES, key, sizeof(key), &value);
+    probe->size = probe->status == 0 ? value.mv_size : 0;
+    if (probe->nest) {
+        struct read_probe inner = *probe;
+        inner.nest = false;
+        probe->nested_status = store_read(probe->store, probe_body, &inner);
+        if (inner.status != probe->status)
+            return TS_ERR_INTERNAL;
+    }
+    return TS_OK;
+}
+
+/*
+ * The reused read transaction sees every write committed before it, works
+ * nested, and survives a close and reopen.
+ */
+static void test_read_txn_reuse(void **state)
+{
+    struct fixture *f = *state;
+    struct read_probe probe = {.store = f->service->store};
+
+    for (int round = 0; round < 50; round++) {
+        char name[16];
+        snprintf(name, sizeof(name), "r%02d", round);
+        probe.ino = make(f, TS_ROOT_INO, name, S_IFREG | 0644);
+        probe.nest = round % 2 == 1;
+        assert_int_equal(store_read(f->service->store, probe_body, &probe), TS_OK);
+        assert_int_equal(probe.status, 0);
+        assert_true(probe.size > 0);
+        if (probe.nest)
+            assert_int_equal(probe.nested_status, TS_OK);
+        assert_int_equal(do_unlink(f, TS_ROOT_INO, name), TS_OK);
+        probe.nest = false;
+        assert_int_equal(store_read(f->service->store, probe_body, &probe), TS_OK);
+        assert_int_not_equal(probe.status, 0); /* the deletion is seen */
+    }
+    service_close(&f->service);
+    assert_int_equal(service_open(f->dir, TEST_NODE_TIMEOUT_MS, &f->service), 0);
+    probe.store = f->service->store;
+    probe.ino = TS_ROOT_INO;
+    assert_int_equal(store_read(f->service->store, probe_body, &probe), TS_OK);
+    assert_int_equal(probe.status, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_readdirplus_pages, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_readdirplus_errors_and_limits, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_release_many, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_txn_reuse, setup, teardown),
+    };
+    return cmocka_run_group_tests_name("readdirplus", tests, NULL, NULL);
+}

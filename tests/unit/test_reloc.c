@@ -1,0 +1,1513 @@
+/*
+ * @file test_reloc.c
+ * Unit tests of tessera-meta's access profiles, read copies and relocation
+ * journal, against a real LMDB store in a fresh temporary directory per
+ * case. As test_store.c: requests encoded with the generated ts_*_encode,
+ * handed to the real handlers through handlers_table, replies decoded with
+ * ts_*_decode. A few checks read the tables directly (through the store's
+ * own functions) to see that nothing is left behind.
+ */
+#include "handlers.h"
+#include "profiles.h"
+#include "proto.h"
+#include "service.h"
+#include "status.h"
+#include "store.h"
+
+#include <ftw.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+
+#define TEST_UID 1000
+#define TEST_GID 100
+#define TEST_NODE_TIMEOUT_MS 60000
+#define REPLY_CAP (TS_MAX_FRAME_BYTES - TS_HEADER_BYTES)
+#define REQUEST_CAP (TS_MAX_FRAME_BYTES - TS_HEADER_BYTES)
+#define TILE_BYTES (1u << 20)
+
+struct fixture {
+    char dir[PATH_MAX];
+    struct service *service;
+    uint8_t *request;
+    uint8_t *reply;
+    size_t reply_len;
+    char error_text[256];
+};
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st;
+    (void)type;
+    (void)ftw;
+    return remove(path);
+}
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    const char *tmp = getenv("TMPDIR");
+    if (!f)
+        return -1;
+    f->reply = malloc(REPLY_CAP);
+    f->request = malloc(REQUEST_CAP);
+    snprintf(f->dir, sizeof(f->dir), "%s/test_reloc.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!f->reply || !f->request || !mkdtemp(f->dir) ||
+        service_open(f->dir, TEST_NODE_TIMEOUT_MS, &f->service) != 0) {
+        free(f->reply);
+        free(f->request);
+        free(f);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    service_close(&f->service);
+    nftw(f->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(f->reply);
+    free(f->request);
+    free(f);
+    return 0;
+}
+
+/* Closes and reopens the store, as a restart of meta would. */
+static void reopen(struct fixture *f)
+{
+    service_close(&f->service);
+    assert_int_equal(service_open(f->dir, TEST_NODE_TIMEOUT_MS, &f->service), 0);
+}
+
+/* ---- calling the handlers ----------------------------------------------- */
+
+static int call_raw(struct fixture *f, uint16_t op, const void *payload, size_t len)
+{
+    struct rpc_request request;
+    struct rpc_response response;
+    int status;
+
+    memset(&request, 0, sizeof(request));
+    request.header.magic = TS_PROTO_MAGIC;
+    request.header.version = TS_PROTO_VERSION;
+    request.header.type = op;
+    request.header.request_id = 1;
+    request.header.payload_bytes = (uint32_t)len;
+    request.payload = payload;
+    request.payload_len = len;
+    memset(&response, 0, sizeof(response));
+    response.payload = f->reply;
+    response.payload_cap = REPLY_CAP;
+    assert_non_null(handlers_table[op]);
+    status = handlers_table[op](f->service, &request, &response);
+    f->reply_len = response.payload_len;
+    memcpy(f->error_text, response.error_text, sizeof(f->error_text));
+    if (status == TS_OK)
+        assert_true(response.payload_len <= response.payload_cap);
+    return status;
+}
+
+static size_t encoded_length(int len)
+{
+    assert_true(len >= 0);
+    return (size_t)len;
+}
+
+#define CALL(f, op, name, message)                                                                 \
+    call_raw((f), (op), (f)->request,                                                              \
+             encoded_length(ts_##name##_encode((message), (f)->request, REQUEST_CAP)))
+
+static struct ts_str str(const char *s)
+{
+    return ts_str_of(s);
+}
+
+/* Asserts the last reply's text mentions `part`. */
+static void assert_text(const struct fixture *f, const char *part)
+{
+    if (!strstr(f->error_text, part))
+        fail_msg("error text '%s' does not mention '%s'", f->error_text, part);
+}
+
+static int attr_call(struct fixture *f, int status, struct ts_attr *attr)
+{
+    struct ts_attr_rep reply;
+    if (status != TS_OK)
+        return status;
+    assert_int_equal(ts_attr_rep_decode(&reply, f->reply, f->reply_len), 0);
+    if (attr)
+        *attr = reply.attr;
+    return status;
+}
+
+static struct ts_attr getattr(struct fixture *f, uint64_t ino)
+{
+    struct ts_getattr_req m = {.ino = ino};
+    struct ts_attr attr;
+    assert_int_equal(attr_call(f, CALL(f, TS_OP_GETATTR, getattr_req, &m), &attr), TS_OK);
+    return attr;
+}
+
+static struct ts_attr make(struct fixture *f, uint64_t parent, const char *name, uint32_t mode)
+{
+    struct ts_attr attr;
+    int status;
+    if (S_ISDIR(mode)) {
+        struct ts_mkdir_req m = {.parent = parent,
+                                 .name = str(name),
+                                 .mode = mode & 07777,
+                                 .uid = TEST_UID,
+                                 .gid = TEST_GID};
+        status = CALL(f, TS_OP_MKDIR, mkdir_req, &m);
+    } else if (S_ISLNK(mode)) {
+        struct ts_symlink_req m = {.parent = parent,
+                                   .name = str(name),
+                                   .target = str("target"),
+                                   .uid = TEST_UID,
+                                   .gid = TEST_GID};
+        status = CALL(f, TS_OP_SYMLINK, symlink_req, &m);
+    } else {
+        struct ts_mknod_req m = {
+            .parent = parent, .name = str(name), .mode = mode, .uid = TEST_UID, .gid = TEST_GID};
+        status = CALL(f, TS_OP_MKNOD, mknod_req, &m);
+    }
+    assert_int_equal(attr_call(f, status, &attr), TS_OK);
+    return attr;
+}
+
+static uint64_t make_file(struct fixture *f, uint64_t parent, const char *name)
+{
+    return make(f, parent, name, S_IFREG | 0644).ino;
+}
+
+static int do_unlink(struct fixture *f, uint64_t parent, const char *name)
+{
+    struct ts_name_req m = {.parent = parent, .name = str(name)};
+    return CALL(f, TS_OP_UNLINK, name_req, &m);
+}
+
+static int truncate_to(struct fixture *f, uint64_t ino, uint64_t size)
+{
+    struct ts_setattr_req m = {.ino = ino, .valid = TS_SET_SIZE, .size = size};
+    return CALL(f, TS_OP_SETATTR, setattr_req, &m);
+}
+
+static int do_commit(struct fixture *f, uint64_t ino, uint64_t min_size)
+{
+    struct ts_commit_req m = {.ino = ino, .min_size = min_size};
+    return CALL(f, TS_OP_COMMIT, commit_req, &m);
+}
+
+/* ---- datanodes and garbage ---------------------------------------------- */
+
+struct garbage_seen {
+    uint64_t ino;
+    uint64_t tile;
+    uint64_t version;
+};
+
+/*
+ * HEARTBEAT as node `id` (0 = new) of `machine`; returns its id and copies
+ * up to `cap` of its garbage records into garbage[] (their number into
+ * *garbage_count when not NULL).
+ */
+static uint32_t heartbeat(struct fixture *f, uint32_t id, const char *machine,
+                          struct garbage_seen *garbage, uint32_t cap, uint32_t *garbage_count)
+{
+    struct ts_heartbeat_rep reply;
+    struct ts_cursor cursor;
+    struct ts_heartbeat_req m = {
+        .node_id = id,
+        .machine = str(machine),
+        .address = str("tcp://127.0.0.1:7401"),
+        .capacity = 64ull << 30,
+        .free_bytes = 32ull << 30,
+        .used_bytes = 32ull << 30,
+        .deleted = {"", 0},
+    };
+    assert_int_equal(CALL(f, TS_OP_HEARTBEAT, heartbeat_req, &m), TS_OK);
+    assert_int_equal(ts_heartbeat_rep_decode(&reply, f->reply, f->reply_len), 0);
+    ts_cursor_init(&cursor, reply.garbage.ptr, reply.garbage.len);
+    for (uint32_t i = 0; i < reply.garbage_count && i < cap; i++) {
+        garbage[i].ino = ts_cursor_u64(&cursor);
+        garbage[i].tile = ts_cursor_u64(&cursor);
+        garbage[i].version = ts_cursor_u64(&cursor);
+    }
+    if (garbage_count)
+        *garbage_count = reply.garbage_count;
+    return reply.node_id;
+}
+
+static uint32_t register_node(struct fixture *f, const char *machine)
+{
+    return heartbeat(f, 0, machine, NULL, 0, NULL);
+}
+
+/* Whether node has (ino, tile, version) queued for deletion. */
+static bool garbage_has(struct fixture *f, uint32_t node, const char *machine, uint64_t ino,
+                        uint64_t tile, uint64_t version)
+{
+    struct garbage_seen garbage[64];
+    uint32_t count = 0;
+    heartbeat(f, node, machine, garbage, 64, &count);
+    for (uint32_t i = 0; i < count && i < 64; i++)
+        if (garbage[i].ino == ino && garbage[i].tile == tile && garbage[i].version == version)
+            return true;
+    return false;
+}
+
+static uint32_t garbage_count_of(struct fixture *f, uint32_t node, const char *machine)
+{
+    uint32_t count = 0;
+    heartbeat(f, node, machine, NULL, 0, &count);
+    return count;
+}
+
+/* ---- TILE_MAP ----------------------------------------------------------- */
+
+struct map_record {
+    uint32_t node;
+    uint64_t version;
+    uint32_t copies;
+    uint32_t read_node;
+    uint64_t read_version;
+};
+
+static int tile_map(struct fixture *f, uint64_t ino, uint64_t first, uint32_t count,
+                    uint32_t allocate, uint32_t node, const char *machine,
+                    struct map_record *records)
+{
+    struct ts_tile_map_req m = {.ino = ino,
+                                .first = first,
+                                .count = count,
+                                .allocate = allocate,
+                                .node = node,
+                                .machine = str(machine)};
+    struct ts_tile_map_rep reply;
+    struct ts_cursor cursor;
+    int status = CALL(f, TS_OP_TILE_MAP, tile_map_req, &m);
+    if (status != TS_OK)
+        return status;
+    assert_int_equal(ts_tile_map_rep_decode(&reply, f->reply, f->reply_len), 0);
+    assert_int_equal(reply.tiles.len, (size_t)count * TS_TILE_RECORD_BYTES);
+    ts_cursor_init(&cursor, reply.tiles.ptr, reply.tiles.len);
+    for (uint32_t i = 0; i < count; i++) {
+        records[i].node = ts_cursor_u32(&cursor);
+        records[i].version = ts_cursor_u64(&cursor);
+        records[i].copies = ts_cursor_u32(&cursor);
+        records[i].read_node = ts_cursor_u32(&cursor);
+        records[i].read_version = ts_cursor_u64(&cursor);
+    }
+    assert_false(cursor.failed);
+    return status;
+}
+
+/* The tile's record as `machine` sees it. */
+static struct map_record tile_of(struct fixture *f, uint64_t ino, uint64_t tile,
+                                 const char *machine)
+{
+    struct map_record record;
+    assert_int_equal(tile_map(f, ino, tile, 1, 0, 0, machine, &record), TS_OK);
+    return record;
+}
+
+/* Allocates tiles [0, count) of ino on node (dynamic placement honours the named node). */
+static void place_tiles(struct fixture *f, uint64_t ino, uint32_t count, uint32_t node)
+{
+    struct map_record records[16];
+    assert_true(count <= 16);
+    assert_int_equal(tile_map(f, ino, 0, count, 1, node, "", records), TS_OK);
+    for (uint32_t i = 0; i < count; i++)
+        assert_int_equal(records[i].node, node);
+    assert_int_equal(do_commit(f, ino, (uint64_t)count * TILE_BYTES), TS_OK);
+}
+
+static int tile_uncopy(struct fixture *f, uint64_t ino, uint64_t first, uint32_t count)
+{
+    struct ts_tile_uncopy_req m = {.ino = ino, .first = first, .count = count};
+    return CALL(f, TS_OP_TILE_UNCOPY, tile_uncopy_req, &m);
+}
+
+/* ---- profiles ----------------------------------------------------------- */
+
+static int profile_set(struct fixture *f, uint64_t ino, uint32_t action, uint32_t *profiling)
+{
+    struct ts_profile_set_req m = {.ino = ino, .action = action};
+    struct ts_profile_set_rep reply;
+    int status = CALL(f, TS_OP_PROFILE_SET, profile_set_req, &m);
+    if (status == TS_OK) {
+        assert_int_equal(ts_profile_set_rep_decode(&reply, f->reply, f->reply_len), 0);
+        if (profiling)
+            *profiling = reply.profiling;
+    }
+    return status;
+}
+
+struct count_record {
+    uint64_t ino;
+    uint64_t tile;
+    uint64_t reads;
+    uint64_t writes;
+    uint64_t bytes_read;
+    uint64_t bytes_written;
+    uint64_t local_bytes;
+    uint64_t first_access_ns;
+};
+
+static void write_counts(struct ts_writer *writer, const struct count_record *record)
+{
+    ts_writer_u64(writer, record->ino);
+    ts_writer_u64(writer, record->tile);
+    ts_writer_u64(writer, record->reads);
+    ts_writer_u64(writer, record->writes);
+    ts_writer_u64(writer, record->bytes_read);
+    ts_writer_u64(writer, record->bytes_written);
+    ts_writer_u64(writer, record->local_bytes);
+    ts_writer_u64(writer, record->first_access_ns);
+}
+
+/* PROFILE_RECORD of count records from machine; *kept gets the reply's count. */
+static int profile_record(struct fixture *f, const char *machine,
+                          const struct count_record *records, uint32_t count, uint32_t *kept)
+{
+    static uint8_t blob[TS_MAX_PROFILE_RECORDS * TS_PROFILE_RECORD_BYTES];
+    struct ts_writer writer;
+    struct ts_profile_record_rep reply;
+    ts_writer_init(&writer, blob, sizeof(blob));
+    for (uint32_t i = 0; i < count; i++)
+        write_counts(&writer, &records[i]);
+    assert_false(writer.failed);
+    struct ts_profile_record_req m = {.machine = str(machine),
+                                      .count = count,
+                                      .records = {(const char *)blob, (uint32_t)writer.len}};
+    int status = CALL(f, TS_OP_PROFILE_RECORD, profile_record_req, &m);
+    if (status == TS_OK) {
+        assert_int_equal(ts_profile_record_rep_decode(&reply, f->reply, f->reply_len), 0);
+        if (kept)
+            *kept = reply.kept;
+    }
+    return status;
+}
+
+struct profile_row {
+    uint64_t tile;
+    char machine[256];
+    uint64_t reads;
+    uint64_t writes;
+    uint64_t bytes_read;
+    uint64_t bytes_written;
+    uint64_t local_bytes;
+    uint64_t first_access_ns;
+};
+
+struct profile_page {
+    uint32_t profiling;
+    uint32_t count;
+    uint32_t done;
+    uint64_t next_tile;
+};
+
+/* PROFILE_GET; up to cap rows into rows[]. */
+static int profile_get(struct fixture *f, uint64_t ino, uint64_t first_tile, uint32_t max_records,
+                       struct profile_page *page, struct profile_row *rows, uint32_t cap)
+{
+    struct ts_profile_get_req m = {
+        .ino = ino, .first_tile = first_tile, .max_records = max_records};
+    struct ts_profile_get_rep reply;
+    struct ts_cursor cursor;
+    int status = CALL(f, TS_OP_PROFILE_GET, profile_get_req, &m);
+    if (status != TS_OK)
+        return status;
+    assert_int_equal(ts_profile_get_rep_decode(&reply, f->reply, f->reply_len), 0);
+    page->profiling = reply.profiling;
+    page->count = reply.count;
+    page->done = reply.done;
+    page->next_tile = reply.next_tile;
+    ts_cursor_init(&cursor, reply.records.ptr, reply.records.len);
+    for (uint32_t i = 0; i < reply.count; i++) {
+        struct profile_row row;
+        row.tile = ts_cursor_u64(&cursor);
+        struct ts_str machine = ts_cursor_str(&cursor);
+        assert_int_equal(ts_str_copy(machine, row.machine, sizeof(row.machine)), 0);
+        row.reads = ts_cursor_u64(&cursor);
+        row.writes = ts_cursor_u64(&cursor);
+        row.bytes_read = ts_cursor_u64(&cursor);
+        row.bytes_written = ts_cursor_u64(&cursor);
+        row.local_bytes = ts_cursor_u64(&cursor);
+        row.first_access_ns = ts_cursor_u64(&cursor);
+        if (i < cap)
+            rows[i] = row;
+    }
+    assert_false(cursor.failed);
+    assert_int_equal(cursor.left, 0);
+    return status;
+}
+
+/* Rows of a table, read through the store. */
+struct table_count {
+    enum store_table table;
+    uint64_t rows;
+};
+
+static int table_count_body(struct store_txn *txn, void *arg)
+{
+    struct table_count *count = arg;
+    return store_entries(txn, count->table, &count->rows) == 0 ? TS_OK : TS_ERR_INTERNAL;
+}
+
+static uint64_t rows_of(struct fixture *f, enum store_table table)
+{
+    struct table_count count = {table, 0};
+    assert_int_equal(store_read(f->service->store, table_count_body, &count), TS_OK);
+    return count.rows;
+}
+
+/* ---- the journal -------------------------------------------------------- */
+
+static int move_begin(struct fixture *f, uint64_t ino, uint64_t tile, uint64_t version,
+                      uint32_t kind, uint32_t from, uint32_t to, uint64_t *new_version)
+{
+    struct ts_move_begin_req m = {.ino = ino,
+                                  .tile = tile,
+                                  .version = version,
+                                  .kind = kind,
+                                  .from_node = from,
+                                  .to_node = to};
+    struct ts_move_begin_rep reply;
+    int status = CALL(f, TS_OP_MOVE_BEGIN, move_begin_req, &m);
+    if (status == TS_OK) {
+        assert_int_equal(ts_move_begin_rep_decode(&reply, f->reply, f->reply_len), 0);
+        if (new_version)
+            *new_version = reply.new_version;
+    }
+    return status;
+}
+
+static int move_end(struct fixture *f, uint16_t op, uint64_t ino, uint64_t tile)
+{
+    struct ts_move_tile_req m = {.ino = ino, .tile = tile};
+    int status = CALL(f, op, move_tile_req, &m);
+    if (status == TS_OK)
+        assert_int_equal(f->reply_len, 0);
+    return status;
+}
+
+static int move_commit(struct fixture *f, uint64_t ino, uint64_t tile)
+{
+    return move_end(f, TS_OP_MOVE_COMMIT, ino, tile);
+}
+
+static int move_abort(struct fixture *f, uint64_t ino, uint64_t tile)
+{
+    return move_end(f, TS_OP_MOVE_ABORT, ino, tile);
+}
+
+/* The first MOVE_COMMIT (switches the map) and the second (finishes the entry). */
+static void commit_and_finish(struct fixture *f, uint64_t ino, uint64_t tile)
+{
+    assert_int_equal(move_commit(f, ino, tile), TS_OK);
+    assert_int_equal(move_commit(f, ino, tile), TS_OK);
+}
+
+/* OPEN or RELEASE of ino, as a mount sends them. */
+static void open_file(struct fixture *f, uint64_t ino)
+{
+    struct ts_open_req m = {.ino = ino};
+    assert_int_equal(CALL(f, TS_OP_OPEN, open_req, &m), TS_OK);
+}
+
+static void release_file(struct fixture *f, uint64_t ino)
+{
+    struct ts_release_req m = {.ino = ino};
+    assert_int_equal(CALL(f, TS_OP_RELEASE, release_req, &m), TS_OK);
+}
+
+struct move_row {
+    uint64_t ino;
+    uint64_t tile;
+    uint32_t kind;
+    uint32_t from_node;
+    uint32_t to_node;
+    uint64_t version;
+    uint64_t new_version;
+    int64_t started_sec;
+    uint32_t state;
+};
+
+/* MOVE_LIST; up to cap rows into rows[]; *done gets the reply's flag. */
+static uint32_t move_list(struct fixture *f, uint64_t after_ino, uint64_t after_tile,
+                          uint32_t max_records, struct move_row *rows, uint32_t cap, uint32_t *done)
+{
+    struct ts_move_list_req m = {
+        .after_ino = after_ino, .after_tile = after_tile, .max_records = max_records};
+    struct ts_move_list_rep reply;
+    struct ts_cursor cursor;
+    assert_int_equal(CALL(f, TS_OP_MOVE_LIST, move_list_req, &m), TS_OK);
+    assert_int_equal(ts_move_list_rep_decode(&reply, f->reply, f->reply_len), 0);
+    assert_int_equal(reply.records.len, (size_t)reply.count * TS_MOVE_RECORD_BYTES);
+    ts_cursor_init(&cursor, reply.records.ptr, reply.records.len);
+    for (uint32_t i = 0; i < reply.count && i < cap; i++) {
+        rows[i].ino = ts_cursor_u64(&cursor);
+        rows[i].tile = ts_cursor_u64(&cursor);
+        rows[i].kind = ts_cursor_u32(&cursor);
+        rows[i].from_node = ts_cursor_u32(&cursor);
+        rows[i].to_node = ts_cursor_u32(&cursor);
+        rows[i].version = ts_cursor_u64(&cursor);
+        rows[i].new_version = ts_cursor_u64(&cursor);
+        rows[i].started_sec = ts_cursor_i64(&cursor);
+        rows[i].state = ts_cursor_u32(&cursor);
+    }
+    if (done)
+        *done = reply.done;
+    return reply.count;
+}
+
+/* ---- profiles ----------------------------------------------------------- */
+
+static void test_profile_start_inherit_stop(void **state)
+{
+    struct fixture *f = *state;
+    uint64_t dir = make(f, TS_ROOT_INO, "d", S_IFDIR | 0755).ino;
+    uint64_t outside = make_file(f, TS_ROOT_INO, "outside");
+    uint32_t profiling = 9;
+
+    assert_int_equal(getattr(f, dir).flags & TS_ATTR_PROFILED, 0);
+    assert_int_equal(profile_set(f, dir, TS_PROFILE_START, &profiling), TS_OK);
+    assert_int_equal(profiling, 1);
+    assert_true(getattr(f, dir).flags & TS_ATTR_PROFILED);
+
+    /* Files and directories made in it later are profiled; the attr replies say so. */
+    struct ts_attr file = make(f, dir, "f", S_IFREG | 0644);
+    assert_true(file.flags & TS_ATTR_PROFILED);
+    struct ts_attr sub = make(f, dir, "sub", S_IFDIR | 0755);
+    assert_true(sub.flags & TS_ATTR_PROFILED);
+    assert_true(make(f, sub.ino, "deep", S_IFREG | 0644).flags & TS_ATTR_PROFILED);
+    assert_int_equal(make(f, dir, "link", S_IFLNK | 0777).flags & TS_ATTR_PROFILED, 0);
+    assert_int_equal(make(f, dir, "fifo", S_IFIFO | 0644).flags & TS_ATTR_PROFILED, 0);
+    struct ts_lookup_req lookup = {.parent = dir, .name = str("f")};
+    struct ts_attr attr;
+    assert_int_equal(attr_call(f, CALL(f, TS_OP_LOOKUP, lookup_req, &lookup), &attr), TS_OK);
+    assert_true(attr.flags & TS_ATTR_PROFILED);
+    struct ts_open_req open = {.ino = file.ino};
+    assert_int_equal(attr_call(f, CALL(f, TS_OP_OPEN, open_req, &open), &attr), TS_OK);
+    assert_true(attr.flags & TS_ATTR_PROFILED);
+    assert_int_equal(getattr(f, outside).flags & TS_ATTR_PROFILED, 0);
+
+    /* Not a change of the file: ctime stays. */
+    struct ts_attr before = getattr(f, outside);
+    assert_int_equal(profile_set(f, outside, TS_PROFILE_START, &profiling), TS_OK);
+    assert_int_equal(profiling, 1);
+    assert_int_equal(getattr(f, outside).ctime_nsec, before.ctime_nsec);
+    assert_int_equal(getattr(f, outside).ctime_sec, before.ctime_sec);
+
+    /* STOP on the directory: new files are not profiled, old ones stay as they are. */
+    assert_int_equal(profile_set(f, dir, TS_PROFILE_STOP, &profiling), TS_OK);
+    assert_int_equal(profiling, 0);
+    assert_int_equal(getattr(f, dir).flags & TS_ATTR_PROFILED, 0);
+    assert_int_equal(make(f, dir, "late", S_IFREG | 0644).flags & TS_ATTR_PROFILED, 0);
+    assert_true(getattr(f, file.ino).flags & TS_ATTR_PROFILED);
+    /* Twice is harmless. */
+    assert_int_equal(profile_set(f, dir, TS_PROFILE_STOP, &profiling), TS_OK);
+    assert_int_equal(profiling, 0);
+
+    /* STOP on the file itself. */
+    assert_int_equal(profile_set(f, file.ino, TS_PROFILE_STOP, &profiling), TS_OK);
+    assert_int_equal(getattr(f, file.ino).flags, 0);
+
+    /* Refusals name their cause. */
+    uint64_t link = make(f, TS_ROOT_INO, "l", S_IFLNK | 0777).ino;
+    assert_int_equal(profile_set(f, link, TS_PROFILE_START, NULL), TS_ERR_INVAL);
+    assert_text(f, "regular file");
+    assert_int_equal(profile_set(f, 9999, TS_PROFILE_START, NULL), TS_ERR_NOENT);
+    assert_text(f, "9999");
+    assert_int_equal(profile_set(f, dir, 7, NULL), TS_ERR_INVAL);
+    assert_text(f, "unknown action 7");
+}
+
+static void test_profile_record_and_get(void **state)
+{
+    struct fixture *f = *state;
+    uint64_t file = make_file(f, TS_ROOT_INO, "f");
+    uint64_t quiet = make_file(f, TS_ROOT_INO, "quiet");
+    uint32_t kept = 99;
+    struct profile_page page;
+    struct profile_row rows[8];
+
+    assert_int_equal(profile_set(f, file, TS_PROFILE_START, NULL), TS_OK);
+    struct count_record first[] = {
+        {file, 0, 1, 0, 4096, 0, 4096, 5000},
+        {file, 1, 2, 1, 8192, 100, 0, 7000},
+        {quiet, 0, 5, 5, 5, 5, 5, 5}, /* not profiled: dropped */
+        {file, 2, 0, 3, 0, 300, 300, 0},
+        {424242, 0, 1, 1, 1, 1, 1, 1}, /* no such inode: dropped */
+    };
+    assert_int_equal(profile_record(f, "alpha", first, 5, &kept), TS_OK);
+    assert_int_equal(kept, 3);
+    struct count_record second[] = {
+        {file, 0, 1, 0, 100, 0, 0, 4000}, /* earlier: the first access moves back */
+        {file, 1, 1, 0, 10, 0, 0, 0},     /* 0 = not known: the first access stays */
+    };
+    assert_int_equal(profile_record(f, "alpha", second, 2, &kept), TS_OK);
+    assert_int_equal(kept, 2);
+    struct count_record other[] = {{file, 1, 4, 0, 40, 0, 40, 9000}};
+    assert_int_equal(profile_record(f, "beta", other, 1, &kept), TS_OK);
+    assert_int_equal(kept, 1);
+    /* An empty batch is fine. */
+    assert_int_equal(profile_record(f, "beta", NULL, 0, &kept), TS_OK);
+    assert_int_equal(kept, 0);
+
+    assert_int_equal(profile_get(f, file, 0, 0, &page, rows, 8), TS_OK);
+    assert_int_equal(page.profiling, 1);
+    assert_int_equal(page.count, 4);
+    assert_int_equal(page.done, 1);
+    assert_int_equal(page.next_tile, 3);
+    /* (tile, machine) order. */
+    assert_int_equal(rows[0].tile, 0);
+    assert_string_equal(rows[0].machine, "alpha");
+    assert_int_equal(rows[0].reads, 2);
+    assert_int_equal(rows[0].bytes_read, 4196);
+    assert_int_equal(rows[0].local_bytes, 4096);
+    assert_int_equal(rows[0].first_access_ns, 4000);
+    assert_int_equal(rows[1].tile, 1);
+    assert_string_equal(rows[1].machine, "alpha");
+    assert_int_equal(rows[1].reads, 3);
+    assert_int_equal(rows[1].writes, 1);
+    assert_int_equal(rows[1].bytes_read, 8202);
+    assert_int_equal(rows[1].bytes_written, 100);
+    assert_int_equal(rows[1].first_access_ns, 7000);
+    assert_int_equal(rows[2].tile, 1);
+    assert_string_equal(rows[2].machine, "beta");
+    assert_int_equal(rows[2].reads, 4);
+    assert_int_equal(rows[2].first_access_ns, 9000);
+    assert_int_equal(rows[3].tile, 2);
+    assert_int_equal(rows[3].writes, 3);
+    assert_int_equal(rows[3].bytes_written, 300);
+    assert_int_equal(rows[3].first_access_ns, 0);
+
+    /* From a later tile on. */
+    assert_int_equal(profile_get(f, file, 2, 0, &page, rows, 8), TS_OK);
+    assert_int_equal(page.count, 1);
+    assert_int_equal(rows[0].tile, 2);
+    assert_int_equal(page.done, 1);
+    assert_int_equal(profile_get(f, file, 3, 0, &page, rows, 8), TS_OK);
+    assert_int_equal(page.count, 0);
+    assert_int_equal(page.done, 1);
+    assert_int_equal(page.next_tile, 3);
+
+    /* The unprofiled file has nothing; a missing one is NOENT. */
+    assert_int_equal(profile_get(f, quiet, 0, 0, &page, rows, 8), TS_OK);
+    assert_int_equal(page.profiling, 0);
+    assert_int_equal(page.count, 0);
+    assert_int_equal(page.done, 1);
+    assert_int_equal(profile_get(f, 424242, 0, 0, &page, rows, 8), TS_ERR_NOENT);
+}
+
+static void test_profile_get_pages_whole_tiles(void **state)
+{
+    struct fixture *f = *state;
+    static const char *const machines[] = {"m1", "m2", "m3"};
+    uint64_t file = make_file(f, TS_ROOT_INO, "f");
+    struct count_record records[10];
+    struct profile_page page;
+    struct profile_row rows[16];
+
+    assert_int_equal(profile_set(f, file, TS_PROFILE_START, NULL), TS_OK);
+    for (int m = 0; m < 3; m++) {
+        for (uint64_t tile = 0; tile < 10; tile++)
+            records[tile] = (struct count_record){file, tile, tile + 1, 0, 1, 0, 0, 1};
+        assert_int_equal(profile_record(f, machines[m], records, 10, NULL), TS_OK);
+    }
+    /* max 7: two whole tiles (6 records) a page, never a split tile. */
+    uint64_t next = 0;
+    uint32_t seen = 0;
+    for (int pages = 0;; pages++) {
+        assert_true(pages < 10);
+        assert_int_equal(profile_get(f, file, next, 7, &page, rows, 16), TS_OK);
+        assert_true(page.count <= 7);
+        assert_int_equal(page.count % 3, 0);
+        for (uint32_t i = 0; i < page.count; i++) {
+            assert_int_equal(rows[i].tile, next + i / 3);
+            assert_string_equal(rows[i].machine, machines[i % 3]);
+            assert_int_equal(rows[i].reads, rows[i].tile + 1);
+        }
+        seen += page.count;
+        next = page.next_tile;
+        if (page.done)
+            break;
+        assert_int_equal(page.count, 6);
+    }
+    assert_int_equal(seen, 30);
+    assert_int_equal(next, 10);
+
+    /* A page smaller than one tile still carries that tile whole. */
+    assert_int_equal(profile_get(f, file, 4, 2, &page, rows, 16), TS_OK);
+    assert_int_equal(page.count, 3);
+    assert_int_equal(page.done, 0);
+    assert_int_equal(page.next_tile, 5);
+    /* Exactly one tile's worth. */
+    assert_int_equal(profile_get(f, file, 0, 3, &page, rows, 16), TS_OK);
+    assert_int_equal(page.count, 3);
+    assert_int_equal(page.next_tile, 1);
+}
+
+static void test_profile_reset_stop_reopen(void **state)
+{
+    struct fixture *f = *state;
+    uint64_t file = make_file(f, TS_ROOT_INO, "f");
+    struct profile_page page;
+    struct profile_row rows[4];
+    uint32_t profiling = 9;
+    uint32_t kept = 9;
+    struct count_record counts[] = {{file, 3, 1, 1, 10, 10, 0, 123}};
+
+    assert_int_equal(profile_set(f, file, TS_PROFILE_START, NULL), TS_OK);
+    assert_int_equal(profile_record(f, "alpha", counts, 1, &kept), TS_OK);
+    assert_int_equal(kept, 1);
+
+    /* The counts and the flag survive a restart of meta. */
+    reopen(f);
+    assert_true(getattr(f, file).flags & TS_ATTR_PROFILED);
+    assert_int_equal(profile_get(f, file, 0, 0, &page, rows, 4), TS_OK);
+    assert_int_equal(page.count, 1);
+    assert_int_equal(rows[0].tile, 3);
+    assert_int_equal(rows[0].reads, 1);
+    assert_int_equal(rows[0].first_access_ns, 123);
+
+    /* RESET clears the counts and leaves profiling on. */
+    assert_int_equal(profile_set(f, file, TS_PROFILE_RESET, &profiling), TS_OK);
+    assert_int_equal(profiling, 1);
+    assert_int_equal(profile_get(f, file, 0, 0, &page, rows, 4), TS_OK);
+    assert_int_equal(page.count, 0);
+    assert_int_equal(page.profiling, 1);
+    assert_int_equal(rows_of(f, STORE_PROFILES), 0);
+    assert_int_equal(profile_record(f, "alpha", counts, 1, &kept), TS_OK);
+    assert_int_equal(kept, 1);
+
+    /* After STOP, records are dropped; the counts so far stay for reading. */
+    assert_int_equal(profile_set(f, file, TS_PROFILE_STOP, &profiling), TS_OK);
+    assert_int_equal(profile_record(f, "alpha", counts, 1, &kept), TS_OK);
+    assert_int_equal(kept, 0);
+    assert_int_equal(profile_get(f, file, 0, 0, &page, rows, 4), TS_OK);
+    assert_int_equal(page.profiling, 0);
+    assert_int_equal(page.count, 1);
+    assert_int_equal(rows[0].reads, 1);
+    /* RESET of an unprofiled file leaves it unprofiled. */
+    assert_int_equal(profile_set(f, file, TS_PROFILE_RESET, &profiling), TS_OK);
+    assert_int_equal(profiling, 0);
+    assert_int_equal(rows_of(f, STORE_PROFILES), 0);
+}
+
+static void test_profile_record_limits(void **state)
+{
+    struct fixture *f = *state;
+    uint64_t file = make_file(f, TS_ROOT_INO, "f");
+    static struct count_record many[TS_MAX_PROFILE_RECORDS];
+    static uint8_t blob[(TS_MAX_PROFILE_RECORDS + 1) * TS_PROFILE_RECORD_BYTES];
+    char long_name[PROFILES_MAX_MACHINE + 2];
+    uint32_t kept = 0;
+    struct profile_page page;
+
+    assert_int_equal(profile_set(f, file, TS_PROFILE_START, NULL), TS_OK);
+    /* The largest batch goes in one transaction. */
+    for (uint32_t i = 0; i < TS_MAX_PROFILE_RECORDS; i++)
+        many[i] = (struct count_record){file, i, 1, 0, 512, 0, 0, 1};
+    assert_int_equal(profile_record(f, "alpha", many, TS_MAX_PROFILE_RECORDS, &kept), TS_OK);
+    assert_int_equal(kept, TS_MAX_PROFILE_RECORDS);
+    assert_int_equal(rows_of(f, STORE_PROFILES), TS_MAX_PROFILE_RECORDS);
+    /* A page asking for no limit stays inside the frame. */
+    assert_int_equal(profile_get(f, file, 0, 0, &page, NULL, 0), TS_OK);
+    assert_true(page.count > 0 && page.count < TS_MAX_PROFILE_RECORDS);
+    assert_int_equal(page.done, 0);
+    assert_int_equal(page.next_tile, page.count);
+
+    /* One more than the limit, with a blob that matches. */
+    struct ts_profile_record_req m = {.machine = str("alpha"),
+                                      .count = TS_MAX_PROFILE_RECORDS + 1,
+                                      .records = {(const char *)blob, sizeof(blob)}};
+    assert_int_equal(CALL(f, TS_OP_PROFILE_RECORD, profile_record_req, &m), TS_ERR_INVAL);
+    assert_text(f, "at most 16384");
+    /* A blob that does not match its count. */
+    m.count = 2;
+    m.records.len = TS_PROFILE_RECORD_BYTES * 3;
+    assert_int_equal(CALL(f, TS_OP_PROFILE_RECORD, profile_record_req, &m), TS_ERR_BADMSG);
+    assert_text(f, "PROFILE_RECORD");
+    m.records.len = TS_PROFILE_RECORD_BYTES * 2 - 1;
+    assert_int_equal(CALL(f, TS_OP_PROFILE_RECORD, profile_record_req, &m), TS_ERR_BADMSG);
+    /* Machine names: 1..255 bytes. */
+    assert_int_equal(profile_record(f, "", many, 1, NULL), TS_ERR_INVAL);
+    assert_text(f, "machine");
+    memset(long_name, 'x', sizeof(long_name) - 1);
+    long_name[sizeof(long_name) - 1] = '\0';
+    assert_int_equal(profile_record(f, long_name, many, 1, NULL), TS_ERR_INVAL);
+    long_name[PROFILES_MAX_MACHINE] = '\0';
+    assert_int_equal(profile_record(f, long_name, many, 1, &kept), TS_OK);
+    assert_int_equal(kept, 1);
+}
+
+/* ---- read copies -------------------------------------------------------- */
+
+/* Nodes 1 (alpha), 2 (beta), 3 (beta); file "f" with `tiles` tiles on node 1. */
+struct cluster {
+    uint32_t alpha;
+    uint32_t beta1;
+    uint32_t beta2;
+    uint64_t file;
+    uint64_t version[4];
+};
+
+static void make_cluster(struct fixture *f, struct cluster *c, uint32_t tiles)
+{
+    c->alpha = register_node(f, "alpha");
+    c->beta1 = register_node(f, "beta");
+    c->beta2 = register_node(f, "beta");
+    c->file = make_file(f, TS_ROOT_INO, "f");
+    place_tiles(f, c->file, tiles, c->alpha);
+    for (uint32_t i = 0; i < tiles && i < 4; i++)
+        c->version[i] = tile_of(f, c->file, i, "").version;
+}
+
+/* A committed and finished copy of tile from `from` to `to`; returns the copy's version. */
+static uint64_t add_copy(struct fixture *f, uint64_t ino, uint64_t tile, uint64_t version,
+                         uint32_t from, uint32_t to)
+{
+    uint64_t new_version = 0;
+    assert_int_equal(move_begin(f, ino, tile, version, TS_MOVE_COPY, from, to, &new_version),
+                     TS_OK);
+    assert_true(new_version > version);
+    commit_and_finish(f, ino, tile);
+    return new_version;
+}
+
+static void test_tile_map_read_node(void **state)
+{
+    struct fixture *f = *state;
+    struct cluster c;
+    struct map_record record;
+
+    make_cluster(f, &c, 2);
+    record = tile_of(f, c.file, 0, "beta");
+    assert_int_equal(record.node, c.alpha);
+    assert_int_equal(record.copies, 0);
+    assert_int_equal(record.read_node, c.alpha);
+    assert_int_equal(record.read_version, c.version[0]);
+
+    uint64_t copy = add_copy(f, c.file, 0, c.version[0], c.alpha, c.beta2);
+    /* beta reads its own copy; alpha its primary; others the primary. */
+    record = tile_of(f, c.file, 0, "beta");
+    assert_int_equal(record.node, c.alpha);
+    assert_int_equal(record.version, c.version[0]);
+    assert_int_equal(record.copies, 1);
+    assert_int_equal(record.read_node, c.beta2);
+    assert_int_equal(record.read_version, copy);
+    record = tile_of(f, c.file, 0, "alpha");
+    assert_int_equal(record.copies, 1);
+    assert_int_equal(record.read_node, c.alpha);
+    assert_int_equal(record.read_version, c.version[0]);
+    record = tile_of(f, c.file, 0, "gamma");
+    assert_int_equal(record.read_node, c.alpha);
+    record = tile_of(f, c.file, 0, "");
+    assert_int_equal(record.read_node, c.alpha);
+    assert_int_equal(record.copies, 1);
+
+    /* A map over several tiles and a hole: each record its own. */
+    struct map_record records[3];
+    assert_int_equal(tile_map(f, c.file, 0, 3, 0, 0, "beta", records), TS_OK);
+    assert_int_equal(records[0].read_node, c.beta2);
+    assert_int_equal(records[1].copies, 0);
+    assert_int_equal(records[1].read_node, c.alpha);
+    assert_int_equal(records[1].read_version, c.version[1]);
+    assert_int_equal(records[2].node, 0);
+    assert_int_equal(records[2].copies, 0);
+    assert_int_equal(records[2].read_node, 0);
+    assert_int_equal(records[2].read_version, 0);
+
+    /* Two copies on beta: the lower node id serves. */
+    uint64_t copy1 = add_copy(f, c.file, 0, c.version[0], c.alpha, c.beta1);
+    record = tile_of(f, c.file, 0, "beta");
+    assert_int_equal(record.copies, 2);
+    assert_int_equal(record.read_node, c.beta1);
+    assert_int_equal(record.read_version, copy1);
+
+    /* After a restart every node is down until it beats: the primary serves. */
+    reopen(f);
+    record = tile_of(f, c.file, 0, "beta");
+    assert_int_equal(record.copies, 2);
+    assert_int_equal(record.read_node, c.alpha);
+    heartbeat(f, c.beta2, "beta", NULL, 0, NULL);
+    record = tile_of(f, c.file, 0, "beta");
+    assert_int_equal(record.read_node, c.beta2);
+    assert_int_equal(record.read_version, copy);
+}
+
+static void test_tile_uncopy(void **state)
+{
+    struct fixture *f = *state;
+    struct cluster c;
+
+    make_cluster(f, &c, 3);
+    uint64_t copy0 = add_copy(f, c.file, 0, c.version[0], c.alpha, c.beta1);
+    uint64_t copy1 = add_copy(f, c.file, 1, c.version[1], c.alpha, c.beta1);
+    uint64_t copy2 = add_copy(f, c.file, 2, c.version[2], c.alpha, c.beta2);
+    assert_int_equal(garbage_count_of(f, c.beta1, "beta"), 0);
+
+    assert_int_equal(tile_uncopy(f, c.file, 1, 2), TS_OK);
+    assert_int_equal(tile_of(f, c.file, 0, "beta").copies, 1);
+    assert_int_equal(tile_of(f, c.file, 1, "beta").copies, 0);
+    assert_int_equal(tile_of(f, c.file, 1, "beta").read_node, c.alpha);
+    assert_int_equal(tile_of(f, c.file, 2, "beta").copies, 0);
+    /* The primaries stay; the copies go to their nodes' garbage. */
+    assert_int_equal(tile_of(f, c.file, 1, "").node, c.alpha);
+    assert_true(garbage_has(f, c.beta1, "beta", c.file, 1, copy1));
+    assert_false(garbage_has(f, c.beta1, "beta", c.file, 0, copy0));
+    assert_true(garbage_has(f, c.beta2, "beta", c.file, 2, copy2));
+    assert_int_equal(garbage_count_of(f, c.alpha, "alpha"), 0);
+    /* Again: nothing left to drop, still fine. */
+    assert_int_equal(tile_uncopy(f, c.file, 1, 2), TS_OK);
+
+    /* Refusals. */
+    assert_int_equal(tile_uncopy(f, c.file, 0, 0), TS_ERR_INVAL);
+    assert_text(f, "count");
+    assert_int_equal(tile_uncopy(f, c.file, UINT64_MAX, 2), TS_ERR_INVAL);
+    assert_int_equal(tile_uncopy(f, c.file, 0, TS_MAX_TILES_PER_MAP + 1), TS_ERR_INVAL);
+    assert_int_equal(tile_uncopy(f, TS_ROOT_INO, 0, 1), TS_ERR_INVAL);
+    assert_text(f, "not a regular file");
+    assert_int_equal(tile_uncopy(f, 4242, 0, 1), TS_ERR_NOENT);
+}
+
+static void test_truncate_drops_copies(void **state)
+{
+    struct fixture *f = *state;
+    struct cluster c;
+
+    make_cluster(f, &c, 3);
+    uint64_t copy0 = add_copy(f, c.file, 0, c.version[0], c.alpha, c.beta1);
+    uint64_t copy1 = add_copy(f, c.file, 1, c.version[1], c.alpha, c.beta1);
+    uint64_t copy2 = add_copy(f, c.file, 2, c.version[2], c.alpha, c.beta1);
+    /* Into tile 1: tile 2 goes with its copy, tile 1 is cut and loses its copy. */
+    assert_int_equal(truncate_to(f, c.file, TILE_BYTES + 100), TS_OK);
+    assert_int_equal(tile_of(f, c.file, 0, "beta").copies, 1);
+    assert_int_equal(tile_of(f, c.file, 1, "beta").copies, 0);
+    assert_int_equal(tile_of(f, c.file, 1, "beta").node, c.alpha);
+    assert_int_equal(tile_of(f, c.file, 2, "beta").node, 0);
+    assert_true(garbage_has(f, c.beta1, "beta", c.file, 1, copy1));
+    assert_true(garbage_has(f, c.beta1, "beta", c.file, 2, copy2));
+    assert_false(garbage_has(f, c.beta1, "beta", c.file, 0, copy0));
+    assert_true(garbage_has(f, c.alpha, "alpha", c.file, 2, c.version[2]));
+    assert_int_equal(rows_of(f, STORE_COPIES), 1);
+}
+
+/* ---- the relocation journal --------------------------------------------- */
+
+static void test_move_begin_resume_busy_list(void **state)
+{
+    struct fixture *f = *state;
+    struct cluster c;
+    struct move_row rows[4];
+    uint64_t new_version = 0;
+    uint64_t again = 0;
+    uint32_t done = 0;
+
+    make_cluster(f, &c, 1);
+    assert_int_equal(
+        move_begin(f, c.file, 0, c.version[0], TS_MOVE_MOVE, c.alpha, c.beta1, &new_version),
+        TS_OK);
+    assert_true(new_version > c.version[0]);
+    /* Asking again resumes: the same target file. */
+    assert_int_equal(move_begin(f, c.file, 0, c.version[0], TS_MOVE_MOVE, c.alpha, c.beta1, &again),
+                     TS_OK);
+    assert_int_equal(again, new_version);
+    /* Another move of the same tile waits for this one. */
+    assert_int_equal(move_begin(f, c.file, 0, c.version[0], TS_MOVE_COPY, c.alpha, c.beta2, NULL),
+                     TS_ERR_BUSY);
+    assert_text(f, "already in the journal");
+    /* Nothing changed in the map yet. */
+    assert_int_equal(tile_of(f, c.file, 0, "").node, c.alpha);
+
+    assert_int_equal(move_list(f, 0, 0, 0, rows, 4, &done), 1);
+    assert_int_equal(done, 1);
+    assert_int_equal(rows[0].ino, c.file);
+    assert_int_equal(rows[0].tile, 0);
+    assert_int_equal(rows[0].kind, TS_MOVE_MOVE);
+    assert_int_equal(rows[0].from_node, c.alpha);
+    assert_int_equal(rows[0].to_node, c.beta1);
+    assert_int_equal(rows[0].version, c.version[0]);
+    assert_int_equal(rows[0].new_version, new_version);
+    assert_true(rows[0].started_sec > 0);
+    assert_int_equal(rows[0].state, TS_MOVE_BEGUN);
+
+    /* The journal survives a restart; the tool resumes where it was. */
+    reopen(f);
+    assert_int_equal(move_list(f, 0, 0, 0, rows, 4, &done), 1);
+    assert_int_equal(rows[0].new_version, new_version);
+    assert_int_equal(move_begin(f, c.file, 0, c.version[0], TS_MOVE_MOVE, c.alpha, c.beta1, &again),
+                     TS_OK);
+    assert_int_equal(again, new_version);
+    commit_and_finish(f, c.file, 0);
+    assert_int_equal(move_list(f, 0, 0, 0, rows, 4, &done), 0);
+    assert_int_equal(done, 1);
+}
+
+static void test_move_begin_checks(void **state)
+{
+    struct fixture *f = *state;
+    struct cluster c;
+
+    make_cluster(f, &c, 1);
+    uint64_t v = c.version[0];
+    assert_int_equal(move_begin(f, c.file, 0, v, TS_MOVE_MOVE, c.alpha, 77, NULL), TS_ERR_INVAL);
+    assert_text(f, "no datanode 77");
+    assert_int_equal(move_begin(f, c.file, 0, v, TS_MOVE_MOVE, 78, c.beta1, NULL), TS_ERR_INVAL);
+    assert_text(f, "no datanode 78");
+    assert_int_equal(move_begin(f, c.file, 0, v, TS_MOVE_MOVE, c.alpha, c.alpha, NULL),
+                     TS_ERR_INVAL);
+    assert_text(f, "same datanode");
+    assert_int_equal(move_begin(f, c.file, 0, v, 9, c.alpha, c.beta1, NULL), TS_ERR_INVAL);
+    assert_text(f, "kind");
+    assert_int_equal(move_begin(f, c.file, 0, v, TS_MOVE_DROP, c.alpha, c.beta1, NULL),
+                     TS_ERR_INVAL);
+    assert_text(f, "to_node must be 0");
+    assert_int_equal(move_begin(f, c.file, 0, v, TS_MOVE_COPY, c.alpha, 0, NULL), TS_ERR_INVAL);
+    /* The holder must hold that version of that tile. */
+    assert_int_equal(move_begin(f, c.file, 0, v + 100, TS_MOVE_MOVE, c.alpha, c.beta1, NULL),
+                     TS_ERR_STALE);
+    assert_text(f, "does not hold");
+    assert_int_equal(move_begin(f, c.file, 0, v, TS_MOVE_MOVE, c.beta2, c.beta1, NULL),
+                     TS_ERR_STALE);
+    assert_int_equal(move_begin(f, c.file, 5, v, TS_MOVE_MOVE, c.alpha, c.beta1, NULL),
+                     TS_ERR_STALE);
+    assert_text(f, "hole");
+    assert_int_equal(move_begin(f, 4242, 0, v, TS_MOVE_MOVE, c.alpha, c.beta1, NULL), TS_ERR_NOENT);
+    assert_int_equal(move_begin(f, TS_ROOT_INO, 0, v, TS_MOVE_MOVE, c.alpha, c.beta1, NULL),
+                     TS_ERR_INVAL);
+    /* The only holder cannot be dropped. */
+    assert_int_equal(move_begin(f, c.file, 0, v, TS_MOVE_DROP, c.alpha, 0, NULL), TS_ERR_INVAL);
+    assert_text(f, "only copy");
+    /* A target that holds the tile already. */
+    add_copy(f, c.file, 0, v, c.alpha, c.beta1);
+    assert_int_equal(move_begin(f, c.file, 0, v, TS_MOVE_COPY, c.alpha, c.beta1, NULL),
+                     TS_ERR_EXIST);
+    assert_text(f, "already holds");
+    /* None of it left an entry. */
+    assert_int_equal(rows_of(f, STORE_JOURNAL), 0);
+}
+
+static void test_move_commit_move_copy_drop(void **state)
+{
+    struct fixture *f = *state;
+    struct cluster c;
+    struct map_record record;
+    uint64_t moved = 0;
+
+    make_cluster(f, &c, 1);
+    /* Move the primary alpha -> beta1: writes go to beta1 now, alpha's file is garbage. */
+    assert_int_equal(move_begin(f, c.file, 0, c.version[0], TS_MOVE_MOVE, c.alpha, c.beta1, &moved),
+                     TS_OK);
+    commit_and_finish(f, c.file, 0);
+    record = tile_of(f, c.file, 0, "alpha");
+    assert_int_equal(record.node, c.beta1);
+    assert_int_equal(record.version, moved);
+    assert_int_equal(record.copies, 0);
+    assert_true(garbage_has(f, c.alpha, "alpha", c.file, 0, c.version[0]));
+    assert_int_equal(garbage_count_of(f, c.beta1, "beta"), 0);
+
+    /* Copy beta1 -> alpha, then move that copy alpha -> beta2. */
+    uint64_t copy = add_copy(f, c.file, 0, moved, c.beta1, c.alpha);
+    assert_int_equal(tile_of(f, c.file, 0, "alpha").read_node, c.alpha);
+    assert_int_equal(tile_of(f, c.file, 0, "alpha").read_version, copy);
+    uint64_t copy_moved = 0;
+    assert_int_equal(move_begin(f, c.file, 0, copy, TS_MOVE_MOVE, c.alpha, c.beta2, &copy_moved),
+                     TS_OK);
+    commit_and_finish(f, c.file, 0);
+    record = tile_of(f, c.file, 0, "alpha");
+    assert_int_equal(record.node, c.beta1); /* the primary stays */
+    assert_int_equal(record.version, moved);
+    assert_int_equal(record.copies, 1);
+    assert_int_equal(record.read_node, c.beta1);
+    assert_true(garbage_has(f, c.alpha, "alpha", c.file, 0, copy));
+
+    /* Drop the primary: its copy on beta2 is promoted. */
+    assert_int_equal(move_begin(f, c.file, 0, moved, TS_MOVE_DROP, c.beta1, 0, NULL), TS_OK);
+    commit_and_finish(f, c.file, 0);
+    record = tile_of(f, c.file, 0, "");
+    assert_int_equal(record.node, c.beta2);
+    assert_int_equal(record.version, copy_moved);
+    assert_int_equal(record.copies, 0);
+    assert_true(garbage_has(f, c.beta1, "beta", c.file, 0, moved));
+    assert_false(garbage_has(f, c.beta2, "beta", c.file, 0, copy_moved));
+
+    /* Drop a copy: the primary stays. */
+    uint64_t extra = add_copy(f, c.file, 0, copy_moved, c.beta2, c.alpha);
+    uint64_t none = 99;
+    assert_int_equal(move_begin(f, c.file, 0, extra, TS_MOVE_DROP, c.alpha, 0, &none), TS_OK);
+    assert_int_equal(none, 0);
+    commit_and_finish(f, c.file, 0);
+    record = tile_of(f, c.file, 0, "alpha");
+    assert_int_equal(record.node, c.beta2);
+    assert_int_equal(record.copies, 0);
+    assert_int_equal(record.read_node, c.beta2);
+    assert_true(garbage_has(f, c.alpha, "alpha", c.file, 0, extra));
+    assert_int_equal(rows_of(f, STORE_JOURNAL), 0);
+    assert_int_equal(rows_of(f, STORE_COPIES), 0);
+
+    /* A third commit finds nothing to commit or finish. */
+    assert_int_equal(move_commit(f, c.file, 0), TS_ERR_NOENT);
+    assert_text(f, "no relocation");
+}
+
+static void test_move_committed_until_finished(void **state)
+{
+    struct fixture *f = *state;
+    struct cluster c;
+    struct move_row rows[2];
+    uint64_t moved = 0;
+    uint32_t done = 0;
+
+    make_cluster(f, &c, 1);
+    assert_int_equal(move_begin(f, c.file, 0, c.version[0], TS_MOVE_MOVE, c.alpha, c.beta1, &moved),
+                     TS_OK);
+    /* The first commit switches the map and queues the old file, as ever... */
+    assert_int_equal(move_commit(f, c.file, 0), TS_OK);
+    assert_int_equal(tile_of(f, c.file, 0, "").node, c.beta1);
+    assert_int_equal(tile_of(f, c.file, 0, "").version, moved);
+    assert_true(garbage_has(f, c.alpha, "alpha", c.file, 0, c.version[0]));
+    /* ...and keeps the entry, committed: the old file is not retired yet. */
+    assert_int_equal(move_list(f, 0, 0, 0, rows, 2, &done), 1);
+    assert_int_equal(rows[0].state, TS_MOVE_COMMITTED);
+    assert_int_equal(rows[0].new_version, moved);
+
+    /* No other relocation of the tile, not even the same one again. */
+    assert_int_equal(move_begin(f, c.file, 0, c.version[0], TS_MOVE_MOVE, c.alpha, c.beta1, NULL),
+                     TS_ERR_BUSY);
+    assert_text(f, "committed");
+    assert_int_equal(move_begin(f, c.file, 0, moved, TS_MOVE_COPY, c.beta1, c.beta2, NULL),
+                     TS_ERR_BUSY);
+    assert_text(f, "not retired yet");
+    /* It cannot be undone: the target's file is the tile's now, not garbage. */
+    assert_int_equal(move_abort(f, c.file, 0), TS_ERR_INVAL);
+    assert_text(f, "cannot be undone");
+    assert_int_equal(rows_of(f, STORE_JOURNAL), 1);
+    assert_int_equal(garbage_count_of(f, c.beta1, "beta"), 0);
+    assert_int_equal(tile_of(f, c.file, 0, "").node, c.beta1);
+
+    /* It outlives a restart; the second commit finishes it. */
+    reopen(f);
+    assert_int_equal(move_list(f, 0, 0, 0, rows, 2, &done), 1);
+    assert_int_equal(rows[0].state, TS_MOVE_COMMITTED);
+    assert_int_equal(move_commit(f, c.file, 0), TS_OK);
+    assert_int_equal(move_list(f, 0, 0, 0, rows, 2, &done), 0);
+    assert_int_equal(tile_of(f, c.file, 0, "").node, c.beta1);
+    assert_int_equal(tile_of(f, c.file, 0, "").version, moved);
+    assert_int_equal(garbage_count_of(f, c.beta1, "beta"), 0);
+    assert_int_equal(move_commit(f, c.file, 0), TS_ERR_NOENT);
+    /* Finished: the tile can move again. */
+    assert_int_equal(move_begin(f, c.file, 0, moved, TS_MOVE_COPY, c.beta1, c.beta2, NULL), TS_OK);
+    assert_int_equal(move_abort(f, c.file, 0), TS_OK);
+
+    /* A committed entry goes with its file; its new file is freed as the tile's. */
+    uint64_t back = 0;
+    assert_int_equal(move_begin(f, c.file, 0, moved, TS_MOVE_MOVE, c.beta1, c.alpha, &back), TS_OK);
+    assert_int_equal(move_commit(f, c.file, 0), TS_OK);
+    assert_int_equal(do_unlink(f, TS_ROOT_INO, "f"), TS_OK);
+    assert_int_equal(rows_of(f, STORE_JOURNAL), 0);
+    assert_true(garbage_has(f, c.alpha, "alpha", c.file, 0, back));
+    assert_true(garbage_has(f, c.beta1, "beta", c.file, 0, moved));
+}
+
+static void test_copy_refused_while_open(void **state)
+{
+    struct fixture *f = *state;
+    struct cluster c;
+    struct move_row rows[2];
+    uint64_t copy = 0;
+    uint32_t done = 0;
+
+    make_cluster(f, &c, 2);
+    uint64_t v = c.version[0];
+    open_file(f, c.file);
+    assert_int_equal(move_begin(f, c.file, 0, v, TS_MOVE_COPY, c.alpha, c.beta1, NULL),
+                     TS_ERR_BUSY);
+    assert_text(f, "open on a client; copies are made only of closed files");
+    assert_int_equal(rows_of(f, STORE_JOURNAL), 0);
+    /* Moves and drops do not care: a stale writer is told STALE by the retired file. */
+    assert_int_equal(move_begin(f, c.file, 1, c.version[1], TS_MOVE_MOVE, c.alpha, c.beta1, NULL),
+                     TS_OK);
+    commit_and_finish(f, c.file, 1);
+    /* Open twice, released once: still open. */
+    open_file(f, c.file);
+    release_file(f, c.file);
+    assert_int_equal(move_begin(f, c.file, 0, v, TS_MOVE_COPY, c.alpha, c.beta1, NULL),
+                     TS_ERR_BUSY);
+    release_file(f, c.file);
+    assert_int_equal(move_begin(f, c.file, 0, v, TS_MOVE_COPY, c.alpha, c.beta1, &copy), TS_OK);
+
+    /* Opened between begin and commit: the commit is refused, the entry kept as begun. */
+    open_file(f, c.file);
+    assert_int_equal(move_commit(f, c.file, 0), TS_ERR_BUSY);
+    assert_text(f, "copies are made only of closed files");
+    assert_int_equal(tile_of(f, c.file, 0, "beta").copies, 0);
+    assert_int_equal(move_list(f, 0, 0, 0, rows, 2, &done), 1);
+    assert_int_equal(rows[0].state, TS_MOVE_BEGUN);
+    /* Resuming it is refused too while the file is open. */
+    assert_int_equal(move_begin(f, c.file, 0, v, TS_MOVE_COPY, c.alpha, c.beta1, NULL),
+                     TS_ERR_BUSY);
+    release_file(f, c.file);
+    assert_int_equal(move_commit(f, c.file, 0), TS_OK);
+    assert_int_equal(tile_of(f, c.file, 0, "beta").copies, 1);
+    assert_int_equal(tile_of(f, c.file, 0, "beta").read_version, copy);
+    /* Finishing a committed copy is no new copy: an open file does not stop it. */
+    open_file(f, c.file);
+    assert_int_equal(move_commit(f, c.file, 0), TS_OK);
+    assert_int_equal(rows_of(f, STORE_JOURNAL), 0);
+    release_file(f, c.file);
+}
+
+static void test_move_commit_stale(void **state)
+{
+    struct fixture *f = *state;
+    struct cluster c;
+    uint64_t target = 0;
+    uint32_t done = 0;
+    struct move_row rows[2];
+
+    make_cluster(f, &c, 2);
+    /* Truncated between begin and commit: a hole now. */
+    assert_int_equal(
+        move_begin(f, c.file, 1, c.version[1], TS_MOVE_MOVE, c.alpha, c.beta1, &target), TS_OK);
+    assert_int_equal(truncate_to(f, c.file, TILE_BYTES), TS_OK);
+    assert_int_equal(move_commit(f, c.file, 1), TS_ERR_STALE);
+    assert_text(f, "hole");
+    assert_text(f, "aborted");
+    /* The entry is gone and the pulled copy is garbage. */
+    assert_int_equal(move_list(f, 0, 0, 0, rows, 2, &done), 0);
+    assert_true(garbage_has(f, c.beta1, "beta", c.file, 1, target));
+
+    /* Truncated to 0 and written again: another primary version. */
+    assert_int_equal(
+        move_begin(f, c.file, 0, c.version[0], TS_MOVE_COPY, c.alpha, c.beta2, &target), TS_OK);
+    assert_int_equal(truncate_to(f, c.file, 0), TS_OK);
+    place_tiles(f, c.file, 1, c.alpha);
+    assert_int_equal(move_commit(f, c.file, 0), TS_ERR_STALE);
+    assert_text(f, "does not hold");
+    assert_true(garbage_has(f, c.beta2, "beta", c.file, 0, target));
+    assert_int_equal(tile_of(f, c.file, 0, "beta").copies, 0);
+
+    /* A copy source uncopied by a writer in between. */
+    uint64_t v = tile_of(f, c.file, 0, "").version;
+    uint64_t copy = add_copy(f, c.file, 0, v, c.alpha, c.beta1);
+    assert_int_equal(move_begin(f, c.file, 0, copy, TS_MOVE_COPY, c.beta1, c.beta2, &target),
+                     TS_OK);
+    assert_int_equal(tile_uncopy(f, c.file, 0, 1), TS_OK);
+    assert_int_equal(move_commit(f, c.file, 0), TS_ERR_STALE);
+    assert_true(garbage_has(f, c.beta2, "beta", c.file, 0, target));
+
+    /* A drop of the primary whose copies went away in between. */
+    copy = add_copy(f, c.file, 0, v, c.alpha, c.beta1);
+    assert_int_equal(move_begin(f, c.file, 0, v, TS_MOVE_DROP, c.alpha, 0, NULL), TS_OK);
+    assert_int_equal(tile_uncopy(f, c.file, 0, 1), TS_OK);
+    assert_int_equal(move_commit(f, c.file, 0), TS_ERR_STALE);
+    assert_text(f, "lose");
+    assert_int_equal(tile_of(f, c.file, 0, "").node, c.alpha);
+    assert_int_equal(tile_of(f, c.file, 0, "").version, v);
+    assert_int_equal(rows_of(f, STORE_JOURNAL), 0);
+}
+
+static void test_move_abort(void **state)
+{
+    struct fixture *f = *state;
+    struct cluster c;
+    uint64_t target = 0;
+
+    make_cluster(f, &c, 1);
+    assert_int_equal(
+        move_begin(f, c.file, 0, c.version[0], TS_MOVE_MOVE, c.alpha, c.beta1, &target), TS_OK);
+    assert_int_equal(move_abort(f, c.file, 0), TS_OK);
+    assert_int_equal(rows_of(f, STORE_JOURNAL), 0);
+    assert_true(garbage_has(f, c.beta1, "beta", c.file, 0, target));
+    /* The map never changed. */
+    assert_int_equal(tile_of(f, c.file, 0, "").node, c.alpha);
+    assert_int_equal(tile_of(f, c.file, 0, "").version, c.version[0]);
+    assert_false(garbage_has(f, c.alpha, "alpha", c.file, 0, c.version[0]));
+    assert_int_equal(move_abort(f, c.file, 0), TS_ERR_NOENT);
+    assert_text(f, "no relocation");
+    assert_int_equal(move_commit(f, c.file, 0), TS_ERR_NOENT);
+    /* Begun again after an abort: a fresh target file. */
+    uint64_t fresh = 0;
+    assert_int_equal(move_begin(f, c.file, 0, c.version[0], TS_MOVE_MOVE, c.alpha, c.beta1, &fresh),
+                     TS_OK);
+    assert_true(fresh > target);
+    /* A drop has no target file to throw away. */
+    assert_int_equal(move_abort(f, c.file, 0), TS_OK);
+    add_copy(f, c.file, 0, c.version[0], c.alpha, c.beta2);
+    uint32_t before = garbage_count_of(f, c.alpha, "alpha");
+    assert_int_equal(move_begin(f, c.file, 0, c.version[0], TS_MOVE_DROP, c.alpha, 0, NULL), TS_OK);
+    assert_int_equal(move_abort(f, c.file, 0), TS_OK);
+    assert_int_equal(garbage_count_of(f, c.alpha, "alpha"), before);
+}
+
+static void test_move_list_paging(void **state)
+{
+    struct fixture *f = *state;
+    uint32_t from = register_node(f, "alpha");
+    uint32_t to = register_node(f, "beta");
+    uint64_t files[5];
+    struct move_row rows[16];
+    uint32_t done = 0;
+    char name[16];
+
+    for (int i = 0; i < 5; i++) {
+        snprintf(name, sizeof(name), "f%d", i);
+        files[i] = make_file(f, TS_ROOT_INO, name);
+        place_tiles(f, files[i], 2, from);
+        for (uint64_t tile = 0; tile < 2; tile++)
+            assert_int_equal(move_begin(f, files[i], tile, tile_of(f, files[i], tile, "").version,
+                                        TS_MOVE_COPY, from, to, NULL),
+                             TS_OK);
+    }
+    reopen(f);
+    /* Pages of 3 in (ino, tile) order, each after the last one seen. */
+    uint64_t after_ino = 0;
+    uint64_t after_tile = 0;
+    uint32_t seen = 0;
+    for (int pages = 0; pages < 10; pages++) {
+        uint32_t count = move_list(f, after_ino, after_tile, 3, rows, 16, &done);
+        assert_true(count <= 3);
+        for (uint32_t i = 0; i < count; i++) {
+            assert_int_equal(rows[i].ino, files[(seen + i) / 2]);
+            assert_int_equal(rows[i].tile, (seen + i) % 2);
+        }
+        seen += count;
+        if (count > 0) {
+            after_ino = rows[count - 1].ino;
+            after_tile = rows[count - 1].tile;
+        }
+        if (done)
+            break;
+        assert_int_equal(count, 3);
+    }
+    assert_true(done);
+    assert_int_equal(seen, 10);
+    /* From the middle of a file. */
+    assert_int_equal(move_list(f, files[2], 0, 0, rows, 16, &done), 5);
+    assert_int_equal(rows[0].ino, files[2]);
+    assert_int_equal(rows[0].tile, 1);
+    assert_int_equal(done, 1);
+    /* Exactly the rest: done. */
+    assert_int_equal(move_list(f, files[3], 1, 2, rows, 16, &done), 2);
+    assert_int_equal(done, 1);
+}
+
+static void test_unlink_drops_everything(void **state)
+{
+    struct fixture *f = *state;
+    struct cluster c;
+    uint64_t target = 0;
+    struct count_record counts[] = {{0, 0, 1, 0, 1, 0, 0, 1}};
+
+    make_cluster(f, &c, 2);
+    assert_int_equal(profile_set(f, c.file, TS_PROFILE_START, NULL), TS_OK);
+    counts[0].ino = c.file;
+    assert_int_equal(profile_record(f, "alpha", counts, 1, NULL), TS_OK);
+    uint64_t copy = add_copy(f, c.file, 0, c.version[0], c.alpha, c.beta1);
+    assert_int_equal(
+        move_begin(f, c.file, 1, c.version[1], TS_MOVE_MOVE, c.alpha, c.beta2, &target), TS_OK);
+    assert_int_equal(rows_of(f, STORE_PROFILES), 1);
+
+    /* Still open: nothing goes yet. */
+    struct ts_open_req open = {.ino = c.file};
+    assert_int_equal(CALL(f, TS_OP_OPEN, open_req, &open), TS_OK);
+    assert_int_equal(do_unlink(f, TS_ROOT_INO, "f"), TS_OK);
+    assert_int_equal(rows_of(f, STORE_JOURNAL), 1);
+    struct ts_release_req release = {.ino = c.file};
+    assert_int_equal(CALL(f, TS_OP_RELEASE, release_req, &release), TS_OK);
+
+    assert_int_equal(rows_of(f, STORE_PROFILES), 0);
+    assert_int_equal(rows_of(f, STORE_COPIES), 0);
+    assert_int_equal(rows_of(f, STORE_JOURNAL), 0);
+    assert_true(garbage_has(f, c.alpha, "alpha", c.file, 0, c.version[0]));
+    assert_true(garbage_has(f, c.alpha, "alpha", c.file, 1, c.version[1]));
+    assert_true(garbage_has(f, c.beta1, "beta", c.file, 0, copy));
+    assert_true(garbage_has(f, c.beta2, "beta", c.file, 1, target));
+    assert_int_equal(move_commit(f, c.file, 1), TS_ERR_NOENT);
+}
+
+static void test_orphan_reaped_at_start(void **state)
+{
+    struct fixture *f = *state;
+    struct cluster c;
+    uint64_t target = 0;
+
+    make_cluster(f, &c, 1);
+    uint64_t copy = add_copy(f, c.file, 0, c.version[0], c.alpha, c.beta1);
+    assert_int_equal(move_begin(f, c.file, 0, copy, TS_MOVE_MOVE, c.beta1, c.beta2, &target),
+                     TS_OK);
+    struct ts_open_req open = {.ino = c.file};
+    assert_int_equal(CALL(f, TS_OP_OPEN, open_req, &open), TS_OK);
+    assert_int_equal(do_unlink(f, TS_ROOT_INO, "f"), TS_OK);
+    /* meta stops with the file open: the next start deletes it and all it had. */
+    reopen(f);
+    assert_int_equal(rows_of(f, STORE_COPIES), 0);
+    assert_int_equal(rows_of(f, STORE_JOURNAL), 0);
+    assert_true(garbage_has(f, c.beta1, "beta", c.file, 0, copy));
+    assert_true(garbage_has(f, c.beta2, "beta", c.file, 0, target));
+}
+
+static void test_malformed(void **state)
+{
+    struct fixture *f = *state;
+    static const uint16_t ops[] = {TS_OP_TILE_UNCOPY, TS_OP_PROFILE_SET, TS_OP_PROFILE_RECORD,
+                                   TS_OP_PROFILE_GET, TS_OP_MOVE_BEGIN,  TS_OP_MOVE_COMMIT,
+                                   TS_OP_MOVE_ABORT,  TS_OP_MOVE_LIST};
+    uint8_t bytes[3] = {1, 2, 3};
+
+    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+        assert_int_equal(call_raw(f, ops[i], bytes, sizeof(bytes)), TS_ERR_BADMSG);
+        assert_text(f, ts_op_name(ops[i]));
+        assert_int_equal(call_raw(f, ops[i], bytes, 0), TS_ERR_BADMSG);
+    }
+    /* A string length past the end of the frame. */
+    uint8_t record[] = {0xff, 0xff, 'a', 0, 0, 0, 0, 0, 0, 0, 0};
+    assert_int_equal(call_raw(f, TS_OP_PROFILE_RECORD, record, sizeof(record)), TS_ERR_BADMSG);
+    /* A MOVE_COMMIT with a trailing byte. */
+    struct ts_move_tile_req m = {.ino = 1, .tile = 2};
+    size_t len = encoded_length(ts_move_tile_req_encode(&m, f->request, REQUEST_CAP));
+    f->request[len] = 0;
+    assert_int_equal(call_raw(f, TS_OP_MOVE_COMMIT, f->request, len + 1), TS_ERR_BADMSG);
+    /* The store still serves. */
+    assert_int_equal(getattr(f, TS_ROOT_INO).ino, TS_ROOT_INO);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_profile_start_inherit_stop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_profile_record_and_get, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_profile_get_pages_whole_tiles, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_profile_reset_stop_reopen, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_profile_record_limits, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tile_map_read_node, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tile_uncopy, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_truncate_drops_copies, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_move_begin_resume_busy_list, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_move_begin_checks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_move_commit_move_copy_drop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_move_committed_until_finished, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_copy_refused_while_open, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_move_commit_stale, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_move_abort, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_move_list_paging, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unlink_drops_everything, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_orphan_reaped_at_start, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
+    };
+    return cmocka_run_group_tests_name("reloc", tests, NULL, NULL);
+}

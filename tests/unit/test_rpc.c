@@ -1,0 +1,236 @@
+/*
+ * @file test_rpc.c
+ * Unit tests of common/rpc.c's pipelined calls (rpc_client_call_many and
+ * rpc_pool_call_many) against a real rpc_server run by a thread over
+ * inproc://: requests are handled in the order sent, each reply reaches the
+ * call it answers (small replies included, which ZeroMQ keeps inside the
+ * message), a server error is per call, and a timeout resets the socket so
+ * the next call is not confused by late replies.
+ */
+#include "proto.h"
+#include "rpc.h"
+#include "status.h"
+
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#define ENDPOINT "inproc://test-rpc"
+
+/* The server's state: a counter that UNLINK bumps and GETATTR reports. */
+static uint64_t changes;
+static atomic_int stop_server;
+static atomic_int server_ready;
+static atomic_int slow_ms; /* GETATTR sleeps this long first */
+
+static int handle_unlink(void *ctx, const struct rpc_request *request,
+                         struct rpc_response *response)
+{
+    struct ts_name_req message;
+    (void)ctx;
+    (void)response;
+    if (ts_name_req_decode(&message, request->payload, request->payload_len) != 0)
+        return TS_ERR_BADMSG;
+    if (message.name.len == 0)
+        return TS_ERR_NOENT;
+    changes++;
+    return TS_OK;
+}
+
+static int handle_getattr(void *ctx, const struct rpc_request *request,
+                          struct rpc_response *response)
+{
+    struct ts_getattr_req message;
+    struct ts_attr_rep reply;
+    (void)ctx;
+    if (ts_getattr_req_decode(&message, request->payload, request->payload_len) != 0)
+        return TS_ERR_BADMSG;
+    int pause_ms = atomic_load(&slow_ms);
+    if (pause_ms > 0) {
+        struct timespec pause = {pause_ms / 1000, (long)(pause_ms % 1000) * 1000000L};
+        nanosleep(&pause, NULL);
+    }
+    memset(&reply, 0, sizeof(reply));
+    reply.attr.ino = message.ino;
+    reply.attr.size = changes;
+    int len = ts_attr_rep_encode(&reply, response->payload, response->payload_cap);
+    if (len < 0)
+        return TS_ERR_INTERNAL;
+    response->payload_len = (size_t)len;
+    return TS_OK;
+}
+
+static void *serve(void *arg)
+{
+    static rpc_handler_fn handlers[TS_OP_MAX];
+    (void)arg;
+    handlers[TS_OP_UNLINK] = handle_unlink;
+    handlers[TS_OP_GETATTR] = handle_getattr;
+    struct rpc_server *server = rpc_server_new(ENDPOINT, handlers, NULL);
+    atomic_store(&server_ready, server ? 1 : -1);
+    while (server && !atomic_load(&stop_server)) {
+        zmq_pollitem_t item = {rpc_server_socket(server), 0, ZMQ_POLLIN, 0};
+        if (zmq_poll(&item, 1, 10) > 0)
+            rpc_server_handle_pending(server);
+    }
+    rpc_server_destroy(&server);
+    return NULL;
+}
+
+static pthread_t server_thread;
+
+static int group_setup(void **state)
+{
+    (void)state;
+    if (pthread_create(&server_thread, NULL, serve, NULL) != 0)
+        return -1;
+    while (atomic_load(&server_ready) == 0) {
+        struct timespec pause = {0, 1000000};
+        nanosleep(&pause, NULL);
+    }
+    return atomic_load(&server_ready) == 1 ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    atomic_store(&stop_server, 1);
+    pthread_join(server_thread, NULL);
+    return 0;
+}
+
+struct encoded {
+    uint8_t unlink[64];
+    uint8_t getattr[2][32];
+    struct rpc_call calls[3];
+};
+
+/* UNLINK("name") then GETATTR(dir_a), GETATTR(dir_b). */
+static void encode(struct encoded *e, const char *name, uint64_t dir_a, uint64_t dir_b)
+{
+    struct ts_name_req unlink = {.parent = 1, .name = ts_str_of(name)};
+    struct ts_getattr_req getattr_a = {.ino = dir_a};
+    struct ts_getattr_req getattr_b = {.ino = dir_b};
+    int len = ts_name_req_encode(&unlink, e->unlink, sizeof(e->unlink));
+    e->calls[0] = (struct rpc_call){TS_OP_UNLINK, e->unlink, (size_t)len};
+    len = ts_getattr_req_encode(&getattr_a, e->getattr[0], sizeof(e->getattr[0]));
+    e->calls[1] = (struct rpc_call){TS_OP_GETATTR, e->getattr[0], (size_t)len};
+    len = ts_getattr_req_encode(&getattr_b, e->getattr[1], sizeof(e->getattr[1]));
+    e->calls[2] = (struct rpc_call){TS_OP_GETATTR, e->getattr[1], (size_t)len};
+}
+
+static uint64_t size_in(const struct rpc_reply *reply, uint64_t ino)
+{
+    struct ts_attr_rep decoded;
+    assert_int_equal(ts_attr_rep_decode(&decoded, reply->payload, reply->payload_len), 0);
+    assert_int_equal(decoded.attr.ino, ino);
+    return decoded.attr.size;
+}
+
+/* The later requests see what the earlier ones did; replies land in order. */
+static void test_pipeline_in_order(void **state)
+{
+    struct rpc_client *client = rpc_client_new(ENDPOINT);
+    struct encoded e;
+    struct rpc_reply replies[3];
+    int statuses[3];
+    (void)state;
+    assert_non_null(client);
+    for (int round = 0; round < 100; round++) {
+        uint64_t before = 0;
+        encode(&e, "x", 7, 8);
+        assert_int_equal(rpc_client_call_many(client, &e.calls[1], 1, 5000, replies, statuses),
+                         TS_OK);
+        before = size_in(&replies[0], 7);
+        rpc_reply_release(&replies[0]);
+        assert_int_equal(rpc_client_call_many(client, e.calls, 3, 5000, replies, statuses), TS_OK);
+        for (int i = 0; i < 3; i++)
+            assert_int_equal(statuses[i], TS_OK);
+        /* The UNLINK reply is the bare 32-byte header: kept inside the message. */
+        assert_int_equal(replies[0].payload_len, 0);
+        assert_int_equal(replies[0].header.type, TS_OP_UNLINK);
+        assert_int_equal(size_in(&replies[1], 7), before + 1);
+        assert_int_equal(size_in(&replies[2], 8), before + 1);
+        for (int i = 0; i < 3; i++)
+            rpc_reply_release(&replies[i]);
+    }
+    rpc_client_destroy(&client);
+}
+
+/* A failed call fails alone; the others are answered. */
+static void test_pipeline_statuses(void **state)
+{
+    struct rpc_pool *pool = rpc_pool_new(ENDPOINT, 5000);
+    struct encoded e;
+    struct rpc_reply replies[RPC_MAX_PIPELINE + 1];
+    int statuses[RPC_MAX_PIPELINE + 1];
+    (void)state;
+    encode(&e, "", 3, 4); /* an empty name: the UNLINK fails with NOENT */
+    assert_int_equal(rpc_pool_call_many(pool, e.calls, 3, replies, statuses), TS_OK);
+    assert_int_equal(statuses[0], TS_ERR_NOENT);
+    assert_int_equal(statuses[1], TS_OK);
+    assert_int_equal(statuses[2], TS_OK);
+    size_in(&replies[2], 4);
+    for (int i = 0; i < 3; i++)
+        rpc_reply_release(&replies[i]);
+    /* An op this server does not serve. */
+    encode(&e, "y", 3, 4);
+    e.calls[2] = (struct rpc_call){TS_OP_STATFS, NULL, 0};
+    assert_int_equal(rpc_pool_call_many(pool, e.calls, 3, replies, statuses), TS_OK);
+    assert_int_equal(statuses[0], TS_OK);
+    assert_int_equal(statuses[1], TS_OK);
+    assert_int_equal(statuses[2], TS_ERR_PROTO);
+    for (int i = 0; i < 3; i++)
+        rpc_reply_release(&replies[i]);
+    /* Bad arguments. */
+    assert_int_equal(rpc_pool_call_many(pool, e.calls, 0, replies, statuses), TS_ERR_INVAL);
+    assert_int_equal(rpc_pool_call_many(pool, e.calls, RPC_MAX_PIPELINE + 1, replies, statuses),
+                     TS_ERR_INVAL);
+    rpc_pool_destroy(&pool);
+}
+
+/* Past the deadline: TIMEDOUT, and the late replies never reach later calls. */
+static void test_pipeline_timeout(void **state)
+{
+    struct rpc_client *client = rpc_client_new(ENDPOINT);
+    struct encoded e;
+    struct rpc_reply replies[3];
+    int statuses[3];
+    (void)state;
+    encode(&e, "z", 5, 6);
+    atomic_store(&slow_ms, 150);
+    assert_int_equal(rpc_client_call_many(client, e.calls, 3, 100, replies, statuses),
+                     TS_ERR_TIMEDOUT);
+    assert_int_equal(statuses[2], TS_ERR_TIMEDOUT);
+    for (int i = 0; i < 3; i++)
+        rpc_reply_release(&replies[i]);
+    atomic_store(&slow_ms, 0);
+    for (int round = 0; round < 5; round++) {
+        encode(&e, "w", 9, 10);
+        assert_int_equal(rpc_client_call_many(client, e.calls, 3, 5000, replies, statuses), TS_OK);
+        size_in(&replies[1], 9);
+        size_in(&replies[2], 10);
+        for (int i = 0; i < 3; i++)
+            rpc_reply_release(&replies[i]);
+    }
+    rpc_client_destroy(&client);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pipeline_in_order),
+        cmocka_unit_test(test_pipeline_statuses),
+        cmocka_unit_test(test_pipeline_timeout),
+    };
+    return cmocka_run_group_tests_name("rpc", tests, group_setup, group_teardown);
+}

@@ -1,0 +1,38 @@
+/*
+ * @file jsonout.c
+ * See jsonout.h.
+ */
+#include "jsonout.h"
+
+void jsonout_string(FILE *out, const char *text)
+{
+    fputc('"', out);
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            fprintf(out, "\\%c", *c);
+        else if (*c < 0x20)
+            fprintf(out, "\\u%04x", *c);
+        else
+            fputc(*c, out);
+    }
+    fputc('"', out);
+}
+
+void jsonout_xml(FILE *out, const char *text)
+{
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+        switch (*c) {
+        case '&': fputs("&amp;", out); break;
+        case '<': fputs("&lt;", out); break;
+        case '>': fputs("&gt;", out); break;
+        case '"': fputs("&quot;", out); break;
+        case '\'': fputs("&apos;", out); break;
+        default:
+            /* XML 1.0 allows no control characters but tab, newline, return. */
+            if (*c < 0x20 && *c != '\t' && *c != '\n' && *c != '\r')
+                fputc('?', out);
+            else
+                fputc(*c, out);
+        }
+    }
+}

@@ -1,0 +1,143 @@
+/*
+ * @file planview.c
+ * See planview.h.
+ */
+#include "planview.h"
+
+#include "fmt.h"
+#include "jsonout.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+static const char *planview_basis_text(enum plan_basis basis)
+{
+    switch (basis) {
+    case PLAN_BASIS_FREQUENT: return "the most-frequent-accessor placement";
+    case PLAN_BASIS_BALANCED: return "the balanced greedy placement";
+    case PLAN_BASIS_CURRENT: return "the current placement (nothing predicted better)";
+    }
+    return "?";
+}
+
+static const char *planview_basis_name(enum plan_basis basis)
+{
+    switch (basis) {
+    case PLAN_BASIS_FREQUENT: return "frequent";
+    case PLAN_BASIS_BALANCED: return "balanced";
+    case PLAN_BASIS_CURRENT: return "current";
+    }
+    return "?";
+}
+
+struct planview_counts planview_count(const struct plan *plan)
+{
+    struct planview_counts counts = {0};
+    for (size_t i = 0; i < plan->action_count; i++) {
+        switch (plan->actions[i].kind) {
+        case PLAN_COPY: counts.copies++; break;
+        case PLAN_MOVE: counts.moves++; break;
+        case PLAN_DROP: counts.drops++; break;
+        }
+    }
+    return counts;
+}
+
+/* "3 (alpha)" into out. */
+static void planview_node_label(const struct rebalanceinput *input, uint32_t id, char *out,
+                                size_t cap)
+{
+    snprintf(out, cap, "%" PRIu32 " (%.40s)", id, rebalanceinput_node_machine(input, id));
+}
+
+void planview_json(FILE *out, const char *path, enum plan_policy policy,
+                   const struct rebalanceinput *input, const struct plan *plan)
+{
+    fprintf(out, "{\"path\": ");
+    jsonout_string(out, path);
+    fprintf(out,
+            ", \"policy\": \"%s\", \"basis\": \"%s\", \"files\": %zu, \"tiles\": %zu, "
+            "\"transfer_bytes\": %" PRIu64 ", \"makespan_before\": %.9g, \"makespan_after\": %.9g, "
+            "\"steps\": [",
+            plan_policy_name(policy), planview_basis_name(plan->basis), input->file_count,
+            input->tile_count, plan->transfer_bytes, plan->makespan_before, plan->makespan_after);
+    for (size_t i = 0; i < plan->action_count; i++) {
+        const struct plan_action *action = &plan->actions[i];
+        const struct rebalanceinput_file *file = rebalanceinput_file_of(input, action->ino);
+        fprintf(out, "%s\n  {\"kind\": \"%s\", \"path\": ", i ? "," : "",
+                plan_action_kind_name(action->kind));
+        jsonout_string(out, file ? file->path : "");
+        fprintf(out,
+                ", \"ino\": %" PRIu64 ", \"tile\": %" PRIu64 ", \"from\": %" PRIu32
+                ", \"to\": %" PRIu32 ", \"bytes\": %" PRIu64 ", \"version\": %" PRIu64
+                ", \"cost_before\": %.9g, \"cost_after\": %.9g}",
+                action->ino, action->tile, action->from_node, action->to_node,
+                action->kind == PLAN_DROP ? 0 : action->tile_bytes, action->version,
+                action->cost_before, action->cost_after);
+    }
+    fprintf(out, "%s], \"nodes\": [", plan->action_count ? "\n" : "");
+    for (size_t i = 0; i < plan->node_count && i < input->node_count; i++) {
+        fprintf(out, "%s\n  {\"id\": %" PRIu32 ", \"machine\": ", i ? "," : "", input->nodes[i].id);
+        jsonout_string(out, input->nodes[i].machine ? input->nodes[i].machine : "");
+        fprintf(out, ", \"up\": %s, \"seconds_before\": %.9g, \"seconds_after\": %.9g}",
+                input->nodes[i].up ? "true" : "false", plan->node_seconds_before[i],
+                plan->node_seconds_after[i]);
+    }
+    fprintf(out, "%s]}\n", plan->node_count ? "\n" : "");
+}
+
+void planview_text(FILE *out, const char *path, enum plan_policy policy,
+                   const struct rebalanceinput *input, const struct plan *plan)
+{
+    struct planview_counts counts = planview_count(plan);
+    char transfer[16], bytes[16], from[64], to[64];
+
+    fmt_size(plan->transfer_bytes, transfer, sizeof(transfer));
+    fprintf(out, "plan for %s, policy %s, from %s\n", path, plan_policy_name(policy),
+            planview_basis_text(plan->basis));
+    fprintf(out,
+            "%zu file%s, %zu profiled tile%s; %zu step%s: %zu cop%s, %zu move%s, %zu drop%s; "
+            "%s to transfer\n",
+            input->file_count, input->file_count == 1 ? "" : "s", input->tile_count,
+            input->tile_count == 1 ? "" : "s", plan->action_count,
+            plan->action_count == 1 ? "" : "s", counts.copies, counts.copies == 1 ? "y" : "ies",
+            counts.moves, counts.moves == 1 ? "" : "s", counts.drops, counts.drops == 1 ? "" : "s",
+            transfer);
+    if (plan->action_count == 0)
+        fprintf(out, "nothing to do: %s\n",
+                input->tile_count ? "the tiles are where the policy wants them"
+                                  : "no profiled tiles (tessera profile start PATH, "
+                                    "then use the files)");
+    uint64_t shown_ino = 0;
+    for (size_t i = 0; i < plan->action_count; i++) {
+        const struct plan_action *action = &plan->actions[i];
+        if (i == 0 || action->ino != shown_ino) {
+            const struct rebalanceinput_file *file = rebalanceinput_file_of(input, action->ino);
+            fprintf(out, "\n%s (inode %" PRIu64 "):\n", file ? file->path : "?", action->ino);
+            fprintf(out, "  %-5s %-5s %-8s %-18s    %-18s %8s %12s %12s\n", "step", "kind", "tile",
+                    "from", "to", "bytes", "before (s)", "after (s)");
+            shown_ino = action->ino;
+        }
+        planview_node_label(input, action->from_node, from, sizeof(from));
+        if (action->kind == PLAN_DROP)
+            snprintf(to, sizeof(to), "-");
+        else
+            planview_node_label(input, action->to_node, to, sizeof(to));
+        fmt_size(action->kind == PLAN_DROP ? 0 : action->tile_bytes, bytes, sizeof(bytes));
+        fprintf(out, "  %-5zu %-5s %-8" PRIu64 " %-18s -> %-18s %8s %12.6f %12.6f\n", i + 1,
+                plan_action_kind_name(action->kind), action->tile, from, to, bytes,
+                action->cost_before, action->cost_after);
+    }
+    fprintf(out, "\npredicted busy time of the profiled I/O per datanode:\n");
+    fprintf(out, "%-8s %-20s %-5s %12s %12s\n", "node", "machine", "state", "before (s)",
+            "after (s)");
+    for (size_t i = 0; i < plan->node_count && i < input->node_count; i++)
+        fprintf(out, "%-8" PRIu32 " %-20s %-5s %12.6f %12.6f\n", input->nodes[i].id,
+                input->nodes[i].machine ? input->nodes[i].machine : "-",
+                input->nodes[i].up ? "up" : "down", plan->node_seconds_before[i],
+                plan->node_seconds_after[i]);
+    fprintf(out, "makespan: %.6f s -> %.6f s", plan->makespan_before, plan->makespan_after);
+    if (plan->makespan_after > 0 && plan->makespan_before > plan->makespan_after)
+        fprintf(out, " (%.2fx faster)", plan->makespan_before / plan->makespan_after);
+    fprintf(out, "\n");
+}

@@ -1,0 +1,680 @@
+/*
+ * @file rebalance.c
+ * See rebalance.h. The plan is made from a fresh snapshot every time (the
+ * planners are deterministic), so `apply` after an interruption or a
+ * failure needs no saved plan: tiles already where the plan wants them
+ * need nothing, and the journal holds the steps that were under way.
+ *
+ * The parts: rebalancefetch.c asks meta for the planner's input,
+ * planview.c prints a plan, applyrun.c runs steps with progress and
+ * signals; this file parses the command line and puts them together.
+ */
+#include "rebalance.h"
+
+#include "applyrun.h"
+#include "clusterconf.h"
+#include "fmt.h"
+#include "metaclient.h"
+#include "mountwalk.h"
+#include "plan.h"
+#include "planview.h"
+#include "progress.h"
+#include "proto.h"
+#include "rebalancefetch.h"
+#include "rebalanceinput.h"
+#include "relocate.h"
+#include "relocnet.h"
+#include "rpc.h"
+#include "status.h"
+#include "util.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define REBALANCE_DEFAULT_TIMEOUT_MS 2000
+#define REBALANCE_DEFAULT_CONCURRENCY 4
+#define REBALANCE_MAX_CONCURRENCY 256
+#define REBALANCE_ENDPOINT_MAX 512
+#define REBALANCE_MB 1e6
+#define REBALANCE_WHO "tessera rebalance"
+
+enum rebalance_action { REBALANCE_PLAN, REBALANCE_APPLY, REBALANCE_STATUS, REBALANCE_ABORT };
+
+struct rebalance_options {
+    char state_dir[PATH_MAX];              /* "" = not given */
+    char endpoint[REBALANCE_ENDPOINT_MAX]; /* "" = not given */
+    long timeout_ms;
+    enum rebalance_action action;
+    const char *path;
+    bool policy_given;
+    enum plan_policy policy;
+    long max_copies;            /* 0 = the planner's default */
+    uint64_t network_bytes_per_sec; /* plan, apply; 0 = the planner's default */
+    long concurrency;           /* apply */
+    uint64_t max_bytes_per_sec; /* apply; 0 = unlimited */
+    bool json;
+};
+
+static void rebalance_usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: tessera rebalance plan PATH --policy frequent|balanced [--max-copies N]\n"
+            "                              [--network-mbps R] [--json]\n"
+            "       tessera rebalance apply PATH --policy frequent|balanced [--max-copies N]\n"
+            "                               [--network-mbps R] [--concurrency N] [--max-mbps R]\n"
+            "       tessera rebalance status [--json]\n"
+            "       tessera rebalance abort\n"
+            "     (each also takes [--state DIR | --meta ENDPOINT] [--timeout-ms MS])\n"
+            "\n"
+            "Moves tiles to the machines that use them, from the access profiles of the files\n"
+            "under PATH (tessera profile start PATH, then run the application).\n"
+            "\n"
+            "plan    lists the steps: copies (a reader gets its own copy), moves and drops,\n"
+            "        each tile's predicted I/O time before and after, each datanode's\n"
+            "        predicted busy time and the slowest one (makespan), and the bytes to\n"
+            "        transfer. Changes nothing.\n"
+            "apply   first finishes what an interrupted apply left in the journal, then plans\n"
+            "        again and runs the steps: the target datanode pulls each tile from the\n"
+            "        source, the copy is checked against the frozen source, and meta switches\n"
+            "        the tile map. Files stay usable throughout; a tile written meanwhile is\n"
+            "        pulled again or skipped, never rolled back. Copies are made only of\n"
+            "        closed files: a copy of a file open on a client is skipped (not a\n"
+            "        failure). Ctrl-C stops it cleanly; run it again to finish.\n"
+            "status  the steps in the journal (under way, or left by an interrupted apply):\n"
+            "        begun, or committed (the map switched; the old file is not retired yet)\n"
+            "abort   undoes every begun step in the journal (lifts the source's freeze,\n"
+            "        aborts) and finishes every committed one (retires the old file)\n"
+            "\n"
+            "  --policy P        frequent: each tile to the machine that uses it most, copies\n"
+            "                    for tiles several machines read; balanced: also weighs the\n"
+            "                    datanodes' speeds so no disk becomes the bottleneck\n"
+            "  --max-copies N    holders a read-shared tile may have, 1..%d (default %d;\n"
+            "                    1 = no copies)\n"
+            "  --network-mbps R  the bandwidth between two machines the cost model counts,\n"
+            "                    MB/s (default %llu: 1 Gbit/s); disks are the datanodes'\n"
+            "                    measured speeds, capped by their throttles\n"
+            "  --concurrency N   apply: tiles moved at once (default %d)\n"
+            "  --max-mbps R      apply: cap on the bytes pulled, MB/s (10^6; default none)\n"
+            "  --json            plan, status: one JSON object\n"
+            "  --state DIR       the local cluster in DIR (default: $TESSERA_STATE, else\n"
+            "                    $XDG_STATE_HOME/tessera, else ~/.local/state/tessera)\n"
+            "  --meta ENDPOINT   ask this tessera-meta, e.g. tcp://10.0.0.1:7400\n"
+            "  --timeout-ms MS   how long to wait for each reply (default %d)\n"
+            "  -h, --help        this help\n"
+            "\n"
+            "Exit status: 0 done, 1 failed (or some steps failed: run apply again), 2 usage\n"
+            "error, 130 interrupted.\n",
+            PLAN_MAX_COPIES, PLAN_DEFAULT_MAX_COPIES,
+            (unsigned long long)(PLAN_DEFAULT_NETWORK_BYTES_PER_SEC / 1000000),
+            REBALANCE_DEFAULT_CONCURRENCY,
+            REBALANCE_DEFAULT_TIMEOUT_MS);
+}
+
+static int rebalance_usage_error(const char *message, const char *arg)
+{
+    fprintf(stderr, "%s: %s%s%s (see tessera rebalance --help)\n", REBALANCE_WHO, message,
+            arg ? " " : "", arg ? arg : "");
+    return 2;
+}
+
+/* MB/s above 0 into bytes per second; 0 or -EINVAL. */
+static int rebalance_parse_mbps(const char *text, uint64_t *bytes_per_sec)
+{
+    char *end = NULL;
+    double mbps;
+
+    errno = 0;
+    mbps = strtod(text, &end);
+    if (errno != 0 || end == text || *end != '\0' || !isfinite(mbps) || mbps <= 0 || mbps > 1e6)
+        return -EINVAL;
+    *bytes_per_sec = (uint64_t)llround(mbps * REBALANCE_MB);
+    return *bytes_per_sec > 0 ? 0 : -EINVAL;
+}
+
+/* Checks which options go with which action; -1 to go on, else exit code 2. */
+static int rebalance_check(const struct rebalance_options *options, int positional,
+                           bool apply_only_given, bool copies_given)
+{
+    bool planning = options->action == REBALANCE_PLAN || options->action == REBALANCE_APPLY;
+
+    if (planning && positional != 1)
+        return rebalance_usage_error("plan and apply want one PATH, e.g. tessera rebalance plan "
+                                     "/mnt/tessera/app --policy frequent",
+                                     NULL);
+    if (!planning && positional != 0)
+        return rebalance_usage_error("status and abort take no PATH", NULL);
+    if (planning && !options->policy_given)
+        return rebalance_usage_error("missing --policy frequent|balanced", NULL);
+    if (!planning && (options->policy_given || copies_given))
+        return rebalance_usage_error(
+            "--policy, --max-copies and --network-mbps go with plan and apply", NULL);
+    if (apply_only_given && options->action != REBALANCE_APPLY)
+        return rebalance_usage_error("--concurrency and --max-mbps go with apply", NULL);
+    if (options->json && options->action != REBALANCE_PLAN && options->action != REBALANCE_STATUS)
+        return rebalance_usage_error("--json goes with plan and status", NULL);
+    return -1;
+}
+
+/* Parses argv; returns -1 to go on, else the exit code (help or usage error). */
+static int rebalance_parse(int argc, char **argv, struct rebalance_options *options)
+{
+    static const struct option long_options[] = {
+        {"state", required_argument, NULL, 's'},
+        {"meta", required_argument, NULL, 'm'},
+        {"timeout-ms", required_argument, NULL, 't'},
+        {"policy", required_argument, NULL, 'p'},
+        {"max-copies", required_argument, NULL, 'c'},
+        {"concurrency", required_argument, NULL, 'n'},
+        {"max-mbps", required_argument, NULL, 'r'},
+        {"network-mbps", required_argument, NULL, 'w'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    static const char *const actions[] = {"plan", "apply", "status", "abort"};
+    bool apply_only_given = false, copies_given = false;
+    int option;
+
+    opterr = 0;
+    optind = 1;
+    while ((option = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
+        switch (option) {
+        case 's':
+            if (fmt_into(options->state_dir, sizeof(options->state_dir), "%s", optarg) != 0)
+                return rebalance_usage_error("state directory name too long:", optarg);
+            break;
+        case 'm':
+            if (fmt_into(options->endpoint, sizeof(options->endpoint), "%s", optarg) != 0)
+                return rebalance_usage_error("endpoint too long:", optarg);
+            break;
+        case 't':
+            if (util_parse_long(optarg, 1, 600000, &options->timeout_ms) != 0)
+                return rebalance_usage_error("--timeout-ms wants 1..600000, got", optarg);
+            break;
+        case 'p':
+            if (plan_policy_parse(optarg, &options->policy) != 0)
+                return rebalance_usage_error("--policy wants frequent or balanced, got", optarg);
+            options->policy_given = true;
+            break;
+        case 'c':
+            if (util_parse_long(optarg, 1, PLAN_MAX_COPIES, &options->max_copies) != 0)
+                return rebalance_usage_error("--max-copies wants 1..8, got", optarg);
+            copies_given = true;
+            break;
+        case 'n':
+            if (util_parse_long(optarg, 1, REBALANCE_MAX_CONCURRENCY, &options->concurrency) != 0)
+                return rebalance_usage_error("--concurrency wants 1..256, got", optarg);
+            apply_only_given = true;
+            break;
+        case 'r':
+            if (rebalance_parse_mbps(optarg, &options->max_bytes_per_sec) != 0)
+                return rebalance_usage_error("--max-mbps wants MB/s above 0 (e.g. 50 or 2.5), got",
+                                             optarg);
+            apply_only_given = true;
+            break;
+        case 'w':
+            if (rebalance_parse_mbps(optarg, &options->network_bytes_per_sec) != 0)
+                return rebalance_usage_error(
+                    "--network-mbps wants MB/s above 0 (e.g. 125 for 1 Gbit/s), got", optarg);
+            copies_given = true; /* a planning option, as --max-copies */
+            break;
+        case 'j': options->json = true; break;
+        case 'h': rebalance_usage(stdout); return 0;
+        case ':': return rebalance_usage_error("missing value for", argv[optind - 1]);
+        default: return rebalance_usage_error("unknown option", argv[optind - 1]);
+        }
+    }
+    if (options->state_dir[0] && options->endpoint[0])
+        return rebalance_usage_error("give --state or --meta, not both", NULL);
+    if (optind >= argc)
+        return rebalance_usage_error("missing action: plan, apply, status or abort", NULL);
+    size_t action = 0;
+    while (action < 4 && strcmp(argv[optind], actions[action]) != 0)
+        action++;
+    if (action == 4)
+        return rebalance_usage_error("unknown action (plan, apply, status, abort):", argv[optind]);
+    options->action = (enum rebalance_action)action;
+    if (argc - optind >= 2)
+        options->path = argv[optind + 1];
+    return rebalance_check(options, argc - optind - 1, apply_only_given, copies_given);
+}
+
+/* Prints a failed request to meta (what, for which subject); returns 1. */
+static int rebalance_meta_failed(const struct rebalance_options *options, const char *what,
+                                 int status, const char *peer)
+{
+    fprintf(stderr, "%s: %s: tessera-meta at %s answered: %s%s%s\n", REBALANCE_WHO, what,
+            options->endpoint, status_text(status), peer && peer[0] ? ": " : "", peer ? peer : "");
+    if (status == TS_ERR_TIMEDOUT)
+        fprintf(stderr, "  is the cluster up (tessera status)? is %s the meta of this mount?\n",
+                options->endpoint);
+    else if (status == TS_ERR_PROTO || status == TS_ERR_NOTSUP)
+        fprintf(stderr, "  this tessera-meta does not know profiles or relocations: upgrade "
+                        "it\n");
+    return 1;
+}
+
+/* NODE_LIST; returns 0 or exit code 1 after saying why. */
+static int rebalance_nodes(const struct rebalance_options *options, struct rpc_client *meta,
+                           struct metaclient_node **nodes, size_t *count)
+{
+    char peer[256];
+    int status =
+        metaclient_node_list(meta, (int)options->timeout_ms, nodes, count, peer, sizeof(peer));
+    if (status != TS_OK)
+        return rebalance_meta_failed(options, "NODE_LIST", status, peer);
+    return 0;
+}
+
+/* Runs the planner; 0 or exit code 1. */
+static int rebalance_make_plan(const struct rebalance_options *options,
+                               const struct rebalanceinput *input, struct plan *plan)
+{
+    struct plan_cluster cluster;
+    struct plan_profile profile;
+    struct plan_tilemap map;
+    struct plan_options plan_options = {.max_copies = (uint32_t)options->max_copies};
+    int rc;
+
+    rebalanceinput_views(input, &cluster, &profile, &map);
+    cluster.network_bytes_per_sec = options->network_bytes_per_sec;
+    rc = plan_make(options->policy, &cluster, &profile, &map, &plan_options, plan);
+    if (rc != 0) {
+        fprintf(stderr,
+                "%s: the %s planner refused the snapshot (%s); this is a bug: please "
+                "report it with `tessera status --json` and `tessera profile show "
+                "PATH --json`\n",
+                REBALANCE_WHO, plan_policy_name(options->policy), strerror(-rc));
+        return 1;
+    }
+    return 0;
+}
+
+/* A journal entry as a step (its size is not known). */
+static void rebalance_journal_step(const struct metaclient_move *move, struct relocate_step *step)
+{
+    memset(step, 0, sizeof(*step));
+    step->kind = (enum plan_action_kind)move->kind;
+    step->ino = move->ino;
+    step->tile = move->tile;
+    step->version = move->version;
+    step->from_node = move->from_node;
+    step->to_node = move->kind == TS_MOVE_DROP ? 0 : move->to_node;
+    step->committed = move->state == TS_MOVE_COMMITTED;
+}
+
+/* Journal entries as steps. */
+static struct relocate_step *rebalance_journal_steps(const struct metaclient_move *moves,
+                                                     size_t count)
+{
+    struct relocate_step *steps = calloc(count ? count : 1, sizeof(*steps));
+    if (!steps)
+        return NULL;
+    for (size_t i = 0; i < count; i++)
+        rebalance_journal_step(&moves[i], &steps[i]);
+    return steps;
+}
+
+/* Finishes what the journal holds; returns -1 to go on, else the exit code. */
+static int rebalance_resume(const struct rebalance_options *options, struct rpc_client *meta,
+                            struct relocnet *net)
+{
+    struct metaclient_move *moves = NULL;
+    struct relocate_step *steps = NULL;
+    struct relocate_progress progress;
+    size_t count = 0, valid = 0, committed = 0;
+    char peer[256];
+    int status, exit_code;
+
+    status =
+        metaclient_move_list(meta, (int)options->timeout_ms, &moves, &count, peer, sizeof(peer));
+    if (status != TS_OK)
+        return rebalance_meta_failed(options, "MOVE_LIST", status, peer);
+    if (count == 0)
+        return -1;
+    steps = rebalance_journal_steps(moves, count);
+    free(moves);
+    if (!steps) {
+        fprintf(stderr, "%s: out of memory\n", REBALANCE_WHO);
+        return 1;
+    }
+    /* An entry the executor cannot run (a kind this tool does not know) is left alone. */
+    for (size_t i = 0; i < count; i++) {
+        const struct relocate_step *step = &steps[i];
+        bool known = step->kind == PLAN_DROP ||
+                     ((step->kind == PLAN_COPY || step->kind == PLAN_MOVE) && step->to_node != 0);
+        if (known && step->from_node != 0 && step->from_node != step->to_node) {
+            committed += step->committed;
+            steps[valid++] = *step;
+        }
+    }
+    if (valid < count)
+        fprintf(stderr,
+                "%s: %zu journal entr%s of a kind this tool does not run (see `tessera "
+                "rebalance status`; `abort` clears them)\n",
+                REBALANCE_WHO, count - valid, count - valid == 1 ? "y" : "ies");
+    printf("resuming %zu step%s an earlier apply left in the journal (%zu committed: their old "
+           "files are retired first)\n",
+           valid, valid == 1 ? "" : "s", committed);
+    exit_code = applyrun_steps(net, NULL, steps, valid, (unsigned)options->concurrency,
+                               options->max_bytes_per_sec, &progress);
+    free(steps);
+    if (exit_code != 0)
+        return exit_code;
+    exit_code = applyrun_summary("journal", &progress);
+    /* Failed journal steps do not stop the new plan: it routes around them. */
+    return exit_code == APPLYRUN_EXIT_INTERRUPTED ? exit_code : -1;
+}
+
+static int rebalance_plan(const struct rebalance_options *options, struct rpc_client *meta)
+{
+    struct metaclient_node *nodes = NULL;
+    struct rebalanceinput input;
+    struct plan plan = {0};
+    size_t node_count = 0;
+    int exit_code;
+
+    rebalanceinput_init(&input);
+    exit_code = rebalance_nodes(options, meta, &nodes, &node_count);
+    if (exit_code == 0)
+        exit_code = rebalancefetch_build(options->path, options->endpoint, meta,
+                                         (int)options->timeout_ms, nodes, node_count, &input);
+    if (exit_code == 0)
+        exit_code = rebalance_make_plan(options, &input, &plan);
+    if (exit_code == 0) {
+        if (options->json)
+            planview_json(stdout, options->path, options->policy, &input, &plan);
+        else
+            planview_text(stdout, options->path, options->policy, &input, &plan);
+    }
+    plan_release(&plan);
+    rebalanceinput_release(&input);
+    free(nodes);
+    return exit_code;
+}
+
+static int rebalance_apply(const struct rebalance_options *options, struct rpc_client *meta)
+{
+    struct metaclient_node *nodes = NULL;
+    struct relocnet *net = NULL;
+    struct rebalanceinput input;
+    struct plan plan = {0};
+    struct relocate_step *steps = NULL;
+    struct relocate_progress progress;
+    size_t node_count = 0, step_count = 0;
+    char transfer[16];
+    int exit_code;
+
+    rebalanceinput_init(&input);
+    applyrun_catch_signals();
+    exit_code = rebalance_nodes(options, meta, &nodes, &node_count);
+    if (exit_code != 0)
+        goto out;
+    net = relocnet_new(options->endpoint, nodes, node_count, (int)options->timeout_ms);
+    if (!net) {
+        fprintf(stderr, "%s: out of memory\n", REBALANCE_WHO);
+        exit_code = 1;
+        goto out;
+    }
+    exit_code = rebalance_resume(options, meta, net);
+    if (exit_code >= 0)
+        goto out;
+    exit_code = rebalancefetch_build(options->path, options->endpoint, meta,
+                                     (int)options->timeout_ms, nodes, node_count, &input);
+    if (exit_code == 0)
+        exit_code = rebalance_make_plan(options, &input, &plan);
+    if (exit_code == 0 && rebalanceinput_steps(&input, &plan, &steps, &step_count) != 0) {
+        fprintf(stderr, "%s: out of memory\n", REBALANCE_WHO);
+        exit_code = 1;
+    }
+    if (exit_code != 0)
+        goto out;
+    if (applyrun_interrupted()) {
+        fprintf(stderr, "%s: interrupted before any step ran\n", REBALANCE_WHO);
+        exit_code = APPLYRUN_EXIT_INTERRUPTED;
+        goto out;
+    }
+    if (step_count == 0) {
+        printf("nothing to do: %s\n", input.tile_count
+                                          ? "the tiles are where the policy wants them"
+                                          : "no profiled tiles under the path (tessera profile "
+                                            "start PATH, then use the files)");
+        goto out;
+    }
+    struct planview_counts counts = planview_count(&plan);
+    fmt_size(plan.transfer_bytes, transfer, sizeof(transfer));
+    printf("applying the %s plan: %zu step%s (%zu cop%s, %zu move%s, %zu drop%s), %s to "
+           "transfer, %ld at once%s\n",
+           plan_policy_name(options->policy), step_count, step_count == 1 ? "" : "s", counts.copies,
+           counts.copies == 1 ? "y" : "ies", counts.moves, counts.moves == 1 ? "" : "s",
+           counts.drops, counts.drops == 1 ? "" : "s", transfer, options->concurrency,
+           options->max_bytes_per_sec ? ", paced" : "");
+    exit_code = applyrun_steps(net, &input, steps, step_count, (unsigned)options->concurrency,
+                               options->max_bytes_per_sec, &progress);
+    if (exit_code == 0)
+        exit_code = applyrun_summary("apply", &progress);
+    if (exit_code == 0)
+        printf("makespan predicted %.6f s -> %.6f s\n", plan.makespan_before, plan.makespan_after);
+out:
+    free(steps);
+    plan_release(&plan);
+    rebalanceinput_release(&input);
+    relocnet_destroy(&net);
+    free(nodes);
+    return exit_code;
+}
+
+/* ---- status and abort --------------------------------------------------------- */
+
+static const char *rebalance_state_name(uint32_t state)
+{
+    switch (state) {
+    case TS_MOVE_BEGUN: return "begun";
+    case TS_MOVE_COMMITTED: return "committed";
+    default: return "?";
+    }
+}
+
+static int rebalance_status(const struct rebalance_options *options, struct rpc_client *meta)
+{
+    struct metaclient_move *moves = NULL;
+    size_t count = 0;
+    char peer[256], age[16];
+    time_t now = time(NULL);
+    int status =
+        metaclient_move_list(meta, (int)options->timeout_ms, &moves, &count, peer, sizeof(peer));
+
+    if (status != TS_OK)
+        return rebalance_meta_failed(options, "MOVE_LIST", status, peer);
+    if (options->json)
+        printf("{\"entries\": [");
+    else if (count == 0)
+        printf("the relocation journal is empty\n");
+    else
+        printf("%-12s %-8s %-5s %-6s    %-6s %-12s %-12s %-9s %s\n", "inode", "tile", "kind",
+               "from", "to", "version", "new_version", "state", "age");
+    for (size_t i = 0; i < count; i++) {
+        const struct metaclient_move *move = &moves[i];
+        double seconds = move->started_sec > 0 ? difftime(now, (time_t)move->started_sec) : -1;
+        const char *kind = plan_action_kind_name((enum plan_action_kind)move->kind);
+        const char *state = rebalance_state_name(move->state);
+        if (options->json) {
+            printf("%s\n  {\"ino\": %" PRIu64 ", \"tile\": %" PRIu64 ", \"kind\": \"%s\", "
+                   "\"from\": %" PRIu32 ", \"to\": %" PRIu32 ", \"version\": %" PRIu64
+                   ", \"new_version\": %" PRIu64 ", \"state\": \"%s\", \"started_sec\": %" PRId64
+                   ", \"age_sec\": %.0f}",
+                   i ? "," : "", move->ino, move->tile, kind, move->from_node, move->to_node,
+                   move->version, move->new_version, state, move->started_sec, seconds);
+            continue;
+        }
+        progress_format_duration(seconds, age, sizeof(age));
+        printf("%-12" PRIu64 " %-8" PRIu64 " %-5s %-6" PRIu32 " -> %-6" PRIu32 " %-12" PRIu64
+               " %-12" PRIu64 " %-9s %s\n",
+               move->ino, move->tile, kind, move->from_node, move->to_node, move->version,
+               move->new_version, state, age);
+    }
+    if (options->json)
+        printf("%s], \"count\": %zu}\n", count ? "\n" : "", count);
+    else if (count > 0)
+        printf("%zu entr%s: `tessera rebalance apply PATH --policy P` finishes them; `tessera "
+               "rebalance abort` undoes the begun ones and finishes the committed ones\n",
+               count, count == 1 ? "y" : "ies");
+    free(moves);
+    return 0;
+}
+
+/*
+ * Finishes a committed entry (RETIRE or LIFT on the old holder, then
+ * MOVE_COMMIT) with the executor's own step; true when it is gone.
+ */
+static bool rebalance_finish_entry(const struct relocate_transport *transport, void *worker,
+                                   const struct metaclient_move *move)
+{
+    struct relocate_step step;
+    struct relocate_result result;
+
+    rebalance_journal_step(move, &step);
+    relocate_run_step(transport, worker, &step, NULL, &result);
+    if (result.outcome == RELOCATE_DONE)
+        return true;
+    fprintf(stderr,
+            "%s: inode %" PRIu64 " tile %" PRIu64 ": the committed %s is not finished: %s\n",
+            REBALANCE_WHO, move->ino, move->tile,
+            plan_action_kind_name((enum plan_action_kind)move->kind), result.why);
+    return false;
+}
+
+/* Aborts a begun entry (LIFT on the source, then MOVE_ABORT); true when it is gone. */
+static bool rebalance_abort_entry(const struct relocate_transport *transport, void *worker,
+                                  const struct metaclient_move *move)
+{
+    char peer[256];
+    uint64_t bytes;
+    uint32_t checksum;
+    /* The freeze first: once the entry is gone nothing names the source's file. */
+    int status =
+        transport->tile_fence(worker, move->from_node, move->ino, move->tile, move->version,
+                              TS_FENCE_LIFT, 0, &bytes, &checksum, peer, sizeof(peer));
+    if (status != TS_OK)
+        fprintf(stderr,
+                "%s: inode %" PRIu64 " tile %" PRIu64 ": LIFT on datanode %" PRIu32
+                " failed (%s%s%s); its freeze ends with its lease\n",
+                REBALANCE_WHO, move->ino, move->tile, move->from_node, status_text(status),
+                peer[0] ? ": " : "", peer);
+    status = transport->move_abort(worker, move->ino, move->tile, peer, sizeof(peer));
+    if (status == TS_OK || status == TS_ERR_NOENT)
+        return true;
+    fprintf(stderr, "%s: inode %" PRIu64 " tile %" PRIu64 ": MOVE_ABORT: %s%s%s\n", REBALANCE_WHO,
+            move->ino, move->tile, status_text(status), peer[0] ? ": " : "", peer);
+    return false;
+}
+
+static int rebalance_abort(const struct rebalance_options *options, struct rpc_client *meta)
+{
+    struct metaclient_node *nodes = NULL;
+    struct metaclient_move *moves = NULL;
+    struct relocnet *net = NULL;
+    struct relocate_transport transport;
+    void *worker = NULL;
+    size_t node_count = 0, count = 0, aborted = 0, finished = 0, failed = 0;
+    char peer[256];
+    int exit_code = rebalance_nodes(options, meta, &nodes, &node_count);
+    int status;
+
+    if (exit_code != 0)
+        goto out;
+    status =
+        metaclient_move_list(meta, (int)options->timeout_ms, &moves, &count, peer, sizeof(peer));
+    if (status != TS_OK) {
+        exit_code = rebalance_meta_failed(options, "MOVE_LIST", status, peer);
+        goto out;
+    }
+    net = relocnet_new(options->endpoint, nodes, node_count, (int)options->timeout_ms);
+    if (net) {
+        relocnet_transport(net, &transport);
+        worker = transport.worker_open(transport.ctx, 0);
+    }
+    if (!worker) {
+        fprintf(stderr, "%s: out of memory\n", REBALANCE_WHO);
+        exit_code = 1;
+        goto out;
+    }
+    /* A committed step cannot be undone (the map switched): it is finished instead. */
+    for (size_t i = 0; i < count; i++) {
+        const struct metaclient_move *move = &moves[i];
+        bool committed = move->state == TS_MOVE_COMMITTED;
+        bool gone = committed ? rebalance_finish_entry(&transport, worker, move)
+                              : rebalance_abort_entry(&transport, worker, move);
+        if (!gone)
+            failed++;
+        else if (committed)
+            finished++;
+        else
+            aborted++;
+    }
+    printf("aborted %zu journal entr%s", aborted, aborted == 1 ? "y" : "ies");
+    if (finished > 0)
+        printf("; finished %zu committed entr%s (old files retired)", finished,
+               finished == 1 ? "y" : "ies");
+    printf("\n");
+    if (failed > 0) {
+        fprintf(stderr,
+                "%s: %zu entr%s could not be aborted or finished; run `tessera rebalance abort` "
+                "again (once the datanodes named above answer)\n",
+                REBALANCE_WHO, failed, failed == 1 ? "y" : "ies");
+        exit_code = 1;
+    }
+out:
+    if (worker)
+        transport.worker_close(worker);
+    relocnet_destroy(&net);
+    free(moves);
+    free(nodes);
+    return exit_code;
+}
+
+int rebalance_main(int argc, char **argv)
+{
+    struct rebalance_options options = {
+        .timeout_ms = REBALANCE_DEFAULT_TIMEOUT_MS,
+        .concurrency = REBALANCE_DEFAULT_CONCURRENCY,
+    };
+    struct rpc_client *meta;
+    int exit_code = rebalance_parse(argc, argv, &options);
+
+    if (exit_code >= 0)
+        return exit_code;
+    if (!options.endpoint[0]) {
+        exit_code = clusterconf_find_meta(options.state_dir, options.endpoint,
+                                          sizeof(options.endpoint), REBALANCE_WHO);
+        if (exit_code != 0)
+            return exit_code;
+    }
+    if (options.path) {
+        exit_code = mountwalk_check(options.path, REBALANCE_WHO);
+        if (exit_code != 0)
+            return exit_code;
+    }
+    meta = rpc_client_new(options.endpoint);
+    if (!meta) {
+        fprintf(stderr, "%s: cannot use the meta endpoint %s (expected tcp://HOST:PORT)\n",
+                REBALANCE_WHO, options.endpoint);
+        return 1;
+    }
+    switch (options.action) {
+    case REBALANCE_PLAN: exit_code = rebalance_plan(&options, meta); break;
+    case REBALANCE_APPLY: exit_code = rebalance_apply(&options, meta); break;
+    case REBALANCE_STATUS: exit_code = rebalance_status(&options, meta); break;
+    case REBALANCE_ABORT: exit_code = rebalance_abort(&options, meta); break;
+    }
+    rpc_client_destroy(&meta);
+    return exit_code;
+}

@@ -1,0 +1,175 @@
+/*
+ * @file rebalancefetch.c
+ * See rebalancefetch.h. Per regular file: GETATTR (its layout), every
+ * PROFILE_GET page, then TILE_MAP of the ranges holding profiled tiles as
+ * seen from no machine (primaries) and, only when some of them have read
+ * copies, once more per machine of the cluster (a copy shows only as the
+ * read source of a machine). The first request meta refuses or does not
+ * answer ends the walk with a message naming the file and the request.
+ */
+#include "rebalancefetch.h"
+
+#include "mountwalk.h"
+#include "proto.h"
+#include "status.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define REBALANCEFETCH_WHO "tessera rebalance"
+
+/* Prints a failed request to meta; returns exit code 1. */
+static int rebalancefetch_failed(const char *endpoint, const char *what, int status,
+                                 const char *peer)
+{
+    fprintf(stderr, "%s: %s: tessera-meta at %s answered: %s%s%s\n", REBALANCEFETCH_WHO, what,
+            endpoint, status_text(status), peer && peer[0] ? ": " : "", peer ? peer : "");
+    if (status == TS_ERR_TIMEDOUT)
+        fprintf(stderr, "  is the cluster up (tessera status)? is %s the meta of this mount?\n",
+                endpoint);
+    else if (status == TS_ERR_PROTO || status == TS_ERR_NOTSUP)
+        fprintf(stderr, "  this tessera-meta does not know profiles: upgrade it\n");
+    return 1;
+}
+
+struct rebalancefetch_walk {
+    const char *endpoint;
+    int timeout_ms;
+    struct rpc_client *meta;
+    struct rebalanceinput *input;
+    const char **machines; /* the cluster's distinct machine names */
+    size_t machine_count;
+    struct metaclient_tile *records; /* TS_MAX_TILES_PER_MAP */
+};
+
+/* TILE_MAP of every range of file `index` from `machine` (NULL: primaries). */
+static int rebalancefetch_ranges(struct rebalancefetch_walk *walk, size_t index, const char *path,
+                                 const char *machine, bool *has_copies)
+{
+    const struct rebalanceinput_file *file = &walk->input->files[index];
+    struct rebalanceinput_range *ranges = NULL;
+    size_t count = 0;
+    char peer[256], what[PATH_MAX + 32];
+    int rc = rebalanceinput_ranges(walk->input, index, &ranges, &count);
+
+    for (size_t r = 0; rc == 0 && r < count; r++) {
+        int status = metaclient_tile_records(
+            walk->meta, walk->timeout_ms, file->ino, ranges[r].first, ranges[r].count,
+            machine ? machine : "", walk->records, peer, sizeof(peer));
+        if (status != TS_OK) {
+            snprintf(what, sizeof(what), "TILE_MAP of %.*s", PATH_MAX, path);
+            free(ranges);
+            return rebalancefetch_failed(walk->endpoint, what, status, peer);
+        }
+        if (machine)
+            rc = rebalanceinput_add_copies(walk->input, index, ranges[r].first, walk->records,
+                                           ranges[r].count);
+        else
+            rc = rebalanceinput_add_tiles(walk->input, index, ranges[r].first, walk->records,
+                                          ranges[r].count, has_copies);
+    }
+    free(ranges);
+    if (rc != 0) {
+        fprintf(stderr, "%s: %s\n", REBALANCEFETCH_WHO, strerror(-rc));
+        return 1;
+    }
+    return 0;
+}
+
+static int rebalancefetch_visit(void *ctx, const char *path, const struct stat *st)
+{
+    struct rebalancefetch_walk *walk = ctx;
+    struct metaclient_access *records = NULL;
+    size_t count = 0, index = 0;
+    uint32_t profiling = 0;
+    struct ts_attr attr;
+    char peer[256], what[PATH_MAX + 32];
+    bool has_copies = false;
+    int status, rc;
+
+    if (!S_ISREG(st->st_mode))
+        return 0;
+    status = metaclient_getattr(walk->meta, walk->timeout_ms, (uint64_t)st->st_ino, &attr);
+    if (status != TS_OK) {
+        snprintf(what, sizeof(what), "GETATTR of %.*s", PATH_MAX, path);
+        return rebalancefetch_failed(walk->endpoint, what, status, NULL);
+    }
+    if (!S_ISREG(attr.mode) || attr.tile_bytes == 0) {
+        fprintf(stderr,
+                "%s: %s: inode %" PRIu64 " in tessera-meta at %s is not this file (is it "
+                "the meta of this mount?)\n",
+                REBALANCEFETCH_WHO, path, (uint64_t)st->st_ino, walk->endpoint);
+        return 1;
+    }
+    status = metaclient_profile_all(walk->meta, walk->timeout_ms, attr.ino, &records, &count,
+                                    &profiling, peer, sizeof(peer));
+    if (status != TS_OK) {
+        snprintf(what, sizeof(what), "PROFILE_GET of %.*s", PATH_MAX, path);
+        return rebalancefetch_failed(walk->endpoint, what, status, peer);
+    }
+    rc = rebalanceinput_add_file(walk->input, path, &attr, records, count, &index);
+    free(records);
+    if (rc == -EEXIST)
+        return 0; /* another name of a file already counted */
+    if (rc != 0) {
+        fprintf(stderr, "%s: %s\n", REBALANCEFETCH_WHO, strerror(-rc));
+        return 1;
+    }
+    rc = rebalancefetch_ranges(walk, index, path, NULL, &has_copies);
+    /* Copies show only as each machine's read source: ask once per machine. */
+    for (size_t m = 0; rc == 0 && has_copies && m < walk->machine_count; m++)
+        rc = rebalancefetch_ranges(walk, index, path, walk->machines[m], NULL);
+    return rc;
+}
+
+/* The distinct non-empty machine names of the nodes (borrowed). */
+static const char **rebalancefetch_machines(const struct metaclient_node *nodes, size_t count,
+                                            size_t *machine_count)
+{
+    const char **names = calloc(count ? count : 1, sizeof(*names));
+    size_t used = 0;
+
+    if (!names)
+        return NULL;
+    for (size_t i = 0; i < count; i++) {
+        bool seen = !nodes[i].machine[0];
+        for (size_t j = 0; j < used && !seen; j++)
+            seen = strcmp(names[j], nodes[i].machine) == 0;
+        if (!seen)
+            names[used++] = nodes[i].machine;
+    }
+    *machine_count = used;
+    return names;
+}
+
+int rebalancefetch_build(const char *root, const char *endpoint, struct rpc_client *meta,
+                         int timeout_ms, const struct metaclient_node *nodes, size_t node_count,
+                         struct rebalanceinput *input)
+{
+    struct rebalancefetch_walk walk = {
+        .endpoint = endpoint, .timeout_ms = timeout_ms, .meta = meta, .input = input};
+    int rc = rebalanceinput_set_nodes(input, nodes, node_count);
+
+    walk.machines = rebalancefetch_machines(nodes, node_count, &walk.machine_count);
+    walk.records = malloc(TS_MAX_TILES_PER_MAP * sizeof(*walk.records));
+    if (rc != 0 || !walk.machines || !walk.records) {
+        fprintf(stderr, "%s: out of memory\n", REBALANCEFETCH_WHO);
+        rc = 1;
+        goto out;
+    }
+    rc = mountwalk_run(root, rebalancefetch_visit, &walk, REBALANCEFETCH_WHO);
+    if (rc < 0) {
+        fprintf(stderr, "%s: %s: %s\n", REBALANCEFETCH_WHO, root, strerror(-rc));
+        rc = 1;
+    }
+out:
+    free(walk.records);
+    free(walk.machines);
+    return rc;
+}
