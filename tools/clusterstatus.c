@@ -10,6 +10,7 @@
 #include "clusterconf.h"
 #include "fmt.h"
 #include "metaclient.h"
+#include "metatarget.h"
 #include "status.h"
 #include "util.h"
 
@@ -23,13 +24,10 @@
 #include <string.h>
 
 #define CLUSTERSTATUS_DEFAULT_TIMEOUT_MS 2000
-#define CLUSTERSTATUS_ENDPOINT_MAX 512
 
 struct clusterstatus_options {
-    char state_dir[PATH_MAX];                  /* "" = not given */
-    char endpoint[CLUSTERSTATUS_ENDPOINT_MAX]; /* "" = not given */
+    struct metatarget target; /* --state | --meta, --timeout-ms */
     bool json;
-    long timeout_ms;
 };
 
 static void clusterstatus_usage(FILE *out)
@@ -70,20 +68,14 @@ static int clusterstatus_parse(int argc, char **argv, struct clusterstatus_optio
     opterr = 0;
     optind = 1;
     while ((option = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
+        const char *why = NULL;
+        int taken = metatarget_option(&options->target, option, optarg, &why);
+        if (taken < 0)
+            return clusterstatus_usage_error(why, optarg);
+        if (taken > 0)
+            continue;
         switch (option) {
-        case 's':
-            if (fmt_into(options->state_dir, sizeof(options->state_dir), "%s", optarg) != 0)
-                return clusterstatus_usage_error("state directory name too long:", optarg);
-            break;
-        case 'm':
-            if (fmt_into(options->endpoint, sizeof(options->endpoint), "%s", optarg) != 0)
-                return clusterstatus_usage_error("endpoint too long:", optarg);
-            break;
         case 'j': options->json = true; break;
-        case 't':
-            if (util_parse_long(optarg, 1, 600000, &options->timeout_ms) != 0)
-                return clusterstatus_usage_error("--timeout-ms wants 1..600000, got", optarg);
-            break;
         case 'h': clusterstatus_usage(stdout); return 0;
         case ':': return clusterstatus_usage_error("missing value for", argv[optind - 1]);
         default: return clusterstatus_usage_error("unknown option", argv[optind - 1]);
@@ -91,8 +83,8 @@ static int clusterstatus_parse(int argc, char **argv, struct clusterstatus_optio
     }
     if (optind < argc)
         return clusterstatus_usage_error("unexpected argument", argv[optind]);
-    if (options->state_dir[0] && options->endpoint[0])
-        return clusterstatus_usage_error("give --state or --meta, not both", NULL);
+    if (metatarget_check(&options->target))
+        return clusterstatus_usage_error(metatarget_check(&options->target), NULL);
     return -1;
 }
 
@@ -258,7 +250,7 @@ static int clusterstatus_call_failed(const char *endpoint, int status, const cha
 /* Asks meta and prints; returns the exit code. */
 static int clusterstatus_query(const struct clusterstatus_options *options)
 {
-    struct rpc_client *client = rpc_client_new(options->endpoint);
+    struct rpc_client *client = rpc_client_new(options->target.endpoint);
     struct metaclient_node *nodes = NULL;
     struct ts_statfs_rep totals;
     char error_text[256];
@@ -268,21 +260,21 @@ static int clusterstatus_query(const struct clusterstatus_options *options)
 
     if (!client) {
         fprintf(stderr, "tessera status: cannot use endpoint %s (expected tcp://HOST:PORT)\n",
-                options->endpoint);
+                options->target.endpoint);
         return 1;
     }
-    status = metaclient_node_list(client, (int)options->timeout_ms, &nodes, &count, error_text,
+    status = metaclient_node_list(client, (int)options->target.timeout_ms, &nodes, &count, error_text,
                                   sizeof(error_text));
     if (status != TS_OK) {
         exit_code =
-            clusterstatus_call_failed(options->endpoint, status, error_text, options->timeout_ms);
+            clusterstatus_call_failed(options->target.endpoint, status, error_text, options->target.timeout_ms);
         goto out;
     }
     if (options->json) {
         clusterstatus_print_json(nodes, count);
         goto out;
     }
-    status = metaclient_statfs(client, (int)options->timeout_ms, &totals);
+    status = metaclient_statfs(client, (int)options->target.timeout_ms, &totals);
     clusterstatus_print_table(nodes, count, &totals, status == TS_OK);
     if (status != TS_OK)
         fprintf(stderr, "tessera status: STATFS failed: %s\n", status_text(status));
@@ -294,16 +286,13 @@ out:
 
 int clusterstatus_main(int argc, char **argv)
 {
-    struct clusterstatus_options options = {.timeout_ms = CLUSTERSTATUS_DEFAULT_TIMEOUT_MS};
+    struct clusterstatus_options options = {.target.timeout_ms = CLUSTERSTATUS_DEFAULT_TIMEOUT_MS};
     int exit_code = clusterstatus_parse(argc, argv, &options);
 
     if (exit_code >= 0)
         return exit_code;
-    if (!options.endpoint[0]) {
-        exit_code = clusterconf_find_meta(options.state_dir, options.endpoint,
-                                          sizeof(options.endpoint), "tessera status");
-        if (exit_code != 0)
-            return exit_code;
-    }
+    exit_code = metatarget_resolve(&options.target, "tessera status");
+    if (exit_code != 0)
+        return exit_code;
     return clusterstatus_query(&options);
 }

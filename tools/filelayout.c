@@ -11,6 +11,7 @@
 #include "clusterconf.h"
 #include "fmt.h"
 #include "metaclient.h"
+#include "metatarget.h"
 #include "proto.h"
 #include "rpc.h"
 #include "status.h"
@@ -28,7 +29,6 @@
 #include <sys/xattr.h>
 
 #define FILELAYOUT_DEFAULT_TIMEOUT_MS 2000
-#define FILELAYOUT_ENDPOINT_MAX 512
 #define FILELAYOUT_ARRAY_XATTR "user.tessera.array"
 #define FILELAYOUT_LAYOUT_XATTR "user.tessera.layout"
 #define FILELAYOUT_TEXT_MAX 1024
@@ -36,9 +36,7 @@
 enum filelayout_action { FILELAYOUT_SHOW, FILELAYOUT_SET, FILELAYOUT_UNSET };
 
 struct filelayout_options {
-    char state_dir[PATH_MAX];               /* "" = not given */
-    char endpoint[FILELAYOUT_ENDPOINT_MAX]; /* "" = not given */
-    long timeout_ms;
+    struct metatarget target; /* --state | --meta, --timeout-ms */
     bool json;
     enum filelayout_action action;
     const char *path;
@@ -90,9 +88,7 @@ static int filelayout_usage_error(const char *message, const char *arg)
 static int filelayout_parse(int argc, char **argv, struct filelayout_options *options)
 {
     static const struct option long_options[] = {
-        {"state", required_argument, NULL, 's'},
-        {"meta", required_argument, NULL, 'm'},
-        {"timeout-ms", required_argument, NULL, 't'},
+        METATARGET_LONG_OPTIONS,
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -103,27 +99,21 @@ static int filelayout_parse(int argc, char **argv, struct filelayout_options *op
     opterr = 0;
     optind = 1;
     while ((option = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
+        const char *why = NULL;
+        int taken = metatarget_option(&options->target, option, optarg, &why);
+        if (taken < 0)
+            return filelayout_usage_error(why, optarg);
+        if (taken > 0)
+            continue;
         switch (option) {
-        case 's':
-            if (fmt_into(options->state_dir, sizeof(options->state_dir), "%s", optarg) != 0)
-                return filelayout_usage_error("state directory name too long:", optarg);
-            break;
-        case 'm':
-            if (fmt_into(options->endpoint, sizeof(options->endpoint), "%s", optarg) != 0)
-                return filelayout_usage_error("endpoint too long:", optarg);
-            break;
-        case 't':
-            if (util_parse_long(optarg, 1, 600000, &options->timeout_ms) != 0)
-                return filelayout_usage_error("--timeout-ms wants 1..600000, got", optarg);
-            break;
         case 'j': options->json = true; break;
         case 'h': filelayout_usage(stdout); return 0;
         case ':': return filelayout_usage_error("missing value for", argv[optind - 1]);
         default: return filelayout_usage_error("unknown option", argv[optind - 1]);
         }
     }
-    if (options->state_dir[0] && options->endpoint[0])
-        return filelayout_usage_error("give --state or --meta, not both", NULL);
+    if (metatarget_check(&options->target))
+        return filelayout_usage_error(metatarget_check(&options->target), NULL);
     positional = argc - optind;
     if (positional < 1)
         return filelayout_usage_error("missing FILE", NULL);
@@ -417,10 +407,10 @@ static int filelayout_load(const struct filelayout_options *options, struct rpc_
     }
     file->ino = st.st_ino;
     file->size = (uint64_t)st.st_size;
-    rc = metaclient_getattr(meta, (int)options->timeout_ms, file->ino, &attr);
+    rc = metaclient_getattr(meta, (int)options->target.timeout_ms, file->ino, &attr);
     if (rc != TS_OK) {
         fprintf(stderr, "tessera layout: tessera-meta at %s: inode %" PRIu64 ": %s%s\n",
-                options->endpoint, file->ino, status_text(rc),
+                options->target.endpoint, file->ino, status_text(rc),
                 rc == TS_ERR_TIMEDOUT ? " (is the cluster up? is it the mount's meta?)" : "");
         return 1;
     }
@@ -428,7 +418,7 @@ static int filelayout_load(const struct filelayout_options *options, struct rpc_
         fprintf(stderr,
                 "tessera layout: inode %" PRIu64 " in tessera-meta at %s is not this file "
                 "(another cluster's meta?)\n",
-                file->ino, options->endpoint);
+                file->ino, options->target.endpoint);
         return 1;
     }
     file->tile_bytes = attr.tile_bytes;
@@ -462,7 +452,7 @@ static int filelayout_show(const struct filelayout_options *options)
     char error_text[256];
     int exit_code = 1;
 
-    meta = rpc_client_new(options->endpoint);
+    meta = rpc_client_new(options->target.endpoint);
     nodes = malloc(TS_MAX_TILES_PER_MAP * sizeof(*nodes));
     versions = malloc(TS_MAX_TILES_PER_MAP * sizeof(*versions));
     if (!file || !meta || !nodes || !versions) {
@@ -479,13 +469,13 @@ static int filelayout_show(const struct filelayout_options *options)
     for (uint64_t first = 0; first < file->tile_count; first += TS_MAX_TILES_PER_MAP) {
         uint64_t left = file->tile_count - first;
         uint32_t count = left < TS_MAX_TILES_PER_MAP ? (uint32_t)left : TS_MAX_TILES_PER_MAP;
-        int status = metaclient_tile_map(meta, (int)options->timeout_ms, file->ino, first, count,
+        int status = metaclient_tile_map(meta, (int)options->target.timeout_ms, file->ino, first, count,
                                          nodes, versions, error_text, sizeof(error_text));
         if (status != TS_OK) {
             fflush(stdout);
             fprintf(stderr,
                     "\ntessera layout: tessera-meta at %s: tile map of inode %" PRIu64 ": %s%s%s\n",
-                    options->endpoint, file->ino, status_text(status), error_text[0] ? ": " : "",
+                    options->target.endpoint, file->ino, status_text(status), error_text[0] ? ": " : "",
                     error_text);
             exit_code = 1;
             goto out;
@@ -508,18 +498,15 @@ out:
 
 int filelayout_main(int argc, char **argv)
 {
-    struct filelayout_options options = {.timeout_ms = FILELAYOUT_DEFAULT_TIMEOUT_MS};
+    struct filelayout_options options = {.target.timeout_ms = FILELAYOUT_DEFAULT_TIMEOUT_MS};
     int exit_code = filelayout_parse(argc, argv, &options);
 
     if (exit_code >= 0)
         return exit_code;
     if (options.action != FILELAYOUT_SHOW)
         return filelayout_set(&options);
-    if (!options.endpoint[0]) {
-        exit_code = clusterconf_find_meta(options.state_dir, options.endpoint,
-                                          sizeof(options.endpoint), "tessera layout");
-        if (exit_code != 0)
-            return exit_code;
-    }
+    exit_code = metatarget_resolve(&options.target, "tessera layout");
+    if (exit_code != 0)
+        return exit_code;
     return filelayout_show(&options);
 }

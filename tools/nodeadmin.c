@@ -10,6 +10,7 @@
 #include "clusterconf.h"
 #include "fmt.h"
 #include "metaclient.h"
+#include "metatarget.h"
 #include "proto.h"
 #include "rpc.h"
 #include "status.h"
@@ -26,16 +27,13 @@
 #include <string.h>
 
 #define NODEADMIN_DEFAULT_TIMEOUT_MS 2000
-#define NODEADMIN_ENDPOINT_MAX 512
 #define NODEADMIN_MB 1000000.0
 #define NODEADMIN_MAX_MBPS 1000000.0
 
 enum nodeadmin_action { NODEADMIN_THROTTLE, NODEADMIN_STATS };
 
 struct nodeadmin_options {
-    char state_dir[PATH_MAX];              /* "" = not given */
-    char endpoint[NODEADMIN_ENDPOINT_MAX]; /* "" = not given */
-    long timeout_ms;
+    struct metatarget target; /* --state | --meta, --timeout-ms */
     enum nodeadmin_action action;
     long node_id;
     uint64_t bytes_per_sec; /* throttle: 0 = off */
@@ -102,9 +100,7 @@ static int nodeadmin_parse_rate(const char *text, uint64_t *bytes_per_sec)
 static int nodeadmin_parse(int argc, char **argv, struct nodeadmin_options *options)
 {
     static const struct option long_options[] = {
-        {"state", required_argument, NULL, 's'},
-        {"meta", required_argument, NULL, 'm'},
-        {"timeout-ms", required_argument, NULL, 't'},
+        METATARGET_LONG_OPTIONS,
         {"json", no_argument, NULL, 'j'},
         {"reset", no_argument, NULL, 'r'},
         {"help", no_argument, NULL, 'h'},
@@ -115,19 +111,13 @@ static int nodeadmin_parse(int argc, char **argv, struct nodeadmin_options *opti
     opterr = 0;
     optind = 1;
     while ((option = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
+        const char *why = NULL;
+        int taken = metatarget_option(&options->target, option, optarg, &why);
+        if (taken < 0)
+            return nodeadmin_usage_error(why, optarg);
+        if (taken > 0)
+            continue;
         switch (option) {
-        case 's':
-            if (fmt_into(options->state_dir, sizeof(options->state_dir), "%s", optarg) != 0)
-                return nodeadmin_usage_error("state directory name too long:", optarg);
-            break;
-        case 'm':
-            if (fmt_into(options->endpoint, sizeof(options->endpoint), "%s", optarg) != 0)
-                return nodeadmin_usage_error("endpoint too long:", optarg);
-            break;
-        case 't':
-            if (util_parse_long(optarg, 1, 600000, &options->timeout_ms) != 0)
-                return nodeadmin_usage_error("--timeout-ms wants 1..600000, got", optarg);
-            break;
         case 'j': options->json = true; break;
         case 'r': options->reset = true; break;
         case 'h': nodeadmin_usage(stdout); return 0;
@@ -135,8 +125,8 @@ static int nodeadmin_parse(int argc, char **argv, struct nodeadmin_options *opti
         default: return nodeadmin_usage_error("unknown option", argv[optind - 1]);
         }
     }
-    if (options->state_dir[0] && options->endpoint[0])
-        return nodeadmin_usage_error("give --state or --meta, not both", NULL);
+    if (metatarget_check(&options->target))
+        return nodeadmin_usage_error(metatarget_check(&options->target), NULL);
     if (optind >= argc)
         return nodeadmin_usage_error("missing action: throttle ID R|off, or stats ID", NULL);
     if (strcmp(argv[optind], "stats") == 0) {
@@ -168,7 +158,7 @@ static int nodeadmin_parse(int argc, char **argv, struct nodeadmin_options *opti
 /* The node's entry in NODE_LIST into *node; returns 0 or the exit code. */
 static int nodeadmin_find(const struct nodeadmin_options *options, struct metaclient_node *node)
 {
-    struct rpc_client *client = rpc_client_new(options->endpoint);
+    struct rpc_client *client = rpc_client_new(options->target.endpoint);
     struct metaclient_node *nodes = NULL;
     char error_text[256];
     size_t count = 0;
@@ -177,20 +167,20 @@ static int nodeadmin_find(const struct nodeadmin_options *options, struct metacl
 
     if (!client) {
         fprintf(stderr, "tessera node: cannot use endpoint %s (expected tcp://HOST:PORT)\n",
-                options->endpoint);
+                options->target.endpoint);
         return 1;
     }
-    status = metaclient_node_list(client, (int)options->timeout_ms, &nodes, &count, error_text,
+    status = metaclient_node_list(client, (int)options->target.timeout_ms, &nodes, &count, error_text,
                                   sizeof(error_text));
     if (status == TS_ERR_TIMEDOUT) {
         fprintf(stderr,
                 "tessera node: cannot reach tessera-meta at %s: no reply within %ld ms (is the "
                 "cluster up? try: tessera up)\n",
-                options->endpoint, options->timeout_ms);
+                options->target.endpoint, options->target.timeout_ms);
         goto out;
     }
     if (status != TS_OK) {
-        fprintf(stderr, "tessera node: tessera-meta at %s answered: %s%s%s\n", options->endpoint,
+        fprintf(stderr, "tessera node: tessera-meta at %s answered: %s%s%s\n", options->target.endpoint,
                 status_text(status), error_text[0] ? ": " : "", error_text);
         goto out;
     }
@@ -202,7 +192,7 @@ static int nodeadmin_find(const struct nodeadmin_options *options, struct metacl
     }
     if (exit_code != 0)
         fprintf(stderr, "tessera node: meta at %s knows no datanode %ld (see tessera status)\n",
-                options->endpoint, options->node_id);
+                options->target.endpoint, options->node_id);
 out:
     free(nodes);
     rpc_client_destroy(&client);
@@ -229,7 +219,7 @@ static int nodeadmin_throttle(const struct nodeadmin_options *options,
         return 1;
     }
     status = rpc_client_call(client, TS_OP_NODE_THROTTLE, payload, (size_t)len, NULL, 0,
-                             (int)options->timeout_ms, &reply);
+                             (int)options->target.timeout_ms, &reply);
     if (status == TS_OK && ts_node_throttle_decode(&answer, reply.payload, reply.payload_len) != 0)
         status = TS_ERR_BADMSG;
     if (status != TS_OK) {
@@ -237,7 +227,7 @@ static int nodeadmin_throttle(const struct nodeadmin_options *options,
         if (status == TS_ERR_TIMEDOUT)
             fprintf(stderr,
                     "tessera node: datanode %" PRIu32 " at %s did not answer within %ld ms%s\n",
-                    node->id, node->address, options->timeout_ms,
+                    node->id, node->address, options->target.timeout_ms,
                     node->state == TS_NODE_UP ? "" : " (meta lists it as down)");
         else
             fprintf(stderr, "tessera node: datanode %" PRIu32 " at %s answered: %s%s%s\n", node->id,
@@ -265,7 +255,7 @@ static int nodeadmin_call_failed(const struct nodeadmin_options *options,
     rpc_reply_error_text(reply, error_text, sizeof(error_text));
     if (status == TS_ERR_TIMEDOUT)
         fprintf(stderr, "tessera node: datanode %" PRIu32 " at %s did not answer within %ld ms%s\n",
-                node->id, node->address, options->timeout_ms,
+                node->id, node->address, options->target.timeout_ms,
                 node->state == TS_NODE_UP ? "" : " (meta lists it as down)");
     else
         fprintf(stderr, "tessera node: datanode %" PRIu32 " at %s answered: %s%s%s\n", node->id,
@@ -344,7 +334,7 @@ static int nodeadmin_stats(const struct nodeadmin_options *options,
         return 1;
     }
     status = rpc_client_call(client, TS_OP_NODE_STATS, payload, (size_t)len, NULL, 0,
-                             (int)options->timeout_ms, &reply);
+                             (int)options->target.timeout_ms, &reply);
     if (status == TS_OK &&
         (ts_node_stats_rep_decode(&stats, reply.payload, reply.payload_len) != 0 ||
          (uint64_t)stats.op_count * TS_STATS_OP_RECORD_BYTES != stats.ops.len ||
@@ -361,18 +351,15 @@ static int nodeadmin_stats(const struct nodeadmin_options *options,
 
 int nodeadmin_main(int argc, char **argv)
 {
-    struct nodeadmin_options options = {.timeout_ms = NODEADMIN_DEFAULT_TIMEOUT_MS};
+    struct nodeadmin_options options = {.target.timeout_ms = NODEADMIN_DEFAULT_TIMEOUT_MS};
     struct metaclient_node node;
     int exit_code = nodeadmin_parse(argc, argv, &options);
 
     if (exit_code >= 0)
         return exit_code;
-    if (!options.endpoint[0]) {
-        exit_code = clusterconf_find_meta(options.state_dir, options.endpoint,
-                                          sizeof(options.endpoint), "tessera node");
-        if (exit_code != 0)
-            return exit_code;
-    }
+    exit_code = metatarget_resolve(&options.target, "tessera node");
+    if (exit_code != 0)
+        return exit_code;
     exit_code = nodeadmin_find(&options, &node);
     if (exit_code != 0)
         return exit_code;

@@ -9,6 +9,7 @@
 #include "clusterconf.h"
 #include "fmt.h"
 #include "metaclient.h"
+#include "metatarget.h"
 #include "mountwalk.h"
 #include "profileview.h"
 #include "proto.h"
@@ -27,15 +28,12 @@
 #include <sys/stat.h>
 
 #define PROFILE_DEFAULT_TIMEOUT_MS 2000
-#define PROFILE_ENDPOINT_MAX 512
 #define PROFILE_WHO "tessera profile"
 
 enum profile_action { PROFILE_START, PROFILE_STOP, PROFILE_RESET, PROFILE_SHOW };
 
 struct profile_options {
-    char state_dir[PATH_MAX];            /* "" = not given */
-    char endpoint[PROFILE_ENDPOINT_MAX]; /* "" = not given */
-    long timeout_ms;
+    struct metatarget target; /* --state | --meta, --timeout-ms */
     bool json;
     const char *svg_path; /* NULL = no heat map */
     enum profile_action action;
@@ -88,9 +86,7 @@ static int profile_usage_error(const char *message, const char *arg)
 static int profile_parse(int argc, char **argv, struct profile_options *options)
 {
     static const struct option long_options[] = {
-        {"state", required_argument, NULL, 's'},
-        {"meta", required_argument, NULL, 'm'},
-        {"timeout-ms", required_argument, NULL, 't'},
+        METATARGET_LONG_OPTIONS,
         {"json", no_argument, NULL, 'j'},
         {"svg", required_argument, NULL, 'g'},
         {"help", no_argument, NULL, 'h'},
@@ -102,19 +98,13 @@ static int profile_parse(int argc, char **argv, struct profile_options *options)
     opterr = 0;
     optind = 1;
     while ((option = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
+        const char *why = NULL;
+        int taken = metatarget_option(&options->target, option, optarg, &why);
+        if (taken < 0)
+            return profile_usage_error(why, optarg);
+        if (taken > 0)
+            continue;
         switch (option) {
-        case 's':
-            if (fmt_into(options->state_dir, sizeof(options->state_dir), "%s", optarg) != 0)
-                return profile_usage_error("state directory name too long:", optarg);
-            break;
-        case 'm':
-            if (fmt_into(options->endpoint, sizeof(options->endpoint), "%s", optarg) != 0)
-                return profile_usage_error("endpoint too long:", optarg);
-            break;
-        case 't':
-            if (util_parse_long(optarg, 1, 600000, &options->timeout_ms) != 0)
-                return profile_usage_error("--timeout-ms wants 1..600000, got", optarg);
-            break;
         case 'j': options->json = true; break;
         case 'g': options->svg_path = optarg; break;
         case 'h': profile_usage(stdout); return 0;
@@ -122,8 +112,8 @@ static int profile_parse(int argc, char **argv, struct profile_options *options)
         default: return profile_usage_error("unknown option", argv[optind - 1]);
         }
     }
-    if (options->state_dir[0] && options->endpoint[0])
-        return profile_usage_error("give --state or --meta, not both", NULL);
+    if (metatarget_check(&options->target))
+        return profile_usage_error(metatarget_check(&options->target), NULL);
     if (optind >= argc)
         return profile_usage_error("missing action: start, stop, reset or show", NULL);
     size_t action = 0;
@@ -147,15 +137,15 @@ static int profile_meta_failed(const struct profile_options *options, const char
                                const char *path, int status, const char *peer)
 {
     fprintf(stderr, "%s: %s: %s: tessera-meta at %s answered: %s%s%s\n", PROFILE_WHO, path, what,
-            options->endpoint, status_text(status), peer && peer[0] ? ": " : "", peer ? peer : "");
+            options->target.endpoint, status_text(status), peer && peer[0] ? ": " : "", peer ? peer : "");
     if (status == TS_ERR_TIMEDOUT)
         fprintf(stderr, "  is the cluster up (tessera status)? is %s the meta of this mount?\n",
-                options->endpoint);
+                options->target.endpoint);
     else if (status == TS_ERR_PROTO || status == TS_ERR_NOTSUP)
         fprintf(stderr, "  this tessera-meta does not know profiles: upgrade it\n");
     else if (status == TS_ERR_NOENT)
         fprintf(stderr, "  meta has no such inode: is %s the meta of the mount %s is on?\n",
-                options->endpoint, path);
+                options->target.endpoint, path);
     return 1;
 }
 
@@ -179,7 +169,7 @@ static int profile_set_visit(void *ctx, const char *path, const struct stat *st)
     if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode))
         return 0; /* links, devices, sockets: nothing to count */
     status =
-        metaclient_profile_set(walk->meta, (int)walk->options->timeout_ms, (uint64_t)st->st_ino,
+        metaclient_profile_set(walk->meta, (int)walk->options->target.timeout_ms, (uint64_t)st->st_ino,
                                walk->action, &profiling, peer, sizeof(peer));
     if (status != TS_OK)
         return profile_meta_failed(walk->options, "PROFILE_SET", path, status, peer);
@@ -257,7 +247,7 @@ static int profile_show_visit(void *ctx, const char *path, const struct stat *st
     if (!S_ISREG(st->st_mode))
         return 0;
     status =
-        metaclient_profile_all(walk->meta, (int)walk->options->timeout_ms, (uint64_t)st->st_ino,
+        metaclient_profile_all(walk->meta, (int)walk->options->target.timeout_ms, (uint64_t)st->st_ino,
                                &records, &count, &profiling, peer, sizeof(peer));
     if (status != TS_OK)
         return profile_meta_failed(walk->options, "PROFILE_GET", path, status, peer);
@@ -365,25 +355,22 @@ out:
 
 int profile_main(int argc, char **argv)
 {
-    struct profile_options options = {.timeout_ms = PROFILE_DEFAULT_TIMEOUT_MS};
+    struct profile_options options = {.target.timeout_ms = PROFILE_DEFAULT_TIMEOUT_MS};
     struct rpc_client *meta;
     int exit_code = profile_parse(argc, argv, &options);
 
     if (exit_code >= 0)
         return exit_code;
-    if (!options.endpoint[0]) {
-        exit_code = clusterconf_find_meta(options.state_dir, options.endpoint,
-                                          sizeof(options.endpoint), PROFILE_WHO);
-        if (exit_code != 0)
-            return exit_code;
-    }
+    exit_code = metatarget_resolve(&options.target, PROFILE_WHO);
+    if (exit_code != 0)
+        return exit_code;
     exit_code = mountwalk_check(options.path, PROFILE_WHO);
     if (exit_code != 0)
         return exit_code;
-    meta = rpc_client_new(options.endpoint);
+    meta = rpc_client_new(options.target.endpoint);
     if (!meta) {
         fprintf(stderr, "%s: cannot use the meta endpoint %s (expected tcp://HOST:PORT)\n",
-                PROFILE_WHO, options.endpoint);
+                PROFILE_WHO, options.target.endpoint);
         return 1;
     }
     exit_code =

@@ -15,6 +15,7 @@
 #include "clusterconf.h"
 #include "fmt.h"
 #include "metaclient.h"
+#include "metatarget.h"
 #include "mountwalk.h"
 #include "plan.h"
 #include "planview.h"
@@ -42,16 +43,13 @@
 #define REBALANCE_DEFAULT_TIMEOUT_MS 2000
 #define REBALANCE_DEFAULT_CONCURRENCY 4
 #define REBALANCE_MAX_CONCURRENCY 256
-#define REBALANCE_ENDPOINT_MAX 512
 #define REBALANCE_MB 1e6
 #define REBALANCE_WHO "tessera rebalance"
 
 enum rebalance_action { REBALANCE_PLAN, REBALANCE_APPLY, REBALANCE_STATUS, REBALANCE_ABORT };
 
 struct rebalance_options {
-    char state_dir[PATH_MAX];              /* "" = not given */
-    char endpoint[REBALANCE_ENDPOINT_MAX]; /* "" = not given */
-    long timeout_ms;
+    struct metatarget target; /* --state | --meta, --timeout-ms */
     enum rebalance_action action;
     const char *path;
     bool policy_given;
@@ -167,9 +165,7 @@ static int rebalance_check(const struct rebalance_options *options, int position
 static int rebalance_parse(int argc, char **argv, struct rebalance_options *options)
 {
     static const struct option long_options[] = {
-        {"state", required_argument, NULL, 's'},
-        {"meta", required_argument, NULL, 'm'},
-        {"timeout-ms", required_argument, NULL, 't'},
+        METATARGET_LONG_OPTIONS,
         {"policy", required_argument, NULL, 'p'},
         {"max-copies", required_argument, NULL, 'c'},
         {"concurrency", required_argument, NULL, 'n'},
@@ -186,19 +182,13 @@ static int rebalance_parse(int argc, char **argv, struct rebalance_options *opti
     opterr = 0;
     optind = 1;
     while ((option = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
+        const char *why = NULL;
+        int taken = metatarget_option(&options->target, option, optarg, &why);
+        if (taken < 0)
+            return rebalance_usage_error(why, optarg);
+        if (taken > 0)
+            continue;
         switch (option) {
-        case 's':
-            if (fmt_into(options->state_dir, sizeof(options->state_dir), "%s", optarg) != 0)
-                return rebalance_usage_error("state directory name too long:", optarg);
-            break;
-        case 'm':
-            if (fmt_into(options->endpoint, sizeof(options->endpoint), "%s", optarg) != 0)
-                return rebalance_usage_error("endpoint too long:", optarg);
-            break;
-        case 't':
-            if (util_parse_long(optarg, 1, 600000, &options->timeout_ms) != 0)
-                return rebalance_usage_error("--timeout-ms wants 1..600000, got", optarg);
-            break;
         case 'p':
             if (plan_policy_parse(optarg, &options->policy) != 0)
                 return rebalance_usage_error("--policy wants frequent or balanced, got", optarg);
@@ -232,8 +222,8 @@ static int rebalance_parse(int argc, char **argv, struct rebalance_options *opti
         default: return rebalance_usage_error("unknown option", argv[optind - 1]);
         }
     }
-    if (options->state_dir[0] && options->endpoint[0])
-        return rebalance_usage_error("give --state or --meta, not both", NULL);
+    if (metatarget_check(&options->target))
+        return rebalance_usage_error(metatarget_check(&options->target), NULL);
     if (optind >= argc)
         return rebalance_usage_error("missing action: plan, apply, status or abort", NULL);
     size_t action = 0;
@@ -252,10 +242,10 @@ static int rebalance_meta_failed(const struct rebalance_options *options, const 
                                  int status, const char *peer)
 {
     fprintf(stderr, "%s: %s: tessera-meta at %s answered: %s%s%s\n", REBALANCE_WHO, what,
-            options->endpoint, status_text(status), peer && peer[0] ? ": " : "", peer ? peer : "");
+            options->target.endpoint, status_text(status), peer && peer[0] ? ": " : "", peer ? peer : "");
     if (status == TS_ERR_TIMEDOUT)
         fprintf(stderr, "  is the cluster up (tessera status)? is %s the meta of this mount?\n",
-                options->endpoint);
+                options->target.endpoint);
     else if (status == TS_ERR_PROTO || status == TS_ERR_NOTSUP)
         fprintf(stderr, "  this tessera-meta does not know profiles or relocations: upgrade "
                         "it\n");
@@ -268,7 +258,7 @@ static int rebalance_nodes(const struct rebalance_options *options, struct rpc_c
 {
     char peer[256];
     int status =
-        metaclient_node_list(meta, (int)options->timeout_ms, nodes, count, peer, sizeof(peer));
+        metaclient_node_list(meta, (int)options->target.timeout_ms, nodes, count, peer, sizeof(peer));
     if (status != TS_OK)
         return rebalance_meta_failed(options, "NODE_LIST", status, peer);
     return 0;
@@ -335,7 +325,7 @@ static int rebalance_resume(const struct rebalance_options *options, struct rpc_
     int status, exit_code;
 
     status =
-        metaclient_move_list(meta, (int)options->timeout_ms, &moves, &count, peer, sizeof(peer));
+        metaclient_move_list(meta, (int)options->target.timeout_ms, &moves, &count, peer, sizeof(peer));
     if (status != TS_OK)
         return rebalance_meta_failed(options, "MOVE_LIST", status, peer);
     if (count == 0)
@@ -385,8 +375,8 @@ static int rebalance_plan(const struct rebalance_options *options, struct rpc_cl
     rebalanceinput_init(&input);
     exit_code = rebalance_nodes(options, meta, &nodes, &node_count);
     if (exit_code == 0)
-        exit_code = rebalancefetch_build(options->path, options->endpoint, meta,
-                                         (int)options->timeout_ms, nodes, node_count, &input);
+        exit_code = rebalancefetch_build(options->path, options->target.endpoint, meta,
+                                         (int)options->target.timeout_ms, nodes, node_count, &input);
     if (exit_code == 0)
         exit_code = rebalance_make_plan(options, &input, &plan);
     if (exit_code == 0) {
@@ -418,7 +408,7 @@ static int rebalance_apply(const struct rebalance_options *options, struct rpc_c
     exit_code = rebalance_nodes(options, meta, &nodes, &node_count);
     if (exit_code != 0)
         goto out;
-    net = relocnet_new(options->endpoint, nodes, node_count, (int)options->timeout_ms);
+    net = relocnet_new(options->target.endpoint, nodes, node_count, (int)options->target.timeout_ms);
     if (!net) {
         fprintf(stderr, "%s: out of memory\n", REBALANCE_WHO);
         exit_code = 1;
@@ -427,8 +417,8 @@ static int rebalance_apply(const struct rebalance_options *options, struct rpc_c
     exit_code = rebalance_resume(options, meta, net);
     if (exit_code >= 0)
         goto out;
-    exit_code = rebalancefetch_build(options->path, options->endpoint, meta,
-                                     (int)options->timeout_ms, nodes, node_count, &input);
+    exit_code = rebalancefetch_build(options->path, options->target.endpoint, meta,
+                                     (int)options->target.timeout_ms, nodes, node_count, &input);
     if (exit_code == 0)
         exit_code = rebalance_make_plan(options, &input, &plan);
     if (exit_code == 0 && rebalanceinput_steps(&input, &plan, &steps, &step_count) != 0) {
@@ -490,7 +480,7 @@ static int rebalance_status(const struct rebalance_options *options, struct rpc_
     char peer[256], age[16];
     time_t now = time(NULL);
     int status =
-        metaclient_move_list(meta, (int)options->timeout_ms, &moves, &count, peer, sizeof(peer));
+        metaclient_move_list(meta, (int)options->target.timeout_ms, &moves, &count, peer, sizeof(peer));
 
     if (status != TS_OK)
         return rebalance_meta_failed(options, "MOVE_LIST", status, peer);
@@ -592,12 +582,12 @@ static int rebalance_abort(const struct rebalance_options *options, struct rpc_c
     if (exit_code != 0)
         goto out;
     status =
-        metaclient_move_list(meta, (int)options->timeout_ms, &moves, &count, peer, sizeof(peer));
+        metaclient_move_list(meta, (int)options->target.timeout_ms, &moves, &count, peer, sizeof(peer));
     if (status != TS_OK) {
         exit_code = rebalance_meta_failed(options, "MOVE_LIST", status, peer);
         goto out;
     }
-    net = relocnet_new(options->endpoint, nodes, node_count, (int)options->timeout_ms);
+    net = relocnet_new(options->target.endpoint, nodes, node_count, (int)options->target.timeout_ms);
     if (net) {
         relocnet_transport(net, &transport);
         worker = transport.worker_open(transport.ctx, 0);
@@ -644,7 +634,7 @@ out:
 int rebalance_main(int argc, char **argv)
 {
     struct rebalance_options options = {
-        .timeout_ms = REBALANCE_DEFAULT_TIMEOUT_MS,
+        .target.timeout_ms = REBALANCE_DEFAULT_TIMEOUT_MS,
         .concurrency = REBALANCE_DEFAULT_CONCURRENCY,
     };
     struct rpc_client *meta;
@@ -652,21 +642,18 @@ int rebalance_main(int argc, char **argv)
 
     if (exit_code >= 0)
         return exit_code;
-    if (!options.endpoint[0]) {
-        exit_code = clusterconf_find_meta(options.state_dir, options.endpoint,
-                                          sizeof(options.endpoint), REBALANCE_WHO);
-        if (exit_code != 0)
-            return exit_code;
-    }
+    exit_code = metatarget_resolve(&options.target, REBALANCE_WHO);
+    if (exit_code != 0)
+        return exit_code;
     if (options.path) {
         exit_code = mountwalk_check(options.path, REBALANCE_WHO);
         if (exit_code != 0)
             return exit_code;
     }
-    meta = rpc_client_new(options.endpoint);
+    meta = rpc_client_new(options.target.endpoint);
     if (!meta) {
         fprintf(stderr, "%s: cannot use the meta endpoint %s (expected tcp://HOST:PORT)\n",
-                REBALANCE_WHO, options.endpoint);
+                REBALANCE_WHO, options.target.endpoint);
         return 1;
     }
     switch (options.action) {
