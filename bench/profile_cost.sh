@@ -87,7 +87,9 @@ for ((r = 1; r <= runs; r++)); do
         t0=$(now_ns)
         dd if="$mnt/$dir/seq.bin" of=/dev/null bs=1M status=none
         results[$dir.read]+="$(mbps $(($(now_ns) - t0))) "
-        log "round $r $dir: write ${results[$dir.write]##* } read ..."
+        w=${results[$dir.write]% }
+        rd=${results[$dir.read]% }
+        log "round $r $dir: write ${w##* } MB/s, read ${rd##* } MB/s"
     done
 done
 sleep 2 # the last profile flush
