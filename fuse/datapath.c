@@ -9,8 +9,10 @@
  * when its slot is needed for another tile, it becomes a write job for the
  * worker pool. Up to
  * max_writes_in_flight jobs per file run at once, to all the datanodes in
- * parallel; two jobs for the same tile never run together, so writes to one
- * tile land in order. The buffer is handed to ZeroMQ without a copy and its
+ * parallel; buffers become jobs in the order they were taken for writing out
+ * (whichever thread took them: a writer, a reader settling a tile, flush) and
+ * two jobs for the same tile never run together, so writes to one tile land
+ * in order. The buffer is handed to ZeroMQ without a copy and its
  * memory returns to the write budget when ZeroMQ has sent it. flush and
  * fsync wait for the file's jobs and report the first error.
  *
@@ -20,6 +22,19 @@
  * read whole tiles (data sieving: a sub-block reader comes back to the same
  * tile row after row). Cache slots are bounded per file and their memory by
  * the read budget.
+ *
+ * Data sieving (sieve.h): a small read outside a stream whose tile was
+ * touched shortly before reads the whole tile into the cache instead; for a
+ * buffered handle the caller then puts the tile into the kernel's page
+ * cache (datapath_store_begin/end), so later reads of it never come here.
+ * Bytes stored there must never be older than what this mount wrote, nor
+ * older than what an open that followed a close elsewhere must see
+ * (close-to-open: the kernel drops a file's pages at each open). So a tile
+ * is stored only while the file has no handle open for writing here (a
+ * writer's write() or mmap could change a page under the store) and no
+ * write, open or truncation happened since its load began (`generation`);
+ * an open or truncation that comes while a store runs waits for it (see
+ * stores_wait for the bound); stores never reach past the file's size.
  *
  * Relocation: every tile request (read, write, truncate) that a datanode
  * answers with TS_ERR_STALE goes through stale_relocate(), which asks meta
@@ -44,6 +59,7 @@
 
 #include "log.h"
 #include "proto.h"
+#include "sieve.h"
 #include "status.h"
 #include "tile.h"
 #include "util.h"
@@ -71,6 +87,8 @@
 #define MAX_WRITES_IN_FLIGHT 16
 /* Whole tiles one file may keep in its read cache. */
 #define READ_SLOTS 16
+/* Reads of at most this fraction of a tile may be sieved (sieve.h). */
+#define SIEVE_MAX_READ_FRACTION 4
 /* Tile buffers one file may fill at once (array files; linear ones use 2). */
 #define MAX_WRITE_BUFFERS 64
 /* Dynamic placement: tile writes in flight per datanode, and tiles handed
@@ -114,6 +132,9 @@ struct read_slot {
     int pins;               /* readers replying from it */
     bool discard;           /* stale: clear when no longer loading or pinned */
     uint64_t last_use;
+    bool sieved;         /* loaded for data sieving, not by read-ahead */
+    bool stored;         /* handed to the kernel's page cache */
+    uint64_t generation; /* file->generation when its load began */
 };
 
 /* Bytes [low, high) of tile `tile`, not yet sent. */
@@ -150,6 +171,10 @@ struct open_file {
     /* buffers taken for writing out, waiting for a job slot: their bytes
      * are in neither a buffer nor `writing`, so reads wait for them too */
     int writeouts_waiting;
+    /* They become jobs in the order they were taken (tickets), whichever
+     * thread woke first: two of the same tile must not swap. */
+    uint64_t writeout_next_ticket;
+    uint64_t writeout_turn;
     int loads_in_flight;
     struct read_slot slots[READ_SLOTS];
     uint64_t use_clock;
@@ -159,6 +184,13 @@ struct open_file {
     struct dirty_tile *dirty;
     size_t dirty_count;
     size_t dirty_cap;
+    struct sieve sieve;
+    /* Bumped by every write, open and truncation: a tile loaded before
+     * may hold bytes the kernel must not get (datapath_store_begin). */
+    uint64_t generation;
+    int writers;             /* handles open for writing */
+    int stores_in_progress;  /* tiles being put into the kernel's page cache */
+    uint64_t waits_given_up; /* opens and truncations that did not wait for them */
 };
 
 /* Tile writes in flight to one datanode, from all files of this mount. */
@@ -227,6 +259,7 @@ static void open_file_free(struct datapath *datapath, struct open_file *file)
         }
     }
     layout_fini(&file->layout);
+    sieve_fini(&file->sieve);
     pthread_cond_destroy(&file->changed);
     pthread_mutex_destroy(&file->lock);
     free(file->locations);
@@ -316,14 +349,55 @@ static struct read_slot *cache_find(struct open_file *file, uint64_t tile)
     return NULL;
 }
 
-int datapath_open(struct datapath *datapath, const struct ts_attr *attr,
-                  const char *array_spec, struct open_file **out)
+/*
+ * Waits for the stores into the kernel's page cache in progress, so that
+ * none overlaps the open or truncation the caller does; called with
+ * file->lock held, after bumping file->generation so that no new one
+ * starts. A store waits only for pages the kernel holds locked for reads
+ * and writes in flight, which other threads serve within the I/O timeout;
+ * the wait is bounded by it all the same, so that no cycle of waits can
+ * hang the mount (datapath_store_end then has the kernel drop what that
+ * store put there).
+ */
+static void stores_wait(struct datapath *datapath, struct open_file *file)
+{
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += datapath->io_timeout_ms / 1000;
+    deadline.tv_nsec += (long)(datapath->io_timeout_ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    while (file->stores_in_progress > 0) {
+        if (pthread_cond_timedwait(&file->changed, &file->lock, &deadline) == ETIMEDOUT) {
+            log_warn("inode %llu: a store into the page cache still runs after %d ms; "
+                     "going on without it",
+                     (unsigned long long)file->ino, datapath->io_timeout_ms);
+            file->waits_given_up++;
+            return;
+        }
+    }
+}
+
+/* One more handle on a file open here. Called with file->lock held. */
+static void handle_opened(struct datapath *datapath, struct open_file *file, bool writing)
+{
+    file->generation++;
+    if (writing)
+        file->writers++;
+    stores_wait(datapath, file);
+}
+
+int datapath_open(struct datapath *datapath, const struct ts_attr *attr, const char *array_spec,
+                  bool writing, struct open_file **out)
 {
     struct open_file *file = open_file_get(datapath, attr->ino);
     struct open_file *created;
 
     if (file) {
         pthread_mutex_lock(&file->lock);
+        handle_opened(datapath, file, writing);
         /* Another mount may have changed the file since (close-to-open). */
         if (!file->size_dirty)
             file->size = attr->size;
@@ -367,6 +441,8 @@ int datapath_open(struct datapath *datapath, const struct ts_attr *attr,
     created->profiled = (attr->flags & TS_ATTR_PROFILED) != 0;
     created->size = attr->size;
     created->last_written_tile = UINT64_MAX;
+    created->writers = writing ? 1 : 0;
+    sieve_init(&created->sieve);
     pthread_mutex_init(&created->lock, NULL);
     pthread_cond_init(&created->changed, NULL);
 
@@ -382,8 +458,12 @@ int datapath_open(struct datapath *datapath, const struct ts_attr *attr,
         created = NULL;
     }
     pthread_mutex_unlock(&datapath->lock);
-    if (created)
+    if (created) {
         open_file_free(datapath, created);
+        pthread_mutex_lock(&file->lock);
+        handle_opened(datapath, file, writing);
+        pthread_mutex_unlock(&file->lock);
+    }
     *out = file;
     return 0;
 }
@@ -890,8 +970,9 @@ static void buffer_write_out(struct datapath *datapath, struct open_file *file,
     buffer->data = NULL;
     buffer->profiled_bytes = 0;
     /* The write before, to the same tile, may move the tile: look it up after. */
+    uint64_t ticket = file->writeout_next_ticket++;
     file->writeouts_waiting++;
-    while (file->writes_in_flight == MAX_WRITES_IN_FLIGHT ||
+    while (ticket != file->writeout_turn || file->writes_in_flight == MAX_WRITES_IN_FLIGHT ||
            tile_is_being_written(file, job->tile))
         pthread_cond_wait(&file->changed, &file->lock);
     error = location_get(datapath, file, job->tile, true, &location);
@@ -904,6 +985,7 @@ static void buffer_write_out(struct datapath *datapath, struct open_file *file,
             location_remember(file, job->tile, &location);
     }
     file->writeouts_waiting--;
+    file->writeout_turn++;
     pthread_cond_broadcast(&file->changed);
     if (error != 0) {
         record_error(file, error); /* the bytes are lost: the error reports it */
@@ -1155,8 +1237,13 @@ static void open_file_put(struct datapath *datapath, struct open_file *file)
     metaclient_release(datapath->meta, ino);
 }
 
-void datapath_release(struct datapath *datapath, struct open_file *file)
+void datapath_release(struct datapath *datapath, struct open_file *file, bool writing)
 {
+    if (writing) {
+        pthread_mutex_lock(&file->lock);
+        file->writers--;
+        pthread_mutex_unlock(&file->lock);
+    }
     open_file_put(datapath, file);
 }
 
@@ -1223,6 +1310,7 @@ ssize_t datapath_write(struct datapath *datapath, struct open_file *file, const 
         result = -EFBIG; /* an array file has the size its layout declares */
         goto out;
     }
+    file->generation++; /* tiles loaded before must not reach the page cache */
     layout_walk_init(&walk, &file->layout, offset, size);
     while (layout_walk_next(&walk, &segment)) {
         uint32_t low = segment.tile_offset;
@@ -1435,6 +1523,7 @@ static struct read_slot *cache_load(struct datapath *datapath, struct open_file 
     }
     slot->tile = tile;
     slot->last_use = ++file->use_clock;
+    slot->generation = file->generation;
     if (location.node == 0) { /* a hole: nothing to fetch */
         slot->state = SLOT_READY;
         slot->length = 0;
@@ -1579,7 +1668,7 @@ static int direct_serve(struct datapath *datapath, struct open_file *file,
 }
 
 ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t size,
-                      uint64_t offset, struct datapath_read *result)
+                      uint64_t offset, bool buffered, struct datapath_read *result)
 {
     struct layout_walk walk;
     struct tile_segment segment;
@@ -1612,13 +1701,19 @@ ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t 
     if (size > file->size - offset)
         size = (size_t)(file->size - offset);
     /* The kernel's read-ahead sends a stream's requests slightly out of order.
-     * Array files always read whole tiles: see the file comment. */
+     * Array files always read whole tiles: see the file comment. A tile
+     * cached for sieving says nothing of a stream. */
+    struct read_slot *first = file->layout.array
+                                  ? NULL
+                                  : cache_find(file, tile_index_of(offset, file->tile_bytes));
     sequential = file->layout.array != NULL || offset == file->next_read_offset ||
-                 cache_find(file, tile_index_of(offset, file->tile_bytes)) != NULL ||
+                 (first && !first->sieved) ||
                  (offset > file->next_read_offset &&
                   offset - file->next_read_offset < 4ull * file->tile_bytes);
     if (offset + size > file->next_read_offset)
         file->next_read_offset = offset + size;
+    bool sieving = !sequential && size <= file->tile_bytes / SIEVE_MAX_READ_FRACTION;
+    uint64_t tiles_in_file = layout_tile_count(&file->layout, file->size);
 
     uint64_t last_tile = 0;
     layout_walk_init(&walk, &file->layout, offset, size);
@@ -1626,16 +1721,30 @@ ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t 
         /* Reads see this mount's writes. */
         tile_settle(datapath, file, segment.tile);
         struct read_slot *slot = cache_find(file, segment.tile);
+        bool cached = slot != NULL;
         int error = 0;
         last_tile = segment.tile;
-        if (!slot && sequential)
+        if (!slot && sequential) {
             slot = cache_load(datapath, file, segment.tile, &error);
+        } else if (!slot && sieving &&
+                   sieve_touch(&file->sieve, segment.tile, tiles_in_file, util_monotonic_ms(),
+                               buffered)) {
+            slot = cache_load(datapath, file, segment.tile, &error);
+            if (slot)
+                slot->sieved = true;
+        }
         if (error != 0) {
             outcome = error;
             goto out;
         }
         bool local = false;
         error = slot ? cache_serve(datapath, file, slot, &segment, result, &local) : -EAGAIN;
+        if (error == 0 && slot->sieved) {
+            if (cached)
+                sieve_hit(&file->sieve);
+            if (buffered && !slot->stored && !result->store_slot)
+                result->store_slot = slot; /* pinned by cache_serve */
+        }
         if (error == -EAGAIN) {
             if (!result->scratch)
                 result->scratch = malloc(size);
@@ -1676,6 +1785,71 @@ void datapath_read_done(struct datapath *datapath, struct datapath_read *result)
     free(result->scratch);
     memset(result, 0, sizeof(*result));
     open_file_put(datapath, file);
+}
+
+/* True if the file has bytes written here that no datanode has yet. */
+static bool writes_pending(const struct open_file *file)
+{
+    for (int i = 0; i < file->buffer_limit; i++) {
+        if (file->buffers[i].used)
+            return true;
+    }
+    return file->writes_in_flight > 0 || file->writeouts_waiting > 0;
+}
+
+bool datapath_store_begin(struct datapath *datapath, struct datapath_read *result,
+                          struct datapath_store *store)
+{
+    struct open_file *file = result->file;
+    struct read_slot *slot = result->store_slot;
+    bool begun = false;
+    (void)datapath;
+
+    if (!slot)
+        return false;
+    pthread_mutex_lock(&file->lock);
+    /* The slot is pinned by this read: its bytes stay until read_done. The
+     * generation rules out a write, open or truncation since its load
+     * began; no writer means none can start before datapath_store_end
+     * (an open waits for it), so the kernel gets no page older than this
+     * mount's writes and overwrites none a writer dirtied. Array tiles are
+     * not contiguous in the file: only linear files are stored. */
+    uint64_t start = slot->tile * (uint64_t)file->tile_bytes;
+    if (slot->state == SLOT_READY && !slot->discard && !slot->stored &&
+        slot->generation == file->generation && file->writers == 0 && !file->layout.array &&
+        !writes_pending(file) && start < file->size) {
+        /* Never past the size this mount knows: the kernel would take the
+         * end of the store as the file's new size. */
+        uint64_t length = file->size - start;
+        if (length > slot->length)
+            length = slot->length; /* the rest is a hole: reads of it still come here */
+        if (length > 0) {
+            store->offset = start;
+            store->data = slot->reply.data;
+            store->length = (size_t)length;
+            store->waits_given_up = file->waits_given_up;
+            slot->stored = true;
+            file->stores_in_progress++;
+            begun = true;
+        }
+    }
+    pthread_mutex_unlock(&file->lock);
+    return begun;
+}
+
+bool datapath_store_end(struct datapath *datapath, struct datapath_read *result,
+                        const struct datapath_store *store)
+{
+    struct open_file *file = result->file;
+    (void)datapath;
+    pthread_mutex_lock(&file->lock);
+    file->stores_in_progress--;
+    /* Opens and truncations that waited came after the store: only one
+     * that gave up waiting may have changed the file under it. */
+    bool changed = file->waits_given_up != store->waits_given_up;
+    pthread_cond_broadcast(&file->changed);
+    pthread_mutex_unlock(&file->lock);
+    return changed;
 }
 
 /* ---- attributes ------------------------------------------------------- */
@@ -1738,6 +1912,12 @@ int datapath_setattr(struct datapath *datapath, const struct ts_setattr_req *req
     file = open_file_get(datapath, request->ino);
     if (file) {
         pthread_mutex_lock(&file->lock);
+        if (request->valid & TS_SET_SIZE) {
+            /* No store into the page cache may race the kernel's truncation
+             * of it (a store past the new end would grow the file again). */
+            file->generation++;
+            stores_wait(datapath, file);
+        }
         result = write_everything(datapath, file);
         if (result == 0)
             result = commit_size(datapath, file, 0);

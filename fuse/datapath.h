@@ -26,6 +26,11 @@
  * Files meta profiles (TS_ATTR_PROFILED at open) have the application's
  * reads and writes counted per tile in the mount's profile table.
  *
+ * Small random reads that keep landing in a tile read it whole (data
+ * sieving, sieve.h); for a buffered handle the caller then puts the tile
+ * into the kernel's page cache: datapath_store_begin/end say when that is
+ * safe.
+ *
  * All functions return 0 (or a byte count) or a negative errno.
  */
 #ifndef TESSERA_DATAPATH_H
@@ -38,6 +43,7 @@
 #include "profile.h"
 #include "workers.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -64,11 +70,13 @@ void datapath_destroy(struct datapath **datapathp);
  * and returns its shared state in *file. array_spec: the text of the
  * file's user.tessera.array, or NULL for a linear file (used only by the
  * first handle). A spec that does not parse gives -EIO (and a log line).
+ * writing: the handle may write (O_WRONLY or O_RDWR); release says the
+ * same. Waits for stores into the kernel's page cache in progress.
  */
 int datapath_open(struct datapath *datapath, const struct ts_attr *attr, const char *array_spec,
-                  struct open_file **file);
+                  bool writing, struct open_file **file);
 /* Drops a handle: the last one writes out, frees the state and tells meta. */
-void datapath_release(struct datapath *datapath, struct open_file *file);
+void datapath_release(struct datapath *datapath, struct open_file *file, bool writing);
 
 /* Pins on cached tiles one read may hold (a read spans few tiles). */
 #define DATAPATH_READ_MAX_PINS 16
@@ -89,16 +97,46 @@ struct datapath_read {
     int pinned_count;
     char *scratch; /* directly read bytes */
     size_t scratch_used;
+    struct read_slot *store_slot; /* a sieved tile for the page cache, or NULL */
 };
 
 /*
  * Reads [offset, offset + size) (less at the end of the file) into result.
- * Returns the byte count or -errno; in every case the caller replies and then
- * calls datapath_read_done(result).
+ * buffered: the handle goes through the kernel's page cache (no O_DIRECT),
+ * so a tile read whole for sieving may be stored there. Returns the byte
+ * count or -errno; in every case the caller replies, may store (below),
+ * and then calls datapath_read_done(result).
  */
 ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t size,
-                      uint64_t offset, struct datapath_read *result);
+                      uint64_t offset, bool buffered, struct datapath_read *result);
 void datapath_read_done(struct datapath *datapath, struct datapath_read *result);
+
+/* Bytes [offset, offset + length) of the file, for the kernel's page cache. */
+struct datapath_store {
+    uint64_t offset;
+    const void *data; /* valid until datapath_read_done */
+    size_t length;
+    uint64_t waits_given_up; /* the file's count when the store began */
+};
+
+/*
+ * After the reply to a buffered read (the kernel keeps the pages of a read
+ * locked until it has the reply): whether the tile the read loaded for
+ * sieving may go into the kernel's page cache now. If true, *store says
+ * what to put there with fuse_lowlevel_notify_store(), and the caller must
+ * call datapath_store_end(), done or not, before datapath_read_done().
+ * Opens and truncations of the file wait for the store meanwhile.
+ */
+bool datapath_store_begin(struct datapath *datapath, struct datapath_read *result,
+                          struct datapath_store *store);
+/*
+ * Ends a store. Returns true if an open or truncation of the file gave up
+ * waiting for it (after the I/O timeout), so that the file may have changed
+ * under it: the caller then has the kernel drop the stored range again
+ * (fuse_lowlevel_notify_inval_inode()).
+ */
+bool datapath_store_end(struct datapath *datapath, struct datapath_read *result,
+                        const struct datapath_store *store);
 ssize_t datapath_write(struct datapath *datapath, struct open_file *file, const char *buf,
                        size_t size, uint64_t offset);
 /* Writes out the buffer and commits size and mtime to meta (close). */

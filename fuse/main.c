@@ -333,6 +333,7 @@ int main(int argc, char **argv)
     session = fuse_session_new(&args, &tessera_ops, sizeof(tessera_ops), &state);
     if (!session)
         goto out;
+    state.session = session; /* before any request: the loop starts below */
     if (fuse_set_signal_handlers(session) != 0)
         goto out_session;
     if (fuse_session_mount(session, options.mountpoint) != 0) {

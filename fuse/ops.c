@@ -26,6 +26,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -167,6 +169,12 @@ static struct metaclient_dirs dirs_adding_to(struct mount_state *state, uint64_t
 static struct open_file *file_of(struct fuse_file_info *fi)
 {
     return (struct open_file *)(uintptr_t)fi->fh;
+}
+
+/* The handle may write (its open flags, as open and release carry them). */
+static bool handle_writes(const struct fuse_file_info *fi)
+{
+    return (fi->flags & O_ACCMODE) != O_RDONLY;
 }
 
 static void x_init(void *userdata, struct fuse_conn_info *conn)
@@ -473,7 +481,7 @@ static int open_file(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
             return status == TS_OK ? ENOMEM : status_to_errno(status);
         }
     }
-    int error = datapath_open(state->datapath, attr, array_spec, &file);
+    int error = datapath_open(state->datapath, attr, array_spec, handle_writes(fi), &file);
     free(array_spec);
     if (error != 0) {
         metaclient_release(state->meta, ino);
@@ -502,7 +510,7 @@ static void x_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         return;
     }
     if (fuse_reply_open(req, fi) == -ENOENT) /* interrupted: the kernel won't release */
-        datapath_release(state_of(req)->datapath, file_of(fi));
+        datapath_release(state_of(req)->datapath, file_of(fi), handle_writes(fi));
 }
 
 static void x_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -547,7 +555,42 @@ static void x_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
     }
     fill_entry(req, &attr, &entry);
     if (fuse_reply_create(req, &entry, fi) == -ENOENT)
-        datapath_release(state->datapath, file_of(fi));
+        datapath_release(state->datapath, file_of(fi), handle_writes(fi));
+}
+
+/*
+ * Puts the tile a read loaded for data sieving into the kernel's page
+ * cache (datapath.h says when it may), so the reader's later reads of it
+ * never reach the mount. Runs after the reply: until then the kernel keeps
+ * the read's pages locked, and a store locks pages too. A store may wait
+ * for pages other reads in flight hold; at most STORES_AT_ONCE threads
+ * do, so the others are left to serve those reads (the loop has 16).
+ */
+#define STORES_AT_ONCE 4
+static atomic_int stores_running;
+
+static void store_sieved_tile(struct mount_state *state, fuse_ino_t ino,
+                              struct datapath_read *result)
+{
+    struct datapath_store store;
+    if (!state->session || !result->store_slot)
+        return;
+    if (atomic_fetch_add(&stores_running, 1) >= STORES_AT_ONCE)
+        goto out;
+    if (!datapath_store_begin(state->datapath, result, &store))
+        goto out;
+    struct fuse_bufvec bufv = FUSE_BUFVEC_INIT(store.length);
+    bufv.buf[0].mem = (void *)store.data;
+    int error = fuse_lowlevel_notify_store(state->session, ino, (off_t)store.offset, &bufv, 0);
+    if (error != 0 && error != -ENOENT) /* ENOENT: the kernel forgot the inode */
+        log_debug("inode %llu: storing %zu bytes at %llu in the page cache failed: %s",
+                  (unsigned long long)ino, store.length, (unsigned long long)store.offset,
+                  strerror(-error));
+    if (datapath_store_end(state->datapath, result, &store))
+        fuse_lowlevel_notify_inval_inode(state->session, ino, (off_t)store.offset,
+                                         (off_t)store.length);
+out:
+    atomic_fetch_sub(&stores_running, 1);
 }
 
 static void x_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
@@ -555,8 +598,10 @@ static void x_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
 {
     struct mount_state *state = state_of(req);
     struct datapath_read result;
-    (void)ino;
-    ssize_t got = datapath_read(state->datapath, file_of(fi), size, (uint64_t)offset, &result);
+    /* O_DIRECT reads bypass the page cache: nothing is stored for them. */
+    bool buffered = !(fi->flags & O_DIRECT);
+    ssize_t got =
+        datapath_read(state->datapath, file_of(fi), size, (uint64_t)offset, buffered, &result);
     if (got < 0) {
         fuse_reply_err(req, (int)-got);
     } else if (result.count < REPLY_MAX_PIECES) {
@@ -577,6 +622,8 @@ static void x_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
             fuse_reply_err(req, ENOMEM);
         free(gathered);
     }
+    if (got > 0 && buffered)
+        store_sieved_tile(state, ino, &result);
     datapath_read_done(state->datapath, &result);
 }
 
@@ -602,7 +649,7 @@ static void x_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 static void x_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    datapath_release(state_of(req)->datapath, file_of(fi));
+    datapath_release(state_of(req)->datapath, file_of(fi), handle_writes(fi));
     dentcache_changed(state_of(req)->dentries, ino);
     fuse_reply_err(req, 0);
 }

@@ -19,7 +19,8 @@ struct mount_state {
     struct nodedir *nodes;
     struct datapath *datapath;
     struct workers *workers;
-    struct dentcache *dentries; /* statahead windows (dentcache.h) */
+    struct dentcache *dentries;   /* statahead windows (dentcache.h) */
+    struct fuse_session *session; /* for notifications to the kernel; NULL: none */
     const char *mountpoint;
     double attr_timeout;  /* seconds the kernel may cache attributes */
     double entry_timeout; /* seconds the kernel may cache names */
