@@ -210,7 +210,7 @@ static void test_readdirplus_pages(void **state)
     struct fixture *f = *state;
     uint64_t dir = make_dir(f, TS_ROOT_INO, "walk");
     struct listed *page = calloc(1, sizeof(*page));
-    struct ts_attr attr;
+    struct ts_attr attr = {0};
     char after[TS_MAX_NAME + 1] = "";
     uint32_t total = 0;
 

@@ -153,14 +153,14 @@ static int attr_call(struct fixture *f, int status, struct ts_attr *attr)
 static struct ts_attr getattr(struct fixture *f, uint64_t ino)
 {
     struct ts_getattr_req m = {.ino = ino};
-    struct ts_attr attr;
+    struct ts_attr attr = {0};
     assert_int_equal(attr_call(f, CALL(f, TS_OP_GETATTR, getattr_req, &m), &attr), TS_OK);
     return attr;
 }
 
 static struct ts_attr make(struct fixture *f, uint64_t parent, const char *name, uint32_t mode)
 {
-    struct ts_attr attr;
+    struct ts_attr attr = {0};
     int status;
     if (S_ISDIR(mode)) {
         struct ts_mkdir_req m = {.parent = parent,
@@ -595,7 +595,7 @@ static void test_profile_start_inherit_stop(void **state)
     assert_int_equal(make(f, dir, "link", S_IFLNK | 0777).flags & TS_ATTR_PROFILED, 0);
     assert_int_equal(make(f, dir, "fifo", S_IFIFO | 0644).flags & TS_ATTR_PROFILED, 0);
     struct ts_lookup_req lookup = {.parent = dir, .name = str("f")};
-    struct ts_attr attr;
+    struct ts_attr attr = {0};
     assert_int_equal(attr_call(f, CALL(f, TS_OP_LOOKUP, lookup_req, &lookup), &attr), TS_OK);
     assert_true(attr.flags & TS_ATTR_PROFILED);
     struct ts_open_req open = {.ino = file.ino};

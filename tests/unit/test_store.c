@@ -347,28 +347,28 @@ static uint32_t garbage_of(struct fixture *f, uint32_t node, struct garbage_seen
 
 static uint64_t make_file(struct fixture *f, uint64_t parent, const char *name)
 {
-    struct ts_attr attr;
+    struct ts_attr attr = {0};
     assert_int_equal(do_mknod(f, parent, name, 0644, &attr), TS_OK);
     return attr.ino;
 }
 
 static uint64_t make_dir(struct fixture *f, uint64_t parent, const char *name)
 {
-    struct ts_attr attr;
+    struct ts_attr attr = {0};
     assert_int_equal(do_mkdir(f, parent, name, &attr), TS_OK);
     return attr.ino;
 }
 
 static uint32_t nlink_of(struct fixture *f, uint64_t ino)
 {
-    struct ts_attr attr;
+    struct ts_attr attr = {0};
     assert_int_equal(do_getattr(f, ino, &attr), TS_OK);
     return attr.nlink;
 }
 
 static uint64_t ino_of(struct fixture *f, uint64_t parent, const char *name)
 {
-    struct ts_attr attr;
+    struct ts_attr attr = {0};
     assert_int_equal(do_lookup(f, parent, name, &attr), TS_OK);
     return attr.ino;
 }
@@ -436,7 +436,7 @@ static void test_symlink_readlink(void **state)
     struct fixture *f = *state;
     struct ts_readlink_req m;
     struct ts_readlink_rep reply;
-    struct ts_attr attr;
+    struct ts_attr attr = {0};
     char long_target[TS_MAX_SYMLINK + 2];
 
     assert_int_equal(do_symlink(f, TS_ROOT_INO, "link", "some/where", &attr), TS_OK);
@@ -462,7 +462,7 @@ static void test_symlink_readlink(void **state)
 static void test_mkdir_nlink(void **state)
 {
     struct fixture *f = *state;
-    struct ts_attr attr;
+    struct ts_attr attr = {0};
     uint64_t d, e;
 
     d = make_dir(f, TS_ROOT_INO, "d");
@@ -500,7 +500,7 @@ static void test_setgid_directory(void **state)
 {
     struct fixture *f = *state;
     struct ts_setattr_req chmod = {.valid = TS_SET_MODE | TS_SET_GID, .mode = 02775, .gid = 50};
-    struct ts_attr attr;
+    struct ts_attr attr = {0};
 
     chmod.ino = make_dir(f, TS_ROOT_INO, "shared");
     assert_int_equal(do_setattr(f, &chmod, NULL), TS_OK);
@@ -515,7 +515,7 @@ static void test_setgid_directory(void **state)
 static void test_link(void **state)
 {
     struct fixture *f = *state;
-    struct ts_attr attr;
+    struct ts_attr attr = {0};
     uint64_t file = make_file(f, TS_ROOT_INO, "one");
     uint64_t dir = make_dir(f, TS_ROOT_INO, "dir");
 
@@ -538,7 +538,7 @@ static void test_unlink_deletes_and_queues_garbage(void **state)
     uint64_t versions[3];
     uint32_t node = register_node(f, 64ull << 30, 32ull << 30);
     uint64_t file = make_file(f, TS_ROOT_INO, "doomed");
-    struct ts_attr attr;
+    struct ts_attr attr = {0};
 
     assert_int_equal(do_tile_map(f, file, 0, 3, 1, nodes, versions), TS_OK);
     for (int i = 0; i < 3; i++)
@@ -569,7 +569,7 @@ static void test_unlink_deletes_and_queues_garbage(void **state)
 static void test_unlink_while_open(void **state)
 {
     struct fixture *f = *state;
-    struct ts_attr attr;
+    struct ts_attr attr = {0};
     uint64_t file = make_file(f, TS_ROOT_INO, "open");
 
     assert_int_equal(do_open(f, file), TS_OK);
@@ -601,7 +601,7 @@ static void test_unlink_while_open(void **state)
 static void test_mknod_open(void **state)
 {
     struct fixture *f = *state;
-    struct ts_attr attr;
+    struct ts_attr attr = {0};
     struct ts_mknod_req m = {.parent = TS_ROOT_INO,
                              .name = str("created"),
                              .mode = S_IFREG | 0644,
@@ -623,7 +623,7 @@ static void test_rename_replace(void **state)
     struct fixture *f = *state;
     uint64_t a = make_file(f, TS_ROOT_INO, "a");
     uint64_t b = make_file(f, TS_ROOT_INO, "b");
-    struct ts_attr attr;
+    struct ts_attr attr = {0};
 
     assert_int_equal(do_rename(f, TS_ROOT_INO, "a", TS_ROOT_INO, "b", 0), TS_OK);
     assert_int_equal(ino_of(f, TS_ROOT_INO, "b"), a);
@@ -681,7 +681,7 @@ static void test_rename_directories(void **state)
     uint64_t low = make_dir(f, mid, "low");
     uint64_t other = make_dir(f, TS_ROOT_INO, "other");
     uint64_t full = make_dir(f, TS_ROOT_INO, "full");
-    struct ts_attr attr;
+    struct ts_attr attr = {0};
 
     make_file(f, full, "content");
     make_file(f, TS_ROOT_INO, "file");
@@ -898,7 +898,7 @@ static void test_tile_map_round_robin(void **state)
     uint32_t ids[NODES];
     uint32_t per_node[NODES] = {0};
     uint64_t file;
-    struct ts_attr attr;
+    struct ts_attr attr = {0};
 
     f->service->default_placement = TS_PLACEMENT_ROUNDROBIN;
     file = make_file(f, TS_ROOT_INO, "striped");
@@ -958,7 +958,7 @@ static void test_commit(void **state)
 {
     struct fixture *f = *state;
     struct ts_commit_req m;
-    struct ts_attr attr;
+    struct ts_attr attr = {0};
     uint64_t file = make_file(f, TS_ROOT_INO, "data");
 
     assert_int_equal(do_commit(f, file, 5000, 1, &attr), TS_OK);
@@ -1107,7 +1107,7 @@ static void test_layout_xattr(void **state)
 {
     struct fixture *f = *state;
     uint64_t file = make_file(f, TS_ROOT_INO, "f");
-    struct ts_attr attr;
+    struct ts_attr attr = {0};
     char value[128];
     uint32_t nodes[4];
     uint64_t versions[4];
@@ -1208,7 +1208,7 @@ static void test_layout_inheritance(void **state)
     struct fixture *f = *state;
     uint64_t dir = make_dir(f, TS_ROOT_INO, "d");
     uint64_t before = make_file(f, dir, "before");
-    struct ts_attr attr;
+    struct ts_attr attr = {0};
     char value[128];
 
     /* A directory shows what its new files would get. */
@@ -1737,7 +1737,7 @@ static void test_array_xattr(void **state)
 {
     struct fixture *f = *state;
     uint64_t file = make_file(f, TS_ROOT_INO, "a");
-    struct ts_attr attr;
+    struct ts_attr attr = {0};
     char value[600];
     uint32_t nodes[64];
     uint64_t versions[64];
@@ -1863,7 +1863,7 @@ static void test_array_busy_after_write(void **state)
     uint64_t file = make_file(f, TS_ROOT_INO, "written");
     uint32_t nodes[4];
     uint64_t versions[4];
-    struct ts_attr attr;
+    struct ts_attr attr = {0};
     char value[600];
 
     /* A linear file that has been written cannot become an array. */
@@ -1886,7 +1886,7 @@ static void test_array_inheritance(void **state)
     struct fixture *f = *state;
     uint64_t dir = make_dir(f, TS_ROOT_INO, "arrays");
     uint64_t before = make_file(f, dir, "before");
-    struct ts_attr attr;
+    struct ts_attr attr = {0};
     char value[600];
 
     assert_int_equal(do_getxattr(f, dir, ARRAY, value, sizeof(value)), TS_ERR_NODATA);
