@@ -83,38 +83,35 @@ static bool copies_in_range(const MDB_val *key, uint64_t ino, uint64_t last_tile
            store_be64_get(bytes + 8) <= last_tile;
 }
 
+/* copies_scan() over store_scan(): the range, and the caller's visitor. */
+struct copies_scan_op {
+    uint64_t ino;
+    uint64_t last_tile;
+    copies_visit_fn visit;
+    void *arg;
+    bool past_range;
+};
+
+static int copies_scan_record(void *arg, const MDB_val *key, const MDB_val *value)
+{
+    struct copies_scan_op *op = arg;
+    struct copies_entry entry;
+    if (!copies_in_range(key, op->ino, op->last_tile)) {
+        op->past_range = true;
+        return 1;
+    }
+    int err = copies_decode(key, value, &entry);
+    return err < 0 ? err : op->visit(op->arg, &entry);
+}
+
 int copies_scan(struct store_txn *txn, uint64_t ino, uint64_t first_tile, uint64_t last_tile,
                 copies_visit_fn visit, void *arg)
 {
     uint8_t start[COPIES_KEY_BYTES];
-    MDB_cursor *cursor;
-    MDB_val key;
-    MDB_val value;
-    int result;
-    int err;
-
-    err = store_cursor(txn, STORE_COPIES, &cursor);
-    if (err < 0)
-        return err;
+    struct copies_scan_op op = {ino, last_tile, visit, arg, false};
     copies_key(start, ino, first_tile, 0);
-    key.mv_data = start;
-    key.mv_size = sizeof(start);
-    result = 0;
-    err = store_error(txn->store, mdb_cursor_get(cursor, &key, &value, MDB_SET_RANGE));
-    while (err == 0 && copies_in_range(&key, ino, last_tile)) {
-        struct copies_entry entry;
-        err = copies_decode(&key, &value, &entry);
-        if (err < 0)
-            break;
-        result = visit(arg, &entry);
-        if (result != 0)
-            break;
-        err = store_error(txn->store, mdb_cursor_get(cursor, &key, &value, MDB_NEXT));
-    }
-    mdb_cursor_close(cursor);
-    if (err < 0 && err != -ENOENT)
-        return err;
-    return result;
+    int result = store_scan(txn, STORE_COPIES, start, sizeof(start), copies_scan_record, &op);
+    return op.past_range ? 0 : result;
 }
 
 int copies_drop(struct store_txn *txn, uint64_t ino, uint64_t first_tile, uint64_t last_tile,

@@ -95,40 +95,30 @@ int journal_abort(struct store_txn *txn, const struct journal_entry *entry)
     return garbage_add(txn, &target);
 }
 
+/* journal_scan_after() over store_scan(): the key to skip, and the caller's visitor. */
+struct journal_scan_op {
+    const uint8_t *after;
+    journal_visit_fn visit;
+    void *arg;
+};
+
+static int journal_scan_record(void *arg, const MDB_val *key, const MDB_val *value)
+{
+    struct journal_scan_op *op = arg;
+    struct journal_entry entry;
+    if (key->mv_size == JOURNAL_KEY_BYTES && memcmp(key->mv_data, op->after, JOURNAL_KEY_BYTES) == 0)
+        return 0; /* strictly after */
+    int err = journal_decode(key, value, &entry);
+    return err < 0 ? err : op->visit(op->arg, &entry);
+}
+
 int journal_scan_after(struct store_txn *txn, uint64_t after_ino, uint64_t after_tile,
                        journal_visit_fn visit, void *arg)
 {
     uint8_t start[JOURNAL_KEY_BYTES];
-    MDB_cursor *cursor;
-    MDB_val key;
-    MDB_val value;
-    int result = 0;
-    int err;
-
-    err = store_cursor(txn, STORE_JOURNAL, &cursor);
-    if (err < 0)
-        return err;
+    struct journal_scan_op op = {start, visit, arg};
     journal_key(start, after_ino, after_tile);
-    key.mv_data = start;
-    key.mv_size = sizeof(start);
-    err = store_error(txn->store, mdb_cursor_get(cursor, &key, &value, MDB_SET_RANGE));
-    if (err == 0 && key.mv_size == JOURNAL_KEY_BYTES &&
-        memcmp(key.mv_data, start, JOURNAL_KEY_BYTES) == 0)
-        err = store_error(txn->store, mdb_cursor_get(cursor, &key, &value, MDB_NEXT));
-    while (err == 0) {
-        struct journal_entry entry;
-        err = journal_decode(&key, &value, &entry);
-        if (err < 0)
-            break;
-        result = visit(arg, &entry);
-        if (result != 0)
-            break;
-        err = store_error(txn->store, mdb_cursor_get(cursor, &key, &value, MDB_NEXT));
-    }
-    mdb_cursor_close(cursor);
-    if (err < 0 && err != -ENOENT)
-        return err;
-    return result;
+    return store_scan(txn, STORE_JOURNAL, start, sizeof(start), journal_scan_record, &op);
 }
 
 int journal_drop_inode(struct store_txn *txn, uint64_t ino)

@@ -84,41 +84,38 @@ static bool profiles_of(const MDB_val *key, uint64_t ino)
            store_be64_get(key->mv_data) == ino;
 }
 
+/* profiles_scan() over store_scan(): the inode, and the caller's visitor. */
+struct profiles_scan_op {
+    uint64_t ino;
+    profiles_visit_fn visit;
+    void *arg;
+    bool past_inode;
+};
+
+static int profiles_scan_record(void *arg, const MDB_val *key, const MDB_val *value)
+{
+    struct profiles_scan_op *op = arg;
+    const uint8_t *bytes = key->mv_data;
+    struct profiles_counts counts;
+    if (!profiles_of(key, op->ino)) {
+        op->past_inode = true;
+        return 1;
+    }
+    struct ts_str machine = {(const char *)bytes + PROFILES_PREFIX_BYTES,
+                             (uint32_t)(key->mv_size - PROFILES_PREFIX_BYTES)};
+    int err = profiles_decode(value, &counts);
+    return err < 0 ? err : op->visit(op->arg, store_be64_get(bytes + 8), machine, &counts);
+}
+
 int profiles_scan(struct store_txn *txn, uint64_t ino, uint64_t first_tile, profiles_visit_fn visit,
                   void *arg)
 {
     uint8_t start[PROFILES_PREFIX_BYTES];
-    MDB_cursor *cursor;
-    MDB_val key;
-    MDB_val value;
-    int result = 0;
-    int err;
-
-    err = store_cursor(txn, STORE_PROFILES, &cursor);
-    if (err < 0)
-        return err;
+    struct profiles_scan_op op = {ino, visit, arg, false};
     store_be64_put(start, ino);
     store_be64_put(start + 8, first_tile);
-    key.mv_data = start;
-    key.mv_size = sizeof(start);
-    err = store_error(txn->store, mdb_cursor_get(cursor, &key, &value, MDB_SET_RANGE));
-    while (err == 0 && profiles_of(&key, ino)) {
-        const uint8_t *bytes = key.mv_data;
-        struct profiles_counts counts;
-        struct ts_str machine = {(const char *)bytes + PROFILES_PREFIX_BYTES,
-                                 (uint32_t)(key.mv_size - PROFILES_PREFIX_BYTES)};
-        err = profiles_decode(&value, &counts);
-        if (err < 0)
-            break;
-        result = visit(arg, store_be64_get(bytes + 8), machine, &counts);
-        if (result != 0)
-            break;
-        err = store_error(txn->store, mdb_cursor_get(cursor, &key, &value, MDB_NEXT));
-    }
-    mdb_cursor_close(cursor);
-    if (err < 0 && err != -ENOENT)
-        return err;
-    return result;
+    int result = store_scan(txn, STORE_PROFILES, start, sizeof(start), profiles_scan_record, &op);
+    return op.past_inode ? 0 : result;
 }
 
 int profiles_delete_all(struct store_txn *txn, uint64_t ino, uint64_t *deleted)

@@ -321,6 +321,29 @@ int store_cursor(struct store_txn *txn, enum store_table table, MDB_cursor **cur
     return store_error(txn->store, mdb_cursor_open(txn->txn, txn->store->dbi[table], cursorp));
 }
 
+int store_scan(struct store_txn *txn, enum store_table table, const void *start, size_t start_len,
+               store_scan_fn visit, void *arg)
+{
+    MDB_cursor *cursor;
+    MDB_val key = {start_len, (void *)start};
+    MDB_val value;
+    int result = 0;
+    int err = store_cursor(txn, table, &cursor);
+    if (err < 0)
+        return err;
+    err = store_error(txn->store, mdb_cursor_get(cursor, &key, &value, MDB_SET_RANGE));
+    while (err == 0) {
+        result = visit(arg, &key, &value);
+        if (result != 0)
+            break;
+        err = store_error(txn->store, mdb_cursor_get(cursor, &key, &value, MDB_NEXT));
+    }
+    mdb_cursor_close(cursor);
+    if (err < 0 && err != -ENOENT)
+        return err;
+    return result;
+}
+
 int store_entries(struct store_txn *txn, enum store_table table, uint64_t *count)
 {
     MDB_stat stat;

@@ -105,6 +105,16 @@ int store_put(struct store_txn *txn, enum store_table table, const void *key, si
 int store_del(struct store_txn *txn, enum store_table table, const void *key, size_t key_len);
 /* Opens a cursor on a table (closed with mdb_cursor_close, or by the txn end). */
 int store_cursor(struct store_txn *txn, enum store_table table, MDB_cursor **cursorp);
+/*
+ * Visits the records of a table in key order from the first key >= start:
+ * visit returns 0 to go on, a positive value to stop (store_scan returns
+ * it), or a negative errno (returned as well). Returns 0 at the table's
+ * end, or a negative errno from LMDB. The key and value point into the map
+ * and are valid during the call only.
+ */
+typedef int (*store_scan_fn)(void *arg, const MDB_val *key, const MDB_val *value);
+int store_scan(struct store_txn *txn, enum store_table table, const void *start, size_t start_len,
+               store_scan_fn visit, void *arg);
 /* Number of records in a table. */
 int store_entries(struct store_txn *txn, enum store_table table, uint64_t *count);
 
