@@ -571,10 +571,13 @@ struct rpc_server *rpc_server_new(const char *endpoint, const rpc_handler_fn *ha
 {
     struct rpc_server *server = calloc(1, sizeof(*server));
     int zero = 0;
-    /* Per peer socket. A client socket has one request in flight at a time
-     * (rpc_client_call), so a few suffice; a low mark keeps a datanode's
-     * memory bounded: ZeroMQ stops reading a peer whose queue is full. */
+    /* Per peer socket. Requests: a low mark keeps a datanode's memory
+     * bounded, ZeroMQ stops reading a peer whose queue is full. Replies: a
+     * ROUTER silently drops a reply that finds its peer's queue full, so
+     * that queue holds a whole pipeline (a client socket has at most
+     * RPC_MAX_PIPELINE requests in flight) and then some. */
     int hwm = 8;
+    int reply_hwm = 2 * RPC_MAX_PIPELINE;
     int64_t max_message = TS_MAX_FRAME_BYTES + TS_MAX_DATA_BYTES;
 
     if (!server)
@@ -586,7 +589,7 @@ struct rpc_server *rpc_server_new(const char *endpoint, const rpc_handler_fn *ha
     if (!server->reply_frame || !server->socket)
         goto fail;
     zmq_setsockopt(server->socket, ZMQ_LINGER, &zero, sizeof(zero));
-    zmq_setsockopt(server->socket, ZMQ_SNDHWM, &hwm, sizeof(hwm));
+    zmq_setsockopt(server->socket, ZMQ_SNDHWM, &reply_hwm, sizeof(reply_hwm));
     zmq_setsockopt(server->socket, ZMQ_RCVHWM, &hwm, sizeof(hwm));
     /* A peer sending more than any valid message is disconnected by ZeroMQ. */
     zmq_setsockopt(server->socket, ZMQ_MAXMSGSIZE, &max_message, sizeof(max_message));

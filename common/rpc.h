@@ -80,7 +80,7 @@ struct rpc_call {
     const void *payload;
     size_t payload_len;
 };
-#define RPC_MAX_PIPELINE 4
+#define RPC_MAX_PIPELINE 16
 
 /*
  * Sends count (1..RPC_MAX_PIPELINE) requests back to back on the client's

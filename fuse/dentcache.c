@@ -366,6 +366,27 @@ enum dentcache_answer dentcache_lookup(struct dentcache *cache, uint64_t parent,
     return answer;
 }
 
+bool dentcache_peek(struct dentcache *cache, uint64_t parent, const char *name,
+                    struct ts_attr *attr)
+{
+    bool known = false;
+    if (cache_off(cache))
+        return false;
+    pthread_mutex_lock(&cache->lock);
+    double now = cache->clock();
+    struct dc_dir *dir = dir_find(cache, parent);
+    if (dir && window_fresh(cache, dir, now) && window_covers(dir, name)) {
+        bool found;
+        uint32_t at = window_search(dir, name, &found);
+        if (found && entry_trusted(cache, dir->entries[at])) {
+            *attr = dir->entries[at]->attr;
+            known = true;
+        }
+    }
+    pthread_mutex_unlock(&cache->lock);
+    return known;
+}
+
 double dentcache_install(struct dentcache *cache, const struct dentcache_fetch *fetch,
                          const char *from, const struct meta_direntplus *entries, uint32_t count,
                          bool done)
@@ -599,8 +620,10 @@ void dentcache_added(struct dentcache *cache, uint64_t parent, const char *name,
     pthread_mutex_unlock(&cache->lock);
 }
 
-void dentcache_removed(struct dentcache *cache, uint64_t parent, const char *name,
-                       const struct metaclient_dirs *dirs, struct dentcache_ticket ticket)
+/* Both ways of noting a removal; early: see dentcache_unlinked_early(). */
+static void note_removed(struct dentcache *cache, uint64_t parent, const char *name,
+                         const struct metaclient_dirs *dirs, struct dentcache_ticket ticket,
+                         bool early)
 {
     uint64_t before[METACLIENT_MAX_DIRS];
     if (cache_off(cache))
@@ -608,7 +631,21 @@ void dentcache_removed(struct dentcache *cache, uint64_t parent, const char *nam
     pthread_mutex_lock(&cache->lock);
     double now = cache->clock();
     dirs_before(cache, dirs, before);
+    struct dc_dir *derived = early ? dir_attr_trusted(cache, parent, now) : NULL;
     change_note(cache, parent, now);
+    if (derived) {
+        /* Meta will stamp the directory with its own clock; this one is
+         * close, and times only go forward. */
+        struct timespec wall;
+        clock_gettime(CLOCK_REALTIME, &wall);
+        if (wall.tv_sec > derived->attr.mtime_sec ||
+            (wall.tv_sec == derived->attr.mtime_sec &&
+             (uint32_t)wall.tv_nsec > derived->attr.mtime_nsec)) {
+            derived->attr.mtime_sec = derived->attr.ctime_sec = wall.tv_sec;
+            derived->attr.mtime_nsec = derived->attr.ctime_nsec = (uint32_t)wall.tv_nsec;
+        }
+        derived->attr_known = ++cache->seq;
+    }
     uint64_t ino = window_remove(dir_find(cache, parent), name);
     if (ino != 0)
         change_note(cache, ino, now);
@@ -616,6 +653,18 @@ void dentcache_removed(struct dentcache *cache, uint64_t parent, const char *nam
         cache->links_changed = change_note(cache, 0, now);
     dirs_keep(cache, dirs, ticket, before, now);
     pthread_mutex_unlock(&cache->lock);
+}
+
+void dentcache_removed(struct dentcache *cache, uint64_t parent, const char *name,
+                       const struct metaclient_dirs *dirs, struct dentcache_ticket ticket)
+{
+    note_removed(cache, parent, name, dirs, ticket, false);
+}
+
+void dentcache_unlinked_early(struct dentcache *cache, uint64_t parent, const char *name,
+                              struct dentcache_ticket ticket)
+{
+    note_removed(cache, parent, name, NULL, ticket, true);
 }
 
 void dentcache_renamed(struct dentcache *cache, uint64_t parent, const char *name,

@@ -101,6 +101,12 @@ enum dentcache_answer dentcache_lookup(struct dentcache *cache, uint64_t parent,
                                        struct dentcache_fetch *fetch);
 
 /*
+ * What a fresh window says of name in parent, without counting it as a
+ * lookup or starting a walk: true with *attr if the name is there.
+ */
+bool dentcache_peek(struct dentcache *cache, uint64_t parent, const char *name,
+                    struct ts_attr *attr);
+/*
  * Installs the window fetched as `fetch` advised: entries (count, in name
  * order, none before `from`) of READDIRPLUS(parent, from, inclusive), done
  * as the reply said. Returns the seconds the window stays fresh, or 0 when
@@ -144,6 +150,14 @@ void dentcache_renamed(struct dentcache *cache, uint64_t parent, const char *nam
                        uint64_t new_parent, const char *new_name,
                        const struct metaclient_dirs *dirs, struct dentcache_ticket ticket);
 void dentcache_changed(struct dentcache *cache, uint64_t ino);
+/*
+ * An unlink of a file answered before meta has done it (unlinkq.h): noted
+ * as removed, and the parent's kept attributes, if any, stay kept with
+ * mtime and ctime set to now, so that the getattr the kernel sends next
+ * (to check permissions for the next unlink) needs no round trip.
+ */
+void dentcache_unlinked_early(struct dentcache *cache, uint64_t parent, const char *name,
+                              struct dentcache_ticket ticket);
 
 /*
  * The attributes of directory ino kept from this mount's last change to

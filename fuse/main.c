@@ -38,6 +38,7 @@ struct mount_options {
     long readahead_tiles;
     long io_threads;
     long statahead;
+    long async_unlinks;
     int foreground;
     int single_thread;
     int debug;
@@ -62,6 +63,9 @@ static void usage(FILE *out)
             "  --statahead N          most names (with attributes) fetched at once for a\n"
             "                         directory walk (default 1024; 0 = off: every lookup\n"
             "                         asks meta)\n"
+            "  --async-unlinks N      most unlinks answered before meta has done them, sent\n"
+            "                         in the background; later requests about their\n"
+            "                         directories wait for them (default 256; 0 = off)\n"
             "  --machine NAME         this machine's name (default: the hostname)\n"
             "  --log-level LEVEL      error, warn, info or debug (default info)\n"
             "  -o OPTIONS             FUSE mount options, e.g. allow_other,default_permissions\n"
@@ -93,6 +97,7 @@ static int parse_arguments(int argc, char **argv, struct mount_options *options)
     options->readahead_tiles = 8;
     options->io_threads = 16;
     options->statahead = 1024;
+    options->async_unlinks = 256;
     options->log_level = LOG_LEVEL_INFO;
 
     for (int i = 1; i < argc; i++) {
@@ -143,6 +148,11 @@ static int parse_arguments(int argc, char **argv, struct mount_options *options)
         } else if (strcmp(arg, "--statahead") == 0) {
             if (util_parse_long(value, 0, 4096, &options->statahead) != 0) {
                 fprintf(stderr, "tessera-mount: --statahead wants 0..4096\n");
+                return 2;
+            }
+        } else if (strcmp(arg, "--async-unlinks") == 0) {
+            if (util_parse_long(value, 0, 65536, &options->async_unlinks) != 0) {
+                fprintf(stderr, "tessera-mount: --async-unlinks wants 0..65536\n");
                 return 2;
             }
         } else if (strcmp(arg, "--io-threads") == 0) {
@@ -290,6 +300,9 @@ int main(int argc, char **argv)
     state.meta = metaclient_new(options.meta, (int)options.meta_timeout_ms, options.machine);
     /* Nothing waits for a release: they go in batches (relqueue.h). */
     if (state.meta && metaclient_defer_releases(state.meta, RELEASE_DELAY_MS) != TS_OK)
+        metaclient_destroy(&state.meta);
+    if (state.meta && options.async_unlinks > 0 &&
+        metaclient_defer_unlinks(state.meta, (uint32_t)options.async_unlinks) != TS_OK)
         metaclient_destroy(&state.meta);
     if (state.meta)
         state.dentries = dentcache_new(options.attr_timeout, (uint32_t)options.statahead, NULL);

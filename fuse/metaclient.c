@@ -8,6 +8,7 @@
 
 #include "log.h"
 #include "relqueue.h"
+#include "unlinkq.h"
 #include "rpc.h"
 #include "status.h"
 
@@ -18,6 +19,7 @@
 struct metaclient {
     struct rpc_pool *pool;
     struct relqueue *releases; /* NULL: releases are sent at once */
+    struct unlinkq *unlinks;   /* NULL: unlinks are sent at once */
     char machine[TS_MAX_NAME + 1];
 };
 
@@ -41,6 +43,7 @@ void metaclient_destroy(struct metaclient **clientp)
 {
     if (!clientp || !*clientp)
         return;
+    unlinkq_destroy(&(*clientp)->unlinks);   /* sends what is queued */
     relqueue_destroy(&(*clientp)->releases); /* sends what is queued */
     rpc_pool_destroy(&(*clientp)->pool);
     free(*clientp);
@@ -146,9 +149,28 @@ static int meta_call_with_dirs(struct metaclient *client, uint16_t op, const uin
     return status;
 }
 
+/*
+ * Before a request about all of directory ino, or about inode ino: the
+ * unlinks queued in it (or of it) must be done first, or the request could
+ * list a name this mount already removed, or show an old link count.
+ */
+static void wait_unlinks_in(struct metaclient *client, uint64_t ino)
+{
+    if (client->unlinks)
+        unlinkq_wait_for(client->unlinks, ino);
+}
+
+/* Before a request about one name: its own queued unlink must be done first. */
+static void wait_unlink_of(struct metaclient *client, uint64_t parent, const char *name)
+{
+    if (client->unlinks)
+        unlinkq_wait_name(client->unlinks, parent, name);
+}
+
 int metaclient_lookup(struct metaclient *client, uint64_t parent, const char *name,
                       struct ts_attr *attr)
 {
+    wait_unlink_of(client, parent, name);
     uint8_t buf[REQUEST_CAP];
     struct ts_lookup_req request = {.parent = parent, .name = ts_str_of(name)};
     return meta_call_attr(client, TS_OP_LOOKUP, buf,
@@ -157,6 +179,7 @@ int metaclient_lookup(struct metaclient *client, uint64_t parent, const char *na
 
 int metaclient_getattr(struct metaclient *client, uint64_t ino, struct ts_attr *attr)
 {
+    wait_unlinks_in(client, ino); /* a directory's nlink, size and mtime */
     uint8_t buf[REQUEST_CAP];
     struct ts_getattr_req request = {.ino = ino};
     return meta_call_attr(client, TS_OP_GETATTR, buf,
@@ -180,6 +203,7 @@ int metaclient_mknod(struct metaclient *client, uint64_t parent, const char *nam
                      uint32_t mode, uint64_t rdev, uint32_t uid, uint32_t gid, int open,
                      struct ts_attr *attr, struct metaclient_dirs *dirs)
 {
+    wait_unlink_of(client, parent, name);
     uint8_t buf[REQUEST_CAP];
     struct ts_mknod_req request = {.parent = parent,
                                    .name = ts_str_of(name),
@@ -196,6 +220,7 @@ int metaclient_mkdir(struct metaclient *client, uint64_t parent, const char *nam
                      uint32_t mode, uint32_t uid, uint32_t gid, struct ts_attr *attr,
                      struct metaclient_dirs *dirs)
 {
+    wait_unlink_of(client, parent, name);
     uint8_t buf[REQUEST_CAP];
     struct ts_mkdir_req request = {
         .parent = parent, .name = ts_str_of(name), .mode = mode, .uid = uid, .gid = gid};
@@ -221,6 +246,8 @@ int metaclient_unlink(struct metaclient *client, uint64_t parent, const char *na
 int metaclient_rmdir(struct metaclient *client, uint64_t parent, const char *name,
                      struct metaclient_dirs *dirs)
 {
+    if (client->unlinks) /* the directory removed may be one being emptied */
+        unlinkq_wait_all(client->unlinks);
     return meta_name_op(client, TS_OP_RMDIR, parent, name, dirs);
 }
 
@@ -228,6 +255,8 @@ int metaclient_rename(struct metaclient *client, uint64_t parent, const char *na
                       uint64_t new_parent, const char *new_name, uint32_t flags,
                       struct metaclient_dirs *dirs)
 {
+    wait_unlink_of(client, parent, name);
+    wait_unlink_of(client, new_parent, new_name);
     uint8_t buf[REQUEST_CAP];
     struct ts_rename_req request = {.parent = parent,
                                     .name = ts_str_of(name),
@@ -241,6 +270,7 @@ int metaclient_rename(struct metaclient *client, uint64_t parent, const char *na
 int metaclient_link(struct metaclient *client, uint64_t ino, uint64_t new_parent,
                     const char *new_name, struct ts_attr *attr, struct metaclient_dirs *dirs)
 {
+    wait_unlink_of(client, new_parent, new_name);
     uint8_t buf[REQUEST_CAP];
     struct ts_link_req request = {
         .ino = ino, .new_parent = new_parent, .new_name = ts_str_of(new_name)};
@@ -252,6 +282,7 @@ int metaclient_symlink(struct metaclient *client, uint64_t parent, const char *n
                        const char *target, uint32_t uid, uint32_t gid, struct ts_attr *attr,
                        struct metaclient_dirs *dirs)
 {
+    wait_unlink_of(client, parent, name);
     uint8_t buf[2 * REQUEST_CAP];
     struct ts_symlink_req request = {.parent = parent,
                                      .name = ts_str_of(name),
@@ -283,6 +314,7 @@ int metaclient_readdir(struct metaclient *client, uint64_t ino, const char *afte
                        struct meta_dirent *entries, uint32_t max, uint32_t *count,
                        uint32_t *done)
 {
+    wait_unlinks_in(client, ino);
     uint8_t buf[REQUEST_CAP];
     struct ts_readdir_req request = {.ino = ino, .after = ts_str_of(after), .max_entries = max};
     struct ts_readdir_rep decoded;
@@ -325,6 +357,7 @@ int metaclient_readdirplus(struct metaclient *client, uint64_t ino, const char *
                            int inclusive, struct meta_direntplus *entries, uint32_t max,
                            uint32_t *count, uint32_t *done)
 {
+    wait_unlinks_in(client, ino);
     uint8_t buf[REQUEST_CAP];
     struct ts_readdirplus_req request = {.ino = ino,
                                          .after = ts_str_of(from),
@@ -426,6 +459,59 @@ int metaclient_defer_releases(struct metaclient *client, int delay_ms)
         return TS_OK;
     client->releases = relqueue_new(metaclient_send_releases, client, delay_ms, TS_MAX_RELEASES);
     return client->releases ? TS_OK : TS_ERR_NOMEM;
+}
+
+/* The unlinks of one batch, pipelined (see unlinkq.h). */
+static void metaclient_send_unlinks(void *ctx, const struct unlinkq_item *items, uint32_t count)
+{
+    struct metaclient *client = ctx;
+    for (uint32_t done = 0; done < count;) {
+        uint32_t n = count - done < RPC_MAX_PIPELINE ? count - done : RPC_MAX_PIPELINE;
+        struct rpc_call calls[RPC_MAX_PIPELINE];
+        struct rpc_reply replies[RPC_MAX_PIPELINE];
+        int statuses[RPC_MAX_PIPELINE];
+        uint8_t requests[RPC_MAX_PIPELINE][REQUEST_CAP];
+        for (uint32_t i = 0; i < n; i++) {
+            struct ts_name_req request = {.parent = items[done + i].parent,
+                                          .name = ts_str_of(items[done + i].name)};
+            int len = ts_name_req_encode(&request, requests[i], sizeof(requests[i]));
+            calls[i] = (struct rpc_call){TS_OP_UNLINK, requests[i], len > 0 ? (size_t)len : 0};
+        }
+        rpc_pool_call_many(client->pool, calls, n, replies, statuses);
+        for (uint32_t i = 0; i < n; i++) {
+            const struct unlinkq_item *item = &items[done + i];
+            /* NOENT: another mount (or an earlier try whose reply was lost) removed it. */
+            if (statuses[i] == TS_ERR_TIMEDOUT)
+                statuses[i] = meta_name_op(client, TS_OP_UNLINK, item->parent, item->name, NULL);
+            if (statuses[i] != TS_OK && statuses[i] != TS_ERR_NOENT)
+                log_warn("the unlink of \"%s\" in directory %llu, already answered, failed in "
+                         "tessera-meta (%s): the file is still there; remove it again",
+                         item->name, (unsigned long long)item->parent, status_text(statuses[i]));
+            rpc_reply_release(&replies[i]);
+        }
+        done += n;
+    }
+}
+
+int metaclient_unlink_later(struct metaclient *client, uint64_t parent, const char *name,
+                            uint64_t ino)
+{
+    if (!client->unlinks || unlinkq_push(client->unlinks, parent, name, ino) != 0)
+        return TS_ERR_INVAL;
+    return TS_OK;
+}
+
+void metaclient_sync_unlinks(struct metaclient *client, uint64_t dir)
+{
+    wait_unlinks_in(client, dir);
+}
+
+int metaclient_defer_unlinks(struct metaclient *client, uint32_t max_pending)
+{
+    if (client->unlinks)
+        return TS_OK;
+    client->unlinks = unlinkq_new(metaclient_send_unlinks, client, max_pending, max_pending);
+    return client->unlinks ? TS_OK : TS_ERR_NOMEM;
 }
 
 int metaclient_statfs(struct metaclient *client, struct ts_statfs_rep *statfs)

@@ -131,6 +131,21 @@ int metaclient_release_many(struct metaclient *client, const uint64_t *inos, uin
  * at most delay_ms after they were made. TS_OK or TS_ERR_NOMEM.
  */
 int metaclient_defer_releases(struct metaclient *client, int delay_ms);
+/*
+ * From now on metaclient_unlink_later() queues unlinks (unlinkq.h), at most
+ * max_pending outstanding; every request about a directory, or about an
+ * inode being unlinked, waits for those unlinks first. TS_OK or TS_ERR_NOMEM.
+ */
+int metaclient_defer_unlinks(struct metaclient *client, uint32_t max_pending);
+/*
+ * Queues the unlink of name (inode ino) in parent (TS_OK: meta will be told
+ * in the background), or TS_ERR_INVAL when unlinks are not deferred: then
+ * the caller uses metaclient_unlink().
+ */
+int metaclient_unlink_later(struct metaclient *client, uint64_t parent, const char *name,
+                            uint64_t ino);
+/* Returns once the unlinks queued in dir are done (fsync of a directory). */
+void metaclient_sync_unlinks(struct metaclient *client, uint64_t dir);
 int metaclient_statfs(struct metaclient *client, struct ts_statfs_rep *statfs);
 int metaclient_setxattr(struct metaclient *client, uint64_t ino, const char *name,
                         const void *value, size_t size, uint32_t flags);

@@ -374,11 +374,32 @@ static void x_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t 
     reply_entry(req, status, &attr);
 }
 
+/*
+ * Queues the unlink of name (unlinkq.h), to be answered at once, when that
+ * changes nothing anyone can see before meta has done it: the name is known
+ * to be a file's only link (the link count of an inode with other names
+ * would be seen through them), and the kernel's next question, the
+ * directory's attributes, can be answered without meta too.
+ */
+static bool unlink_early(struct mount_state *state, uint64_t parent, const char *name)
+{
+    struct ts_attr attr;
+    if (!dentcache_peek(state->dentries, parent, name, &attr) || S_ISDIR(attr.mode) ||
+        attr.nlink != 1 || !dentcache_dir_attr_known(state->dentries, parent))
+        return false;
+    return metaclient_unlink_later(state->meta, parent, name, attr.ino) == TS_OK;
+}
+
 static void x_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
     struct mount_state *state = state_of(req);
     struct metaclient_dirs dirs = dirs_of(parent, 0);
     struct dentcache_ticket ticket = dentcache_ticket(state->dentries);
+    if (unlink_early(state, parent, name)) {
+        dentcache_unlinked_early(state->dentries, parent, name, ticket);
+        fuse_reply_err(req, 0);
+        return;
+    }
     int status = metaclient_unlink(state->meta, parent, name, &dirs);
     if (status == TS_OK)
         dentcache_removed(state->dentries, parent, name, &dirs, ticket);
@@ -885,10 +906,10 @@ static void x_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *
 
 static void x_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-    (void)ino;
     (void)datasync;
     (void)fi;
-    /* Namespace changes are in meta's store once acknowledged. */
+    /* Namespace changes are in meta's store once meta has them: wait for queued unlinks. */
+    metaclient_sync_unlinks(state_of(req)->meta, ino);
     fuse_reply_err(req, 0);
 }
 

@@ -333,6 +333,22 @@ wait_mounted() {
     wait_for 30 "$mnt to answer stat" stat "$mnt/."
 }
 
+# mount_second DIR [MOUNT ARGS...]: another tessera-mount of this cluster at
+# DIR, unmounted and stopped with the rest; its pid in MOUNT2_PID, its log in
+# $T/mount2.log.
+mount_second() {
+    local dir=$1
+    shift
+    mkdir -p "$dir"
+    IT_MOUNTS+=("$dir")
+    "$TESSERA_MOUNT" --meta "$(meta_endpoint)" --io-timeout-ms "$IO_TIMEOUT_MS" -f \
+        -o default_permissions "$@" "$dir" >"$T/mount2.log" 2>&1 &
+    MOUNT2_PID=$!
+    IT_PIDS+=("$MOUNT2_PID")
+    wait_mounted "$dir"
+    log "second mount at $dir (pid $MOUNT2_PID)"
+}
+
 # cluster_up [EXTRA ARGS]: meta + 4 datanodes + mount at $MNT under $STATE.
 # If another program takes one of our ports between it_pick_base and the
 # daemons' bind, `tessera up` fails (and stops what it started); then the

@@ -12,18 +12,11 @@ command -v python3 >/dev/null || skip "python3 is not installed"
 cluster_up
 
 MNT2=$T/mnt2
-mkdir -p "$MNT2"
-IT_MOUNTS+=("$MNT2")
-"$TESSERA_MOUNT" --meta "$(meta_endpoint)" --io-timeout-ms "$IO_TIMEOUT_MS" -f \
-    -o default_permissions "$MNT2" >"$T/mount2.log" 2>&1 &
-mount2_pid=$!
-IT_PIDS+=("$mount2_pid")
-wait_mounted "$MNT2"
-log "second mount at $MNT2 (pid $mount2_pid)"
+mount_second "$MNT2"
 
 timeout -k 5 300 python3 "$IT_DIR/sieve_check.py" "$MNT" "$MNT2" 2>&1 | tee "$T/sieve_check.log" ||
     fail "sieve_check.py: $(grep FAIL "$T/sieve_check.log" || tail -n 5 "$T/sieve_check.log")"
 
-kill -0 "$mount2_pid" 2>/dev/null || fail "the second tessera-mount exited: $(tail -n 20 "$T/mount2.log")"
+kill -0 "$MOUNT2_PID" 2>/dev/null || fail "the second tessera-mount exited: $(tail -n 20 "$T/mount2.log")"
 assert_daemons_alive
 log "ok"

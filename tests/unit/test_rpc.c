@@ -2,10 +2,11 @@
  * @file test_rpc.c
  * Unit tests of common/rpc.c's pipelined calls (rpc_client_call_many and
  * rpc_pool_call_many) against a real rpc_server run by a thread over
- * inproc://: requests are handled in the order sent, each reply reaches the
+ * loopback TCP: requests are handled in the order sent, each reply reaches the
  * call it answers (small replies included, which ZeroMQ keeps inside the
  * message), a server error is per call, and a timeout resets the socket so
- * the next call is not confused by late replies.
+ * the next call is not confused by late replies, and a full pipeline's
+ * replies all arrive (a ROUTER drops replies its peer's queue cannot hold).
  */
 #include "proto.h"
 #include "rpc.h"
@@ -24,7 +25,9 @@
 
 #include <cmocka.h>
 
-#define ENDPOINT "inproc://test-rpc"
+/* TCP, as between the daemons: inproc:// has no queue a reply could overflow. */
+static char endpoint[256];
+#define ENDPOINT endpoint
 
 /* The server's state: a counter that UNLINK bumps and GETATTR reports. */
 static uint64_t changes;
@@ -75,7 +78,10 @@ static void *serve(void *arg)
     (void)arg;
     handlers[TS_OP_UNLINK] = handle_unlink;
     handlers[TS_OP_GETATTR] = handle_getattr;
-    struct rpc_server *server = rpc_server_new(ENDPOINT, handlers, NULL);
+    struct rpc_server *server = rpc_server_new("tcp://127.0.0.1:*", handlers, NULL);
+    size_t len = sizeof(endpoint);
+    if (server && zmq_getsockopt(rpc_server_socket(server), ZMQ_LAST_ENDPOINT, endpoint, &len) != 0)
+        rpc_server_destroy(&server);
     atomic_store(&server_ready, server ? 1 : -1);
     while (server && !atomic_load(&stop_server)) {
         zmq_pollitem_t item = {rpc_server_socket(server), 0, ZMQ_POLLIN, 0};
@@ -225,12 +231,42 @@ static void test_pipeline_timeout(void **state)
     rpc_client_destroy(&client);
 }
 
+/* A full pipeline (RPC_MAX_PIPELINE calls), many times over: every reply arrives. */
+static void test_pipeline_full(void **state)
+{
+    struct rpc_pool *pool = rpc_pool_new(ENDPOINT, 5000);
+    struct rpc_call calls[RPC_MAX_PIPELINE];
+    struct rpc_reply replies[RPC_MAX_PIPELINE];
+    int statuses[RPC_MAX_PIPELINE];
+    uint8_t requests[RPC_MAX_PIPELINE][64];
+    (void)state;
+    for (int round = 0; round < 500; round++) {
+        uint64_t before = changes;
+        for (int i = 0; i < RPC_MAX_PIPELINE; i++) {
+            char name[16];
+            snprintf(name, sizeof(name), "f%d", i);
+            struct ts_name_req unlink = {.parent = 1, .name = ts_str_of(name)};
+            int len = ts_name_req_encode(&unlink, requests[i], sizeof(requests[i]));
+            calls[i] = (struct rpc_call){TS_OP_UNLINK, requests[i], (size_t)len};
+        }
+        assert_int_equal(rpc_pool_call_many(pool, calls, RPC_MAX_PIPELINE, replies, statuses),
+                         TS_OK);
+        for (int i = 0; i < RPC_MAX_PIPELINE; i++) {
+            assert_int_equal(statuses[i], TS_OK);
+            rpc_reply_release(&replies[i]);
+        }
+        assert_int_equal(changes, before + RPC_MAX_PIPELINE);
+    }
+    rpc_pool_destroy(&pool);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pipeline_in_order),
         cmocka_unit_test(test_pipeline_statuses),
         cmocka_unit_test(test_pipeline_timeout),
+        cmocka_unit_test(test_pipeline_full),
     };
     return cmocka_run_group_tests_name("rpc", tests, group_setup, group_teardown);
 }

@@ -1,0 +1,196 @@
+/*
+ * @file unlinkq.c
+ * See unlinkq.h. The outstanding unlinks are a ring of max_pending items
+ * under one mutex: the first `inflight` of them are being sent by the
+ * thread (which reads them without the lock: pushes only write past the
+ * end, and nothing else moves them), the rest wait their turn. Waiters scan
+ * the ring for their directory; `outstanding` lets the common case, nothing
+ * pending, skip the lock.
+ */
+#include "unlinkq.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct unlinkq {
+    unlinkq_send_fn send;
+    void *ctx;
+    uint32_t max_batch;
+    pthread_t thread;
+    struct unlinkq_item *batch; /* the thread's contiguous copy of a wrapped batch */
+
+    pthread_mutex_t lock; /* protects the fields below */
+    pthread_cond_t wake;  /* to the thread: something queued, or stop */
+    pthread_cond_t sent;  /* from the thread: a batch was sent */
+    struct unlinkq_item *ring;
+    uint32_t cap;
+    uint32_t head;     /* index of the oldest outstanding item */
+    uint32_t count;    /* outstanding items, in flight first */
+    uint32_t inflight; /* of them, being sent now */
+    uint64_t pushed_total;
+    uint64_t sent_total;
+    bool stopping;
+    atomic_uint outstanding; /* == count, readable without the lock */
+};
+
+static void *unlinkq_run(void *arg)
+{
+    struct unlinkq *queue = arg;
+    pthread_mutex_lock(&queue->lock);
+    for (;;) {
+        while (queue->count == 0 && !queue->stopping)
+            pthread_cond_wait(&queue->wake, &queue->lock);
+        if (queue->count == 0)
+            break; /* stopping with nothing left */
+        uint32_t n = queue->count < queue->max_batch ? queue->count : queue->max_batch;
+        const struct unlinkq_item *items = &queue->ring[queue->head];
+        queue->inflight = n;
+        if (queue->head + n > queue->cap) { /* wrapped: hand send() one array */
+            uint32_t first = queue->cap - queue->head;
+            memcpy(queue->batch, &queue->ring[queue->head], first * sizeof(*items));
+            memcpy(queue->batch + first, queue->ring, (n - first) * sizeof(*items));
+            items = queue->batch;
+        }
+        pthread_mutex_unlock(&queue->lock);
+        queue->send(queue->ctx, items, n);
+        pthread_mutex_lock(&queue->lock);
+        queue->head = (queue->head + n) % queue->cap;
+        queue->count -= n;
+        queue->inflight = 0;
+        queue->sent_total += n;
+        atomic_store(&queue->outstanding, queue->count);
+        pthread_cond_broadcast(&queue->sent);
+    }
+    pthread_mutex_unlock(&queue->lock);
+    return NULL;
+}
+
+struct unlinkq *unlinkq_new(unlinkq_send_fn send, void *ctx, uint32_t max_batch,
+                            uint32_t max_pending)
+{
+    struct unlinkq *queue = calloc(1, sizeof(*queue));
+    if (!queue)
+        return NULL;
+    queue->send = send;
+    queue->ctx = ctx;
+    queue->cap = max_pending > 0 ? max_pending : 1;
+    queue->max_batch = max_batch == 0 ? 1 : max_batch > queue->cap ? queue->cap : max_batch;
+    queue->ring = calloc(queue->cap, sizeof(*queue->ring));
+    queue->batch = calloc(queue->max_batch, sizeof(*queue->batch));
+    if (!queue->ring || !queue->batch)
+        goto fail_free;
+    pthread_mutex_init(&queue->lock, NULL);
+    pthread_cond_init(&queue->wake, NULL);
+    pthread_cond_init(&queue->sent, NULL);
+    atomic_init(&queue->outstanding, 0);
+    if (pthread_create(&queue->thread, NULL, unlinkq_run, queue) != 0)
+        goto fail_sync;
+    return queue;
+
+fail_sync:
+    pthread_cond_destroy(&queue->sent);
+    pthread_cond_destroy(&queue->wake);
+    pthread_mutex_destroy(&queue->lock);
+fail_free:
+    free(queue->batch);
+    free(queue->ring);
+    free(queue);
+    return NULL;
+}
+
+void unlinkq_destroy(struct unlinkq **queuep)
+{
+    if (!queuep || !*queuep)
+        return;
+    struct unlinkq *queue = *queuep;
+    pthread_mutex_lock(&queue->lock);
+    queue->stopping = true;
+    pthread_cond_signal(&queue->wake);
+    pthread_mutex_unlock(&queue->lock);
+    pthread_join(queue->thread, NULL); /* it sends what is left first */
+    pthread_cond_destroy(&queue->sent);
+    pthread_cond_destroy(&queue->wake);
+    pthread_mutex_destroy(&queue->lock);
+    free(queue->batch);
+    free(queue->ring);
+    free(queue);
+    *queuep = NULL;
+}
+
+int unlinkq_push(struct unlinkq *queue, uint64_t parent, const char *name, uint64_t ino)
+{
+    size_t len = strlen(name);
+    if (len > TS_MAX_NAME)
+        return -ENAMETOOLONG;
+    pthread_mutex_lock(&queue->lock);
+    while (queue->count == queue->cap)
+        pthread_cond_wait(&queue->sent, &queue->lock);
+    struct unlinkq_item *item = &queue->ring[(queue->head + queue->count) % queue->cap];
+    item->parent = parent;
+    item->ino = ino;
+    memcpy(item->name, name, len + 1);
+    queue->count++;
+    queue->pushed_total++;
+    atomic_store(&queue->outstanding, queue->count);
+    if (queue->count == 1)
+        pthread_cond_signal(&queue->wake);
+    pthread_mutex_unlock(&queue->lock);
+    return 0;
+}
+
+/* Whether an outstanding unlink touches ino; called with the lock held. */
+static bool unlinkq_touches(const struct unlinkq *queue, uint64_t ino)
+{
+    for (uint32_t i = 0; i < queue->count; i++) {
+        const struct unlinkq_item *item = &queue->ring[(queue->head + i) % queue->cap];
+        if (item->parent == ino || item->ino == ino)
+            return true;
+    }
+    return false;
+}
+
+void unlinkq_wait_for(struct unlinkq *queue, uint64_t ino)
+{
+    if (atomic_load(&queue->outstanding) == 0)
+        return;
+    pthread_mutex_lock(&queue->lock);
+    while (unlinkq_touches(queue, ino))
+        pthread_cond_wait(&queue->sent, &queue->lock);
+    pthread_mutex_unlock(&queue->lock);
+}
+
+/* Whether an outstanding unlink removes name from parent; called with the lock held. */
+static bool unlinkq_removes(const struct unlinkq *queue, uint64_t parent, const char *name)
+{
+    for (uint32_t i = 0; i < queue->count; i++) {
+        const struct unlinkq_item *item = &queue->ring[(queue->head + i) % queue->cap];
+        if (item->parent == parent && strcmp(item->name, name) == 0)
+            return true;
+    }
+    return false;
+}
+
+void unlinkq_wait_name(struct unlinkq *queue, uint64_t parent, const char *name)
+{
+    if (atomic_load(&queue->outstanding) == 0)
+        return;
+    pthread_mutex_lock(&queue->lock);
+    while (unlinkq_removes(queue, parent, name))
+        pthread_cond_wait(&queue->sent, &queue->lock);
+    pthread_mutex_unlock(&queue->lock);
+}
+
+void unlinkq_wait_all(struct unlinkq *queue)
+{
+    if (atomic_load(&queue->outstanding) == 0)
+        return;
+    pthread_mutex_lock(&queue->lock);
+    uint64_t target = queue->pushed_total;
+    while (queue->sent_total < target)
+        pthread_cond_wait(&queue->sent, &queue->lock);
+    pthread_mutex_unlock(&queue->lock);
+}

@@ -1,0 +1,263 @@
+/*
+ * @file test_unlinkq.c
+ * Unit tests of the background unlink queue (fuse/unlinkq.c) with a send
+ * function that records what it is given and can be held shut: unlinks go
+ * out in the order pushed, none lost or sent twice; waiting for a directory
+ * waits for exactly its unlinks, in flight or queued; waiting for all and
+ * destroying send everything; pushes stop at max_pending.
+ */
+#include "unlinkq.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#define MAX_SENT 20000
+
+struct recorder {
+    pthread_mutex_t lock;
+    pthread_cond_t opened;
+    bool shut; /* send() waits while shut */
+    atomic_int sending; /* send() calls under way */
+    struct unlinkq_item sent[MAX_SENT];
+    uint32_t count;
+    uint32_t largest;
+};
+
+static void record(void *ctx, const struct unlinkq_item *items, uint32_t count)
+{
+    struct recorder *recorder = ctx;
+    atomic_fetch_add(&recorder->sending, 1);
+    pthread_mutex_lock(&recorder->lock);
+    while (recorder->shut)
+        pthread_cond_wait(&recorder->opened, &recorder->lock);
+    for (uint32_t i = 0; i < count && recorder->count < MAX_SENT; i++)
+        recorder->sent[recorder->count++] = items[i];
+    if (count > recorder->largest)
+        recorder->largest = count;
+    pthread_mutex_unlock(&recorder->lock);
+    atomic_fetch_sub(&recorder->sending, 1);
+}
+
+static void set_shut(struct recorder *recorder, bool shut)
+{
+    pthread_mutex_lock(&recorder->lock);
+    recorder->shut = shut;
+    pthread_cond_broadcast(&recorder->opened);
+    pthread_mutex_unlock(&recorder->lock);
+}
+
+static uint32_t sent_count(struct recorder *recorder)
+{
+    pthread_mutex_lock(&recorder->lock);
+    uint32_t count = recorder->count;
+    pthread_mutex_unlock(&recorder->lock);
+    return count;
+}
+
+static void pause_ms(int ms)
+{
+    struct timespec pause = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&pause, NULL);
+}
+
+static int setup(void **state)
+{
+    struct recorder *recorder = calloc(1, sizeof(*recorder));
+    if (!recorder)
+        return -1;
+    pthread_mutex_init(&recorder->lock, NULL);
+    pthread_cond_init(&recorder->opened, NULL);
+    *state = recorder;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct recorder *recorder = *state;
+    pthread_cond_destroy(&recorder->opened);
+    pthread_mutex_destroy(&recorder->lock);
+    free(recorder);
+    return 0;
+}
+
+/* Many unlinks over a small ring: all sent once, in push order, batches bounded. */
+static void test_order_and_batches(void **state)
+{
+    struct recorder *recorder = *state;
+    struct unlinkq *queue = unlinkq_new(record, recorder, 16, 40);
+    char name[32];
+    assert_non_null(queue);
+    for (int i = 0; i < 10000; i++) {
+        snprintf(name, sizeof(name), "f%05d", i);
+        assert_int_equal(unlinkq_push(queue, 100 + (uint64_t)(i % 3), name, 1000 + (uint64_t)i), 0);
+    }
+    unlinkq_wait_all(queue);
+    assert_int_equal(sent_count(recorder), 10000);
+    for (int i = 0; i < 10000; i++) {
+        snprintf(name, sizeof(name), "f%05d", i);
+        assert_string_equal(recorder->sent[i].name, name);
+        assert_int_equal(recorder->sent[i].parent, 100 + (uint64_t)(i % 3));
+        assert_int_equal(recorder->sent[i].ino, 1000 + (uint64_t)i);
+    }
+    assert_true(recorder->largest <= 16);
+    unlinkq_destroy(&queue);
+    assert_null(queue);
+}
+
+struct waiter {
+    struct unlinkq *queue;
+    uint64_t dir; /* the inode waited for; 0: wait for all */
+    atomic_int done;
+};
+
+static void *wait_thread(void *arg)
+{
+    struct waiter *waiter = arg;
+    if (waiter->dir)
+        unlinkq_wait_for(waiter->queue, waiter->dir);
+    else
+        unlinkq_wait_all(waiter->queue);
+    atomic_store(&waiter->done, 1);
+    return NULL;
+}
+
+struct name_waiter {
+    struct unlinkq *queue;
+    uint64_t parent;
+    const char *name;
+    atomic_int done;
+};
+
+static void *wait_name_thread(void *arg)
+{
+    struct name_waiter *waiter = arg;
+    unlinkq_wait_name(waiter->queue, waiter->parent, waiter->name);
+    atomic_store(&waiter->done, 1);
+    return NULL;
+}
+
+/* A waiter waits for the unlinks touching its inode (as directory or as the
+ * inode unlinked), or removing its name, only; others go at once. */
+static void test_wait_dir(void **state)
+{
+    struct recorder *recorder = *state;
+    struct unlinkq *queue = unlinkq_new(record, recorder, 4, 64);
+    assert_non_null(queue);
+    unlinkq_wait_for(queue, 7); /* nothing pending: returns at once */
+    set_shut(recorder, true);
+    assert_int_equal(unlinkq_push(queue, 7, "a", 70), 0);
+    while (atomic_load(&recorder->sending) == 0) /* "a" is in flight now */
+        pause_ms(1);
+    assert_int_equal(unlinkq_push(queue, 8, "b", 80), 0); /* queued behind it */
+
+    struct waiter on_9 = {queue, 9, 0}, on_8 = {queue, 8, 0}, on_7 = {queue, 7, 0};
+    struct waiter on_80 = {queue, 80, 0}, on_all = {queue, 0, 0};
+    unlinkq_wait_name(queue, 8, "a"); /* "a" is pending in 7, not in 8 */
+    unlinkq_wait_name(queue, 7, "b");
+    pthread_t threads[4];
+    wait_thread(&on_9); /* no unlink touches 9 */
+    assert_int_equal(atomic_load(&on_9.done), 1);
+    pthread_create(&threads[0], NULL, wait_thread, &on_8);
+    pthread_create(&threads[1], NULL, wait_thread, &on_7);
+    pthread_create(&threads[2], NULL, wait_thread, &on_all);
+    pthread_create(&threads[3], NULL, wait_thread, &on_80);
+    pause_ms(50);
+    assert_int_equal(atomic_load(&on_7.done), 0);  /* its unlink is in flight */
+    assert_int_equal(atomic_load(&on_8.done), 0);  /* its unlink is queued */
+    assert_int_equal(atomic_load(&on_80.done), 0); /* the inode "b" names */
+    assert_int_equal(atomic_load(&on_all.done), 0);
+    set_shut(recorder, false);
+    for (int i = 0; i < 4; i++)
+        pthread_join(threads[i], NULL);
+    set_shut(recorder, true);
+    assert_int_equal(unlinkq_push(queue, 5, "c", 50), 0);
+    struct name_waiter by_name = {queue, 5, "c", 0};
+    pthread_create(&threads[0], NULL, wait_name_thread, &by_name);
+    pause_ms(50);
+    assert_int_equal(atomic_load(&by_name.done), 0);
+    set_shut(recorder, false);
+    pthread_join(threads[0], NULL);
+    assert_int_equal(sent_count(recorder), 3);
+    assert_string_equal(recorder->sent[0].name, "a");
+    assert_string_equal(recorder->sent[1].name, "b");
+    unlinkq_destroy(&queue);
+}
+
+struct pusher {
+    struct unlinkq *queue;
+    int count;
+    atomic_int pushed;
+};
+
+static void *push_thread(void *arg)
+{
+    struct pusher *pusher = arg;
+    for (int i = 0; i < pusher->count; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "p%d", i);
+        unlinkq_push(pusher->queue, 1, name, 2);
+        atomic_fetch_add(&pusher->pushed, 1);
+    }
+    return NULL;
+}
+
+/* At most max_pending outstanding: the next push waits for meta. */
+static void test_bounded(void **state)
+{
+    struct recorder *recorder = *state;
+    struct unlinkq *queue = unlinkq_new(record, recorder, 2, 5);
+    struct pusher pusher = {queue, 12, 0};
+    pthread_t thread;
+    assert_non_null(queue);
+    set_shut(recorder, true);
+    pthread_create(&thread, NULL, push_thread, &pusher);
+    pause_ms(100);
+    assert_int_equal(atomic_load(&pusher.pushed), 5);
+    set_shut(recorder, false);
+    pthread_join(thread, NULL);
+    unlinkq_wait_all(queue);
+    assert_int_equal(sent_count(recorder), 12);
+    unlinkq_destroy(&queue);
+}
+
+/* Destroy sends what is queued; a too-long name is refused, nothing queued. */
+static void test_destroy_sends_and_long_names(void **state)
+{
+    struct recorder *recorder = *state;
+    struct unlinkq *queue = unlinkq_new(record, recorder, 8, 256);
+    char long_name[TS_MAX_NAME + 2];
+    assert_non_null(queue);
+    memset(long_name, 'x', sizeof(long_name) - 1);
+    long_name[sizeof(long_name) - 1] = '\0';
+    assert_int_equal(unlinkq_push(queue, 1, long_name, 3), -ENAMETOOLONG);
+    set_shut(recorder, true);
+    for (int i = 0; i < 100; i++)
+        assert_int_equal(unlinkq_push(queue, 2, "same", 4), 0);
+    set_shut(recorder, false);
+    unlinkq_destroy(&queue);
+    assert_int_equal(sent_count(recorder), 100);
+    unlinkq_destroy(&queue); /* NULL is fine */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_order_and_batches, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wait_dir, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bounded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_destroy_sends_and_long_names, setup, teardown),
+    };
+    return cmocka_run_group_tests_name("unlinkq", tests, NULL, NULL);
+}
