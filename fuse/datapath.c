@@ -497,19 +497,20 @@ static void node_load_change(struct datapath *datapath, uint32_t node, int delta
 /*
  * Panda's dynamic allocation with the writer as manager: the datanode that
  * has room for `tiles` more writes first gets them (the least loaded one;
- * ties rotate). Waits while every node is full. Returns 0 when no node
- * takes tiles (the caller leaves the choice to meta).
+ * ties rotate). Waits while every node is full, with file->lock (held by
+ * the caller) released meanwhile. Returns 0 when no node takes tiles (the
+ * caller leaves the choice to meta).
  */
-static uint32_t dynamic_pick(struct datapath *datapath, uint32_t tiles)
+static uint32_t dynamic_pick(struct datapath *datapath, struct open_file *file, uint32_t tiles)
 {
     uint32_t candidates[MAX_NODES];
-    uint32_t chosen = 0;
     size_t count = nodedir_candidates(datapath->nodes, candidates, MAX_NODES);
     if (count == 0)
         return 0;
-    pthread_mutex_lock(&datapath->loads_lock);
     for (;;) {
+        uint32_t chosen = 0;
         int best_load = NODE_SLOTS;
+        pthread_mutex_lock(&datapath->loads_lock);
         for (size_t k = 0; k < count; k++) {
             uint32_t node = candidates[(datapath->next_pick + k) % count];
             struct node_load *load = node_load_find(datapath, node);
@@ -519,13 +520,20 @@ static uint32_t dynamic_pick(struct datapath *datapath, uint32_t tiles)
                 chosen = node;
             }
         }
-        if (chosen != 0)
-            break;
+        if (chosen != 0) {
+            datapath->next_pick++;
+            pthread_mutex_unlock(&datapath->loads_lock);
+            return chosen;
+        }
+        /* Not with file->lock held: the write jobs that free the slots take
+         * it when they finish, and the workers that run the queued ones may
+         * all be waiting for it. (The caller's write-out holds its ticket, so
+         * nothing of this file's write-outs moves meanwhile.) */
+        pthread_mutex_unlock(&file->lock);
         pthread_cond_wait(&datapath->load_dropped, &datapath->loads_lock);
+        pthread_mutex_unlock(&datapath->loads_lock);
+        pthread_mutex_lock(&file->lock);
     }
-    datapath->next_pick++;
-    pthread_mutex_unlock(&datapath->loads_lock);
-    return chosen;
 }
 
 /* ---- tile locations --------------------------------------------------- */
@@ -572,7 +580,8 @@ static void location_remember(struct open_file *file, uint64_t tile,
  * The location of `tile`; with allocate, a hole gets a tile placed by meta
  * (with the following tiles too when the writer is sequential, so meta sees
  * one request per batch, not per tile). location->node is 0 for a hole
- * (only without allocate).
+ * (only without allocate). Called with file->lock held; an allocation may
+ * release it while it waits for a datanode with room (dynamic_pick).
  */
 static int location_get(struct datapath *datapath, struct open_file *file, uint64_t tile,
                         bool allocate, struct tile_location *location)
@@ -589,7 +598,7 @@ static int location_get(struct datapath *datapath, struct open_file *file, uint6
     uint32_t node = 0;
     if (allocate && file->placement == TS_PLACEMENT_DYNAMIC) {
         count = DYNAMIC_BATCH;
-        node = dynamic_pick(datapath, count);
+        node = dynamic_pick(datapath, file, count);
     } else if (allocate) {
         if (tile == file->last_written_tile + 1 || (tile == 0 && file->size == 0))
             count = ALLOCATE_BATCH;
