@@ -16,6 +16,13 @@
  *   removed and cleared only after that directory was fsync'd; a sync of
  *   any tile in the bucket flushes it, so a new tile's name is durable
  *   before its sync is acknowledged.
+ * - Spare files: a deleted tile's file is emptied and kept in DATA/spares
+ *   (up to TILESTORE_SPARES_MAX), and a new tile takes one by rename: a new
+ *   inode costs a scan of the inode bitmap and table (long on a filesystem
+ *   without a journal after many deletes: ext4's recently_deleted()), and a
+ *   datanode makes one file per tile. Every file in spares/ (named by an
+ *   integer) is empty once tilestore_open() has run (a crash between rename
+ *   and truncation leaves a full one, emptied then); spare_ids lists them.
  */
 #include "tilestore.h"
 
@@ -43,12 +50,15 @@
 #define TILESTORE_DIR_MODE 0700
 /* Staging files: "<bucket>/.<ino>.<tile>.<version>.pull". */
 #define TILESTORE_STAGING_SUFFIX ".pull"
+/* Emptied tile files kept for reuse (see the invariants above). */
+#define TILESTORE_SPARES_MAX 4096
 /* What tilestore_checksum() reads at a time. */
 #define TILESTORE_CHECKSUM_CHUNK (64u << 10)
 
 struct tilestore {
     int tiles_fd; /* DATA/tiles */
     int lock_fd;  /* DATA/datanode.lock, flock'd while open */
+    int spares_fd; /* DATA/spares */
     uint64_t capacity_limit;
     uint64_t tiles;
     uint64_t used_bytes;
@@ -56,6 +66,9 @@ struct tilestore {
     bool bucket_unsynced[TILESTORE_BUCKETS];
     tilestore_delete_hook delete_hook;
     void *delete_hook_arg;
+    uint32_t spare_ids[TILESTORE_SPARES_MAX]; /* spares/<id>, a stack */
+    uint32_t spare_count;
+    uint32_t next_spare_id;
 };
 
 /* -errno of the last failure, with a full quota reported as a full disk. */
@@ -233,6 +246,103 @@ static int tilestore_make_buckets(struct tilestore *store, const char *data_dir)
     return util_fsync_dir(data_dir);
 }
 
+/* The name of spare file `id` in DATA/spares. */
+static void tilestore_spare_name(uint32_t id, char out[16])
+{
+    snprintf(out, 16, "%" PRIu32, id);
+}
+
+/* Empties the file `name` in directory dir_fd; 0 or -errno. */
+static int tilestore_empty_file(int dir_fd, const char *name)
+{
+    int fd = openat(dir_fd, name, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return tilestore_errno();
+    int rc = ftruncate(fd, 0) == 0 ? 0 : tilestore_errno();
+    close(fd);
+    return rc;
+}
+
+/* Opens DATA/spares, empties the spare files of an earlier run, keeps up to the cap. */
+static int tilestore_load_spares(struct tilestore *store, const char *data_dir)
+{
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof(path), "%s/spares", data_dir) >= sizeof(path))
+        return -ENAMETOOLONG;
+    if (mkdir(path, TILESTORE_DIR_MODE) != 0 && errno != EEXIST)
+        return tilestore_errno();
+    store->spares_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (store->spares_fd < 0)
+        return tilestore_errno();
+    int dir_fd = dup(store->spares_fd);
+    DIR *dir = dir_fd >= 0 ? fdopendir(dir_fd) : NULL;
+    if (!dir) {
+        if (dir_fd >= 0)
+            close(dir_fd);
+        return tilestore_errno();
+    }
+    struct dirent *entry;
+    while ((entry = readdir(dir)) != NULL) {
+        char *end = NULL;
+        if (entry->d_name[0] < '0' || entry->d_name[0] > '9')
+            continue;
+        unsigned long id = strtoul(entry->d_name, &end, 10);
+        if (*end != '\0' || id >= UINT32_MAX)
+            continue;
+        if (store->spare_count == TILESTORE_SPARES_MAX ||
+            tilestore_empty_file(store->spares_fd, entry->d_name) != 0) {
+            unlinkat(store->spares_fd, entry->d_name, 0);
+            continue;
+        }
+        store->spare_ids[store->spare_count++] = (uint32_t)id;
+        if (id >= store->next_spare_id)
+            store->next_spare_id = (uint32_t)id + 1;
+    }
+    closedir(dir);
+    return 0;
+}
+
+/*
+ * Moves the tile file `name` to the spares and empties it. Returns true if
+ * it is gone from its name, false if the caller should unlink it instead.
+ */
+static bool tilestore_keep_spare(struct tilestore *store, const char *name)
+{
+    char spare[16];
+    if (store->spare_count == TILESTORE_SPARES_MAX || store->next_spare_id == UINT32_MAX)
+        return false;
+    tilestore_spare_name(store->next_spare_id, spare);
+    if (renameat(store->tiles_fd, name, store->spares_fd, spare) != 0)
+        return false;
+    if (tilestore_empty_file(store->spares_fd, spare) != 0) {
+        unlinkat(store->spares_fd, spare, 0);
+        return true;
+    }
+    store->spare_ids[store->spare_count++] = store->next_spare_id++;
+    return true;
+}
+
+/* Opens a spare file under `name` for writing, or returns -1 (none, or it failed). */
+static int tilestore_take_spare(struct tilestore *store, const char *name)
+{
+    char spare[16];
+    while (store->spare_count > 0) {
+        tilestore_spare_name(store->spare_ids[--store->spare_count], spare);
+        if (renameat2(store->spares_fd, spare, store->tiles_fd, name, RENAME_NOREPLACE) == 0) {
+            int fd = openat(store->tiles_fd, name, O_WRONLY | O_CLOEXEC);
+            if (fd >= 0)
+                return fd;
+            unlinkat(store->tiles_fd, name, 0);
+            return -1;
+        }
+        int rename_errno = errno;
+        unlinkat(store->spares_fd, spare, 0); /* a bad spare is dropped */
+        if (rename_errno == ENOENT)
+            return -1; /* perhaps the bucket is gone: the caller recreates it */
+    }
+    return -1;
+}
+
 int tilestore_open(const char *data_dir, uint64_t capacity_limit, struct tilestore **storep)
 {
     char path[4096];
@@ -245,6 +355,7 @@ int tilestore_open(const char *data_dir, uint64_t capacity_limit, struct tilesto
         return -ENOMEM;
     store->tiles_fd = -1;
     store->lock_fd = -1;
+    store->spares_fd = -1;
     store->capacity_limit = capacity_limit;
 
     rc = util_mkdir_p(data_dir, TILESTORE_DIR_MODE);
@@ -283,6 +394,9 @@ int tilestore_open(const char *data_dir, uint64_t capacity_limit, struct tilesto
         if (rc != 0)
             goto fail;
     }
+    rc = tilestore_load_spares(store, data_dir);
+    if (rc != 0)
+        goto fail;
     *storep = store;
     return 0;
 fail:
@@ -297,16 +411,23 @@ void tilestore_close(struct tilestore **storep)
     struct tilestore *store = *storep;
     if (store->tiles_fd >= 0)
         close(store->tiles_fd);
+    if (store->spares_fd >= 0)
+        close(store->spares_fd);
     if (store->lock_fd >= 0)
         close(store->lock_fd); /* releases the flock */
     free(store);
     *storep = NULL;
 }
 
-/* Creates a tile file, recreating its bucket if someone removed it. */
+/* Creates a tile file (from a spare if any), recreating its bucket if someone removed it. */
 static int tilestore_create(struct tilestore *store, uint64_t ino, const char *name)
 {
-    int fd = openat(store->tiles_fd, name, O_WRONLY | O_CREAT | O_CLOEXEC, TILESTORE_FILE_MODE);
+    int fd = tilestore_take_spare(store, name);
+    if (fd >= 0) {
+        store->bucket_unsynced[tilestore_bucket(ino)] = true;
+        return fd;
+    }
+    fd = openat(store->tiles_fd, name, O_WRONLY | O_CREAT | O_CLOEXEC, TILESTORE_FILE_MODE);
     if (fd < 0 && errno == ENOENT) {
         char bucket_name[16];
         snprintf(bucket_name, sizeof(bucket_name), "%u", tilestore_bucket(ino));
@@ -517,7 +638,7 @@ int tilestore_delete(struct tilestore *store, uint64_t ino, uint64_t tile, uint6
     tilestore_name(ino, tile, version, name);
     if (fstatat(store->tiles_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
         return errno == ENOENT ? 0 : tilestore_errno();
-    if (unlinkat(store->tiles_fd, name, 0) != 0)
+    if (!tilestore_keep_spare(store, name) && unlinkat(store->tiles_fd, name, 0) != 0)
         return errno == ENOENT ? 0 : tilestore_errno();
     store->bucket_unsynced[tilestore_bucket(ino)] = true;
     tilestore_account(store, (uint64_t)st.st_size, 0);

@@ -10,6 +10,7 @@
 #include "status.h"
 #include "tilestore.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <limits.h>
@@ -212,6 +213,87 @@ static void test_delete(void **state)
     tilestore_usage(fixture->store, &tiles, &used);
     assert_int_equal(tiles, 0);
     assert_int_equal(used, 0);
+}
+
+/* The inode number of tile (ino, tile, version)'s file, 0 if there is none. */
+/* Files in DATA/spares. */
+static int spare_files(struct fixture *fixture)
+{
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof(path), "%s/spares", fixture->dir);
+    DIR *dir = opendir(path);
+    int count = 0;
+    assert_non_null(dir);
+    for (struct dirent *entry; (entry = readdir(dir)) != NULL;)
+        count += entry->d_name[0] != '.';
+    closedir(dir);
+    return count;
+}
+
+static ino_t tile_inode(struct fixture *fixture, uint64_t ino, uint64_t tile, uint64_t version)
+{
+    char name[256], path[PATH_MAX + 300];
+    struct stat st;
+    assert_int_equal(tilestore_path(ino, tile, version, name, sizeof(name)), 0);
+    snprintf(path, sizeof(path), "%s/%s", fixture->dir, name);
+    return stat(path, &st) == 0 ? st.st_ino : 0;
+}
+
+/*
+ * A deleted tile's file is emptied and reused by the next new tile (no new
+ * inode): the new tile reads exactly what was written to it, zeros before;
+ * spares left by a crash half-way (full ones) are emptied at open.
+ */
+static void test_deleted_files_are_reused(void **state)
+{
+    struct fixture *fixture = *state;
+    uint8_t data[3000], back[4000];
+    uint64_t tiles, used;
+    size_t got = 0;
+
+    fill_pattern(data, sizeof(data), 7);
+    assert_int_equal(tilestore_write(fixture->store, 400, 0, 1, 0, data, 3000), 0);
+    ino_t first = tile_inode(fixture, 400, 0, 1);
+    assert_true(first != 0);
+    assert_int_equal(spare_files(fixture), 0);
+    assert_int_equal(tilestore_delete(fixture->store, 400, 0, 1), 0);
+    assert_int_equal(tile_inode(fixture, 400, 0, 1), 0);
+    assert_int_equal(spare_files(fixture), 1);
+    tilestore_usage(fixture->store, &tiles, &used);
+    assert_int_equal(tiles, 0);
+    assert_int_equal(used, 0);
+
+    /* Another tile, in another bucket, written at an offset. */
+    assert_int_equal(tilestore_write(fixture->store, 401, 5, 2, 1000, "abc", 3), 0);
+    assert_int_equal(tile_inode(fixture, 401, 5, 2), first);
+    assert_int_equal(spare_files(fixture), 0);
+    assert_int_equal(tilestore_read(fixture->store, 401, 5, 2, 0, sizeof(back), back, &got), 0);
+    assert_int_equal(got, 1003);
+    for (int i = 0; i < 1000; i++)
+        assert_int_equal(back[i], 0);
+    assert_memory_equal(back + 1000, "abc", 3);
+    tilestore_usage(fixture->store, &tiles, &used);
+    assert_int_equal(tiles, 1);
+    assert_int_equal(used, 1003);
+
+    /* A full file left in spares/ (a crash between rename and truncation). */
+    char spare[PATH_MAX + 32];
+    snprintf(spare, sizeof(spare), "%s/spares/77", fixture->dir);
+    FILE *leftover = fopen(spare, "w");
+    assert_non_null(leftover);
+    assert_int_equal(fwrite(data, 1, sizeof(data), leftover), sizeof(data));
+    fclose(leftover);
+    tilestore_close(&fixture->store);
+    assert_int_equal(tilestore_open(fixture->dir, 0, &fixture->store), 0);
+    tilestore_usage(fixture->store, &tiles, &used);
+    assert_int_equal(tiles, 1); /* spares are not tiles */
+    assert_int_equal(used, 1003);
+    assert_int_equal(tilestore_write(fixture->store, 402, 0, 1, 10, "z", 1), 0);
+    assert_int_equal(tilestore_read(fixture->store, 402, 0, 1, 0, sizeof(back), back, &got), 0);
+    assert_int_equal(got, 11);
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(back[i], 0);
+    assert_int_equal(back[10], 'z');
 }
 
 static void test_usage_counters(void **state)
@@ -642,6 +724,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_read_past_end_is_short, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncate_shrink_and_grow, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deleted_files_are_reused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_usage_counters, setup, teardown),
         cmocka_unit_test_setup_teardown(test_second_open_is_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_capacity_limit, setup_small, teardown),
