@@ -133,8 +133,10 @@ int metaclient_release_many(struct metaclient *client, const uint64_t *inos, uin
 int metaclient_defer_releases(struct metaclient *client, int delay_ms);
 /*
  * From now on metaclient_unlink_later() queues unlinks (unlinkq.h), at most
- * max_pending outstanding; every request about a directory, or about an
- * inode being unlinked, waits for those unlinks first. TS_OK or TS_ERR_NOMEM.
+ * max_pending outstanding. A later request about a queued name waits for
+ * its unlink; a listing or getattr of a directory with queued unlinks, or a
+ * getattr of an inode being unlinked, waits for them; rmdir waits for all.
+ * TS_OK or TS_ERR_NOMEM.
  */
 int metaclient_defer_unlinks(struct metaclient *client, uint32_t max_pending);
 /*
