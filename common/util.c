@@ -27,6 +27,16 @@ struct timespec util_now(void)
     return now;
 }
 
+void util_timespec_add_ms(struct timespec *at, int64_t ms)
+{
+    at->tv_sec += (time_t)(ms / 1000);
+    at->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (at->tv_nsec >= 1000000000L) {
+        at->tv_sec++;
+        at->tv_nsec -= 1000000000L;
+    }
+}
+
 int util_parse_size(const char *text, uint64_t *bytes)
 {
     char *end = NULL;

@@ -14,6 +14,8 @@
 int64_t util_monotonic_ms(void);
 /* The wall clock with nanoseconds. */
 struct timespec util_now(void);
+/* Moves *at ms milliseconds later (ms >= 0): a deadline for pthread_cond_timedwait. */
+void util_timespec_add_ms(struct timespec *at, int64_t ms);
 /*
  * Parses "4096", "64K", "1M", "2G" (binary units) into bytes.
  * Returns 0, or -EINVAL if malformed or out of range.

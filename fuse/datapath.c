@@ -363,12 +363,7 @@ static void stores_wait(struct datapath *datapath, struct open_file *file)
 {
     struct timespec deadline;
     clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += datapath->io_timeout_ms / 1000;
-    deadline.tv_nsec += (long)(datapath->io_timeout_ms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
+    util_timespec_add_ms(&deadline, datapath->io_timeout_ms);
     while (file->stores_in_progress > 0) {
         if (pthread_cond_timedwait(&file->changed, &file->lock, &deadline) == ETIMEDOUT) {
             log_warn("inode %llu: a store into the page cache still runs after %d ms; "

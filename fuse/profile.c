@@ -20,6 +20,7 @@
 #include "log.h"
 #include "proto.h"
 #include "status.h"
+#include "util.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -336,12 +337,7 @@ static void *flusher_main(void *arg)
     pthread_mutex_lock(&profile->lock);
     while (!profile->stopping) {
         clock_gettime(CLOCK_MONOTONIC, &deadline);
-        deadline.tv_sec += profile->interval_ms / 1000;
-        deadline.tv_nsec += (long)(profile->interval_ms % 1000) * 1000000L;
-        if (deadline.tv_nsec >= 1000000000L) {
-            deadline.tv_sec++;
-            deadline.tv_nsec -= 1000000000L;
-        }
+        util_timespec_add_ms(&deadline, profile->interval_ms);
         /* A full table asks for an early flush, but not right after a failed
          * one: the counts put back would fill it again at once. */
         int waited = 0;

@@ -8,6 +8,8 @@
  */
 #include "relqueue.h"
 
+#include "util.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -36,21 +38,11 @@ struct relqueue {
     bool stopping;
 };
 
-static void timespec_add_ms(struct timespec *at, int ms)
-{
-    at->tv_sec += ms / 1000;
-    at->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (at->tv_nsec >= 1000000000L) {
-        at->tv_sec++;
-        at->tv_nsec -= 1000000000L;
-    }
-}
-
 /* Waits for a batch to be due: full, old enough, flushed or stopping. */
 static void relqueue_wait_due(struct relqueue *queue)
 {
     struct timespec due = queue->oldest;
-    timespec_add_ms(&due, queue->delay_ms);
+    util_timespec_add_ms(&due, queue->delay_ms);
     while (queue->count > 0 && queue->count < queue->max_batch && !queue->stopping &&
            queue->flushers == 0) {
         if (pthread_cond_timedwait(&queue->wake, &queue->lock, &due) == ETIMEDOUT)

@@ -15,6 +15,7 @@
 
 #include "proto.h"
 #include "status.h"
+#include "util.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -768,14 +769,8 @@ int relocate_wait(struct relocate *run, int timeout_ms)
     int rc = 0;
 
     clock_gettime(CLOCK_MONOTONIC, &deadline);
-    if (timeout_ms >= 0) {
-        deadline.tv_sec += timeout_ms / 1000;
-        deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-        if (deadline.tv_nsec >= 1000000000L) {
-            deadline.tv_sec++;
-            deadline.tv_nsec -= 1000000000L;
-        }
-    }
+    if (timeout_ms >= 0)
+        util_timespec_add_ms(&deadline, timeout_ms);
     pthread_mutex_lock(&run->lock);
     while (run->workers_alive > 0 && rc == 0) {
         if (timeout_ms < 0)
