@@ -142,46 +142,40 @@ int unlinkq_push(struct unlinkq *queue, uint64_t parent, const char *name, uint6
     return 0;
 }
 
-/* Whether an outstanding unlink touches ino; called with the lock held. */
-static bool unlinkq_touches(const struct unlinkq *queue, uint64_t ino)
+/*
+ * Whether an outstanding unlink matches: with name, one of name in ino;
+ * without, one in directory ino or of inode ino. Called with the lock held.
+ */
+static bool unlinkq_outstanding(const struct unlinkq *queue, uint64_t ino, const char *name)
 {
     for (uint32_t i = 0; i < queue->count; i++) {
         const struct unlinkq_item *item = &queue->ring[(queue->head + i) % queue->cap];
-        if (item->parent == ino || item->ino == ino)
+        if (name ? item->parent == ino && strcmp(item->name, name) == 0
+                 : item->parent == ino || item->ino == ino)
             return true;
     }
     return false;
+}
+
+/* Waits until no outstanding unlink matches (see unlinkq_outstanding). */
+static void unlinkq_wait_match(struct unlinkq *queue, uint64_t ino, const char *name)
+{
+    if (atomic_load(&queue->outstanding) == 0)
+        return;
+    pthread_mutex_lock(&queue->lock);
+    while (unlinkq_outstanding(queue, ino, name))
+        pthread_cond_wait(&queue->sent, &queue->lock);
+    pthread_mutex_unlock(&queue->lock);
 }
 
 void unlinkq_wait_for(struct unlinkq *queue, uint64_t ino)
 {
-    if (atomic_load(&queue->outstanding) == 0)
-        return;
-    pthread_mutex_lock(&queue->lock);
-    while (unlinkq_touches(queue, ino))
-        pthread_cond_wait(&queue->sent, &queue->lock);
-    pthread_mutex_unlock(&queue->lock);
-}
-
-/* Whether an outstanding unlink removes name from parent; called with the lock held. */
-static bool unlinkq_removes(const struct unlinkq *queue, uint64_t parent, const char *name)
-{
-    for (uint32_t i = 0; i < queue->count; i++) {
-        const struct unlinkq_item *item = &queue->ring[(queue->head + i) % queue->cap];
-        if (item->parent == parent && strcmp(item->name, name) == 0)
-            return true;
-    }
-    return false;
+    unlinkq_wait_match(queue, ino, NULL);
 }
 
 void unlinkq_wait_name(struct unlinkq *queue, uint64_t parent, const char *name)
 {
-    if (atomic_load(&queue->outstanding) == 0)
-        return;
-    pthread_mutex_lock(&queue->lock);
-    while (unlinkq_removes(queue, parent, name))
-        pthread_cond_wait(&queue->sent, &queue->lock);
-    pthread_mutex_unlock(&queue->lock);
+    unlinkq_wait_match(queue, parent, name);
 }
 
 void unlinkq_wait_all(struct unlinkq *queue)
