@@ -23,6 +23,7 @@
 #include "dentcache.h"
 
 #include "status.h"
+#include "util.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -576,6 +577,22 @@ bool dentcache_dir_attr_known(struct dentcache *cache, uint64_t dir)
     return known;
 }
 
+/*
+ * A change of a directory at sec.nsec: its mtime and ctime move there,
+ * unless already later (concurrent changes may report out of order).
+ */
+static void dir_times_advance(struct ts_attr *dir, int64_t sec, uint32_t nsec)
+{
+    if (sec > dir->mtime_sec || (sec == dir->mtime_sec && nsec > dir->mtime_nsec)) {
+        dir->mtime_sec = sec;
+        dir->mtime_nsec = nsec;
+    }
+    if (sec > dir->ctime_sec || (sec == dir->ctime_sec && nsec > dir->ctime_nsec)) {
+        dir->ctime_sec = sec;
+        dir->ctime_nsec = nsec;
+    }
+}
+
 void dentcache_added(struct dentcache *cache, uint64_t parent, const char *name,
                      const struct ts_attr *attr, const struct metaclient_dirs *dirs,
                      struct dentcache_ticket ticket)
@@ -595,19 +612,7 @@ void dentcache_added(struct dentcache *cache, uint64_t parent, const char *name,
         derived = dir_attr_trusted(cache, parent, now);
     change_note(cache, parent, now);
     if (derived) {
-        /* Concurrent changes may report out of order: times only go forward. */
-        if (attr->ctime_sec > derived->attr.mtime_sec ||
-            (attr->ctime_sec == derived->attr.mtime_sec &&
-             attr->ctime_nsec > derived->attr.mtime_nsec)) {
-            derived->attr.mtime_sec = attr->ctime_sec;
-            derived->attr.mtime_nsec = attr->ctime_nsec;
-        }
-        if (attr->ctime_sec > derived->attr.ctime_sec ||
-            (attr->ctime_sec == derived->attr.ctime_sec &&
-             attr->ctime_nsec > derived->attr.ctime_nsec)) {
-            derived->attr.ctime_sec = attr->ctime_sec;
-            derived->attr.ctime_nsec = attr->ctime_nsec;
-        }
+        dir_times_advance(&derived->attr, attr->ctime_sec, attr->ctime_nsec);
         if (S_ISDIR(attr->mode))
             derived->attr.nlink++;
         derived->attr_known = ++cache->seq;
@@ -634,16 +639,9 @@ static void note_removed(struct dentcache *cache, uint64_t parent, const char *n
     struct dc_dir *derived = early ? dir_attr_trusted(cache, parent, now) : NULL;
     change_note(cache, parent, now);
     if (derived) {
-        /* Meta will stamp the directory with its own clock; this one is
-         * close, and times only go forward. */
-        struct timespec wall;
-        clock_gettime(CLOCK_REALTIME, &wall);
-        if (wall.tv_sec > derived->attr.mtime_sec ||
-            (wall.tv_sec == derived->attr.mtime_sec &&
-             (uint32_t)wall.tv_nsec > derived->attr.mtime_nsec)) {
-            derived->attr.mtime_sec = derived->attr.ctime_sec = wall.tv_sec;
-            derived->attr.mtime_nsec = derived->attr.ctime_nsec = (uint32_t)wall.tv_nsec;
-        }
+        /* Meta will stamp the directory with its own clock; this one is close. */
+        struct timespec wall = util_now();
+        dir_times_advance(&derived->attr, wall.tv_sec, (uint32_t)wall.tv_nsec);
         derived->attr_known = ++cache->seq;
     }
     uint64_t ino = window_remove(dir_find(cache, parent), name);
