@@ -345,6 +345,13 @@ mount_second() {
         -o default_permissions "$@" "$dir" >"$T/mount2.log" 2>&1 &
     MOUNT2_PID=$!
     IT_PIDS+=("$MOUNT2_PID")
+    local deadline=$(($(now_ms) + 30000))
+    until mountpoint -q "$dir"; do
+        kill -0 "$MOUNT2_PID" 2>/dev/null ||
+            fail "second tessera-mount exited: $(tail -n 20 "$T/mount2.log")"
+        (($(now_ms) < deadline)) || fail "second mount at $dir not up after 30 s"
+        sleep 0.1
+    done
     wait_mounted "$dir"
     log "second mount at $dir (pid $MOUNT2_PID)"
 }

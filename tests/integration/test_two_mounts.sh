@@ -9,20 +9,7 @@ source "$(dirname "$0")/lib.sh"
 cluster_up
 
 MNT2=$T/mnt2
-mkdir -p "$MNT2"
-IT_MOUNTS+=("$MNT2")
-endpoint=$(meta_endpoint)
-"$TESSERA_MOUNT" --meta "$endpoint" --io-timeout-ms "$IO_TIMEOUT_MS" -f \
-    -o default_permissions "$MNT2" >"$T/mount2.log" 2>&1 &
-mount2_pid=$!
-IT_PIDS+=("$mount2_pid")
-deadline=$(($(now_ms) + 30000))
-until mountpoint -q "$MNT2"; do
-    kill -0 "$mount2_pid" 2>/dev/null || fail "second tessera-mount exited: $(tail -n 20 "$T/mount2.log")"
-    (($(now_ms) < deadline)) || fail "second mount at $MNT2 not up after 30 s"
-    sleep 0.1
-done
-log "second mount at $MNT2 (pid $mount2_pid) on $endpoint"
+mount_second "$MNT2"
 
 visible_window_s=5 # longer than any attribute/entry cache timeout a mount should use
 
@@ -87,12 +74,12 @@ appears "rm -r on mount 2 seen on mount 1" test ! -e "$MNT/dir-renamed"
 # Mount 2 unmounts cleanly and its process exits 0.
 fusermount3 -u "$MNT2" || fail "fusermount3 -u of the second mount failed"
 deadline=$(($(now_ms) + 10000))
-while kill -0 "$mount2_pid" 2>/dev/null; do
+while kill -0 "$MOUNT2_PID" 2>/dev/null; do
     (($(now_ms) < deadline)) || fail "second tessera-mount still running 10 s after unmount"
     sleep 0.1
 done
 rc=0
-wait "$mount2_pid" || rc=$?
+wait "$MOUNT2_PID" || rc=$?
 [ "$rc" = 0 ] || fail "second tessera-mount exited with $rc after unmount: $(tail -n 20 "$T/mount2.log")"
 
 assert_daemons_alive
