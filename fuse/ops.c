@@ -185,6 +185,12 @@ static void x_init(void *userdata, struct fuse_conn_info *conn)
     conn->max_read = TILE_DEFAULT_BYTES;
     if (conn->capable & FUSE_CAP_ASYNC_READ)
         conn->want |= FUSE_CAP_ASYNC_READ;
+    /* The kernel's read-ahead goes out as background requests; at the
+     * default 12 (congested at 9) four streams reading 4 tiles ahead each
+     * find the queue congested, and the kernel drops the read-ahead pages it
+     * had just allocated. Room for 16 streams. */
+    conn->max_background = 64;
+    conn->congestion_threshold = 48;
     /* No writeback cache: writes reach us in order, so errors and sizes stay
      * exact; no kernel-side locks: POSIX locks are local to a mount. */
     conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
