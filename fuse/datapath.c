@@ -314,6 +314,14 @@ static struct open_file *open_file_get(struct datapath *datapath, uint64_t ino)
     return file;
 }
 
+bool datapath_file_shared(struct datapath *datapath, struct open_file *file)
+{
+    pthread_mutex_lock(&datapath->lock);
+    bool shared = file->handles > 1;
+    pthread_mutex_unlock(&datapath->lock);
+    return shared;
+}
+
 /* ---- read cache ------------------------------------------------------- */
 
 static void slot_clear(struct datapath *datapath, struct open_file *file, struct read_slot *slot)

