@@ -52,6 +52,9 @@ Environment:
   PREFAULT_GB      RAM run-peer-bench.sh touches before each run (default: 16, or
                    less so that 4 GiB + twice the file size stay available)
   LOCAL_DIR        the local directory (default BENCH_DIR/local)
+  QUIET_PERCENT, QUIET_MAX_S  each target's turn starts once the CPUs are under
+                   QUIET_PERCENT % busy for a second (default 5), or after
+                   QUIET_MAX_S seconds of waiting (default 120)
 
 Run as root (drop_caches, mounts). Exit status: 0 done, 1 a step failed, 2 usage.
 USAGE
@@ -340,6 +343,37 @@ fi
 # Interleaving (round r runs every target once, REPS=1) keeps slow drifts of
 # this shared VM (other load, memory the host reclaimed) from landing on one
 # target only; medians are taken over the rounds.
+# Another target's daemons may still be busy after their turn (MooseFS deletes
+# the chunks of removed files in the background, for tens of seconds), and
+# that CPU would be charged to whoever runs next: Tessera's rounds 2 and 3,
+# after MooseFS, came out ~25 % slower than its round 1. So every turn starts
+# on a quiet machine. cpu_busy_percent: the share of all CPUs busy over 1 s.
+cpu_busy_percent() {
+    local a b
+    read -r -a a < <(head -n 1 /proc/stat)
+    sleep 1
+    read -r -a b < <(head -n 1 /proc/stat)
+    # cpu user nice system idle iowait irq softirq steal
+    local busy=$(( (b[1] + b[2] + b[3] + b[6] + b[7] + b[8]) - (a[1] + a[2] + a[3] + a[6] + a[7] + a[8]) ))
+    local idle=$(( (b[4] + b[5]) - (a[4] + a[5]) ))
+    echo $(( 100 * busy / (busy + idle > 0 ? busy + idle : 1) ))
+}
+
+# wait_quiet: until the CPUs are under QUIET_PERCENT busy (default 5) for a
+# second, at most QUIET_MAX_S seconds (default 120; then it says so and goes on).
+wait_quiet() {
+    local start=$SECONDS busy
+    while :; do
+        busy=$(cpu_busy_percent)
+        [ "$busy" -lt "${QUIET_PERCENT:-5}" ] && break
+        if [ $((SECONDS - start)) -ge "${QUIET_MAX_S:-120}" ]; then
+            log "machine still ${busy}% busy after ${QUIET_MAX_S:-120} s; going on"
+            return
+        fi
+    done
+    [ $((SECONDS - start)) -le 1 ] || log "waited $((SECONDS - start)) s for a quiet machine (${busy}% busy)"
+}
+
 # run_target LABEL DIR ROUND: runs run-peer-bench.sh in its own process group
 # (so cleanup can stop it and its dd/fio as one) and waits for it.
 run_target() {
@@ -347,6 +381,7 @@ run_target() {
     if [ "$label" != local ] && ! mountpoint -q "$dir" 2>/dev/null; then
         die "$label: $dir is no longer mounted (did its daemon die? see $LOGS and dmesg)"
     fi
+    wait_quiet
     log "== round $round/$reps: $label, $dir (read_ahead_kb $(readahead_of "$dir"))"
     SIZE_MB=$size_mb REPS=1 META_N=$meta_n RR_SECS=$rr_secs LOCAL=$LOCAL ONLY=$only \
         OUTROOT=$RESULTS/peer setsid "$PEER_BENCH_DIR/run-peer-bench.sh" "$dir" "$label-r$round" \
