@@ -58,7 +58,7 @@ static void usage(FILE *out)
             "  --attr-timeout SEC     seconds names and attributes may be cached, by the\n"
             "                         kernel and by statahead (default 1.0)\n"
             "  --memory SIZE          cap on the client's tile buffers, e.g. 256M (default)\n"
-            "  --readahead-tiles N    tiles read ahead of a sequential reader (default 8)\n"
+            "  --readahead-tiles N    tiles read ahead of a sequential reader (default 6)\n"
             "  --io-threads N         tile transfers in flight at once (default 16)\n"
             "  --statahead N          most names (with attributes) fetched at once for a\n"
             "                         directory walk (default 1024; 0 = off: every lookup\n"
@@ -95,7 +95,7 @@ static int parse_arguments(int argc, char **argv, struct mount_options *options)
     options->meta_timeout_ms = 5000;
     options->attr_timeout = 1.0;
     options->memory_bytes = 256u << 20;
-    options->readahead_tiles = 8;
+    options->readahead_tiles = 6;
     options->io_threads = 16;
     options->statahead = 1024;
     options->async_unlinks = 256;
