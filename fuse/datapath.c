@@ -98,6 +98,8 @@
 #define NODE_SLOTS 4
 #define DYNAMIC_BATCH 2
 #define MAX_NODES 256
+/* Threads for TILE_SYNC requests: one per datanode of a small cluster. */
+#define SYNC_THREADS 4
 /* Backoff between tries of a tile whose datanode says it is stale while
  * meta still names it (a move about to commit): doubling, capped. */
 #define STALE_FIRST_DELAY_MS 5
@@ -203,6 +205,10 @@ struct datapath {
     struct metaclient *meta;
     struct nodedir *nodes;
     struct workers *workers;
+    /* TILE_SYNCs run on their own threads: fsync waits for them with the
+     * file's lock held, and every thread of `workers` may be a load of that
+     * file waiting for the same lock to finish. */
+    struct workers *sync_workers;
     struct budget write_budget;
     struct budget read_budget;
     uint32_t readahead_tiles;
@@ -230,6 +236,11 @@ struct datapath *datapath_new(struct metaclient *meta, struct nodedir *nodes,
     datapath->meta = meta;
     datapath->nodes = nodes;
     datapath->workers = workers;
+    datapath->sync_workers = workers_new(SYNC_THREADS);
+    if (!datapath->sync_workers) {
+        free(datapath);
+        return NULL;
+    }
     datapath->readahead_tiles = config->readahead_tiles;
     datapath->io_timeout_ms = config->io_timeout_ms > 0 ? config->io_timeout_ms : 5000;
     datapath->profile = config->profile;
@@ -279,6 +290,7 @@ void datapath_destroy(struct datapath **datapathp)
             open_file_free(datapath, file);
         }
     }
+    workers_destroy(&datapath->sync_workers);
     budget_fini(&datapath->write_budget);
     budget_fini(&datapath->read_budget);
     pthread_cond_destroy(&datapath->load_dropped);
@@ -1188,7 +1200,7 @@ static int sync_dirty_tiles(struct datapath *datapath, struct open_file *file)
         pthread_mutex_lock(&lock);
         pending++;
         pthread_mutex_unlock(&lock);
-        workers_submit(datapath->workers, &jobs[n].job);
+        workers_submit(datapath->sync_workers, &jobs[n].job);
     }
     pthread_mutex_lock(&lock);
     while (pending > 0)
