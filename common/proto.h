@@ -78,6 +78,7 @@ enum ts_op {
     TS_OP_REMOVEXATTR,
     TS_OP_READDIRPLUS, /* READDIR with each entry's attributes (statahead) */
     TS_OP_RELEASE_MANY, /* RELEASE of many inodes in one request */
+    TS_OP_UNLINK_MANY,  /* UNLINK of many names in one request and transaction */
 
     /* client -> meta: data placement */
     TS_OP_TILE_MAP = 40,
@@ -282,6 +283,18 @@ enum ts_node_state { TS_NODE_DOWN = 0, TS_NODE_UP = 1 };
  */
 #define TS_MAX_RELEASES 4096
 #define TS_MSG_RELEASE_MANY_REQ(X) X(U32, count) X(BLOB, inos)
+/*
+ * UNLINK_MANY: the UNLINKs a client queued (answered before meta had them),
+ * in one request and one metadata transaction. Record: u64 parent, u16 name
+ * length, name bytes; at most TS_MAX_UNLINKS. The names go in order, each as
+ * UNLINK would; one that cannot be removed (no such name, a directory, a bad
+ * name) does not stop the others. Reply: count, then one u32 status per
+ * record, in order. A failure of the whole request (its status) changed
+ * nothing.
+ */
+#define TS_MAX_UNLINKS 256
+#define TS_MSG_UNLINK_MANY_REQ(X) X(U32, count) X(BLOB, names)
+#define TS_MSG_UNLINK_MANY_REP(X) X(U32, count) X(BLOB, statuses)
 #define TS_MSG_EMPTY(X)
 #define TS_MSG_STATFS_REP(X)                                                                      \
     X(U64, total_bytes)                                                                            \
@@ -567,6 +580,8 @@ enum ts_fence_action { TS_FENCE_LIFT = 0, TS_FENCE_FREEZE = 1, TS_FENCE_RETIRE =
     M(open_req, TS_MSG_OPEN_REQ)                                                                   \
     M(release_req, TS_MSG_RELEASE_REQ)                                                             \
     M(release_many_req, TS_MSG_RELEASE_MANY_REQ)                                                   \
+    M(unlink_many_req, TS_MSG_UNLINK_MANY_REQ)                                                     \
+    M(unlink_many_rep, TS_MSG_UNLINK_MANY_REP)                                                     \
     M(readdirplus_req, TS_MSG_READDIRPLUS_REQ)                                                     \
     M(readdirplus_rep, TS_MSG_READDIRPLUS_REP)                                                     \
     M(statfs_rep, TS_MSG_STATFS_REP)                                                               \

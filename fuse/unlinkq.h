@@ -9,7 +9,7 @@
  * first (the name is gone either way) or meta cannot be reached (the
  * background thread retries). Waiting for it cost one meta round trip per
  * `rm` of a file. Here the unlink is queued, the kernel answered, and a
- * thread sends the queue to meta in pipelined batches, in queue order.
+ * thread sends the queue to meta in batches, in queue order.
  *
  * What keeps this invisible to the mount's users: a later request about a
  * name with an unlink pending waits for it (unlinkq_wait_name: lookups,

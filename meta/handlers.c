@@ -640,7 +640,52 @@ static int handle_symlink(void *ctx, const struct rpc_request *request,
     return create_run(ctx, &op, response);
 }
 
-/* ---- UNLINK, RMDIR ------------------------------------------------------ */
+/* ---- UNLINK, RMDIR, UNLINK_MANY ----------------------------------------- */
+
+/*
+ * Checks that name in parent may be removed (by RMDIR if directory) and
+ * finds its entry. Changes nothing: what it refuses (NOENT, NOTDIR, ISDIR,
+ * NOTEMPTY) leaves a batch free to go on with its other names.
+ */
+static int remove_check(struct store_txn *txn, uint64_t parent, struct ts_str name,
+                        bool directory, struct dirents_entry *entry)
+{
+    struct inodes_record record;
+    int status = load_dir(txn, parent, &record);
+    if (status == TS_OK)
+        status = load_entry(txn, parent, name, entry);
+    if (status == TS_OK)
+        status = load_child(txn, entry, &record);
+    if (status != TS_OK)
+        return status;
+    if (directory) {
+        bool empty;
+        if (!S_ISDIR(record.attr.mode))
+            return TS_ERR_NOTDIR;
+        int err = dirents_is_empty(txn, entry->ino, &empty);
+        if (err < 0)
+            return reply_store_status(err);
+        if (!empty)
+            return TS_ERR_NOTEMPTY;
+    } else if (S_ISDIR(record.attr.mode)) {
+        return TS_ERR_ISDIR;
+    }
+    return TS_OK;
+}
+
+/* Removes the entry remove_check() found. Any failure is the store's. */
+static int remove_apply(struct service *service, struct store_txn *txn, uint64_t parent,
+                        struct ts_str name, const struct dirents_entry *entry, bool directory,
+                        struct timespec now)
+{
+    int err = dirents_delete(txn, parent, name);
+    if (err < 0)
+        return reply_store_status(err);
+    int status = drop_link(service, txn, entry->ino, now);
+    if (status != TS_OK)
+        return status;
+    return dir_changed(txn, parent, directory ? -1 : 0, now);
+}
 
 struct remove_op {
     struct service *service;
@@ -652,38 +697,12 @@ struct remove_op {
 static int remove_body(struct store_txn *txn, void *arg)
 {
     struct remove_op *op = arg;
-    uint64_t parent = op->request->parent;
-    struct inodes_record record;
     struct dirents_entry entry;
-    int status;
-    int err;
-
-    status = load_dir(txn, parent, &record);
-    if (status == TS_OK)
-        status = load_entry(txn, parent, op->request->name, &entry);
-    if (status == TS_OK)
-        status = load_child(txn, &entry, &record);
+    int status = remove_check(txn, op->request->parent, op->request->name, op->directory, &entry);
     if (status != TS_OK)
         return status;
-    if (op->directory) {
-        bool empty;
-        if (!S_ISDIR(record.attr.mode))
-            return TS_ERR_NOTDIR;
-        err = dirents_is_empty(txn, entry.ino, &empty);
-        if (err < 0)
-            return reply_store_status(err);
-        if (!empty)
-            return TS_ERR_NOTEMPTY;
-    } else if (S_ISDIR(record.attr.mode)) {
-        return TS_ERR_ISDIR;
-    }
-    err = dirents_delete(txn, parent, op->request->name);
-    if (err < 0)
-        return reply_store_status(err);
-    status = drop_link(op->service, txn, entry.ino, op->now);
-    if (status != TS_OK)
-        return status;
-    return dir_changed(txn, parent, op->directory ? -1 : 0, op->now);
+    return remove_apply(op->service, txn, op->request->parent, op->request->name, &entry,
+                        op->directory, op->now);
 }
 
 static int remove_run(void *ctx, const struct rpc_request *request, struct rpc_response *response,
@@ -712,6 +731,89 @@ static int handle_unlink(void *ctx, const struct rpc_request *request,
 static int handle_rmdir(void *ctx, const struct rpc_request *request, struct rpc_response *response)
 {
     return remove_run(ctx, request, response, true);
+}
+
+struct unlink_many_op {
+    struct service *service;
+    uint32_t count;
+    uint64_t parents[TS_MAX_UNLINKS];
+    struct ts_str names[TS_MAX_UNLINKS];
+    uint32_t statuses[TS_MAX_UNLINKS]; /* preset for a bad name */
+    struct timespec now;
+};
+
+/* What remove_check() refuses without changing anything: the name's own
+ * outcome. Anything else fails the whole transaction. */
+static bool refused_by_check(int status)
+{
+    return status == TS_ERR_NOENT || status == TS_ERR_NOTDIR || status == TS_ERR_ISDIR ||
+           status == TS_ERR_NOTEMPTY;
+}
+
+static int unlink_many_body(struct store_txn *txn, void *arg)
+{
+    struct unlink_many_op *op = arg;
+    for (uint32_t i = 0; i < op->count; i++) {
+        struct dirents_entry entry;
+        int status;
+        if (op->statuses[i] != TS_OK)
+            continue;
+        status = remove_check(txn, op->parents[i], op->names[i], false, &entry);
+        if (refused_by_check(status)) {
+            op->statuses[i] = (uint32_t)status;
+            continue;
+        }
+        if (status == TS_OK)
+            status = remove_apply(op->service, txn, op->parents[i], op->names[i], &entry, false,
+                                  op->now);
+        if (status != TS_OK)
+            return status;
+    }
+    return TS_OK;
+}
+
+static int handle_unlink_many(void *ctx, const struct rpc_request *request,
+                              struct rpc_response *response)
+{
+    struct ts_unlink_many_req message;
+    struct ts_cursor cursor;
+    struct unlink_many_op *op;
+    int status;
+
+    if (ts_unlink_many_req_decode(&message, request->payload, request->payload_len) != 0 ||
+        message.count > TS_MAX_UNLINKS)
+        return reply_bad_message(response, request->header.type);
+    op = calloc(1, sizeof(*op));
+    if (!op)
+        return TS_ERR_NOMEM;
+    op->service = ctx;
+    op->count = message.count;
+    ts_cursor_init(&cursor, message.names.ptr, message.names.len);
+    for (uint32_t i = 0; i < message.count; i++) {
+        op->parents[i] = ts_cursor_u64(&cursor);
+        op->names[i] = ts_cursor_str(&cursor);
+        if (!cursor.failed)
+            op->statuses[i] = (uint32_t)check_name(op->names[i]);
+    }
+    if (cursor.failed || cursor.left != 0) {
+        free(op);
+        return reply_bad_message(response, request->header.type);
+    }
+    op->now = util_now();
+    status = store_write(op->service->store, unlink_many_body, op);
+    if (status == TS_OK) {
+        uint8_t statuses[TS_MAX_UNLINKS * 4];
+        struct ts_writer writer;
+        ts_writer_init(&writer, statuses, sizeof(statuses));
+        for (uint32_t i = 0; i < op->count; i++)
+            ts_writer_u32(&writer, op->statuses[i]);
+        struct ts_unlink_many_rep reply = {
+            .count = op->count, .statuses = {(const char *)statuses, (uint32_t)writer.len}};
+        status = reply_encoded(
+            ts_unlink_many_rep_encode(&reply, response->payload, response->payload_cap), response);
+    }
+    free(op);
+    return status;
 }
 
 /* ---- RENAME ------------------------------------------------------------- */
@@ -2331,6 +2433,7 @@ const rpc_handler_fn handlers_table[TS_OP_MAX] = {
     [TS_OP_REMOVEXATTR] = handle_removexattr,
     [TS_OP_READDIRPLUS] = handle_readdirplus,
     [TS_OP_RELEASE_MANY] = handle_release_many,
+    [TS_OP_UNLINK_MANY] = handle_unlink_many,
     [TS_OP_TILE_MAP] = handle_tile_map,
     [TS_OP_COMMIT] = handle_commit,
     [TS_OP_NODE_LIST] = handle_node_list,

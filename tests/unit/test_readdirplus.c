@@ -366,6 +366,113 @@ static void test_release_many(void **state)
     assert_int_equal(call_raw(f, TS_OP_RELEASE_MANY, f->request, 0), TS_ERR_BADMSG);
 }
 
+/* UNLINK_MANY(parents[i], names[i]...) into statuses; returns the request's status. */
+static int unlink_many(struct fixture *f, const uint64_t *parents, const char *const *names,
+                       uint32_t count, uint32_t *statuses)
+{
+    uint8_t records[16 * (8 + 2 + TS_MAX_NAME + 1)];
+    struct ts_writer writer;
+    struct ts_unlink_many_rep reply;
+    struct ts_cursor cursor;
+    ts_writer_init(&writer, records, sizeof(records));
+    for (uint32_t i = 0; i < count; i++) {
+        ts_writer_u64(&writer, parents[i]);
+        ts_writer_str(&writer, ts_str_of(names[i]));
+    }
+    assert_false(writer.failed);
+    struct ts_unlink_many_req m = {.count = count,
+                                   .names = {(const char *)records, (uint32_t)writer.len}};
+    int status = CALL(f, TS_OP_UNLINK_MANY, unlink_many_req, &m);
+    if (status != TS_OK)
+        return status;
+    assert_int_equal(ts_unlink_many_rep_decode(&reply, f->reply, f->reply_len), 0);
+    assert_int_equal(reply.count, count);
+    assert_int_equal(reply.statuses.len, count * 4);
+    ts_cursor_init(&cursor, reply.statuses.ptr, reply.statuses.len);
+    for (uint32_t i = 0; i < count; i++)
+        statuses[i] = ts_cursor_u32(&cursor);
+    return status;
+}
+
+static int lookup(struct fixture *f, uint64_t parent, const char *name)
+{
+    struct ts_lookup_req m = {.parent = parent, .name = ts_str_of(name)};
+    return CALL(f, TS_OP_LOOKUP, lookup_req, &m);
+}
+
+/*
+ * UNLINK_MANY removes each name as UNLINK would, in order, in one
+ * transaction; a name that cannot go gets its own status and the others
+ * still go. A malformed request changes nothing.
+ */
+static void test_unlink_many(void **state)
+{
+    struct fixture *f = *state;
+    uint64_t dir = make_dir(f, TS_ROOT_INO, "d");
+    uint64_t a = make(f, dir, "a", S_IFREG | 0644);
+    make(f, dir, "b", S_IFREG | 0644);
+    uint64_t open_one = make(f, TS_ROOT_INO, "open", S_IFREG | 0644);
+    make_dir(f, dir, "sub");
+    uint64_t plain = make(f, TS_ROOT_INO, "plain", S_IFREG | 0644);
+    struct ts_attr before;
+    assert_int_equal(do_getattr(f, dir, &before), TS_OK);
+    assert_int_equal(do_open(f, open_one), TS_OK);
+
+    const uint64_t parents[] = {dir, dir, dir, dir, dir, TS_ROOT_INO, plain, dir};
+    const char *const names[] = {"a", "missing", "sub", "b", "a", "open", "x", "."};
+    uint32_t statuses[8];
+    assert_int_equal(unlink_many(f, parents, names, 8, statuses), TS_OK);
+    assert_int_equal(statuses[0], TS_OK);
+    assert_int_equal(statuses[1], TS_ERR_NOENT);
+    assert_int_equal(statuses[2], TS_ERR_ISDIR);
+    assert_int_equal(statuses[3], TS_OK);
+    assert_int_equal(statuses[4], TS_ERR_NOENT); /* removed two records earlier */
+    assert_int_equal(statuses[5], TS_OK);
+    assert_int_equal(statuses[6], TS_ERR_NOTDIR); /* a file as the parent */
+    assert_int_equal(statuses[7], TS_ERR_INVAL);
+
+    assert_int_equal(lookup(f, dir, "a"), TS_ERR_NOENT);
+    assert_int_equal(lookup(f, dir, "b"), TS_ERR_NOENT);
+    assert_int_equal(lookup(f, dir, "sub"), TS_OK);
+    assert_int_equal(do_getattr(f, a, NULL), TS_ERR_NOENT); /* last link, not open: gone */
+    struct ts_attr open_attr;
+    assert_int_equal(do_getattr(f, open_one, &open_attr), TS_OK); /* open: stays */
+    assert_int_equal(open_attr.nlink, 0);
+    struct ts_attr after;
+    assert_int_equal(do_getattr(f, dir, &after), TS_OK);
+    assert_true(after.mtime_sec > before.mtime_sec ||
+                (after.mtime_sec == before.mtime_sec && after.mtime_nsec > before.mtime_nsec));
+    assert_int_equal(after.nlink, before.nlink); /* files only: no subdirectory went */
+
+    /* Malformed: a cut record, count and records disagreeing, too many. */
+    make(f, dir, "c", S_IFREG | 0644);
+    const uint64_t c_parent[] = {dir};
+    const char *const c_name[] = {"c"};
+    uint8_t records[64];
+    struct ts_writer writer;
+    ts_writer_init(&writer, records, sizeof(records));
+    ts_writer_u64(&writer, dir);
+    ts_writer_str(&writer, ts_str_of("c"));
+    struct ts_unlink_many_req bad = {.count = 1,
+                                     .names = {(const char *)records, (uint32_t)writer.len - 1}};
+    assert_int_equal(CALL(f, TS_OP_UNLINK_MANY, unlink_many_req, &bad), TS_ERR_BADMSG);
+    bad.names.len = (uint32_t)writer.len;
+    bad.count = 2;
+    assert_int_equal(CALL(f, TS_OP_UNLINK_MANY, unlink_many_req, &bad), TS_ERR_BADMSG);
+    bad.count = 0;
+    assert_int_equal(CALL(f, TS_OP_UNLINK_MANY, unlink_many_req, &bad), TS_ERR_BADMSG);
+    bad.count = TS_MAX_UNLINKS + 1;
+    assert_int_equal(CALL(f, TS_OP_UNLINK_MANY, unlink_many_req, &bad), TS_ERR_BADMSG);
+    bad.count = 1;
+    size_t len = encoded_length(ts_unlink_many_req_encode(&bad, f->request, sizeof(f->request)));
+    for (size_t cut = 0; cut < len; cut++)
+        assert_int_equal(call_raw(f, TS_OP_UNLINK_MANY, f->request, cut), TS_ERR_BADMSG);
+    assert_int_equal(lookup(f, dir, "c"), TS_OK);
+    assert_int_equal(unlink_many(f, c_parent, c_name, 1, statuses), TS_OK);
+    assert_int_equal(statuses[0], TS_OK);
+    assert_int_equal(lookup(f, dir, "c"), TS_ERR_NOENT);
+}
+
 /* ---- read transactions -------------------------------------------------- */
 
 struct read_probe {
@@ -436,6 +543,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_readdirplus_pages, setup, teardown),
         cmocka_unit_test_setup_teardown(test_readdirplus_errors_and_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_release_many, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unlink_many, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_txn_reuse, setup, teardown),
     };
     return cmocka_run_group_tests_name("readdirplus", tests, NULL, NULL);

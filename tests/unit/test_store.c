@@ -1585,6 +1585,13 @@ static size_t valid_request(uint16_t op, uint8_t *buf, size_t cap)
         len = ts_release_many_req_encode(&m, buf, cap);
         break;
     }
+    case TS_OP_UNLINK_MANY: {
+        /* parent 1, name "n" (u16 length 1) */
+        static const uint8_t one_name[11] = {1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 'n'};
+        struct ts_unlink_many_req m = {.count = 1, .names = {(const char *)one_name, 11}};
+        len = ts_unlink_many_req_encode(&m, buf, cap);
+        break;
+    }
     case TS_OP_READDIRPLUS: {
         struct ts_readdirplus_req m = {.ino = 1, .after = str("a"), .max_entries = 10};
         len = ts_readdirplus_req_encode(&m, buf, cap);
@@ -1707,7 +1714,7 @@ static void test_malformed_payloads(void **state)
         /* The well-formed one gets some answer, never a crash. */
         (void)call_raw(f, op, valid, len);
     }
-    assert_int_equal(served, 34);
+    assert_int_equal(served, 35);
 
     /* A string length pointing past the end. */
     uint8_t lookup[] = {1, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 'a'};
