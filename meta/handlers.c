@@ -738,7 +738,8 @@ struct unlink_many_op {
     uint32_t count;
     uint64_t parents[TS_MAX_UNLINKS];
     struct ts_str names[TS_MAX_UNLINKS];
-    uint32_t statuses[TS_MAX_UNLINKS]; /* preset for a bad name */
+    int name_statuses[TS_MAX_UNLINKS]; /* check_name()'s verdicts */
+    uint32_t statuses[TS_MAX_UNLINKS]; /* the outcomes, set by the body */
     struct timespec now;
 };
 
@@ -753,10 +754,13 @@ static bool refused_by_check(int status)
 static int unlink_many_body(struct store_txn *txn, void *arg)
 {
     struct unlink_many_op *op = arg;
+    /* From the start each time: store_write runs the body again after
+     * growing a full store. */
     for (uint32_t i = 0; i < op->count; i++) {
         struct dirents_entry entry;
-        int status;
-        if (op->statuses[i] != TS_OK)
+        int status = op->name_statuses[i];
+        op->statuses[i] = (uint32_t)status;
+        if (status != TS_OK)
             continue;
         status = remove_check(txn, op->parents[i], op->names[i], false, &entry);
         if (refused_by_check(status)) {
@@ -793,7 +797,7 @@ static int handle_unlink_many(void *ctx, const struct rpc_request *request,
         op->parents[i] = ts_cursor_u64(&cursor);
         op->names[i] = ts_cursor_str(&cursor);
         if (!cursor.failed)
-            op->statuses[i] = (uint32_t)check_name(op->names[i]);
+            op->name_statuses[i] = check_name(op->names[i]);
     }
     if (cursor.failed || cursor.left != 0) {
         free(op);
