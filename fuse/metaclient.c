@@ -12,6 +12,7 @@
 #include "rpc.h"
 #include "status.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -21,6 +22,10 @@ struct metaclient {
     struct relqueue *releases; /* NULL: releases are sent at once */
     struct unlinkq *unlinks;   /* NULL: unlinks are sent at once */
     char machine[TS_MAX_NAME + 1];
+    /* Unlinks answered before meta had them, and unlinks that waited for it
+     * (logged at the end: how well the early path covered the workload). */
+    atomic_uint_least64_t unlinks_early;
+    atomic_uint_least64_t unlinks_waited;
 };
 
 struct metaclient *metaclient_new(const char *endpoint, int timeout_ms, const char *machine)
@@ -43,6 +48,12 @@ void metaclient_destroy(struct metaclient **clientp)
 {
     if (!clientp || !*clientp)
         return;
+    struct metaclient *client = *clientp;
+    uint64_t early = atomic_load(&client->unlinks_early);
+    uint64_t waited = atomic_load(&client->unlinks_waited);
+    if (early + waited > 0)
+        log_info("unlinks: %llu answered before tessera-meta had them, %llu waited for it",
+                 (unsigned long long)early, (unsigned long long)waited);
     unlinkq_destroy(&(*clientp)->unlinks);   /* sends what is queued */
     relqueue_destroy(&(*clientp)->releases); /* sends what is queued */
     rpc_pool_destroy(&(*clientp)->pool);
@@ -240,6 +251,7 @@ static int meta_name_op(struct metaclient *client, uint16_t op, uint64_t parent,
 int metaclient_unlink(struct metaclient *client, uint64_t parent, const char *name,
                       struct metaclient_dirs *dirs)
 {
+    atomic_fetch_add(&client->unlinks_waited, 1);
     return meta_name_op(client, TS_OP_UNLINK, parent, name, dirs);
 }
 
@@ -535,6 +547,7 @@ int metaclient_unlink_later(struct metaclient *client, uint64_t parent, const ch
 {
     if (!client->unlinks || unlinkq_push(client->unlinks, parent, name, ino) != 0)
         return TS_ERR_INVAL;
+    atomic_fetch_add(&client->unlinks_early, 1);
     return TS_OK;
 }
 

@@ -200,28 +200,41 @@ static void x_init(void *userdata, struct fuse_conn_info *conn)
 }
 
 /*
- * Statahead: fetches the window `fetch` advised, from name on, and answers
- * the lookup of name from it. Returns false, having replied nothing, when
- * the fetch failed (the caller then asks meta with a LOOKUP).
+ * Statahead: fetches the window `fetch` advised, from name on, into the
+ * entry cache. The entries (name itself first when it exists) are the
+ * caller's to free; *timeout gets how long they may be cached. NULL when
+ * the fetch failed.
  */
-static bool lookup_statahead(fuse_req_t req, const struct dentcache_fetch *fetch, const char *name)
+static struct meta_direntplus *statahead(struct mount_state *state,
+                                         const struct dentcache_fetch *fetch, const char *name,
+                                         uint32_t *count, double *timeout)
 {
-    struct mount_state *state = state_of(req);
     struct meta_direntplus *entries = malloc(fetch->max_entries * sizeof(*entries));
-    uint32_t count = 0;
     uint32_t done = 0;
+    *count = 0;
     if (!entries)
-        return false;
+        return NULL;
     int status = metaclient_readdirplus(state->meta, fetch->parent, name, 1, entries,
-                                        fetch->max_entries, &count, &done);
+                                        fetch->max_entries, count, &done);
     if (status != TS_OK) {
         free(entries);
-        return false;
+        return NULL;
     }
-    double timeout = dentcache_install(state->dentries, fetch, name, entries, count, done != 0);
-    if (timeout <= 0) /* not kept (changed meanwhile): as fresh as a LOOKUP's answer */
-        timeout = state->attr_timeout;
-    /* The listing starts at name itself when it exists. */
+    *timeout = dentcache_install(state->dentries, fetch, name, entries, *count, done != 0);
+    if (*timeout <= 0) /* not kept (changed meanwhile): as fresh as a LOOKUP's answer */
+        *timeout = state->attr_timeout;
+    return entries;
+}
+
+/* Answers the lookup of name from a statahead window. Returns false, having
+ * replied nothing, when the fetch failed (the caller then asks meta). */
+static bool lookup_statahead(fuse_req_t req, const struct dentcache_fetch *fetch, const char *name)
+{
+    uint32_t count;
+    double timeout;
+    struct meta_direntplus *entries = statahead(state_of(req), fetch, name, &count, &timeout);
+    if (!entries)
+        return false;
     if (count > 0 && strcmp(entries[0].name, name) == 0)
         reply_entry_for(req, &entries[0].attr, timeout);
     else
@@ -390,8 +403,31 @@ static void x_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t 
 static bool unlink_early(struct mount_state *state, uint64_t parent, const char *name)
 {
     struct ts_attr attr;
-    if (!dentcache_peek(state->dentries, parent, name, &attr) || S_ISDIR(attr.mode) ||
-        attr.nlink != 1 || !dentcache_dir_attr_known(state->dentries, parent))
+    if (!dentcache_dir_attr_known(state->dentries, parent))
+        return false;
+    if (!dentcache_peek(state->dentries, parent, name, &attr)) {
+        /* Not known (now): an rm of many names in order, past what the
+         * kernel still has cached, gets the same statahead windows as a
+         * walk of lookups would, rather than one meta round trip each. */
+        struct dentcache_fetch fetch;
+        double timeout;
+        uint32_t count;
+        switch (dentcache_lookup(state->dentries, parent, name, &attr, &timeout, &fetch)) {
+        case DENTCACHE_FOUND: break;
+        case DENTCACHE_ABSENT: return false; /* meta says ENOENT, or knows better */
+        case DENTCACHE_MISS: {
+            struct meta_direntplus *entries =
+                fetch.max_entries > 0 ? statahead(state, &fetch, name, &count, &timeout) : NULL;
+            bool listed = entries && count > 0 && strcmp(entries[0].name, name) == 0;
+            if (listed)
+                attr = entries[0].attr;
+            free(entries);
+            if (!listed)
+                return false;
+        }
+        }
+    }
+    if (S_ISDIR(attr.mode) || attr.nlink != 1)
         return false;
     return metaclient_unlink_later(state->meta, parent, name, attr.ino) == TS_OK;
 }
