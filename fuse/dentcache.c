@@ -308,9 +308,12 @@ static bool cache_off(const struct dentcache *cache)
 static void miss_advice(struct dentcache *cache, struct dc_dir *dir, const char *name, double now,
                         struct dentcache_fetch *fetch)
 {
-    if (dir->last_miss[0] != '\0' && strcmp(name, dir->last_miss) > 0)
+    /* The same name again continues the walk: an rm asks twice for each
+     * name its kernel had no entry for (LOOKUP, then UNLINK). */
+    int order = dir->last_miss[0] != '\0' ? strcmp(name, dir->last_miss) : -1;
+    if (order > 0)
         dir->streak++;
-    else
+    else if (order < 0)
         dir->streak = 1;
     snprintf(dir->last_miss, sizeof(dir->last_miss), "%s", name);
     if (!dir->walk_hint && dir->streak < DENTCACHE_STREAK)

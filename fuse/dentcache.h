@@ -27,7 +27,9 @@
  *
  * When to fetch: a directory gets a window when a readdir of it was seen
  * (dentcache_walk_hint) or when lookups in it that miss come in increasing
- * name order (DENTCACHE_STREAK of them); the size of the next window
+ * name order (DENTCACHE_STREAK of them; a name asked again, as an rm's
+ * LOOKUP and then its unlink do, neither counts nor breaks the streak);
+ * the size of the next window
  * doubles while windows are used and falls back when they are not.
  * Other lookups go to meta as before. A handful of directories
  * (DENTCACHE_DIRS) have windows at a time, the least recently used giving

@@ -270,6 +270,27 @@ static void test_walk_detection(void **state)
     assert_int_equal(fetch.max_entries, DENTCACHE_MIN_FETCH);
 }
 
+/*
+ * An rm asks twice for each name its kernel had no entry for (a LOOKUP,
+ * then the UNLINK's own question): the repeat neither counts nor breaks the
+ * streak, so the third new name in order starts a window.
+ */
+static void test_walk_with_repeats(void **state)
+{
+    struct dentcache *cache = *state;
+    struct dentcache_fetch fetch;
+    const char *asked[] = {"f1", "f1", "f2", "f2", "f3"};
+    for (size_t i = 0; i < sizeof(asked) / sizeof(asked[0]); i++) {
+        assert_int_equal(lookup(cache, DIR_INO, asked[i], NULL, &fetch), DENTCACHE_MISS);
+        assert_int_equal(fetch.max_entries, i + 1 < sizeof(asked) / sizeof(asked[0])
+                                                ? 0
+                                                : DENTCACHE_MIN_FETCH);
+    }
+    /* Going back still starts over. */
+    assert_int_equal(lookup(cache, DIR_INO, "f0", NULL, &fetch), DENTCACHE_MISS);
+    assert_int_equal(fetch.max_entries, 0);
+}
+
 /* Windows that get used grow, up to the maximum. */
 static void test_window_growth(void **state)
 {
@@ -476,6 +497,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_install_discarded_after_change, setup, teardown),
         cmocka_unit_test_setup_teardown(test_install_checks_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_walk_detection, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_walk_with_repeats, setup, teardown),
         cmocka_unit_test_setup_teardown(test_window_growth, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hard_links, setup, teardown),
         cmocka_unit_test_setup_teardown(test_renamed, setup, teardown),
