@@ -54,10 +54,10 @@ void metaclient_destroy(struct metaclient **clientp)
     if (early + waited > 0)
         log_info("unlinks: %llu answered before tessera-meta had them, %llu waited for it",
                  (unsigned long long)early, (unsigned long long)waited);
-    unlinkq_destroy(&(*clientp)->unlinks);   /* sends what is queued */
-    relqueue_destroy(&(*clientp)->releases); /* sends what is queued */
-    rpc_pool_destroy(&(*clientp)->pool);
-    free(*clientp);
+    unlinkq_destroy(&client->unlinks);   /* sends what is queued */
+    relqueue_destroy(&client->releases); /* sends what is queued */
+    rpc_pool_destroy(&client->pool);
+    free(client);
     *clientp = NULL;
 }
 

@@ -177,6 +177,12 @@ static bool handle_writes(const struct fuse_file_info *fi)
     return (fi->flags & O_ACCMODE) != O_RDONLY;
 }
 
+/* A write-only handle writes past the kernel's page cache (see open_file). */
+static bool handle_direct(const struct fuse_file_info *fi)
+{
+    return (fi->flags & O_ACCMODE) == O_WRONLY;
+}
+
 static void x_init(void *userdata, struct fuse_conn_info *conn)
 {
     mount_state_for_tuning = userdata; /* before any other request runs */
@@ -394,6 +400,33 @@ static void x_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t 
 }
 
 /*
+ * What a fresh answer says of name in parent: the entry cache's, or, when
+ * it has none, that of a statahead window fetched for it if the names asked
+ * for form a walk (an rm of many names in order, past what the kernel still
+ * has cached, thus costs no meta round trip per name). False when nothing
+ * fresh says the name exists.
+ */
+static bool entry_fresh(struct mount_state *state, uint64_t parent, const char *name,
+                        struct ts_attr *attr)
+{
+    struct dentcache_fetch fetch;
+    double timeout;
+    uint32_t count;
+    if (dentcache_peek(state->dentries, parent, name, attr))
+        return true;
+    enum dentcache_answer answer =
+        dentcache_lookup(state->dentries, parent, name, attr, &timeout, &fetch);
+    if (answer != DENTCACHE_MISS || fetch.max_entries == 0)
+        return answer == DENTCACHE_FOUND;
+    struct meta_direntplus *entries = statahead(state, &fetch, name, &count, &timeout);
+    bool listed = entries && count > 0 && strcmp(entries[0].name, name) == 0;
+    if (listed)
+        *attr = entries[0].attr;
+    free(entries);
+    return listed;
+}
+
+/*
  * Queues the unlink of name (unlinkq.h), to be answered at once, when that
  * changes nothing anyone can see before meta has done it: the name is known
  * to be a file's only link (the link count of an inode with other names
@@ -403,31 +436,8 @@ static void x_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t 
 static bool unlink_early(struct mount_state *state, uint64_t parent, const char *name)
 {
     struct ts_attr attr;
-    if (!dentcache_dir_attr_known(state->dentries, parent))
-        return false;
-    if (!dentcache_peek(state->dentries, parent, name, &attr)) {
-        /* Not known (now): an rm of many names in order, past what the
-         * kernel still has cached, gets the same statahead windows as a
-         * walk of lookups would, rather than one meta round trip each. */
-        struct dentcache_fetch fetch;
-        double timeout;
-        uint32_t count;
-        switch (dentcache_lookup(state->dentries, parent, name, &attr, &timeout, &fetch)) {
-        case DENTCACHE_FOUND: break;
-        case DENTCACHE_ABSENT: return false; /* meta says ENOENT, or knows better */
-        case DENTCACHE_MISS: {
-            struct meta_direntplus *entries =
-                fetch.max_entries > 0 ? statahead(state, &fetch, name, &count, &timeout) : NULL;
-            bool listed = entries && count > 0 && strcmp(entries[0].name, name) == 0;
-            if (listed)
-                attr = entries[0].attr;
-            free(entries);
-            if (!listed)
-                return false;
-        }
-        }
-    }
-    if (S_ISDIR(attr.mode) || attr.nlink != 1)
+    if (!dentcache_dir_attr_known(state->dentries, parent) ||
+        !entry_fresh(state, parent, name, &attr) || S_ISDIR(attr.mode) || attr.nlink != 1)
         return false;
     return metaclient_unlink_later(state->meta, parent, name, attr.ino) == TS_OK;
 }
@@ -557,7 +567,7 @@ static int open_file(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
      * cache: one copy of the bytes instead of two (dd writes ~25 % faster).
      * It cannot read or mmap, so nothing it does needs the cache; pages
      * other handles cached are dropped by x_write. */
-    fi->direct_io = (fi->flags & O_ACCMODE) == O_WRONLY;
+    fi->direct_io = handle_direct(fi);
     return 0;
 }
 
@@ -705,7 +715,7 @@ static void x_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size
      * them before the writer hears it is done. A handle opened after the
      * check finds the new bytes already (its open empties the cache, and
      * the datapath has them). */
-    if (written > 0 && (fi->flags & O_ACCMODE) == O_WRONLY && state->session &&
+    if (written > 0 && handle_direct(fi) && state->session &&
         datapath_file_shared(state->datapath, file_of(fi)))
         fuse_lowlevel_notify_inval_inode(state->session, ino, offset, (off_t)written);
     if (written < 0)

@@ -215,7 +215,6 @@ static void test_delete(void **state)
     assert_int_equal(used, 0);
 }
 
-/* The inode number of tile (ino, tile, version)'s file, 0 if there is none. */
 /* Files in DATA/spares. */
 static int spare_files(struct fixture *fixture)
 {
@@ -230,6 +229,7 @@ static int spare_files(struct fixture *fixture)
     return count;
 }
 
+/* The inode number of tile (ino, tile, version)'s file, 0 if there is none. */
 static ino_t tile_inode(struct fixture *fixture, uint64_t ino, uint64_t tile, uint64_t version)
 {
     char name[256], path[PATH_MAX + 300];
