@@ -293,6 +293,8 @@ const char *ts_op_name(uint16_t type)
     case TS_OP_READDIRPLUS: return "READDIRPLUS";
     case TS_OP_RELEASE_MANY: return "RELEASE_MANY";
     case TS_OP_UNLINK_MANY: return "UNLINK_MANY";
+    case TS_OP_DIR_LEASE: return "DIR_LEASE";
+    case TS_OP_CREATE_MANY: return "CREATE_MANY";
     case TS_OP_TILE_MAP: return "TILE_MAP";
     case TS_OP_COMMIT: return "COMMIT";
     case TS_OP_NODE_LIST: return "NODE_LIST";

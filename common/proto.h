@@ -79,6 +79,8 @@ enum ts_op {
     TS_OP_READDIRPLUS, /* READDIR with each entry's attributes (statahead) */
     TS_OP_RELEASE_MANY, /* RELEASE of many inodes in one request */
     TS_OP_UNLINK_MANY,  /* UNLINK of many names in one request and transaction */
+    TS_OP_DIR_LEASE,    /* a mount's lease on a directory, for creates answered early */
+    TS_OP_CREATE_MANY,  /* the creates a mount answered under its leases */
 
     /* client -> meta: data placement */
     TS_OP_TILE_MAP = 40,
@@ -293,8 +295,49 @@ enum ts_node_state { TS_NODE_DOWN = 0, TS_NODE_UP = 1 };
  * nothing.
  */
 #define TS_MAX_UNLINKS 256
-#define TS_MSG_UNLINK_MANY_REQ(X) X(U32, count) X(BLOB, names)
-#define TS_MSG_UNLINK_MANY_REP(X) X(U32, count) X(BLOB, statuses)
+/* The request of UNLINK_MANY and CREATE_MANY: count records. */
+#define TS_MSG_BATCH_REQ(X) X(U32, count) X(BLOB, records)
+/* The reply of UNLINK_MANY and CREATE_MANY: one u32 status per record. */
+#define TS_MSG_STATUSES_REP(X) X(U32, count) X(BLOB, statuses)
+/*
+ * DIR_LEASE: a mount's lease on directory `dir`, under which it answers
+ * creates of regular files there itself and sends them later (CREATE_MANY):
+ * while a mount holds it, meta refuses every other process's request that
+ * reads or changes the directory's entries or attributes with
+ * TS_ERR_LEASED (the sender retries), and asks the holder to give it back
+ * (the next RENEW fails with TS_ERR_BUSY). Meta knows the holder by the
+ * routing id of its sockets: 'M' + its 8-byte mount id + a serial
+ * (rpc_pool_set_name). A lease not renewed within lease_ms lapses.
+ *   GET: grants the lease (TS_ERR_BUSY: another holds it, or a directory
+ *   whose new files meta lays out by more than the template, such as under
+ *   a setgid bit or an array hint), with `template`: the attributes meta
+ *   would give a new regular file there (layout, placement, flags; uid,
+ *   gid, mode and times are the creator's).
+ *   RENEW: TS_OK, or TS_ERR_BUSY when meta wants it back or no longer has
+ *   it (the holder stops answering creates, sends those it has, returns).
+ *   RETURN: the holder has sent every create it answered there.
+ *   INODES: no lease; grants want_inodes (<= TS_MAX_CREATES) inode numbers
+ *   first_ino.. with generations first_generation.. for the mount's creates.
+ */
+enum ts_lease_action { TS_LEASE_GET = 1, TS_LEASE_RENEW, TS_LEASE_RETURN, TS_LEASE_INODES };
+#define TS_MSG_DIR_LEASE_REQ(X) X(U64, dir) X(U32, action) X(U32, want_inodes)
+#define TS_MSG_DIR_LEASE_REP(X)                                                                   \
+    X(U32, lease_ms)                                                                               \
+    X(U64, first_ino)                                                                              \
+    X(U64, first_generation)                                                                       \
+    X(U32, inode_count)                                                                            \
+    X(ATTR, template)
+/*
+ * CREATE_MANY: creates a mount answered under its leases, in order, in one
+ * transaction. Record: u64 parent, u64 ino (granted to this mount by
+ * DIR_LEASE INODES), u32 mode (a regular file's), u32 uid, u32 gid,
+ * i64 time_sec, u32 time_nsec (the creation time the mount answered with),
+ * u32 open (1: the file is open, as MKNOD's open), u16 name length, name
+ * bytes; at most TS_MAX_CREATES. One that cannot be made (EXIST, an inode
+ * not granted to the sender or already used, a bad name) does not stop the
+ * others. Reply: count, then one u32 status per record, in order.
+ */
+#define TS_MAX_CREATES 256
 #define TS_MSG_EMPTY(X)
 #define TS_MSG_STATFS_REP(X)                                                                      \
     X(U64, total_bytes)                                                                            \
@@ -580,8 +623,10 @@ enum ts_fence_action { TS_FENCE_LIFT = 0, TS_FENCE_FREEZE = 1, TS_FENCE_RETIRE =
     M(open_req, TS_MSG_OPEN_REQ)                                                                   \
     M(release_req, TS_MSG_RELEASE_REQ)                                                             \
     M(release_many_req, TS_MSG_RELEASE_MANY_REQ)                                                   \
-    M(unlink_many_req, TS_MSG_UNLINK_MANY_REQ)                                                     \
-    M(unlink_many_rep, TS_MSG_UNLINK_MANY_REP)                                                     \
+    M(batch_req, TS_MSG_BATCH_REQ)                                                                 \
+    M(statuses_rep, TS_MSG_STATUSES_REP)                                                           \
+    M(dir_lease_req, TS_MSG_DIR_LEASE_REQ)                                                         \
+    M(dir_lease_rep, TS_MSG_DIR_LEASE_REP)                                                         \
     M(readdirplus_req, TS_MSG_READDIRPLUS_REQ)                                                     \
     M(readdirplus_rep, TS_MSG_READDIRPLUS_REP)                                                     \
     M(statfs_rep, TS_MSG_STATFS_REP)                                                               \

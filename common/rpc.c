@@ -101,9 +101,14 @@ void rpc_reply_error_text(const struct rpc_reply *reply, char *out, size_t cap)
 struct rpc_client {
     void *socket;
     char endpoint[256];
+    uint8_t name[RPC_MAX_NAME]; /* routing id prefix (rpc_pool_set_name); name_len 0: none */
+    size_t name_len;
 };
 
-static void *rpc_socket_open(const char *endpoint)
+/* Serial numbers that make each named socket's routing id unique. */
+static atomic_uint_fast32_t rpc_next_socket_serial = 1;
+
+static void *rpc_socket_open(const char *endpoint, const uint8_t *name, size_t name_len)
 {
     void *socket = zmq_socket(rpc_context(), ZMQ_DEALER);
     int zero = 0;
@@ -114,6 +119,15 @@ static void *rpc_socket_open(const char *endpoint)
     zmq_setsockopt(socket, ZMQ_LINGER, &zero, sizeof(zero));
     zmq_setsockopt(socket, ZMQ_SNDHWM, &hwm, sizeof(hwm));
     zmq_setsockopt(socket, ZMQ_RCVHWM, &hwm, sizeof(hwm));
+    if (name_len > 0) {
+        /* name + a serial: a socket reopened after a timeout (Lazy Pirate)
+         * never reuses the id of one the server may still know. */
+        uint8_t id[RPC_MAX_NAME + 4];
+        uint32_t serial = (uint32_t)atomic_fetch_add(&rpc_next_socket_serial, 1);
+        memcpy(id, name, name_len);
+        memcpy(id + name_len, &serial, sizeof(serial));
+        zmq_setsockopt(socket, ZMQ_ROUTING_ID, id, name_len + sizeof(serial));
+    }
     if (zmq_connect(socket, endpoint) != 0) {
         log_error("cannot connect to %s: %s", endpoint, zmq_strerror(zmq_errno()));
         zmq_close(socket);
@@ -122,18 +136,28 @@ static void *rpc_socket_open(const char *endpoint)
     return socket;
 }
 
-struct rpc_client *rpc_client_new(const char *endpoint)
+/* A client whose sockets are named `name` (name_len 0: unnamed). */
+static struct rpc_client *rpc_client_named(const char *endpoint, const uint8_t *name,
+                                           size_t name_len)
 {
     struct rpc_client *client = calloc(1, sizeof(*client));
     if (!client)
         return NULL;
     snprintf(client->endpoint, sizeof(client->endpoint), "%s", endpoint);
-    client->socket = rpc_socket_open(endpoint);
+    if (name_len > 0)
+        memcpy(client->name, name, name_len);
+    client->name_len = name_len;
+    client->socket = rpc_socket_open(endpoint, name, name_len);
     if (!client->socket) {
         free(client);
         return NULL;
     }
     return client;
+}
+
+struct rpc_client *rpc_client_new(const char *endpoint)
+{
+    return rpc_client_named(endpoint, NULL, 0);
 }
 
 void rpc_client_destroy(struct rpc_client **clientp)
@@ -238,10 +262,10 @@ int rpc_client_call(struct rpc_client *client, uint16_t op, const void *payload,
                                  timeout_ms, reply);
 }
 
-int rpc_client_call_owned(struct rpc_client *client, uint16_t op, const void *payload,
-                          size_t payload_len, const void *data, size_t data_len,
-                          const struct rpc_data_owner *owner, int timeout_ms,
-                          struct rpc_reply *reply)
+static int rpc_client_call_once(struct rpc_client *client, uint16_t op, const void *payload,
+                                size_t payload_len, const void *data, size_t data_len,
+                                const struct rpc_data_owner *owner, int timeout_ms,
+                                struct rpc_reply *reply)
 {
     uint64_t request_id = atomic_fetch_add(&rpc_next_request_id, 1);
     size_t frame_cap = TS_HEADER_BYTES + payload_len;
@@ -257,7 +281,7 @@ int rpc_client_call_owned(struct rpc_client *client, uint16_t op, const void *pa
         return TS_ERR_NOMEM;
     }
     if (!client->socket)
-        client->socket = rpc_socket_open(client->endpoint);
+        client->socket = rpc_socket_open(client->endpoint, client->name, client->name_len);
     if (!client->socket) {
         if (owner && data)
             owner->free_fn((void *)data, owner->hint);
@@ -309,6 +333,30 @@ out:
     return status;
 }
 
+/* How long a request refused with TS_ERR_LEASED waits before it is sent again. */
+#define RPC_LEASED_RETRY_US 1000
+
+int rpc_client_call_owned(struct rpc_client *client, uint16_t op, const void *payload,
+                          size_t payload_len, const void *data, size_t data_len,
+                          const struct rpc_data_owner *owner, int timeout_ms,
+                          struct rpc_reply *reply)
+{
+    int64_t deadline = monotonic_ms() + timeout_ms;
+    for (;;) {
+        int status = rpc_client_call_once(client, op, payload, payload_len, data, data_len,
+                                          owner, timeout_ms, reply);
+        /* A directory another mount holds a lease on: that mount gives it
+         * back within milliseconds once asked (meta asked it), so wait and
+         * ask again. Requests with data are never refused so. */
+        int64_t left = deadline - monotonic_ms();
+        if (status != TS_ERR_LEASED || data || left <= 0)
+            return status;
+        rpc_reply_release(reply);
+        timeout_ms = (int)left;
+        nanosleep(&(struct timespec){0, RPC_LEASED_RETRY_US * 1000}, NULL);
+    }
+}
+
 /*
  * Moves a received reply into `to` (which holds nothing): ZeroMQ keeps a
  * small message inside its zmq_msg_t, so the frames move with
@@ -333,8 +381,9 @@ static void rpc_reply_move(struct rpc_reply *to, struct rpc_reply *from)
     rpc_reply_release(from);
 }
 
-int rpc_client_call_many(struct rpc_client *client, const struct rpc_call *calls, size_t count,
-                         int timeout_ms, struct rpc_reply *replies, int *statuses)
+static int rpc_client_call_many_once(struct rpc_client *client, const struct rpc_call *calls,
+                                     size_t count, int timeout_ms, struct rpc_reply *replies,
+                                     int *statuses)
 {
     uint8_t stack_frame[512];
     uint8_t *frame = stack_frame;
@@ -361,7 +410,7 @@ int rpc_client_call_many(struct rpc_client *client, const struct rpc_call *calls
     if (!frame)
         return TS_ERR_NOMEM;
     if (!client->socket)
-        client->socket = rpc_socket_open(client->endpoint);
+        client->socket = rpc_socket_open(client->endpoint, client->name, client->name_len);
     if (!client->socket) {
         status = TS_ERR_IO;
         goto out;
@@ -421,6 +470,25 @@ out:
     return status;
 }
 
+int rpc_client_call_many(struct rpc_client *client, const struct rpc_call *calls, size_t count,
+                         int timeout_ms, struct rpc_reply *replies, int *statuses)
+{
+    int64_t deadline = monotonic_ms() + timeout_ms;
+    for (;;) {
+        int status =
+            rpc_client_call_many_once(client, calls, count, timeout_ms, replies, statuses);
+        /* Sent again only when the first call, the one that may change
+         * something, was refused for a lease: then none of it was done. */
+        int64_t left = deadline - monotonic_ms();
+        if (status != TS_OK || statuses[0] != TS_ERR_LEASED || left <= 0)
+            return status;
+        for (size_t i = 0; i < count; i++)
+            rpc_reply_release(&replies[i]);
+        timeout_ms = (int)left;
+        nanosleep(&(struct timespec){0, RPC_LEASED_RETRY_US * 1000}, NULL);
+    }
+}
+
 /* ---- pool ------------------------------------------------------------- */
 
 struct rpc_pool {
@@ -430,6 +498,8 @@ struct rpc_pool {
     size_t idle_cap;
     int timeout_ms;
     char endpoint[256];
+    uint8_t name[RPC_MAX_NAME];
+    size_t name_len;
 };
 
 struct rpc_pool *rpc_pool_new(const char *endpoint, int timeout_ms)
@@ -458,6 +528,20 @@ void rpc_pool_destroy(struct rpc_pool **poolp)
 
 const char *rpc_pool_endpoint(const struct rpc_pool *pool) { return pool->endpoint; }
 
+int rpc_pool_set_name(struct rpc_pool *pool, const void *name, size_t name_len)
+{
+    if (name_len == 0 || name_len > RPC_MAX_NAME || ((const uint8_t *)name)[0] == 0)
+        return TS_ERR_INVAL;
+    pthread_mutex_lock(&pool->lock);
+    memcpy(pool->name, name, name_len);
+    pool->name_len = name_len;
+    for (size_t i = 0; i < pool->idle_count; i++) /* reopened with the name on next use */
+        rpc_client_destroy(&pool->idle[i]);
+    pool->idle_count = 0;
+    pthread_mutex_unlock(&pool->lock);
+    return TS_OK;
+}
+
 int rpc_pool_call(struct rpc_pool *pool, uint16_t op, const void *payload, size_t payload_len,
                   const void *data, size_t data_len, struct rpc_reply *reply)
 {
@@ -473,7 +557,7 @@ static struct rpc_client *rpc_pool_take(struct rpc_pool *pool)
         client = pool->idle[--pool->idle_count];
     pthread_mutex_unlock(&pool->lock);
     if (!client)
-        client = rpc_client_new(pool->endpoint);
+        client = rpc_client_named(pool->endpoint, pool->name, pool->name_len);
     return client;
 }
 
@@ -746,6 +830,8 @@ static void rpc_server_dispatch(struct rpc_server *server, zmq_msg_t *frames, in
                  "unknown message type %u for this daemon", header.type);
     }
     if (status == TS_OK) {
+        request.peer = zmq_msg_data(&frames[0]);
+        request.peer_len = zmq_msg_size(&frames[0]);
         request.header = header;
         request.payload = (const uint8_t *)zmq_msg_data(&frames[1]) + TS_HEADER_BYTES;
         request.payload_len = header.payload_bytes;

@@ -48,7 +48,10 @@ void rpc_client_destroy(struct rpc_client **clientp);
 
 /*
  * Sends op with payload (frame 0 after the header) and optional data
- * (frame 1), waits up to timeout_ms for the reply. Returns TS_OK, the
+ * (frame 1), waits up to timeout_ms for the reply. A request without data
+ * that the server refuses with TS_ERR_LEASED (a directory another mount
+ * holds a lease on) is sent again every millisecond until it is taken or
+ * the time is up (rpc_client_call_many: when its first call is refused). Returns TS_OK, the
  * server's status, TS_ERR_TIMEDOUT, or TS_ERR_BADMSG/TS_ERR_PROTO if the
  * reply itself is malformed. `reply` is filled whenever the server answered;
  * the caller releases it in every case.
@@ -101,6 +104,15 @@ struct rpc_pool;
 
 /* A pool of clients for one endpoint; every call has timeout_ms. */
 struct rpc_pool *rpc_pool_new(const char *endpoint, int timeout_ms);
+/*
+ * Names the pool's sockets from now on: each one's ZeroMQ routing id is
+ * `name` (1..RPC_MAX_NAME bytes, the first not 0) followed by a 4-byte
+ * serial number, so the server can tell which process sent a request
+ * (struct rpc_request's peer). Call before the pool is shared. TS_OK or
+ * TS_ERR_INVAL.
+ */
+#define RPC_MAX_NAME 32
+int rpc_pool_set_name(struct rpc_pool *pool, const void *name, size_t name_len);
 void rpc_pool_destroy(struct rpc_pool **poolp);
 const char *rpc_pool_endpoint(const struct rpc_pool *pool);
 /* As rpc_client_call(), from any thread. */
@@ -117,6 +129,8 @@ int rpc_pool_call_owned(struct rpc_pool *pool, uint16_t op, const void *payload,
 /* ---- server ----------------------------------------------------------- */
 
 struct rpc_request {
+    const uint8_t *peer; /* the sender's ZeroMQ routing id (rpc_pool_set_name) */
+    size_t peer_len;
     struct ts_header header;
     const uint8_t *payload;
     size_t payload_len;

@@ -34,7 +34,8 @@
     X(TS_ERR_FBIG, 23, EFBIG, "file too large")                                                    \
     X(TS_ERR_NONODES, 24, ENOSPC, "no datanode is up to take new tiles")                           \
     X(TS_ERR_NOMEM, 25, ENOMEM, "out of memory")                                                   \
-    X(TS_ERR_INTERNAL, 26, EIO, "internal error (see the daemon's log)")
+    X(TS_ERR_INTERNAL, 26, EIO, "internal error (see the daemon's log)")                           \
+    X(TS_ERR_LEASED, 27, EBUSY, "directory leased to another mount (retried until it returns it)")
 
 enum ts_status {
 #define TS_STATUS_ENUM(name, value, errno_value, text) name = value,

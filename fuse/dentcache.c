@@ -370,25 +370,66 @@ enum dentcache_answer dentcache_lookup(struct dentcache *cache, uint64_t parent,
     return answer;
 }
 
+/*
+ * The fresh window of parent that covers name, NULL if none; *found and
+ * *at say where name is in it. Called with the lock held; counts nothing.
+ */
+static struct dc_dir *window_covering(struct dentcache *cache, uint64_t parent,
+                                      const char *name, bool *found, uint32_t *at)
+{
+    struct dc_dir *dir = dir_find(cache, parent);
+    if (!dir || !window_fresh(cache, dir, cache->clock()) || !window_covers(dir, name))
+        return NULL;
+    *at = window_search(dir, name, found);
+    return dir;
+}
+
 bool dentcache_peek(struct dentcache *cache, uint64_t parent, const char *name,
                     struct ts_attr *attr)
 {
     bool known = false;
+    bool found;
+    uint32_t at;
     if (cache_off(cache))
         return false;
     pthread_mutex_lock(&cache->lock);
-    double now = cache->clock();
-    struct dc_dir *dir = dir_find(cache, parent);
-    if (dir && window_fresh(cache, dir, now) && window_covers(dir, name)) {
-        bool found;
-        uint32_t at = window_search(dir, name, &found);
-        if (found && entry_trusted(cache, dir->entries[at])) {
-            *attr = dir->entries[at]->attr;
-            known = true;
-        }
+    struct dc_dir *dir = window_covering(cache, parent, name, &found, &at);
+    if (dir && found && entry_trusted(cache, dir->entries[at])) {
+        *attr = dir->entries[at]->attr;
+        known = true;
     }
     pthread_mutex_unlock(&cache->lock);
     return known;
+}
+
+bool dentcache_absent(struct dentcache *cache, uint64_t parent, const char *name)
+{
+    bool found = true;
+    uint32_t at;
+    if (cache_off(cache))
+        return false;
+    pthread_mutex_lock(&cache->lock);
+    bool covered = window_covering(cache, parent, name, &found, &at) != NULL;
+    pthread_mutex_unlock(&cache->lock);
+    return covered && !found;
+}
+
+void dentcache_dir_reset(struct dentcache *cache, uint64_t ino)
+{
+    if (cache_off(cache))
+        return;
+    pthread_mutex_lock(&cache->lock);
+    double now = cache->clock();
+    struct dc_dir *dir = dir_find(cache, ino);
+    bool attr_trusted = dir && dir->attr_kept && change_seq(cache, ino) < dir->attr_known &&
+                        cache->all_changed < dir->attr_known;
+    change_note(cache, ino, now); /* windows of it being fetched are not installed */
+    if (dir) {
+        window_drop(dir);
+        if (attr_trusted) /* the directory itself did not change */
+            dir->attr_known = ++cache->seq;
+    }
+    pthread_mutex_unlock(&cache->lock);
 }
 
 double dentcache_install(struct dentcache *cache, const struct dentcache_fetch *fetch,

@@ -109,6 +109,17 @@ enum dentcache_answer dentcache_lookup(struct dentcache *cache, uint64_t parent,
 bool dentcache_peek(struct dentcache *cache, uint64_t parent, const char *name,
                     struct ts_attr *attr);
 /*
+ * Whether a fresh window says that name does not exist in parent, without
+ * counting it as a lookup.
+ */
+bool dentcache_absent(struct dentcache *cache, uint64_t parent, const char *name);
+/*
+ * Forgets dir's window, and any being fetched, keeping its attributes:
+ * what this mount knows of dir's names from before a lease on it was
+ * granted (dirlease.h) may be stale, what it learns after may not.
+ */
+void dentcache_dir_reset(struct dentcache *cache, uint64_t dir);
+/*
  * Installs the window fetched as `fetch` advised: entries (count, in name
  * order, none before `from`) of READDIRPLUS(parent, from, inclusive), done
  * as the reply said. Returns the seconds the window stays fresh, or 0 when
@@ -153,7 +164,7 @@ void dentcache_renamed(struct dentcache *cache, uint64_t parent, const char *nam
                        const struct metaclient_dirs *dirs, struct dentcache_ticket ticket);
 void dentcache_changed(struct dentcache *cache, uint64_t ino);
 /*
- * An unlink of a file answered before meta has done it (unlinkq.h): noted
+ * An unlink of a file answered before meta has done it (nsqueue.h): noted
  * as removed, and the parent's kept attributes, if any, stay kept with
  * mtime and ctime set to now, so that the getattr the kernel sends next
  * (to check permissions for the next unlink) needs no round trip.

@@ -9,6 +9,7 @@
  */
 #include "ops.h"
 
+#include "dirlease.h"
 #include "log.h"
 #include "profile.h"
 #include "status.h"
@@ -39,6 +40,7 @@ struct mount_options {
     long io_threads;
     long statahead;
     long async_unlinks;
+    long async_creates;
     int foreground;
     int single_thread;
     int debug;
@@ -67,6 +69,9 @@ static void usage(FILE *out)
             "                         in the background; later requests about their\n"
             "                         names or directories wait for them (default 256;\n"
             "                         0 = off)\n"
+            "  --async-creates 0|1    answer creates of files in a directory this mount\n"
+            "                         holds a lease on before meta has them (default 1;\n"
+            "                         needs --async-unlinks above 0)\n"
             "  --machine NAME         this machine's name (default: the hostname)\n"
             "  --log-level LEVEL      error, warn, info or debug (default info)\n"
             "  -o OPTIONS             FUSE mount options, e.g. allow_other,default_permissions\n"
@@ -99,6 +104,7 @@ static int parse_arguments(int argc, char **argv, struct mount_options *options)
     options->io_threads = 16;
     options->statahead = 1024;
     options->async_unlinks = 256;
+    options->async_creates = 1;
     options->log_level = LOG_LEVEL_INFO;
 
     for (int i = 1; i < argc; i++) {
@@ -149,6 +155,11 @@ static int parse_arguments(int argc, char **argv, struct mount_options *options)
         } else if (strcmp(arg, "--statahead") == 0) {
             if (util_parse_long(value, 0, 4096, &options->statahead) != 0) {
                 fprintf(stderr, "tessera-mount: --statahead wants 0..4096\n");
+                return 2;
+            }
+        } else if (strcmp(arg, "--async-creates") == 0) {
+            if (util_parse_long(value, 0, 1, &options->async_creates) != 0) {
+                fprintf(stderr, "tessera-mount: --async-creates wants 0 or 1\n");
                 return 2;
             }
         } else if (strcmp(arg, "--async-unlinks") == 0) {
@@ -307,6 +318,11 @@ int main(int argc, char **argv)
         metaclient_destroy(&state.meta);
     if (state.meta)
         state.dentries = dentcache_new(options.attr_timeout, (uint32_t)options.statahead, NULL);
+    if (state.dentries && options.async_creates && options.async_unlinks > 0) {
+        state.leases = dirlease_new(state.meta, state.dentries);
+        if (!state.leases)
+            dentcache_destroy(&state.dentries);
+    }
     if (state.dentries)
         state.nodes = nodedir_new(state.meta, (int)options.io_timeout_ms);
     if (state.nodes)
@@ -383,6 +399,7 @@ out:
     datapath_destroy(&state.datapath);
     profile_destroy(&profile); /* sends the last counts: meta is still there */
     nodedir_destroy(&state.nodes);
+    dirlease_destroy(&state.leases);  /* returns the leases once their creates are sent */
     metaclient_destroy(&state.meta); /* sends the releases still queued */
     if (state.dentries) {
         struct dentcache_stats stats;

@@ -8,25 +8,36 @@
 
 #include "log.h"
 #include "relqueue.h"
-#include "unlinkq.h"
+#include "nsqueue.h"
 #include "rpc.h"
 #include "status.h"
+#include "util.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 struct metaclient {
     struct rpc_pool *pool;
     struct relqueue *releases; /* NULL: releases are sent at once */
-    struct unlinkq *unlinks;   /* NULL: unlinks are sent at once */
+    struct nsqueue *queue;     /* NULL: unlinks are sent at once, creates not early */
     char machine[TS_MAX_NAME + 1];
+    uint64_t mount_id; /* names this mount's sockets for meta (DIR_LEASE in proto.h) */
     /* Unlinks answered before meta had them, and unlinks that waited for it
      * (logged at the end: how well the early path covered the workload). */
     atomic_uint_least64_t unlinks_early;
     atomic_uint_least64_t unlinks_waited;
+    atomic_uint_least64_t creates_early;
 };
+
+/*
+ * Set in the threads that send the queue and the leases' requests: they
+ * never wait for the queue's creates (they are what sends them).
+ */
+static _Thread_local bool sends_queue;
 
 struct metaclient *metaclient_new(const char *endpoint, int timeout_ms, const char *machine)
 {
@@ -37,7 +48,15 @@ struct metaclient *metaclient_new(const char *endpoint, int timeout_ms, const ch
         return NULL;
     memcpy(client->machine, machine, strlen(machine) + 1);
     client->pool = rpc_pool_new(endpoint, timeout_ms);
-    if (!client->pool) {
+    /* Meta knows this mount's requests by their routing id: 'M' + mount id. */
+    uint8_t name[1 + sizeof(client->mount_id)] = {'M'};
+    while (client->mount_id == 0)
+        if (getrandom(&client->mount_id, sizeof(client->mount_id), 0) !=
+            (ssize_t)sizeof(client->mount_id))
+            client->mount_id = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+    memcpy(name + 1, &client->mount_id, sizeof(client->mount_id));
+    if (!client->pool || rpc_pool_set_name(client->pool, name, sizeof(name)) != TS_OK) {
+        rpc_pool_destroy(&client->pool);
         free(client);
         return NULL;
     }
@@ -51,10 +70,14 @@ void metaclient_destroy(struct metaclient **clientp)
     struct metaclient *client = *clientp;
     uint64_t early = atomic_load(&client->unlinks_early);
     uint64_t waited = atomic_load(&client->unlinks_waited);
+    uint64_t creates = atomic_load(&client->creates_early);
     if (early + waited > 0)
         log_info("unlinks: %llu answered before tessera-meta had them, %llu waited for it",
                  (unsigned long long)early, (unsigned long long)waited);
-    unlinkq_destroy(&client->unlinks);   /* sends what is queued */
+    if (creates > 0)
+        log_info("creates: %llu answered before tessera-meta had them (directory leases)",
+                 (unsigned long long)creates);
+    nsqueue_destroy(&client->queue);   /* sends what is queued */
     relqueue_destroy(&client->releases); /* sends what is queued */
     rpc_pool_destroy(&client->pool);
     free(client);
@@ -63,6 +86,16 @@ void metaclient_destroy(struct metaclient **clientp)
 
 const char *metaclient_machine(const struct metaclient *client) { return client->machine; }
 
+/*
+ * Before any request but the queue's own: the creates queued before it
+ * must reach meta first, since it may be about a new inode or name.
+ */
+static void wait_creates(struct metaclient *client)
+{
+    if (client->queue && !sends_queue)
+        nsqueue_wait_creates(client->queue);
+}
+
 /* Sends an encoded request (len < 0: the encoder failed). */
 static int meta_call(struct metaclient *client, uint16_t op, const uint8_t *payload, int len,
                      struct rpc_reply *reply)
@@ -70,6 +103,7 @@ static int meta_call(struct metaclient *client, uint16_t op, const uint8_t *payl
     memset(reply, 0, sizeof(*reply));
     if (len < 0)
         return TS_ERR_INVAL;
+    wait_creates(client);
     int status = rpc_pool_call(client->pool, op, payload, (size_t)len, NULL, 0, reply);
     if (status == TS_ERR_TIMEDOUT)
         log_warn("%s: tessera-meta at %s did not answer in time (is it running?)",
@@ -129,6 +163,7 @@ static int meta_call_with_dirs(struct metaclient *client, uint16_t op, const uin
         dirs->status[i] = TS_ERR_INVAL;
     if (len < 0 || count > METACLIENT_MAX_DIRS)
         return TS_ERR_INVAL;
+    wait_creates(client);
     calls[0] = (struct rpc_call){op, payload, (size_t)len};
     for (uint32_t i = 0; i < count; i++) {
         struct ts_getattr_req request = {.ino = dirs->ino[i]};
@@ -167,15 +202,15 @@ static int meta_call_with_dirs(struct metaclient *client, uint16_t op, const uin
  */
 static void wait_unlinks_in(struct metaclient *client, uint64_t ino)
 {
-    if (client->unlinks)
-        unlinkq_wait_for(client->unlinks, ino);
+    if (client->queue)
+        nsqueue_wait_for(client->queue, ino);
 }
 
 /* Before a request about one name: its own queued unlink must be done first. */
 static void wait_unlink_of(struct metaclient *client, uint64_t parent, const char *name)
 {
-    if (client->unlinks)
-        unlinkq_wait_name(client->unlinks, parent, name);
+    if (client->queue)
+        nsqueue_wait_name(client->queue, parent, name);
 }
 
 int metaclient_lookup(struct metaclient *client, uint64_t parent, const char *name,
@@ -258,8 +293,8 @@ int metaclient_unlink(struct metaclient *client, uint64_t parent, const char *na
 int metaclient_rmdir(struct metaclient *client, uint64_t parent, const char *name,
                      struct metaclient_dirs *dirs)
 {
-    if (client->unlinks) /* the directory removed may be one being emptied */
-        unlinkq_wait_all(client->unlinks);
+    if (client->queue) /* the directory removed may be one being emptied */
+        nsqueue_wait_all(client->queue);
     return meta_name_op(client, TS_OP_RMDIR, parent, name, dirs);
 }
 
@@ -474,38 +509,27 @@ int metaclient_defer_releases(struct metaclient *client, int delay_ms)
 }
 
 /*
- * Sends count (<= TS_MAX_UNLINKS) queued unlinks as one UNLINK_MANY: one
- * request and one metadata transaction instead of one each, which is most
- * of what an unlink costs meta. TS_OK with each name's outcome in
- * statuses[], or the request's failure (meta then did none of them).
+ * Sends a batch request (UNLINK_MANY, CREATE_MANY) of count records, their
+ * encoding in records: TS_OK with each record's outcome in statuses[], or
+ * the request's failure (meta then did none of them).
  */
-static int unlink_many(struct metaclient *client, const struct unlinkq_item *items,
-                       uint32_t count, int *statuses)
+static int call_batch(struct metaclient *client, uint16_t op, const struct ts_writer *records,
+                      uint32_t count, int *statuses)
 {
-    size_t records_cap = (size_t)count * (8 + 2 + TS_MAX_NAME);
-    size_t request_cap = records_cap + REQUEST_CAP;
-    uint8_t *buf = malloc(records_cap + request_cap);
-    struct ts_writer records;
+    size_t request_cap = records->len + REQUEST_CAP;
+    uint8_t *payload = malloc(request_cap);
     struct rpc_reply reply;
-    struct ts_unlink_many_rep decoded;
+    struct ts_statuses_rep decoded;
     struct ts_cursor cursor;
-    int status;
-
-    if (!buf)
+    if (!payload)
         return TS_ERR_NOMEM;
-    ts_writer_init(&records, buf, records_cap);
-    for (uint32_t i = 0; i < count; i++) {
-        ts_writer_u64(&records, items[i].parent);
-        ts_writer_str(&records, ts_str_of(items[i].name));
-    }
-    struct ts_unlink_many_req request = {.count = count,
-                                         .names = {(const char *)buf, (uint32_t)records.len}};
-    uint8_t *payload = buf + records_cap;
-    status = meta_call(client, TS_OP_UNLINK_MANY, payload,
-                       ts_unlink_many_req_encode(&request, payload, request_cap), &reply);
-    if (status == TS_OK && (ts_unlink_many_rep_decode(&decoded, reply.payload,
-                                                      reply.payload_len) != 0 ||
-                            decoded.count != count || decoded.statuses.len != count * 4))
+    struct ts_batch_req request = {
+        .count = count, .records = {(const char *)records->buf, (uint32_t)records->len}};
+    int status =
+        meta_call(client, op, payload, ts_batch_req_encode(&request, payload, request_cap), &reply);
+    if (status == TS_OK &&
+        (ts_statuses_rep_decode(&decoded, reply.payload, reply.payload_len) != 0 ||
+         decoded.count != count || decoded.statuses.len != count * 4))
         status = TS_ERR_BADMSG;
     if (status == TS_OK) {
         ts_cursor_init(&cursor, decoded.statuses.ptr, decoded.statuses.len);
@@ -513,20 +537,43 @@ static int unlink_many(struct metaclient *client, const struct unlinkq_item *ite
             statuses[i] = (int)ts_cursor_u32(&cursor);
     }
     rpc_reply_release(&reply);
+    free(payload);
+    return status;
+}
+
+/*
+ * Sends count (<= TS_MAX_UNLINKS) queued unlinks as one UNLINK_MANY: one
+ * request and one metadata transaction instead of one each, which is most
+ * of what an unlink costs meta.
+ */
+static int unlink_many(struct metaclient *client, const struct nsqueue_item *items,
+                       uint32_t count, int *statuses)
+{
+    size_t cap = (size_t)count * (8 + 2 + TS_MAX_NAME);
+    uint8_t *buf = malloc(cap);
+    struct ts_writer records;
+    if (!buf)
+        return TS_ERR_NOMEM;
+    ts_writer_init(&records, buf, cap);
+    for (uint32_t i = 0; i < count; i++) {
+        ts_writer_u64(&records, items[i].parent);
+        ts_writer_str(&records, ts_str_of(items[i].name));
+    }
+    int status = call_batch(client, TS_OP_UNLINK_MANY, &records, count, statuses);
     free(buf);
     return status;
 }
 
-/* The unlinks of one batch (see unlinkq.h). */
-static void metaclient_send_unlinks(void *ctx, const struct unlinkq_item *items, uint32_t count)
+/* Sends a run of count (<= TS_MAX_UNLINKS) queued unlinks. */
+static void send_unlinks(struct metaclient *client, const struct nsqueue_item *items,
+                         uint32_t count)
 {
-    struct metaclient *client = ctx;
     for (uint32_t done = 0; done < count;) {
         uint32_t n = count - done < TS_MAX_UNLINKS ? count - done : TS_MAX_UNLINKS;
         int statuses[TS_MAX_UNLINKS];
         int batch = unlink_many(client, &items[done], n, statuses);
         for (uint32_t i = 0; i < n; i++) {
-            const struct unlinkq_item *item = &items[done + i];
+            const struct nsqueue_item *item = &items[done + i];
             /* The whole request failed (timed out, or a meta without
              * UNLINK_MANY): one at a time. NOENT: another mount, or a
              * request whose reply was lost, removed it. */
@@ -542,26 +589,135 @@ static void metaclient_send_unlinks(void *ctx, const struct unlinkq_item *items,
     }
 }
 
+/* Sends count (<= TS_MAX_CREATES) queued creates as one CREATE_MANY. */
+static int create_many(struct metaclient *client, const struct nsqueue_item *items,
+                       uint32_t count, int *statuses)
+{
+    size_t cap = (size_t)count * (8 + 8 + 3 * 4 + 8 + 4 + 4 + 2 + TS_MAX_NAME);
+    uint8_t *buf = malloc(cap);
+    struct ts_writer records;
+    if (!buf)
+        return TS_ERR_NOMEM;
+    ts_writer_init(&records, buf, cap);
+    for (uint32_t i = 0; i < count; i++) {
+        const struct nsqueue_item *item = &items[i];
+        ts_writer_u64(&records, item->parent);
+        ts_writer_u64(&records, item->ino);
+        ts_writer_u32(&records, item->mode);
+        ts_writer_u32(&records, item->uid);
+        ts_writer_u32(&records, item->gid);
+        ts_writer_i64(&records, (int64_t)item->time.tv_sec);
+        ts_writer_u32(&records, (uint32_t)item->time.tv_nsec);
+        ts_writer_u32(&records, item->open);
+        ts_writer_str(&records, ts_str_of(item->name));
+    }
+    int status = call_batch(client, TS_OP_CREATE_MANY, &records, count, statuses);
+    free(buf);
+    return status;
+}
+
+/* How long a batch of creates is sent again while meta cannot take it. */
+#define CREATE_RETRY_MS 60000
+
+/*
+ * Sends a run of count queued creates. They were answered already and
+ * their inodes may be in use, so a request that fails as a whole (meta
+ * restarting) is sent again, with the same inode numbers, until it goes
+ * through or CREATE_RETRY_MS have passed.
+ */
+static void send_creates(struct metaclient *client, const struct nsqueue_item *items,
+                         uint32_t count)
+{
+    for (uint32_t done = 0; done < count;) {
+        uint32_t n = count - done < TS_MAX_CREATES ? count - done : TS_MAX_CREATES;
+        int statuses[TS_MAX_CREATES];
+        int64_t give_up = util_monotonic_ms() + CREATE_RETRY_MS;
+        int batch;
+        while ((batch = create_many(client, &items[done], n, statuses)) != TS_OK &&
+               util_monotonic_ms() < give_up) {
+            log_warn("%u creates answered under a lease not yet in tessera-meta (%s): sending "
+                     "them again",
+                     n, status_text(batch));
+            nanosleep(&(struct timespec){0, 200 * 1000 * 1000}, NULL);
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            const struct nsqueue_item *item = &items[done + i];
+            /* STALE: made already, by a request whose reply was lost. */
+            int status = batch == TS_OK ? statuses[i] : batch;
+            if (status != TS_OK && status != TS_ERR_STALE)
+                log_error("the create of \"%s\" in directory %llu (inode %llu), already "
+                          "answered, failed in tessera-meta (%s): the file is not there",
+                          item->name, (unsigned long long)item->parent,
+                          (unsigned long long)item->ino, status_text(status));
+        }
+        done += n;
+    }
+}
+
+/* The queue's sender: each run of one kind in one request per batch, in order. */
+static void metaclient_send_changes(void *ctx, const struct nsqueue_item *items, uint32_t count)
+{
+    struct metaclient *client = ctx;
+    sends_queue = true;
+    for (uint32_t done = 0; done < count;) {
+        uint32_t run = 1;
+        while (done + run < count && items[done + run].kind == items[done].kind)
+            run++;
+        if (items[done].kind == NSQUEUE_CREATE)
+            send_creates(client, &items[done], run);
+        else
+            send_unlinks(client, &items[done], run);
+        done += run;
+    }
+}
+
+int metaclient_create_later(struct metaclient *client, const struct nsqueue_item *item)
+{
+    if (!client->queue || nsqueue_push_create(client->queue, item) != 0)
+        return TS_ERR_INVAL;
+    atomic_fetch_add(&client->creates_early, 1);
+    return TS_OK;
+}
+
+bool metaclient_queues_changes(const struct metaclient *client) { return client->queue != NULL; }
+
+int metaclient_dir_lease(struct metaclient *client, uint64_t dir, uint32_t action,
+                         uint32_t want_inodes, struct ts_dir_lease_rep *reply_out)
+{
+    uint8_t buf[REQUEST_CAP];
+    struct rpc_reply reply;
+    struct ts_dir_lease_req request = {.dir = dir, .action = action, .want_inodes = want_inodes};
+    bool was_sending = sends_queue;
+    sends_queue = true; /* a lease's requests are about no new inode */
+    int status = meta_call(client, TS_OP_DIR_LEASE, buf,
+                           ts_dir_lease_req_encode(&request, buf, sizeof(buf)), &reply);
+    sends_queue = was_sending;
+    if (status == TS_OK && ts_dir_lease_rep_decode(reply_out, reply.payload, reply.payload_len) != 0)
+        status = TS_ERR_BADMSG;
+    rpc_reply_release(&reply);
+    return status;
+}
+
 int metaclient_unlink_later(struct metaclient *client, uint64_t parent, const char *name,
                             uint64_t ino)
 {
-    if (!client->unlinks || unlinkq_push(client->unlinks, parent, name, ino) != 0)
+    if (!client->queue || nsqueue_push_unlink(client->queue, parent, name, ino) != 0)
         return TS_ERR_INVAL;
     atomic_fetch_add(&client->unlinks_early, 1);
     return TS_OK;
 }
 
-void metaclient_sync_unlinks(struct metaclient *client, uint64_t dir)
+void metaclient_sync_dir(struct metaclient *client, uint64_t dir)
 {
     wait_unlinks_in(client, dir);
 }
 
 int metaclient_defer_unlinks(struct metaclient *client, uint32_t max_pending)
 {
-    if (client->unlinks)
+    if (client->queue)
         return TS_OK;
-    client->unlinks = unlinkq_new(metaclient_send_unlinks, client, max_pending, max_pending);
-    return client->unlinks ? TS_OK : TS_ERR_NOMEM;
+    client->queue = nsqueue_new(metaclient_send_changes, client, max_pending, max_pending);
+    return client->queue ? TS_OK : TS_ERR_NOMEM;
 }
 
 int metaclient_statfs(struct metaclient *client, struct ts_statfs_rep *statfs)

@@ -9,8 +9,10 @@
 #ifndef TESSERA_METACLIENT_H
 #define TESSERA_METACLIENT_H
 
+#include "nsqueue.h"
 #include "proto.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -132,7 +134,7 @@ int metaclient_release_many(struct metaclient *client, const uint64_t *inos, uin
  */
 int metaclient_defer_releases(struct metaclient *client, int delay_ms);
 /*
- * From now on metaclient_unlink_later() queues unlinks (unlinkq.h), at most
+ * From now on metaclient_unlink_later() queues unlinks (nsqueue.h), at most
  * max_pending outstanding. A later request about a queued name waits for
  * its unlink; a listing or getattr of a directory with queued unlinks, or a
  * getattr of an inode being unlinked, waits for them; rmdir waits for all.
@@ -146,8 +148,22 @@ int metaclient_defer_unlinks(struct metaclient *client, uint32_t max_pending);
  */
 int metaclient_unlink_later(struct metaclient *client, uint64_t parent, const char *name,
                             uint64_t ino);
-/* Returns once the unlinks queued in dir are done (fsync of a directory). */
-void metaclient_sync_unlinks(struct metaclient *client, uint64_t dir);
+/*
+ * Queues a create answered under a directory lease (dirlease.h), sent in
+ * order with the unlinks: TS_OK, or TS_ERR_INVAL when changes are not
+ * queued (metaclient_defer_unlinks() was not called).
+ */
+int metaclient_create_later(struct metaclient *client, const struct nsqueue_item *item);
+/* Whether changes are queued: metaclient_defer_unlinks() was called. */
+bool metaclient_queues_changes(const struct metaclient *client);
+/*
+ * DIR_LEASE (proto.h): action is enum ts_lease_action; want_inodes for
+ * TS_LEASE_INODES. Never waits for queued creates.
+ */
+int metaclient_dir_lease(struct metaclient *client, uint64_t dir, uint32_t action,
+                         uint32_t want_inodes, struct ts_dir_lease_rep *reply);
+/* Returns once the changes queued in dir are done (fsync of a directory). */
+void metaclient_sync_dir(struct metaclient *client, uint64_t dir);
 int metaclient_statfs(struct metaclient *client, struct ts_statfs_rep *statfs);
 int metaclient_setxattr(struct metaclient *client, uint64_t ino, const char *name,
                         const void *value, size_t size, uint32_t flags);

@@ -427,7 +427,7 @@ static bool entry_fresh(struct mount_state *state, uint64_t parent, const char *
 }
 
 /*
- * Queues the unlink of name (unlinkq.h), to be answered at once, when that
+ * Queues the unlink of name (nsqueue.h), to be answered at once, when that
  * changes nothing anyone can see before meta has done it: the name is known
  * to be a file's only link (the link count of an inode with other names
  * would be seen through them), and the kernel's next question, the
@@ -591,6 +591,22 @@ static void x_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         datapath_release(state_of(req)->datapath, file_of(fi), handle_writes(fi));
 }
 
+/*
+ * Creates name under parent's lease (dirlease.h), answered before meta has
+ * it, when that changes nothing anyone can see: the mount holds the lease,
+ * a window fetched since its grant says the name is absent, and the
+ * kernel's next question, the directory's attributes, can be answered
+ * without meta too. True with *attr (the file exists and is open in meta's
+ * eyes once the queue sends it).
+ */
+static bool create_early(struct mount_state *state, uint64_t parent, const char *name,
+                         mode_t mode, const struct fuse_ctx *ctx, struct ts_attr *attr)
+{
+    return state->leases && dentcache_dir_attr_known(state->dentries, parent) &&
+           dentcache_absent(state->dentries, parent, name) &&
+           dirlease_create(state->leases, parent, name, mode, ctx->uid, ctx->gid, attr) == TS_OK;
+}
+
 static void x_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
                      struct fuse_file_info *fi)
 {
@@ -603,8 +619,16 @@ static void x_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
         return;
     struct metaclient_dirs dirs = dirs_adding_to(state, parent);
     struct dentcache_ticket ticket = dentcache_ticket(state->dentries);
-    int status = metaclient_mknod(state->meta, parent, name, (mode & 07777) | S_IFREG, 0, ctx->uid,
-                                  ctx->gid, 1, &attr, &dirs);
+    int status = TS_OK;
+    bool early = create_early(state, parent, name, mode, ctx, &attr);
+    if (early) {
+        dirs.count = 0; /* derived from the new entry (dentcache_added) */
+    } else {
+        status = metaclient_mknod(state->meta, parent, name, (mode & 07777) | S_IFREG, 0,
+                                  ctx->uid, ctx->gid, 1, &attr, &dirs);
+        if (status == TS_OK)
+            dirlease_note_create(state->leases, parent);
+    }
     int created = status == TS_OK;
     if (status == TS_ERR_EXIST && !(fi->flags & O_EXCL)) {
         /* The kernel believed the name absent from an answer that was
@@ -973,7 +997,7 @@ static void x_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse
     (void)datasync;
     (void)fi;
     /* Namespace changes are in meta's store once meta has them: wait for queued unlinks. */
-    metaclient_sync_unlinks(state_of(req)->meta, ino);
+    metaclient_sync_dir(state_of(req)->meta, ino);
     fuse_reply_err(req, 0);
 }
 

@@ -10,6 +10,7 @@
 
 #include "datapath.h"
 #include "dentcache.h"
+#include "dirlease.h"
 #include "metaclient.h"
 #include "nodedir.h"
 
@@ -20,6 +21,7 @@ struct mount_state {
     struct datapath *datapath;
     struct workers *workers;
     struct dentcache *dentries;   /* statahead windows (dentcache.h) */
+    struct dirlease *leases;      /* creates under directory leases; NULL: none */
     struct fuse_session *session; /* for notifications to the kernel; NULL: none */
     const char *mountpoint;
     double attr_timeout;  /* seconds the kernel may cache attributes */

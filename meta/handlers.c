@@ -28,6 +28,7 @@
 #include "copies.h"
 #include "dirents.h"
 #include "garbage.h"
+#include "grants.h"
 #include "handlers_reloc.h"
 #include "inodes.h"
 #include "layout.h"
@@ -61,6 +62,22 @@ static void time_set(int64_t *sec, uint32_t *nsec, struct timespec when)
 {
     *sec = when.tv_sec;
     *nsec = (uint32_t)when.tv_nsec;
+}
+
+/* The mount that sent request, 0 if none (leases.h). */
+static uint64_t sender_mount(const struct rpc_request *request)
+{
+    return leases_mount_of(request->peer, request->peer_len);
+}
+
+/*
+ * TS_ERR_LEASED when a mount other than the sender holds a lease on dir
+ * (which asks that mount to give it back); the sender tries again.
+ */
+static int lease_check(struct service *service, uint64_t sender, uint64_t dir)
+{
+    return leases_refuse(service->leases, dir, sender, util_monotonic_ms()) ? TS_ERR_LEASED
+                                                                            : TS_OK;
 }
 
 /* Checks a name for a new or existing directory entry. */
@@ -276,6 +293,9 @@ static int handle_lookup(void *ctx, const struct rpc_request *request,
         return reply_bad_message(response, request->header.type);
     if (message.name.len > TS_MAX_NAME)
         return TS_ERR_NAMETOOLONG;
+    status = lease_check(service, sender_mount(request), message.parent);
+    if (status != TS_OK)
+        return status;
     status = store_read(service->store, lookup_body, &op);
     if (status != TS_OK)
         return status;
@@ -306,6 +326,9 @@ static int handle_getattr(void *ctx, const struct rpc_request *request,
     if (ts_getattr_req_decode(&message, request->payload, request->payload_len) != 0)
         return reply_bad_message(response, request->header.type);
     op.ino = message.ino;
+    status = lease_check(service, sender_mount(request), message.ino);
+    if (status != TS_OK)
+        return status;
     status = store_read(service->store, getattr_body, &op);
     if (status != TS_OK)
         return status;
@@ -473,6 +496,9 @@ static int handle_setattr(void *ctx, const struct rpc_request *request,
     if (((message.valid & TS_SET_ATIME) && message.atime_nsec >= HANDLERS_NSEC_PER_SEC) ||
         ((message.valid & TS_SET_MTIME) && message.mtime_nsec >= HANDLERS_NSEC_PER_SEC))
         return TS_ERR_INVAL;
+    status = lease_check(service, sender_mount(request), message.ino);
+    if (status != TS_OK)
+        return status;
     op.now = util_now();
     status = store_write(service->store, setattr_body, &op);
     if (status != TS_OK && op.why[0]) {
@@ -497,6 +523,8 @@ struct create_op {
     uint32_t gid;
     struct ts_str target; /* symlinks */
     struct timespec now;
+    uint64_t sender;      /* the mount sending it */
+    uint64_t granted_ino; /* CREATE_MANY: the number the sender gave the file; 0: a new one */
     struct inodes_record created;
 };
 
@@ -525,9 +553,21 @@ static int create_body(struct store_txn *txn, void *arg)
         if (is_dir)
             mode |= S_ISGID;
     }
-    err = inodes_new(txn, mode, op->uid, gid, op->now, &op->created);
-    if (err < 0)
-        return reply_store_status(err);
+    if (op->granted_ino != 0) {
+        uint64_t generation;
+        err = grants_check(txn, op->sender, op->granted_ino, &generation);
+        if (err == -EPERM)
+            return TS_ERR_PERM;
+        if (err == 0 && inodes_get(txn, op->granted_ino, &op->created) == 0)
+            return TS_ERR_STALE; /* made already: a create sent twice */
+        if (err < 0)
+            return reply_store_status(err);
+        inodes_init(&op->created, op->granted_ino, generation, mode, op->uid, gid, op->now);
+    } else {
+        err = inodes_new(txn, mode, op->uid, gid, op->now, &op->created);
+        if (err < 0)
+            return reply_store_status(err);
+    }
     inodes_inherit_layout(&op->created, &parent);
     status = array_inherit(txn, op->service, &op->created, op->parent);
     if (status != TS_OK)
@@ -556,10 +596,13 @@ static int create_body(struct store_txn *txn, void *arg)
     return dir_changed(txn, op->parent, is_dir ? 1 : 0, op->now);
 }
 
-static int create_run(struct service *service, struct create_op *op, struct rpc_response *response)
+static int create_run(struct service *service, const struct rpc_request *request,
+                      struct create_op *op, struct rpc_response *response)
 {
     struct ts_attr_rep reply;
     int status = check_name(op->name);
+    if (status == TS_OK)
+        status = lease_check(service, sender_mount(request), op->parent);
     if (status != TS_OK)
         return status;
     op->service = service;
@@ -593,7 +636,7 @@ static int handle_mknod(void *ctx, const struct rpc_request *request, struct rpc
         .uid = message.uid,
         .gid = message.gid,
     };
-    int status = create_run(ctx, &op, response);
+    int status = create_run(ctx, request, &op, response);
     if (status == TS_OK && message.open &&
         opens_add(((struct service *)ctx)->opens, op.created.attr.ino) < 0)
         return TS_ERR_NOMEM; /* the file exists; the client's open fails */
@@ -614,7 +657,7 @@ static int handle_mkdir(void *ctx, const struct rpc_request *request, struct rpc
         .uid = message.uid,
         .gid = message.gid,
     };
-    return create_run(ctx, &op, response);
+    return create_run(ctx, request, &op, response);
 }
 
 static int handle_symlink(void *ctx, const struct rpc_request *request,
@@ -637,10 +680,27 @@ static int handle_symlink(void *ctx, const struct rpc_request *request,
         .gid = message.gid,
         .target = message.target,
     };
-    return create_run(ctx, &op, response);
+    return create_run(ctx, request, &op, response);
 }
 
 /* ---- UNLINK, RMDIR, UNLINK_MANY ----------------------------------------- */
+
+/* The reply of a batch: count (<= 256) statuses, one per record (STATUSES_REP). */
+static int reply_statuses(const uint32_t *statuses, uint32_t count,
+                          struct rpc_response *response)
+{
+    uint8_t blob[256 * 4];
+    struct ts_writer writer;
+    ts_writer_init(&writer, blob, sizeof(blob));
+    for (uint32_t i = 0; i < count; i++)
+        ts_writer_u32(&writer, statuses[i]);
+    if (writer.failed)
+        return TS_ERR_INTERNAL;
+    struct ts_statuses_rep reply = {.count = count,
+                                    .statuses = {(const char *)blob, (uint32_t)writer.len}};
+    return reply_encoded(ts_statuses_rep_encode(&reply, response->payload, response->payload_cap),
+                         response);
+}
 
 /*
  * Checks that name in parent may be removed (by RMDIR if directory) and
@@ -689,6 +749,7 @@ static int remove_apply(struct service *service, struct store_txn *txn, uint64_t
 
 struct remove_op {
     struct service *service;
+    uint64_t sender; /* its mount, for leases */
     const struct ts_name_req *request;
     bool directory; /* RMDIR */
     struct timespec now;
@@ -699,6 +760,8 @@ static int remove_body(struct store_txn *txn, void *arg)
     struct remove_op *op = arg;
     struct dirents_entry entry;
     int status = remove_check(txn, op->request->parent, op->request->name, op->directory, &entry);
+    if (status == TS_OK && op->directory) /* its lease holder may have creates to send */
+        status = lease_check(op->service, op->sender, entry.ino);
     if (status != TS_OK)
         return status;
     return remove_apply(op->service, txn, op->request->parent, op->request->name, &entry,
@@ -710,12 +773,17 @@ static int remove_run(void *ctx, const struct rpc_request *request, struct rpc_r
 {
     struct service *service = ctx;
     struct ts_name_req message;
-    struct remove_op op = {.service = service, .request = &message, .directory = directory};
+    struct remove_op op = {.service = service,
+                           .sender = sender_mount(request),
+                           .request = &message,
+                           .directory = directory};
     int status;
 
     if (ts_name_req_decode(&message, request->payload, request->payload_len) != 0)
         return reply_bad_message(response, request->header.type);
     status = check_name(message.name);
+    if (status == TS_OK)
+        status = lease_check(service, op.sender, message.parent);
     if (status != TS_OK)
         return status;
     op.now = util_now();
@@ -779,12 +847,12 @@ static int unlink_many_body(struct store_txn *txn, void *arg)
 static int handle_unlink_many(void *ctx, const struct rpc_request *request,
                               struct rpc_response *response)
 {
-    struct ts_unlink_many_req message;
+    struct ts_batch_req message;
     struct ts_cursor cursor;
     struct unlink_many_op *op;
     int status;
 
-    if (ts_unlink_many_req_decode(&message, request->payload, request->payload_len) != 0 ||
+    if (ts_batch_req_decode(&message, request->payload, request->payload_len) != 0 ||
         message.count > TS_MAX_UNLINKS)
         return reply_bad_message(response, request->header.type);
     op = calloc(1, sizeof(*op));
@@ -792,12 +860,17 @@ static int handle_unlink_many(void *ctx, const struct rpc_request *request,
         return TS_ERR_NOMEM;
     op->service = ctx;
     op->count = message.count;
-    ts_cursor_init(&cursor, message.names.ptr, message.names.len);
+    ts_cursor_init(&cursor, message.records.ptr, message.records.len);
     for (uint32_t i = 0; i < message.count; i++) {
         op->parents[i] = ts_cursor_u64(&cursor);
         op->names[i] = ts_cursor_str(&cursor);
         if (!cursor.failed)
             op->name_statuses[i] = check_name(op->names[i]);
+        if (!cursor.failed && op->name_statuses[i] == TS_OK &&
+            lease_check(op->service, sender_mount(request), op->parents[i]) != TS_OK) {
+            free(op); /* nothing done: the sender sends the whole batch again */
+            return TS_ERR_LEASED;
+        }
     }
     if (cursor.failed || cursor.left != 0) {
         free(op);
@@ -805,17 +878,8 @@ static int handle_unlink_many(void *ctx, const struct rpc_request *request,
     }
     op->now = util_now();
     status = store_write(op->service->store, unlink_many_body, op);
-    if (status == TS_OK) {
-        uint8_t statuses[TS_MAX_UNLINKS * 4];
-        struct ts_writer writer;
-        ts_writer_init(&writer, statuses, sizeof(statuses));
-        for (uint32_t i = 0; i < op->count; i++)
-            ts_writer_u32(&writer, op->statuses[i]);
-        struct ts_unlink_many_rep reply = {
-            .count = op->count, .statuses = {(const char *)statuses, (uint32_t)writer.len}};
-        status = reply_encoded(
-            ts_unlink_many_rep_encode(&reply, response->payload, response->payload_cap), response);
-    }
+    if (status == TS_OK)
+        status = reply_statuses(op->statuses, op->count, response);
     free(op);
     return status;
 }
@@ -824,6 +888,7 @@ static int handle_unlink_many(void *ctx, const struct rpc_request *request,
 
 struct rename_op {
     struct service *service;
+    uint64_t sender; /* its mount, for leases */
     const struct ts_rename_req *request;
     struct timespec now;
 };
@@ -963,6 +1028,9 @@ static int rename_body(struct store_txn *txn, void *arg)
             return TS_ERR_ISDIR;
         if (target_is_dir) {
             bool empty;
+            status = lease_check(op->service, op->sender, target.attr.ino);
+            if (status != TS_OK)
+                return status;
             err = dirents_is_empty(txn, target.attr.ino, &empty);
             if (err < 0)
                 return reply_store_status(err);
@@ -998,7 +1066,7 @@ static int handle_rename(void *ctx, const struct rpc_request *request,
 {
     struct service *service = ctx;
     struct ts_rename_req message;
-    struct rename_op op = {.service = service, .request = &message};
+    struct rename_op op = {.service = service, .sender = sender_mount(request), .request = &message};
     int status;
 
     if (ts_rename_req_decode(&message, request->payload, request->payload_len) != 0)
@@ -1009,6 +1077,10 @@ static int handle_rename(void *ctx, const struct rpc_request *request,
     status = check_name(message.name);
     if (status == TS_OK)
         status = check_name(message.new_name);
+    if (status == TS_OK)
+        status = lease_check(service, op.sender, message.parent);
+    if (status == TS_OK)
+        status = lease_check(service, op.sender, message.new_parent);
     if (status != TS_OK)
         return status;
     op.now = util_now();
@@ -1074,6 +1146,8 @@ static int handle_link(void *ctx, const struct rpc_request *request, struct rpc_
     if (ts_link_req_decode(&message, request->payload, request->payload_len) != 0)
         return reply_bad_message(response, request->header.type);
     status = check_name(message.new_name);
+    if (status == TS_OK)
+        status = lease_check(service, sender_mount(request), message.new_parent);
     if (status != TS_OK)
         return status;
     op.now = util_now();
@@ -1171,6 +1245,9 @@ static int handle_readdir(void *ctx, const struct rpc_request *request,
         return reply_bad_message(response, request->header.type);
     if (message.after.len > TS_MAX_NAME)
         return TS_ERR_INVAL;
+    status = lease_check(service, sender_mount(request), message.ino);
+    if (status != TS_OK)
+        return status;
     op.max_entries = message.max_entries;
     if (op.max_entries == 0 || op.max_entries > HANDLERS_READDIR_MAX_ENTRIES)
         op.max_entries = HANDLERS_READDIR_MAX_ENTRIES;
@@ -1252,6 +1329,9 @@ static int handle_readdirplus(void *ctx, const struct rpc_request *request,
         return reply_bad_message(response, request->header.type);
     if (message.after.len > TS_MAX_NAME)
         return TS_ERR_INVAL;
+    status = lease_check(service, sender_mount(request), message.ino);
+    if (status != TS_OK)
+        return status;
     op = calloc(1, sizeof(*op));
     if (!op)
         return TS_ERR_NOMEM;
@@ -1828,6 +1908,10 @@ static int handle_setxattr(void *ctx, const struct rpc_request *request,
         return TS_ERR_RANGE;
     if ((message.flags & ~(TS_XATTR_CREATE | TS_XATTR_REPLACE)) != 0)
         return TS_ERR_INVAL;
+    /* A directory's hints shape its new files: its lease holder's template. */
+    status = lease_check(service, sender_mount(request), message.ino);
+    if (status != TS_OK)
+        return status;
     if (layout_xattr(message.name))
         return layout_set(service, message.ino, &message.value, message.flags, response);
     if (array_xattr(message.name))
@@ -1943,6 +2027,8 @@ static int handle_removexattr(void *ctx, const struct rpc_request *request,
     if (ts_removexattr_req_decode(&message, request->payload, request->payload_len) != 0)
         return reply_bad_message(response, request->header.type);
     status = check_xattr_name(message.name);
+    if (status == TS_OK)
+        status = lease_check(service, sender_mount(request), message.ino);
     if (status != TS_OK)
         return status;
     if (layout_xattr(message.name))
@@ -2411,6 +2497,238 @@ static int handle_heartbeat(void *ctx, const struct rpc_request *request,
     return REPLY_ENCODE(heartbeat_rep, &reply, response);
 }
 
+/* ---- DIR_LEASE, CREATE_MANY -------------------------------------------- */
+
+struct lease_template_op {
+    uint64_t dir;
+    uint32_t default_placement;
+    struct ts_attr template;
+};
+
+/*
+ * The attributes create_body() would give a new regular file in op->dir,
+ * but for its number, owner, mode and times; TS_ERR_BUSY for a directory
+ * whose new files get more than that (a setgid group, an array layout).
+ */
+static int lease_template_body(struct store_txn *txn, void *arg)
+{
+    struct lease_template_op *op = arg;
+    struct inodes_record parent;
+    struct inodes_record *created = malloc(sizeof(*created));
+    char text[ARRAYSPEC_TEXT_MAX + 1];
+    size_t len;
+    if (!created)
+        return TS_ERR_NOMEM;
+    int status = load_live_dir(txn, op->dir, &parent);
+    if (status == TS_OK && (parent.attr.mode & S_ISGID))
+        status = TS_ERR_BUSY;
+    if (status == TS_OK) {
+        int err = arrayhint_get(txn, op->dir, text, sizeof(text), &len);
+        status = err == 0 ? TS_ERR_BUSY : err == -ENOENT ? TS_OK : reply_store_status(err);
+    }
+    if (status == TS_OK) {
+        inodes_init(created, 0, 0, S_IFREG, 0, 0, (struct timespec){0, 0});
+        inodes_inherit_layout(created, &parent);
+        if (parent.attr.flags & TS_ATTR_PROFILED)
+            created->attr.flags |= TS_ATTR_PROFILED;
+        inodes_attr(created, op->default_placement, &op->template);
+    }
+    free(created);
+    return status;
+}
+
+struct grant_op {
+    uint64_t mount;
+    uint32_t count;
+    uint64_t first_ino;
+    uint64_t first_generation;
+};
+
+static int grant_body(struct store_txn *txn, void *arg)
+{
+    struct grant_op *op = arg;
+    return reply_store_status(
+        grants_take(txn, op->mount, op->count, &op->first_ino, &op->first_generation));
+}
+
+static int handle_dir_lease(void *ctx, const struct rpc_request *request,
+                            struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct ts_dir_lease_req message;
+    struct ts_dir_lease_rep reply;
+    uint64_t mount = sender_mount(request);
+    int64_t now_ms = util_monotonic_ms();
+    int status = TS_OK;
+
+    if (ts_dir_lease_req_decode(&message, request->payload, request->payload_len) != 0)
+        return reply_bad_message(response, request->header.type);
+    if (mount == 0) {
+        snprintf(response->error_text, sizeof(response->error_text),
+                 "DIR_LEASE: only a mount that names its sockets ('M' + mount id) holds leases");
+        return TS_ERR_INVAL;
+    }
+    memset(&reply, 0, sizeof(reply));
+    switch (message.action) {
+    case TS_LEASE_GET: {
+        struct lease_template_op op = {.dir = message.dir,
+                                       .default_placement = service->default_placement};
+        status = store_read(service->store, lease_template_body, &op);
+        if (status == TS_OK && leases_get(service->leases, message.dir, mount, now_ms) < 0)
+            status = TS_ERR_BUSY;
+        reply.template = op.template;
+        reply.lease_ms = LEASES_TTL_MS;
+        break;
+    }
+    case TS_LEASE_RENEW:
+        if (leases_renew(service->leases, message.dir, mount, now_ms) < 0)
+            status = TS_ERR_BUSY;
+        reply.lease_ms = LEASES_TTL_MS;
+        break;
+    case TS_LEASE_RETURN:
+        leases_return(service->leases, message.dir, mount);
+        break;
+    case TS_LEASE_INODES: {
+        struct grant_op op = {.mount = mount, .count = message.want_inodes};
+        if (message.want_inodes == 0 || message.want_inodes > TS_MAX_CREATES)
+            return TS_ERR_INVAL;
+        status = store_write(service->store, grant_body, &op);
+        reply.first_ino = op.first_ino;
+        reply.first_generation = op.first_generation;
+        reply.inode_count = op.count;
+        break;
+    }
+    default:
+        snprintf(response->error_text, sizeof(response->error_text),
+                 "DIR_LEASE: unknown action %u (1 get, 2 renew, 3 return, 4 inodes)",
+                 message.action);
+        return TS_ERR_INVAL;
+    }
+    if (status != TS_OK)
+        return status;
+    return REPLY_ENCODE(dir_lease_rep, &reply, response);
+}
+
+/* One CREATE_MANY record, as create_body() takes it but for `created`. */
+struct create_record {
+    uint64_t parent;
+    uint64_t ino;
+    uint32_t mode;
+    uint32_t uid;
+    uint32_t gid;
+    struct timespec now;
+    uint32_t open;
+    struct ts_str name;
+};
+
+struct create_many_op {
+    struct service *service;
+    uint64_t sender;
+    uint32_t count;
+    struct create_record records[TS_MAX_CREATES];
+    struct create_op scratch; /* the create being made */
+    int checks[TS_MAX_CREATES];        /* verdicts found before the transaction */
+    uint32_t statuses[TS_MAX_CREATES]; /* the outcomes, set by the body */
+};
+
+/* What create_body() refuses before changing anything: that create's outcome. */
+static bool refused_before_create(int status)
+{
+    return status == TS_ERR_NOENT || status == TS_ERR_NOTDIR || status == TS_ERR_EXIST ||
+           status == TS_ERR_PERM || status == TS_ERR_STALE;
+}
+
+static int create_many_body(struct store_txn *txn, void *arg)
+{
+    struct create_many_op *op = arg;
+    for (uint32_t i = 0; i < op->count; i++) {
+        const struct create_record *record = &op->records[i];
+        int status = op->checks[i];
+        if (status == TS_OK) {
+            op->scratch = (struct create_op){.service = op->service,
+                                             .parent = record->parent,
+                                             .name = record->name,
+                                             .mode = record->mode,
+                                             .uid = record->uid,
+                                             .gid = record->gid,
+                                             .now = record->now,
+                                             .sender = op->sender,
+                                             .granted_ino = record->ino};
+            status = create_body(txn, &op->scratch);
+        }
+        if (status != TS_OK && status != op->checks[i] && !refused_before_create(status))
+            return status; /* the store's failure: nothing is done */
+        op->statuses[i] = (uint32_t)status;
+    }
+    return TS_OK;
+}
+
+/* Reads CREATE_MANY's records into op; false when they are malformed. */
+static bool create_many_parse(struct create_many_op *op, const struct ts_batch_req *message)
+{
+    struct ts_cursor cursor;
+    ts_cursor_init(&cursor, message->records.ptr, message->records.len);
+    for (uint32_t i = 0; i < op->count; i++) {
+        struct create_record *record = &op->records[i];
+        record->parent = ts_cursor_u64(&cursor);
+        record->ino = ts_cursor_u64(&cursor);
+        record->mode = ts_cursor_u32(&cursor);
+        record->uid = ts_cursor_u32(&cursor);
+        record->gid = ts_cursor_u32(&cursor);
+        record->now.tv_sec = (time_t)ts_cursor_i64(&cursor);
+        record->now.tv_nsec = (long)ts_cursor_u32(&cursor);
+        record->open = ts_cursor_u32(&cursor);
+        record->name = ts_cursor_str(&cursor);
+        if (cursor.failed)
+            return false;
+        if ((record->mode & S_IFMT) != S_IFREG || record->now.tv_nsec >= HANDLERS_NSEC_PER_SEC ||
+            record->ino == 0 || record->open > 1)
+            op->checks[i] = TS_ERR_INVAL;
+        else
+            op->checks[i] = check_name(record->name);
+        /* Its lease lapsed and another mount leased the directory since:
+         * that mount's answers stand, this one loses. */
+        if (op->checks[i] == TS_OK)
+            op->checks[i] = lease_check(op->service, op->sender, record->parent);
+    }
+    return cursor.left == 0;
+}
+
+static int handle_create_many(void *ctx, const struct rpc_request *request,
+                              struct rpc_response *response)
+{
+    struct ts_batch_req message;
+    struct create_many_op *op;
+    uint64_t sender = sender_mount(request);
+    int status;
+
+    if (ts_batch_req_decode(&message, request->payload, request->payload_len) != 0 ||
+        message.count > TS_MAX_CREATES)
+        return reply_bad_message(response, request->header.type);
+    if (sender == 0)
+        return TS_ERR_INVAL;
+    op = calloc(1, sizeof(*op));
+    if (!op)
+        return TS_ERR_NOMEM;
+    op->service = ctx;
+    op->sender = sender;
+    op->count = message.count;
+    if (!create_many_parse(op, &message)) {
+        free(op);
+        return reply_bad_message(response, request->header.type);
+    }
+    status = store_write(op->service->store, create_many_body, op);
+    if (status == TS_OK) {
+        for (uint32_t i = 0; i < op->count; i++)
+            if (op->statuses[i] == TS_OK && op->records[i].open &&
+                opens_add(op->service->opens, op->records[i].ino) < 0)
+                op->statuses[i] = TS_ERR_NOMEM; /* made, but not open: the mount's open fails */
+        status = reply_statuses(op->statuses, op->count, response);
+    }
+    free(op);
+    return status;
+}
+
 /* ---- the table ---------------------------------------------------------- */
 
 /* TILE_UNCOPY, PROFILE_* and MOVE_* are in handlers_reloc.c. */
@@ -2438,6 +2756,8 @@ const rpc_handler_fn handlers_table[TS_OP_MAX] = {
     [TS_OP_READDIRPLUS] = handle_readdirplus,
     [TS_OP_RELEASE_MANY] = handle_release_many,
     [TS_OP_UNLINK_MANY] = handle_unlink_many,
+    [TS_OP_DIR_LEASE] = handle_dir_lease,
+    [TS_OP_CREATE_MANY] = handle_create_many,
     [TS_OP_TILE_MAP] = handle_tile_map,
     [TS_OP_COMMIT] = handle_commit,
     [TS_OP_NODE_LIST] = handle_node_list,

@@ -181,6 +181,10 @@ int handlers_reloc_profile_set(void *ctx, const struct rpc_request *request,
                  "PROFILE_SET: unknown action %u (0 stop, 1 start, 2 reset)", message.action);
         return TS_ERR_INVAL;
     }
+    /* Profiling a directory marks its new files: its lease holder's template. */
+    if (leases_refuse(service->leases, message.ino,
+                      leases_mount_of(request->peer, request->peer_len), util_monotonic_ms()))
+        return TS_ERR_LEASED;
     status = store_write(service->store, profile_set_body, &op);
     if (status != TS_OK)
         return refused(status, op.why, response);

@@ -126,8 +126,8 @@ int inodes_put(struct store_txn *txn, const struct inodes_record *record)
     return store_put(txn, STORE_INODES, key, sizeof(key), value, writer.len);
 }
 
-static void inodes_fill(struct inodes_record *record, uint64_t ino, uint64_t generation,
-                        uint32_t mode, uint32_t uid, uint32_t gid, struct timespec now)
+void inodes_init(struct inodes_record *record, uint64_t ino, uint64_t generation, uint32_t mode,
+                 uint32_t uid, uint32_t gid, struct timespec now)
 {
     struct ts_attr *attr = &record->attr;
     memset(record, 0, offsetof(struct inodes_record, target));
@@ -156,7 +156,7 @@ int inodes_new(struct store_txn *txn, uint32_t mode, uint32_t uid, uint32_t gid,
         err = store_counter_take(txn, STORE_NEXT_GENERATION, &generation);
     if (err < 0)
         return err;
-    inodes_fill(record, ino, generation, mode, uid, gid, now);
+    inodes_init(record, ino, generation, mode, uid, gid, now);
     return 0;
 }
 
@@ -170,7 +170,7 @@ int inodes_create_root(struct store_txn *txn, struct timespec now)
     err = store_counter_take(txn, STORE_NEXT_GENERATION, &generation);
     if (err < 0)
         return err;
-    inodes_fill(&root, TS_ROOT_INO, generation, S_IFDIR | 0755, 0, 0, now);
+    inodes_init(&root, TS_ROOT_INO, generation, S_IFDIR | 0755, 0, 0, now);
     root.parent = TS_ROOT_INO;
     return inodes_put(txn, &root);
 }

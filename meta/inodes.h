@@ -28,6 +28,9 @@ struct inodes_record {
 int inodes_get(struct store_txn *txn, uint64_t ino, struct inodes_record *record);
 /* Stores the record under record->attr.ino. 0 or a negative errno. */
 int inodes_put(struct store_txn *txn, const struct inodes_record *record);
+/* Fills a new inode as inodes_new() does, with the ino and generation given. */
+void inodes_init(struct inodes_record *record, uint64_t ino, uint64_t generation, uint32_t mode,
+                 uint32_t uid, uint32_t gid, struct timespec now);
 /*
  * Fills a new inode: a fresh ino and generation, the given mode and owner,
  * all times `now`, nlink 1 (2 for a directory), size 4096 for a directory,

@@ -35,9 +35,10 @@ int service_open(const char *data_dir, int64_t node_timeout_ms, struct service *
     service->node_timeout_ms = node_timeout_ms;
     service->default_placement = SERVICE_DEFAULT_PLACEMENT;
     service->opens = opens_new();
+    service->leases = leases_new();
     service->live = nodes_live_new(node_timeout_ms);
     service->scratch = malloc(SERVICE_SCRATCH_BYTES);
-    if (!service->opens || !service->live || !service->scratch) {
+    if (!service->opens || !service->leases || !service->live || !service->scratch) {
         err = -ENOMEM;
         goto fail;
     }

@@ -9,6 +9,7 @@
 #ifndef TESSERA_META_SERVICE_H
 #define TESSERA_META_SERVICE_H
 
+#include "leases.h"
 #include "nodes.h"
 #include "proto.h"
 #include "opens.h"
@@ -22,6 +23,7 @@
 struct service {
     struct store *store;
     struct opens *opens;
+    struct leases *leases; /* directory leases of mounts (leases.h) */
     struct nodes_live *live;
     int64_t node_timeout_ms;
     uint32_t default_placement; /* enum ts_placement for files that name none */

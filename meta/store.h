@@ -39,6 +39,7 @@ enum store_table {
     STORE_PROFILES, /* u64 ino + u64 tile + machine -> access counts (profiles.c) */
     STORE_COPIES,   /* u64 ino + u64 tile + u32 node -> read copy's version (copies.c) */
     STORE_JOURNAL,  /* u64 ino + u64 tile -> relocation in progress (journal.c) */
+    STORE_GRANTS,   /* u64 first ino -> inode numbers granted to a mount (grants.c) */
     STORE_TABLE_COUNT
 };
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Unlinks answered before meta has done them (fuse/unlinkq.h) must look
+# Unlinks answered before meta has done them (fuse/nsqueue.h) must look
 # synchronous to everyone on the mount: right after removing thousands of
 # files the directory lists empty, the same names can be created again with
 # O_EXCL, an emptied directory can be removed at once, an unlinked open file

@@ -1,17 +1,21 @@
 /*
  * @file test_readdirplus.c
- * Unit tests of the metadata requests that serve the mount's statahead and
- * background releases (READDIRPLUS, RELEASE_MANY) and of the store's reuse
+ * Unit tests of the metadata requests that serve the mount's statahead,
+ * background releases and early unlinks and creates (READDIRPLUS,
+ * RELEASE_MANY, UNLINK_MANY, DIR_LEASE, CREATE_MANY), of meta's lease table
+ * (leases.c) and of the store's reuse
  * of read transactions, against a real LMDB store in a fresh temporary
  * directory per case, in the manner of test_store.c: requests encoded with
  * the generated encoders, handed to the real handlers through
  * handlers_table, replies decoded with the generated decoders.
  */
 #include "handlers.h"
+#include "leases.h"
 #include "proto.h"
 #include "service.h"
 #include "status.h"
 #include "store.h"
+#include "tile.h"
 
 #include <ftw.h>
 #include <limits.h>
@@ -35,7 +39,21 @@ struct fixture {
     uint8_t request[1 << 16];
     uint8_t *reply;
     size_t reply_len;
+    uint8_t peer[13]; /* the sender's routing id; peer_len 0: an unnamed sender */
+    size_t peer_len;
 };
+
+/* Sends the next requests as mount `mount` (0: as a tool, unnamed). */
+static void send_as(struct fixture *f, uint64_t mount)
+{
+    f->peer_len = 0;
+    if (mount == 0)
+        return;
+    f->peer[0] = 'M';
+    memcpy(f->peer + 1, &mount, sizeof(mount));
+    memset(f->peer + 9, 0x5a, 4); /* the socket's serial */
+    f->peer_len = sizeof(f->peer);
+}
 
 static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
@@ -78,6 +96,8 @@ static int call_raw(struct fixture *f, uint16_t op, const void *payload, size_t 
     struct rpc_request request;
     struct rpc_response response;
     memset(&request, 0, sizeof(request));
+    request.peer = f->peer_len ? f->peer : NULL;
+    request.peer_len = f->peer_len;
     request.header.magic = TS_PROTO_MAGIC;
     request.header.version = TS_PROTO_VERSION;
     request.header.type = op;
@@ -372,7 +392,7 @@ static int unlink_many(struct fixture *f, const uint64_t *parents, const char *c
 {
     uint8_t records[16 * (8 + 2 + TS_MAX_NAME + 1)];
     struct ts_writer writer;
-    struct ts_unlink_many_rep reply;
+    struct ts_statuses_rep reply;
     struct ts_cursor cursor;
     ts_writer_init(&writer, records, sizeof(records));
     for (uint32_t i = 0; i < count; i++) {
@@ -380,12 +400,12 @@ static int unlink_many(struct fixture *f, const uint64_t *parents, const char *c
         ts_writer_str(&writer, ts_str_of(names[i]));
     }
     assert_false(writer.failed);
-    struct ts_unlink_many_req m = {.count = count,
-                                   .names = {(const char *)records, (uint32_t)writer.len}};
-    int status = CALL(f, TS_OP_UNLINK_MANY, unlink_many_req, &m);
+    struct ts_batch_req m = {.count = count,
+                                   .records = {(const char *)records, (uint32_t)writer.len}};
+    int status = CALL(f, TS_OP_UNLINK_MANY, batch_req, &m);
     if (status != TS_OK)
         return status;
-    assert_int_equal(ts_unlink_many_rep_decode(&reply, f->reply, f->reply_len), 0);
+    assert_int_equal(ts_statuses_rep_decode(&reply, f->reply, f->reply_len), 0);
     assert_int_equal(reply.count, count);
     assert_int_equal(reply.statuses.len, count * 4);
     ts_cursor_init(&cursor, reply.statuses.ptr, reply.statuses.len);
@@ -453,18 +473,18 @@ static void test_unlink_many(void **state)
     ts_writer_init(&writer, records, sizeof(records));
     ts_writer_u64(&writer, dir);
     ts_writer_str(&writer, ts_str_of("c"));
-    struct ts_unlink_many_req bad = {.count = 1,
-                                     .names = {(const char *)records, (uint32_t)writer.len - 1}};
-    assert_int_equal(CALL(f, TS_OP_UNLINK_MANY, unlink_many_req, &bad), TS_ERR_BADMSG);
-    bad.names.len = (uint32_t)writer.len;
+    struct ts_batch_req bad = {.count = 1,
+                                     .records = {(const char *)records, (uint32_t)writer.len - 1}};
+    assert_int_equal(CALL(f, TS_OP_UNLINK_MANY, batch_req, &bad), TS_ERR_BADMSG);
+    bad.records.len = (uint32_t)writer.len;
     bad.count = 2;
-    assert_int_equal(CALL(f, TS_OP_UNLINK_MANY, unlink_many_req, &bad), TS_ERR_BADMSG);
+    assert_int_equal(CALL(f, TS_OP_UNLINK_MANY, batch_req, &bad), TS_ERR_BADMSG);
     bad.count = 0;
-    assert_int_equal(CALL(f, TS_OP_UNLINK_MANY, unlink_many_req, &bad), TS_ERR_BADMSG);
+    assert_int_equal(CALL(f, TS_OP_UNLINK_MANY, batch_req, &bad), TS_ERR_BADMSG);
     bad.count = TS_MAX_UNLINKS + 1;
-    assert_int_equal(CALL(f, TS_OP_UNLINK_MANY, unlink_many_req, &bad), TS_ERR_BADMSG);
+    assert_int_equal(CALL(f, TS_OP_UNLINK_MANY, batch_req, &bad), TS_ERR_BADMSG);
     bad.count = 1;
-    size_t len = encoded_length(ts_unlink_many_req_encode(&bad, f->request, sizeof(f->request)));
+    size_t len = encoded_length(ts_batch_req_encode(&bad, f->request, sizeof(f->request)));
     for (size_t cut = 0; cut < len; cut++)
         assert_int_equal(call_raw(f, TS_OP_UNLINK_MANY, f->request, cut), TS_ERR_BADMSG);
     assert_int_equal(lookup(f, dir, "c"), TS_OK);
@@ -537,6 +557,234 @@ static void test_read_txn_reuse(void **state)
     assert_int_equal(probe.status, 0);
 }
 
+
+/* ---- leases and early creates ------------------------------------------- */
+
+static int dir_lease(struct fixture *f, uint64_t dir, uint32_t action, uint32_t want,
+                     struct ts_dir_lease_rep *out)
+{
+    struct ts_dir_lease_req m = {.dir = dir, .action = action, .want_inodes = want};
+    int status = CALL(f, TS_OP_DIR_LEASE, dir_lease_req, &m);
+    if (status == TS_OK && out)
+        assert_int_equal(ts_dir_lease_rep_decode(out, f->reply, f->reply_len), 0);
+    return status;
+}
+
+static int lookup_attr(struct fixture *f, uint64_t parent, const char *name, struct ts_attr *attr)
+{
+    struct ts_lookup_req m = {.parent = parent, .name = ts_str_of(name)};
+    return attr_call(f, CALL(f, TS_OP_LOOKUP, lookup_req, &m), attr);
+}
+
+/* The lease table alone, on its own clock. */
+static void test_lease_table(void **state)
+{
+    (void)state;
+    struct leases *leases = leases_new();
+    assert_non_null(leases);
+    assert_int_equal(leases_get(leases, 7, 1, 1000), 0);
+    assert_int_equal(leases_get(leases, 7, 2, 1000), -EBUSY); /* held by mount 1 */
+    assert_false(leases_refuse(leases, 7, 1, 1001));           /* its holder goes on */
+    assert_false(leases_refuse(leases, 8, 2, 1001));           /* another directory */
+    assert_int_equal(leases_renew(leases, 7, 1, 1002), 0);
+    assert_true(leases_refuse(leases, 7, 2, 1003));  /* mount 2 waits, mount 1 is asked */
+    assert_true(leases_refuse(leases, 7, 0, 1003));  /* so does a tool */
+    assert_int_equal(leases_renew(leases, 7, 1, 1004), -EBUSY);
+    assert_int_equal(leases_get(leases, 7, 1, 1004), -EBUSY); /* not again before returning */
+    leases_return(leases, 7, 1);
+    assert_false(leases_refuse(leases, 7, 2, 1005));
+    assert_int_equal(leases_get(leases, 7, 2, 1005), 0);
+    /* Not renewed: it lapses, and another mount may have it. */
+    assert_true(leases_refuse(leases, 7, 1, 1005 + LEASES_TTL_MS - 1));
+    assert_false(leases_refuse(leases, 7, 1, 1005 + LEASES_TTL_MS));
+    assert_int_equal(leases_renew(leases, 7, 2, 1005 + LEASES_TTL_MS), -EBUSY);
+    assert_int_equal(leases_get(leases, 7, 1, 1005 + LEASES_TTL_MS), 0);
+    /* Mounts by routing id. */
+    uint8_t id[13] = {'M', 9, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4};
+    assert_int_equal(leases_mount_of(id, sizeof(id)), 9);
+    assert_int_equal(leases_mount_of(id, 12), 0);
+    id[0] = 'X';
+    assert_int_equal(leases_mount_of(id, sizeof(id)), 0);
+    assert_int_equal(leases_mount_of(NULL, 0), 0);
+    leases_destroy(&leases);
+}
+
+/* While a mount holds a directory's lease, only it reads or changes the directory. */
+static void test_lease_excludes_others(void **state)
+{
+    struct fixture *f = *state;
+    uint64_t dir = make_dir(f, TS_ROOT_INO, "d");
+    uint64_t sub = make_dir(f, dir, "sub");
+    make(f, dir, "x", S_IFREG | 0644);
+    struct ts_dir_lease_rep granted;
+    struct listed listed;
+
+    assert_int_equal(dir_lease(f, dir, TS_LEASE_GET, 0, NULL), TS_ERR_INVAL); /* not a mount */
+    send_as(f, 1);
+    assert_int_equal(dir_lease(f, dir, TS_LEASE_GET, 0, &granted), TS_OK);
+    assert_int_equal(granted.lease_ms, LEASES_TTL_MS);
+    assert_int_equal(granted.template.tile_bytes, TILE_DEFAULT_BYTES);
+    assert_int_equal(dir_lease(f, sub, TS_LEASE_GET, 0, NULL), TS_OK);
+    /* The holder goes on as before. */
+    assert_int_equal(lookup(f, dir, "x"), TS_OK);
+    assert_int_equal(readdirplus(f, dir, "", 0, 10, &listed), TS_OK);
+    assert_int_equal(do_getattr(f, dir, NULL), TS_OK);
+    /* Everyone else waits: lookups, listings, getattr, changes, tools. */
+    send_as(f, 2);
+    assert_int_equal(dir_lease(f, dir, TS_LEASE_GET, 0, NULL), TS_ERR_BUSY);
+    assert_int_equal(lookup(f, dir, "x"), TS_ERR_LEASED);
+    assert_int_equal(readdirplus(f, dir, "", 0, 10, &listed), TS_ERR_LEASED);
+    assert_int_equal(do_getattr(f, dir, NULL), TS_ERR_LEASED);
+    assert_int_equal(do_unlink(f, dir, "x"), TS_ERR_LEASED);
+    struct ts_mknod_req m = {.parent = dir, .name = ts_str_of("y"), .mode = S_IFREG | 0644};
+    assert_int_equal(CALL(f, TS_OP_MKNOD, mknod_req, &m), TS_ERR_LEASED);
+    struct ts_name_req rmdir_sub = {.parent = dir, .name = ts_str_of("sub")};
+    assert_int_equal(CALL(f, TS_OP_RMDIR, name_req, &rmdir_sub), TS_ERR_LEASED);
+    send_as(f, 0);
+    struct ts_name_req rmdir_d = {.parent = TS_ROOT_INO, .name = ts_str_of("d")};
+    assert_int_equal(CALL(f, TS_OP_RMDIR, name_req, &rmdir_d), TS_ERR_NOTEMPTY);
+    /* The holder is asked back for what others touched: renewals fail; it returns it. */
+    send_as(f, 1);
+    assert_int_equal(dir_lease(f, dir, TS_LEASE_RENEW, 0, NULL), TS_ERR_BUSY);
+    assert_int_equal(dir_lease(f, sub, TS_LEASE_RENEW, 0, NULL), TS_OK);
+    assert_int_equal(dir_lease(f, dir, TS_LEASE_RETURN, 0, NULL), TS_OK);
+    send_as(f, 2);
+    assert_int_equal(lookup(f, dir, "x"), TS_OK);
+    assert_int_equal(CALL(f, TS_OP_MKNOD, mknod_req, &m), TS_OK);
+    /* Removing a leased directory waits too: its holder may have creates to send. */
+    assert_int_equal(CALL(f, TS_OP_RMDIR, name_req, &rmdir_sub), TS_ERR_LEASED);
+    send_as(f, 1);
+    assert_int_equal(dir_lease(f, sub, TS_LEASE_RENEW, 0, NULL), TS_ERR_BUSY);
+    assert_int_equal(dir_lease(f, sub, TS_LEASE_RETURN, 0, NULL), TS_OK);
+    send_as(f, 2);
+    assert_int_equal(CALL(f, TS_OP_RMDIR, name_req, &rmdir_sub), TS_OK);
+    /* No lease where new files get more than a template says. */
+    struct ts_setattr_req setgid = {.ino = dir, .valid = TS_SET_MODE, .mode = 02755};
+    assert_int_equal(CALL(f, TS_OP_SETATTR, setattr_req, &setgid), TS_OK);
+    assert_int_equal(dir_lease(f, dir, TS_LEASE_GET, 0, NULL), TS_ERR_BUSY);
+    assert_int_equal(dir_lease(f, dir, 99, 0, NULL), TS_ERR_INVAL);
+}
+
+/* One CREATE_MANY record (proto.h). */
+static void create_record(struct ts_writer *writer, uint64_t parent, uint64_t ino,
+                          const char *name, int64_t sec)
+{
+    ts_writer_u64(writer, parent);
+    ts_writer_u64(writer, ino);
+    ts_writer_u32(writer, S_IFREG | 0640);
+    ts_writer_u32(writer, 1000);
+    ts_writer_u32(writer, 100);
+    ts_writer_i64(writer, sec);
+    ts_writer_u32(writer, 5);
+    ts_writer_u32(writer, 0);
+    ts_writer_str(writer, ts_str_of(name));
+}
+
+static int create_many(struct fixture *f, const uint8_t *records, size_t len, uint32_t count,
+                       uint32_t *statuses)
+{
+    struct ts_batch_req m = {.count = count, .records = {(const char *)records, (uint32_t)len}};
+    struct ts_statuses_rep reply;
+    struct ts_cursor cursor;
+    int status = CALL(f, TS_OP_CREATE_MANY, batch_req, &m);
+    if (status != TS_OK)
+        return status;
+    assert_int_equal(ts_statuses_rep_decode(&reply, f->reply, f->reply_len), 0);
+    assert_int_equal(reply.count, count);
+    ts_cursor_init(&cursor, reply.statuses.ptr, reply.statuses.len);
+    for (uint32_t i = 0; i < count; i++)
+        statuses[i] = ts_cursor_u32(&cursor);
+    assert_int_equal(cursor.left, 0);
+    return status;
+}
+
+/* Creates a mount made under its lease, with the inode numbers meta granted it. */
+static void test_create_many(void **state)
+{
+    struct fixture *f = *state;
+    uint64_t dir = make_dir(f, TS_ROOT_INO, "d");
+    make(f, dir, "taken", S_IFREG | 0644);
+    struct ts_dir_lease_rep lease, inodes, others;
+    uint8_t records[1024];
+    struct ts_writer writer;
+    uint32_t statuses[6];
+
+    send_as(f, 1);
+    assert_int_equal(dir_lease(f, dir, TS_LEASE_GET, 0, &lease), TS_OK);
+    assert_int_equal(dir_lease(f, 0, TS_LEASE_INODES, 0, NULL), TS_ERR_INVAL);
+    assert_int_equal(dir_lease(f, 0, TS_LEASE_INODES, TS_MAX_CREATES + 1, NULL), TS_ERR_INVAL);
+    assert_int_equal(dir_lease(f, 0, TS_LEASE_INODES, 3, &inodes), TS_OK);
+    assert_int_equal(inodes.inode_count, 3);
+    send_as(f, 2);
+    assert_int_equal(dir_lease(f, 0, TS_LEASE_INODES, 2, &others), TS_OK);
+    assert_true(others.first_ino >= inodes.first_ino + 3); /* never handed out twice */
+    uint64_t a = inodes.first_ino;
+
+    send_as(f, 1);
+    ts_writer_init(&writer, records, sizeof(records));
+    create_record(&writer, dir, a, "a", 1700000000);
+    create_record(&writer, dir, a + 1, "taken", 1700000001);        /* EXIST */
+    create_record(&writer, dir, others.first_ino, "b", 1700000002); /* mount 2's number */
+    create_record(&writer, dir, a, "c", 1700000003);                /* a's number again */
+    create_record(&writer, dir, a + 1, "../e", 1700000004);         /* a bad name */
+    create_record(&writer, dir, a + 2, "e", 1700000005);
+    assert_int_equal(create_many(f, records, writer.len, 6, statuses), TS_OK);
+    assert_int_equal(statuses[0], TS_OK);
+    assert_int_equal(statuses[1], TS_ERR_EXIST);
+    assert_int_equal(statuses[2], TS_ERR_PERM);
+    assert_int_equal(statuses[3], TS_ERR_STALE);
+    assert_int_equal(statuses[4], TS_ERR_INVAL);
+    assert_int_equal(statuses[5], TS_OK);
+
+    /* Made as the mount answered: its number, generation, owner, mode, times, the template. */
+    struct ts_attr made, listed_dir;
+    assert_int_equal(lookup_attr(f, dir, "a", &made), TS_OK);
+    assert_int_equal(made.ino, a);
+    assert_int_equal(made.generation, inodes.first_generation);
+    assert_int_equal(made.mode, S_IFREG | 0640);
+    assert_int_equal(made.uid, 1000);
+    assert_int_equal(made.gid, 100);
+    assert_int_equal(made.nlink, 1);
+    assert_int_equal(made.mtime_sec, 1700000000);
+    assert_int_equal(made.ctime_nsec, 5);
+    assert_int_equal(made.tile_bytes, lease.template.tile_bytes);
+    assert_int_equal(made.placement, lease.template.placement);
+    assert_int_equal(made.flags, lease.template.flags);
+    assert_int_equal(lookup_attr(f, dir, "e", &made), TS_OK);
+    assert_int_equal(made.ino, a + 2);
+    assert_int_equal(made.generation, inodes.first_generation + 2);
+    assert_int_equal(lookup(f, dir, "b"), TS_ERR_NOENT);
+    assert_int_equal(lookup(f, dir, "c"), TS_ERR_NOENT);
+    assert_int_equal(do_getattr(f, dir, &listed_dir), TS_OK);
+    assert_int_equal(listed_dir.mtime_sec, 1700000005); /* the last create's time */
+
+    /* Sent again after a lost reply: nothing changes. */
+    ts_writer_init(&writer, records, sizeof(records));
+    create_record(&writer, dir, a, "a", 1700000000);
+    assert_int_equal(create_many(f, records, writer.len, 1, statuses), TS_OK);
+    assert_int_equal(statuses[0], TS_ERR_EXIST);
+    /* Only named mounts; malformed requests change nothing. */
+    send_as(f, 0);
+    ts_writer_init(&writer, records, sizeof(records));
+    create_record(&writer, dir, a + 1, "f", 1700000006);
+    assert_int_equal(create_many(f, records, writer.len, 1, statuses), TS_ERR_INVAL);
+    send_as(f, 1);
+    assert_int_equal(create_many(f, records, writer.len - 1, 1, statuses), TS_ERR_BADMSG);
+    assert_int_equal(create_many(f, records, writer.len, 2, statuses), TS_ERR_BADMSG);
+    assert_int_equal(create_many(f, records, writer.len, TS_MAX_CREATES + 1, statuses),
+                     TS_ERR_BADMSG);
+    assert_int_equal(lookup(f, dir, "f"), TS_ERR_NOENT);
+    /* A directory another mount leased since: that mount's view stands. */
+    assert_int_equal(dir_lease(f, dir, TS_LEASE_RETURN, 0, NULL), TS_OK);
+    send_as(f, 2);
+    assert_int_equal(dir_lease(f, dir, TS_LEASE_GET, 0, NULL), TS_OK);
+    send_as(f, 1);
+    assert_int_equal(create_many(f, records, writer.len, 1, statuses), TS_OK);
+    assert_int_equal(statuses[0], TS_ERR_LEASED);
+    send_as(f, 2);
+    assert_int_equal(lookup(f, dir, "f"), TS_ERR_NOENT);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -544,6 +792,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_readdirplus_errors_and_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_release_many, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unlink_many, setup, teardown),
+        cmocka_unit_test(test_lease_table),
+        cmocka_unit_test_setup_teardown(test_lease_excludes_others, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_create_many, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_txn_reuse, setup, teardown),
     };
     return cmocka_run_group_tests_name("readdirplus", tests, NULL, NULL);

@@ -72,12 +72,35 @@ static int handle_getattr(void *ctx, const struct rpc_request *request,
     return TS_OK;
 }
 
+/* LOOKUP: refused with TS_ERR_LEASED while leased_left > 0 (counting down);
+ * notes who sent it. */
+static atomic_int leased_left;
+static int lookups;
+static uint8_t last_peer[64];
+static size_t last_peer_len;
+
+static int handle_lookup(void *ctx, const struct rpc_request *request,
+                         struct rpc_response *response)
+{
+    (void)ctx;
+    (void)response;
+    lookups++;
+    last_peer_len = request->peer_len < sizeof(last_peer) ? request->peer_len : 0;
+    memcpy(last_peer, request->peer, last_peer_len);
+    if (atomic_load(&leased_left) > 0) {
+        atomic_fetch_sub(&leased_left, 1);
+        return TS_ERR_LEASED;
+    }
+    return TS_OK;
+}
+
 static void *serve(void *arg)
 {
     static rpc_handler_fn handlers[TS_OP_MAX];
     (void)arg;
     handlers[TS_OP_UNLINK] = handle_unlink;
     handlers[TS_OP_GETATTR] = handle_getattr;
+    handlers[TS_OP_LOOKUP] = handle_lookup;
     struct rpc_server *server = rpc_server_new("tcp://127.0.0.1:*", handlers, NULL);
     size_t len = sizeof(endpoint);
     if (server && zmq_getsockopt(rpc_server_socket(server), ZMQ_LAST_ENDPOINT, endpoint, &len) != 0)
@@ -260,6 +283,53 @@ static void test_pipeline_full(void **state)
     rpc_pool_destroy(&pool);
 }
 
+/* A named pool's sockets carry its name; a request refused for a lease is sent again. */
+static void test_named_pool_and_lease_retry(void **state)
+{
+    (void)state;
+    struct rpc_pool *pool = rpc_pool_new(ENDPOINT, 300);
+    struct rpc_reply reply;
+    uint8_t request[64];
+    const uint8_t name[9] = {'M', 1, 2, 3, 4, 5, 6, 7, 8};
+    struct ts_lookup_req lookup = {.parent = 1, .name = ts_str_of("a")};
+    int len = ts_lookup_req_encode(&lookup, request, sizeof(request));
+    assert_int_equal(rpc_pool_set_name(pool, name, 0), TS_ERR_INVAL);
+    assert_int_equal(rpc_pool_set_name(pool, "\0x", 2), TS_ERR_INVAL);
+    assert_int_equal(rpc_pool_set_name(pool, name, sizeof(name)), TS_OK);
+
+    /* Refused three times, taken the fourth, from the caller's view one call. */
+    lookups = 0;
+    atomic_store(&leased_left, 3);
+    assert_int_equal(rpc_pool_call(pool, TS_OP_LOOKUP, request, (size_t)len, NULL, 0, &reply),
+                     TS_OK);
+    rpc_reply_release(&reply);
+    assert_int_equal(lookups, 4);
+    assert_int_equal(last_peer_len, sizeof(name) + 4);
+    assert_memory_equal(last_peer, name, sizeof(name));
+
+    /* In a pipeline: sent again when its first call was refused. */
+    struct rpc_call calls[2] = {{TS_OP_LOOKUP, request, (size_t)len},
+                                {TS_OP_LOOKUP, request, (size_t)len}};
+    struct rpc_reply replies[2];
+    int statuses[2];
+    lookups = 0;
+    atomic_store(&leased_left, 1);
+    assert_int_equal(rpc_pool_call_many(pool, calls, 2, replies, statuses), TS_OK);
+    assert_int_equal(statuses[0], TS_OK);
+    assert_int_equal(statuses[1], TS_OK);
+    rpc_reply_release(&replies[0]);
+    rpc_reply_release(&replies[1]);
+    assert_int_equal(lookups, 4); /* the pair twice: the later calls are reads (getattrs) */
+
+    /* A lease never given back: the refusal, once the time is up. */
+    atomic_store(&leased_left, 1000000);
+    assert_int_equal(rpc_pool_call(pool, TS_OP_LOOKUP, request, (size_t)len, NULL, 0, &reply),
+                     TS_ERR_LEASED);
+    rpc_reply_release(&reply);
+    atomic_store(&leased_left, 0);
+    rpc_pool_destroy(&pool);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -267,6 +337,7 @@ int main(void)
         cmocka_unit_test(test_pipeline_statuses),
         cmocka_unit_test(test_pipeline_timeout),
         cmocka_unit_test(test_pipeline_full),
+        cmocka_unit_test(test_named_pool_and_lease_retry),
     };
     return cmocka_run_group_tests_name("rpc", tests, group_setup, group_teardown);
 }

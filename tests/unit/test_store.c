@@ -1588,8 +1588,21 @@ static size_t valid_request(uint16_t op, uint8_t *buf, size_t cap)
     case TS_OP_UNLINK_MANY: {
         /* parent 1, name "n" (u16 length 1) */
         static const uint8_t one_name[11] = {1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 'n'};
-        struct ts_unlink_many_req m = {.count = 1, .names = {(const char *)one_name, 11}};
-        len = ts_unlink_many_req_encode(&m, buf, cap);
+        struct ts_batch_req m = {.count = 1, .records = {(const char *)one_name, 11}};
+        len = ts_batch_req_encode(&m, buf, cap);
+        break;
+    }
+    case TS_OP_DIR_LEASE: {
+        struct ts_dir_lease_req m = {.dir = 1, .action = TS_LEASE_GET};
+        len = ts_dir_lease_req_encode(&m, buf, cap);
+        break;
+    }
+    case TS_OP_CREATE_MANY: {
+        /* parent 1, ino 5, mode S_IFREG, uid, gid, time, open, name "n" */
+        static const uint8_t one[47] = {1, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0,
+                                        0, 0x80, 0, 0, [36] = 0, [43] = 1, 0, 1, 'n'};
+        struct ts_batch_req m = {.count = 1, .records = {(const char *)one, 47}};
+        len = ts_batch_req_encode(&m, buf, cap);
         break;
     }
     case TS_OP_READDIRPLUS: {
@@ -1714,7 +1727,7 @@ static void test_malformed_payloads(void **state)
         /* The well-formed one gets some answer, never a crash. */
         (void)call_raw(f, op, valid, len);
     }
-    assert_int_equal(served, 35);
+    assert_int_equal(served, 37);
 
     /* A string length pointing past the end. */
     uint8_t lookup[] = {1, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 'a'};

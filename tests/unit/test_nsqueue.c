@@ -1,12 +1,14 @@
 /*
- * @file test_unlinkq.c
- * Unit tests of the background unlink queue (fuse/unlinkq.c) with a send
- * function that records what it is given and can be held shut: unlinks go
- * out in the order pushed, none lost or sent twice; waiting for a directory
- * waits for exactly its unlinks, in flight or queued; waiting for all and
- * destroying send everything; pushes stop at max_pending.
+ * @file test_nsqueue.c
+ * Unit tests of the background queue of unlinks and creates
+ * (fuse/nsqueue.c) with a send function that records what it is given and
+ * can be held shut: changes go out in the order pushed, none lost or sent
+ * twice; waiting for a directory waits for exactly its changes, in flight
+ * or queued; waiting for creates waits for those pushed before it only;
+ * waiting for all and destroying send everything; pushes stop at
+ * max_pending.
  */
-#include "unlinkq.h"
+#include "nsqueue.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -30,12 +32,12 @@ struct recorder {
     pthread_cond_t opened;
     bool shut; /* send() waits while shut */
     atomic_int sending; /* send() calls under way */
-    struct unlinkq_item sent[MAX_SENT];
+    struct nsqueue_item sent[MAX_SENT];
     uint32_t count;
     uint32_t largest;
 };
 
-static void record(void *ctx, const struct unlinkq_item *items, uint32_t count)
+static void record(void *ctx, const struct nsqueue_item *items, uint32_t count)
 {
     struct recorder *recorder = ctx;
     atomic_fetch_add(&recorder->sending, 1);
@@ -96,14 +98,14 @@ static int teardown(void **state)
 static void test_order_and_batches(void **state)
 {
     struct recorder *recorder = *state;
-    struct unlinkq *queue = unlinkq_new(record, recorder, 16, 40);
+    struct nsqueue *queue = nsqueue_new(record, recorder, 16, 40);
     char name[32];
     assert_non_null(queue);
     for (int i = 0; i < 10000; i++) {
         snprintf(name, sizeof(name), "f%05d", i);
-        assert_int_equal(unlinkq_push(queue, 100 + (uint64_t)(i % 3), name, 1000 + (uint64_t)i), 0);
+        assert_int_equal(nsqueue_push_unlink(queue, 100 + (uint64_t)(i % 3), name, 1000 + (uint64_t)i), 0);
     }
-    unlinkq_wait_all(queue);
+    nsqueue_wait_all(queue);
     assert_int_equal(sent_count(recorder), 10000);
     for (int i = 0; i < 10000; i++) {
         snprintf(name, sizeof(name), "f%05d", i);
@@ -112,12 +114,12 @@ static void test_order_and_batches(void **state)
         assert_int_equal(recorder->sent[i].ino, 1000 + (uint64_t)i);
     }
     assert_true(recorder->largest <= 16);
-    unlinkq_destroy(&queue);
+    nsqueue_destroy(&queue);
     assert_null(queue);
 }
 
 struct waiter {
-    struct unlinkq *queue;
+    struct nsqueue *queue;
     uint64_t dir; /* the inode waited for; 0: wait for all */
     atomic_int done;
 };
@@ -126,15 +128,15 @@ static void *wait_thread(void *arg)
 {
     struct waiter *waiter = arg;
     if (waiter->dir)
-        unlinkq_wait_for(waiter->queue, waiter->dir);
+        nsqueue_wait_for(waiter->queue, waiter->dir);
     else
-        unlinkq_wait_all(waiter->queue);
+        nsqueue_wait_all(waiter->queue);
     atomic_store(&waiter->done, 1);
     return NULL;
 }
 
 struct name_waiter {
-    struct unlinkq *queue;
+    struct nsqueue *queue;
     uint64_t parent;
     const char *name;
     atomic_int done;
@@ -143,7 +145,7 @@ struct name_waiter {
 static void *wait_name_thread(void *arg)
 {
     struct name_waiter *waiter = arg;
-    unlinkq_wait_name(waiter->queue, waiter->parent, waiter->name);
+    nsqueue_wait_name(waiter->queue, waiter->parent, waiter->name);
     atomic_store(&waiter->done, 1);
     return NULL;
 }
@@ -153,19 +155,19 @@ static void *wait_name_thread(void *arg)
 static void test_wait_dir(void **state)
 {
     struct recorder *recorder = *state;
-    struct unlinkq *queue = unlinkq_new(record, recorder, 4, 64);
+    struct nsqueue *queue = nsqueue_new(record, recorder, 4, 64);
     assert_non_null(queue);
-    unlinkq_wait_for(queue, 7); /* nothing pending: returns at once */
+    nsqueue_wait_for(queue, 7); /* nothing pending: returns at once */
     set_shut(recorder, true);
-    assert_int_equal(unlinkq_push(queue, 7, "a", 70), 0);
+    assert_int_equal(nsqueue_push_unlink(queue, 7, "a", 70), 0);
     while (atomic_load(&recorder->sending) == 0) /* "a" is in flight now */
         pause_ms(1);
-    assert_int_equal(unlinkq_push(queue, 8, "b", 80), 0); /* queued behind it */
+    assert_int_equal(nsqueue_push_unlink(queue, 8, "b", 80), 0); /* queued behind it */
 
     struct waiter on_9 = {queue, 9, 0}, on_8 = {queue, 8, 0}, on_7 = {queue, 7, 0};
     struct waiter on_80 = {queue, 80, 0}, on_all = {queue, 0, 0};
-    unlinkq_wait_name(queue, 8, "a"); /* "a" is pending in 7, not in 8 */
-    unlinkq_wait_name(queue, 7, "b");
+    nsqueue_wait_name(queue, 8, "a"); /* "a" is pending in 7, not in 8 */
+    nsqueue_wait_name(queue, 7, "b");
     pthread_t threads[4];
     wait_thread(&on_9); /* no unlink touches 9 */
     assert_int_equal(atomic_load(&on_9.done), 1);
@@ -182,7 +184,7 @@ static void test_wait_dir(void **state)
     for (int i = 0; i < 4; i++)
         pthread_join(threads[i], NULL);
     set_shut(recorder, true);
-    assert_int_equal(unlinkq_push(queue, 5, "c", 50), 0);
+    assert_int_equal(nsqueue_push_unlink(queue, 5, "c", 50), 0);
     struct name_waiter by_name = {queue, 5, "c", 0};
     pthread_create(&threads[0], NULL, wait_name_thread, &by_name);
     pause_ms(50);
@@ -192,11 +194,11 @@ static void test_wait_dir(void **state)
     assert_int_equal(sent_count(recorder), 3);
     assert_string_equal(recorder->sent[0].name, "a");
     assert_string_equal(recorder->sent[1].name, "b");
-    unlinkq_destroy(&queue);
+    nsqueue_destroy(&queue);
 }
 
 struct pusher {
-    struct unlinkq *queue;
+    struct nsqueue *queue;
     int count;
     atomic_int pushed;
 };
@@ -207,7 +209,7 @@ static void *push_thread(void *arg)
     for (int i = 0; i < pusher->count; i++) {
         char name[16];
         snprintf(name, sizeof(name), "p%d", i);
-        unlinkq_push(pusher->queue, 1, name, 2);
+        nsqueue_push_unlink(pusher->queue, 1, name, 2);
         atomic_fetch_add(&pusher->pushed, 1);
     }
     return NULL;
@@ -217,7 +219,7 @@ static void *push_thread(void *arg)
 static void test_bounded(void **state)
 {
     struct recorder *recorder = *state;
-    struct unlinkq *queue = unlinkq_new(record, recorder, 2, 5);
+    struct nsqueue *queue = nsqueue_new(record, recorder, 2, 5);
     struct pusher pusher = {queue, 12, 0};
     pthread_t thread;
     assert_non_null(queue);
@@ -227,28 +229,102 @@ static void test_bounded(void **state)
     assert_int_equal(atomic_load(&pusher.pushed), 5);
     set_shut(recorder, false);
     pthread_join(thread, NULL);
-    unlinkq_wait_all(queue);
+    nsqueue_wait_all(queue);
     assert_int_equal(sent_count(recorder), 12);
-    unlinkq_destroy(&queue);
+    nsqueue_destroy(&queue);
 }
 
 /* Destroy sends what is queued; a too-long name is refused, nothing queued. */
 static void test_destroy_sends_and_long_names(void **state)
 {
     struct recorder *recorder = *state;
-    struct unlinkq *queue = unlinkq_new(record, recorder, 8, 256);
+    struct nsqueue *queue = nsqueue_new(record, recorder, 8, 256);
     char long_name[TS_MAX_NAME + 2];
     assert_non_null(queue);
     memset(long_name, 'x', sizeof(long_name) - 1);
     long_name[sizeof(long_name) - 1] = '\0';
-    assert_int_equal(unlinkq_push(queue, 1, long_name, 3), -ENAMETOOLONG);
+    assert_int_equal(nsqueue_push_unlink(queue, 1, long_name, 3), -ENAMETOOLONG);
     set_shut(recorder, true);
     for (int i = 0; i < 100; i++)
-        assert_int_equal(unlinkq_push(queue, 2, "same", 4), 0);
+        assert_int_equal(nsqueue_push_unlink(queue, 2, "same", 4), 0);
     set_shut(recorder, false);
-    unlinkq_destroy(&queue);
+    nsqueue_destroy(&queue);
     assert_int_equal(sent_count(recorder), 100);
-    unlinkq_destroy(&queue); /* NULL is fine */
+    nsqueue_destroy(&queue); /* NULL is fine */
+}
+
+struct creates_waiter {
+    struct nsqueue *queue;
+    atomic_int done;
+};
+
+static void *wait_creates_thread(void *arg)
+{
+    struct creates_waiter *waiter = arg;
+    nsqueue_wait_creates(waiter->queue);
+    atomic_store(&waiter->done, 1);
+    return NULL;
+}
+
+static struct nsqueue_item create_item(uint64_t parent, const char *name, uint64_t ino)
+{
+    struct nsqueue_item item = {.kind = NSQUEUE_CREATE,
+                                .parent = parent,
+                                .ino = ino,
+                                .mode = 0100644,
+                                .uid = 1,
+                                .gid = 2,
+                                .open = 1,
+                                .time = {1700000000, 7}};
+    snprintf(item.name, sizeof(item.name), "%s", name);
+    return item;
+}
+
+/* Creates and unlinks share one order; a create holds back what waits for creates. */
+static void test_creates(void **state)
+{
+    struct recorder *recorder = *state;
+    struct nsqueue *queue = nsqueue_new(record, recorder, 8, 64);
+    assert_non_null(queue);
+    nsqueue_wait_creates(queue); /* none pending: at once */
+    set_shut(recorder, true);
+    assert_int_equal(nsqueue_push_unlink(queue, 3, "old", 30), 0);
+    struct creates_waiter no_creates = {queue, 0};
+    wait_creates_thread(&no_creates); /* an unlink pending, no create: at once */
+    assert_int_equal(atomic_load(&no_creates.done), 1);
+
+    struct nsqueue_item item = create_item(3, "old", 31); /* the name again, made anew */
+    assert_int_equal(nsqueue_push_create(queue, &item), 0);
+    assert_int_equal(nsqueue_push_unlink(queue, 4, "x", 40), 0);
+    struct creates_waiter on_creates = {queue, 0};
+    struct waiter on_new_inode = {queue, 31, 0};
+    pthread_t threads[2];
+    pthread_create(&threads[0], NULL, wait_creates_thread, &on_creates);
+    pthread_create(&threads[1], NULL, wait_thread, &on_new_inode);
+    pause_ms(50);
+    assert_int_equal(atomic_load(&on_creates.done), 0);
+    assert_int_equal(atomic_load(&on_new_inode.done), 0); /* getattr of the new inode waits */
+    set_shut(recorder, false);
+    pthread_join(threads[0], NULL);
+    pthread_join(threads[1], NULL);
+    nsqueue_wait_all(queue);
+    assert_int_equal(sent_count(recorder), 3);
+    assert_int_equal(recorder->sent[0].kind, NSQUEUE_UNLINK);
+    assert_int_equal(recorder->sent[1].kind, NSQUEUE_CREATE);
+    assert_string_equal(recorder->sent[1].name, "old");
+    assert_int_equal(recorder->sent[1].ino, 31);
+    assert_int_equal(recorder->sent[1].mode, 0100644);
+    assert_int_equal(recorder->sent[1].time.tv_nsec, 7);
+    assert_int_equal(recorder->sent[2].kind, NSQUEUE_UNLINK);
+
+    /* Not a create, or a name too long: nothing queued. */
+    item.kind = NSQUEUE_UNLINK;
+    assert_int_equal(nsqueue_push_create(queue, &item), -ENAMETOOLONG);
+    item = create_item(3, "y", 32);
+    memset(item.name, 'n', sizeof(item.name)); /* no NUL within TS_MAX_NAME + 1 */
+    assert_int_equal(nsqueue_push_create(queue, &item), -ENAMETOOLONG);
+    nsqueue_destroy(&queue);
+    assert_int_equal(sent_count(recorder), 3);
 }
 
 int main(void)
@@ -257,7 +333,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_order_and_batches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wait_dir, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bounded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_creates, setup, teardown),
         cmocka_unit_test_setup_teardown(test_destroy_sends_and_long_names, setup, teardown),
     };
-    return cmocka_run_group_tests_name("unlinkq", tests, NULL, NULL);
+    return cmocka_run_group_tests_name("nsqueue", tests, NULL, NULL);
 }

@@ -1,13 +1,13 @@
 /*
- * @file unlinkq.c
- * See unlinkq.h. The outstanding unlinks are a ring of max_pending items
+ * @file nsqueue.c
+ * See nsqueue.h. The outstanding changes are a ring of max_pending items
  * under one mutex: the first `inflight` of them are being sent by the
  * thread (which reads them without the lock: pushes only write past the
  * end, and nothing else moves them), the rest wait their turn. Waiters scan
  * the ring for their directory; `outstanding` lets the common case, nothing
  * pending, skip the lock.
  */
-#include "unlinkq.h"
+#include "nsqueue.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -16,30 +16,32 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct unlinkq {
-    unlinkq_send_fn send;
+struct nsqueue {
+    nsqueue_send_fn send;
     void *ctx;
     uint32_t max_batch;
     pthread_t thread;
-    struct unlinkq_item *batch; /* the thread's contiguous copy of a wrapped batch */
+    struct nsqueue_item *batch; /* the thread's contiguous copy of a wrapped batch */
 
     pthread_mutex_t lock; /* protects the fields below */
     pthread_cond_t wake;  /* to the thread: something queued, or stop */
     pthread_cond_t sent;  /* from the thread: a batch was sent */
-    struct unlinkq_item *ring;
+    struct nsqueue_item *ring;
     uint32_t cap;
     uint32_t head;     /* index of the oldest outstanding item */
     uint32_t count;    /* outstanding items, in flight first */
     uint32_t inflight; /* of them, being sent now */
     uint64_t pushed_total;
     uint64_t sent_total;
+    uint64_t last_create; /* pushed_total right after the last create was pushed */
     bool stopping;
-    atomic_uint outstanding; /* == count, readable without the lock */
+    atomic_uint outstanding;     /* == count, readable without the lock */
+    atomic_bool creates_pending; /* last_create > sent_total, readable without the lock */
 };
 
-static void *unlinkq_run(void *arg)
+static void *nsqueue_run(void *arg)
 {
-    struct unlinkq *queue = arg;
+    struct nsqueue *queue = arg;
     pthread_mutex_lock(&queue->lock);
     for (;;) {
         while (queue->count == 0 && !queue->stopping)
@@ -47,7 +49,7 @@ static void *unlinkq_run(void *arg)
         if (queue->count == 0)
             break; /* stopping with nothing left */
         uint32_t n = queue->count < queue->max_batch ? queue->count : queue->max_batch;
-        const struct unlinkq_item *items = &queue->ring[queue->head];
+        const struct nsqueue_item *items = &queue->ring[queue->head];
         queue->inflight = n;
         if (queue->head + n > queue->cap) { /* wrapped: hand send() one array */
             uint32_t first = queue->cap - queue->head;
@@ -63,16 +65,17 @@ static void *unlinkq_run(void *arg)
         queue->inflight = 0;
         queue->sent_total += n;
         atomic_store(&queue->outstanding, queue->count);
+        atomic_store(&queue->creates_pending, queue->last_create > queue->sent_total);
         pthread_cond_broadcast(&queue->sent);
     }
     pthread_mutex_unlock(&queue->lock);
     return NULL;
 }
 
-struct unlinkq *unlinkq_new(unlinkq_send_fn send, void *ctx, uint32_t max_batch,
+struct nsqueue *nsqueue_new(nsqueue_send_fn send, void *ctx, uint32_t max_batch,
                             uint32_t max_pending)
 {
-    struct unlinkq *queue = calloc(1, sizeof(*queue));
+    struct nsqueue *queue = calloc(1, sizeof(*queue));
     if (!queue)
         return NULL;
     queue->send = send;
@@ -87,7 +90,8 @@ struct unlinkq *unlinkq_new(unlinkq_send_fn send, void *ctx, uint32_t max_batch,
     pthread_cond_init(&queue->wake, NULL);
     pthread_cond_init(&queue->sent, NULL);
     atomic_init(&queue->outstanding, 0);
-    if (pthread_create(&queue->thread, NULL, unlinkq_run, queue) != 0)
+    atomic_init(&queue->creates_pending, false);
+    if (pthread_create(&queue->thread, NULL, nsqueue_run, queue) != 0)
         goto fail_sync;
     return queue;
 
@@ -102,11 +106,11 @@ fail_free:
     return NULL;
 }
 
-void unlinkq_destroy(struct unlinkq **queuep)
+void nsqueue_destroy(struct nsqueue **queuep)
 {
     if (!queuep || !*queuep)
         return;
-    struct unlinkq *queue = *queuep;
+    struct nsqueue *queue = *queuep;
     pthread_mutex_lock(&queue->lock);
     queue->stopping = true;
     pthread_cond_signal(&queue->wake);
@@ -121,35 +125,52 @@ void unlinkq_destroy(struct unlinkq **queuep)
     *queuep = NULL;
 }
 
-int unlinkq_push(struct unlinkq *queue, uint64_t parent, const char *name, uint64_t ino)
+/* Appends *item (its name already checked), waiting while the ring is full. */
+static void nsqueue_push(struct nsqueue *queue, const struct nsqueue_item *item)
 {
-    size_t len = strlen(name);
-    if (len > TS_MAX_NAME)
-        return -ENAMETOOLONG;
     pthread_mutex_lock(&queue->lock);
     while (queue->count == queue->cap)
         pthread_cond_wait(&queue->sent, &queue->lock);
-    struct unlinkq_item *item = &queue->ring[(queue->head + queue->count) % queue->cap];
-    item->parent = parent;
-    item->ino = ino;
-    memcpy(item->name, name, len + 1);
+    queue->ring[(queue->head + queue->count) % queue->cap] = *item;
     queue->count++;
     queue->pushed_total++;
+    if (item->kind == NSQUEUE_CREATE) {
+        queue->last_create = queue->pushed_total;
+        atomic_store(&queue->creates_pending, true);
+    }
     atomic_store(&queue->outstanding, queue->count);
     if (queue->count == 1)
         pthread_cond_signal(&queue->wake);
     pthread_mutex_unlock(&queue->lock);
+}
+
+int nsqueue_push_unlink(struct nsqueue *queue, uint64_t parent, const char *name, uint64_t ino)
+{
+    struct nsqueue_item item = {.kind = NSQUEUE_UNLINK, .parent = parent, .ino = ino};
+    size_t len = strlen(name);
+    if (len > TS_MAX_NAME)
+        return -ENAMETOOLONG;
+    memcpy(item.name, name, len + 1);
+    nsqueue_push(queue, &item);
+    return 0;
+}
+
+int nsqueue_push_create(struct nsqueue *queue, const struct nsqueue_item *item)
+{
+    if (item->kind != NSQUEUE_CREATE || strnlen(item->name, sizeof(item->name)) > TS_MAX_NAME)
+        return -ENAMETOOLONG;
+    nsqueue_push(queue, item);
     return 0;
 }
 
 /*
- * Whether an outstanding unlink matches: with name, one of name in ino;
+ * Whether an outstanding change matches: with name, one of name in ino;
  * without, one in directory ino or of inode ino. Called with the lock held.
  */
-static bool unlinkq_outstanding(const struct unlinkq *queue, uint64_t ino, const char *name)
+static bool nsqueue_outstanding(const struct nsqueue *queue, uint64_t ino, const char *name)
 {
     for (uint32_t i = 0; i < queue->count; i++) {
-        const struct unlinkq_item *item = &queue->ring[(queue->head + i) % queue->cap];
+        const struct nsqueue_item *item = &queue->ring[(queue->head + i) % queue->cap];
         if (name ? item->parent == ino && strcmp(item->name, name) == 0
                  : item->parent == ino || item->ino == ino)
             return true;
@@ -157,33 +178,44 @@ static bool unlinkq_outstanding(const struct unlinkq *queue, uint64_t ino, const
     return false;
 }
 
-/* Waits until no outstanding unlink matches (see unlinkq_outstanding). */
-static void unlinkq_wait_match(struct unlinkq *queue, uint64_t ino, const char *name)
+/* Waits until no outstanding change matches (see nsqueue_outstanding). */
+static void nsqueue_wait_match(struct nsqueue *queue, uint64_t ino, const char *name)
 {
     if (atomic_load(&queue->outstanding) == 0)
         return;
     pthread_mutex_lock(&queue->lock);
-    while (unlinkq_outstanding(queue, ino, name))
+    while (nsqueue_outstanding(queue, ino, name))
         pthread_cond_wait(&queue->sent, &queue->lock);
     pthread_mutex_unlock(&queue->lock);
 }
 
-void unlinkq_wait_for(struct unlinkq *queue, uint64_t ino)
+void nsqueue_wait_for(struct nsqueue *queue, uint64_t ino)
 {
-    unlinkq_wait_match(queue, ino, NULL);
+    nsqueue_wait_match(queue, ino, NULL);
 }
 
-void unlinkq_wait_name(struct unlinkq *queue, uint64_t parent, const char *name)
+void nsqueue_wait_name(struct nsqueue *queue, uint64_t parent, const char *name)
 {
-    unlinkq_wait_match(queue, parent, name);
+    nsqueue_wait_match(queue, parent, name);
 }
 
-void unlinkq_wait_all(struct unlinkq *queue)
+void nsqueue_wait_all(struct nsqueue *queue)
 {
     if (atomic_load(&queue->outstanding) == 0)
         return;
     pthread_mutex_lock(&queue->lock);
     uint64_t target = queue->pushed_total;
+    while (queue->sent_total < target)
+        pthread_cond_wait(&queue->sent, &queue->lock);
+    pthread_mutex_unlock(&queue->lock);
+}
+
+void nsqueue_wait_creates(struct nsqueue *queue)
+{
+    if (!atomic_load(&queue->creates_pending))
+        return;
+    pthread_mutex_lock(&queue->lock);
+    uint64_t target = queue->last_create;
     while (queue->sent_total < target)
         pthread_cond_wait(&queue->sent, &queue->lock);
     pthread_mutex_unlock(&queue->lock);
