@@ -69,6 +69,7 @@ void service_close(struct service **servicep)
     store_close(&service->store);
     nodes_live_destroy(&service->live);
     opens_destroy(&service->opens);
+    leases_destroy(&service->leases);
     free(service->scratch);
     free(service);
     *servicep = NULL;
