@@ -616,6 +616,14 @@ static int create_many(struct metaclient *client, const struct nsqueue_item *ite
     return status;
 }
 
+/*
+ * How long the queue lets a batch grow while nobody waits for it: at
+ * thousands of creates a second, tens per request instead of one or two,
+ * which halves what meta spends per create (one transaction and one
+ * request each).
+ */
+#define QUEUE_LINGER_US 2000
+
 /* How long a batch of creates is sent again while meta cannot take it. */
 #define CREATE_RETRY_MS 60000
 
@@ -717,7 +725,10 @@ int metaclient_defer_unlinks(struct metaclient *client, uint32_t max_pending)
     if (client->queue)
         return TS_OK;
     client->queue = nsqueue_new(metaclient_send_changes, client, max_pending, max_pending);
-    return client->queue ? TS_OK : TS_ERR_NOMEM;
+    if (!client->queue)
+        return TS_ERR_NOMEM;
+    nsqueue_set_linger(client->queue, QUEUE_LINGER_US);
+    return TS_OK;
 }
 
 int metaclient_statfs(struct metaclient *client, struct ts_statfs_rep *statfs)

@@ -35,9 +35,32 @@ struct nsqueue {
     uint64_t sent_total;
     uint64_t last_create; /* pushed_total right after the last create was pushed */
     bool stopping;
+    uint32_t waiting; /* threads waiting for sends (waits, pushes into a full ring) */
+    int linger_us;    /* how long a batch short of max_batch waits for more */
     atomic_uint outstanding;     /* == count, readable without the lock */
     atomic_bool creates_pending; /* last_create > sent_total, readable without the lock */
 };
+
+/*
+ * Lets a short batch grow for up to linger_us, unless someone waits for
+ * it: one request for many changes costs meta about what one for a single
+ * change does. Called with the lock held.
+ */
+static void linger(struct nsqueue *queue)
+{
+    struct timespec until;
+    if (queue->linger_us <= 0)
+        return;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += (long)queue->linger_us * 1000;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    while (queue->count < queue->max_batch && queue->waiting == 0 && !queue->stopping)
+        if (pthread_cond_timedwait(&queue->wake, &queue->lock, &until) != 0)
+            break;
+}
 
 static void *nsqueue_run(void *arg)
 {
@@ -48,6 +71,7 @@ static void *nsqueue_run(void *arg)
             pthread_cond_wait(&queue->wake, &queue->lock);
         if (queue->count == 0)
             break; /* stopping with nothing left */
+        linger(queue);
         uint32_t n = queue->count < queue->max_batch ? queue->count : queue->max_batch;
         const struct nsqueue_item *items = &queue->ring[queue->head];
         queue->inflight = n;
@@ -125,12 +149,21 @@ void nsqueue_destroy(struct nsqueue **queuep)
     *queuep = NULL;
 }
 
+/* Waits for the next send, hurrying the thread past its linger. Lock held. */
+static void wait_sent(struct nsqueue *queue)
+{
+    queue->waiting++;
+    pthread_cond_signal(&queue->wake);
+    pthread_cond_wait(&queue->sent, &queue->lock);
+    queue->waiting--;
+}
+
 /* Appends *item (its name already checked), waiting while the ring is full. */
 static void nsqueue_push(struct nsqueue *queue, const struct nsqueue_item *item)
 {
     pthread_mutex_lock(&queue->lock);
     while (queue->count == queue->cap)
-        pthread_cond_wait(&queue->sent, &queue->lock);
+        wait_sent(queue);
     queue->ring[(queue->head + queue->count) % queue->cap] = *item;
     queue->count++;
     queue->pushed_total++;
@@ -139,7 +172,7 @@ static void nsqueue_push(struct nsqueue *queue, const struct nsqueue_item *item)
         atomic_store(&queue->creates_pending, true);
     }
     atomic_store(&queue->outstanding, queue->count);
-    if (queue->count == 1)
+    if (queue->count == 1 || queue->count == queue->max_batch)
         pthread_cond_signal(&queue->wake);
     pthread_mutex_unlock(&queue->lock);
 }
@@ -185,7 +218,7 @@ static void nsqueue_wait_match(struct nsqueue *queue, uint64_t ino, const char *
         return;
     pthread_mutex_lock(&queue->lock);
     while (nsqueue_outstanding(queue, ino, name))
-        pthread_cond_wait(&queue->sent, &queue->lock);
+        wait_sent(queue);
     pthread_mutex_unlock(&queue->lock);
 }
 
@@ -206,7 +239,7 @@ void nsqueue_wait_all(struct nsqueue *queue)
     pthread_mutex_lock(&queue->lock);
     uint64_t target = queue->pushed_total;
     while (queue->sent_total < target)
-        pthread_cond_wait(&queue->sent, &queue->lock);
+        wait_sent(queue);
     pthread_mutex_unlock(&queue->lock);
 }
 
@@ -217,6 +250,13 @@ void nsqueue_wait_creates(struct nsqueue *queue)
     pthread_mutex_lock(&queue->lock);
     uint64_t target = queue->last_create;
     while (queue->sent_total < target)
-        pthread_cond_wait(&queue->sent, &queue->lock);
+        wait_sent(queue);
+    pthread_mutex_unlock(&queue->lock);
+}
+
+void nsqueue_set_linger(struct nsqueue *queue, int linger_us)
+{
+    pthread_mutex_lock(&queue->lock);
+    queue->linger_us = linger_us;
     pthread_mutex_unlock(&queue->lock);
 }

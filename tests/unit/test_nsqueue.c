@@ -327,6 +327,46 @@ static void test_creates(void **state)
     assert_int_equal(sent_count(recorder), 3);
 }
 
+static double now_s(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+}
+
+/* With a linger, changes pushed together go as one batch, unless someone waits. */
+static void test_linger(void **state)
+{
+    struct recorder *recorder = *state;
+    struct nsqueue *queue = nsqueue_new(record, recorder, 64, 64);
+    assert_non_null(queue);
+    nsqueue_set_linger(queue, 200 * 1000);
+    double start = now_s();
+    for (int i = 0; i < 5; i++) {
+        char name[8];
+        snprintf(name, sizeof(name), "l%d", i);
+        assert_int_equal(nsqueue_push_unlink(queue, 1, name, 10 + (uint64_t)i), 0);
+    }
+    while (sent_count(recorder) < 5)
+        pause_ms(1);
+    assert_true(now_s() - start >= 0.15); /* it waited for more */
+    assert_int_equal(recorder->largest, 5);
+
+    nsqueue_set_linger(queue, 10 * 1000 * 1000);
+    start = now_s();
+    assert_int_equal(nsqueue_push_unlink(queue, 2, "hurry", 20), 0);
+    nsqueue_wait_name(queue, 2, "hurry"); /* a waiter cuts the linger short */
+    assert_true(now_s() - start < 5.0);
+    assert_int_equal(sent_count(recorder), 6);
+    struct nsqueue_item item = create_item(3, "c", 30);
+    start = now_s();
+    assert_int_equal(nsqueue_push_create(queue, &item), 0);
+    nsqueue_wait_creates(queue);
+    assert_true(now_s() - start < 5.0);
+    assert_int_equal(sent_count(recorder), 7);
+    nsqueue_destroy(&queue); /* does not linger either */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -334,6 +374,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_wait_dir, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_creates, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_linger, setup, teardown),
         cmocka_unit_test_setup_teardown(test_destroy_sends_and_long_names, setup, teardown),
     };
     return cmocka_run_group_tests_name("nsqueue", tests, NULL, NULL);
