@@ -303,8 +303,9 @@ enum ts_node_state { TS_NODE_DOWN = 0, TS_NODE_UP = 1 };
  * DIR_LEASE: a mount's lease on directory `dir`, under which it answers
  * creates of regular files there itself and sends them later (CREATE_MANY):
  * while a mount holds it, meta refuses every other process's request that
- * reads or changes the directory's entries or attributes with
- * TS_ERR_LEASED (the sender retries), and asks the holder to give it back
+ * reads the directory's entries or attributes or changes them, but for
+ * removals of names, with TS_ERR_LEASED (the sender retries), and asks the
+ * holder to give it back
  * (the next RENEW fails with TS_ERR_BUSY). Meta knows the holder by the
  * routing id of its sockets: 'M' + its 8-byte mount id + a serial
  * (rpc_pool_set_name). A lease not renewed within lease_ms lapses.

@@ -7,9 +7,9 @@
  *
  * After DIRLEASE_STREAK creates in a row in one directory went to meta,
  * the mount asks meta for a lease on it (DIR_LEASE in proto.h). While the
- * mount holds it no other mount or tool can read or change the directory
- * (meta makes them wait and asks for the lease back), so what this mount
- * learned of the directory's names since the grant stays true: a create of
+ * mount holds it no other mount or tool can read the directory or add
+ * names to it (meta makes them wait and asks for the lease back), so a name
+ * this mount learned is absent since the grant stays absent: a create of
  * a name that a window fetched since then says is absent (dentcache.h)
  * cannot fail. Such a create is answered at once with an inode number meta
  * granted the mount and the attributes meta said a new file there gets,

@@ -2,8 +2,9 @@
  * @file leases.h
  * Directory leases, in memory only: which mount may answer creates in a
  * directory itself (DIR_LEASE, CREATE_MANY in proto.h). While a mount holds
- * a directory's lease, every other process's request that reads or changes
- * the directory's entries or attributes is refused (TS_ERR_LEASED, which
+ * a directory's lease, every other process's request that reads the
+ * directory's entries or attributes or changes them, but for removals of
+ * names (handlers.c says why), is refused (TS_ERR_LEASED, which
  * the sender retries) and the lease is marked recalled: the holder's next
  * renewal fails, it sends the creates it answered and returns the lease,
  * and the retried request goes through. A holder that stops renewing (its

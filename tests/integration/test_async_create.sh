@@ -54,6 +54,42 @@ except FileExistsError:
 print("# create-then-use, second mount: ok")
 EOF2
 
+# Each mount creates in its own directory (under its lease) while removing
+# the other's old files: removals from a leased directory go through
+# without recalling the lease, and every change lands on both mounts.
+python3 - "$MNT" "$MNT2" <<'EOF2' || fail "crossed creates and removals"
+import os, sys
+one, two = sys.argv[1], sys.argv[2]
+for d in ("a", "b"):
+    os.mkdir(os.path.join(one, d))
+    for i in range(500):
+        open(os.path.join(one, d, "old%03d" % i), "w").close()
+for mnt, d in ((two, "a"), (one, "b")):  # the remover's cache knows the old names
+    for i in range(500):
+        os.stat(os.path.join(mnt, d, "old%03d" % i))
+if os.fork() == 0:
+    for i in range(1000):
+        open(os.path.join(two, "b", "new%04d" % i), "w").close()
+        if i % 2 == 0:
+            os.unlink(os.path.join(two, "a", "old%03d" % (i // 2)))
+    os._exit(0)
+for i in range(1000):
+    open(os.path.join(one, "a", "new%04d" % i), "w").close()
+    if i % 2 == 0:
+        os.unlink(os.path.join(one, "b", "old%03d" % (i // 2)))
+_, status = os.wait()
+assert status == 0, "the process on mount 2 failed"
+want = ["new%04d" % i for i in range(1000)]
+for mnt in (one, two):
+    for d in ("a", "b"):
+        got = sorted(os.listdir(os.path.join(mnt, d)))
+        assert got == want, "%s/%s: %d names, %d old" % (mnt, d, len(got),
+                                                         sum(n.startswith("old") for n in got))
+print("# crossed creates and removals: ok")
+EOF2
+grep -q "failed in tessera-meta" "$T/mount2.log" "$STATE/logs/mount.log" &&
+    fail "a change answered early failed in meta: $(grep -h "failed in tessera-meta" "$T/mount2.log" "$STATE/logs/mount.log" | head -3)"
+
 # Both mounts create the same names with O_EXCL at once: exactly one wins each.
 cat >"$T/race.py" <<'EOF2'
 import os, sys
