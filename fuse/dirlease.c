@@ -167,14 +167,15 @@ static void ask_for(struct dirlease *leases, uint64_t dir)
     int status = metaclient_dir_lease(leases->meta, dir, TS_LEASE_GET, 0, &reply);
     pthread_mutex_lock(&leases->lock);
     struct lease_slot *slot = status == TS_OK ? slot_of(leases, 0) : NULL;
-    if (status == TS_OK && !slot)
-        status = TS_ERR_BUSY; /* every slot taken: it lapses in meta unused */
-    if (status != TS_OK) {
+    bool unused = status == TS_OK && !slot; /* every slot taken */
+    if (status != TS_OK || unused) {
         leases->refused_dir = dir;
         leases->refused_until_ms = sent_ms + DIRLEASE_IDLE_MS;
         pthread_mutex_unlock(&leases->lock);
+        if (unused) /* so that it does not hold others up until it lapses */
+            metaclient_dir_lease(leases->meta, dir, TS_LEASE_RETURN, 0, &reply);
         log_debug("no lease on directory %llu: %s", (unsigned long long)dir,
-                  status_text(status));
+                  unused ? "all lease slots in use" : status_text(status));
         return;
     }
     /* Names learned before the grant may be stale: forget them before the

@@ -64,6 +64,10 @@ for d in ("a", "b"):
     os.mkdir(os.path.join(one, d))
     for i in range(500):
         open(os.path.join(one, d, "old%03d" % i), "w").close()
+def fsync_dir(path):
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    os.fsync(fd)
+    os.close(fd)
 for mnt, d in ((two, "a"), (one, "b")):  # the remover's cache knows the old names
     for i in range(500):
         os.stat(os.path.join(mnt, d, "old%03d" % i))
@@ -72,11 +76,13 @@ if os.fork() == 0:
         open(os.path.join(two, "b", "new%04d" % i), "w").close()
         if i % 2 == 0:
             os.unlink(os.path.join(two, "a", "old%03d" % (i // 2)))
+    fsync_dir(os.path.join(two, "a"))  # what other mounts see at once (nsqueue.h)
     os._exit(0)
 for i in range(1000):
     open(os.path.join(one, "a", "new%04d" % i), "w").close()
     if i % 2 == 0:
         os.unlink(os.path.join(one, "b", "old%03d" % (i // 2)))
+fsync_dir(os.path.join(one, "b"))
 _, status = os.wait()
 assert status == 0, "the process on mount 2 failed"
 want = ["new%04d" % i for i in range(1000)]
