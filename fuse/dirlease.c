@@ -251,6 +251,9 @@ int dirlease_create(struct dirlease *leases, uint64_t parent, const char *name, 
     int64_t now_ms = util_monotonic_ms();
     struct lease_slot *slot = slot_of(leases, parent);
     int status = slot && slot->usable && now_ms < slot->until_ms ? TS_OK : TS_ERR_BUSY;
+    /* Under the lock: a window from before the grant was dropped by then. */
+    if (status == TS_OK && !dentcache_absent(leases->dentries, parent, name))
+        status = TS_ERR_EXIST;
     if (status == TS_OK)
         status = take_inode(leases, &item.ino, &generation);
     if (status == TS_OK)

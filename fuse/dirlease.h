@@ -59,9 +59,9 @@ void dirlease_note_create(struct dirlease *leases, uint64_t parent);
  * Answers the create of regular file `name` in parent under its lease:
  * TS_OK with *attr (the new file, open once in meta when it gets there),
  * the create queued; otherwise a status, nothing done, and the caller
- * creates through meta. The caller has checked that name is absent
- * (dentcache_absent) and is the only one creating it (the kernel holds the
- * directory's lock).
+ * creates through meta. Only a name that a window fetched since the grant
+ * says is absent (dentcache_absent) is created; the caller is the only one
+ * creating it (the kernel holds the directory's lock).
  */
 int dirlease_create(struct dirlease *leases, uint64_t parent, const char *name, uint32_t mode,
                     uint32_t uid, uint32_t gid, struct ts_attr *attr);

@@ -603,7 +603,6 @@ static bool create_early(struct mount_state *state, uint64_t parent, const char 
                          mode_t mode, const struct fuse_ctx *ctx, struct ts_attr *attr)
 {
     return state->leases && dentcache_dir_attr_known(state->dentries, parent) &&
-           dentcache_absent(state->dentries, parent, name) &&
            dirlease_create(state->leases, parent, name, mode, ctx->uid, ctx->gid, attr) == TS_OK;
 }
 
