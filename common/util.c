@@ -37,6 +37,23 @@ void util_timespec_add_ms(struct timespec *at, int64_t ms)
     }
 }
 
+struct timespec util_monotonic_deadline(int64_t ms)
+{
+    struct timespec at;
+    clock_gettime(CLOCK_MONOTONIC, &at);
+    util_timespec_add_ms(&at, ms);
+    return at;
+}
+
+void util_cond_init_monotonic(pthread_cond_t *cond)
+{
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(cond, &attr);
+    pthread_condattr_destroy(&attr);
+}
+
 int util_parse_size(const char *text, uint64_t *bytes)
 {
     char *end = NULL;

@@ -6,6 +6,7 @@
 #ifndef TESSERA_UTIL_H
 #define TESSERA_UTIL_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -16,6 +17,10 @@ int64_t util_monotonic_ms(void);
 struct timespec util_now(void);
 /* Moves *at ms milliseconds later (ms >= 0): a deadline for pthread_cond_timedwait. */
 void util_timespec_add_ms(struct timespec *at, int64_t ms);
+/* CLOCK_MONOTONIC now plus ms: a deadline for a condition from util_cond_init_monotonic(). */
+struct timespec util_monotonic_deadline(int64_t ms);
+/* A condition whose timed waits count on CLOCK_MONOTONIC (wall clock steps do not matter). */
+void util_cond_init_monotonic(pthread_cond_t *cond);
 /*
  * Parses "4096", "64K", "1M", "2G" (binary units) into bytes.
  * Returns 0, or -EINVAL if malformed or out of range.

@@ -105,13 +105,7 @@ static void *dirlease_run(void *arg)
     struct dirlease *leases = arg;
     bool stopping = false;
     while (!stopping) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += DIRLEASE_RENEW_MS * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        struct timespec until = util_monotonic_deadline(DIRLEASE_RENEW_MS);
         pthread_mutex_lock(&leases->lock);
         if (!leases->stopping)
             pthread_cond_timedwait(&leases->wake, &leases->lock, &until);
@@ -133,7 +127,7 @@ struct dirlease *dirlease_new(struct metaclient *meta, struct dentcache *dentrie
     leases->meta = meta;
     leases->dentries = dentries;
     pthread_mutex_init(&leases->lock, NULL);
-    pthread_cond_init(&leases->wake, NULL);
+    util_cond_init_monotonic(&leases->wake);
     if (pthread_create(&leases->thread, NULL, dirlease_run, leases) != 0) {
         pthread_cond_destroy(&leases->wake);
         pthread_mutex_destroy(&leases->lock);

@@ -622,7 +622,7 @@ static int create_many(struct metaclient *client, const struct nsqueue_item *ite
  * which halves what meta spends per create (one transaction and one
  * request each).
  */
-#define QUEUE_LINGER_US 2000
+#define QUEUE_LINGER_MS 2
 
 /* How long a batch of creates is sent again while meta cannot take it. */
 #define CREATE_RETRY_MS 60000
@@ -727,7 +727,7 @@ int metaclient_defer_unlinks(struct metaclient *client, uint32_t max_pending)
     client->queue = nsqueue_new(metaclient_send_changes, client, max_pending, max_pending);
     if (!client->queue)
         return TS_ERR_NOMEM;
-    nsqueue_set_linger(client->queue, QUEUE_LINGER_US);
+    nsqueue_set_linger(client->queue, QUEUE_LINGER_MS);
     return TS_OK;
 }
 

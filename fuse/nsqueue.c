@@ -9,6 +9,8 @@
  */
 #include "nsqueue.h"
 
+#include "util.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -36,27 +38,21 @@ struct nsqueue {
     uint64_t last_create; /* pushed_total right after the last create was pushed */
     bool stopping;
     uint32_t waiting; /* threads waiting for sends (waits, pushes into a full ring) */
-    int linger_us;    /* how long a batch short of max_batch waits for more */
+    int linger_ms;    /* how long a batch short of max_batch waits for more */
     atomic_uint outstanding;     /* == count, readable without the lock */
     atomic_bool creates_pending; /* last_create > sent_total, readable without the lock */
 };
 
 /*
- * Lets a short batch grow for up to linger_us, unless someone waits for
+ * Lets a short batch grow for up to linger_ms, unless someone waits for
  * it: one request for many changes costs meta about what one for a single
  * change does. Called with the lock held.
  */
 static void linger(struct nsqueue *queue)
 {
-    struct timespec until;
-    if (queue->linger_us <= 0)
+    if (queue->linger_ms <= 0)
         return;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += (long)queue->linger_us * 1000;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    struct timespec until = util_monotonic_deadline(queue->linger_ms);
     while (queue->count < queue->max_batch && queue->waiting == 0 && !queue->stopping)
         if (pthread_cond_timedwait(&queue->wake, &queue->lock, &until) != 0)
             break;
@@ -111,7 +107,7 @@ struct nsqueue *nsqueue_new(nsqueue_send_fn send, void *ctx, uint32_t max_batch,
     if (!queue->ring || !queue->batch)
         goto fail_free;
     pthread_mutex_init(&queue->lock, NULL);
-    pthread_cond_init(&queue->wake, NULL);
+    util_cond_init_monotonic(&queue->wake);
     pthread_cond_init(&queue->sent, NULL);
     atomic_init(&queue->outstanding, 0);
     atomic_init(&queue->creates_pending, false);
@@ -254,9 +250,9 @@ void nsqueue_wait_creates(struct nsqueue *queue)
     pthread_mutex_unlock(&queue->lock);
 }
 
-void nsqueue_set_linger(struct nsqueue *queue, int linger_us)
+void nsqueue_set_linger(struct nsqueue *queue, int linger_ms)
 {
     pthread_mutex_lock(&queue->lock);
-    queue->linger_us = linger_us;
+    queue->linger_ms = linger_ms;
     pthread_mutex_unlock(&queue->lock);
 }

@@ -358,7 +358,6 @@ static void *flusher_main(void *arg)
 struct profile *profile_new(const struct profile_config *config)
 {
     uint32_t slots = 16;
-    pthread_condattr_t attr;
 
     if (!config->send || config->max_records == 0 || config->max_records > TS_MAX_PROFILE_RECORDS ||
         config->interval_ms < 0 || config->slots > (1u << 30))
@@ -380,10 +379,7 @@ struct profile *profile_new(const struct profile_config *config)
     profile->spare = &profile->tables[1];
     pthread_mutex_init(&profile->flush_lock, NULL);
     pthread_mutex_init(&profile->lock, NULL);
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&profile->wake, &attr);
-    pthread_condattr_destroy(&attr);
+    util_cond_init_monotonic(&profile->wake);
     if (config->interval_ms > 0) {
         if (pthread_create(&profile->thread, NULL, flusher_main, profile) != 0) {
             log_error("profile: cannot start the flusher thread");

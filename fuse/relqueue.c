@@ -79,7 +79,6 @@ static void *relqueue_run(void *arg)
 struct relqueue *relqueue_new(relqueue_send_fn send, void *ctx, int delay_ms, uint32_t max_batch)
 {
     struct relqueue *queue = calloc(1, sizeof(*queue));
-    pthread_condattr_t attr;
     if (!queue)
         return NULL;
     queue->send = send;
@@ -90,10 +89,7 @@ struct relqueue *relqueue_new(relqueue_send_fn send, void *ctx, int delay_ms, ui
     if (!queue->batch)
         goto fail_queue;
     pthread_mutex_init(&queue->lock, NULL);
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&queue->wake, &attr);
-    pthread_condattr_destroy(&attr);
+    util_cond_init_monotonic(&queue->wake);
     pthread_cond_init(&queue->sent, NULL);
     if (pthread_create(&queue->thread, NULL, relqueue_run, queue) != 0)
         goto fail_sync;

@@ -665,7 +665,6 @@ int relocate_start(const struct relocate_step *steps, size_t count,
                    const struct relocate_options *options, struct relocate **out)
 {
     struct relocate *run;
-    pthread_condattr_t condattr;
     int rc;
 
     *out = NULL;
@@ -678,10 +677,7 @@ int relocate_start(const struct relocate_step *steps, size_t count,
         return -ENOMEM;
     pthread_mutex_init(&run->lock, NULL);
     pthread_mutex_init(&run->report_lock, NULL);
-    pthread_condattr_init(&condattr);
-    pthread_condattr_setclock(&condattr, CLOCK_MONOTONIC);
-    pthread_cond_init(&run->ended, &condattr);
-    pthread_condattr_destroy(&condattr);
+    util_cond_init_monotonic(&run->ended);
     run->transport = *transport;
     run->options = relocate_resolve(options);
     run->step_count = count;

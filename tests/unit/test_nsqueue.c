@@ -340,7 +340,7 @@ static void test_linger(void **state)
     struct recorder *recorder = *state;
     struct nsqueue *queue = nsqueue_new(record, recorder, 64, 64);
     assert_non_null(queue);
-    nsqueue_set_linger(queue, 200 * 1000);
+    nsqueue_set_linger(queue, 200);
     double start = now_s();
     for (int i = 0; i < 5; i++) {
         char name[8];
@@ -352,7 +352,7 @@ static void test_linger(void **state)
     assert_true(now_s() - start >= 0.15); /* it waited for more */
     assert_int_equal(recorder->largest, 5);
 
-    nsqueue_set_linger(queue, 10 * 1000 * 1000);
+    nsqueue_set_linger(queue, 10 * 1000);
     start = now_s();
     assert_int_equal(nsqueue_push_unlink(queue, 2, "hurry", 20), 0);
     nsqueue_wait_name(queue, 2, "hurry"); /* a waiter cuts the linger short */
