@@ -508,23 +508,57 @@ int metaclient_defer_releases(struct metaclient *client, int delay_ms)
     return client->releases ? TS_OK : TS_ERR_NOMEM;
 }
 
-/*
- * Sends a batch request (UNLINK_MANY, CREATE_MANY) of count records, their
- * encoding in records: TS_OK with each record's outcome in statuses[], or
- * the request's failure (meta then did none of them).
- */
-static int call_batch(struct metaclient *client, uint16_t op, const struct ts_writer *records,
-                      uint32_t count, int *statuses)
+/* Writes one queued change as its batch request's record (proto.h). */
+typedef void (*record_fn)(struct ts_writer *records, const struct nsqueue_item *item);
+
+/* UNLINK_MANY's record: u64 parent, name. */
+static void unlink_record(struct ts_writer *records, const struct nsqueue_item *item)
 {
-    size_t request_cap = records->len + REQUEST_CAP;
-    uint8_t *payload = malloc(request_cap);
+    ts_writer_u64(records, item->parent);
+    ts_writer_str(records, ts_str_of(item->name));
+}
+#define UNLINK_RECORD_MAX (8 + 2 + TS_MAX_NAME)
+
+/* CREATE_MANY's record. */
+static void create_record(struct ts_writer *records, const struct nsqueue_item *item)
+{
+    ts_writer_u64(records, item->parent);
+    ts_writer_u64(records, item->ino);
+    ts_writer_u32(records, item->mode);
+    ts_writer_u32(records, item->uid);
+    ts_writer_u32(records, item->gid);
+    ts_writer_i64(records, (int64_t)item->time.tv_sec);
+    ts_writer_u32(records, (uint32_t)item->time.tv_nsec);
+    ts_writer_u32(records, item->open);
+    ts_writer_str(records, ts_str_of(item->name));
+}
+#define CREATE_RECORD_MAX (8 + 8 + 3 * 4 + 8 + 4 + 4 + 2 + TS_MAX_NAME)
+
+/*
+ * Sends count queued changes as one batch request (UNLINK_MANY, at most
+ * TS_MAX_UNLINKS; CREATE_MANY, at most TS_MAX_CREATES): one request and
+ * one metadata transaction instead of one each, which is most of what a
+ * change costs meta. TS_OK with each record's outcome in statuses[], or the
+ * request's failure (meta then did none of them).
+ */
+static int call_batch(struct metaclient *client, uint16_t op, const struct nsqueue_item *items,
+                      uint32_t count, record_fn record, size_t record_max, int *statuses)
+{
+    size_t records_cap = (size_t)count * record_max;
+    size_t request_cap = records_cap + REQUEST_CAP;
+    uint8_t *buf = malloc(records_cap + request_cap);
+    struct ts_writer records;
     struct rpc_reply reply;
     struct ts_statuses_rep decoded;
     struct ts_cursor cursor;
-    if (!payload)
+    if (!buf)
         return TS_ERR_NOMEM;
-    struct ts_batch_req request = {
-        .count = count, .records = {(const char *)records->buf, (uint32_t)records->len}};
+    ts_writer_init(&records, buf, records_cap);
+    for (uint32_t i = 0; i < count; i++)
+        record(&records, &items[i]);
+    struct ts_batch_req request = {.count = count,
+                                   .records = {(const char *)buf, (uint32_t)records.len}};
+    uint8_t *payload = buf + records_cap;
     int status =
         meta_call(client, op, payload, ts_batch_req_encode(&request, payload, request_cap), &reply);
     if (status == TS_OK &&
@@ -537,29 +571,6 @@ static int call_batch(struct metaclient *client, uint16_t op, const struct ts_wr
             statuses[i] = (int)ts_cursor_u32(&cursor);
     }
     rpc_reply_release(&reply);
-    free(payload);
-    return status;
-}
-
-/*
- * Sends count (<= TS_MAX_UNLINKS) queued unlinks as one UNLINK_MANY: one
- * request and one metadata transaction instead of one each, which is most
- * of what an unlink costs meta.
- */
-static int unlink_many(struct metaclient *client, const struct nsqueue_item *items,
-                       uint32_t count, int *statuses)
-{
-    size_t cap = (size_t)count * (8 + 2 + TS_MAX_NAME);
-    uint8_t *buf = malloc(cap);
-    struct ts_writer records;
-    if (!buf)
-        return TS_ERR_NOMEM;
-    ts_writer_init(&records, buf, cap);
-    for (uint32_t i = 0; i < count; i++) {
-        ts_writer_u64(&records, items[i].parent);
-        ts_writer_str(&records, ts_str_of(items[i].name));
-    }
-    int status = call_batch(client, TS_OP_UNLINK_MANY, &records, count, statuses);
     free(buf);
     return status;
 }
@@ -571,7 +582,8 @@ static void send_unlinks(struct metaclient *client, const struct nsqueue_item *i
     for (uint32_t done = 0; done < count;) {
         uint32_t n = count - done < TS_MAX_UNLINKS ? count - done : TS_MAX_UNLINKS;
         int statuses[TS_MAX_UNLINKS];
-        int batch = unlink_many(client, &items[done], n, statuses);
+        int batch = call_batch(client, TS_OP_UNLINK_MANY, &items[done], n, unlink_record,
+                               UNLINK_RECORD_MAX, statuses);
         for (uint32_t i = 0; i < n; i++) {
             const struct nsqueue_item *item = &items[done + i];
             /* The whole request failed (timed out, or a meta without
@@ -587,33 +599,6 @@ static void send_unlinks(struct metaclient *client, const struct nsqueue_item *i
         }
         done += n;
     }
-}
-
-/* Sends count (<= TS_MAX_CREATES) queued creates as one CREATE_MANY. */
-static int create_many(struct metaclient *client, const struct nsqueue_item *items,
-                       uint32_t count, int *statuses)
-{
-    size_t cap = (size_t)count * (8 + 8 + 3 * 4 + 8 + 4 + 4 + 2 + TS_MAX_NAME);
-    uint8_t *buf = malloc(cap);
-    struct ts_writer records;
-    if (!buf)
-        return TS_ERR_NOMEM;
-    ts_writer_init(&records, buf, cap);
-    for (uint32_t i = 0; i < count; i++) {
-        const struct nsqueue_item *item = &items[i];
-        ts_writer_u64(&records, item->parent);
-        ts_writer_u64(&records, item->ino);
-        ts_writer_u32(&records, item->mode);
-        ts_writer_u32(&records, item->uid);
-        ts_writer_u32(&records, item->gid);
-        ts_writer_i64(&records, (int64_t)item->time.tv_sec);
-        ts_writer_u32(&records, (uint32_t)item->time.tv_nsec);
-        ts_writer_u32(&records, item->open);
-        ts_writer_str(&records, ts_str_of(item->name));
-    }
-    int status = call_batch(client, TS_OP_CREATE_MANY, &records, count, statuses);
-    free(buf);
-    return status;
 }
 
 /*
@@ -641,7 +626,8 @@ static void send_creates(struct metaclient *client, const struct nsqueue_item *i
         int statuses[TS_MAX_CREATES];
         int64_t give_up = util_monotonic_ms() + CREATE_RETRY_MS;
         int batch;
-        while ((batch = create_many(client, &items[done], n, statuses)) != TS_OK &&
+        while ((batch = call_batch(client, TS_OP_CREATE_MANY, &items[done], n, create_record,
+                                   CREATE_RECORD_MAX, statuses)) != TS_OK &&
                util_monotonic_ms() < give_up) {
             log_warn("%u creates answered under a lease not yet in tessera-meta (%s): sending "
                      "them again",
