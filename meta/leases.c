@@ -18,6 +18,7 @@ struct lease {
 
 struct leases {
     struct lease table[LEASES_MAX];
+    size_t used; /* slots with dir != 0: with none, the common case, nothing is scanned */
 };
 
 struct leases *leases_new(void) { return calloc(1, sizeof(struct leases)); }
@@ -48,6 +49,7 @@ static struct lease *lease_of(struct leases *leases, uint64_t dir, int64_t now_m
             continue;
         if (lease->expires_ms <= now_ms) {
             lease->dir = 0;
+            leases->used--;
             return NULL;
         }
         return lease;
@@ -71,6 +73,8 @@ int leases_get(struct leases *leases, uint64_t dir, uint64_t mount, int64_t now_
     }
     if (!lease)
         return -EBUSY;
+    if (lease->dir == 0)
+        leases->used++;
     *lease = (struct lease){
         .dir = dir, .mount = mount, .expires_ms = now_ms + LEASES_TTL_MS, .recalled = false};
     return 0;
@@ -88,12 +92,16 @@ int leases_renew(struct leases *leases, uint64_t dir, uint64_t mount, int64_t no
 void leases_return(struct leases *leases, uint64_t dir, uint64_t mount)
 {
     for (size_t i = 0; i < LEASES_MAX; i++)
-        if (leases->table[i].dir == dir && leases->table[i].mount == mount)
+        if (leases->table[i].dir == dir && leases->table[i].mount == mount) {
             leases->table[i].dir = 0;
+            leases->used--;
+        }
 }
 
 bool leases_refuse(struct leases *leases, uint64_t dir, uint64_t mount, int64_t now_ms)
 {
+    if (leases->used == 0) /* every meta request asks: most while nothing is leased */
+        return false;
     struct lease *lease = lease_of(leases, dir, now_ms);
     if (!lease || lease->mount == mount)
         return false;
