@@ -335,6 +335,10 @@ out:
 
 /* How long a request refused with TS_ERR_LEASED waits before it is sent again. */
 #define RPC_LEASED_RETRY_US 1000
+/* A refused request is sent again only while this much of its time is left:
+ * a last try with too little time to be answered would turn the refusal,
+ * which names the cause, into a timeout, which blames the server. */
+#define RPC_LEASED_LAST_TRY_MS 100
 
 int rpc_client_call_owned(struct rpc_client *client, uint16_t op, const void *payload,
                           size_t payload_len, const void *data, size_t data_len,
@@ -349,7 +353,7 @@ int rpc_client_call_owned(struct rpc_client *client, uint16_t op, const void *pa
          * back within milliseconds once asked (meta asked it), so wait and
          * ask again. Requests with data are never refused so. */
         int64_t left = deadline - monotonic_ms();
-        if (status != TS_ERR_LEASED || data || left <= 0)
+        if (status != TS_ERR_LEASED || data || left < RPC_LEASED_LAST_TRY_MS)
             return status;
         rpc_reply_release(reply);
         timeout_ms = (int)left;
@@ -480,7 +484,7 @@ int rpc_client_call_many(struct rpc_client *client, const struct rpc_call *calls
         /* Sent again only when the first call, the one that may change
          * something, was refused for a lease: then none of it was done. */
         int64_t left = deadline - monotonic_ms();
-        if (status != TS_OK || statuses[0] != TS_ERR_LEASED || left <= 0)
+        if (status != TS_OK || statuses[0] != TS_ERR_LEASED || left < RPC_LEASED_LAST_TRY_MS)
             return status;
         for (size_t i = 0; i < count; i++)
             rpc_reply_release(&replies[i]);
