@@ -223,6 +223,51 @@ int ts_str_copy(struct ts_str str, char *out, size_t cap)
     }
 TS_MESSAGES(DEFINE_MESSAGE)
 
+/* ---- the tile read stream --------------------------------------------- */
+
+void ts_stream_req_encode(const struct ts_tile_read_req *request,
+                          uint8_t out[TS_STREAM_REQ_BYTES])
+{
+    struct ts_writer writer;
+    ts_writer_init(&writer, out, TS_STREAM_REQ_BYTES);
+    ts_writer_u32(&writer, TS_STREAM_MAGIC);
+    (void)ts_tile_read_req_encode(request, out + 4, TS_STREAM_REQ_BYTES - 4);
+}
+
+int ts_stream_req_decode(struct ts_tile_read_req *request, const uint8_t in[TS_STREAM_REQ_BYTES])
+{
+    struct ts_cursor cursor;
+    ts_cursor_init(&cursor, in, 4);
+    if (ts_cursor_u32(&cursor) != TS_STREAM_MAGIC ||
+        ts_tile_read_req_decode(request, in + 4, TS_STREAM_REQ_BYTES - 4) != 0 ||
+        request->length > TS_MAX_DATA_BYTES)
+        return TS_ERR_BADMSG;
+    return TS_OK;
+}
+
+void ts_stream_rep_encode(int32_t status, uint32_t data_bytes, uint8_t out[TS_STREAM_REP_BYTES])
+{
+    struct ts_writer writer;
+    ts_writer_init(&writer, out, TS_STREAM_REP_BYTES);
+    ts_writer_u32(&writer, TS_STREAM_MAGIC);
+    ts_writer_u32(&writer, (uint32_t)status);
+    ts_writer_u32(&writer, data_bytes);
+}
+
+int ts_stream_rep_decode(int32_t *status, uint32_t *data_bytes,
+                         const uint8_t in[TS_STREAM_REP_BYTES])
+{
+    struct ts_cursor cursor;
+    ts_cursor_init(&cursor, in, TS_STREAM_REP_BYTES);
+    uint32_t magic = ts_cursor_u32(&cursor);
+    *status = (int32_t)ts_cursor_u32(&cursor);
+    *data_bytes = ts_cursor_u32(&cursor);
+    if (magic != TS_STREAM_MAGIC || *data_bytes > TS_MAX_DATA_BYTES ||
+        (*status != TS_OK && *data_bytes != 0))
+        return TS_ERR_BADMSG;
+    return TS_OK;
+}
+
 /* ---- header ----------------------------------------------------------- */
 
 void ts_header_encode(const struct ts_header *header, uint8_t out[TS_HEADER_BYTES])
@@ -311,6 +356,7 @@ const char *ts_op_name(uint16_t type)
     case TS_OP_TILE_READ: return "TILE_READ";
     case TS_OP_TILE_SYNC: return "TILE_SYNC";
     case TS_OP_TILE_TRUNCATE: return "TILE_TRUNCATE";
+    case TS_OP_TILE_STREAM: return "TILE_STREAM";
     case TS_OP_TILE_PULL: return "TILE_PULL";
     case TS_OP_TILE_FENCE: return "TILE_FENCE";
     case TS_OP_NODE_THROTTLE: return "NODE_THROTTLE";

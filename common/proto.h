@@ -107,6 +107,7 @@ enum ts_op {
     TS_OP_TILE_READ,
     TS_OP_TILE_SYNC,
     TS_OP_TILE_TRUNCATE,
+    TS_OP_TILE_STREAM, /* where the datanode's tile read stream listens (below) */
 
     /* tool -> datanode: relocation (the target pulls from the source) */
     TS_OP_TILE_PULL = 85,
@@ -530,6 +531,27 @@ enum ts_move_state { TS_MOVE_BEGUN = 0, TS_MOVE_COMMITTED = 1 };
 #define TS_MSG_TILE_TRUNCATE_REQ(X) X(U64, ino) X(U64, tile) X(U64, version) X(U32, length)
 
 /*
+ * The tile read stream: a plain TCP connection to a datanode beside its
+ * ZeroMQ socket, for TILE_READs whose bytes should cross no user-space
+ * buffer (the datanode sendfile()s them, the mount splice()s them on to
+ * the kernel). TILE_STREAM (empty request) answers the stream's TCP port on
+ * the datanode's address, 0 when it has none.
+ *
+ * On the stream the client sends fixed-size requests, one at a time:
+ *   u32 TS_STREAM_MAGIC, then the fields of TILE_READ_REQ (32 bytes);
+ * and the datanode answers each with
+ *   u32 TS_STREAM_MAGIC, i32 status, u32 data_bytes, then data_bytes bytes
+ * (fewer than asked: the rest of the range is a hole). A non-zero status
+ * carries no bytes and no text: the client asks again over ZeroMQ, where
+ * the answer says what went wrong. A request that does not decode closes
+ * the connection.
+ */
+#define TS_MSG_TILE_STREAM_REP(X) X(U32, port)
+#define TS_STREAM_MAGIC 0x53525354u /* "TSRS" */
+#define TS_STREAM_REQ_BYTES 36
+#define TS_STREAM_REP_BYTES 12
+
+/*
  * TILE_PULL: the target datanode (the one asked) copies tile (ino, tile,
  * version) from the source datanode at `source` (its address) into its own
  * file (ino, tile, new_version), synced, without the tool or meta in the
@@ -659,6 +681,7 @@ enum ts_fence_action { TS_FENCE_LIFT = 0, TS_FENCE_FREEZE = 1, TS_FENCE_RETIRE =
     M(tile_read_req, TS_MSG_TILE_READ_REQ)                                                         \
     M(tile_sync_req, TS_MSG_TILE_SYNC_REQ)                                                         \
     M(tile_truncate_req, TS_MSG_TILE_TRUNCATE_REQ)                                                 \
+    M(tile_stream_rep, TS_MSG_TILE_STREAM_REP)                                                     \
     M(tile_pull_req, TS_MSG_TILE_PULL_REQ)                                                         \
     M(tile_pull_rep, TS_MSG_TILE_PULL_REP)                                                         \
     M(tile_fence_req, TS_MSG_TILE_FENCE_REQ)                                                       \
@@ -746,6 +769,18 @@ void ts_header_encode(const struct ts_header *header, uint8_t out[TS_HEADER_BYTE
  * caps. Returns 0 or a TS_ERR_* status (BADMSG, PROTO, TOOBIG).
  */
 int ts_header_decode(struct ts_header *header, const uint8_t *frame, size_t frame_len);
+
+/* ---- the tile read stream (TILE_STREAM above) --------------------------- */
+
+void ts_stream_req_encode(const struct ts_tile_read_req *request,
+                          uint8_t out[TS_STREAM_REQ_BYTES]);
+/* TS_OK, or TS_ERR_BADMSG (wrong magic, or a length over TS_MAX_DATA_BYTES). */
+int ts_stream_req_decode(struct ts_tile_read_req *request, const uint8_t in[TS_STREAM_REQ_BYTES]);
+void ts_stream_rep_encode(int32_t status, uint32_t data_bytes, uint8_t out[TS_STREAM_REP_BYTES]);
+/* TS_OK, or TS_ERR_BADMSG (wrong magic, a length over TS_MAX_DATA_BYTES, or
+ * bytes promised with a failure status). */
+int ts_stream_rep_decode(int32_t *status, uint32_t *data_bytes,
+                         const uint8_t in[TS_STREAM_REP_BYTES]);
 
 /* Text name of an opcode, for logs ("?" if unknown). */
 const char *ts_op_name(uint16_t type);

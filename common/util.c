@@ -4,6 +4,7 @@
  */
 #include "util.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -138,4 +139,28 @@ void util_machine_name(char *out, size_t cap)
     if (dot)
         *dot = '\0';
     snprintf(out, cap, "%s", host);
+}
+
+int util_endpoint_ipv4(const char *endpoint, struct in_addr *address)
+{
+    char host[64];
+    const char *colon;
+    size_t len;
+
+    if (strncmp(endpoint, "tcp://", 6) != 0)
+        return -EINVAL;
+    endpoint += 6;
+    colon = strrchr(endpoint, ':');
+    len = colon ? (size_t)(colon - endpoint) : 0;
+    if (len == 0 || len >= sizeof(host))
+        return -EINVAL;
+    memcpy(host, endpoint, len);
+    host[len] = '\0';
+    if (strcmp(host, "*") == 0) {
+        address->s_addr = htonl(INADDR_ANY);
+        return 0;
+    }
+    if (strcmp(host, "localhost") == 0)
+        snprintf(host, sizeof(host), "127.0.0.1");
+    return inet_pton(AF_INET, host, address) == 1 ? 0 : -EINVAL;
 }

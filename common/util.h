@@ -6,6 +6,7 @@
 #ifndef TESSERA_UTIL_H
 #define TESSERA_UTIL_H
 
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -34,5 +35,13 @@ int util_mkdir_p(const char *path, unsigned mode);
 int util_fsync_dir(const char *path);
 /* The machine name: the hostname, shortened at the first dot. */
 void util_machine_name(char *out, size_t cap);
+
+/*
+ * The IPv4 address of a ZeroMQ TCP endpoint ("tcp://HOST:PORT", HOST a
+ * dotted quad, "localhost" or "*", which gives INADDR_ANY). Returns 0, or
+ * -EINVAL for anything else (ipc://, a host name, IPv6): the caller then
+ * goes without whatever wanted a plain socket to that host.
+ */
+int util_endpoint_ipv4(const char *endpoint, struct in_addr *address);
 
 #endif

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -114,6 +115,31 @@ int diskio_read(struct diskio *disk, uint64_t ino, uint64_t tile, uint64_t versi
     *got = 0;
     rc = tilestore_read(disk->store, ino, tile, version, offset, length, buf, got);
     diskio_finish(disk, &disk->read, start, *got, rc == 0 ? *got : 0);
+    return rc;
+}
+
+bool diskio_throttled(const struct diskio *disk) { return disk->throttle.bytes_per_sec != 0; }
+
+int diskio_send(struct diskio *disk, int file_fd, uint64_t offset, size_t count, int sock,
+                size_t *sent)
+{
+    int64_t start = diskio_now_ns();
+    off_t at = (off_t)offset;
+    int rc = 0;
+
+    disk->in_service = 1;
+    *sent = 0;
+    while (*sent < count) {
+        ssize_t n = sendfile(sock, file_fd, &at, count - *sent);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            rc = n < 0 ? -errno : -EIO; /* 0: the file is shorter than it was */
+            break;
+        }
+        *sent += (size_t)n;
+    }
+    diskio_finish(disk, &disk->read, start, *sent, rc == 0 ? *sent : 0);
     return rc;
 }
 

@@ -26,6 +26,7 @@
 
 #include "tilestore.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -67,6 +68,19 @@ int diskio_write(struct diskio *disk, uint64_t ino, uint64_t tile, uint64_t vers
                  uint64_t offset, const void *data, size_t len);
 int diskio_read(struct diskio *disk, uint64_t ino, uint64_t tile, uint64_t version, uint64_t offset,
                 size_t length, void *buf, size_t *got);
+/*
+ * Sends count bytes of the open tile file file_fd from offset to socket
+ * sock with sendfile(2), so they cross no user-space buffer; *sent: how
+ * many went. Timed and measured as a read. 0, or a negative errno (the
+ * socket failed or timed out, or the file ended early: the connection is
+ * then broken mid-answer).
+ */
+/* True while a throttle caps the disk. */
+bool diskio_throttled(const struct diskio *disk);
+
+int diskio_send(struct diskio *disk, int file_fd, uint64_t offset, size_t count, int sock,
+                size_t *sent);
+
 int diskio_sync(struct diskio *disk, uint64_t ino, uint64_t tile, uint64_t version);
 
 /*

@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 /* Answers a payload that does not decode; the text names the message. */
 static int handlers_badmsg(struct rpc_response *response, const char *what)
@@ -55,6 +57,20 @@ void handlers_free_data(void *data, void *hint)
     free(data);
 }
 
+/* The status a fence gives this access: see handlers_fenced(). */
+static int handlers_fence_status(struct handlers_context *context, uint64_t ino, uint64_t tile,
+                                 uint64_t version, bool is_change, bool *moving)
+{
+    if (!context->fences)
+        return TS_OK;
+    enum fences_state state =
+        fences_check(context->fences, ino, tile, version, util_monotonic_ms());
+    *moving = state == FENCES_FROZEN;
+    if (state == FENCES_RETIRED || (state == FENCES_FROZEN && is_change))
+        return TS_ERR_STALE;
+    return TS_OK;
+}
+
 /*
  * TS_OK, or TS_ERR_STALE with a text for the client when the tile file is
  * fenced against this access: retired files against everything, frozen
@@ -64,25 +80,15 @@ static int handlers_fenced(struct handlers_context *context, struct rpc_response
                            const char *op, uint64_t ino, uint64_t tile, uint64_t version,
                            bool is_change)
 {
-    if (!context->fences)
-        return TS_OK;
-    enum fences_state state =
-        fences_check(context->fences, ino, tile, version, util_monotonic_ms());
-    if (state == FENCES_RETIRED) {
+    bool moving = false;
+    int status = handlers_fence_status(context, ino, tile, version, is_change, &moving);
+    if (status != TS_OK)
         snprintf(response->error_text, sizeof(response->error_text),
                  "%s of tile %" PRIu64 ".%" PRIu64 ".%" PRIu64
-                 ": it has moved away from this datanode; ask meta for its location again",
-                 op, ino, tile, version);
-        return TS_ERR_STALE;
-    }
-    if (state == FENCES_FROZEN && is_change) {
-        snprintf(response->error_text, sizeof(response->error_text),
-                 "%s of tile %" PRIu64 ".%" PRIu64 ".%" PRIu64
-                 ": it is being moved; ask meta for its location again",
-                 op, ino, tile, version);
-        return TS_ERR_STALE;
-    }
-    return TS_OK;
+                 ": it %s; ask meta for its location again",
+                 op, ino, tile, version,
+                 moving ? "is being moved" : "has moved away from this datanode");
+    return status;
 }
 
 static int handle_ping(void *ctx, const struct rpc_request *request, struct rpc_response *response)
@@ -136,6 +142,17 @@ static int handlers_missing(struct handlers_context *context, struct rpc_respons
     return TS_ERR_NOENT;
 }
 
+/* Counts a TILE_READ's bytes for NODE_STATS. */
+static void handlers_count_read(struct handlers_context *context, uint64_t ino, uint64_t tile,
+                                uint64_t bytes)
+{
+    context->stats.bytes_read += bytes;
+    if (!context->stats.tiles_read)
+        readset_new(TS_MAX_STATS_TILES, &context->stats.tiles_read); /* NULL: not listed */
+    if (context->stats.tiles_read)
+        readset_add(context->stats.tiles_read, ino, tile, bytes);
+}
+
 static int handle_tile_read(void *ctx, const struct rpc_request *request,
                             struct rpc_response *response)
 {
@@ -185,12 +202,85 @@ static int handle_tile_read(void *ctx, const struct rpc_request *request,
     response->data = buf;
     response->data_len = got;
     response->data_free = handlers_free_data;
-    context->stats.bytes_read += got;
-    if (!context->stats.tiles_read)
-        readset_new(TS_MAX_STATS_TILES, &context->stats.tiles_read); /* NULL: not listed */
-    if (context->stats.tiles_read)
-        readset_add(context->stats.tiles_read, req.ino, req.tile, got);
+    handlers_count_read(context, req.ino, req.tile, got);
     return TS_OK;
+}
+
+static int handle_tile_stream(void *ctx, const struct rpc_request *request,
+                              struct rpc_response *response)
+{
+    struct handlers_context *context = ctx;
+    struct ts_tile_stream_rep reply = {.port = context->stream_port};
+    if (request->payload_len != 0)
+        return handlers_badmsg(response, "TILE_STREAM");
+    int len = ts_tile_stream_rep_encode(&reply, response->payload, response->payload_cap);
+    if (len < 0)
+        return TS_ERR_INTERNAL;
+    response->payload_len = (size_t)len;
+    return TS_OK;
+}
+
+/* Sends a stream answer's head; false if the socket failed. */
+static bool handlers_stream_head(int sock, int32_t status, uint32_t data_bytes)
+{
+    uint8_t head[TS_STREAM_REP_BYTES];
+    ts_stream_rep_encode(status, data_bytes, head);
+    int flags = MSG_NOSIGNAL | (status == TS_OK && data_bytes > 0 ? MSG_MORE : 0);
+    return send(sock, head, sizeof(head), flags) == (ssize_t)sizeof(head);
+}
+
+/*
+ * One read of the tile read stream: as TILE_READ, but anything other than
+ * bytes or a hole (a fence, a missing file, a throttled disk, whose
+ * timing a sendfile would dodge) is a bare status the client takes to
+ * ZeroMQ.
+ */
+static int handlers_stream_answer(struct handlers_context *context,
+                                  const struct ts_tile_read_req *req, int sock)
+{
+    uint64_t size = 0;
+    size_t sent = 0;
+    bool moving = false;
+    int file_fd = -1;
+    int status = diskio_throttled(context->disk)
+                     ? TS_ERR_BUSY
+                     : handlers_fence_status(context, req->ino, req->tile, req->version, false,
+                                             &moving);
+    if (status == TS_OK) {
+        int rc = tilestore_open_tile(context->store, req->ino, req->tile, req->version, &file_fd,
+                                     &size);
+        status = rc == 0 ? TS_OK : status_from_errno(-rc);
+    }
+    if (status != TS_OK)
+        return handlers_stream_head(sock, status, 0) ? status : -1;
+    uint32_t count = size <= req->offset ? 0
+                     : size - req->offset < req->length ? (uint32_t)(size - req->offset)
+                                                         : req->length;
+    int result = TS_OK;
+    if (!handlers_stream_head(sock, TS_OK, count))
+        result = -1;
+    else if (count > 0 &&
+             diskio_send(context->disk, file_fd, req->offset, count, sock, &sent) != 0)
+        result = -1;
+    close(file_fd);
+    if (result == TS_OK)
+        handlers_count_read(context, req->ino, req->tile, count);
+    return result;
+}
+
+int handlers_stream_read(struct handlers_context *context, const uint8_t *request, int sock)
+{
+    struct ts_tile_read_req req;
+    int status = ts_stream_req_decode(&req, request);
+    context->stats.requests[TS_OP_TILE_READ]++;
+    if (status != TS_OK) {
+        context->stats.failures++;
+        return -1;
+    }
+    status = handlers_stream_answer(context, &req, sock);
+    if (status != TS_OK)
+        context->stats.failures++;
+    return status < 0 ? -1 : 0;
 }
 
 static int handle_tile_sync(void *ctx, const struct rpc_request *request,
@@ -515,6 +605,7 @@ HANDLERS_COUNTED(tile_write, TS_OP_TILE_WRITE)
 HANDLERS_COUNTED(tile_read, TS_OP_TILE_READ)
 HANDLERS_COUNTED(tile_sync, TS_OP_TILE_SYNC)
 HANDLERS_COUNTED(tile_truncate, TS_OP_TILE_TRUNCATE)
+HANDLERS_COUNTED(tile_stream, TS_OP_TILE_STREAM)
 HANDLERS_COUNTED(tile_pull, TS_OP_TILE_PULL)
 HANDLERS_COUNTED(tile_fence, TS_OP_TILE_FENCE)
 HANDLERS_COUNTED(node_throttle, TS_OP_NODE_THROTTLE)
@@ -526,6 +617,7 @@ const rpc_handler_fn handlers_table[TS_OP_MAX] = {
     [TS_OP_TILE_READ] = counted_tile_read,
     [TS_OP_TILE_SYNC] = counted_tile_sync,
     [TS_OP_TILE_TRUNCATE] = counted_tile_truncate,
+    [TS_OP_TILE_STREAM] = counted_tile_stream,
     [TS_OP_TILE_PULL] = counted_tile_pull,
     [TS_OP_TILE_FENCE] = counted_tile_fence,
     [TS_OP_NODE_THROTTLE] = counted_node_throttle,

@@ -55,6 +55,7 @@ struct handlers_context {
     struct handlers_stats stats;
     struct fences *fences;
     struct puller *puller;
+    uint16_t stream_port; /* the tile read stream's TCP port, 0: none (TILE_STREAM) */
 };
 
 /* The largest throttle NODE_THROTTLE accepts: 1 TB/s (anything above is no throttle at all). */
@@ -73,6 +74,14 @@ extern const rpc_handler_fn handlers_table[TS_OP_MAX];
  * callback; ZeroMQ calls it once the bytes are sent).
  */
 void handlers_free_data(void *data, void *hint);
+
+/*
+ * Answers one request of the tile read stream (proto.h, TILE_STREAM):
+ * `request` holds its TS_STREAM_REQ_BYTES bytes, the answer goes to socket
+ * sock. Counted as a TILE_READ. Returns 0, or -1 when the connection must
+ * be closed: the request does not decode, or the socket failed mid-answer.
+ */
+int handlers_stream_read(struct handlers_context *context, const uint8_t *request, int sock);
 
 /* Logs the counters at info level, one line. */
 void handlers_log_stats(const struct handlers_stats *stats);

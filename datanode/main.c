@@ -34,6 +34,7 @@
 #include "log.h"
 #include "puller.h"
 #include "rpc.h"
+#include "stream.h"
 #include "tilestore.h"
 #include "util.h"
 
@@ -303,20 +304,23 @@ static void datanode_load(void *arg, struct heartbeat_load *load)
 
 /* The poll loop; returns 0 when stopped by a signal, 1 if polling fails. */
 static int serve(struct rpc_server *server, struct heartbeat *heartbeat, struct puller *puller,
+                 struct stream *stream, struct handlers_context *context,
                  const struct datanode_options *options)
 {
+    static zmq_pollitem_t items[3 + 1 + STREAM_MAX_CONNECTIONS];
     bool ready_logged = false;
 
     while (!stop_requested) {
-        zmq_pollitem_t items[3] = {
-            {rpc_server_socket(server), 0, ZMQ_POLLIN, 0},
-            {NULL, puller_event_fd(puller), ZMQ_POLLIN, 0},
-            {heartbeat_socket(heartbeat), 0, ZMQ_POLLIN, 0},
-        };
-        int item_count = items[2].socket ? 3 : 2;
+        items[0] = (zmq_pollitem_t){rpc_server_socket(server), 0, ZMQ_POLLIN, 0};
+        items[1] = (zmq_pollitem_t){NULL, puller_event_fd(puller), ZMQ_POLLIN, 0};
+        items[2] = (zmq_pollitem_t){heartbeat_socket(heartbeat), 0, ZMQ_POLLIN, 0};
+        size_t fixed = items[2].socket ? 3 : 2;
+        size_t streams = stream ? stream_poll_items(stream, items + fixed,
+                                                    sizeof(items) / sizeof(items[0]) - fixed)
+                                : 0;
         long timeout_ms = heartbeat_wait_ms(heartbeat, util_monotonic_ms());
 
-        if (zmq_poll(items, item_count, timeout_ms) < 0) {
+        if (zmq_poll(items, (int)(fixed + streams), timeout_ms) < 0) {
             if (zmq_errno() == EINTR)
                 continue;
             log_error("zmq_poll failed: %s", zmq_strerror(zmq_errno()));
@@ -328,6 +332,8 @@ static int serve(struct rpc_server *server, struct heartbeat *heartbeat, struct 
         rpc_server_handle_pending(server);
         if (items[1].revents & ZMQ_POLLIN)
             puller_collect(puller);
+        if (stream)
+            stream_serve(stream, items + fixed, streams, context);
         heartbeat_tick(heartbeat, util_monotonic_ms());
         if (!ready_logged && heartbeat_acknowledged(heartbeat) > 0) {
             log_info("ready: listening on %s (node %" PRIu32 ", data %s)", options->listen,
@@ -350,6 +356,7 @@ int main(int argc, char **argv)
     struct rpc_server *server = NULL;
     struct fences *fences = NULL;
     struct puller *puller = NULL;
+    struct stream *stream = NULL;
     uint64_t tiles, used_bytes;
     int exit_code = 1;
     int rc;
@@ -437,15 +444,22 @@ int main(int argc, char **argv)
         log_error("not started: no socket listening on %s", options.listen);
         goto out;
     }
+    rc = stream_open(options.listen, &stream);
+    if (rc == 0)
+        context.stream_port = stream_port(stream);
+    else
+        log_warn("no tile read stream on %s (%s): mounts read over ZeroMQ only", options.listen,
+                 strerror(-rc));
     loop.server = server;
     loop.heartbeat = heartbeat;
     loop.disk = disk;
     diskio_set_wait(disk, datanode_wait, &loop);
-    log_info("listening on %s (advertised as %s, machine %s, data %s); registering with meta at "
-             "%s",
-             options.listen, options.advertise, options.machine, options.data_dir, options.meta);
+    log_info("listening on %s (advertised as %s, tile read stream on TCP port %u, machine %s, "
+             "data %s); registering with meta at %s",
+             options.listen, options.advertise, (unsigned)context.stream_port, options.machine,
+             options.data_dir, options.meta);
 
-    exit_code = serve(server, heartbeat, puller, &options);
+    exit_code = serve(server, heartbeat, puller, stream, &context, &options);
     handlers_log_stats(&context.stats);
     handlers_stats_fini(&context.stats);
 out:
@@ -454,6 +468,7 @@ out:
         zmq_ctx_shutdown(rpc_context());
         puller_destroy(&puller);
     }
+    stream_close(&stream);
     rpc_server_destroy(&server);
     heartbeat_destroy(&heartbeat);
     diskio_destroy(&disk);

@@ -672,6 +672,31 @@ int tilestore_space(const struct tilestore *store, uint64_t *capacity, uint64_t 
     return 0;
 }
 
+int tilestore_open_tile(const struct tilestore *store, uint64_t ino, uint64_t tile,
+                        uint64_t version, int *fd, uint64_t *bytes)
+{
+    char name[TILESTORE_PATH_MAX];
+    struct stat st;
+    int rc = tilestore_check(ino, 0, 0);
+
+    *fd = -1;
+    *bytes = 0;
+    if (rc != 0)
+        return rc;
+    tilestore_name(ino, tile, version, name);
+    int file = openat(store->tiles_fd, name, O_RDONLY | O_CLOEXEC);
+    if (file < 0)
+        return tilestore_errno();
+    if (fstat(file, &st) != 0) {
+        rc = tilestore_errno();
+        close(file);
+        return rc;
+    }
+    *fd = file;
+    *bytes = (uint64_t)st.st_size;
+    return 0;
+}
+
 int tilestore_size(const struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
                    uint64_t *bytes)
 {

@@ -87,6 +87,13 @@ int tilestore_space(const struct tilestore *store, uint64_t *capacity, uint64_t 
  * The size of the tile's file into *bytes: 0, -ENOENT when it has none,
  * or another negative errno. A cheap stat, for bounding a read's buffer.
  */
+/*
+ * Opens the tile's file for reading: its descriptor (the caller closes it)
+ * and size. 0, -ENOENT when it has none, or another negative errno.
+ */
+int tilestore_open_tile(const struct tilestore *store, uint64_t ino, uint64_t tile,
+                        uint64_t version, int *fd, uint64_t *bytes);
+
 int tilestore_size(const struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
                    uint64_t *bytes);
 

@@ -65,6 +65,8 @@
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -214,6 +216,7 @@ struct datapath {
     uint32_t readahead_tiles;
     int io_timeout_ms;
     struct profile *profile; /* NULL: nothing is counted */
+    struct tilestream *streams; /* NULL: tiles come over ZeroMQ only */
     pthread_mutex_t lock;
     struct open_file *buckets[OPEN_TABLE_BUCKETS];
     /* loads_lock protects loads, load_count, next_pick; never held with
@@ -244,6 +247,7 @@ struct datapath *datapath_new(struct metaclient *meta, struct nodedir *nodes,
     datapath->readahead_tiles = config->readahead_tiles;
     datapath->io_timeout_ms = config->io_timeout_ms > 0 ? config->io_timeout_ms : 5000;
     datapath->profile = config->profile;
+    datapath->streams = config->streams;
     if (datapath->readahead_tiles > READ_SLOTS - 2)
         datapath->readahead_tiles = READ_SLOTS - 2;
     /* Half for writes in flight, half for cached tiles: neither starves the other. */
@@ -1691,8 +1695,81 @@ static int direct_serve(struct datapath *datapath, struct open_file *file,
     return error;
 }
 
+/* Moves the pieces added since the last flush into the pipe. 0 or -EPIPE. */
+static int result_flush(struct datapath_read *result)
+{
+    while (result->flushed < result->count) {
+        struct iovec *piece = &result->iov[result->flushed];
+        size_t pieces = result->count - result->flushed;
+        /* Non-blocking: the pipe holds a whole reply, so "full" is a failure, not a wait. */
+        ssize_t moved = vmsplice(result->pipe_fd, piece, pieces < IOV_MAX ? pieces : IOV_MAX,
+                                 SPLICE_F_NONBLOCK);
+        if (moved < 0 && errno == EINTR)
+            continue;
+        if (moved <= 0)
+            return -EPIPE;
+        result->piped = true;
+        while (moved > 0) {
+            size_t take = (size_t)moved < piece->iov_len ? (size_t)moved : piece->iov_len;
+            piece->iov_base = (char *)piece->iov_base + take;
+            piece->iov_len -= take;
+            moved -= (ssize_t)take;
+            if (piece->iov_len == 0) {
+                result->flushed++;
+                piece++;
+            }
+        }
+    }
+    return 0;
+}
+
+/*
+ * Reads a segment over its datanode's tile read stream into the result's
+ * pipe, after the pieces before it. Returns 0, -EAGAIN (read it over
+ * ZeroMQ instead: no stream, or the datanode answered other than with
+ * bytes) or -EPIPE (the pipe is spoilt). Called with file->lock held, which
+ * it drops while the bytes come, so a stream's reads overlap.
+ */
+static int stream_serve(struct datapath *datapath, struct open_file *file,
+                        const struct tile_segment *segment, struct datapath_read *result,
+                        bool *local)
+{
+    struct tile_location location;
+    int32_t status = TS_OK;
+    uint32_t got = 0;
+    uint32_t node;
+    uint64_t version;
+
+    int error = location_get(datapath, file, segment->tile, false, &location);
+    if (error != 0)
+        return error;
+    if (location.node == 0)
+        return result_add_zeros(result, segment->length);
+    read_source(&location, &node, &version);
+    error = result_flush(result);
+    if (error != 0)
+        return error;
+    struct ts_tile_read_req request = {.ino = file->ino,
+                                       .tile = segment->tile,
+                                       .version = version,
+                                       .offset = segment->tile_offset,
+                                       .length = segment->length};
+    pthread_mutex_unlock(&file->lock);
+    error = tilestream_read(datapath->streams, node, &request, &status, &got);
+    pthread_mutex_lock(&file->lock);
+    if (error != 0)
+        return error;
+    if (status != TS_OK)
+        return -EAGAIN; /* ZeroMQ's answer says what it is, and read_tile acts on it */
+    result->piped = true;
+    result->bytes += got;
+    if (file->profiled && datapath->profile)
+        *local = read_is_local(datapath, &location);
+    return result_add_zeros(result, segment->length - got);
+}
+
 ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t size,
-                      uint64_t offset, bool buffered, struct datapath_read *result)
+                      uint64_t offset, bool buffered, int pipe_fd, struct datapath_read *result)
 {
     struct layout_walk walk;
     struct tile_segment segment;
@@ -1702,6 +1779,7 @@ ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t 
     bool sequential;
 
     memset(result, 0, sizeof(*result));
+    result->pipe_fd = datapath->streams ? pipe_fd : -1;
     /* The kernel may release the file as soon as it has the reply, before
      * datapath_read_done unpins: the result holds a reference. */
     pthread_mutex_lock(&datapath->lock);
@@ -1737,6 +1815,9 @@ ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t 
     if (offset + size > file->next_read_offset)
         file->next_read_offset = offset + size;
     bool sieving = !sequential && size <= file->tile_bytes / SIEVE_MAX_READ_FRACTION;
+    /* A sequential reader's tiles come over the streams, not through the
+     * cache; array files read whole tiles for their short rows: cached. */
+    bool streaming = result->pipe_fd >= 0 && !file->layout.array;
     uint64_t tiles_in_file = layout_tile_count(&file->layout, file->size);
 
     uint64_t last_tile = 0;
@@ -1748,7 +1829,7 @@ ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t 
         bool cached = slot != NULL;
         int error = 0;
         last_tile = segment.tile;
-        if (!slot && sequential) {
+        if (!slot && sequential && !streaming) {
             slot = cache_load(datapath, file, segment.tile, &error);
         } else if (!slot && sieving &&
                    sieve_touch(&file->sieve, segment.tile, tiles_in_file, util_monotonic_ms(),
@@ -1769,6 +1850,8 @@ ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t 
             if (buffered && !slot->stored && !result->store_slot)
                 result->store_slot = slot; /* pinned by cache_serve */
         }
+        if (error == -EAGAIN && streaming)
+            error = stream_serve(datapath, file, &segment, result, &local);
         if (error == -EAGAIN) {
             if (!result->scratch)
                 result->scratch = malloc(size);
@@ -1782,8 +1865,15 @@ ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t 
         if (profiled)
             profile_batch_add(datapath->profile, &batch, segment.tile, segment.length, local);
     }
-    if (sequential && !file->layout.array)
+    if (sequential && !file->layout.array && !streaming)
         cache_read_ahead(datapath, file, last_tile);
+    if (result->piped) {
+        int error = result_flush(result);
+        if (error != 0) {
+            outcome = error;
+            goto out;
+        }
+    }
     outcome = (ssize_t)result->bytes;
 out:
     pthread_mutex_unlock(&file->lock);

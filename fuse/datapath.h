@@ -41,6 +41,7 @@
 #include "metaclient.h"
 #include "nodedir.h"
 #include "profile.h"
+#include "tilestream.h"
 #include "workers.h"
 
 #include <stdbool.h>
@@ -57,6 +58,7 @@ struct datapath_config {
     uint32_t readahead_tiles; /* tiles loaded ahead of a sequential reader */
     int io_timeout_ms;        /* how long a tile that moves may keep a request waiting */
     struct profile *profile;  /* where profiled files are counted; NULL = nowhere */
+    struct tilestream *streams; /* the datanodes' tile read streams; NULL: ZeroMQ only */
 };
 
 /* Jobs run on `workers`, which must outlive the data path, as must the profile. */
@@ -84,7 +86,10 @@ void datapath_release(struct datapath *datapath, struct open_file *file, bool wr
 /*
  * The bytes of one read, as pieces to hand to fuse_reply_iov(): pieces of
  * cached tiles (pinned until datapath_read_done), of a private buffer, and
- * of a static page of zeros.
+ * of a static page of zeros. Or, when `piped`, all of them in the pipe
+ * datapath_read was given: bytes that came over a tile read stream, and
+ * the pieces before and after them (vmsplice()d: they too stay valid until
+ * datapath_read_done).
  */
 struct datapath_read {
     struct iovec *iov;
@@ -98,17 +103,24 @@ struct datapath_read {
     char *scratch; /* directly read bytes */
     size_t scratch_used;
     struct read_slot *store_slot; /* a sieved tile for the page cache, or NULL */
+    int pipe_fd;    /* the thread's tile stream pipe (write end), -1: none */
+    bool piped;     /* the bytes are in the pipe, not in iov */
+    size_t flushed; /* iov pieces already in the pipe */
 };
 
 /*
  * Reads [offset, offset + size) (less at the end of the file) into result.
  * buffered: the handle goes through the kernel's page cache (no O_DIRECT),
- * so a tile read whole for sieving may be stored there. Returns the byte
- * count or -errno; in every case the caller replies, may store (below),
- * and then calls datapath_read_done(result).
+ * so a tile read whole for sieving may be stored there. pipe_fd: the write
+ * end of the thread's tile stream pipe (tilestream_pipe), or -1: tiles it
+ * would load for a sequential reader then come over the tile read streams
+ * instead, straight into the pipe (result->piped). Returns the byte count
+ * or -errno (-EPIPE: a stream broke, the pipe holds part of a reply: reset
+ * it and read again without it); in every case the caller replies, may
+ * store (below), and then calls datapath_read_done(result).
  */
 ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t size,
-                      uint64_t offset, bool buffered, struct datapath_read *result);
+                      uint64_t offset, bool buffered, int pipe_fd, struct datapath_read *result);
 void datapath_read_done(struct datapath *datapath, struct datapath_read *result);
 
 /* Bytes [offset, offset + length) of the file, for the kernel's page cache. */

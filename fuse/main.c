@@ -14,11 +14,13 @@
 #include "profile.h"
 #include "status.h"
 #include "tile.h"
+#include "tilestream.h"
 #include "util.h"
 
 #include <fcntl.h>
 #include <limits.h>
 #include <malloc.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +43,7 @@ struct mount_options {
     long statahead;
     long async_unlinks;
     long async_creates;
+    long read_streams;
     int foreground;
     int single_thread;
     int debug;
@@ -72,6 +75,10 @@ static void usage(FILE *out)
             "  --async-creates 0|1    answer creates of files in a directory this mount\n"
             "                         holds a lease on before meta has them (default 1;\n"
             "                         needs --async-unlinks above 0)\n"
+            "  --read-streams 0|1     read tiles over the datanodes' TCP read streams,\n"
+            "                         spliced into the kernel without a copy in between\n"
+            "                         (default 1; needs pipes of 2 MiB: as root it raises\n"
+            "                         /proc/sys/fs/pipe-max-size to that if it is lower)\n"
             "  --machine NAME         this machine's name (default: the hostname)\n"
             "  --log-level LEVEL      error, warn, info or debug (default info)\n"
             "  -o OPTIONS             FUSE mount options, e.g. allow_other,default_permissions\n"
@@ -105,6 +112,7 @@ static int parse_arguments(int argc, char **argv, struct mount_options *options)
     options->statahead = 1024;
     options->async_unlinks = 256;
     options->async_creates = 1;
+    options->read_streams = 1;
     options->log_level = LOG_LEVEL_INFO;
 
     for (int i = 1; i < argc; i++) {
@@ -160,6 +168,11 @@ static int parse_arguments(int argc, char **argv, struct mount_options *options)
         } else if (strcmp(arg, "--async-creates") == 0) {
             if (util_parse_long(value, 0, 1, &options->async_creates) != 0) {
                 fprintf(stderr, "tessera-mount: --async-creates wants 0 or 1\n");
+                return 2;
+            }
+        } else if (strcmp(arg, "--read-streams") == 0) {
+            if (util_parse_long(value, 0, 1, &options->read_streams) != 0) {
+                fprintf(stderr, "tessera-mount: --read-streams wants 0 or 1\n");
                 return 2;
             }
         } else if (strcmp(arg, "--async-unlinks") == 0) {
@@ -327,6 +340,8 @@ int main(int argc, char **argv)
         state.nodes = nodedir_new(state.meta, (int)options.io_timeout_ms);
     if (state.nodes)
         state.workers = workers_new((int)options.io_threads);
+    if (state.workers && options.read_streams && tilestream_setup())
+        state.streams = tilestream_new(state.nodes, (int)options.io_timeout_ms);
     struct profile_config profile_config = {
         .slots = PROFILE_DEFAULT_SLOTS,
         .max_records = TS_MAX_PROFILE_RECORDS,
@@ -344,6 +359,7 @@ int main(int argc, char **argv)
         .readahead_tiles = (uint32_t)options.readahead_tiles,
         .io_timeout_ms = (int)options.io_timeout_ms,
         .profile = profile,
+        .streams = state.streams,
     };
     if (profile)
         state.datapath = datapath_new(state.meta, state.nodes, state.workers, &datapath_config);
@@ -392,11 +408,18 @@ out_unmount:
     fuse_session_unmount(session);
 out_signals:
     fuse_remove_signal_handlers(session);
+    /* Unmounted: what is left sends queued creates, unlinks and releases to
+     * meta, so a stop signal now (`tessera down` sends one right after the
+     * unmount) waits for it instead of losing them. */
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
 out_session:
     fuse_session_destroy(session);
 out:
     workers_destroy(&state.workers); /* finishes queued jobs before the rest goes */
     datapath_destroy(&state.datapath);
+    tilestream_destroy(&state.streams);
     profile_destroy(&profile); /* sends the last counts: meta is still there */
     nodedir_destroy(&state.nodes);
     dirlease_destroy(&state.leases);  /* returns the leases once their creates are sent */

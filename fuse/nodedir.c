@@ -16,6 +16,7 @@
 #include "tile.h"
 #include "util.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -185,6 +186,19 @@ static struct rpc_pool *nodedir_pool(struct nodedir *dir, uint32_t id, bool *dow
     }
     pthread_mutex_unlock(&dir->lock);
     return pool;
+}
+
+int nodedir_address(struct nodedir *dir, uint32_t node, struct in_addr *address)
+{
+    bool down = false;
+    struct rpc_pool *pool = nodedir_pool(dir, node, &down);
+    if (!pool)
+        return -ENOENT;
+    /* A pool's endpoint never changes: a new address is a new pool. */
+    int rc = util_endpoint_ipv4(rpc_pool_endpoint(pool), address);
+    if (rc == 0 && address->s_addr == htonl(INADDR_ANY))
+        rc = -EINVAL;
+    return rc;
 }
 
 static void nodedir_mark(struct nodedir *dir, uint32_t id, bool timed_out)

@@ -12,6 +12,8 @@
 #include "metaclient.h"
 #include "rpc.h"
 
+#include <netinet/in.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -33,6 +35,13 @@ size_t nodedir_candidates(struct nodedir *dir, uint32_t *ids, size_t cap);
  * from the list already loaded: an unknown node is not local.
  */
 bool nodedir_is_local(struct nodedir *dir, uint32_t node);
+
+/*
+ * The IPv4 address of datanode `node`'s endpoint (util_endpoint_ipv4).
+ * 0; -ENOENT if meta does not know the node; -EINVAL if its endpoint has
+ * no such address (ipc://, a host name, a wildcard).
+ */
+int nodedir_address(struct nodedir *dir, uint32_t node, struct in_addr *address);
 
 /*
  * Sends op to datanode `node` and waits up to the I/O timeout. Returns as

@@ -202,6 +202,9 @@ static void x_init(void *userdata, struct fuse_conn_info *conn)
     conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
     if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
         conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+    /* Replies from a tile stream's pipe go on to the kernel by splice. */
+    if (mount_state_for_tuning->streams && (conn->capable & FUSE_CAP_SPLICE_WRITE))
+        conn->want |= FUSE_CAP_SPLICE_WRITE;
     log_info("ready: mounted (max_write %u)", conn->max_write);
 }
 
@@ -694,17 +697,39 @@ out:
     atomic_fetch_sub(&stores_running, 1);
 }
 
+/* Reads shorter than this skip the pipe: libfuse copies them out of it anyway. */
+#define STREAM_MIN_READ_BYTES (64u << 10)
+
 static void x_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
                    struct fuse_file_info *fi)
 {
     struct mount_state *state = state_of(req);
     struct datapath_read result;
+    int pipe_read = -1, pipe_write = -1;
     /* O_DIRECT reads bypass the page cache: nothing is stored for them. */
     bool buffered = !(fi->flags & O_DIRECT);
-    ssize_t got =
-        datapath_read(state->datapath, file_of(fi), size, (uint64_t)offset, buffered, &result);
+    if (state->streams && size >= STREAM_MIN_READ_BYTES &&
+        tilestream_pipe(state->streams, &pipe_read, &pipe_write) != 0)
+        pipe_write = -1;
+    ssize_t got = datapath_read(state->datapath, file_of(fi), size, (uint64_t)offset, buffered,
+                                pipe_write, &result);
+    if (got == -EPIPE && pipe_write >= 0) {
+        /* A stream broke mid-reply: again, over ZeroMQ. */
+        datapath_read_done(state->datapath, &result);
+        tilestream_pipe_reset(state->streams);
+        got = datapath_read(state->datapath, file_of(fi), size, (uint64_t)offset, buffered, -1,
+                            &result);
+    }
     if (got < 0) {
         fuse_reply_err(req, (int)-got);
+        if (result.piped)
+            tilestream_pipe_reset(state->streams); /* bytes of the pieces before the failure */
+    } else if (result.piped) {
+        struct fuse_bufvec bufv = FUSE_BUFVEC_INIT((size_t)got);
+        bufv.buf[0].flags = FUSE_BUF_IS_FD;
+        bufv.buf[0].fd = pipe_read;
+        if (fuse_reply_data(req, &bufv, 0) != 0)
+            tilestream_pipe_reset(state->streams); /* it may not have taken them all */
     } else if (result.count < REPLY_MAX_PIECES) {
         fuse_reply_iov(req, result.iov, (int)result.count);
     } else {

@@ -1,0 +1,390 @@
+/*
+ * @file test_stream.c
+ * Unit tests of the datanode's tile read stream (stream.h, proto.h
+ * TILE_STREAM): a real listener on loopback, real client sockets, real tile
+ * files, served by stream_serve() as the datanode's loop does, and the
+ * TILE_STREAM request through handlers_table. Also the stream's codecs and
+ * util_endpoint_ipv4().
+ */
+#include "handlers.h"
+#include "proto.h"
+#include "status.h"
+#include "stream.h"
+#include "tilestore.h"
+#include "util.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#define TILE_BYTES (96u << 10)
+
+struct fixture {
+    char dir[PATH_MAX];
+    struct tilestore *store;
+    struct diskio *disk;
+    struct fences *fences;
+    struct stream *stream;
+    struct handlers_context context;
+    uint8_t tile[TILE_BYTES];
+};
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st;
+    (void)type;
+    (void)ftw;
+    return remove(path);
+}
+
+static int setup(void **state)
+{
+    struct fixture *fixture = calloc(1, sizeof(*fixture));
+    const char *tmp = getenv("TMPDIR");
+    if (!fixture)
+        return -1;
+    snprintf(fixture->dir, sizeof(fixture->dir), "%s/test_stream.XXXXXX",
+             tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(fixture->dir) || tilestore_open(fixture->dir, 0, &fixture->store) != 0 ||
+        diskio_new(fixture->store, 0, &fixture->disk) != 0 ||
+        fences_open(fixture->dir, &fixture->fences) != 0 ||
+        stream_open("tcp://127.0.0.1:7777", &fixture->stream) != 0)
+        return -1;
+    for (size_t i = 0; i < sizeof(fixture->tile); i++)
+        fixture->tile[i] = (uint8_t)(i * 13 + (i >> 9));
+    /* Tile (5, 1, 2): TILE_BYTES of a pattern. */
+    if (tilestore_write(fixture->store, 5, 1, 2, 0, fixture->tile, sizeof(fixture->tile)) != 0)
+        return -1;
+    fixture->context.store = fixture->store;
+    fixture->context.disk = fixture->disk;
+    fixture->context.fences = fixture->fences;
+    fixture->context.stream_port = stream_port(fixture->stream);
+    *state = fixture;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *fixture = *state;
+    stream_close(&fixture->stream);
+    handlers_stats_fini(&fixture->context.stats);
+    fences_close(&fixture->fences);
+    diskio_destroy(&fixture->disk);
+    tilestore_close(&fixture->store);
+    nftw(fixture->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(fixture);
+    return 0;
+}
+
+/* One turn of the datanode's loop: poll the stream's sockets, serve what is ready. */
+static void serve_once(struct fixture *fixture, int timeout_ms)
+{
+    zmq_pollitem_t items[1 + STREAM_MAX_CONNECTIONS];
+    size_t count = stream_poll_items(fixture->stream, items, 1 + STREAM_MAX_CONNECTIONS);
+    assert_true(zmq_poll(items, (int)count, timeout_ms) >= 0);
+    stream_serve(fixture->stream, items, count, &fixture->context);
+}
+
+/* A client connection, accepted by the stream. */
+static int client_connect(struct fixture *fixture)
+{
+    struct sockaddr_in address = {.sin_family = AF_INET,
+                                  .sin_port = htons(stream_port(fixture->stream))};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int buffer = 1 << 20; /* room for a whole answer: the test reads it after serving */
+    assert_true(fd >= 0);
+    assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof(buffer)), 0);
+    inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
+    assert_int_equal(connect(fd, (struct sockaddr *)&address, sizeof(address)), 0);
+    serve_once(fixture, 1000); /* accepts it */
+    return fd;
+}
+
+static void send_request(int fd, uint64_t ino, uint64_t tile, uint64_t version, uint32_t offset,
+                         uint32_t length)
+{
+    struct ts_tile_read_req request = {
+        .ino = ino, .tile = tile, .version = version, .offset = offset, .length = length};
+    uint8_t bytes[TS_STREAM_REQ_BYTES];
+    ts_stream_req_encode(&request, bytes);
+    assert_int_equal(send(fd, bytes, sizeof(bytes), 0), (ssize_t)sizeof(bytes));
+}
+
+static void receive_exactly(int fd, uint8_t *buf, size_t len)
+{
+    size_t have = 0;
+    while (have < len) {
+        ssize_t got = recv(fd, buf + have, len - have, 0);
+        assert_true(got > 0);
+        have += (size_t)got;
+    }
+}
+
+/* Serves and reads one answer: its status, and its bytes into data. */
+static int32_t answer(struct fixture *fixture, int fd, uint8_t *data, uint32_t *data_bytes)
+{
+    uint8_t head[TS_STREAM_REP_BYTES];
+    int32_t status = -1;
+    serve_once(fixture, 1000);
+    receive_exactly(fd, head, sizeof(head));
+    assert_int_equal(ts_stream_rep_decode(&status, data_bytes, head), TS_OK);
+    if (*data_bytes > 0)
+        receive_exactly(fd, data, *data_bytes);
+    return status;
+}
+
+/* True when the datanode closed the connection. */
+static bool closed_by_peer(int fd)
+{
+    struct pollfd item = {.fd = fd, .events = POLLIN};
+    uint8_t byte;
+    return poll(&item, 1, 1000) == 1 && recv(fd, &byte, 1, 0) == 0;
+}
+
+static void test_codecs(void **state)
+{
+    (void)state;
+    struct ts_tile_read_req in = {.ino = 1, .tile = 2, .version = 3, .offset = 4, .length = 5};
+    struct ts_tile_read_req out;
+    uint8_t bytes[TS_STREAM_REQ_BYTES];
+    int32_t status;
+    uint32_t data_bytes;
+
+    ts_stream_req_encode(&in, bytes);
+    assert_int_equal(ts_stream_req_decode(&out, bytes), TS_OK);
+    assert_memory_equal(&in, &out, sizeof(in));
+    bytes[0] ^= 1; /* the magic */
+    assert_int_equal(ts_stream_req_decode(&out, bytes), TS_ERR_BADMSG);
+    in.length = TS_MAX_DATA_BYTES + 1;
+    ts_stream_req_encode(&in, bytes);
+    assert_int_equal(ts_stream_req_decode(&out, bytes), TS_ERR_BADMSG);
+
+    ts_stream_rep_encode(TS_OK, 4096, bytes);
+    assert_int_equal(ts_stream_rep_decode(&status, &data_bytes, bytes), TS_OK);
+    assert_int_equal(status, TS_OK);
+    assert_int_equal(data_bytes, 4096);
+    ts_stream_rep_encode(TS_ERR_STALE, 0, bytes);
+    assert_int_equal(ts_stream_rep_decode(&status, &data_bytes, bytes), TS_OK);
+    assert_int_equal(status, TS_ERR_STALE);
+    /* A failure with bytes, too many bytes, a wrong magic: refused. */
+    ts_stream_rep_encode(TS_ERR_STALE, 1, bytes);
+    assert_int_equal(ts_stream_rep_decode(&status, &data_bytes, bytes), TS_ERR_BADMSG);
+    ts_stream_rep_encode(TS_OK, TS_MAX_DATA_BYTES + 1, bytes);
+    assert_int_equal(ts_stream_rep_decode(&status, &data_bytes, bytes), TS_ERR_BADMSG);
+    ts_stream_rep_encode(TS_OK, 1, bytes);
+    bytes[3] ^= 0x80;
+    assert_int_equal(ts_stream_rep_decode(&status, &data_bytes, bytes), TS_ERR_BADMSG);
+}
+
+static void test_endpoint_address(void **state)
+{
+    (void)state;
+    struct in_addr address;
+    assert_int_equal(util_endpoint_ipv4("tcp://10.1.2.3:7601", &address), 0);
+    assert_int_equal(ntohl(address.s_addr), 0x0a010203);
+    assert_int_equal(util_endpoint_ipv4("tcp://localhost:1", &address), 0);
+    assert_int_equal(ntohl(address.s_addr), INADDR_LOOPBACK);
+    assert_int_equal(util_endpoint_ipv4("tcp://*:7601", &address), 0);
+    assert_int_equal(address.s_addr, htonl(INADDR_ANY));
+    assert_int_equal(util_endpoint_ipv4("ipc:///tmp/x", &address), -EINVAL);
+    assert_int_equal(util_endpoint_ipv4("tcp://some.host:1", &address), -EINVAL);
+    assert_int_equal(util_endpoint_ipv4("tcp://[::1]:1", &address), -EINVAL);
+    assert_int_equal(util_endpoint_ipv4("tcp://:1", &address), -EINVAL);
+    assert_int_equal(util_endpoint_ipv4("tcp://1.2.3.4", &address), -EINVAL);
+}
+
+/* A stream needs an IPv4 address to listen on. */
+static void test_open_needs_ipv4(void **state)
+{
+    (void)state;
+    struct stream *stream = NULL;
+    assert_int_equal(stream_open("ipc:///tmp/tessera-test", &stream), -EINVAL);
+    assert_null(stream);
+}
+
+static void test_port_request(void **state)
+{
+    struct fixture *fixture = *state;
+    uint8_t reply[256];
+    struct rpc_request request = {
+        .header = {.magic = TS_PROTO_MAGIC, .version = TS_PROTO_VERSION,
+                   .type = TS_OP_TILE_STREAM}};
+    struct rpc_response response = {.payload = reply, .payload_cap = sizeof(reply)};
+    struct ts_tile_stream_rep port;
+
+    assert_non_null(handlers_table[TS_OP_TILE_STREAM]);
+    assert_int_equal(handlers_table[TS_OP_TILE_STREAM](&fixture->context, &request, &response),
+                     TS_OK);
+    assert_int_equal(ts_tile_stream_rep_decode(&port, response.payload, response.payload_len), 0);
+    assert_int_equal(port.port, stream_port(fixture->stream));
+    assert_true(port.port > 0);
+
+    /* A payload where none belongs is refused. */
+    request.payload = reply;
+    request.payload_len = 1;
+    response = (struct rpc_response){.payload = reply, .payload_cap = sizeof(reply)};
+    assert_int_equal(handlers_table[TS_OP_TILE_STREAM](&fixture->context, &request, &response),
+                     TS_ERR_BADMSG);
+}
+
+/* Whole, partial, past-the-end and missing reads, in a row on one connection. */
+static void test_reads(void **state)
+{
+    struct fixture *fixture = *state;
+    static uint8_t data[TILE_BYTES];
+    uint32_t data_bytes = 0;
+    int fd = client_connect(fixture);
+
+    send_request(fd, 5, 1, 2, 0, TILE_BYTES);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    assert_int_equal(data_bytes, TILE_BYTES);
+    assert_memory_equal(data, fixture->tile, TILE_BYTES);
+
+    /* A range that runs past the file's end: the bytes there are, the rest a hole. */
+    send_request(fd, 5, 1, 2, TILE_BYTES - 100, 4096);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    assert_int_equal(data_bytes, 100);
+    assert_memory_equal(data, fixture->tile + TILE_BYTES - 100, 100);
+
+    send_request(fd, 5, 1, 2, TILE_BYTES + 10, 4096);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    assert_int_equal(data_bytes, 0);
+
+    /* No such file (another version): NOENT, asked again over ZeroMQ. */
+    send_request(fd, 5, 1, 3, 0, 4096);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_ERR_NOENT);
+    assert_int_equal(data_bytes, 0);
+
+    /* Counted as TILE_READs, with their bytes and tiles. */
+    assert_int_equal(fixture->context.stats.requests[TS_OP_TILE_READ], 4);
+    assert_int_equal(fixture->context.stats.failures, 1);
+    assert_int_equal(fixture->context.stats.bytes_read, TILE_BYTES + 100);
+    assert_non_null(fixture->context.stats.tiles_read);
+    close(fd);
+}
+
+/* A request in pieces is answered once it is whole. */
+static void test_request_in_pieces(void **state)
+{
+    struct fixture *fixture = *state;
+    struct ts_tile_read_req request = {.ino = 5, .tile = 1, .version = 2, .offset = 8, .length = 64};
+    uint8_t bytes[TS_STREAM_REQ_BYTES];
+    uint8_t data[64];
+    uint32_t data_bytes = 0;
+    int fd = client_connect(fixture);
+
+    ts_stream_req_encode(&request, bytes);
+    assert_int_equal(send(fd, bytes, 10, 0), 10);
+    serve_once(fixture, 200);
+    assert_int_equal(fixture->context.stats.requests[TS_OP_TILE_READ], 0);
+    assert_int_equal(send(fd, bytes + 10, sizeof(bytes) - 10, 0), (ssize_t)sizeof(bytes) - 10);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    assert_int_equal(data_bytes, 64);
+    assert_memory_equal(data, fixture->tile + 8, 64);
+    close(fd);
+}
+
+/* A retired tile (moved away) is STALE; a frozen one still reads. */
+static void test_fenced(void **state)
+{
+    struct fixture *fixture = *state;
+    uint8_t data[64];
+    uint32_t data_bytes = 0;
+    int fd = client_connect(fixture);
+
+    assert_int_equal(fences_freeze(fixture->fences, 5, 1, 2, 0, util_monotonic_ms()), 0);
+    send_request(fd, 5, 1, 2, 0, 64);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    assert_int_equal(data_bytes, 64);
+
+    assert_int_equal(fences_retire(fixture->fences, 5, 1, 2), 0);
+    send_request(fd, 5, 1, 2, 0, 64);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_ERR_STALE);
+    assert_int_equal(data_bytes, 0);
+    close(fd);
+}
+
+/* A throttled disk answers BUSY: a sendfile would not be timed as the throttle wants. */
+static void test_throttled(void **state)
+{
+    struct fixture *fixture = *state;
+    struct diskio *throttled = NULL;
+    uint8_t data[64];
+    uint32_t data_bytes = 0;
+    int fd = client_connect(fixture);
+
+    assert_int_equal(diskio_new(fixture->store, 1000000, &throttled), 0);
+    fixture->context.disk = throttled;
+    send_request(fd, 5, 1, 2, 0, 64);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_ERR_BUSY);
+    fixture->context.disk = fixture->disk;
+    diskio_destroy(&throttled);
+    close(fd);
+}
+
+/* Bytes that are no request close that connection only; others go on. */
+static void test_garbage_closes_connection(void **state)
+{
+    struct fixture *fixture = *state;
+    uint8_t garbage[TS_STREAM_REQ_BYTES];
+    uint8_t data[64];
+    uint32_t data_bytes = 0;
+    int good = client_connect(fixture);
+    int bad = client_connect(fixture);
+
+    memset(garbage, 0xA5, sizeof(garbage));
+    assert_int_equal(send(bad, garbage, sizeof(garbage), 0), (ssize_t)sizeof(garbage));
+    serve_once(fixture, 1000);
+    assert_true(closed_by_peer(bad));
+    close(bad);
+
+    /* A huge length is refused the same way, before anything is read. */
+    bad = client_connect(fixture);
+    struct ts_tile_read_req huge = {.ino = 5, .tile = 1, .version = 2, .length = UINT32_MAX};
+    ts_stream_req_encode(&huge, garbage);
+    assert_int_equal(send(bad, garbage, sizeof(garbage), 0), (ssize_t)sizeof(garbage));
+    serve_once(fixture, 1000);
+    assert_true(closed_by_peer(bad));
+    close(bad);
+
+    send_request(good, 5, 1, 2, 0, 64);
+    assert_int_equal(answer(fixture, good, data, &data_bytes), TS_OK);
+    assert_int_equal(data_bytes, 64);
+    assert_memory_equal(data, fixture->tile, 64);
+    close(good);
+
+    /* A client that goes away is dropped by the next turn. */
+    serve_once(fixture, 200);
+    zmq_pollitem_t items[4];
+    assert_int_equal(stream_poll_items(fixture->stream, items, 4), 1); /* the listener alone */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_codecs),
+        cmocka_unit_test(test_endpoint_address),
+        cmocka_unit_test(test_open_needs_ipv4),
+        cmocka_unit_test_setup_teardown(test_port_request, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_request_in_pieces, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fenced, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_throttled, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_garbage_closes_connection, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
