@@ -223,22 +223,25 @@ int ts_str_copy(struct ts_str str, char *out, size_t cap)
     }
 TS_MESSAGES(DEFINE_MESSAGE)
 
-/* ---- the tile read stream --------------------------------------------- */
+/* ---- the tile stream --------------------------------------------- */
 
-void ts_stream_req_encode(const struct ts_tile_read_req *request,
+void ts_stream_req_encode(const struct ts_tile_read_req *request, bool write,
                           uint8_t out[TS_STREAM_REQ_BYTES])
 {
     struct ts_writer writer;
     ts_writer_init(&writer, out, TS_STREAM_REQ_BYTES);
-    ts_writer_u32(&writer, TS_STREAM_MAGIC);
+    ts_writer_u32(&writer, write ? TS_STREAM_WRITE_MAGIC : TS_STREAM_MAGIC);
     (void)ts_tile_read_req_encode(request, out + 4, TS_STREAM_REQ_BYTES - 4);
 }
 
-int ts_stream_req_decode(struct ts_tile_read_req *request, const uint8_t in[TS_STREAM_REQ_BYTES])
+int ts_stream_req_decode(struct ts_tile_read_req *request, bool *write,
+                         const uint8_t in[TS_STREAM_REQ_BYTES])
 {
     struct ts_cursor cursor;
     ts_cursor_init(&cursor, in, 4);
-    if (ts_cursor_u32(&cursor) != TS_STREAM_MAGIC ||
+    uint32_t magic = ts_cursor_u32(&cursor);
+    *write = magic == TS_STREAM_WRITE_MAGIC;
+    if ((magic != TS_STREAM_MAGIC && !*write) ||
         ts_tile_read_req_decode(request, in + 4, TS_STREAM_REQ_BYTES - 4) != 0 ||
         request->length > TS_MAX_DATA_BYTES)
         return TS_ERR_BADMSG;

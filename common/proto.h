@@ -107,7 +107,7 @@ enum ts_op {
     TS_OP_TILE_READ,
     TS_OP_TILE_SYNC,
     TS_OP_TILE_TRUNCATE,
-    TS_OP_TILE_STREAM, /* where the datanode's tile read stream listens (below) */
+    TS_OP_TILE_STREAM, /* where the datanode's tile stream listens (below) */
 
     /* tool -> datanode: relocation (the target pulls from the source) */
     TS_OP_TILE_PULL = 85,
@@ -531,23 +531,30 @@ enum ts_move_state { TS_MOVE_BEGUN = 0, TS_MOVE_COMMITTED = 1 };
 #define TS_MSG_TILE_TRUNCATE_REQ(X) X(U64, ino) X(U64, tile) X(U64, version) X(U32, length)
 
 /*
- * The tile read stream: a plain TCP connection to a datanode beside its
- * ZeroMQ socket, for TILE_READs whose bytes should cross no user-space
- * buffer (the datanode sendfile()s them, the mount splice()s them on to
- * the kernel). TILE_STREAM (empty request) answers the stream's TCP port on
- * the datanode's address, 0 when it has none.
+ * The tile stream: a plain TCP connection to a datanode beside its
+ * ZeroMQ socket, for TILE_READs and TILE_WRITEs whose bytes should cross no
+ * user-space buffer (the datanode sendfile()s a read's bytes and splice()s
+ * a write's into its file; the mount splice()s them to and from the
+ * kernel). TILE_STREAM (empty request) answers the stream's TCP port on
+ * the datanode's address, 0 when it has none or its disk is throttled
+ * (a throttle times requests over ZeroMQ only).
  *
  * On the stream the client sends fixed-size requests, one at a time:
  *   u32 TS_STREAM_MAGIC, then the fields of TILE_READ_REQ (32 bytes);
  * and the datanode answers each with
  *   u32 TS_STREAM_MAGIC, i32 status, u32 data_bytes, then data_bytes bytes
- * (fewer than asked: the rest of the range is a hole). A non-zero status
- * carries no bytes and no text: the client asks again over ZeroMQ, where
- * the answer says what went wrong. A request that does not decode closes
- * the connection.
+ * (fewer than asked: the rest of the range is a hole). A write is
+ *   u32 TS_STREAM_WRITE_MAGIC, the same fields (length: the bytes that
+ *   follow), then those bytes,
+ * answered as a read with no bytes (TILE_WRITE's semantics). A non-zero
+ * status carries no bytes and no text: the client asks again over ZeroMQ,
+ * where the answer says what went wrong. A request that does not decode
+ * closes the connection, as does a write that fails once its bytes are
+ * being taken (the client then writes over ZeroMQ).
  */
 #define TS_MSG_TILE_STREAM_REP(X) X(U32, port)
-#define TS_STREAM_MAGIC 0x53525354u /* "TSRS" */
+#define TS_STREAM_MAGIC 0x53525354u       /* "TSRS" */
+#define TS_STREAM_WRITE_MAGIC 0x57525354u /* "TSRW" */
 #define TS_STREAM_REQ_BYTES 36
 #define TS_STREAM_REP_BYTES 12
 
@@ -770,12 +777,14 @@ void ts_header_encode(const struct ts_header *header, uint8_t out[TS_HEADER_BYTE
  */
 int ts_header_decode(struct ts_header *header, const uint8_t *frame, size_t frame_len);
 
-/* ---- the tile read stream (TILE_STREAM above) --------------------------- */
+/* ---- the tile stream (TILE_STREAM above) --------------------------- */
 
-void ts_stream_req_encode(const struct ts_tile_read_req *request,
+/* write: a write's request (TS_STREAM_WRITE_MAGIC), else a read's. */
+void ts_stream_req_encode(const struct ts_tile_read_req *request, bool write,
                           uint8_t out[TS_STREAM_REQ_BYTES]);
 /* TS_OK, or TS_ERR_BADMSG (wrong magic, or a length over TS_MAX_DATA_BYTES). */
-int ts_stream_req_decode(struct ts_tile_read_req *request, const uint8_t in[TS_STREAM_REQ_BYTES]);
+int ts_stream_req_decode(struct ts_tile_read_req *request, bool *write,
+                         const uint8_t in[TS_STREAM_REQ_BYTES]);
 void ts_stream_rep_encode(int32_t status, uint32_t data_bytes, uint8_t out[TS_STREAM_REP_BYTES]);
 /* TS_OK, or TS_ERR_BADMSG (wrong magic, a length over TS_MAX_DATA_BYTES, or
  * bytes promised with a failure status). */

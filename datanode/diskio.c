@@ -143,6 +143,18 @@ int diskio_send(struct diskio *disk, int file_fd, uint64_t offset, size_t count,
     return rc;
 }
 
+int diskio_receive(struct diskio *disk, uint64_t ino, uint64_t tile, uint64_t version,
+                   uint64_t offset, size_t len, int sock, const int pipe_fds[2])
+{
+    int64_t file_ns = 0;
+    disk->in_service = 1;
+    int rc = tilestore_write_from(disk->store, ino, tile, version, offset, len, sock, pipe_fds,
+                                  &file_ns);
+    diskio_finish(disk, &disk->write, diskio_now_ns() - file_ns, rc == 0 ? len : 0,
+                  rc == 0 ? len : 0);
+    return rc;
+}
+
 int diskio_sync(struct diskio *disk, uint64_t ino, uint64_t tile, uint64_t version)
 {
     int64_t start = diskio_now_ns();

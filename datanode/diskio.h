@@ -81,6 +81,14 @@ bool diskio_throttled(const struct diskio *disk);
 int diskio_send(struct diskio *disk, int file_fd, uint64_t offset, size_t count, int sock,
                 size_t *sent);
 
+/*
+ * Writes len bytes coming from socket sock into the tile, through the pipe
+ * pipe_fds (tilestore_write_from): timed and measured as a write, by the
+ * time the bytes took to go into the file.
+ */
+int diskio_receive(struct diskio *disk, uint64_t ino, uint64_t tile, uint64_t version,
+                   uint64_t offset, size_t len, int sock, const int pipe_fds[2]);
+
 int diskio_sync(struct diskio *disk, uint64_t ino, uint64_t tile, uint64_t version);
 
 /*

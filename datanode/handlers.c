@@ -210,7 +210,9 @@ static int handle_tile_stream(void *ctx, const struct rpc_request *request,
                               struct rpc_response *response)
 {
     struct handlers_context *context = ctx;
-    struct ts_tile_stream_rep reply = {.port = context->stream_port};
+    /* A throttled disk is timed over ZeroMQ only (handlers_stream_read). */
+    struct ts_tile_stream_rep reply = {
+        .port = diskio_throttled(context->disk) ? 0 : context->stream_port};
     if (request->payload_len != 0)
         return handlers_badmsg(response, "TILE_STREAM");
     int len = ts_tile_stream_rep_encode(&reply, response->payload, response->payload_cap);
@@ -230,13 +232,13 @@ static bool handlers_stream_head(int sock, int32_t status, uint32_t data_bytes)
 }
 
 /*
- * One read of the tile read stream: as TILE_READ, but anything other than
+ * One read of the tile stream: as TILE_READ, but anything other than
  * bytes or a hole (a fence, a missing file, a throttled disk, whose
  * timing a sendfile would dodge) is a bare status the client takes to
  * ZeroMQ.
  */
-static int handlers_stream_answer(struct handlers_context *context,
-                                  const struct ts_tile_read_req *req, int sock)
+static int handlers_stream_read(struct handlers_context *context,
+                                const struct ts_tile_read_req *req, int sock)
 {
     uint64_t size = 0;
     size_t sent = 0;
@@ -268,16 +270,66 @@ static int handlers_stream_answer(struct handlers_context *context,
     return result;
 }
 
-int handlers_stream_read(struct handlers_context *context, const uint8_t *request, int sock)
+/* Takes and drops len bytes from the socket; false if it fails first. */
+static bool handlers_stream_discard(int sock, size_t len)
+{
+    static uint8_t sink[64 << 10];
+    while (len > 0) {
+        ssize_t got = recv(sock, sink, len < sizeof(sink) ? len : sizeof(sink), MSG_WAITALL);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return false;
+        len -= (size_t)got;
+    }
+    return true;
+}
+
+/*
+ * One write of the tile stream: as TILE_WRITE, its bytes spliced from
+ * the socket into the file. Refused before its bytes are taken (a fence, a
+ * throttled disk, no room), they are dropped and the status answered; a
+ * failure while they are taken closes the connection.
+ */
+static int handlers_stream_write(struct handlers_context *context,
+                                 const struct ts_tile_read_req *req, int sock,
+                                 const int pipe_fds[2])
+{
+    bool moving = false;
+    int status = diskio_throttled(context->disk)
+                     ? TS_ERR_BUSY
+                     : handlers_fence_status(context, req->ino, req->tile, req->version, true,
+                                             &moving);
+    if (status == TS_OK) {
+        int rc = diskio_receive(context->disk, req->ino, req->tile, req->version, req->offset,
+                                req->length, sock, pipe_fds);
+        if (rc == -EPIPE)
+            return -1;
+        status = rc == 0 ? TS_OK : status_from_errno(-rc);
+        if (rc == 0)
+            context->stats.bytes_written += req->length;
+        else if (!handlers_stream_discard(sock, req->length))
+            return -1;
+    } else if (!handlers_stream_discard(sock, req->length)) {
+        return -1;
+    }
+    return handlers_stream_head(sock, status, 0) ? status : -1;
+}
+
+int handlers_stream_request(struct handlers_context *context, const uint8_t *request, int sock,
+                            const int pipe_fds[2])
 {
     struct ts_tile_read_req req;
-    int status = ts_stream_req_decode(&req, request);
-    context->stats.requests[TS_OP_TILE_READ]++;
+    bool write = false;
+    int status = ts_stream_req_decode(&req, &write, request);
+    uint16_t op = write ? TS_OP_TILE_WRITE : TS_OP_TILE_READ;
+    context->stats.requests[op]++;
     if (status != TS_OK) {
         context->stats.failures++;
         return -1;
     }
-    status = handlers_stream_answer(context, &req, sock);
+    status = write ? handlers_stream_write(context, &req, sock, pipe_fds)
+                   : handlers_stream_read(context, &req, sock);
     if (status != TS_OK)
         context->stats.failures++;
     return status < 0 ? -1 : 0;

@@ -55,7 +55,7 @@ struct handlers_context {
     struct handlers_stats stats;
     struct fences *fences;
     struct puller *puller;
-    uint16_t stream_port; /* the tile read stream's TCP port, 0: none (TILE_STREAM) */
+    uint16_t stream_port; /* the tile stream's TCP port, 0: none (TILE_STREAM) */
 };
 
 /* The largest throttle NODE_THROTTLE accepts: 1 TB/s (anything above is no throttle at all). */
@@ -76,12 +76,15 @@ extern const rpc_handler_fn handlers_table[TS_OP_MAX];
 void handlers_free_data(void *data, void *hint);
 
 /*
- * Answers one request of the tile read stream (proto.h, TILE_STREAM):
- * `request` holds its TS_STREAM_REQ_BYTES bytes, the answer goes to socket
- * sock. Counted as a TILE_READ. Returns 0, or -1 when the connection must
- * be closed: the request does not decode, or the socket failed mid-answer.
+ * Answers one request of the tile stream (proto.h, TILE_STREAM):
+ * `request` holds its TS_STREAM_REQ_BYTES bytes, a write's bytes follow on
+ * socket sock (spliced into the file through the empty pipe pipe_fds), the
+ * answer goes to sock. Counted as a TILE_READ or TILE_WRITE. Returns 0, or
+ * -1 when the connection must be closed (and the pipe emptied): the
+ * request does not decode, or the socket or the disk failed mid-request.
  */
-int handlers_stream_read(struct handlers_context *context, const uint8_t *request, int sock);
+int handlers_stream_request(struct handlers_context *context, const uint8_t *request, int sock,
+                            const int pipe_fds[2]);
 
 /* Logs the counters at info level, one line. */
 void handlers_log_stats(const struct handlers_stats *stats);

@@ -448,13 +448,13 @@ int main(int argc, char **argv)
     if (rc == 0)
         context.stream_port = stream_port(stream);
     else
-        log_warn("no tile read stream on %s (%s): mounts read over ZeroMQ only", options.listen,
+        log_warn("no tile stream on %s (%s): mounts use ZeroMQ only", options.listen,
                  strerror(-rc));
     loop.server = server;
     loop.heartbeat = heartbeat;
     loop.disk = disk;
     diskio_set_wait(disk, datanode_wait, &loop);
-    log_info("listening on %s (advertised as %s, tile read stream on TCP port %u, machine %s, "
+    log_info("listening on %s (advertised as %s, tile stream on TCP port %u, machine %s, "
              "data %s); registering with meta at %s",
              options.listen, options.advertise, (unsigned)context.stream_port, options.machine,
              options.data_dir, options.meta);

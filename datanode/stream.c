@@ -28,10 +28,31 @@ struct stream_connection {
 
 struct stream {
     int listen_fd;
+    int pipe_fds[2]; /* writes go through it from a socket to a file */
     uint16_t port;
     size_t count;
     struct stream_connection connections[STREAM_MAX_CONNECTIONS];
 };
+
+/* A fresh pipe for writes: as large as this process may make it, up to a tile. */
+static int stream_pipe(struct stream *stream)
+{
+    if (pipe2(stream->pipe_fds, O_CLOEXEC) != 0) {
+        stream->pipe_fds[0] = stream->pipe_fds[1] = -1;
+        return -errno;
+    }
+    (void)fcntl(stream->pipe_fds[0], F_SETPIPE_SZ, 1 << 20); /* else 64 KiB: more turns */
+    return 0;
+}
+
+static void stream_pipe_close(struct stream *stream)
+{
+    for (int i = 0; i < 2; i++) {
+        if (stream->pipe_fds[i] >= 0)
+            close(stream->pipe_fds[i]);
+        stream->pipe_fds[i] = -1;
+    }
+}
 
 int stream_open(const char *endpoint, struct stream **streamp)
 {
@@ -48,7 +69,7 @@ int stream_open(const char *endpoint, struct stream **streamp)
     if (!stream)
         return -ENOMEM;
     stream->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (stream->listen_fd < 0 ||
+    if (stream->listen_fd < 0 || stream_pipe(stream) != 0 ||
         setsockopt(stream->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
         bind(stream->listen_fd, (struct sockaddr *)&address, sizeof(address)) != 0 ||
         listen(stream->listen_fd, 64) != 0 ||
@@ -56,6 +77,7 @@ int stream_open(const char *endpoint, struct stream **streamp)
         rc = -errno;
         if (stream->listen_fd >= 0)
             close(stream->listen_fd);
+        stream_pipe_close(stream);
         free(stream);
         return rc;
     }
@@ -78,6 +100,7 @@ void stream_close(struct stream **streamp)
     while (stream->count > 0)
         stream_drop(stream, stream->count - 1);
     close(stream->listen_fd);
+    stream_pipe_close(stream);
     free(stream);
     *streamp = NULL;
 }
@@ -97,28 +120,30 @@ size_t stream_poll_items(const struct stream *stream, zmq_pollitem_t *items, siz
 
 static void stream_accept(struct stream *stream)
 {
-    struct timeval send_timeout = {.tv_sec = STREAM_SEND_TIMEOUT_MS / 1000,
-                                   .tv_usec = (STREAM_SEND_TIMEOUT_MS % 1000) * 1000};
+    struct timeval timeout = {.tv_sec = STREAM_TIMEOUT_MS / 1000,
+                              .tv_usec = (STREAM_TIMEOUT_MS % 1000) * 1000};
     int one = 1;
 
     for (;;) {
         int fd = accept4(stream->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-                log_warn("tile read stream: accept failed: %s", strerror(errno));
+                log_warn("tile stream: accept failed: %s", strerror(errno));
             return;
         }
         if (stream->count == STREAM_MAX_CONNECTIONS) {
-            log_warn("tile read stream: %d connections already; refusing another (its mount "
+            log_warn("tile stream: %d connections already; refusing another (its mount "
                      "reads over ZeroMQ)",
                      STREAM_MAX_CONNECTIONS);
             close(fd);
             continue;
         }
-        /* Answers go out with blocking sends that give up after the timeout. */
+        /* Answers go out, and a write's bytes come in, blocking for at most
+         * the timeout; requests are taken without waiting (MSG_DONTWAIT). */
         int flags = fcntl(fd, F_GETFL);
         if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0 ||
-            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof(send_timeout)) != 0 ||
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout)) != 0 ||
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout)) != 0 ||
             setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0) {
             close(fd);
             continue;
@@ -127,8 +152,9 @@ static void stream_accept(struct stream *stream)
     }
 }
 
-/* Serves what connection `index` sent; false if it is to be closed. */
-static bool stream_take(struct stream_connection *connection, struct handlers_context *context)
+/* Serves what the connection sent; false if it is to be closed. */
+static bool stream_take(struct stream *stream, struct stream_connection *connection,
+                        struct handlers_context *context)
 {
     for (;;) {
         ssize_t got = recv(connection->fd, connection->request + connection->have,
@@ -141,8 +167,13 @@ static bool stream_take(struct stream_connection *connection, struct handlers_co
         if (connection->have < sizeof(connection->request))
             continue;
         connection->have = 0;
-        if (handlers_stream_read(context, connection->request, connection->fd) != 0)
+        if (stream->pipe_fds[0] < 0 && stream_pipe(stream) != 0)
             return false;
+        if (handlers_stream_request(context, connection->request, connection->fd,
+                                    stream->pipe_fds) != 0) {
+            stream_pipe_close(stream); /* it may hold a failed write's bytes */
+            return false;
+        }
     }
 }
 
@@ -158,7 +189,7 @@ void stream_serve(struct stream *stream, const zmq_pollitem_t *items, size_t cou
         for (size_t index = 0; index < stream->count; index++) {
             if (stream->connections[index].fd != items[i].fd)
                 continue;
-            if (!stream_take(&stream->connections[index], context))
+            if (!stream_take(stream, &stream->connections[index], context))
                 stream_drop(stream, index);
             break;
         }

@@ -1,14 +1,15 @@
 /*
  * @file stream.h
- * The datanode's tile read stream (proto.h, TILE_STREAM): a TCP listener
+ * The datanode's tile stream (proto.h, TILE_STREAM): a TCP listener
  * beside the ZeroMQ socket, on the same address and a port the kernel
  * picks, and the connections mounts open to it. The datanode's one loop
  * polls them with everything else (stream_poll_items) and serves a
  * connection's requests when it is readable (stream_serve), so the
  * handlers' state stays single-threaded. A connection that sends a
- * request that does not decode, or stops taking an answer for
- * STREAM_SEND_TIMEOUT_MS, is closed; past STREAM_MAX_CONNECTIONS new ones
- * are refused (closed at once: the mount reads over ZeroMQ instead).
+ * request that does not decode, or stops taking an answer or sending a
+ * write's bytes for STREAM_TIMEOUT_MS, is closed; past
+ * STREAM_MAX_CONNECTIONS new ones are refused (closed at once: the mount
+ * goes over ZeroMQ instead).
  */
 #ifndef TESSERA_DATANODE_STREAM_H
 #define TESSERA_DATANODE_STREAM_H
@@ -20,7 +21,7 @@
 #include <zmq.h>
 
 #define STREAM_MAX_CONNECTIONS 256
-#define STREAM_SEND_TIMEOUT_MS 2000
+#define STREAM_TIMEOUT_MS 2000
 
 struct stream;
 

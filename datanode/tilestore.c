@@ -42,6 +42,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #define TILESTORE_BUCKETS 256
@@ -461,8 +462,16 @@ static int tilestore_pwrite_all(int fd, const uint8_t *data, size_t len, uint64_
     return 0;
 }
 
-int tilestore_write(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
-                    uint64_t offset, const void *data, size_t len)
+/* Puts a write's bytes into the open tile file fd: 0 or a negative errno. */
+typedef int (*tilestore_put_fn)(int fd, uint64_t offset, size_t len, void *arg);
+
+/*
+ * The body of a write, whatever brings its bytes (put): checks, room,
+ * creating the file, and undoing the growth of a failed write.
+ */
+static int tilestore_write_with(struct tilestore *store, uint64_t ino, uint64_t tile,
+                                uint64_t version, uint64_t offset, size_t len,
+                                tilestore_put_fn put, void *arg)
 {
     char name[TILESTORE_PATH_MAX];
     uint64_t old_size = 0;
@@ -496,7 +505,7 @@ int tilestore_write(struct tilestore *store, uint64_t ino, uint64_t tile, uint64
             return fd;
         created = true;
     }
-    rc = tilestore_pwrite_all(fd, data, len, offset);
+    rc = put(fd, offset, len, arg);
     if (rc != 0) {
         if (created) {
             unlinkat(store->tiles_fd, name, 0);
@@ -510,13 +519,78 @@ int tilestore_write(struct tilestore *store, uint64_t ino, uint64_t tile, uint64
         /* Start writing the bytes to disk now, without waiting: a later
          * fsync (the client's) then finds little left to do, and the disk
          * works while the stream goes on instead of all at the end. */
-        if (len > 0)
-            sync_file_range(fd, (off64_t)offset, (off64_t)len, SYNC_FILE_RANGE_WRITE);
+        sync_file_range(fd, (off64_t)offset, (off64_t)len, SYNC_FILE_RANGE_WRITE);
     }
     tilestore_account(store, old_size, tilestore_file_size(fd, end > old_size ? end : old_size));
 out:
     if (fd >= 0)
         close(fd);
+    return rc;
+}
+
+static int tilestore_put_memory(int fd, uint64_t offset, size_t len, void *arg)
+{
+    return tilestore_pwrite_all(fd, arg, len, offset);
+}
+
+int tilestore_write(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
+                    uint64_t offset, const void *data, size_t len)
+{
+    return tilestore_write_with(store, ino, tile, version, offset, len, tilestore_put_memory,
+                                (void *)data);
+}
+
+struct tilestore_socket_source {
+    int sock;
+    const int *pipe_fds;
+    int64_t file_ns; /* time spent moving bytes into the file */
+};
+
+static int64_t tilestore_now_ns(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
+/*
+ * Moves len bytes from the socket into the file through the pipe, which is
+ * empty at each turn (so the socket's splice never waits for room). Any
+ * failure is -EPIPE: the socket and the pipe hold unknown bytes now.
+ */
+static int tilestore_put_socket(int fd, uint64_t offset, size_t len, void *arg)
+{
+    struct tilestore_socket_source *source = arg;
+    loff_t at = (loff_t)offset;
+    while (len > 0) {
+        ssize_t in = splice(source->sock, NULL, source->pipe_fds[1], NULL, len, 0);
+        if (in < 0 && errno == EINTR)
+            continue;
+        if (in <= 0)
+            return -EPIPE;
+        int64_t start = tilestore_now_ns();
+        for (size_t left = (size_t)in; left > 0;) {
+            ssize_t out = splice(source->pipe_fds[0], NULL, fd, &at, left, 0);
+            if (out < 0 && errno == EINTR)
+                continue;
+            if (out <= 0)
+                return -EPIPE;
+            left -= (size_t)out;
+        }
+        source->file_ns += tilestore_now_ns() - start;
+        len -= (size_t)in;
+    }
+    return 0;
+}
+
+int tilestore_write_from(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
+                         uint64_t offset, size_t len, int sock, const int pipe_fds[2],
+                         int64_t *file_ns)
+{
+    struct tilestore_socket_source source = {sock, pipe_fds, 0};
+    int rc = tilestore_write_with(store, ino, tile, version, offset, len, tilestore_put_socket,
+                                  &source);
+    *file_ns = source.file_ns;
     return rc;
 }
 

@@ -58,7 +58,7 @@ struct datapath_config {
     uint32_t readahead_tiles; /* tiles loaded ahead of a sequential reader */
     int io_timeout_ms;        /* how long a tile that moves may keep a request waiting */
     struct profile *profile;  /* where profiled files are counted; NULL = nowhere */
-    struct tilestream *streams; /* the datanodes' tile read streams; NULL: ZeroMQ only */
+    struct tilestream *streams; /* the datanodes' tile streams; NULL: ZeroMQ only */
 };
 
 /* Jobs run on `workers`, which must outlive the data path, as must the profile. */
@@ -87,7 +87,7 @@ void datapath_release(struct datapath *datapath, struct open_file *file, bool wr
  * The bytes of one read, as pieces to hand to fuse_reply_iov(): pieces of
  * cached tiles (pinned until datapath_read_done), of a private buffer, and
  * of a static page of zeros. Or, when `piped`, all of them in the pipe
- * datapath_read was given: bytes that came over a tile read stream, and
+ * datapath_read was given: bytes that came over a tile stream, and
  * the pieces before and after them (vmsplice()d: they too stay valid until
  * datapath_read_done).
  */
@@ -113,7 +113,7 @@ struct datapath_read {
  * buffered: the handle goes through the kernel's page cache (no O_DIRECT),
  * so a tile read whole for sieving may be stored there. pipe_fd: the write
  * end of the thread's tile stream pipe (tilestream_pipe), or -1: tiles it
- * would load for a sequential reader then come over the tile read streams
+ * would load for a sequential reader then come over the tile streams
  * instead, straight into the pipe (result->piped). Returns the byte count
  * or -errno (-EPIPE: a stream broke, the pipe holds part of a reply: reset
  * it and read again without it); in every case the caller replies, may

@@ -43,7 +43,7 @@ struct mount_options {
     long statahead;
     long async_unlinks;
     long async_creates;
-    long read_streams;
+    long tile_streams;
     int foreground;
     int single_thread;
     int debug;
@@ -75,10 +75,10 @@ static void usage(FILE *out)
             "  --async-creates 0|1    answer creates of files in a directory this mount\n"
             "                         holds a lease on before meta has them (default 1;\n"
             "                         needs --async-unlinks above 0)\n"
-            "  --read-streams 0|1     read tiles over the datanodes' TCP read streams,\n"
-            "                         spliced into the kernel without a copy in between\n"
-            "                         (default 1; needs pipes of 2 MiB: as root it raises\n"
-            "                         /proc/sys/fs/pipe-max-size to that if it is lower)\n"
+            "  --tile-streams 0|1     move tiles to and from datanodes on this machine over\n"
+            "                         their TCP tile streams, spliced, not copied, on the\n"
+            "                         way (default 1; needs pipes of 2 MiB: as root it\n"
+            "                         raises /proc/sys/fs/pipe-max-size to that if lower)\n"
             "  --machine NAME         this machine's name (default: the hostname)\n"
             "  --log-level LEVEL      error, warn, info or debug (default info)\n"
             "  -o OPTIONS             FUSE mount options, e.g. allow_other,default_permissions\n"
@@ -112,7 +112,7 @@ static int parse_arguments(int argc, char **argv, struct mount_options *options)
     options->statahead = 1024;
     options->async_unlinks = 256;
     options->async_creates = 1;
-    options->read_streams = 1;
+    options->tile_streams = 1;
     options->log_level = LOG_LEVEL_INFO;
 
     for (int i = 1; i < argc; i++) {
@@ -170,9 +170,9 @@ static int parse_arguments(int argc, char **argv, struct mount_options *options)
                 fprintf(stderr, "tessera-mount: --async-creates wants 0 or 1\n");
                 return 2;
             }
-        } else if (strcmp(arg, "--read-streams") == 0) {
-            if (util_parse_long(value, 0, 1, &options->read_streams) != 0) {
-                fprintf(stderr, "tessera-mount: --read-streams wants 0 or 1\n");
+        } else if (strcmp(arg, "--tile-streams") == 0) {
+            if (util_parse_long(value, 0, 1, &options->tile_streams) != 0) {
+                fprintf(stderr, "tessera-mount: --tile-streams wants 0 or 1\n");
                 return 2;
             }
         } else if (strcmp(arg, "--async-unlinks") == 0) {
@@ -340,7 +340,7 @@ int main(int argc, char **argv)
         state.nodes = nodedir_new(state.meta, (int)options.io_timeout_ms);
     if (state.nodes)
         state.workers = workers_new((int)options.io_threads);
-    if (state.workers && options.read_streams && tilestream_setup())
+    if (state.workers && options.tile_streams && tilestream_setup())
         state.streams = tilestream_new(state.nodes, (int)options.io_timeout_ms);
     struct profile_config profile_config = {
         .slots = PROFILE_DEFAULT_SLOTS,

@@ -22,7 +22,7 @@ struct mount_state {
     struct workers *workers;
     struct dentcache *dentries;   /* statahead windows (dentcache.h) */
     struct dirlease *leases;      /* creates under directory leases; NULL: none */
-    struct tilestream *streams;   /* the datanodes' tile read streams; NULL: none */
+    struct tilestream *streams;   /* the datanodes' tile streams; NULL: none */
     struct fuse_session *session; /* for notifications to the kernel; NULL: none */
     const char *mountpoint;
     double attr_timeout;  /* seconds the kernel may cache attributes */

@@ -44,7 +44,8 @@ struct stream_connection {
 struct stream_thread {
     struct tilestream *owner;
     struct stream_thread *prev, *next;
-    int pipe_fds[2];
+    int pipe_fds[2];  /* a read reply's bytes, for libfuse */
+    int send_pipe[2]; /* a write's bytes on their way to a socket */
     size_t count;
     struct stream_connection connections[TILESTREAM_THREAD_NODES];
 };
@@ -53,9 +54,10 @@ struct tilestream {
     struct nodedir *nodes;
     int timeout_ms;
     pthread_key_t key;
-    /* Counted for the log at the end: reads that came over a stream, their
-     * bytes, and reads sent to ZeroMQ instead or broken mid-answer. */
-    atomic_uint_fast64_t reads, bytes, declined, broken;
+    /* Counted for the log at the end: reads and writes that went over a
+     * stream, their bytes, requests sent to ZeroMQ instead, and reads
+     * broken mid-answer. */
+    atomic_uint_fast64_t reads, bytes_read, writes, bytes_written, declined, broken;
     pthread_mutex_t lock; /* protects everything below */
     struct stream_port ports[TILESTREAM_MAX_NODES];
     size_t port_count;
@@ -105,14 +107,14 @@ bool tilestream_setup(void)
         if (file && fclose(file) != 0)
             written = false;
         if (written && can_make_pipe()) {
-            log_info("raised %s from %lu to %u bytes for the tile read streams "
-                     "(--read-streams 0 leaves it alone)",
+            log_info("raised %s from %lu to %u bytes for the tile streams "
+                     "(--tile-streams 0 leaves it alone)",
                      PIPE_MAX_SIZE_FILE, limit, TILESTREAM_PIPE_BYTES);
             return true;
         }
     }
-    log_info("tile read streams off: they need pipes of %u bytes (%s is %lu; raise it as root, "
-             "or run the mount as root); tiles are read over ZeroMQ",
+    log_info("tile streams off: they need pipes of %u bytes (%s is %lu; raise it as root, "
+             "or run the mount as root); tiles go over ZeroMQ",
              TILESTREAM_PIPE_BYTES, PIPE_MAX_SIZE_FILE, limit);
     return false;
 }
@@ -129,6 +131,10 @@ static void close_pipe(struct stream_thread *thread)
 static void thread_free(struct stream_thread *thread)
 {
     close_pipe(thread);
+    for (int i = 0; i < 2; i++) {
+        if (thread->send_pipe[i] >= 0)
+            close(thread->send_pipe[i]);
+    }
     for (size_t i = 0; i < thread->count; i++)
         close(thread->connections[i].fd);
     free(thread);
@@ -170,9 +176,10 @@ void tilestream_destroy(struct tilestream **streamsp)
     struct tilestream *streams = streamsp ? *streamsp : NULL;
     if (!streams)
         return;
-    log_info("tile read streams: %llu reads (%llu bytes), %llu sent over ZeroMQ instead, "
-             "%llu broken mid-answer",
-             (unsigned long long)streams->reads, (unsigned long long)streams->bytes,
+    log_info("tile streams: %llu reads (%llu bytes), %llu writes (%llu bytes), %llu sent over "
+             "ZeroMQ instead, %llu reads broken mid-answer",
+             (unsigned long long)streams->reads, (unsigned long long)streams->bytes_read,
+             (unsigned long long)streams->writes, (unsigned long long)streams->bytes_written,
              (unsigned long long)streams->declined, (unsigned long long)streams->broken);
     pthread_key_delete(streams->key);
     while (streams->threads) {
@@ -195,6 +202,7 @@ static struct stream_thread *thread_state(struct tilestream *streams)
         return NULL;
     thread->owner = streams;
     thread->pipe_fds[0] = thread->pipe_fds[1] = -1;
+    thread->send_pipe[0] = thread->send_pipe[1] = -1;
     if (pthread_setspecific(streams->key, thread) != 0) {
         free(thread);
         return NULL;
@@ -323,7 +331,7 @@ static void port_unsplicable(struct tilestream *streams, uint32_t node)
     }
     pthread_mutex_unlock(&streams->lock);
     if (first)
-        log_warn("datanode %u's tile read stream delivers its bytes in pieces too small to "
+        log_warn("datanode %u's tile stream delivers its bytes in pieces too small to "
                  "splice a tile through a pipe; reading it over ZeroMQ from now on",
                  node);
 }
@@ -415,22 +423,71 @@ static int splice_all(int fd, int pipe_fd, size_t len)
     return 0;
 }
 
-/* One read over the stream; see tilestream_read(). */
-static int stream_read(struct tilestream *streams, uint32_t node,
-                       const struct ts_tile_read_req *request, int32_t *status, uint32_t *got)
+/*
+ * Sends len bytes of memory to the socket without copying them: vmsplice()
+ * puts references to their pages in the thread's send pipe, splice() moves
+ * them on. The caller keeps the bytes unchanged until the answer comes (the
+ * datanode copies them into its file before it answers). 0, or -EIO (the
+ * send pipe may hold some then: it is thrown away).
+ */
+static int send_spliced(struct stream_thread *thread, int fd, const uint8_t *data, size_t len)
+{
+    if (thread->send_pipe[0] < 0) {
+        if (pipe2(thread->send_pipe, O_CLOEXEC) != 0) {
+            thread->send_pipe[0] = thread->send_pipe[1] = -1;
+            return -EIO;
+        }
+        (void)fcntl(thread->send_pipe[0], F_SETPIPE_SZ, 1 << 20); /* else 64 KiB: more turns */
+    }
+    while (len > 0) {
+        struct iovec piece = {.iov_base = (void *)data, .iov_len = len};
+        ssize_t in = vmsplice(thread->send_pipe[1], &piece, 1, 0);
+        if (in < 0 && errno == EINTR)
+            continue;
+        if (in <= 0)
+            goto failed;
+        for (size_t left = (size_t)in; left > 0;) {
+            ssize_t out = splice(thread->send_pipe[0], NULL, fd, NULL, left,
+                                 (size_t)in < len ? SPLICE_F_MORE : 0);
+            if (out < 0 && errno == EINTR)
+                continue;
+            if (out <= 0)
+                goto failed;
+            left -= (size_t)out;
+        }
+        data += in;
+        len -= (size_t)in;
+    }
+    return 0;
+failed:
+    close(thread->send_pipe[0]);
+    close(thread->send_pipe[1]);
+    thread->send_pipe[0] = thread->send_pipe[1] = -1;
+    return -EIO;
+}
+
+/*
+ * One request over the stream of `node`: a read, its bytes received into
+ * `into` or (NULL) spliced into the thread's pipe, or a write of
+ * request->length bytes of `data`. As tilestream_read() for all.
+ */
+static int stream_call(struct tilestream *streams, uint32_t node,
+                       const struct ts_tile_read_req *request, const uint8_t *data,
+                       uint8_t *into, int32_t *status, uint32_t *got)
 {
     struct stream_thread *thread = thread_state(streams);
     uint8_t head[TS_STREAM_REQ_BYTES > TS_STREAM_REP_BYTES ? TS_STREAM_REQ_BYTES
                                                            : TS_STREAM_REP_BYTES];
     struct stream_port port;
+    bool write = data != NULL;
 
     *status = TS_OK;
     *got = 0;
     /* Only a datanode on this machine: over loopback a tile comes in a few
      * big pieces, across a network link in one piece per packet, too many
      * for a pipe (and a network card's copy is the one copy anyway). */
-    if (!thread || thread->pipe_fds[1] < 0 || !nodedir_is_local(streams->nodes, node) ||
-        !port_get(streams, node, &port))
+    if (!thread || (!write && !into && thread->pipe_fds[1] < 0) ||
+        !nodedir_is_local(streams->nodes, node) || !port_get(streams, node, &port))
         return -EAGAIN;
     /* A kept connection may have been closed by a datanode that restarted
      * or dropped it: one more try on a new one. */
@@ -440,8 +497,10 @@ static int stream_read(struct tilestream *streams, uint32_t node,
         if (index < 0)
             break;
         int fd = thread->connections[index].fd;
-        ts_stream_req_encode(request, head);
-        if (send(fd, head, TS_STREAM_REQ_BYTES, MSG_NOSIGNAL) != TS_STREAM_REQ_BYTES ||
+        ts_stream_req_encode(request, write, head);
+        if (send(fd, head, TS_STREAM_REQ_BYTES, MSG_NOSIGNAL | (write ? MSG_MORE : 0)) !=
+                TS_STREAM_REQ_BYTES ||
+            (write && send_spliced(thread, fd, data, request->length) != 0) ||
             !receive_all(fd, head, TS_STREAM_REP_BYTES)) {
             connection_close(thread, (size_t)index);
             if (reused)
@@ -450,14 +509,21 @@ static int stream_read(struct tilestream *streams, uint32_t node,
         }
         uint32_t data_bytes = 0;
         if (ts_stream_rep_decode(status, &data_bytes, head) != TS_OK ||
-            data_bytes > request->length) {
-            log_warn("tile read stream of datanode %u sent a malformed answer; reading over "
-                     "ZeroMQ for a while",
+            data_bytes > (write ? 0 : request->length)) {
+            log_warn("tile stream of datanode %u sent a malformed answer; going over ZeroMQ "
+                     "for a while",
                      node);
             connection_close(thread, (size_t)index);
             break;
         }
-        int error = splice_all(fd, thread->pipe_fds[1], data_bytes);
+        /* A throttled datanode's disk is timed over ZeroMQ only: rest its stream. */
+        if (*status == TS_ERR_BUSY)
+            port_failed(streams, node, port.epoch);
+        int error = 0;
+        if (into && !receive_all(fd, into, data_bytes))
+            error = -EIO;
+        else if (!write && !into)
+            error = splice_all(fd, thread->pipe_fds[1], data_bytes);
         if (error != 0) {
             connection_close(thread, (size_t)index);
             if (error == -EAGAIN)
@@ -473,17 +539,54 @@ static int stream_read(struct tilestream *streams, uint32_t node,
     return -EAGAIN;
 }
 
-int tilestream_read(struct tilestream *streams, uint32_t node,
-                    const struct ts_tile_read_req *request, int32_t *status, uint32_t *got)
+/* Counts a read for the log at the end. */
+static int count_read(struct tilestream *streams, int error, int32_t status, uint32_t got)
 {
-    int error = stream_read(streams, node, request, status, got);
-    if (error == 0 && *status == TS_OK) {
+    if (error == 0 && status == TS_OK) {
         atomic_fetch_add(&streams->reads, 1);
-        atomic_fetch_add(&streams->bytes, *got);
+        atomic_fetch_add(&streams->bytes_read, got);
     } else if (error == -EPIPE) {
         atomic_fetch_add(&streams->broken, 1);
     } else {
         atomic_fetch_add(&streams->declined, 1);
     }
     return error;
+}
+
+int tilestream_read(struct tilestream *streams, uint32_t node,
+                    const struct ts_tile_read_req *request, int32_t *status, uint32_t *got)
+{
+    int error = stream_call(streams, node, request, NULL, NULL, status, got);
+    return count_read(streams, error, *status, *got);
+}
+
+int tilestream_read_into(struct tilestream *streams, uint32_t node,
+                         const struct ts_tile_read_req *request, void *buf, int32_t *status,
+                         uint32_t *got)
+{
+    int error = stream_call(streams, node, request, NULL, buf, status, got);
+    /* Nothing of a reply in memory outlives a failure: ZeroMQ reads it again. */
+    return count_read(streams, error == -EPIPE ? -EAGAIN : error, *status, *got);
+}
+
+int tilestream_write(struct tilestream *streams, uint32_t node,
+                     const struct ts_tile_write_req *request, const void *data, uint32_t length,
+                     int32_t *status)
+{
+    struct ts_tile_read_req range = {.ino = request->ino,
+                                     .tile = request->tile,
+                                     .version = request->version,
+                                     .offset = request->offset,
+                                     .length = length};
+    uint32_t got = 0;
+    if (length == 0)
+        return -EAGAIN; /* nothing to splice: ZeroMQ validates */
+    int error = stream_call(streams, node, &range, data, NULL, status, &got);
+    if (error == 0 && *status == TS_OK) {
+        atomic_fetch_add(&streams->writes, 1);
+        atomic_fetch_add(&streams->bytes_written, length);
+    } else {
+        atomic_fetch_add(&streams->declined, 1);
+    }
+    return error == -EPIPE ? -EAGAIN : error;
 }

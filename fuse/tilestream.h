@@ -1,22 +1,25 @@
 /*
  * @file tilestream.h
- * The mount's side of the datanodes' tile read streams (proto.h,
- * TILE_STREAM): a read's bytes go from the datanode's page cache
+ * The mount's side of the datanodes' tile streams (proto.h,
+ * TILE_STREAM). A read's bytes go from the datanode's page cache
  * (sendfile) through a TCP connection into a pipe (splice), and libfuse
  * splices the pipe into the kernel, which copies them into the file's
  * page cache: one copy in all instead of four (read into a buffer, send,
- * receive into ZeroMQ's message, copy into the kernel).
+ * receive into ZeroMQ's message, copy into the kernel). A write's bytes go
+ * from the mount's buffer to the socket by page reference (vmsplice and
+ * splice through a pipe), and the datanode splices them into its file:
+ * one copy instead of four too.
  *
- * Only datanodes on this machine are read so: over loopback a tile comes in
- * a few large pieces, while across a network link each packet is a piece
- * of its own, too many for a pipe to hold a tile (and there the network
- * card's copy is the one copy anyway). A datanode whose reply did not fit
- * all the same is read over ZeroMQ from then on.
+ * Only datanodes on this machine are used so: over loopback a tile comes
+ * in a few large pieces, while across a network link each packet is a
+ * piece of its own, too many for a pipe to hold a tile (and there the
+ * network card's copy is the one copy anyway). A datanode whose reply did
+ * not fit all the same is read over ZeroMQ from then on.
  *
- * Each thread has its own pipe and its own connection to each datanode it
- * reads from (one request at a time on each). A datanode's port is asked
- * once over ZeroMQ (TILE_STREAM), and again a while after its stream
- * failed: meanwhile reads go over ZeroMQ. Thread-safe.
+ * Each thread has its own pipes and its own connection to each datanode it
+ * uses (one request at a time on each). A datanode's port is asked once
+ * over ZeroMQ (TILE_STREAM), and again a while after its stream failed:
+ * meanwhile tiles go over ZeroMQ. Thread-safe.
  */
 #ifndef TESSERA_TILESTREAM_H
 #define TESSERA_TILESTREAM_H
@@ -61,10 +64,32 @@ void tilestream_pipe_reset(struct tilestream *streams);
  * pipe (tilestream_pipe first). 0: *status is the datanode's answer, and
  * with TS_OK *got bytes (at most request->length; the rest of the range
  * is a hole) are in the pipe. -EAGAIN: nothing was read, ask over ZeroMQ
- * (the node is on another machine, has no stream, or failed just now). -EPIPE: the stream
- * broke mid-answer: part of the bytes may be in the pipe (reset it).
+ * (the node is on another machine, has no stream, or failed just now).
+ * -EPIPE: the stream broke mid-answer: part of the bytes may be in the
+ * pipe (reset it).
  */
 int tilestream_read(struct tilestream *streams, uint32_t node,
                     const struct ts_tile_read_req *request, int32_t *status, uint32_t *got);
+
+/*
+ * As tilestream_read(), the bytes received into buf (request->length
+ * bytes of room), for reads too short to be worth a pipe. -EAGAIN for a
+ * failure mid-answer too.
+ */
+int tilestream_read_into(struct tilestream *streams, uint32_t node,
+                         const struct ts_tile_read_req *request, void *buf, int32_t *status,
+                         uint32_t *got);
+
+/*
+ * Writes length bytes of data into a tile on datanode `node` (TILE_WRITE
+ * over the stream: the bytes go by page reference, copied once, into the
+ * datanode's file). data must stay unchanged until this returns. 0:
+ * *status is the datanode's answer. -EAGAIN: the write may not have been
+ * done, write over ZeroMQ (the node is on another machine, has no stream,
+ * or the stream failed).
+ */
+int tilestream_write(struct tilestream *streams, uint32_t node,
+                     const struct ts_tile_write_req *request, const void *data, uint32_t length,
+                     int32_t *status);
 
 #endif

@@ -1,8 +1,9 @@
 /*
  * @file test_stream.c
- * Unit tests of the datanode's tile read stream (stream.h, proto.h
+ * Unit tests of the datanode's tile stream (stream.h, proto.h
  * TILE_STREAM): a real listener on loopback, real client sockets, real tile
- * files, served by stream_serve() as the datanode's loop does, and the
+ * files read and written, served by stream_serve() as the datanode's loop
+ * does, and the
  * TILE_STREAM request through handlers_table. Also the stream's codecs and
  * util_endpoint_ipv4().
  */
@@ -114,14 +115,28 @@ static int client_connect(struct fixture *fixture)
     return fd;
 }
 
-static void send_request(int fd, uint64_t ino, uint64_t tile, uint64_t version, uint32_t offset,
-                         uint32_t length)
+static void send_head(int fd, bool write, uint64_t ino, uint64_t tile, uint64_t version,
+                      uint32_t offset, uint32_t length)
 {
     struct ts_tile_read_req request = {
         .ino = ino, .tile = tile, .version = version, .offset = offset, .length = length};
     uint8_t bytes[TS_STREAM_REQ_BYTES];
-    ts_stream_req_encode(&request, bytes);
+    ts_stream_req_encode(&request, write, bytes);
     assert_int_equal(send(fd, bytes, sizeof(bytes), 0), (ssize_t)sizeof(bytes));
+}
+
+static void send_request(int fd, uint64_t ino, uint64_t tile, uint64_t version, uint32_t offset,
+                         uint32_t length)
+{
+    send_head(fd, false, ino, tile, version, offset, length);
+}
+
+/* A write's head and its bytes (all sent before the datanode serves it). */
+static void send_write(int fd, uint64_t ino, uint64_t tile, uint64_t version, uint32_t offset,
+                       const uint8_t *data, uint32_t length)
+{
+    send_head(fd, true, ino, tile, version, offset, length);
+    assert_int_equal(send(fd, data, length, 0), (ssize_t)length);
 }
 
 static void receive_exactly(int fd, uint8_t *buf, size_t len)
@@ -161,17 +176,23 @@ static void test_codecs(void **state)
     struct ts_tile_read_req in = {.ino = 1, .tile = 2, .version = 3, .offset = 4, .length = 5};
     struct ts_tile_read_req out;
     uint8_t bytes[TS_STREAM_REQ_BYTES];
+    bool write = true;
     int32_t status;
     uint32_t data_bytes;
 
-    ts_stream_req_encode(&in, bytes);
-    assert_int_equal(ts_stream_req_decode(&out, bytes), TS_OK);
+    ts_stream_req_encode(&in, false, bytes);
+    assert_int_equal(ts_stream_req_decode(&out, &write, bytes), TS_OK);
     assert_memory_equal(&in, &out, sizeof(in));
+    assert_false(write);
+    ts_stream_req_encode(&in, true, bytes);
+    assert_int_equal(ts_stream_req_decode(&out, &write, bytes), TS_OK);
+    assert_memory_equal(&in, &out, sizeof(in));
+    assert_true(write);
     bytes[0] ^= 1; /* the magic */
-    assert_int_equal(ts_stream_req_decode(&out, bytes), TS_ERR_BADMSG);
+    assert_int_equal(ts_stream_req_decode(&out, &write, bytes), TS_ERR_BADMSG);
     in.length = TS_MAX_DATA_BYTES + 1;
-    ts_stream_req_encode(&in, bytes);
-    assert_int_equal(ts_stream_req_decode(&out, bytes), TS_ERR_BADMSG);
+    ts_stream_req_encode(&in, true, bytes);
+    assert_int_equal(ts_stream_req_decode(&out, &write, bytes), TS_ERR_BADMSG);
 
     ts_stream_rep_encode(TS_OK, 4096, bytes);
     assert_int_equal(ts_stream_rep_decode(&status, &data_bytes, bytes), TS_OK);
@@ -287,7 +308,7 @@ static void test_request_in_pieces(void **state)
     uint32_t data_bytes = 0;
     int fd = client_connect(fixture);
 
-    ts_stream_req_encode(&request, bytes);
+    ts_stream_req_encode(&request, false, bytes);
     assert_int_equal(send(fd, bytes, 10, 0), 10);
     serve_once(fixture, 200);
     assert_int_equal(fixture->context.stats.requests[TS_OP_TILE_READ], 0);
@@ -318,7 +339,7 @@ static void test_fenced(void **state)
     close(fd);
 }
 
-/* A throttled disk answers BUSY: a sendfile would not be timed as the throttle wants. */
+/* A throttled disk answers BUSY: a stream would not be timed as the throttle wants. */
 static void test_throttled(void **state)
 {
     struct fixture *fixture = *state;
@@ -331,6 +352,20 @@ static void test_throttled(void **state)
     fixture->context.disk = throttled;
     send_request(fd, 5, 1, 2, 0, 64);
     assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_ERR_BUSY);
+    send_write(fd, 5, 1, 2, 0, fixture->tile + 1, 64);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_ERR_BUSY);
+
+    /* And the port is not offered meanwhile. */
+    uint8_t reply[256];
+    struct rpc_request request = {.header = {.magic = TS_PROTO_MAGIC,
+                                             .version = TS_PROTO_VERSION,
+                                             .type = TS_OP_TILE_STREAM}};
+    struct rpc_response response = {.payload = reply, .payload_cap = sizeof(reply)};
+    struct ts_tile_stream_rep port;
+    assert_int_equal(handlers_table[TS_OP_TILE_STREAM](&fixture->context, &request, &response),
+                     TS_OK);
+    assert_int_equal(ts_tile_stream_rep_decode(&port, response.payload, response.payload_len), 0);
+    assert_int_equal(port.port, 0);
     fixture->context.disk = fixture->disk;
     diskio_destroy(&throttled);
     close(fd);
@@ -355,7 +390,7 @@ static void test_garbage_closes_connection(void **state)
     /* A huge length is refused the same way, before anything is read. */
     bad = client_connect(fixture);
     struct ts_tile_read_req huge = {.ino = 5, .tile = 1, .version = 2, .length = UINT32_MAX};
-    ts_stream_req_encode(&huge, garbage);
+    ts_stream_req_encode(&huge, false, garbage);
     assert_int_equal(send(bad, garbage, sizeof(garbage), 0), (ssize_t)sizeof(garbage));
     serve_once(fixture, 1000);
     assert_true(closed_by_peer(bad));
@@ -373,6 +408,89 @@ static void test_garbage_closes_connection(void **state)
     assert_int_equal(stream_poll_items(fixture->stream, items, 4), 1); /* the listener alone */
 }
 
+/* Writes: stored, counted, and readable over the stream and from the store. */
+static void test_writes(void **state)
+{
+    struct fixture *fixture = *state;
+    static uint8_t data[TILE_BYTES];
+    uint32_t data_bytes = 0;
+    size_t got = 0;
+    int fd = client_connect(fixture);
+
+    send_write(fd, 9, 0, 1, 100, fixture->tile, 60000);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    assert_int_equal(data_bytes, 0);
+    assert_int_equal(tilestore_read(fixture->store, 9, 0, 1, 0, sizeof(data), data, &got), 0);
+    assert_int_equal(got, 60100);
+    for (int i = 0; i < 100; i++)
+        assert_int_equal(data[i], 0);
+    assert_memory_equal(data + 100, fixture->tile, 60000);
+    assert_int_equal(fixture->context.stats.requests[TS_OP_TILE_WRITE], 1);
+    assert_int_equal(fixture->context.stats.bytes_written, 60000);
+
+    /* Over an existing tile's bytes, then read back over the stream. */
+    send_write(fd, 5, 1, 2, 10, fixture->tile + 5000, 3000);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    send_request(fd, 5, 1, 2, 0, 20000);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    assert_int_equal(data_bytes, 20000);
+    assert_memory_equal(data, fixture->tile, 10);
+    assert_memory_equal(data + 10, fixture->tile + 5000, 3000);
+    assert_memory_equal(data + 3010, fixture->tile + 3010, 20000 - 3010);
+    close(fd);
+}
+
+/* A write refused before its bytes are taken drops them: the connection goes on. */
+static void test_write_refused(void **state)
+{
+    struct fixture *fixture = *state;
+    static uint8_t data[TILE_BYTES];
+    uint32_t data_bytes = 0;
+    uint64_t size = 0;
+    int fd = client_connect(fixture);
+
+    assert_int_equal(fences_freeze(fixture->fences, 5, 1, 2, 0, util_monotonic_ms()), 0);
+    send_write(fd, 5, 1, 2, 0, fixture->tile + 1, 50000);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_ERR_STALE);
+    send_request(fd, 5, 1, 2, 0, 100);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    assert_memory_equal(data, fixture->tile, 100); /* unchanged */
+
+    /* Past the data limit of a tile: refused the same way, nothing made. */
+    send_write(fd, 9, 3, 1, TS_MAX_DATA_BYTES - 10, fixture->tile, 20);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_ERR_INVAL);
+    assert_int_equal(tilestore_size(fixture->store, 9, 3, 1, &size), -ENOENT);
+    send_request(fd, 5, 1, 2, 0, 100);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    close(fd);
+}
+
+/* A write whose bytes stop coming: the connection closes, the new file goes away. */
+static void test_write_cut_short(void **state)
+{
+    struct fixture *fixture = *state;
+    uint64_t size = 0;
+    int fd = client_connect(fixture);
+
+    send_head(fd, true, 9, 4, 1, 0, 50000);
+    assert_int_equal(send(fd, fixture->tile, 1000, 0), 1000);
+    shutdown(fd, SHUT_WR);
+    serve_once(fixture, 1000);
+    assert_true(closed_by_peer(fd));
+    close(fd);
+    assert_int_equal(tilestore_size(fixture->store, 9, 4, 1, &size), -ENOENT);
+
+    /* The stream serves the next connection's write whole. */
+    static uint8_t data[TILE_BYTES];
+    uint32_t data_bytes = 0;
+    fd = client_connect(fixture);
+    send_write(fd, 9, 4, 1, 0, fixture->tile, 50000);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    assert_int_equal(tilestore_size(fixture->store, 9, 4, 1, &size), 0);
+    assert_int_equal(size, 50000);
+    close(fd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -385,6 +503,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fenced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_throttled, setup, teardown),
         cmocka_unit_test_setup_teardown(test_garbage_closes_connection, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_writes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_write_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_write_cut_short, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Tiles over the datanodes' tile streams (TCP; sendfile and splice, no
+# copies on the way): a file written through the streams and read back
+# whole, in unaligned pieces across tile edges and with holes compares
+# equal with its pages dropped; writes in place land; a datanode restarted
+# on a new stream port, and garbage sent to a stream, change nothing; the
+# mount's log counts the streamed reads and writes; a mount with
+# --tile-streams 0 reads the same bytes over ZeroMQ only.
+source "$(dirname "$0")/lib.sh"
+
+cluster_up
+
+src=$(random_file 12M)
+cp "$src" "$MNT/f" || fail "cp into the mount failed"
+drop_file_cache "$MNT/f"
+cmp "$src" "$MNT/f" || fail "a 12 MiB file read back over the streams differs"
+
+# Reads that start and end inside tiles, and span tile edges.
+check_pieces() {
+    local bs skip
+    for piece in "300000 7" "1048577 3" "65536 100" "2097152 2" "131072 0"; do
+        read -r bs skip <<<"$piece"
+        drop_file_cache "$MNT/f"
+        cmp <(dd if="$src" bs="$bs" skip="$skip" count=3 status=none) \
+            <(dd if="$MNT/f" bs="$bs" skip="$skip" count=3 status=none) ||
+            fail "dd bs=$bs skip=$skip of the mount differs from the source ($1)"
+    done
+}
+check_pieces "streams up"
+
+# Short O_DIRECT reads (no pipe: received into memory over the stream).
+for skip in 0 255 256 2999; do
+    cmp <(dd if="$src" bs=4096 skip="$skip" count=2 status=none) \
+        <(dd if="$MNT/f" bs=4096 skip="$skip" count=2 iflag=direct status=none) ||
+        fail "an O_DIRECT read of 8 KiB at block $skip differs"
+done
+
+# Writes in place, unaligned, across a tile edge, after the file is whole.
+printf 'tessera-in-place' | dd of="$MNT/f" bs=1 seek=$((3 * 1048576 - 7)) conv=notrunc status=none ||
+    fail "a write in place failed"
+printf 'tessera-in-place' | dd of="$src" bs=1 seek=$((3 * 1048576 - 7)) conv=notrunc status=none
+sync "$MNT/f"
+drop_file_cache "$MNT/f"
+cmp "$src" "$MNT/f" || fail "a write in place across a tile edge did not land"
+
+# A sparse file: tiles never written read as zeros, also mid-read.
+local_sparse="$T/sparse"
+for file in "$local_sparse" "$MNT/sparse"; do
+    dd if="$src" of="$file" bs=1M count=1 status=none conv=notrunc || fail "writing $file"
+    dd if="$src" of="$file" bs=1M count=1 seek=5 skip=2 status=none conv=notrunc ||
+        fail "writing $file past a hole"
+done
+drop_file_cache "$MNT/sparse"
+cmp "$local_sparse" "$MNT/sparse" || fail "a sparse file reads back differently"
+
+# Garbage on a stream: the datanode closes that connection and goes on.
+port=$(sed -n 's/.*tile stream on TCP port \([0-9]*\).*/\1/p' "$STATE/logs/node1.log" | tail -n 1)
+[ -n "$port" ] && [ "$port" != 0 ] || fail "node1 logged no tile stream port"
+exec 3<>"/dev/tcp/127.0.0.1/$port" || fail "cannot connect to node1's stream on port $port"
+head -c 4096 /dev/urandom >&3
+exec 3>&-
+sleep 0.2
+assert_daemons_alive
+check_pieces "after garbage on node1's stream"
+
+# A datanode restarted listens on another port: the mount asks again.
+node2_pid=$(pid_of node2)
+kill "$node2_pid"
+wait_for 10 "node2 to stop" bash -c "! kill -0 $node2_pid 2>/dev/null"
+cluster_restart
+wait_for 30 "node2 to log its stream again" \
+    bash -c "[ \$(grep -c 'tile stream on TCP port' '$STATE/logs/node2.log') -ge 2 ]"
+check_pieces "after node2 restarted"
+drop_file_cache "$MNT/f"
+cmp "$src" "$MNT/f" || fail "the file differs after node2 restarted"
+
+# Over ZeroMQ only, the same bytes.
+mount_second "$T/mnt2" --tile-streams 0
+drop_file_cache "$T/mnt2/f"
+cmp "$src" "$T/mnt2/f" || fail "the file read with --tile-streams 0 differs"
+fusermount3 -u "$T/mnt2" || fail "unmount of the second mount failed"
+wait "$MOUNT2_PID" 2>/dev/null || true
+! grep -q 'tile streams:' "$T/mount2.log" ||
+    fail "the mount with --tile-streams 0 used the streams"
+
+cluster_down
+streamed=$(sed -n 's/.*tile streams: \([0-9]*\) reads.*/\1/p' "$STATE/logs/mount.log" | tail -n 1)
+[ -n "$streamed" ] || fail "the mount logged no tile stream counts at exit"
+[ "$streamed" -gt 0 ] || fail "no read came over the tile streams"
+written=$(sed -n 's/.*tile streams: .* reads (.*), \([0-9]*\) writes.*/\1/p' "$STATE/logs/mount.log" | tail -n 1)
+[ -n "$written" ] && [ "$written" -gt 0 ] || fail "no write went over the tile streams"
+log "$(grep -o 'tile streams:.*' "$STATE/logs/mount.log" | tail -n 1)"
+log "ok"
