@@ -91,6 +91,9 @@
 #define READ_SLOTS 16
 /* Reads of at most this fraction of a tile may be sieved (sieve.h). */
 #define SIEVE_MAX_READ_FRACTION 4
+/* Files read sequentially within this long of each other count as read at once. */
+#define READERS_WINDOW_MS 200
+#define READERS_TRACKED 8
 /* Tile buffers one file may fill at once (array files; linear ones use 2). */
 #define MAX_WRITE_BUFFERS 64
 /* Dynamic placement: tile writes in flight per datanode, and tiles handed
@@ -217,6 +220,10 @@ struct datapath {
     int io_timeout_ms;
     struct profile *profile; /* NULL: nothing is counted */
     struct tilestream *streams; /* NULL: tiles come over ZeroMQ only */
+    /* The files read sequentially of late (readers_lock, taken last). */
+    pthread_mutex_t readers_lock;
+    uint64_t readers[READERS_TRACKED];
+    int64_t readers_ms[READERS_TRACKED];
     pthread_mutex_t lock;
     struct open_file *buckets[OPEN_TABLE_BUCKETS];
     /* loads_lock protects loads, load_count, next_pick; never held with
@@ -254,6 +261,7 @@ struct datapath *datapath_new(struct metaclient *meta, struct nodedir *nodes,
     budget_init(&datapath->write_budget, config->memory_bytes / 2);
     budget_init(&datapath->read_budget, config->memory_bytes / 2);
     pthread_mutex_init(&datapath->lock, NULL);
+    pthread_mutex_init(&datapath->readers_lock, NULL);
     pthread_mutex_init(&datapath->loads_lock, NULL);
     pthread_cond_init(&datapath->load_dropped, NULL);
     return datapath;
@@ -300,6 +308,7 @@ void datapath_destroy(struct datapath **datapathp)
     pthread_cond_destroy(&datapath->load_dropped);
     pthread_mutex_destroy(&datapath->loads_lock);
     pthread_mutex_destroy(&datapath->lock);
+    pthread_mutex_destroy(&datapath->readers_lock);
     free(datapath);
     *datapathp = NULL;
 }
@@ -1764,6 +1773,30 @@ static int result_flush(struct datapath_read *result)
 }
 
 /*
+ * Notes a sequential read of file ino; returns how many files (this one
+ * included) were read sequentially within READERS_WINDOW_MS.
+ */
+static int readers_note(struct datapath *datapath, uint64_t ino)
+{
+    int64_t now = util_monotonic_ms();
+    int slot = -1, oldest = 0, count = 0;
+    pthread_mutex_lock(&datapath->readers_lock);
+    for (int i = 0; i < READERS_TRACKED; i++) {
+        if (datapath->readers[i] == ino)
+            slot = i;
+        if (datapath->readers_ms[i] < datapath->readers_ms[oldest])
+            oldest = i;
+    }
+    slot = slot >= 0 ? slot : oldest;
+    datapath->readers[slot] = ino;
+    datapath->readers_ms[slot] = now;
+    for (int i = 0; i < READERS_TRACKED; i++)
+        count += datapath->readers[i] != 0 && now - datapath->readers_ms[i] <= READERS_WINDOW_MS;
+    pthread_mutex_unlock(&datapath->readers_lock);
+    return count;
+}
+
+/*
  * Reads a segment over its datanode's tile stream into the result's
  * pipe, after the pieces before it. Returns 0, -EAGAIN (read it over
  * ZeroMQ instead: no stream, or the datanode answered other than with
@@ -1856,8 +1889,12 @@ ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t 
         file->next_read_offset = offset + size;
     bool sieving = !sequential && size <= file->tile_bytes / SIEVE_MAX_READ_FRACTION;
     /* A sequential reader's tiles come over the streams, not through the
-     * cache; array files read whole tiles for their short rows: cached. */
-    bool streaming = result->pipe_fd >= 0 && !file->layout.array;
+     * cache; array files read whole tiles for their short rows: cached.
+     * But a lone sequential reader takes the cache's read-ahead: the
+     * kernel's own keeps too few tiles in flight for one stream to keep
+     * the disks busy, while several streams overlap each other. */
+    bool streaming = result->pipe_fd >= 0 && !file->layout.array &&
+                     (!sequential || readers_note(datapath, file->ino) > 1);
     uint64_t tiles_in_file = layout_tile_count(&file->layout, file->size);
 
     uint64_t last_tile = 0;

@@ -54,10 +54,10 @@ struct tilestream {
     struct nodedir *nodes;
     int timeout_ms;
     pthread_key_t key;
-    /* Counted for the log at the end: reads and writes that went over a
-     * stream, their bytes, requests sent to ZeroMQ instead, and reads
-     * broken mid-answer. */
-    atomic_uint_fast64_t reads, bytes_read, writes, bytes_written, declined, broken;
+    /* Counted for the log at the end: reads (those spliced into a pipe
+     * among them) and writes that went over a stream, their bytes,
+     * requests sent to ZeroMQ instead, and reads broken mid-answer. */
+    atomic_uint_fast64_t reads, spliced, bytes_read, writes, bytes_written, declined, broken;
     pthread_mutex_t lock; /* protects everything below */
     struct stream_port ports[TILESTREAM_MAX_NODES];
     size_t port_count;
@@ -176,9 +176,10 @@ void tilestream_destroy(struct tilestream **streamsp)
     struct tilestream *streams = streamsp ? *streamsp : NULL;
     if (!streams)
         return;
-    log_info("tile streams: %llu reads (%llu bytes), %llu writes (%llu bytes), %llu sent over "
-             "ZeroMQ instead, %llu reads broken mid-answer",
-             (unsigned long long)streams->reads, (unsigned long long)streams->bytes_read,
+    log_info("tile streams: %llu reads (%llu spliced, %llu bytes), %llu writes (%llu bytes), "
+             "%llu sent over ZeroMQ instead, %llu reads broken mid-answer",
+             (unsigned long long)streams->reads, (unsigned long long)streams->spliced,
+             (unsigned long long)streams->bytes_read,
              (unsigned long long)streams->writes, (unsigned long long)streams->bytes_written,
              (unsigned long long)streams->declined, (unsigned long long)streams->broken);
     pthread_key_delete(streams->key);
@@ -557,6 +558,8 @@ int tilestream_read(struct tilestream *streams, uint32_t node,
                     const struct ts_tile_read_req *request, int32_t *status, uint32_t *got)
 {
     int error = stream_call(streams, node, request, NULL, NULL, status, got);
+    if (error == 0 && *status == TS_OK)
+        atomic_fetch_add(&streams->spliced, 1);
     return count_read(streams, error, *status, *got);
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tiles over the datanodes' tile streams (TCP; sendfile and splice, no
 # copies on the way): a file written through the streams and read back
-# whole, in unaligned pieces across tile edges and with holes compares
+# whole (alone, and with another file read at once, which splices them),
+# in unaligned pieces across tile edges and with holes compares
 # equal with its pages dropped; writes in place land; a datanode restarted
 # on a new stream port, and garbage sent to a stream, change nothing; the
 # mount's log counts the streamed reads and writes; a mount with
@@ -27,6 +28,17 @@ check_pieces() {
     done
 }
 check_pieces "streams up"
+
+# Two readers at once: each reads over the streams, spliced into the kernel
+# (a lone reader loads tiles ahead through the cache instead).
+src2=$(random_file 12M)
+cp "$src2" "$MNT/g" || fail "cp of a second file into the mount failed"
+drop_file_cache "$MNT/f"
+drop_file_cache "$MNT/g"
+cmp "$src" "$MNT/f" & first=$!
+cmp "$src2" "$MNT/g" & second=$!
+wait "$first" || fail "the first of two files read at once differs"
+wait "$second" || fail "the second of two files read at once differs"
 
 # Short O_DIRECT reads (no pipe: received into memory over the stream).
 for skip in 0 255 256 2999; do
@@ -87,6 +99,8 @@ cluster_down
 streamed=$(sed -n 's/.*tile streams: \([0-9]*\) reads.*/\1/p' "$STATE/logs/mount.log" | tail -n 1)
 [ -n "$streamed" ] || fail "the mount logged no tile stream counts at exit"
 [ "$streamed" -gt 0 ] || fail "no read came over the tile streams"
+spliced=$(sed -n 's/.*tile streams: [0-9]* reads (\([0-9]*\) spliced.*/\1/p' "$STATE/logs/mount.log" | tail -n 1)
+[ -n "$spliced" ] && [ "$spliced" -gt 0 ] || fail "no read was spliced into the kernel"
 written=$(sed -n 's/.*tile streams: .* reads (.*), \([0-9]*\) writes.*/\1/p' "$STATE/logs/mount.log" | tail -n 1)
 [ -n "$written" ] && [ "$written" -gt 0 ] || fail "no write went over the tile streams"
 log "$(grep -o 'tile streams:.*' "$STATE/logs/mount.log" | tail -n 1)"
