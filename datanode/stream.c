@@ -20,6 +20,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+/* Requests one connection may have served in one turn of the loop. */
+#define STREAM_TURN_REQUESTS 8
+
 struct stream_connection {
     int fd;
     size_t have; /* bytes of the next request received so far */
@@ -133,7 +136,7 @@ static void stream_accept(struct stream *stream)
         }
         if (stream->count == STREAM_MAX_CONNECTIONS) {
             log_warn("tile stream: %d connections already; refusing another (its mount "
-                     "reads over ZeroMQ)",
+                     "goes over ZeroMQ)",
                      STREAM_MAX_CONNECTIONS);
             close(fd);
             continue;
@@ -152,11 +155,15 @@ static void stream_accept(struct stream *stream)
     }
 }
 
-/* Serves what the connection sent; false if it is to be closed. */
+/*
+ * Serves what the connection sent, up to STREAM_TURN_REQUESTS requests (a
+ * client that keeps sending waits for the next turn, so the loop's other
+ * work goes on); false if it is to be closed.
+ */
 static bool stream_take(struct stream *stream, struct stream_connection *connection,
                         struct handlers_context *context)
 {
-    for (;;) {
+    for (int served = 0; served < STREAM_TURN_REQUESTS;) {
         ssize_t got = recv(connection->fd, connection->request + connection->have,
                            sizeof(connection->request) - connection->have, MSG_DONTWAIT);
         if (got < 0)
@@ -174,7 +181,9 @@ static bool stream_take(struct stream *stream, struct stream_connection *connect
             stream_pipe_close(stream); /* it may hold a failed write's bytes */
             return false;
         }
+        served++;
     }
+    return true;
 }
 
 void stream_serve(struct stream *stream, const zmq_pollitem_t *items, size_t count,
