@@ -14,6 +14,8 @@
 
 /* Milliseconds of CLOCK_MONOTONIC. */
 int64_t util_monotonic_ms(void);
+/* Nanoseconds of CLOCK_MONOTONIC. */
+int64_t util_monotonic_ns(void);
 /* The wall clock with nanoseconds. */
 struct timespec util_now(void);
 /* Moves *at ms milliseconds later (ms >= 0): a deadline for pthread_cond_timedwait. */

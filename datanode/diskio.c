@@ -10,6 +10,7 @@
 #include "log.h"
 #include "measure.h"
 #include "throttle.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,12 +33,7 @@ struct diskio {
     uint32_t in_service;
 };
 
-int64_t diskio_now_ns(void)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-}
+int64_t diskio_now_ns(void) { return util_monotonic_ns(); }
 
 /* The default wait: sleep until the deadline. */
 static void diskio_sleep(void *arg, int64_t until_ns)

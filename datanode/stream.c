@@ -191,17 +191,13 @@ void stream_serve(struct stream *stream, const zmq_pollitem_t *items, size_t cou
 {
     if (count == 0)
         return;
-    /* Connections first: accepting may move them in the array. */
+    /* Item i is connection i - 1 (stream_poll_items). Last to first: a drop
+     * moves the last connection, already served, into the dropped one's
+     * place; new ones are accepted after. */
     for (size_t i = count - 1; i >= 1; i--) {
-        if (!(items[i].revents & (ZMQ_POLLIN | ZMQ_POLLERR)))
-            continue;
-        for (size_t index = 0; index < stream->count; index++) {
-            if (stream->connections[index].fd != items[i].fd)
-                continue;
-            if (!stream_take(stream, &stream->connections[index], context))
-                stream_drop(stream, index);
-            break;
-        }
+        if (items[i].revents & (ZMQ_POLLIN | ZMQ_POLLERR) &&
+            !stream_take(stream, &stream->connections[i - 1], context))
+            stream_drop(stream, i - 1);
     }
     if (items[0].revents & ZMQ_POLLIN)
         stream_accept(stream);

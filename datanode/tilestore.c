@@ -42,7 +42,6 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <time.h>
 #include <unistd.h>
 
 #define TILESTORE_BUCKETS 256
@@ -546,12 +545,6 @@ struct tilestore_socket_source {
     int64_t file_ns; /* time spent moving bytes into the file */
 };
 
-static int64_t tilestore_now_ns(void)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-}
 
 /*
  * Moves len bytes from the socket into the file through the pipe, which is
@@ -568,7 +561,7 @@ static int tilestore_put_socket(int fd, uint64_t offset, size_t len, void *arg)
             continue;
         if (in <= 0)
             return -EPIPE;
-        int64_t start = tilestore_now_ns();
+        int64_t start = util_monotonic_ns();
         for (size_t left = (size_t)in; left > 0;) {
             ssize_t out = splice(source->pipe_fds[0], NULL, fd, &at, left, 0);
             if (out < 0 && errno == EINTR)
@@ -577,7 +570,7 @@ static int tilestore_put_socket(int fd, uint64_t offset, size_t len, void *arg)
                 return -EPIPE;
             left -= (size_t)out;
         }
-        source->file_ns += tilestore_now_ns() - start;
+        source->file_ns += util_monotonic_ns() - start;
         len -= (size_t)in;
     }
     return 0;

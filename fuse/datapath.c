@@ -1679,25 +1679,35 @@ static int cache_serve(struct datapath *datapath, struct open_file *file, struct
     return error;
 }
 
+/* The TILE_READ of a segment from where this machine reads its tile (*node). */
+static struct ts_tile_read_req segment_read_request(const struct open_file *file,
+                                                    const struct tile_segment *segment,
+                                                    const struct tile_location *location,
+                                                    uint32_t *node)
+{
+    uint64_t version;
+    read_source(location, node, &version);
+    return (struct ts_tile_read_req){.ino = file->ino,
+                                     .tile = segment->tile,
+                                     .version = version,
+                                     .offset = segment->tile_offset,
+                                     .length = segment->length};
+}
+
 /*
  * A short direct read over the tile stream of a datanode on this machine,
- * into `out` (the rest of the segment zeros): fewer hand-offs between threads than ZeroMQ's. False: nothing
- * was read, ask over ZeroMQ (which also deals with anything but bytes).
+ * into `out` (the rest of the segment zeros): fewer hand-offs between
+ * threads than ZeroMQ's. False: nothing was read, ask over ZeroMQ (which
+ * also deals with anything but bytes).
  */
 static bool stream_read_into(struct datapath *datapath, struct open_file *file,
                              const struct tile_location *location,
                              const struct tile_segment *segment, char *out, bool *local)
 {
     uint32_t node;
-    uint64_t version;
     int32_t status = TS_OK;
     uint32_t got = 0;
-    read_source(location, &node, &version);
-    struct ts_tile_read_req request = {.ino = file->ino,
-                                       .tile = segment->tile,
-                                       .version = version,
-                                       .offset = segment->tile_offset,
-                                       .length = segment->length};
+    struct ts_tile_read_req request = segment_read_request(file, segment, location, &node);
     if (tilestream_read_into(datapath->streams, node, &request, out, &status, &got) != 0 ||
         status != TS_OK)
         return false;
@@ -1811,22 +1821,16 @@ static int stream_serve(struct datapath *datapath, struct open_file *file,
     int32_t status = TS_OK;
     uint32_t got = 0;
     uint32_t node;
-    uint64_t version;
 
     int error = location_get(datapath, file, segment->tile, false, &location);
     if (error != 0)
         return error;
     if (location.node == 0)
         return result_add_zeros(result, segment->length);
-    read_source(&location, &node, &version);
     error = result_flush(result);
     if (error != 0)
         return error;
-    struct ts_tile_read_req request = {.ino = file->ino,
-                                       .tile = segment->tile,
-                                       .version = version,
-                                       .offset = segment->tile_offset,
-                                       .length = segment->length};
+    struct ts_tile_read_req request = segment_read_request(file, segment, &location, &node);
     pthread_mutex_unlock(&file->lock);
     error = tilestream_read(datapath->streams, node, &request, &status, &got);
     pthread_mutex_lock(&file->lock);
@@ -1837,7 +1841,7 @@ static int stream_serve(struct datapath *datapath, struct open_file *file,
     result->piped = true;
     result->bytes += got;
     if (file->profiled && datapath->profile)
-        *local = read_is_local(datapath, &location);
+        *local = true; /* streams reach datanodes on this machine only */
     return result_add_zeros(result, segment->length - got);
 }
 

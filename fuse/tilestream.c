@@ -64,15 +64,26 @@ struct tilestream {
     struct stream_thread *threads;
 };
 
+/* Closes a pipe (either end may be closed already: -1) and marks it so. */
+static void close_pipe(int fds[2])
+{
+    for (int i = 0; i < 2; i++) {
+        if (fds[i] >= 0)
+            close(fds[i]);
+        fds[i] = -1;
+    }
+}
+
+/* A pipe of TILESTREAM_PIPE_BYTES: 0, or a negative errno (fds both -1). */
 static int make_pipe(int fds[2])
 {
-    if (pipe2(fds, O_CLOEXEC) != 0)
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        fds[0] = fds[1] = -1;
         return -errno;
+    }
     if (fcntl(fds[0], F_SETPIPE_SZ, (int)TILESTREAM_PIPE_BYTES) < 0) {
         int error = -errno;
-        close(fds[0]);
-        close(fds[1]);
-        fds[0] = fds[1] = -1;
+        close_pipe(fds);
         return error;
     }
     return 0;
@@ -119,22 +130,10 @@ bool tilestream_setup(void)
     return false;
 }
 
-static void close_pipe(struct stream_thread *thread)
-{
-    for (int i = 0; i < 2; i++) {
-        if (thread->pipe_fds[i] >= 0)
-            close(thread->pipe_fds[i]);
-        thread->pipe_fds[i] = -1;
-    }
-}
-
 static void thread_free(struct stream_thread *thread)
 {
-    close_pipe(thread);
-    for (int i = 0; i < 2; i++) {
-        if (thread->send_pipe[i] >= 0)
-            close(thread->send_pipe[i]);
-    }
+    close_pipe(thread->pipe_fds);
+    close_pipe(thread->send_pipe);
     for (size_t i = 0; i < thread->count; i++)
         close(thread->connections[i].fd);
     free(thread);
@@ -236,7 +235,7 @@ void tilestream_pipe_reset(struct tilestream *streams)
 {
     struct stream_thread *thread = pthread_getspecific(streams->key);
     if (thread)
-        close_pipe(thread);
+        close_pipe(thread->pipe_fds);
 }
 
 /* The node's entry (made when missing); NULL if the table is full. Lock held. */
@@ -433,13 +432,8 @@ static int splice_all(int fd, int pipe_fd, size_t len)
  */
 static int send_spliced(struct stream_thread *thread, int fd, const uint8_t *data, size_t len)
 {
-    if (thread->send_pipe[0] < 0) {
-        if (pipe2(thread->send_pipe, O_CLOEXEC) != 0) {
-            thread->send_pipe[0] = thread->send_pipe[1] = -1;
-            return -EIO;
-        }
-        (void)fcntl(thread->send_pipe[0], F_SETPIPE_SZ, 1 << 20); /* else 64 KiB: more turns */
-    }
+    if (thread->send_pipe[0] < 0 && make_pipe(thread->send_pipe) != 0)
+        return -EIO;
     while (len > 0) {
         struct iovec piece = {.iov_base = (void *)data, .iov_len = len};
         ssize_t in = vmsplice(thread->send_pipe[1], &piece, 1, 0);
@@ -461,9 +455,7 @@ static int send_spliced(struct stream_thread *thread, int fd, const uint8_t *dat
     }
     return 0;
 failed:
-    close(thread->send_pipe[0]);
-    close(thread->send_pipe[1]);
-    thread->send_pipe[0] = thread->send_pipe[1] = -1;
+    close_pipe(thread->send_pipe);
     return -EIO;
 }
 
