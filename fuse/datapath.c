@@ -895,11 +895,17 @@ static int write_send(struct write_job *job, const struct tile_location *locatio
             return TS_OK;
         /* Anything else over ZeroMQ, whose answer says what it is. */
     }
-    atomic_fetch_add(&job->refs, 1); /* ZeroMQ's, dropped by write_buffer_free */
-    int status = nodedir_call_owned(job->datapath->nodes, location->node, TS_OP_TILE_WRITE,
+    int status;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        atomic_fetch_add(&job->refs, 1); /* ZeroMQ's, dropped by write_buffer_free */
+        status = nodedir_call_owned(job->datapath->nodes, location->node, TS_OP_TILE_WRITE,
                                     payload, (size_t)len, job->buffer + job->offset,
                                     job->length, &owner, &reply);
-    rpc_reply_release(&reply);
+        rpc_reply_release(&reply);
+        /* Unanswered by a node that still answers (restarted): lost, once more. */
+        if (status != TS_ERR_TIMEDOUT || nodedir_is_down(job->datapath->nodes, location->node))
+            break;
+    }
     return status;
 }
 

@@ -4,6 +4,10 @@
  * period: calls to it fail at once (EIO) instead of queueing behind one
  * another, each waiting out the timeout; the first call after the period
  * tries again, so the mount recovers by itself when the node returns.
+ * Before a timeout marks a node down, the node is PINGed: a node that
+ * answers was restarted (its old process took the request with it) and
+ * the request is sent once more. While a node is down, one caller at a
+ * time PINGs it, so that a node restarted meanwhile is used at once.
  *
  * Pools are never destroyed while the mount runs: a thread
  * may be using one while another replaces it, so replaced pools move to a
@@ -22,12 +26,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* How long a node that timed out has to answer a PING to count as alive. */
+#define NODEDIR_PING_MS 500
+
 struct node_entry {
     uint32_t id;
     struct rpc_pool *pool;
     /* After a timeout the node counts as down until then: calls fail at
      * once instead of each waiting out the timeout again. */
     int64_t down_until_ms;
+    /* While down: one caller at a time PINGs it, at most every
+     * NODEDIR_PING_MS, to find it back before the period ends. */
+    bool probing;
+    int64_t probed_ms;
     /* As meta last said: up, and room for new tiles. */
     bool takes_tiles;
     /* On this mount's machine (same machine name). */
@@ -212,6 +223,64 @@ static void nodedir_mark(struct nodedir *dir, uint32_t id, bool timed_out)
     pthread_mutex_unlock(&dir->lock);
 }
 
+bool nodedir_is_down(struct nodedir *dir, uint32_t node)
+{
+    pthread_mutex_lock(&dir->lock);
+    const struct node_entry *entry = nodedir_find(dir, node);
+    bool down = entry && util_monotonic_ms() < entry->down_until_ms;
+    pthread_mutex_unlock(&dir->lock);
+    return down;
+}
+
+/*
+ * True if the node at pool's endpoint answers a PING within
+ * NODEDIR_PING_MS, on a socket of its own (the pool's may all be busy).
+ */
+static bool nodedir_answers_ping(const struct rpc_pool *pool, int io_timeout_ms)
+{
+    struct rpc_client *client = rpc_client_new(rpc_pool_endpoint(pool));
+    struct rpc_reply reply;
+    int timeout_ms = io_timeout_ms < NODEDIR_PING_MS ? io_timeout_ms : NODEDIR_PING_MS;
+    if (!client)
+        return false;
+    int status = rpc_client_call(client, TS_OP_PING, NULL, 0, NULL, 0, timeout_ms, &reply);
+    rpc_reply_release(&reply);
+    rpc_client_destroy(&client);
+    return status == TS_OK;
+}
+
+/*
+ * For a caller that found node down: true if the node answers a PING now
+ * (and is up again), false at once if another caller is probing it or did
+ * within NODEDIR_PING_MS.
+ */
+static bool nodedir_back_up(struct nodedir *dir, uint32_t id, const struct rpc_pool *pool)
+{
+    pthread_mutex_lock(&dir->lock);
+    struct node_entry *entry = nodedir_find(dir, id);
+    bool probe = entry && !entry->probing &&
+                 util_monotonic_ms() - entry->probed_ms >= NODEDIR_PING_MS;
+    if (probe)
+        entry->probing = true;
+    pthread_mutex_unlock(&dir->lock);
+    if (!probe)
+        return false;
+
+    bool alive = nodedir_answers_ping(pool, dir->io_timeout_ms);
+    pthread_mutex_lock(&dir->lock);
+    entry = nodedir_find(dir, id); /* entries may have moved (refresh) */
+    if (entry) {
+        entry->probing = false;
+        entry->probed_ms = util_monotonic_ms();
+        if (alive)
+            entry->down_until_ms = 0;
+    }
+    pthread_mutex_unlock(&dir->lock);
+    if (alive)
+        log_info("datanode %u at %s answers again", id, rpc_pool_endpoint(pool));
+    return alive;
+}
+
 int nodedir_call(struct nodedir *dir, uint32_t node, uint16_t op, const void *payload,
                  size_t payload_len, const void *data, size_t data_len, struct rpc_reply *reply)
 {
@@ -224,17 +293,34 @@ int nodedir_call_owned(struct nodedir *dir, uint32_t node, uint16_t op, const vo
 {
     bool down = false;
     struct rpc_pool *pool = nodedir_pool(dir, node, &down);
+    bool owned = owner && data;
     int status;
 
     memset(reply, 0, sizeof(*reply));
+    if (pool && down)
+        down = !nodedir_back_up(dir, node, pool);
     if (!pool || down) {
         if (!pool)
             log_error("%s: datanode %u is not known to meta", ts_op_name(op), node);
-        if (owner && data)
+        if (owned)
             owner->free_fn((void *)data, owner->hint);
         return pool ? TS_ERR_TIMEDOUT : TS_ERR_IO;
     }
     status = rpc_pool_call_owned(pool, op, payload, payload_len, data, data_len, owner, reply);
+    if (status == TS_ERR_TIMEDOUT && nodedir_answers_ping(pool, dir->io_timeout_ms)) {
+        /* Alive, yet the request went unanswered: it was lost, most likely
+         * with the process a restarted node replaced. Owned data is gone
+         * (ZeroMQ freed it); its caller sends again (nodedir_is_down). */
+        log_info("%s: datanode %u at %s answers again after a request was lost%s",
+                 ts_op_name(op), node, rpc_pool_endpoint(pool), owned ? "" : ": sent again");
+        if (!owned) {
+            rpc_reply_release(reply);
+            status = rpc_pool_call_owned(pool, op, payload, payload_len, data, data_len, NULL,
+                                         reply);
+        }
+        if (owned || status != TS_ERR_TIMEDOUT)
+            return status;
+    }
     if (status == TS_ERR_TIMEDOUT)
         log_warn("%s: datanode %u at %s did not answer within %d ms (taken as down for as long)",
                  ts_op_name(op), node, rpc_pool_endpoint(pool), dir->io_timeout_ms);

@@ -45,14 +45,26 @@ int nodedir_address(struct nodedir *dir, uint32_t node, struct in_addr *address)
 
 /*
  * Sends op to datanode `node` and waits up to the I/O timeout. Returns as
- * rpc_pool_call(); TS_ERR_IO if the node is unknown to meta. The caller
- * releases `reply` in every case.
+ * rpc_pool_call(); TS_ERR_IO if the node is unknown to meta. A request
+ * without an answer is sent once more if the node answers a PING (a
+ * restarted node: the request was lost with its old process); otherwise
+ * the node counts as down for one I/O timeout, and calls to it fail at
+ * once with TS_ERR_TIMEDOUT, but for one at a time, which PINGs it first
+ * and goes on if it answers. The caller releases `reply` in every case.
  */
 int nodedir_call(struct nodedir *dir, uint32_t node, uint16_t op, const void *payload,
                  size_t payload_len, const void *data, size_t data_len, struct rpc_reply *reply);
-/* As nodedir_call(), giving the data to ZeroMQ without a copy (rpc.h). */
+/*
+ * As nodedir_call(), giving the data to ZeroMQ without a copy (rpc.h). Such
+ * a request is not sent again here (the data is gone): on TS_ERR_TIMEDOUT
+ * from a node that is not down (nodedir_is_down), the caller may send it
+ * once more itself.
+ */
 int nodedir_call_owned(struct nodedir *dir, uint32_t node, uint16_t op, const void *payload,
                        size_t payload_len, const void *data, size_t data_len,
                        const struct rpc_data_owner *owner, struct rpc_reply *reply);
+
+/* True while datanode `node` counts as down after a timeout. */
+bool nodedir_is_down(struct nodedir *dir, uint32_t node);
 
 #endif
