@@ -16,6 +16,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -153,6 +154,29 @@ static void handlers_count_read(struct handlers_context *context, uint64_t ino, 
         readset_add(context->stats.tiles_read, ino, tile, bytes);
 }
 
+/*
+ * After a small read: if the warmer says so, the whole tile is read ahead
+ * into the page cache (one request to the disk instead of many small
+ * ones). fd: the tile's file if the caller has it open, else -1.
+ */
+static void handlers_warm(struct handlers_context *context, const struct ts_tile_read_req *req,
+                          int fd)
+{
+    int own_fd = -1;
+    uint64_t size = 0;
+    /* A throttled disk is timed per request: no reads behind its back. */
+    if (!context->warmer || diskio_throttled(context->disk) ||
+        !warmer_note(context->warmer, req->ino, req->tile, req->length, util_monotonic_ns()))
+        return;
+    if (fd < 0 &&
+        tilestore_open_tile(context->store, req->ino, req->tile, req->version, &own_fd, &size) == 0)
+        fd = own_fd;
+    if (fd >= 0 && posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED) == 0)
+        context->stats.tiles_warmed++;
+    if (own_fd >= 0)
+        close(own_fd);
+}
+
 static int handle_tile_read(void *ctx, const struct rpc_request *request,
                             struct rpc_response *response)
 {
@@ -203,6 +227,7 @@ static int handle_tile_read(void *ctx, const struct rpc_request *request,
     response->data_len = got;
     response->data_free = handlers_free_data;
     handlers_count_read(context, req.ino, req.tile, got);
+    handlers_warm(context, &req, -1);
     return TS_OK;
 }
 
@@ -264,9 +289,11 @@ static int handlers_stream_read(struct handlers_context *context,
     else if (count > 0 &&
              diskio_send(context->disk, file_fd, req->offset, count, sock, &sent) != 0)
         result = -1;
-    close(file_fd);
-    if (result == TS_OK)
+    if (result == TS_OK) {
         handlers_count_read(context, req->ino, req->tile, count);
+        handlers_warm(context, req, file_fd);
+    }
+    close(file_fd);
     return result;
 }
 
@@ -680,11 +707,12 @@ void handlers_log_stats(const struct handlers_stats *stats)
 {
     log_info("served: %" PRIu64 " PING, %" PRIu64 " TILE_WRITE (%" PRIu64 " bytes), %" PRIu64
              " TILE_READ (%" PRIu64 " bytes), %" PRIu64 " TILE_SYNC, %" PRIu64
-             " TILE_TRUNCATE, %" PRIu64 " TILE_PULL, %" PRIu64 " TILE_FENCE; %" PRIu64 " failed",
+             " TILE_TRUNCATE, %" PRIu64 " TILE_PULL, %" PRIu64 " TILE_FENCE; %" PRIu64
+             " failed; %" PRIu64 " tiles warmed after small reads",
              stats->requests[TS_OP_PING], stats->requests[TS_OP_TILE_WRITE], stats->bytes_written,
              stats->requests[TS_OP_TILE_READ], stats->bytes_read, stats->requests[TS_OP_TILE_SYNC],
              stats->requests[TS_OP_TILE_TRUNCATE], stats->requests[TS_OP_TILE_PULL],
-             stats->requests[TS_OP_TILE_FENCE], stats->failures);
+             stats->requests[TS_OP_TILE_FENCE], stats->failures, stats->tiles_warmed);
 }
 
 void handlers_stats_fini(struct handlers_stats *stats)

@@ -25,6 +25,7 @@
 #include "readset.h"
 #include "rpc.h"
 #include "tilestore.h"
+#include "warmer.h"
 
 #include <stdint.h>
 
@@ -37,6 +38,7 @@ struct handlers_stats {
     uint64_t failures;            /* requests answered with a non-zero status */
     uint64_t bytes_written;       /* tile bytes stored by TILE_WRITE */
     uint64_t bytes_read;          /* tile bytes sent by TILE_READ */
+    uint64_t tiles_warmed;        /* tiles read ahead whole after small reads (warmer.h) */
     /* The distinct tiles TILE_READ touched (TS_MAX_STATS_TILES of them);
      * made at the first read; if it cannot be, reads are not listed. */
     struct readset *tiles_read;
@@ -56,6 +58,7 @@ struct handlers_context {
     struct fences *fences;
     struct puller *puller;
     uint16_t stream_port; /* the tile stream's TCP port, 0: none (TILE_STREAM) */
+    struct warmer *warmer; /* NULL: small reads warm no tile */
 };
 
 /* The largest throttle NODE_THROTTLE accepts: 1 TB/s (anything above is no throttle at all). */

@@ -357,6 +357,7 @@ int main(int argc, char **argv)
     struct fences *fences = NULL;
     struct puller *puller = NULL;
     struct stream *stream = NULL;
+    struct warmer *warmer = NULL;
     uint64_t tiles, used_bytes;
     int exit_code = 1;
     int rc;
@@ -439,6 +440,8 @@ int main(int argc, char **argv)
     context.disk = disk;
     context.fences = fences;
     context.puller = puller;
+    warmer = warmer_new(); /* NULL: no warming, the rest works */
+    context.warmer = warmer;
     server = rpc_server_new(options.listen, handlers_table, &context);
     if (!server) {
         log_error("not started: no socket listening on %s", options.listen);
@@ -463,6 +466,7 @@ int main(int argc, char **argv)
     handlers_log_stats(&context.stats);
     handlers_stats_fini(&context.stats);
 out:
+    warmer_destroy(&warmer);
     if (puller) {
         /* A pull waiting on its source ends now, not at its deadline. */
         zmq_ctx_shutdown(rpc_context());

@@ -5,7 +5,8 @@
 # in unaligned pieces across tile edges and with holes compares
 # equal with its pages dropped; writes in place land; a datanode restarted
 # on a new stream port, and garbage sent to a stream, change nothing; the
-# mount's log counts the streamed reads and writes; a mount with
+# mount's log counts the streamed reads and writes, the datanodes' the
+# tiles they read whole after small reads; a mount with
 # --tile-streams 0 reads the same bytes over ZeroMQ only.
 source "$(dirname "$0")/lib.sh"
 
@@ -45,6 +46,14 @@ for skip in 0 255 256 2999; do
     cmp <(dd if="$src" bs=4096 skip="$skip" count=2 status=none) \
         <(dd if="$MNT/f" bs=4096 skip="$skip" count=2 iflag=direct status=none) ||
         fail "an O_DIRECT read of 8 KiB at block $skip differs"
+done
+
+# Small O_DIRECT reads of one tile out of order, as random reads come: the
+# datanode reads the rest of the tile ahead after the second (counted below).
+for skip in 2999 2990 2995; do
+    cmp <(dd if="$src2" bs=4096 skip="$skip" count=1 status=none) \
+        <(dd if="$MNT/g" bs=4096 skip="$skip" count=1 iflag=direct status=none) ||
+        fail "an O_DIRECT read of 4 KiB at block $skip of the second file differs"
 done
 
 # Writes in place, unaligned, across a tile edge, after the file is whole.
@@ -104,4 +113,9 @@ spliced=$(sed -n 's/.*tile streams: [0-9]* reads (\([0-9]*\) spliced.*/\1/p' "$S
 written=$(sed -n 's/.*tile streams: .* reads (.*), \([0-9]*\) writes.*/\1/p' "$STATE/logs/mount.log" | tail -n 1)
 [ -n "$written" ] && [ "$written" -gt 0 ] || fail "no write went over the tile streams"
 log "$(grep -o 'tile streams:.*' "$STATE/logs/mount.log" | tail -n 1)"
+# Small reads of a tile, close together: the datanodes read such tiles whole.
+warmed=$(cat "$STATE"/logs/node*.log | sed -n 's/.* \([0-9]*\) tiles warmed after small reads.*/\1/p' |
+    awk '{sum += $1} END {print sum + 0}')
+[ "$warmed" -gt 0 ] || fail "no datanode warmed a tile after the small O_DIRECT reads"
+log "$warmed tiles warmed after small reads"
 log "ok"

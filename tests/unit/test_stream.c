@@ -299,6 +299,55 @@ static void test_reads(void **state)
 }
 
 /* A request in pieces is answered once it is whole. */
+/* A second small read of a tile warms it (warmer.h), over the stream and
+ * over ZeroMQ alike; whole-tile reads do not. */
+static void test_small_reads_warm(void **state)
+{
+    struct fixture *fixture = *state;
+    static uint8_t data[TILE_BYTES];
+    uint32_t data_bytes = 0;
+    int fd = client_connect(fixture);
+    fixture->context.warmer = warmer_new();
+    assert_non_null(fixture->context.warmer);
+
+    send_request(fd, 5, 1, 2, 0, TILE_BYTES);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    send_request(fd, 5, 1, 2, 0, TILE_BYTES);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    assert_int_equal(fixture->context.stats.tiles_warmed, 0);
+    for (int i = 0; i < 3; i++) {
+        send_request(fd, 5, 1, 2, 8192u * (uint32_t)i, 4096);
+        assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+        assert_int_equal(data_bytes, 4096);
+        assert_memory_equal(data, fixture->tile + 8192 * i, 4096);
+    }
+    assert_int_equal(fixture->context.stats.tiles_warmed, 1);
+
+    /* Over ZeroMQ: tile (5, 2, 2). */
+    assert_int_equal(tilestore_write(fixture->store, 5, 2, 2, 0, fixture->tile, 65536), 0);
+    for (int i = 0; i < 2; i++) {
+        uint8_t payload[64];
+        uint8_t reply[256];
+        struct ts_tile_read_req read = {
+            .ino = 5, .tile = 2, .version = 2, .offset = 4096, .length = 4096};
+        int len = ts_tile_read_req_encode(&read, payload, sizeof(payload));
+        struct rpc_request request = {.header = {.magic = TS_PROTO_MAGIC,
+                                                 .version = TS_PROTO_VERSION,
+                                                 .type = TS_OP_TILE_READ},
+                                      .payload = payload,
+                                      .payload_len = (size_t)len};
+        struct rpc_response response = {.payload = reply, .payload_cap = sizeof(reply)};
+        assert_int_equal(
+            handlers_table[TS_OP_TILE_READ](&fixture->context, &request, &response), TS_OK);
+        assert_int_equal(response.data_len, 4096);
+        assert_memory_equal(response.data, fixture->tile + 4096, 4096);
+        response.data_free(response.data, NULL);
+    }
+    assert_int_equal(fixture->context.stats.tiles_warmed, 2);
+    warmer_destroy(&fixture->context.warmer);
+    close(fd);
+}
+
 static void test_request_in_pieces(void **state)
 {
     struct fixture *fixture = *state;
@@ -499,6 +548,7 @@ int main(void)
         cmocka_unit_test(test_open_needs_ipv4),
         cmocka_unit_test_setup_teardown(test_port_request, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_small_reads_warm, setup, teardown),
         cmocka_unit_test_setup_teardown(test_request_in_pieces, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fenced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_throttled, setup, teardown),
