@@ -18,7 +18,8 @@
  *
  * Reads (read-ahead): a sequential reader of a linear file gets whole tiles
  * loaded into the file's tile cache ahead of it, from all their datanodes in
- * parallel; other reads fetch just the bytes asked for. Array files always
+ * parallel, one more tile ahead for each tile it enters in a row, up to
+ * readahead_tiles; other reads fetch just the bytes asked for. Array files always
  * read whole tiles (data sieving: a sub-block reader comes back to the same
  * tile row after row). Cache slots are bounded per file and their memory by
  * the read budget.
@@ -186,6 +187,11 @@ struct open_file {
     struct read_slot slots[READ_SLOTS];
     uint64_t use_clock;
     uint64_t next_read_offset; /* where a sequential reader goes next */
+    /* Tiles a sequential reader has entered in a row (0: none yet) and the
+     * last of them: the read-ahead grows with the run, so a reader of a
+     * file's head does not load the tiles after it. */
+    uint32_t run_tiles;
+    uint64_t run_last_tile;
     struct cached_location *locations;
     size_t location_slots; /* a power of two */
     struct dirty_tile *dirty;
@@ -1593,12 +1599,17 @@ static struct read_slot *cache_load(struct datapath *datapath, struct open_file 
     return slot;
 }
 
-/* Starts loading the tiles after `tile` that a sequential reader will want. */
+/*
+ * Starts loading the tiles after `tile` that a sequential reader will want:
+ * as many as it has entered in a row, up to readahead_tiles (as the
+ * kernel's read-ahead ramps up).
+ */
 static void cache_read_ahead(struct datapath *datapath, struct open_file *file, uint64_t tile)
 {
     uint64_t tiles_in_file = layout_tile_count(&file->layout, file->size);
-    for (uint64_t next = tile + 1;
-         next <= tile + datapath->readahead_tiles && next < tiles_in_file; next++) {
+    uint32_t ahead = file->run_tiles < datapath->readahead_tiles ? file->run_tiles
+                                                                  : datapath->readahead_tiles;
+    for (uint64_t next = tile + 1; next <= tile + ahead && next < tiles_in_file; next++) {
         int error;
         if (cache_find(file, next))
             continue;
@@ -1951,6 +1962,13 @@ ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t 
         }
         if (profiled)
             profile_batch_add(datapath->profile, &batch, segment.tile, segment.length, local);
+    }
+    if (!sequential) {
+        file->run_tiles = 0;
+    } else if (file->run_tiles == 0 || last_tile > file->run_last_tile) {
+        if (file->run_tiles < READ_SLOTS)
+            file->run_tiles++;
+        file->run_last_tile = last_tile;
     }
     if (sequential && !file->layout.array && !streaming)
         cache_read_ahead(datapath, file, last_tile);
