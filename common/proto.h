@@ -193,9 +193,13 @@ enum ts_node_state { TS_NODE_DOWN = 0, TS_NODE_UP = 1 };
 /* ERROR: any reply with a non-zero status. */
 #define TS_MSG_ERROR(X) X(STR, text)
 
-/* PING: empty request; reply carries the server's role ("meta"/"datanode"). */
+/*
+ * PING: empty request; reply carries the server's role ("meta"/"datanode")
+ * and how long its process has run (a client whose request went
+ * unanswered tells a restarted server from a slow one by it).
+ */
 #define TS_MSG_PING_REQ(X)
-#define TS_MSG_PING_REP(X) X(STR, role)
+#define TS_MSG_PING_REP(X) X(STR, role) X(U64, uptime_ms)
 
 /* Caller identity for creating operations (from the FUSE request context). */
 #define TS_MSG_LOOKUP_REQ(X) X(U64, parent) X(STR, name)

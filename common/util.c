@@ -28,6 +28,16 @@ int64_t util_monotonic_ns(void)
     return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
 }
 
+static int64_t util_started_ms;
+
+/* Runs before main(): the process's start on the monotonic clock. */
+__attribute__((constructor)) static void util_note_start(void)
+{
+    util_started_ms = util_monotonic_ms();
+}
+
+int64_t util_process_age_ms(void) { return util_monotonic_ms() - util_started_ms; }
+
 struct timespec util_now(void)
 {
     struct timespec now;

@@ -16,6 +16,8 @@
 int64_t util_monotonic_ms(void);
 /* Nanoseconds of CLOCK_MONOTONIC. */
 int64_t util_monotonic_ns(void);
+/* Milliseconds since this process started (since the library was loaded). */
+int64_t util_process_age_ms(void);
 /* The wall clock with nanoseconds. */
 struct timespec util_now(void);
 /* Moves *at ms milliseconds later (ms >= 0): a deadline for pthread_cond_timedwait. */

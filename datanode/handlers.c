@@ -94,7 +94,8 @@ static int handlers_fenced(struct handlers_context *context, struct rpc_response
 
 static int handle_ping(void *ctx, const struct rpc_request *request, struct rpc_response *response)
 {
-    struct ts_ping_rep reply = {.role = ts_str_of("datanode")};
+    struct ts_ping_rep reply = {.role = ts_str_of("datanode"),
+                                .uptime_ms = (uint64_t)util_process_age_ms()};
     (void)ctx;
     if (request->payload_len != 0)
         return handlers_badmsg(response, "PING");

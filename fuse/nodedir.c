@@ -2,12 +2,12 @@
  * @file nodedir.c
  * See nodedir.h. A node that timed out is taken as down for one timeout
  * period: calls to it fail at once (EIO) instead of queueing behind one
- * another, each waiting out the timeout; the first call after the period
- * tries again, so the mount recovers by itself when the node returns.
- * Before a timeout marks a node down, the node is PINGed: a node that
- * answers was restarted (its old process took the request with it) and
- * the request is sent once more. While a node is down, one caller at a
- * time PINGs it, so that a node restarted meanwhile is used at once.
+ * another, each waiting out the timeout; but one caller at a time PINGs
+ * it first (at most every NODEDIR_PING_MS) and goes on if it answers, so
+ * the mount recovers by itself as soon as the node returns.
+ * Before a timeout marks a node down, the node is PINGed: a node whose
+ * process started after the request left was restarted (the old process
+ * took the request with it), and the request is sent once more.
  *
  * Pools are never destroyed while the mount runs: a thread
  * may be using one while another replaces it, so replaced pools move to a
@@ -234,16 +234,23 @@ bool nodedir_is_down(struct nodedir *dir, uint32_t node)
 
 /*
  * True if the node at pool's endpoint answers a PING within
- * NODEDIR_PING_MS, on a socket of its own (the pool's may all be busy).
+ * NODEDIR_PING_MS, on a socket of its own (the pool's may all be busy);
+ * *uptime_ms (if not NULL) is how long its process has run.
  */
-static bool nodedir_answers_ping(const struct rpc_pool *pool, int io_timeout_ms)
+static bool nodedir_answers_ping(const struct rpc_pool *pool, int io_timeout_ms,
+                                 int64_t *uptime_ms)
 {
     struct rpc_client *client = rpc_client_new(rpc_pool_endpoint(pool));
     struct rpc_reply reply;
+    struct ts_ping_rep ping;
     int timeout_ms = io_timeout_ms < NODEDIR_PING_MS ? io_timeout_ms : NODEDIR_PING_MS;
     if (!client)
         return false;
     int status = rpc_client_call(client, TS_OP_PING, NULL, 0, NULL, 0, timeout_ms, &reply);
+    if (status == TS_OK && ts_ping_rep_decode(&ping, reply.payload, reply.payload_len) != 0)
+        status = TS_ERR_BADMSG;
+    if (status == TS_OK && uptime_ms)
+        *uptime_ms = ping.uptime_ms > INT64_MAX ? INT64_MAX : (int64_t)ping.uptime_ms;
     rpc_reply_release(&reply);
     rpc_client_destroy(&client);
     return status == TS_OK;
@@ -266,7 +273,7 @@ static bool nodedir_back_up(struct nodedir *dir, uint32_t id, const struct rpc_p
     if (!probe)
         return false;
 
-    bool alive = nodedir_answers_ping(pool, dir->io_timeout_ms);
+    bool alive = nodedir_answers_ping(pool, dir->io_timeout_ms, NULL);
     pthread_mutex_lock(&dir->lock);
     entry = nodedir_find(dir, id); /* entries may have moved (refresh) */
     if (entry) {
@@ -306,12 +313,17 @@ int nodedir_call_owned(struct nodedir *dir, uint32_t node, uint16_t op, const vo
             owner->free_fn((void *)data, owner->hint);
         return pool ? TS_ERR_TIMEDOUT : TS_ERR_IO;
     }
+    int64_t sent_ms = util_monotonic_ms();
+    int64_t uptime_ms = 0;
     status = rpc_pool_call_owned(pool, op, payload, payload_len, data, data_len, owner, reply);
-    if (status == TS_ERR_TIMEDOUT && nodedir_answers_ping(pool, dir->io_timeout_ms)) {
-        /* Alive, yet the request went unanswered: it was lost, most likely
-         * with the process a restarted node replaced. Owned data is gone
-         * (ZeroMQ freed it); its caller sends again (nodedir_is_down). */
-        log_info("%s: datanode %u at %s answers again after a request was lost%s",
+    if (status == TS_ERR_TIMEDOUT && nodedir_answers_ping(pool, dir->io_timeout_ms, &uptime_ms) &&
+        uptime_ms < util_monotonic_ms() - sent_ms) {
+        /* A process that started after the request left: the request was
+         * lost with the one it replaced, and sending it again is safe (a
+         * node merely slow may still carry it out: that one is not asked
+         * twice). Owned data is gone (ZeroMQ freed it); its caller sends
+         * it again (nodedir_is_down). */
+        log_info("%s: datanode %u at %s restarted and lost a request%s",
                  ts_op_name(op), node, rpc_pool_endpoint(pool), owned ? "" : ": sent again");
         if (!owned) {
             rpc_reply_release(reply);

@@ -245,7 +245,8 @@ static int array_load(struct store_txn *txn, uint64_t ino, struct arraylayout **
 
 static int handle_ping(void *ctx, const struct rpc_request *request, struct rpc_response *response)
 {
-    struct ts_ping_rep reply = {.role = ts_str_of("meta")};
+    struct ts_ping_rep reply = {.role = ts_str_of("meta"),
+                                .uptime_ms = (uint64_t)util_process_age_ms()};
     (void)ctx;
     if (!payload_empty(request))
         return reply_bad_message(response, request->header.type);

@@ -158,7 +158,7 @@ restart_with_request_in_flight "a write" \
 dd if="$patch" of="$source_file" bs=1M seek="$tile_c" count=1 conv=notrunc status=none
 drop_file_cache "$MNT/victim"
 cmp "$source_file" "$MNT/victim" || fail "the write in flight across the restart did not land"
-resent=$(grep -c 'answers again after a request was lost' "$T/mount2.log")
+resent=$(grep -c 'restarted and lost a request' "$T/mount2.log")
 [ "$resent" -ge 2 ] || fail "the second mount sent $resent lost requests again, expected the read and the write"
 log "a read and a write in flight across restarts of $victim_node answered ($resent requests sent again)"
 

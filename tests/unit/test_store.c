@@ -11,6 +11,7 @@
 #include "proto.h"
 #include "service.h"
 #include "status.h"
+#include "util.h"
 
 #include <ftw.h>
 #include <limits.h>
@@ -1460,6 +1461,7 @@ static void test_ping(void **state)
     assert_int_equal(ts_ping_rep_decode(&reply, f->reply, f->reply_len), 0);
     assert_int_equal(reply.role.len, 4);
     assert_memory_equal(reply.role.ptr, "meta", 4);
+    assert_true(reply.uptime_ms <= (uint64_t)util_process_age_ms());
 }
 
 /* ---- persistence -------------------------------------------------------- */

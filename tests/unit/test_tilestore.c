@@ -9,6 +9,7 @@
 #include "proto.h"
 #include "status.h"
 #include "tilestore.h"
+#include "util.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -504,6 +505,10 @@ static void test_handler_ping(void **state)
     assert_int_equal(ts_ping_rep_decode(&reply, response.payload, response.payload_len), 0);
     assert_int_equal(reply.role.len, strlen("datanode"));
     assert_memory_equal(reply.role.ptr, "datanode", reply.role.len);
+    /* How long this process has run: more than nothing, at most until now. */
+    int64_t age_ms = util_process_age_ms();
+    assert_true(reply.uptime_ms <= (uint64_t)age_ms);
+    assert_true(age_ms < 3600 * 1000);
     assert_int_equal(fixture->context.stats.requests[TS_OP_PING], 1);
 }
 
