@@ -48,10 +48,10 @@ int nodedir_address(struct nodedir *dir, uint32_t node, struct in_addr *address)
  * rpc_pool_call(); TS_ERR_IO if the node is unknown to meta. A request
  * without an answer is sent once more if the node answers a PING from a
  * process younger than the request (a restarted node: the request was
- * lost with its old process); otherwise
- * the node counts as down for one I/O timeout, and calls to it fail at
- * once with TS_ERR_TIMEDOUT, but for one at a time, which PINGs it first
- * and goes on if it answers. The caller releases `reply` in every case.
+ * lost with its old process); otherwise the node counts as down for one
+ * I/O timeout, and calls to it fail at once with TS_ERR_TIMEDOUT, but for
+ * one at a time, which PINGs it first and goes on if it answers. The
+ * caller releases `reply` in every case.
  */
 int nodedir_call(struct nodedir *dir, uint32_t node, uint16_t op, const void *payload,
                  size_t payload_len, const void *data, size_t data_len, struct rpc_reply *reply);
