@@ -64,11 +64,14 @@ int rpc_client_call(struct rpc_client *client, uint16_t op, const void *payload,
  * Ownership of a request's data frame handed to ZeroMQ (no copy): it calls
  * free_fn(data, hint) once, from its own thread, when the bytes are sent or
  * dropped — possibly after the call has returned. The caller must not touch
- * the data after the call.
+ * the data after the call, but may keep it alive itself until the call
+ * returns: then hold_fn (may be NULL) gives ZeroMQ one more reference, for
+ * a second send of the same request, released by free_fn in its turn.
  */
 struct rpc_data_owner {
     void (*free_fn)(void *data, void *hint);
     void *hint;
+    void (*hold_fn)(void *hint);
 };
 
 /* As rpc_client_call(); with owner, data is given away as described above. */

@@ -545,7 +545,6 @@ struct tilestore_socket_source {
     int64_t file_ns; /* time spent moving bytes into the file */
 };
 
-
 /*
  * Moves len bytes from the socket into the file through the pipe, which is
  * empty at each turn (so the socket's splice never waits for room). Any

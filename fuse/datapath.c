@@ -881,12 +881,20 @@ static void write_buffer_free(void *data, void *hint)
     write_job_unref(hint);
 }
 
+/* One more send of the buffer (rpc_data_owner.hold_fn): write_send's
+ * caller holds the job throughout, so the buffer is still there. */
+static void write_buffer_hold(void *hint)
+{
+    struct write_job *job = hint;
+    atomic_fetch_add(&job->refs, 1);
+}
+
 /* Sends the job's bytes to the primary of *location. Returns a status. */
 static int write_send(struct write_job *job, const struct tile_location *location)
 {
     uint8_t payload[64];
     struct rpc_reply reply;
-    struct rpc_data_owner owner = {write_buffer_free, job};
+    struct rpc_data_owner owner = {write_buffer_free, job, write_buffer_hold};
     struct ts_tile_write_req request = {.ino = job->file->ino,
                                         .tile = job->tile,
                                         .version = location->version,
@@ -901,17 +909,11 @@ static int write_send(struct write_job *job, const struct tile_location *locatio
             return TS_OK;
         /* Anything else over ZeroMQ, whose answer says what it is. */
     }
-    int status;
-    for (int attempt = 0; attempt < 2; attempt++) {
-        atomic_fetch_add(&job->refs, 1); /* ZeroMQ's, dropped by write_buffer_free */
-        status = nodedir_call_owned(job->datapath->nodes, location->node, TS_OP_TILE_WRITE,
+    atomic_fetch_add(&job->refs, 1); /* ZeroMQ's, dropped by write_buffer_free */
+    int status = nodedir_call_owned(job->datapath->nodes, location->node, TS_OP_TILE_WRITE,
                                     payload, (size_t)len, job->buffer + job->offset,
                                     job->length, &owner, &reply);
-        rpc_reply_release(&reply);
-        /* Unanswered by a node that still answers (restarted): lost, once more. */
-        if (status != TS_ERR_TIMEDOUT || nodedir_is_down(job->datapath->nodes, location->node))
-            break;
-    }
+    rpc_reply_release(&reply);
     return status;
 }
 

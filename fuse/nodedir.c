@@ -223,15 +223,6 @@ static void nodedir_mark(struct nodedir *dir, uint32_t id, bool timed_out)
     pthread_mutex_unlock(&dir->lock);
 }
 
-bool nodedir_is_down(struct nodedir *dir, uint32_t node)
-{
-    pthread_mutex_lock(&dir->lock);
-    const struct node_entry *entry = nodedir_find(dir, node);
-    bool down = entry && util_monotonic_ms() < entry->down_until_ms;
-    pthread_mutex_unlock(&dir->lock);
-    return down;
-}
-
 /*
  * True if the node at pool's endpoint answers a PING within
  * NODEDIR_PING_MS, on a socket of its own (the pool's may all be busy);
@@ -301,6 +292,7 @@ int nodedir_call_owned(struct nodedir *dir, uint32_t node, uint16_t op, const vo
     bool down = false;
     struct rpc_pool *pool = nodedir_pool(dir, node, &down);
     bool owned = owner && data;
+    bool resendable = !owned || owner->hold_fn;
     int status;
 
     memset(reply, 0, sizeof(*reply));
@@ -316,21 +308,21 @@ int nodedir_call_owned(struct nodedir *dir, uint32_t node, uint16_t op, const vo
     int64_t sent_ms = util_monotonic_ms();
     int64_t uptime_ms = 0;
     status = rpc_pool_call_owned(pool, op, payload, payload_len, data, data_len, owner, reply);
-    if (status == TS_ERR_TIMEDOUT && nodedir_answers_ping(pool, dir->io_timeout_ms, &uptime_ms) &&
+    if (status == TS_ERR_TIMEDOUT && resendable &&
+        nodedir_answers_ping(pool, dir->io_timeout_ms, &uptime_ms) &&
         uptime_ms < util_monotonic_ms() - sent_ms) {
         /* A process that started after the request left: the request was
          * lost with the one it replaced, and sending it again is safe (a
          * node merely slow may still carry it out: that one is not asked
-         * twice). Owned data is gone (ZeroMQ freed it); its caller sends
-         * it again (nodedir_is_down). */
-        log_info("%s: datanode %u at %s restarted and lost a request%s",
-                 ts_op_name(op), node, rpc_pool_endpoint(pool), owned ? "" : ": sent again");
-        if (!owned) {
-            rpc_reply_release(reply);
-            status = rpc_pool_call_owned(pool, op, payload, payload_len, data, data_len, NULL,
-                                         reply);
-        }
-        if (owned || status != TS_ERR_TIMEDOUT)
+         * twice). */
+        log_info("%s: datanode %u at %s restarted and lost a request: sent again",
+                 ts_op_name(op), node, rpc_pool_endpoint(pool));
+        rpc_reply_release(reply);
+        if (owned)
+            owner->hold_fn(owner->hint);
+        status = rpc_pool_call_owned(pool, op, payload, payload_len, data, data_len, owner,
+                                     reply);
+        if (status != TS_ERR_TIMEDOUT)
             return status;
     }
     if (status == TS_ERR_TIMEDOUT)

@@ -56,16 +56,11 @@ int nodedir_address(struct nodedir *dir, uint32_t node, struct in_addr *address)
 int nodedir_call(struct nodedir *dir, uint32_t node, uint16_t op, const void *payload,
                  size_t payload_len, const void *data, size_t data_len, struct rpc_reply *reply);
 /*
- * As nodedir_call(), giving the data to ZeroMQ without a copy (rpc.h). Such
- * a request is not sent again here (the data is gone): on TS_ERR_TIMEDOUT
- * from a node that is not down (nodedir_is_down), the caller may send it
- * once more itself.
+ * As nodedir_call(), giving the data to ZeroMQ without a copy (rpc.h). It
+ * is sent again (as nodedir_call's) only if the owner has a hold_fn.
  */
 int nodedir_call_owned(struct nodedir *dir, uint32_t node, uint16_t op, const void *payload,
                        size_t payload_len, const void *data, size_t data_len,
                        const struct rpc_data_owner *owner, struct rpc_reply *reply);
-
-/* True while datanode `node` counts as down after a timeout. */
-bool nodedir_is_down(struct nodedir *dir, uint32_t node);
 
 #endif
