@@ -77,8 +77,10 @@ void metaclient_destroy(struct metaclient **clientp)
     if (creates > 0)
         log_info("creates: %llu answered before tessera-meta had them (directory leases)",
                  (unsigned long long)creates);
-    nsqueue_destroy(&client->queue);   /* sends what is queued */
+    /* Releases first: each waits for the creates queued before it
+     * (wait_creates), so the create queue must outlive the release thread. */
     relqueue_destroy(&client->releases); /* sends what is queued */
+    nsqueue_destroy(&client->queue);     /* sends what is queued */
     rpc_pool_destroy(&client->pool);
     free(client);
     *clientp = NULL;
