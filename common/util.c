@@ -181,3 +181,26 @@ int util_endpoint_ipv4(const char *endpoint, struct in_addr *address)
         snprintf(host, sizeof(host), "127.0.0.1");
     return inet_pton(AF_INET, host, address) == 1 ? 0 : -EINVAL;
 }
+
+int util_pipe_open(int fds[2], int bytes, bool size_required)
+{
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        fds[0] = fds[1] = -1;
+        return -errno;
+    }
+    if (fcntl(fds[0], F_SETPIPE_SZ, bytes) < 0 && size_required) {
+        int error = -errno;
+        util_pipe_close(fds);
+        return error;
+    }
+    return 0;
+}
+
+void util_pipe_close(int fds[2])
+{
+    for (int i = 0; i < 2; i++) {
+        if (fds[i] >= 0)
+            close(fds[i]);
+        fds[i] = -1;
+    }
+}

@@ -8,6 +8,7 @@
 
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -47,5 +48,14 @@ void util_machine_name(char *out, size_t cap);
  * goes without whatever wanted a plain socket to that host.
  */
 int util_endpoint_ipv4(const char *endpoint, struct in_addr *address);
+
+/*
+ * A pipe (O_CLOEXEC) of `bytes` (F_SETPIPE_SZ). 0, or a negative errno
+ * with both fds -1; a pipe that cannot be made that large is closed and
+ * fails when size_required, else kept at the size the kernel gave it.
+ */
+int util_pipe_open(int fds[2], int bytes, bool size_required);
+/* Closes a pipe (either end may be closed already: -1) and marks both ends -1. */
+void util_pipe_close(int fds[2]);
 
 #endif

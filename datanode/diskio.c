@@ -116,38 +116,36 @@ int diskio_read(struct diskio *disk, uint64_t ino, uint64_t tile, uint64_t versi
 
 bool diskio_throttled(const struct diskio *disk) { return disk->throttle.bytes_per_sec != 0; }
 
-int diskio_send(struct diskio *disk, int file_fd, uint64_t offset, size_t count, int sock,
-                size_t *sent)
+int diskio_send(int file_fd, uint64_t offset, size_t count, int sock, size_t *sent)
 {
-    int64_t start = diskio_now_ns();
     off_t at = (off_t)offset;
-    int rc = 0;
 
-    disk->in_service = 1;
     *sent = 0;
     while (*sent < count) {
         ssize_t n = sendfile(sock, file_fd, &at, count - *sent);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n <= 0) {
-            rc = n < 0 ? -errno : -EIO; /* 0: the file is shorter than it was */
-            break;
-        }
+        if (n <= 0)
+            return n < 0 ? -errno : -EIO; /* 0: the file is shorter than it was */
         *sent += (size_t)n;
     }
-    diskio_finish(disk, &disk->read, start, *sent, rc == 0 ? *sent : 0);
-    return rc;
+    return 0;
+}
+
+void diskio_add_read(struct diskio *disk, int64_t start_ns, uint64_t bytes)
+{
+    measure_add(&disk->read, bytes, diskio_now_ns() - start_ns);
 }
 
 int diskio_receive(struct diskio *disk, uint64_t ino, uint64_t tile, uint64_t version,
                    uint64_t offset, size_t len, int sock, const int pipe_fds[2])
 {
     int64_t file_ns = 0;
-    disk->in_service = 1;
     int rc = tilestore_write_from(disk->store, ino, tile, version, offset, len, sock, pipe_fds,
                                   &file_ns);
-    diskio_finish(disk, &disk->write, diskio_now_ns() - file_ns, rc == 0 ? len : 0,
-                  rc == 0 ? len : 0);
+    /* Not throttled (streams are refused on a throttled disk), and no wait
+     * hook: a stream's thread runs this. */
+    measure_add(&disk->write, rc == 0 ? len : 0, file_ns);
     return rc;
 }
 

@@ -7,7 +7,8 @@
  *
  * A throttled operation does its real I/O at once and then waits until the
  * emulated disk would have finished, so the client sees the emulated speed
- * and the measurement sees it too. The datanode has one thread, so the wait
+ * and the measurement sees it too. Throttled requests are the loop
+ * thread's (a throttled disk refuses the tile stream), so the wait
  * is spent in a caller-given hook (diskio_set_wait()): the daemon uses it
  * to keep heartbeats going while it waits; without a hook it sleeps. The
  * hook is also called, with a deadline already past, after every operation,
@@ -19,7 +20,8 @@
  * heartbeat.
  *
  * Functions return what the tilestore returns (0 or a negative errno).
- * Not thread-safe: the datanode's loop is the only caller.
+ * Not thread-safe: callers hold the handlers' lock (handlers.h), but for
+ * diskio_send().
  */
 #ifndef TESSERA_DATANODE_DISKIO_H
 #define TESSERA_DATANODE_DISKIO_H
@@ -71,20 +73,26 @@ int diskio_read(struct diskio *disk, uint64_t ino, uint64_t tile, uint64_t versi
 /*
  * Sends count bytes of the open tile file file_fd from offset to socket
  * sock with sendfile(2), so they cross no user-space buffer; *sent: how
- * many went. Timed and measured as a read. 0, or a negative errno (the
- * socket failed or timed out, or the file ended early: the connection is
- * then broken mid-answer).
+ * many went. It touches no diskio, so a stream's thread calls it without
+ * the datanode's lock, and then diskio_add_read() with it. 0, or a
+ * negative errno (the socket failed or timed out, or the file ended
+ * early: the connection is then broken mid-answer).
  */
+int diskio_send(int file_fd, uint64_t offset, size_t count, int sock, size_t *sent);
+/*
+ * Adds a read done outside diskio (diskio_send(), started at start_ns,
+ * bytes sent) to the measured read rate. Not throttled: streams are
+ * refused on a throttled disk.
+ */
+void diskio_add_read(struct diskio *disk, int64_t start_ns, uint64_t bytes);
 /* True while a throttle caps the disk. */
 bool diskio_throttled(const struct diskio *disk);
 
-int diskio_send(struct diskio *disk, int file_fd, uint64_t offset, size_t count, int sock,
-                size_t *sent);
-
 /*
  * Writes len bytes coming from socket sock into the tile, through the pipe
- * pipe_fds (tilestore_write_from): timed and measured as a write, by the
- * time the bytes took to go into the file.
+ * pipe_fds (tilestore_write_from): measured as a write, by the time the
+ * bytes took to go into the file; not throttled and no wait hook called
+ * (streams are refused on a throttled disk).
  */
 int diskio_receive(struct diskio *disk, uint64_t ino, uint64_t tile, uint64_t version,
                    uint64_t offset, size_t len, int sock, const int pipe_fds[2]);

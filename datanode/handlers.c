@@ -1,7 +1,8 @@
 /*
  * @file handlers.c
- * See handlers.h. Handlers run on the datanode's one loop thread, so the
- * counters need no lock. A handler never trusts a count or length it has
+ * See handlers.h. Handlers run under the context's lock (the loop holds it
+ * while it handles ZeroMQ requests; the stream's threads take it), so the
+ * counters and the store need no lock of their own. A handler never trusts a count or length it has
  * not checked against the frame: record arrays must fill their blob
  * exactly, and a read is bounded by TS_MAX_DATA_BYTES before anything is
  * allocated. Tile bytes arrive in the request's frame 1 and leave in the
@@ -156,26 +157,31 @@ static void handlers_count_read(struct handlers_context *context, uint64_t ino, 
 }
 
 /*
- * After a small read: if the warmer says so, the whole tile is read ahead
- * into the page cache (one request to the disk instead of many small
- * ones). fd: the tile's file if the caller has it open, else -1.
+ * Whether the warmer wants the tile of a small read read whole into the
+ * page cache now (one request to the disk instead of many small ones).
  */
-static void handlers_warm(struct handlers_context *context, const struct ts_tile_read_req *req,
-                          int fd)
+static bool handlers_warm_wanted(struct handlers_context *context,
+                                 const struct ts_tile_read_req *req)
 {
-    int own_fd = -1;
-    uint64_t size = 0;
     /* A throttled disk is timed per request: no reads behind its back. */
-    if (!context->warmer || diskio_throttled(context->disk) ||
-        !warmer_note(context->warmer, req->ino, req->tile, req->length, util_monotonic_ns()))
+    return context->warmer && !diskio_throttled(context->disk) &&
+           warmer_note(context->warmer, req->ino, req->tile, req->length, util_monotonic_ns());
+}
+
+/* Reads the whole tile file fd into the page cache, without waiting for it. */
+static bool handlers_warm_file(int fd) { return posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED) == 0; }
+
+/* After a small read over ZeroMQ: warms its tile if the warmer says so. */
+static void handlers_warm(struct handlers_context *context, const struct ts_tile_read_req *req)
+{
+    int fd = -1;
+    uint64_t size = 0;
+    if (!handlers_warm_wanted(context, req) ||
+        tilestore_open_tile(context->store, req->ino, req->tile, req->version, &fd, &size) != 0)
         return;
-    if (fd < 0 &&
-        tilestore_open_tile(context->store, req->ino, req->tile, req->version, &own_fd, &size) == 0)
-        fd = own_fd;
-    if (fd >= 0 && posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED) == 0)
+    if (handlers_warm_file(fd))
         context->stats.tiles_warmed++;
-    if (own_fd >= 0)
-        close(own_fd);
+    close(fd);
 }
 
 static int handle_tile_read(void *ctx, const struct rpc_request *request,
@@ -228,7 +234,7 @@ static int handle_tile_read(void *ctx, const struct rpc_request *request,
     response->data_len = got;
     response->data_free = handlers_free_data;
     handlers_count_read(context, req.ino, req.tile, got);
-    handlers_warm(context, &req, -1);
+    handlers_warm(context, &req);
     return TS_OK;
 }
 
@@ -261,7 +267,11 @@ static bool handlers_stream_head(int sock, int32_t status, uint32_t data_bytes)
  * One read of the tile stream: as TILE_READ, but anything other than
  * bytes or a hole (a fence, a missing file, a throttled disk, whose
  * timing a sendfile would dodge) is a bare status the client takes to
- * ZeroMQ.
+ * ZeroMQ. Called with the context's lock, which it drops while the bytes
+ * go (the file is open by then: a retire or a truncate meanwhile is seen
+ * as the file was, or as a short file that breaks the connection). The
+ * counters are updated before the bytes go, so they are right by the time
+ * a client has its answer.
  */
 static int handlers_stream_read(struct handlers_context *context,
                                 const struct ts_tile_read_req *req, int sock)
@@ -284,17 +294,24 @@ static int handlers_stream_read(struct handlers_context *context,
     uint32_t count = size <= req->offset ? 0
                      : size - req->offset < req->length ? (uint32_t)(size - req->offset)
                                                          : req->length;
+    handlers_count_read(context, req->ino, req->tile, count);
+    bool warm = handlers_warm_wanted(context, req);
+    if (warm)
+        context->stats.tiles_warmed++;
+
+    pthread_mutex_unlock(&context->lock);
+    int64_t start_ns = diskio_now_ns();
     int result = TS_OK;
     if (!handlers_stream_head(sock, TS_OK, count))
         result = -1;
-    else if (count > 0 &&
-             diskio_send(context->disk, file_fd, req->offset, count, sock, &sent) != 0)
+    else if (count > 0 && diskio_send(file_fd, req->offset, count, sock, &sent) != 0)
         result = -1;
-    if (result == TS_OK) {
-        handlers_count_read(context, req->ino, req->tile, count);
-        handlers_warm(context, req, file_fd);
-    }
+    if (result == TS_OK && warm)
+        handlers_warm_file(file_fd);
     close(file_fd);
+    pthread_mutex_lock(&context->lock);
+
+    diskio_add_read(context->disk, start_ns, result == TS_OK ? sent : 0);
     return result;
 }
 
@@ -351,15 +368,18 @@ int handlers_stream_request(struct handlers_context *context, const uint8_t *req
     bool write = false;
     int status = ts_stream_req_decode(&req, &write, request);
     uint16_t op = write ? TS_OP_TILE_WRITE : TS_OP_TILE_READ;
+
+    pthread_mutex_lock(&context->lock);
     context->stats.requests[op]++;
-    if (status != TS_OK) {
-        context->stats.failures++;
-        return -1;
-    }
-    status = write ? handlers_stream_write(context, &req, sock, pipe_fds)
-                   : handlers_stream_read(context, &req, sock);
+    if (status != TS_OK)
+        status = -1; /* no request: the connection closes */
+    else if (write)
+        status = handlers_stream_write(context, &req, sock, pipe_fds);
+    else
+        status = handlers_stream_read(context, &req, sock);
     if (status != TS_OK)
         context->stats.failures++;
+    pthread_mutex_unlock(&context->lock);
     return status < 0 ? -1 : 0;
 }
 

@@ -27,6 +27,7 @@
 #include "tilestore.h"
 #include "warmer.h"
 
+#include <pthread.h>
 #include <stdint.h>
 
 /*
@@ -52,6 +53,11 @@ struct handlers_stats {
  * checked without fences).
  */
 struct handlers_context {
+    /* Held by whoever runs a handler: the loop while it handles ZeroMQ
+     * requests and heartbeats, a stream thread while it serves a request
+     * (but for moving a read's bytes). Everything below, and what the store,
+     * disk, fences and warmer hold, is read and changed under it. */
+    pthread_mutex_t lock;
     struct tilestore *store;
     struct diskio *disk;
     struct handlers_stats stats;
@@ -79,7 +85,8 @@ extern const rpc_handler_fn handlers_table[TS_OP_MAX];
 void handlers_free_data(void *data, void *hint);
 
 /*
- * Answers one request of the tile stream (proto.h, TILE_STREAM):
+ * Answers one request of the tile stream (proto.h, TILE_STREAM), taking
+ * the context's lock (a stream thread calls it without):
  * `request` holds its TS_STREAM_REQ_BYTES bytes, a write's bytes follow on
  * socket sock (spliced into the file through the empty pipe pipe_fds), the
  * answer goes to sock. Counted as a TILE_READ or TILE_WRITE. Returns 0, or

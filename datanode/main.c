@@ -3,11 +3,14 @@
  * tessera-datanode: keeps tiles as files on this machine's disk, serves
  * tile reads and writes to clients, and heartbeats to meta.
  *
- * One thread runs one zmq_poll loop over the server's ROUTER socket and the
- * heartbeat's DEALER socket; the poll timeout is the time until the
- * heartbeat next has work, so no request waits behind a timer and no
- * heartbeat waits behind an idle socket. SIGTERM and SIGINT set a flag that
- * the loop checks around every poll (a signal also interrupts the poll).
+ * One thread runs one zmq_poll loop over the server's ROUTER socket, the
+ * heartbeat's DEALER socket and the tile stream's listener; the poll
+ * timeout is the time until the heartbeat next has work, so no request
+ * waits behind a timer and no heartbeat waits behind an idle socket. The
+ * tile stream's connections are served by its own threads (stream.h); the
+ * loop holds the handlers' lock (handlers.h) but while it polls, so they
+ * serve between its turns. SIGTERM and SIGINT set a flag that the loop
+ * checks around every poll (a signal also interrupts the poll).
  *
  * The "ready" line is logged once meta has acknowledged the first
  * heartbeat: from then on meta knows this node and can place tiles on it.
@@ -302,14 +305,19 @@ static void datanode_load(void *arg, struct heartbeat_load *load)
         load->queue_depth++;
 }
 
-/* The poll loop; returns 0 when stopped by a signal, 1 if polling fails. */
+/*
+ * The poll loop; returns 0 when stopped by a signal, 1 if polling fails.
+ * Holds the handlers' lock but while it polls; returns without it.
+ */
 static int serve(struct rpc_server *server, struct heartbeat *heartbeat, struct puller *puller,
                  struct stream *stream, struct handlers_context *context,
                  const struct datanode_options *options)
 {
-    static zmq_pollitem_t items[3 + 1 + STREAM_MAX_CONNECTIONS];
+    zmq_pollitem_t items[3 + 1];
     bool ready_logged = false;
+    int exit_code = 0;
 
+    pthread_mutex_lock(&context->lock);
     while (!stop_requested) {
         items[0] = (zmq_pollitem_t){rpc_server_socket(server), 0, ZMQ_POLLIN, 0};
         items[1] = (zmq_pollitem_t){NULL, puller_event_fd(puller), ZMQ_POLLIN, 0};
@@ -320,11 +328,16 @@ static int serve(struct rpc_server *server, struct heartbeat *heartbeat, struct 
                                 : 0;
         long timeout_ms = heartbeat_wait_ms(heartbeat, util_monotonic_ms());
 
-        if (zmq_poll(items, (int)(fixed + streams), timeout_ms) < 0) {
-            if (zmq_errno() == EINTR)
+        pthread_mutex_unlock(&context->lock);
+        int polled = zmq_poll(items, (int)(fixed + streams), timeout_ms);
+        int poll_errno = zmq_errno();
+        pthread_mutex_lock(&context->lock);
+        if (polled < 0) {
+            if (poll_errno == EINTR)
                 continue;
-            log_error("zmq_poll failed: %s", zmq_strerror(zmq_errno()));
-            return 1;
+            log_error("zmq_poll failed: %s", zmq_strerror(poll_errno));
+            exit_code = 1;
+            break;
         }
         if (stop_requested)
             break;
@@ -333,7 +346,7 @@ static int serve(struct rpc_server *server, struct heartbeat *heartbeat, struct 
         if (items[1].revents & ZMQ_POLLIN)
             puller_collect(puller);
         if (stream)
-            stream_serve(stream, items + fixed, streams, context);
+            stream_serve(stream, items + fixed, streams);
         heartbeat_tick(heartbeat, util_monotonic_ms());
         if (!ready_logged && heartbeat_acknowledged(heartbeat) > 0) {
             log_info("ready: listening on %s (node %" PRIu32 ", data %s)", options->listen,
@@ -341,8 +354,10 @@ static int serve(struct rpc_server *server, struct heartbeat *heartbeat, struct 
             ready_logged = true;
         }
     }
-    log_info("stopping on signal");
-    return 0;
+    pthread_mutex_unlock(&context->lock);
+    if (exit_code == 0)
+        log_info("stopping on signal");
+    return exit_code;
 }
 
 int main(int argc, char **argv)
@@ -436,6 +451,7 @@ int main(int argc, char **argv)
     }
 
     memset(&context, 0, sizeof(context));
+    pthread_mutex_init(&context.lock, NULL);
     context.store = store;
     context.disk = disk;
     context.fences = fences;
@@ -447,7 +463,7 @@ int main(int argc, char **argv)
         log_error("not started: no socket listening on %s", options.listen);
         goto out;
     }
-    rc = stream_open(options.listen, &stream);
+    rc = stream_open(options.listen, &context, &stream);
     if (rc == 0)
         context.stream_port = stream_port(stream);
     else
@@ -463,16 +479,17 @@ int main(int argc, char **argv)
              options.data_dir, options.meta);
 
     exit_code = serve(server, heartbeat, puller, stream, &context, &options);
+    stream_close(&stream); /* no request is served after the counts are logged */
     handlers_log_stats(&context.stats);
     handlers_stats_fini(&context.stats);
 out:
+    stream_close(&stream); /* its threads use the handlers' state: first to go */
     warmer_destroy(&warmer);
     if (puller) {
         /* A pull waiting on its source ends now, not at its deadline. */
         zmq_ctx_shutdown(rpc_context());
         puller_destroy(&puller);
     }
-    stream_close(&stream);
     rpc_server_destroy(&server);
     heartbeat_destroy(&heartbeat);
     diskio_destroy(&disk);

@@ -1,10 +1,17 @@
 /*
  * @file stream.c
- * See stream.h. Connections sit in an array in accept order; a request may
- * come in pieces, so each connection keeps the bytes of its next request
- * until all TS_STREAM_REQ_BYTES are there. Sockets are non-blocking for
- * receiving (a peer that sends half a request never stalls the loop) and
- * time out on sending.
+ * See stream.h. The loop accepts; a connection is then one thread's alone:
+ * the loop hands its descriptor over through the thread's `incoming` list
+ * (under the thread's lock) and wakes it with its eventfd. A thread keeps
+ * its connections in an array in arrival order; a request may come in
+ * pieces, so each connection keeps the bytes of its next request until all
+ * TS_STREAM_REQ_BYTES are there. Requests are taken without waiting
+ * (MSG_DONTWAIT: a peer that sends half a request stalls nothing), while
+ * answers, and a write's bytes, block for at most STREAM_TIMEOUT_MS.
+ *
+ * Invariant: a thread's `count` is the number of connections it holds or
+ * has been handed and not yet taken up; the loop adds to it as it hands
+ * one over, the thread takes from it as it closes one.
  */
 #include "stream.h"
 
@@ -15,13 +22,22 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-/* Requests one connection may have served in one turn of the loop. */
+/* Requests one connection may have served before its thread's others get a turn. */
 #define STREAM_TURN_REQUESTS 8
+#define STREAM_THREAD_CONNECTIONS (STREAM_MAX_CONNECTIONS / STREAM_THREADS)
+/* A write's pipe: a tile's worth if the process may (else 64 KiB: more turns). */
+#define STREAM_PIPE_BYTES (1 << 20)
 
 struct stream_connection {
     int fd;
@@ -29,35 +45,161 @@ struct stream_connection {
     uint8_t request[TS_STREAM_REQ_BYTES];
 };
 
-struct stream {
-    int listen_fd;
+struct stream_thread {
+    struct stream *stream;
+    pthread_t thread;
+    bool started;
+    int wake_fd;     /* eventfd: connections handed over, or the stream stops */
     int pipe_fds[2]; /* writes go through it from a socket to a file */
-    uint16_t port;
-    size_t count;
-    struct stream_connection connections[STREAM_MAX_CONNECTIONS];
+    atomic_size_t count;
+    pthread_mutex_t lock; /* protects incoming and incoming_count */
+    int incoming[STREAM_THREAD_CONNECTIONS];
+    size_t incoming_count;
+    /* The thread's own from here on. */
+    size_t served;
+    struct stream_connection connections[STREAM_THREAD_CONNECTIONS];
 };
 
-/* A fresh pipe for writes: as large as this process may make it, up to a tile. */
-static int stream_pipe(struct stream *stream)
+struct stream {
+    int listen_fd;
+    uint16_t port;
+    struct handlers_context *context;
+    atomic_bool stopping;
+    struct stream_thread threads[STREAM_THREADS];
+};
+
+static void connection_drop(struct stream_thread *thread, size_t index)
 {
-    if (pipe2(stream->pipe_fds, O_CLOEXEC) != 0) {
-        stream->pipe_fds[0] = stream->pipe_fds[1] = -1;
-        return -errno;
-    }
-    (void)fcntl(stream->pipe_fds[0], F_SETPIPE_SZ, 1 << 20); /* else 64 KiB: more turns */
-    return 0;
+    close(thread->connections[index].fd);
+    thread->connections[index] = thread->connections[--thread->served];
+    atomic_fetch_sub(&thread->count, 1);
 }
 
-static void stream_pipe_close(struct stream *stream)
+/*
+ * Serves what the connection sent, up to STREAM_TURN_REQUESTS requests (a
+ * client that keeps sending waits for the next turn, so the thread's other
+ * connections get theirs); false if it is to be closed.
+ */
+static bool connection_take(struct stream_thread *thread, struct stream_connection *connection)
 {
-    for (int i = 0; i < 2; i++) {
-        if (stream->pipe_fds[i] >= 0)
-            close(stream->pipe_fds[i]);
-        stream->pipe_fds[i] = -1;
+    for (int served = 0; served < STREAM_TURN_REQUESTS;) {
+        ssize_t got = recv(connection->fd, connection->request + connection->have,
+                           sizeof(connection->request) - connection->have, MSG_DONTWAIT);
+        if (got < 0)
+            return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+        if (got == 0)
+            return false; /* the mount closed it */
+        connection->have += (size_t)got;
+        if (connection->have < sizeof(connection->request))
+            continue;
+        connection->have = 0;
+        if (thread->pipe_fds[0] < 0 && util_pipe_open(thread->pipe_fds, STREAM_PIPE_BYTES, false) != 0)
+            return false;
+        if (handlers_stream_request(thread->stream->context, connection->request, connection->fd,
+                                    thread->pipe_fds) != 0) {
+            util_pipe_close(thread->pipe_fds); /* it may hold a failed write's bytes */
+            return false;
+        }
+        served++;
+    }
+    return true;
+}
+
+/* Takes up the connections the loop handed over. */
+static void thread_take_incoming(struct stream_thread *thread)
+{
+    uint64_t wakes;
+    if (thread->wake_fd >= 0 && read(thread->wake_fd, &wakes, sizeof(wakes)) < 0 &&
+        errno != EAGAIN)
+        log_warn("tile stream: reading a thread's eventfd failed: %s", strerror(errno));
+    pthread_mutex_lock(&thread->lock);
+    for (size_t i = 0; i < thread->incoming_count; i++)
+        thread->connections[thread->served++] = (struct stream_connection){.fd = thread->incoming[i]};
+    thread->incoming_count = 0;
+    pthread_mutex_unlock(&thread->lock);
+}
+
+static void *thread_main(void *arg)
+{
+    struct stream_thread *thread = arg;
+    struct pollfd items[1 + STREAM_THREAD_CONNECTIONS];
+
+    while (!atomic_load(&thread->stream->stopping)) {
+        items[0] = (struct pollfd){.fd = thread->wake_fd, .events = POLLIN};
+        for (size_t i = 0; i < thread->served; i++)
+            items[1 + i] = (struct pollfd){.fd = thread->connections[i].fd, .events = POLLIN};
+        size_t polled = thread->served;
+        if (poll(items, 1 + polled, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            log_error("tile stream: poll failed: %s; this thread's connections close",
+                      strerror(errno));
+            break;
+        }
+        /* Item i is connection i - 1. Last to first: a drop moves the last
+         * connection, already served, into the dropped one's place. */
+        for (size_t i = polled; i >= 1; i--) {
+            if (items[i].revents & (POLLIN | POLLERR | POLLHUP) &&
+                !connection_take(thread, &thread->connections[i - 1]))
+                connection_drop(thread, i - 1);
+        }
+        if (items[0].revents & POLLIN)
+            thread_take_incoming(thread);
+    }
+    return NULL;
+}
+
+/* Stops and joins the threads that were started, and frees every thread's resources. */
+static void threads_stop(struct stream *stream)
+{
+    atomic_store(&stream->stopping, true);
+    for (int i = 0; i < STREAM_THREADS; i++) {
+        struct stream_thread *thread = &stream->threads[i];
+        uint64_t one = 1;
+        if (thread->started) {
+            if (write(thread->wake_fd, &one, sizeof(one)) < 0)
+                log_warn("tile stream: cannot wake a thread: %s", strerror(errno));
+            pthread_join(thread->thread, NULL);
+        }
+        thread_take_incoming(thread); /* what was handed over but not taken up */
+        while (thread->served > 0)
+            connection_drop(thread, thread->served - 1);
+        if (thread->wake_fd >= 0)
+            close(thread->wake_fd);
+        util_pipe_close(thread->pipe_fds);
+        pthread_mutex_destroy(&thread->lock);
     }
 }
 
-int stream_open(const char *endpoint, struct stream **streamp)
+/* Starts the threads with every signal blocked: signals are the loop's. */
+static int threads_start(struct stream *stream)
+{
+    sigset_t all, old;
+    int rc = 0;
+
+    for (int i = 0; i < STREAM_THREADS; i++) {
+        struct stream_thread *thread = &stream->threads[i];
+        thread->stream = stream;
+        thread->pipe_fds[0] = thread->pipe_fds[1] = -1;
+        pthread_mutex_init(&thread->lock, NULL);
+        thread->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (thread->wake_fd < 0 && rc == 0)
+            rc = -errno;
+    }
+    if (rc != 0)
+        return rc;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    for (int i = 0; i < STREAM_THREADS && rc == 0; i++) {
+        struct stream_thread *thread = &stream->threads[i];
+        rc = -pthread_create(&thread->thread, NULL, thread_main, thread);
+        thread->started = rc == 0;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
+int stream_open(const char *endpoint, struct handlers_context *context, struct stream **streamp)
 {
     struct sockaddr_in address = {.sin_family = AF_INET};
     socklen_t address_len = sizeof(address);
@@ -71,8 +213,11 @@ int stream_open(const char *endpoint, struct stream **streamp)
     struct stream *stream = calloc(1, sizeof(*stream));
     if (!stream)
         return -ENOMEM;
+    stream->context = context;
+    for (int i = 0; i < STREAM_THREADS; i++)
+        stream->threads[i].wake_fd = -1;
     stream->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (stream->listen_fd < 0 || stream_pipe(stream) != 0 ||
+    if (stream->listen_fd < 0 ||
         setsockopt(stream->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
         bind(stream->listen_fd, (struct sockaddr *)&address, sizeof(address)) != 0 ||
         listen(stream->listen_fd, 64) != 0 ||
@@ -80,19 +225,19 @@ int stream_open(const char *endpoint, struct stream **streamp)
         rc = -errno;
         if (stream->listen_fd >= 0)
             close(stream->listen_fd);
-        stream_pipe_close(stream);
         free(stream);
         return rc;
     }
     stream->port = ntohs(address.sin_port);
+    rc = threads_start(stream);
+    if (rc != 0) {
+        threads_stop(stream);
+        close(stream->listen_fd);
+        free(stream);
+        return rc;
+    }
     *streamp = stream;
     return 0;
-}
-
-static void stream_drop(struct stream *stream, size_t index)
-{
-    close(stream->connections[index].fd);
-    stream->connections[index] = stream->connections[--stream->count];
 }
 
 void stream_close(struct stream **streamp)
@@ -100,10 +245,8 @@ void stream_close(struct stream **streamp)
     struct stream *stream = streamp ? *streamp : NULL;
     if (!stream)
         return;
-    while (stream->count > 0)
-        stream_drop(stream, stream->count - 1);
+    threads_stop(stream);
     close(stream->listen_fd);
-    stream_pipe_close(stream);
     free(stream);
     *streamp = NULL;
 }
@@ -112,34 +255,65 @@ uint16_t stream_port(const struct stream *stream) { return stream->port; }
 
 size_t stream_poll_items(const struct stream *stream, zmq_pollitem_t *items, size_t cap)
 {
-    size_t used = 0;
     if (cap == 0)
         return 0;
-    items[used++] = (zmq_pollitem_t){NULL, stream->listen_fd, ZMQ_POLLIN, 0};
-    for (size_t i = 0; i < stream->count && used < cap; i++)
-        items[used++] = (zmq_pollitem_t){NULL, stream->connections[i].fd, ZMQ_POLLIN, 0};
-    return used;
+    items[0] = (zmq_pollitem_t){NULL, stream->listen_fd, ZMQ_POLLIN, 0};
+    return 1;
 }
 
-static void stream_accept(struct stream *stream)
+size_t stream_connections(const struct stream *stream)
+{
+    size_t total = 0;
+    for (int i = 0; i < STREAM_THREADS; i++)
+        total += atomic_load(&stream->threads[i].count);
+    return total;
+}
+
+/* The thread with the fewest connections, or NULL when every one is full. */
+static struct stream_thread *least_busy_thread(struct stream *stream)
+{
+    struct stream_thread *best = NULL;
+    size_t best_count = STREAM_THREAD_CONNECTIONS;
+    for (int i = 0; i < STREAM_THREADS; i++) {
+        size_t count = atomic_load(&stream->threads[i].count);
+        if (count < best_count) {
+            best = &stream->threads[i];
+            best_count = count;
+        }
+    }
+    return best;
+}
+
+/* Hands connection fd to a thread; false (fd still the caller's) when all are full. */
+static bool hand_over(struct stream *stream, int fd)
+{
+    struct stream_thread *thread = least_busy_thread(stream);
+    uint64_t one = 1;
+    if (!thread)
+        return false;
+    atomic_fetch_add(&thread->count, 1);
+    pthread_mutex_lock(&thread->lock);
+    thread->incoming[thread->incoming_count++] = fd;
+    pthread_mutex_unlock(&thread->lock);
+    if (write(thread->wake_fd, &one, sizeof(one)) < 0)
+        log_warn("tile stream: cannot wake a thread: %s", strerror(errno));
+    return true;
+}
+
+void stream_serve(struct stream *stream, const zmq_pollitem_t *items, size_t count)
 {
     struct timeval timeout = {.tv_sec = STREAM_TIMEOUT_MS / 1000,
                               .tv_usec = (STREAM_TIMEOUT_MS % 1000) * 1000};
     int one = 1;
 
+    if (count == 0 || !(items[0].revents & ZMQ_POLLIN))
+        return;
     for (;;) {
         int fd = accept4(stream->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
                 log_warn("tile stream: accept failed: %s", strerror(errno));
             return;
-        }
-        if (stream->count == STREAM_MAX_CONNECTIONS) {
-            log_warn("tile stream: %d connections already; refusing another (its mount "
-                     "goes over ZeroMQ)",
-                     STREAM_MAX_CONNECTIONS);
-            close(fd);
-            continue;
         }
         /* Answers go out, and a write's bytes come in, blocking for at most
          * the timeout; requests are taken without waiting (MSG_DONTWAIT). */
@@ -151,54 +325,11 @@ static void stream_accept(struct stream *stream)
             close(fd);
             continue;
         }
-        stream->connections[stream->count++] = (struct stream_connection){.fd = fd};
-    }
-}
-
-/*
- * Serves what the connection sent, up to STREAM_TURN_REQUESTS requests (a
- * client that keeps sending waits for the next turn, so the loop's other
- * work goes on); false if it is to be closed.
- */
-static bool stream_take(struct stream *stream, struct stream_connection *connection,
-                        struct handlers_context *context)
-{
-    for (int served = 0; served < STREAM_TURN_REQUESTS;) {
-        ssize_t got = recv(connection->fd, connection->request + connection->have,
-                           sizeof(connection->request) - connection->have, MSG_DONTWAIT);
-        if (got < 0)
-            return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
-        if (got == 0)
-            return false; /* the mount closed it */
-        connection->have += (size_t)got;
-        if (connection->have < sizeof(connection->request))
-            continue;
-        connection->have = 0;
-        if (stream->pipe_fds[0] < 0 && stream_pipe(stream) != 0)
-            return false;
-        if (handlers_stream_request(context, connection->request, connection->fd,
-                                    stream->pipe_fds) != 0) {
-            stream_pipe_close(stream); /* it may hold a failed write's bytes */
-            return false;
+        if (!hand_over(stream, fd)) {
+            log_warn("tile stream: %d connections already; refusing another (its mount "
+                     "goes over ZeroMQ)",
+                     STREAM_MAX_CONNECTIONS);
+            close(fd);
         }
-        served++;
     }
-    return true;
-}
-
-void stream_serve(struct stream *stream, const zmq_pollitem_t *items, size_t count,
-                  struct handlers_context *context)
-{
-    if (count == 0)
-        return;
-    /* Item i is connection i - 1 (stream_poll_items). Last to first: a drop
-     * moves the last connection, already served, into the dropped one's
-     * place; new ones are accepted after. */
-    for (size_t i = count - 1; i >= 1; i--) {
-        if (items[i].revents & (ZMQ_POLLIN | ZMQ_POLLERR) &&
-            !stream_take(stream, &stream->connections[i - 1], context))
-            stream_drop(stream, i - 1);
-    }
-    if (items[0].revents & ZMQ_POLLIN)
-        stream_accept(stream);
 }

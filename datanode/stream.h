@@ -2,14 +2,22 @@
  * @file stream.h
  * The datanode's tile stream (proto.h, TILE_STREAM): a TCP listener
  * beside the ZeroMQ socket, on the same address and a port the kernel
- * picks, and the connections mounts open to it. The datanode's one loop
- * polls them with everything else (stream_poll_items) and serves a
- * connection's requests when it is readable (stream_serve), so the
- * handlers' state stays single-threaded. A connection that sends a
- * request that does not decode, or stops taking an answer or sending a
- * write's bytes for STREAM_TIMEOUT_MS, is closed; past
- * STREAM_MAX_CONNECTIONS new ones are refused (closed at once: the mount
- * goes over ZeroMQ instead).
+ * picks, and the connections mounts open to it.
+ *
+ * Threads: the datanode's loop polls the listener (stream_poll_items) and
+ * accepts (stream_serve); each new connection goes to the one of
+ * STREAM_THREADS threads that has the fewest, which polls it and serves
+ * its requests from then on. So the loop never waits on a stream's bytes,
+ * a connection that stalls holds up only its own thread's others, and up
+ * to STREAM_THREADS tiles go out at once (one blocked sendfile no longer
+ * stops every other reader of the node). Requests are served through
+ * handlers_stream_request(), which takes the handlers' lock for
+ * everything but moving a read's bytes.
+ *
+ * A connection that sends a request that does not decode, or stops taking
+ * an answer or sending a write's bytes for STREAM_TIMEOUT_MS, is closed;
+ * past STREAM_MAX_CONNECTIONS new ones are refused (closed at once: the
+ * mount goes over ZeroMQ instead).
  */
 #ifndef TESSERA_DATANODE_STREAM_H
 #define TESSERA_DATANODE_STREAM_H
@@ -22,22 +30,31 @@
 
 #define STREAM_MAX_CONNECTIONS 256
 #define STREAM_TIMEOUT_MS 2000
+/* Threads serving connections: enough to keep a disk's queue and the
+ * loopback busy, few enough that a 2-CPU machine is not swamped. */
+#define STREAM_THREADS 4
 
 struct stream;
 
 /*
- * Listens on the IPv4 address of ZeroMQ endpoint `endpoint` (util.h).
- * Returns 0; -EINVAL when the endpoint has no IPv4 address (the datanode
- * then goes without a stream), or another negative errno.
+ * Listens on the IPv4 address of ZeroMQ endpoint `endpoint` (util.h) and
+ * starts the threads, which serve requests with `context` (it must
+ * outlive the stream; its lock initialised). Returns 0; -EINVAL when the
+ * endpoint has no IPv4 address (the datanode then goes without a
+ * stream), or another negative errno.
  */
-int stream_open(const char *endpoint, struct stream **streamp);
+int stream_open(const char *endpoint, struct handlers_context *context, struct stream **streamp);
+/* Stops the threads (a request in progress ends first, within
+ * STREAM_TIMEOUT_MS) and closes every connection. Call it without the
+ * handlers' lock. NULL or *streamp NULL: nothing. */
 void stream_close(struct stream **streamp);
 uint16_t stream_port(const struct stream *stream);
 
-/* Fills up to cap poll items (the listener, then each connection); returns how many. */
+/* The loop's side. Fills items[0] with the listener; returns 1 (0 if cap is 0). */
 size_t stream_poll_items(const struct stream *stream, zmq_pollitem_t *items, size_t cap);
-/* Accepts and serves what the items (as stream_poll_items filled them) say is ready. */
-void stream_serve(struct stream *stream, const zmq_pollitem_t *items, size_t count,
-                  struct handlers_context *context);
+/* Accepts what the listener's item (as stream_poll_items filled it) says is waiting. */
+void stream_serve(struct stream *stream, const zmq_pollitem_t *items, size_t count);
+/* Connections open now, those a thread has yet to take up included. */
+size_t stream_connections(const struct stream *stream);
 
 #endif

@@ -64,30 +64,8 @@ struct tilestream {
     struct stream_thread *threads;
 };
 
-/* Closes a pipe (either end may be closed already: -1) and marks it so. */
-static void close_pipe(int fds[2])
-{
-    for (int i = 0; i < 2; i++) {
-        if (fds[i] >= 0)
-            close(fds[i]);
-        fds[i] = -1;
-    }
-}
-
 /* A pipe of TILESTREAM_PIPE_BYTES: 0, or a negative errno (fds both -1). */
-static int make_pipe(int fds[2])
-{
-    if (pipe2(fds, O_CLOEXEC) != 0) {
-        fds[0] = fds[1] = -1;
-        return -errno;
-    }
-    if (fcntl(fds[0], F_SETPIPE_SZ, (int)TILESTREAM_PIPE_BYTES) < 0) {
-        int error = -errno;
-        close_pipe(fds);
-        return error;
-    }
-    return 0;
-}
+static int make_pipe(int fds[2]) { return util_pipe_open(fds, (int)TILESTREAM_PIPE_BYTES, true); }
 
 static bool can_make_pipe(void)
 {
@@ -132,8 +110,8 @@ bool tilestream_setup(void)
 
 static void thread_free(struct stream_thread *thread)
 {
-    close_pipe(thread->pipe_fds);
-    close_pipe(thread->send_pipe);
+    util_pipe_close(thread->pipe_fds);
+    util_pipe_close(thread->send_pipe);
     for (size_t i = 0; i < thread->count; i++)
         close(thread->connections[i].fd);
     free(thread);
@@ -235,7 +213,7 @@ void tilestream_pipe_reset(struct tilestream *streams)
 {
     struct stream_thread *thread = pthread_getspecific(streams->key);
     if (thread)
-        close_pipe(thread->pipe_fds);
+        util_pipe_close(thread->pipe_fds);
 }
 
 /* The node's entry (made when missing); NULL if the table is full. Lock held. */
@@ -455,7 +433,7 @@ static int send_spliced(struct stream_thread *thread, int fd, const uint8_t *dat
     }
     return 0;
 failed:
-    close_pipe(thread->send_pipe);
+    util_pipe_close(thread->send_pipe);
     return -EIO;
 }
 

@@ -2,10 +2,11 @@
  * @file test_stream.c
  * Unit tests of the datanode's tile stream (stream.h, proto.h
  * TILE_STREAM): a real listener on loopback, real client sockets, real tile
- * files read and written, served by stream_serve() as the datanode's loop
- * does, and the
- * TILE_STREAM request through handlers_table. Also the stream's codecs and
- * util_endpoint_ipv4().
+ * files read and written, accepted by stream_serve() as the datanode's loop
+ * does and served by the stream's threads, and the TILE_STREAM request
+ * through handlers_table. Also the stream's codecs and util_endpoint_ipv4().
+ * The test is the datanode's loop: it takes the handlers' lock to read the
+ * counters or call a handler itself.
  */
 #include "handlers.h"
 #include "proto.h"
@@ -63,7 +64,8 @@ static int setup(void **state)
     if (!mkdtemp(fixture->dir) || tilestore_open(fixture->dir, 0, &fixture->store) != 0 ||
         diskio_new(fixture->store, 0, &fixture->disk) != 0 ||
         fences_open(fixture->dir, &fixture->fences) != 0 ||
-        stream_open("tcp://127.0.0.1:7777", &fixture->stream) != 0)
+        pthread_mutex_init(&fixture->context.lock, NULL) != 0 ||
+        stream_open("tcp://127.0.0.1:7777", &fixture->context, &fixture->stream) != 0)
         return -1;
     for (size_t i = 0; i < sizeof(fixture->tile); i++)
         fixture->tile[i] = (uint8_t)(i * 13 + (i >> 9));
@@ -83,6 +85,7 @@ static int teardown(void **state)
     struct fixture *fixture = *state;
     stream_close(&fixture->stream);
     handlers_stats_fini(&fixture->context.stats);
+    pthread_mutex_destroy(&fixture->context.lock);
     fences_close(&fixture->fences);
     diskio_destroy(&fixture->disk);
     tilestore_close(&fixture->store);
@@ -91,13 +94,32 @@ static int teardown(void **state)
     return 0;
 }
 
-/* One turn of the datanode's loop: poll the stream's sockets, serve what is ready. */
+/* One turn of the datanode's loop: poll the stream's listener, accept what waits. */
 static void serve_once(struct fixture *fixture, int timeout_ms)
 {
-    zmq_pollitem_t items[1 + STREAM_MAX_CONNECTIONS];
-    size_t count = stream_poll_items(fixture->stream, items, 1 + STREAM_MAX_CONNECTIONS);
+    zmq_pollitem_t items[1];
+    size_t count = stream_poll_items(fixture->stream, items, 1);
     assert_true(zmq_poll(items, (int)count, timeout_ms) >= 0);
-    stream_serve(fixture->stream, items, count, &fixture->context);
+    stream_serve(fixture->stream, items, count);
+}
+
+/* The counters as they stand, read under the handlers' lock. */
+static struct handlers_stats stats_of(struct fixture *fixture)
+{
+    pthread_mutex_lock(&fixture->context.lock);
+    struct handlers_stats stats = fixture->context.stats;
+    pthread_mutex_unlock(&fixture->context.lock);
+    return stats;
+}
+
+/* Calls handler `op` as the loop does: under the handlers' lock. */
+static int call_handler(struct fixture *fixture, uint16_t op, const struct rpc_request *request,
+                        struct rpc_response *response)
+{
+    pthread_mutex_lock(&fixture->context.lock);
+    int status = handlers_table[op](&fixture->context, request, response);
+    pthread_mutex_unlock(&fixture->context.lock);
+    return status;
 }
 
 /* A client connection, accepted by the stream. */
@@ -154,7 +176,7 @@ static int32_t answer(struct fixture *fixture, int fd, uint8_t *data, uint32_t *
 {
     uint8_t head[TS_STREAM_REP_BYTES];
     int32_t status = -1;
-    serve_once(fixture, 1000);
+    (void)fixture; /* served by the stream's threads */
     receive_exactly(fd, head, sizeof(head));
     assert_int_equal(ts_stream_rep_decode(&status, data_bytes, head), TS_OK);
     if (*data_bytes > 0)
@@ -233,7 +255,9 @@ static void test_open_needs_ipv4(void **state)
 {
     (void)state;
     struct stream *stream = NULL;
-    assert_int_equal(stream_open("ipc:///tmp/tessera-test", &stream), -EINVAL);
+    struct handlers_context context;
+    memset(&context, 0, sizeof(context));
+    assert_int_equal(stream_open("ipc:///tmp/tessera-test", &context, &stream), -EINVAL);
     assert_null(stream);
 }
 
@@ -248,7 +272,7 @@ static void test_port_request(void **state)
     struct ts_tile_stream_rep port;
 
     assert_non_null(handlers_table[TS_OP_TILE_STREAM]);
-    assert_int_equal(handlers_table[TS_OP_TILE_STREAM](&fixture->context, &request, &response),
+    assert_int_equal(call_handler(fixture, TS_OP_TILE_STREAM, &request, &response),
                      TS_OK);
     assert_int_equal(ts_tile_stream_rep_decode(&port, response.payload, response.payload_len), 0);
     assert_int_equal(port.port, stream_port(fixture->stream));
@@ -258,7 +282,7 @@ static void test_port_request(void **state)
     request.payload = reply;
     request.payload_len = 1;
     response = (struct rpc_response){.payload = reply, .payload_cap = sizeof(reply)};
-    assert_int_equal(handlers_table[TS_OP_TILE_STREAM](&fixture->context, &request, &response),
+    assert_int_equal(call_handler(fixture, TS_OP_TILE_STREAM, &request, &response),
                      TS_ERR_BADMSG);
 }
 
@@ -291,10 +315,10 @@ static void test_reads(void **state)
     assert_int_equal(data_bytes, 0);
 
     /* Counted as TILE_READs, with their bytes and tiles. */
-    assert_int_equal(fixture->context.stats.requests[TS_OP_TILE_READ], 4);
-    assert_int_equal(fixture->context.stats.failures, 1);
-    assert_int_equal(fixture->context.stats.bytes_read, TILE_BYTES + 100);
-    assert_non_null(fixture->context.stats.tiles_read);
+    assert_int_equal(stats_of(fixture).requests[TS_OP_TILE_READ], 4);
+    assert_int_equal(stats_of(fixture).failures, 1);
+    assert_int_equal(stats_of(fixture).bytes_read, TILE_BYTES + 100);
+    assert_non_null(stats_of(fixture).tiles_read);
     close(fd);
 }
 
@@ -314,14 +338,14 @@ static void test_small_reads_warm(void **state)
     assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
     send_request(fd, 5, 1, 2, 0, TILE_BYTES);
     assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
-    assert_int_equal(fixture->context.stats.tiles_warmed, 0);
+    assert_int_equal(stats_of(fixture).tiles_warmed, 0);
     for (int i = 0; i < 3; i++) {
         send_request(fd, 5, 1, 2, 8192u * (uint32_t)i, 4096);
         assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
         assert_int_equal(data_bytes, 4096);
         assert_memory_equal(data, fixture->tile + 8192 * i, 4096);
     }
-    assert_int_equal(fixture->context.stats.tiles_warmed, 1);
+    assert_int_equal(stats_of(fixture).tiles_warmed, 1);
 
     /* Over ZeroMQ: tile (5, 2, 2). */
     assert_int_equal(tilestore_write(fixture->store, 5, 2, 2, 0, fixture->tile, 65536), 0);
@@ -338,12 +362,12 @@ static void test_small_reads_warm(void **state)
                                       .payload_len = (size_t)len};
         struct rpc_response response = {.payload = reply, .payload_cap = sizeof(reply)};
         assert_int_equal(
-            handlers_table[TS_OP_TILE_READ](&fixture->context, &request, &response), TS_OK);
+            call_handler(fixture, TS_OP_TILE_READ, &request, &response), TS_OK);
         assert_int_equal(response.data_len, 4096);
         assert_memory_equal(response.data, fixture->tile + 4096, 4096);
         response.data_free(response.data, NULL);
     }
-    assert_int_equal(fixture->context.stats.tiles_warmed, 2);
+    assert_int_equal(stats_of(fixture).tiles_warmed, 2);
     warmer_destroy(&fixture->context.warmer);
     close(fd);
 }
@@ -359,8 +383,8 @@ static void test_request_in_pieces(void **state)
 
     ts_stream_req_encode(&request, false, bytes);
     assert_int_equal(send(fd, bytes, 10, 0), 10);
-    serve_once(fixture, 200);
-    assert_int_equal(fixture->context.stats.requests[TS_OP_TILE_READ], 0);
+    usleep(200 * 1000); /* time for the stream's thread to take the piece */
+    assert_int_equal(stats_of(fixture).requests[TS_OP_TILE_READ], 0);
     assert_int_equal(send(fd, bytes + 10, sizeof(bytes) - 10, 0), (ssize_t)sizeof(bytes) - 10);
     assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
     assert_int_equal(data_bytes, 64);
@@ -398,7 +422,9 @@ static void test_throttled(void **state)
     int fd = client_connect(fixture);
 
     assert_int_equal(diskio_new(fixture->store, 1000000, &throttled), 0);
+    pthread_mutex_lock(&fixture->context.lock);
     fixture->context.disk = throttled;
+    pthread_mutex_unlock(&fixture->context.lock);
     send_request(fd, 5, 1, 2, 0, 64);
     assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_ERR_BUSY);
     send_write(fd, 5, 1, 2, 0, fixture->tile + 1, 64);
@@ -411,11 +437,13 @@ static void test_throttled(void **state)
                                              .type = TS_OP_TILE_STREAM}};
     struct rpc_response response = {.payload = reply, .payload_cap = sizeof(reply)};
     struct ts_tile_stream_rep port;
-    assert_int_equal(handlers_table[TS_OP_TILE_STREAM](&fixture->context, &request, &response),
+    assert_int_equal(call_handler(fixture, TS_OP_TILE_STREAM, &request, &response),
                      TS_OK);
     assert_int_equal(ts_tile_stream_rep_decode(&port, response.payload, response.payload_len), 0);
     assert_int_equal(port.port, 0);
+    pthread_mutex_lock(&fixture->context.lock);
     fixture->context.disk = fixture->disk;
+    pthread_mutex_unlock(&fixture->context.lock);
     diskio_destroy(&throttled);
     close(fd);
 }
@@ -432,7 +460,6 @@ static void test_garbage_closes_connection(void **state)
 
     memset(garbage, 0xA5, sizeof(garbage));
     assert_int_equal(send(bad, garbage, sizeof(garbage), 0), (ssize_t)sizeof(garbage));
-    serve_once(fixture, 1000);
     assert_true(closed_by_peer(bad));
     close(bad);
 
@@ -441,7 +468,6 @@ static void test_garbage_closes_connection(void **state)
     struct ts_tile_read_req huge = {.ino = 5, .tile = 1, .version = 2, .length = UINT32_MAX};
     ts_stream_req_encode(&huge, false, garbage);
     assert_int_equal(send(bad, garbage, sizeof(garbage), 0), (ssize_t)sizeof(garbage));
-    serve_once(fixture, 1000);
     assert_true(closed_by_peer(bad));
     close(bad);
 
@@ -451,10 +477,10 @@ static void test_garbage_closes_connection(void **state)
     assert_memory_equal(data, fixture->tile, 64);
     close(good);
 
-    /* A client that goes away is dropped by the next turn. */
-    serve_once(fixture, 200);
-    zmq_pollitem_t items[4];
-    assert_int_equal(stream_poll_items(fixture->stream, items, 4), 1); /* the listener alone */
+    /* A client that goes away is dropped. */
+    for (int i = 0; i < 100 && stream_connections(fixture->stream) > 0; i++)
+        usleep(10 * 1000);
+    assert_int_equal(stream_connections(fixture->stream), 0);
 }
 
 /* Writes: stored, counted, and readable over the stream and from the store. */
@@ -474,8 +500,8 @@ static void test_writes(void **state)
     for (int i = 0; i < 100; i++)
         assert_int_equal(data[i], 0);
     assert_memory_equal(data + 100, fixture->tile, 60000);
-    assert_int_equal(fixture->context.stats.requests[TS_OP_TILE_WRITE], 1);
-    assert_int_equal(fixture->context.stats.bytes_written, 60000);
+    assert_int_equal(stats_of(fixture).requests[TS_OP_TILE_WRITE], 1);
+    assert_int_equal(stats_of(fixture).bytes_written, 60000);
 
     /* Over an existing tile's bytes, then read back over the stream. */
     send_write(fd, 5, 1, 2, 10, fixture->tile + 5000, 3000);
@@ -524,7 +550,6 @@ static void test_write_cut_short(void **state)
     send_head(fd, true, 9, 4, 1, 0, 50000);
     assert_int_equal(send(fd, fixture->tile, 1000, 0), 1000);
     shutdown(fd, SHUT_WR);
-    serve_once(fixture, 1000);
     assert_true(closed_by_peer(fd));
     close(fd);
     assert_int_equal(tilestore_size(fixture->store, 9, 4, 1, &size), -ENOENT);
@@ -538,6 +563,56 @@ static void test_write_cut_short(void **state)
     assert_int_equal(tilestore_size(fixture->store, 9, 4, 1, &size), 0);
     assert_int_equal(size, 50000);
     close(fd);
+}
+
+/*
+ * A client that stops taking a long answer holds up its own connection
+ * only: another client's reads are answered meanwhile (by another of the
+ * stream's threads), and the stalled one still gets every byte once it
+ * reads again.
+ */
+static void test_stalled_reader_holds_up_no_other(void **state)
+{
+    struct fixture *fixture = *state;
+    const uint32_t big = TS_MAX_DATA_BYTES;
+    uint8_t *tile = malloc(big);
+    uint8_t *data = malloc(big);
+    uint32_t data_bytes = 0;
+    assert_non_null(tile);
+    assert_non_null(data);
+    for (uint32_t i = 0; i < big; i++)
+        tile[i] = (uint8_t)(i * 7 + (i >> 12));
+    assert_int_equal(tilestore_write(fixture->store, 6, 0, 1, 0, tile, big), 0);
+
+    int stalled = socket(AF_INET, SOCK_STREAM, 0);
+    int small = 4096; /* the answer cannot fit the socket buffers */
+    struct sockaddr_in address = {.sin_family = AF_INET,
+                                  .sin_port = htons(stream_port(fixture->stream))};
+    inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
+    assert_int_equal(setsockopt(stalled, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+    assert_int_equal(connect(stalled, (struct sockaddr *)&address, sizeof(address)), 0);
+    serve_once(fixture, 1000);
+    send_request(stalled, 6, 0, 1, 0, big);
+    usleep(100 * 1000); /* its thread is now blocked sending */
+
+    int other = client_connect(fixture);
+    for (int i = 0; i < 3; i++) {
+        struct pollfd item = {.fd = other, .events = POLLIN};
+        send_request(other, 5, 1, 2, 1000u * (uint32_t)i, 4096);
+        /* Well within STREAM_TIMEOUT_MS, after which the stalled one would be cut. */
+        assert_int_equal(poll(&item, 1, STREAM_TIMEOUT_MS / 2), 1);
+        assert_int_equal(answer(fixture, other, data, &data_bytes), TS_OK);
+        assert_int_equal(data_bytes, 4096);
+        assert_memory_equal(data, fixture->tile + 1000 * i, 4096);
+    }
+
+    assert_int_equal(answer(fixture, stalled, data, &data_bytes), TS_OK);
+    assert_int_equal(data_bytes, big);
+    assert_memory_equal(data, tile, big);
+    close(other);
+    close(stalled);
+    free(data);
+    free(tile);
 }
 
 int main(void)
@@ -556,6 +631,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_writes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_cut_short, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stalled_reader_holds_up_no_other, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
