@@ -19,7 +19,11 @@
  * Reads (read-ahead): a sequential reader of a linear file gets whole tiles
  * loaded into the file's tile cache ahead of it, from all their datanodes in
  * parallel, one more tile ahead for each tile it enters in a row, up to
- * readahead_tiles; other reads fetch just the bytes asked for. Array files always
+ * readahead_tiles; other reads fetch just the bytes asked for. Tiles on
+ * datanodes of this machine go over their tile streams instead, straight
+ * into the kernel's page cache: there the kernel's own read-ahead (the
+ * bdi's read_ahead_kb, several tiles) keeps enough requests in flight, and
+ * the datanodes' stream threads serve them in parallel. Array files always
  * read whole tiles (data sieving: a sub-block reader comes back to the same
  * tile row after row). Cache slots are bounded per file and their memory by
  * the read budget.
@@ -92,9 +96,6 @@
 #define READ_SLOTS 16
 /* Reads of at most this fraction of a tile may be sieved (sieve.h). */
 #define SIEVE_MAX_READ_FRACTION 4
-/* Files read sequentially within this long of each other count as read at once. */
-#define READERS_WINDOW_MS 200
-#define READERS_TRACKED 8
 /* Tile buffers one file may fill at once (array files; linear ones use 2). */
 #define MAX_WRITE_BUFFERS 64
 /* Dynamic placement: tile writes in flight per datanode, and tiles handed
@@ -226,10 +227,6 @@ struct datapath {
     int io_timeout_ms;
     struct profile *profile; /* NULL: nothing is counted */
     struct tilestream *streams; /* NULL: tiles come over ZeroMQ only */
-    /* The files read sequentially of late (readers_lock, taken last). */
-    pthread_mutex_t readers_lock;
-    uint64_t readers[READERS_TRACKED];
-    int64_t readers_ms[READERS_TRACKED];
     pthread_mutex_t lock;
     struct open_file *buckets[OPEN_TABLE_BUCKETS];
     /* loads_lock protects loads, load_count, next_pick; never held with
@@ -267,7 +264,6 @@ struct datapath *datapath_new(struct metaclient *meta, struct nodedir *nodes,
     budget_init(&datapath->write_budget, config->memory_bytes / 2);
     budget_init(&datapath->read_budget, config->memory_bytes / 2);
     pthread_mutex_init(&datapath->lock, NULL);
-    pthread_mutex_init(&datapath->readers_lock, NULL);
     pthread_mutex_init(&datapath->loads_lock, NULL);
     pthread_cond_init(&datapath->load_dropped, NULL);
     return datapath;
@@ -314,7 +310,6 @@ void datapath_destroy(struct datapath **datapathp)
     pthread_cond_destroy(&datapath->load_dropped);
     pthread_mutex_destroy(&datapath->loads_lock);
     pthread_mutex_destroy(&datapath->lock);
-    pthread_mutex_destroy(&datapath->readers_lock);
     free(datapath);
     *datapathp = NULL;
 }
@@ -1802,27 +1797,19 @@ static int result_flush(struct datapath_read *result)
 }
 
 /*
- * Notes a sequential read of file ino; returns how many files (this one
- * included) were read sequentially within READERS_WINDOW_MS.
+ * Whether a sequential reader's tile comes over a tile stream rather than
+ * through the cache: its datanode is on this machine (where streams go).
+ * Called with file->lock held.
  */
-static int readers_note(struct datapath *datapath, uint64_t ino)
+static bool tile_streams(struct datapath *datapath, struct open_file *file, uint64_t tile)
 {
-    int64_t now = util_monotonic_ms();
-    int slot = -1, oldest = 0, count = 0;
-    pthread_mutex_lock(&datapath->readers_lock);
-    for (int i = 0; i < READERS_TRACKED; i++) {
-        if (datapath->readers[i] == ino)
-            slot = i;
-        if (datapath->readers_ms[i] < datapath->readers_ms[oldest])
-            oldest = i;
-    }
-    slot = slot >= 0 ? slot : oldest;
-    datapath->readers[slot] = ino;
-    datapath->readers_ms[slot] = now;
-    for (int i = 0; i < READERS_TRACKED; i++)
-        count += datapath->readers[i] != 0 && now - datapath->readers_ms[i] <= READERS_WINDOW_MS;
-    pthread_mutex_unlock(&datapath->readers_lock);
-    return count;
+    struct tile_location location;
+    uint32_t node;
+    uint64_t version;
+    if (location_get(datapath, file, tile, false, &location) != 0 || location.node == 0)
+        return false;
+    read_source(&location, &node, &version);
+    return nodedir_is_local(datapath->nodes, node);
 }
 
 /*
@@ -1911,13 +1898,10 @@ ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t 
     if (offset + size > file->next_read_offset)
         file->next_read_offset = offset + size;
     bool sieving = !sequential && size <= file->tile_bytes / SIEVE_MAX_READ_FRACTION;
-    /* A sequential reader's tiles come over the streams, not through the
-     * cache; array files read whole tiles for their short rows: cached.
-     * But a lone sequential reader takes the cache's read-ahead: the
-     * kernel's own keeps too few tiles in flight for one stream to keep
-     * the disks busy, while several streams overlap each other. */
-    bool streaming = result->pipe_fd >= 0 && !file->layout.array &&
-                     (!sequential || readers_note(datapath, file->ino) > 1);
+    /* Streams carry reads of a tile or more; array files read whole tiles
+     * for their short rows: cached. */
+    bool streaming = result->pipe_fd >= 0 && !file->layout.array;
+    bool through_cache = false; /* a tile of this sequential read has no stream */
     uint64_t tiles_in_file = layout_tile_count(&file->layout, file->size);
 
     uint64_t last_tile = 0;
@@ -1929,7 +1913,9 @@ ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t 
         bool cached = slot != NULL;
         int error = 0;
         last_tile = segment.tile;
-        if (!slot && sequential && !streaming) {
+        bool cache_it = sequential && !(streaming && tile_streams(datapath, file, segment.tile));
+        through_cache = through_cache || cache_it;
+        if (!slot && cache_it) {
             slot = cache_load(datapath, file, segment.tile, &error);
         } else if (!slot && sieving &&
                    sieve_touch(&file->sieve, segment.tile, tiles_in_file, util_monotonic_ms(),
@@ -1972,7 +1958,7 @@ ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t 
             file->run_tiles++;
         file->run_last_tile = last_tile;
     }
-    if (sequential && !file->layout.array && !streaming)
+    if (sequential && !file->layout.array && through_cache)
         cache_read_ahead(datapath, file, last_tile);
     if (result->piped) {
         int error = result_flush(result);

@@ -31,7 +31,7 @@ check_pieces() {
 check_pieces "streams up"
 
 # Two readers at once: each reads over the streams, spliced into the kernel
-# (a lone reader loads tiles ahead through the cache instead).
+# (as a lone one does: see the second mount below).
 src2=$(random_file 12M)
 cp "$src2" "$MNT/g" || fail "cp of a second file into the mount failed"
 drop_file_cache "$MNT/f"
@@ -94,6 +94,17 @@ wait_for 30 "node2 to log its stream again" \
 check_pieces "after node2 restarted"
 drop_file_cache "$MNT/f"
 cmp "$src" "$MNT/f" || fail "the file differs after node2 restarted"
+
+# A lone sequential reader's tiles come over the streams too: a fresh mount
+# that reads the 12 MiB file alone splices most of its tiles.
+mount_second "$T/mnt2"
+drop_file_cache "$T/mnt2/f"
+cmp "$src" "$T/mnt2/f" || fail "the file read alone by a second mount differs"
+fusermount3 -u "$T/mnt2" || fail "unmount of the second mount failed"
+wait "$MOUNT2_PID" 2>/dev/null || true
+lone=$(sed -n 's/.*tile streams: [0-9]* reads (\([0-9]*\) spliced.*/\1/p' "$T/mount2.log" | tail -n 1)
+[ -n "$lone" ] && [ "$lone" -ge 8 ] ||
+    fail "a lone reader of 12 tiles spliced ${lone:-no} reads over the streams (want 8 or more)"
 
 # Over ZeroMQ only, the same bytes.
 mount_second "$T/mnt2" --tile-streams 0
