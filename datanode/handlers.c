@@ -2,13 +2,13 @@
  * @file handlers.c
  * See handlers.h. Handlers run under the context's lock (the loop holds it
  * while it handles ZeroMQ requests; the stream's threads take it), so the
- * counters and the store need no lock of their own. A handler never trusts a count or length it has
- * not checked against the frame: record arrays must fill their blob
- * exactly, and a read is bounded by TS_MAX_DATA_BYTES before anything is
- * allocated. Tile bytes arrive in the request's frame 1 and leave in the
- * reply's frame 1; a read's buffer is handed to ZeroMQ, not copied.
- * TILE_PULL never does network work itself: it only asks the puller, whose
- * threads do (see puller.h for why).
+ * counters and the store need no lock of their own. A handler never trusts
+ * a count or length it has not checked against the frame: record arrays
+ * must fill their blob exactly, and a read is bounded by TS_MAX_DATA_BYTES
+ * before anything is allocated. Tile bytes arrive in the request's frame 1
+ * and leave in the reply's frame 1; a read's buffer is handed to ZeroMQ,
+ * not copied. TILE_PULL never does network work itself: it only asks the
+ * puller, whose threads do (see puller.h for why).
  */
 #include "handlers.h"
 

@@ -3,7 +3,8 @@
  * The distinct tiles a datanode has read, with how often and how many
  * bytes: what NODE_STATS reports, so that a test or a benchmark can tell
  * which tiles a workload touched. Bounded: past its capacity, new tiles
- * are only counted as dropped. One thread (the datanode's loop) uses it.
+ * are only counted as dropped. Not thread-safe: callers hold the handlers'
+ * lock (handlers.h).
  */
 #ifndef TESSERA_DATANODE_READSET_H
 #define TESSERA_DATANODE_READSET_H

@@ -9,7 +9,8 @@
  *   walk at open sets them, every change to a file adjusts them by what
  *   fstat says it became (not by what was asked), so a partial failure
  *   cannot make them drift.
- * - only the loop thread changes the struct; tilestore_checksum() and
+ * - only the holder of the handlers' lock (handlers.h: the loop thread or a
+ *   stream thread) changes the struct; tilestore_checksum() and
  *   tilestore_install() (background pulls) read tiles_fd and nothing else,
  *   and the file they add is counted later by tilestore_count_installed().
  * - bucket_unsynced[b] is set whenever an entry of bucket b is created or

@@ -12,8 +12,9 @@
  * Every function returns 0 or a negative errno. A full disk or quota
  * (ENOSPC, EDQUOT) and a write past the capacity limit all come back as
  * -ENOSPC, so the client sees "no space" for a full datanode. Not
- * thread-safe: the datanode's single loop is the only caller, except of the
- * functions marked "for other threads" (background pulls use them).
+ * thread-safe: callers hold the handlers' lock (handlers.h; the loop thread
+ * or a stream thread), except of the functions marked "for other threads"
+ * (background pulls use them).
  */
 #ifndef TESSERA_DATANODE_TILESTORE_H
 #define TESSERA_DATANODE_TILESTORE_H

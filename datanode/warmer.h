@@ -7,8 +7,8 @@
  * ahead in one request (POSIX_FADV_WILLNEED): the data sieving the design
  * asks for, done where the disk is. A tile read once only, or ever more
  * seldom, costs nothing more. Remembers WARMER_SLOTS tiles (a direct-mapped
- * table: a newer tile takes an older one's place). Not thread-safe: the
- * datanode's one loop owns it.
+ * table: a newer tile takes an older one's place). Not thread-safe: callers
+ * hold the handlers' lock (handlers.h).
  */
 #ifndef TESSERA_DATANODE_WARMER_H
 #define TESSERA_DATANODE_WARMER_H
