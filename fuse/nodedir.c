@@ -174,6 +174,8 @@ bool nodedir_is_local(struct nodedir *dir, uint32_t node)
 {
     pthread_mutex_lock(&dir->lock);
     const struct node_entry *entry = nodedir_find(dir, node);
+    if (!entry && nodedir_refresh(dir) == TS_OK)
+        entry = nodedir_find(dir, node);
     bool local = entry && entry->local;
     pthread_mutex_unlock(&dir->lock);
     return local;
