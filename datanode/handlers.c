@@ -169,7 +169,10 @@ static bool handlers_warm_wanted(struct handlers_context *context,
 }
 
 /* Reads the whole tile file fd into the page cache, without waiting for it. */
-static bool handlers_warm_file(int fd) { return posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED) == 0; }
+static bool handlers_warm_file(int fd)
+{
+    return posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED) == 0;
+}
 
 /* After a small read over ZeroMQ: warms its tile if the warmer says so. */
 static void handlers_warm(struct handlers_context *context, const struct ts_tile_read_req *req)

@@ -93,7 +93,8 @@ static bool connection_take(struct stream_thread *thread, struct stream_connecti
         if (connection->have < sizeof(connection->request))
             continue;
         connection->have = 0;
-        if (thread->pipe_fds[0] < 0 && util_pipe_open(thread->pipe_fds, STREAM_PIPE_BYTES, false) != 0)
+        if (thread->pipe_fds[0] < 0 &&
+            util_pipe_open(thread->pipe_fds, STREAM_PIPE_BYTES, false) != 0)
             return false;
         if (handlers_stream_request(thread->stream->context, connection->request, connection->fd,
                                     thread->pipe_fds) != 0) {
@@ -109,12 +110,12 @@ static bool connection_take(struct stream_thread *thread, struct stream_connecti
 static void thread_take_incoming(struct stream_thread *thread)
 {
     uint64_t wakes;
-    if (thread->wake_fd >= 0 && read(thread->wake_fd, &wakes, sizeof(wakes)) < 0 &&
-        errno != EAGAIN)
+    if (thread->wake_fd >= 0 && read(thread->wake_fd, &wakes, sizeof(wakes)) < 0 && errno != EAGAIN)
         log_warn("tile stream: reading a thread's eventfd failed: %s", strerror(errno));
     pthread_mutex_lock(&thread->lock);
     for (size_t i = 0; i < thread->incoming_count; i++)
-        thread->connections[thread->served++] = (struct stream_connection){.fd = thread->incoming[i]};
+        thread->connections[thread->served++] =
+            (struct stream_connection){.fd = thread->incoming[i]};
     thread->incoming_count = 0;
     pthread_mutex_unlock(&thread->lock);
 }

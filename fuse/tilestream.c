@@ -65,7 +65,10 @@ struct tilestream {
 };
 
 /* A pipe of TILESTREAM_PIPE_BYTES: 0, or a negative errno (fds both -1). */
-static int make_pipe(int fds[2]) { return util_pipe_open(fds, (int)TILESTREAM_PIPE_BYTES, true); }
+static int make_pipe(int fds[2])
+{
+    return util_pipe_open(fds, (int)TILESTREAM_PIPE_BYTES, true);
+}
 
 static bool can_make_pipe(void)
 {

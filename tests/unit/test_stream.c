@@ -272,8 +272,7 @@ static void test_port_request(void **state)
     struct ts_tile_stream_rep port;
 
     assert_non_null(handlers_table[TS_OP_TILE_STREAM]);
-    assert_int_equal(call_handler(fixture, TS_OP_TILE_STREAM, &request, &response),
-                     TS_OK);
+    assert_int_equal(call_handler(fixture, TS_OP_TILE_STREAM, &request, &response), TS_OK);
     assert_int_equal(ts_tile_stream_rep_decode(&port, response.payload, response.payload_len), 0);
     assert_int_equal(port.port, stream_port(fixture->stream));
     assert_true(port.port > 0);
@@ -282,8 +281,7 @@ static void test_port_request(void **state)
     request.payload = reply;
     request.payload_len = 1;
     response = (struct rpc_response){.payload = reply, .payload_cap = sizeof(reply)};
-    assert_int_equal(call_handler(fixture, TS_OP_TILE_STREAM, &request, &response),
-                     TS_ERR_BADMSG);
+    assert_int_equal(call_handler(fixture, TS_OP_TILE_STREAM, &request, &response), TS_ERR_BADMSG);
 }
 
 /* Whole, partial, past-the-end and missing reads, in a row on one connection. */
@@ -361,8 +359,7 @@ static void test_small_reads_warm(void **state)
                                       .payload = payload,
                                       .payload_len = (size_t)len};
         struct rpc_response response = {.payload = reply, .payload_cap = sizeof(reply)};
-        assert_int_equal(
-            call_handler(fixture, TS_OP_TILE_READ, &request, &response), TS_OK);
+        assert_int_equal(call_handler(fixture, TS_OP_TILE_READ, &request, &response), TS_OK);
         assert_int_equal(response.data_len, 4096);
         assert_memory_equal(response.data, fixture->tile + 4096, 4096);
         response.data_free(response.data, NULL);
@@ -437,8 +434,7 @@ static void test_throttled(void **state)
                                              .type = TS_OP_TILE_STREAM}};
     struct rpc_response response = {.payload = reply, .payload_cap = sizeof(reply)};
     struct ts_tile_stream_rep port;
-    assert_int_equal(call_handler(fixture, TS_OP_TILE_STREAM, &request, &response),
-                     TS_OK);
+    assert_int_equal(call_handler(fixture, TS_OP_TILE_STREAM, &request, &response), TS_OK);
     assert_int_equal(ts_tile_stream_rep_decode(&port, response.payload, response.payload_len), 0);
     assert_int_equal(port.port, 0);
     pthread_mutex_lock(&fixture->context.lock);
