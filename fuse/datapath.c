@@ -1804,12 +1804,8 @@ static int result_flush(struct datapath_read *result)
 static bool tile_streams(struct datapath *datapath, struct open_file *file, uint64_t tile)
 {
     struct tile_location location;
-    uint32_t node;
-    uint64_t version;
-    if (location_get(datapath, file, tile, false, &location) != 0 || location.node == 0)
-        return false;
-    read_source(&location, &node, &version);
-    return nodedir_is_local(datapath->nodes, node);
+    return location_get(datapath, file, tile, false, &location) == 0 &&
+           read_is_local(datapath, &location);
 }
 
 /*

@@ -170,12 +170,25 @@ size_t nodedir_candidates(struct nodedir *dir, uint32_t *ids, size_t cap)
     return count;
 }
 
+/*
+ * The entry of node id as a call to it needs it: the list loaded again
+ * first if a timeout made it stale, and once more if id is not in it. NULL
+ * if meta does not know id. Called with dir->lock held.
+ */
+static struct node_entry *nodedir_lookup(struct nodedir *dir, uint32_t id)
+{
+    if (dir->stale)
+        nodedir_refresh(dir);
+    struct node_entry *entry = nodedir_find(dir, id);
+    if (!entry && nodedir_refresh(dir) == TS_OK)
+        entry = nodedir_find(dir, id);
+    return entry;
+}
+
 bool nodedir_is_local(struct nodedir *dir, uint32_t node)
 {
     pthread_mutex_lock(&dir->lock);
-    const struct node_entry *entry = nodedir_find(dir, node);
-    if (!entry && nodedir_refresh(dir) == TS_OK)
-        entry = nodedir_find(dir, node);
+    const struct node_entry *entry = nodedir_lookup(dir, node);
     bool local = entry && entry->local;
     pthread_mutex_unlock(&dir->lock);
     return local;
@@ -188,11 +201,7 @@ static struct rpc_pool *nodedir_pool(struct nodedir *dir, uint32_t id, bool *dow
     struct rpc_pool *pool = NULL;
 
     pthread_mutex_lock(&dir->lock);
-    if (dir->stale)
-        nodedir_refresh(dir);
-    entry = nodedir_find(dir, id);
-    if (!entry && nodedir_refresh(dir) == TS_OK)
-        entry = nodedir_find(dir, id);
+    entry = nodedir_lookup(dir, id);
     if (entry) {
         pool = entry->pool;
         *down = util_monotonic_ms() < entry->down_until_ms;

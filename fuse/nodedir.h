@@ -31,10 +31,10 @@ size_t nodedir_candidates(struct nodedir *dir, uint32_t *ids, size_t cap);
 
 /*
  * True if datanode `node` runs on this mount's machine (its machine name,
- * as it registered with meta, is the one given to metaclient_new). A node
- * not in the list loaded yet has it loaded again first, as a call to it
- * would (a fresh mount's first reads must not take its datanodes for
- * remote ones); one meta does not know is not local.
+ * as it registered with meta, is the one given to metaclient_new). Looked
+ * up as a call to it would be: a node not in the list loaded yet has it
+ * loaded again first (a fresh mount's first reads must not take its
+ * datanodes for remote ones); one meta does not know is not local.
  */
 bool nodedir_is_local(struct nodedir *dir, uint32_t node);
 
