@@ -36,11 +36,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/fs.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -233,10 +235,32 @@ static int tilestore_count_bucket(struct tilestore *store, unsigned bucket)
     return 0;
 }
 
+/*
+ * Asks the filesystem to place the buckets as it places top-level
+ * directories (FS_TOPDIR_FL, `chattr +T`): ext4 then spreads them over block
+ * groups with room, instead of putting them next to DATA's parent, where
+ * other programs' files come and go. On ext4 without a journal a new inode's
+ * search skips, one by one, every inode of its group freed in the last
+ * minutes (recently_deleted()): next to a directory where thousands of files
+ * had just been removed, the datanodes spent 1.5 to 2 times the CPU on a
+ * 2 GiB write. Only buckets made afterwards move. A filesystem without the
+ * flag refuses it, and nothing changes.
+ */
+static void tilestore_spread_buckets(int tiles_fd)
+{
+    int flags = 0;
+    if (ioctl(tiles_fd, FS_IOC_GETFLAGS, &flags) != 0 || (flags & FS_TOPDIR_FL))
+        return;
+    flags |= FS_TOPDIR_FL;
+    if (ioctl(tiles_fd, FS_IOC_SETFLAGS, &flags) != 0)
+        log_debug("tiles directory keeps the filesystem's own placement: %s", strerror(errno));
+}
+
 /* Creates DATA/tiles/<bucket> for all buckets and makes the names durable. */
 static int tilestore_make_buckets(struct tilestore *store, const char *data_dir)
 {
     char bucket_name[16];
+    tilestore_spread_buckets(store->tiles_fd);
     for (unsigned bucket = 0; bucket < TILESTORE_BUCKETS; bucket++) {
         snprintf(bucket_name, sizeof(bucket_name), "%u", bucket);
         if (mkdirat(store->tiles_fd, bucket_name, TILESTORE_DIR_MODE) != 0 && errno != EEXIST)

@@ -13,15 +13,19 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <linux/fs.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -449,6 +453,39 @@ static void test_tile_paths_are_integers(void **state)
     assert_int_equal(tile_files_seen, 2);
 }
 
+/* Sets FS_TOPDIR_FL on directory path; false if the filesystem refuses it. */
+static bool set_topdir_flag(const char *path)
+{
+    int flags = 0;
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    bool set = ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0 &&
+               ioctl(fd, FS_IOC_SETFLAGS, &(int){flags | FS_TOPDIR_FL}) == 0;
+    close(fd);
+    return set;
+}
+
+static void test_buckets_are_spread_like_top_directories(void **state)
+{
+    struct fixture *fixture = *state;
+    char path[PATH_MAX + 8];
+    int flags = 0;
+
+    snprintf(path, sizeof(path), "%s/probe", fixture->dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    bool supported = set_topdir_flag(path);
+    assert_int_equal(rmdir(path), 0);
+    if (!supported)
+        skip(); /* not ext4: the store leaves placement to the filesystem */
+
+    snprintf(path, sizeof(path), "%s/tiles", fixture->dir);
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    assert_int_equal(ioctl(fd, FS_IOC_GETFLAGS, &flags), 0);
+    close(fd);
+    assert_true(flags & FS_TOPDIR_FL);
+}
+
 /* ---- handlers --------------------------------------------------------- */
 
 static struct rpc_request make_request(uint16_t op, const uint8_t *payload, size_t payload_len,
@@ -735,6 +772,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_capacity_limit, setup_small, teardown),
         cmocka_unit_test_setup_teardown(test_invalid_arguments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tile_paths_are_integers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_buckets_are_spread_like_top_directories, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_handler_ping, setup, teardown),
         cmocka_unit_test_setup_teardown(test_handler_write_then_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_handler_write_without_data, setup, teardown),
