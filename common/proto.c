@@ -225,26 +225,36 @@ TS_MESSAGES(DEFINE_MESSAGE)
 
 /* ---- the tile stream --------------------------------------------- */
 
-void ts_stream_req_encode(const struct ts_tile_read_req *request, bool write,
+static const uint32_t stream_magics[] = {
+    [TS_STREAM_READ] = TS_STREAM_MAGIC,
+    [TS_STREAM_READ_KEPT] = TS_STREAM_KEPT_MAGIC,
+    [TS_STREAM_WRITE] = TS_STREAM_WRITE_MAGIC,
+};
+
+void ts_stream_req_encode(const struct ts_tile_read_req *request, enum ts_stream_kind kind,
                           uint8_t out[TS_STREAM_REQ_BYTES])
 {
     struct ts_writer writer;
     ts_writer_init(&writer, out, TS_STREAM_REQ_BYTES);
-    ts_writer_u32(&writer, write ? TS_STREAM_WRITE_MAGIC : TS_STREAM_MAGIC);
+    ts_writer_u32(&writer, stream_magics[kind]);
     (void)ts_tile_read_req_encode(request, out + 4, TS_STREAM_REQ_BYTES - 4);
 }
 
-int ts_stream_req_decode(struct ts_tile_read_req *request, bool *write,
+int ts_stream_req_decode(struct ts_tile_read_req *request, enum ts_stream_kind *kind,
                          const uint8_t in[TS_STREAM_REQ_BYTES])
 {
     struct ts_cursor cursor;
     ts_cursor_init(&cursor, in, 4);
     uint32_t magic = ts_cursor_u32(&cursor);
-    *write = magic == TS_STREAM_WRITE_MAGIC;
-    if ((magic != TS_STREAM_MAGIC && !*write) ||
+    size_t known = 0;
+    while (known < sizeof(stream_magics) / sizeof(stream_magics[0]) &&
+           stream_magics[known] != magic)
+        known++;
+    if (known == sizeof(stream_magics) / sizeof(stream_magics[0]) ||
         ts_tile_read_req_decode(request, in + 4, TS_STREAM_REQ_BYTES - 4) != 0 ||
         request->length > TS_MAX_DATA_BYTES)
         return TS_ERR_BADMSG;
+    *kind = (enum ts_stream_kind)known;
     return TS_OK;
 }
 

@@ -545,6 +545,10 @@ enum ts_move_state { TS_MOVE_BEGUN = 0, TS_MOVE_COMMITTED = 1 };
  *
  * On the stream the client sends fixed-size requests, one at a time:
  *   u32 TS_STREAM_MAGIC, then the fields of TILE_READ_REQ (32 bytes);
+ *   or u32 TS_STREAM_KEPT_MAGIC and the same: a read whose bytes the
+ *   reader keeps in its page cache (a buffered read through the mount, on
+ *   the datanode's machine as every stream is). The datanode then drops
+ *   them from its own page cache once sent: one machine, one copy;
  * and the datanode answers each with
  *   u32 TS_STREAM_MAGIC, i32 status, u32 data_bytes, then data_bytes bytes
  * (fewer than asked: the rest of the range is a hole). A write is
@@ -558,6 +562,7 @@ enum ts_move_state { TS_MOVE_BEGUN = 0, TS_MOVE_COMMITTED = 1 };
  */
 #define TS_MSG_TILE_STREAM_REP(X) X(U32, port)
 #define TS_STREAM_MAGIC 0x53525354u       /* "TSRS" */
+#define TS_STREAM_KEPT_MAGIC 0x4b525354u  /* "TSRK" */
 #define TS_STREAM_WRITE_MAGIC 0x57525354u /* "TSRW" */
 #define TS_STREAM_REQ_BYTES 36
 #define TS_STREAM_REP_BYTES 12
@@ -783,11 +788,16 @@ int ts_header_decode(struct ts_header *header, const uint8_t *frame, size_t fram
 
 /* ---- the tile stream (TILE_STREAM above) --------------------------- */
 
-/* write: a write's request (TS_STREAM_WRITE_MAGIC), else a read's. */
-void ts_stream_req_encode(const struct ts_tile_read_req *request, bool write,
+/* What a tile stream request asks for, told by its magic. */
+enum ts_stream_kind {
+    TS_STREAM_READ,      /* TS_STREAM_MAGIC */
+    TS_STREAM_READ_KEPT, /* TS_STREAM_KEPT_MAGIC: the reader caches the bytes */
+    TS_STREAM_WRITE,     /* TS_STREAM_WRITE_MAGIC */
+};
+void ts_stream_req_encode(const struct ts_tile_read_req *request, enum ts_stream_kind kind,
                           uint8_t out[TS_STREAM_REQ_BYTES]);
 /* TS_OK, or TS_ERR_BADMSG (wrong magic, or a length over TS_MAX_DATA_BYTES). */
-int ts_stream_req_decode(struct ts_tile_read_req *request, bool *write,
+int ts_stream_req_decode(struct ts_tile_read_req *request, enum ts_stream_kind *kind,
                          const uint8_t in[TS_STREAM_REQ_BYTES]);
 void ts_stream_rep_encode(int32_t status, uint32_t data_bytes, uint8_t out[TS_STREAM_REP_BYTES]);
 /* TS_OK, or TS_ERR_BADMSG (wrong magic, a length over TS_MAX_DATA_BYTES, or

@@ -85,16 +85,39 @@ extern const rpc_handler_fn handlers_table[TS_OP_MAX];
 void handlers_free_data(void *data, void *hint);
 
 /*
+ * The bytes a stream read sent to a reader that keeps them in its page
+ * cache (TS_STREAM_READ_KEPT), to be dropped from this machine's page cache
+ * once the reader has taken them: pages still held by the socket (until
+ * the reader acknowledges them) or by the reader's pipe cannot go. The
+ * connection keeps one; fd < 0: none.
+ */
+struct handlers_drop_behind {
+    int fd;
+    uint64_t offset;
+    uint64_t length;
+};
+
+/*
+ * Drops the bytes from the page cache and closes the file, once socket
+ * sock (-1: do not wait) has had every byte it sent acknowledged. False:
+ * not yet, try again later.
+ */
+bool handlers_drop_behind(struct handlers_drop_behind *drop, int sock);
+
+/*
  * Answers one request of the tile stream (proto.h, TILE_STREAM), taking
  * the context's lock (a stream thread calls it without):
  * `request` holds its TS_STREAM_REQ_BYTES bytes, a write's bytes follow on
  * socket sock (spliced into the file through the empty pipe pipe_fds), the
- * answer goes to sock. Counted as a TILE_READ or TILE_WRITE. Returns 0, or
- * -1 when the connection must be closed (and the pipe emptied): the
- * request does not decode, or the socket or the disk failed mid-request.
+ * answer goes to sock. Counted as a TILE_READ or TILE_WRITE. `drop` is the
+ * connection's: a new request means the reader has taken the last answer,
+ * so its bytes are dropped first, and a kept read leaves its own there.
+ * Returns 0, or -1 when the connection must be closed (and the pipe
+ * emptied): the request does not decode, or the socket or the disk failed
+ * mid-request.
  */
 int handlers_stream_request(struct handlers_context *context, const uint8_t *request, int sock,
-                            const int pipe_fds[2]);
+                            const int pipe_fds[2], struct handlers_drop_behind *drop);
 
 /* Logs the counters at info level, one line. */
 void handlers_log_stats(const struct handlers_stats *stats);

@@ -38,11 +38,15 @@
 #define STREAM_THREAD_CONNECTIONS (STREAM_MAX_CONNECTIONS / STREAM_THREADS)
 /* A write's pipe: a tile's worth if the process may (else 64 KiB: more turns). */
 #define STREAM_PIPE_BYTES (1 << 20)
+/* A kept read's bytes are dropped at the connection's next request, or once
+ * the thread has had nothing to do for this long (handlers.h). */
+#define STREAM_DROP_IDLE_MS 50
 
 struct stream_connection {
     int fd;
     size_t have; /* bytes of the next request received so far */
     uint8_t request[TS_STREAM_REQ_BYTES];
+    struct handlers_drop_behind drop; /* the last kept read's bytes */
 };
 
 struct stream_thread {
@@ -70,6 +74,7 @@ struct stream {
 
 static void connection_drop(struct stream_thread *thread, size_t index)
 {
+    handlers_drop_behind(&thread->connections[index].drop, -1);
     close(thread->connections[index].fd);
     thread->connections[index] = thread->connections[--thread->served];
     atomic_fetch_sub(&thread->count, 1);
@@ -97,7 +102,7 @@ static bool connection_take(struct stream_thread *thread, struct stream_connecti
             util_pipe_open(thread->pipe_fds, STREAM_PIPE_BYTES, false) != 0)
             return false;
         if (handlers_stream_request(thread->stream->context, connection->request, connection->fd,
-                                    thread->pipe_fds) != 0) {
+                                    thread->pipe_fds, &connection->drop) != 0) {
             util_pipe_close(thread->pipe_fds); /* it may hold a failed write's bytes */
             return false;
         }
@@ -115,7 +120,7 @@ static void thread_take_incoming(struct stream_thread *thread)
     pthread_mutex_lock(&thread->lock);
     for (size_t i = 0; i < thread->incoming_count; i++)
         thread->connections[thread->served++] =
-            (struct stream_connection){.fd = thread->incoming[i]};
+            (struct stream_connection){.fd = thread->incoming[i], .drop = {.fd = -1}};
     thread->incoming_count = 0;
     pthread_mutex_unlock(&thread->lock);
 }
@@ -126,16 +131,25 @@ static void *thread_main(void *arg)
     struct pollfd items[1 + STREAM_THREAD_CONNECTIONS];
 
     while (!atomic_load(&thread->stream->stopping)) {
+        bool drops_waiting = false;
         items[0] = (struct pollfd){.fd = thread->wake_fd, .events = POLLIN};
-        for (size_t i = 0; i < thread->served; i++)
+        for (size_t i = 0; i < thread->served; i++) {
             items[1 + i] = (struct pollfd){.fd = thread->connections[i].fd, .events = POLLIN};
+            drops_waiting = drops_waiting || thread->connections[i].drop.fd >= 0;
+        }
         size_t polled = thread->served;
-        if (poll(items, 1 + polled, -1) < 0) {
+        int ready = poll(items, 1 + polled, drops_waiting ? STREAM_DROP_IDLE_MS : -1);
+        if (ready < 0) {
             if (errno == EINTR)
                 continue;
             log_error("tile stream: poll failed: %s; this thread's connections close",
                       strerror(errno));
             break;
+        }
+        if (ready == 0) { /* idle: drop what the readers have acknowledged */
+            for (size_t i = 0; i < polled; i++)
+                handlers_drop_behind(&thread->connections[i].drop, thread->connections[i].fd);
+            continue;
         }
         /* Item i is connection i - 1. Last to first: a drop moves the last
          * connection, already served, into the dropped one's place. */

@@ -1716,13 +1716,15 @@ static struct ts_tile_read_req segment_read_request(const struct open_file *file
  */
 static bool stream_read_into(struct datapath *datapath, struct open_file *file,
                              const struct tile_location *location,
-                             const struct tile_segment *segment, char *out, bool *local)
+                             const struct tile_segment *segment, bool buffered, char *out,
+                             bool *local)
 {
     uint32_t node;
     int32_t status = TS_OK;
     uint32_t got = 0;
     struct ts_tile_read_req request = segment_read_request(file, segment, location, &node);
-    if (tilestream_read_into(datapath->streams, node, &request, out, &status, &got) != 0 ||
+    if (tilestream_read_into(datapath->streams, node, &request, buffered, out, &status, &got) !=
+            0 ||
         status != TS_OK)
         return false;
     memset(out + got, 0, segment->length - got);
@@ -1747,7 +1749,8 @@ static int direct_serve(struct datapath *datapath, struct open_file *file,
     if (location.node == 0)
         return result_add_zeros(result, segment->length);
     char *out = result->scratch + result->scratch_used;
-    if (datapath->streams && stream_read_into(datapath, file, &location, segment, out, local)) {
+    if (datapath->streams &&
+        stream_read_into(datapath, file, &location, segment, result->buffered, out, local)) {
         result->scratch_used += segment->length;
         return result_add(result, out, segment->length);
     }
@@ -1834,7 +1837,7 @@ static int stream_serve(struct datapath *datapath, struct open_file *file,
         return error;
     struct ts_tile_read_req request = segment_read_request(file, segment, &location, &node);
     pthread_mutex_unlock(&file->lock);
-    error = tilestream_read(datapath->streams, node, &request, &status, &got);
+    error = tilestream_read(datapath->streams, node, &request, result->buffered, &status, &got);
     pthread_mutex_lock(&file->lock);
     if (error != 0)
         return error;
@@ -1858,6 +1861,7 @@ ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t 
     bool sequential;
 
     memset(result, 0, sizeof(*result));
+    result->buffered = buffered;
     result->pipe_fd = datapath->streams ? pipe_fd : -1;
     /* The kernel may release the file as soon as it has the reply, before
      * datapath_read_done unpins: the result holds a reference. */

@@ -106,6 +106,7 @@ struct datapath_read {
     int pipe_fd;    /* the thread's tile stream pipe (write end), -1: none */
     bool piped;     /* the bytes are in the pipe, not in iov */
     size_t flushed; /* iov pieces already in the pipe */
+    bool buffered;  /* the reply goes into the kernel's page cache */
 };
 
 /*

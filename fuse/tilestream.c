@@ -442,18 +442,19 @@ failed:
 
 /*
  * One request over the stream of `node`: a read, its bytes received into
- * `into` or (NULL) spliced into the thread's pipe, or a write of
- * request->length bytes of `data`. As tilestream_read() for all.
+ * `into` or (NULL) spliced into the thread's pipe, or a write
+ * (TS_STREAM_WRITE) of request->length bytes of `data`. As
+ * tilestream_read() for all.
  */
 static int stream_call(struct tilestream *streams, uint32_t node,
-                       const struct ts_tile_read_req *request, const uint8_t *data,
-                       uint8_t *into, int32_t *status, uint32_t *got)
+                       const struct ts_tile_read_req *request, enum ts_stream_kind kind,
+                       const uint8_t *data, uint8_t *into, int32_t *status, uint32_t *got)
 {
     struct stream_thread *thread = thread_state(streams);
     uint8_t head[TS_STREAM_REQ_BYTES > TS_STREAM_REP_BYTES ? TS_STREAM_REQ_BYTES
                                                            : TS_STREAM_REP_BYTES];
     struct stream_port port;
-    bool write = data != NULL;
+    bool write = kind == TS_STREAM_WRITE;
 
     *status = TS_OK;
     *got = 0;
@@ -471,7 +472,7 @@ static int stream_call(struct tilestream *streams, uint32_t node,
         if (index < 0)
             break;
         int fd = thread->connections[index].fd;
-        ts_stream_req_encode(request, write, head);
+        ts_stream_req_encode(request, kind, head);
         if (send(fd, head, TS_STREAM_REQ_BYTES, MSG_NOSIGNAL | (write ? MSG_MORE : 0)) !=
                 TS_STREAM_REQ_BYTES ||
             (write && send_spliced(thread, fd, data, request->length) != 0) ||
@@ -527,20 +528,28 @@ static int count_read(struct tilestream *streams, int error, int32_t status, uin
     return error;
 }
 
-int tilestream_read(struct tilestream *streams, uint32_t node,
-                    const struct ts_tile_read_req *request, int32_t *status, uint32_t *got)
+static enum ts_stream_kind read_kind(bool reader_keeps)
 {
-    int error = stream_call(streams, node, request, NULL, NULL, status, got);
+    return reader_keeps ? TS_STREAM_READ_KEPT : TS_STREAM_READ;
+}
+
+int tilestream_read(struct tilestream *streams, uint32_t node,
+                    const struct ts_tile_read_req *request, bool reader_keeps, int32_t *status,
+                    uint32_t *got)
+{
+    int error =
+        stream_call(streams, node, request, read_kind(reader_keeps), NULL, NULL, status, got);
     if (error == 0 && *status == TS_OK)
         atomic_fetch_add(&streams->spliced, 1);
     return count_read(streams, error, *status, *got);
 }
 
 int tilestream_read_into(struct tilestream *streams, uint32_t node,
-                         const struct ts_tile_read_req *request, void *buf, int32_t *status,
-                         uint32_t *got)
+                         const struct ts_tile_read_req *request, bool reader_keeps, void *buf,
+                         int32_t *status, uint32_t *got)
 {
-    int error = stream_call(streams, node, request, NULL, buf, status, got);
+    int error =
+        stream_call(streams, node, request, read_kind(reader_keeps), NULL, buf, status, got);
     /* Nothing of a reply in memory outlives a failure: ZeroMQ reads it again. */
     return count_read(streams, error == -EPIPE ? -EAGAIN : error, *status, *got);
 }
@@ -557,7 +566,7 @@ int tilestream_write(struct tilestream *streams, uint32_t node,
     uint32_t got = 0;
     if (length == 0)
         return -EAGAIN; /* nothing to splice: ZeroMQ validates */
-    int error = stream_call(streams, node, &range, data, NULL, status, &got);
+    int error = stream_call(streams, node, &range, TS_STREAM_WRITE, data, NULL, status, &got);
     if (error == 0 && *status == TS_OK) {
         atomic_fetch_add(&streams->writes, 1);
         atomic_fetch_add(&streams->bytes_written, length);

@@ -61,7 +61,9 @@ void tilestream_pipe_reset(struct tilestream *streams);
 
 /*
  * Reads request's range of a tile from datanode `node` into the thread's
- * pipe (tilestream_pipe first). 0: *status is the datanode's answer, and
+ * pipe (tilestream_pipe first). reader_keeps: the bytes go on into the
+ * kernel's page cache, so the datanode may drop them from its own
+ * (TS_STREAM_READ_KEPT). 0: *status is the datanode's answer, and
  * with TS_OK *got bytes (at most request->length; the rest of the range
  * is a hole) are in the pipe. -EAGAIN: nothing was read, ask over ZeroMQ
  * (the node is on another machine, has no stream, or failed just now).
@@ -69,7 +71,8 @@ void tilestream_pipe_reset(struct tilestream *streams);
  * pipe (reset it).
  */
 int tilestream_read(struct tilestream *streams, uint32_t node,
-                    const struct ts_tile_read_req *request, int32_t *status, uint32_t *got);
+                    const struct ts_tile_read_req *request, bool reader_keeps, int32_t *status,
+                    uint32_t *got);
 
 /*
  * As tilestream_read(), the bytes received into buf (request->length
@@ -77,8 +80,8 @@ int tilestream_read(struct tilestream *streams, uint32_t node,
  * failure mid-answer too.
  */
 int tilestream_read_into(struct tilestream *streams, uint32_t node,
-                         const struct ts_tile_read_req *request, void *buf, int32_t *status,
-                         uint32_t *got);
+                         const struct ts_tile_read_req *request, bool reader_keeps, void *buf,
+                         int32_t *status, uint32_t *got);
 
 /*
  * Writes length bytes of data into a tile on datanode `node` (TILE_WRITE

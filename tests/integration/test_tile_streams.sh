@@ -2,6 +2,8 @@
 # Tiles over the datanodes' tile streams (TCP; sendfile and splice, no
 # copies on the way): a file written through the streams and read back
 # whole (alone, and with another file read at once, which splices them),
+# the datanodes dropping from their page cache what a buffered reader
+# caches but keeping what an O_DIRECT one read,
 # in unaligned pieces across tile edges and with holes compares
 # equal with its pages dropped; writes in place land; a datanode restarted
 # on a new stream port, and garbage sent to a stream, change nothing; the
@@ -16,6 +18,25 @@ src=$(random_file 12M)
 cp "$src" "$MNT/f" || fail "cp into the mount failed"
 drop_file_cache "$MNT/f"
 cmp "$src" "$MNT/f" || fail "a 12 MiB file read back over the streams differs"
+
+# The datanodes' page cache after a read: a buffered reader's page cache
+# holds the bytes, so the datanodes drop theirs (one machine, one copy);
+# an O_DIRECT reader caches nothing, so they keep them.
+datanodes_cached_kib() {
+    find "$STATE"/node*/tiles -type f -print0 | xargs -0 -r fincore -b -n -o RES |
+        awk '{sum += $1} END {print int(sum / 1024)}'
+}
+datanodes_cache_at_most() { [ "$(datanodes_cached_kib)" -le "$1" ]; }
+if [ "$(stat -f -c %T "$STATE")" = tmpfs ]; then
+    log "datanodes on tmpfs: their page cache is their disk, nothing to drop"
+else
+    wait_for 5 "the datanodes to drop what a buffered reader cached" datanodes_cache_at_most 2048
+    dd if="$MNT/f" of=/dev/null bs=1M iflag=direct status=none || fail "an O_DIRECT read failed"
+    kept=$(datanodes_cached_kib)
+    [ "$kept" -ge $((10 * 1024)) ] ||
+        fail "after an O_DIRECT read of 12 MiB the datanodes cache only $kept KiB of it"
+    log "datanodes' page cache: <= 2 MiB after a buffered read, $kept KiB after an O_DIRECT one"
+fi
 
 # Reads that start and end inside tiles, and span tile edges.
 check_pieces() {

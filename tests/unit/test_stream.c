@@ -17,10 +17,13 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <dirent.h>
 #include <ftw.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -28,7 +31,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -137,27 +143,27 @@ static int client_connect(struct fixture *fixture)
     return fd;
 }
 
-static void send_head(int fd, bool write, uint64_t ino, uint64_t tile, uint64_t version,
-                      uint32_t offset, uint32_t length)
+static void send_head(int fd, enum ts_stream_kind kind, uint64_t ino, uint64_t tile,
+                      uint64_t version, uint32_t offset, uint32_t length)
 {
     struct ts_tile_read_req request = {
         .ino = ino, .tile = tile, .version = version, .offset = offset, .length = length};
     uint8_t bytes[TS_STREAM_REQ_BYTES];
-    ts_stream_req_encode(&request, write, bytes);
+    ts_stream_req_encode(&request, kind, bytes);
     assert_int_equal(send(fd, bytes, sizeof(bytes), 0), (ssize_t)sizeof(bytes));
 }
 
 static void send_request(int fd, uint64_t ino, uint64_t tile, uint64_t version, uint32_t offset,
                          uint32_t length)
 {
-    send_head(fd, false, ino, tile, version, offset, length);
+    send_head(fd, TS_STREAM_READ, ino, tile, version, offset, length);
 }
 
 /* A write's head and its bytes (all sent before the datanode serves it). */
 static void send_write(int fd, uint64_t ino, uint64_t tile, uint64_t version, uint32_t offset,
                        const uint8_t *data, uint32_t length)
 {
-    send_head(fd, true, ino, tile, version, offset, length);
+    send_head(fd, TS_STREAM_WRITE, ino, tile, version, offset, length);
     assert_int_equal(send(fd, data, length, 0), (ssize_t)length);
 }
 
@@ -198,23 +204,23 @@ static void test_codecs(void **state)
     struct ts_tile_read_req in = {.ino = 1, .tile = 2, .version = 3, .offset = 4, .length = 5};
     struct ts_tile_read_req out;
     uint8_t bytes[TS_STREAM_REQ_BYTES];
-    bool write = true;
+    enum ts_stream_kind kind;
     int32_t status;
     uint32_t data_bytes;
 
-    ts_stream_req_encode(&in, false, bytes);
-    assert_int_equal(ts_stream_req_decode(&out, &write, bytes), TS_OK);
-    assert_memory_equal(&in, &out, sizeof(in));
-    assert_false(write);
-    ts_stream_req_encode(&in, true, bytes);
-    assert_int_equal(ts_stream_req_decode(&out, &write, bytes), TS_OK);
-    assert_memory_equal(&in, &out, sizeof(in));
-    assert_true(write);
+    const enum ts_stream_kind kinds[] = {TS_STREAM_READ, TS_STREAM_READ_KEPT, TS_STREAM_WRITE};
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        kind = kinds[(i + 1) % 3]; /* something else: the decoder must set it */
+        ts_stream_req_encode(&in, kinds[i], bytes);
+        assert_int_equal(ts_stream_req_decode(&out, &kind, bytes), TS_OK);
+        assert_memory_equal(&in, &out, sizeof(in));
+        assert_int_equal(kind, kinds[i]);
+    }
     bytes[0] ^= 1; /* the magic */
-    assert_int_equal(ts_stream_req_decode(&out, &write, bytes), TS_ERR_BADMSG);
+    assert_int_equal(ts_stream_req_decode(&out, &kind, bytes), TS_ERR_BADMSG);
     in.length = TS_MAX_DATA_BYTES + 1;
-    ts_stream_req_encode(&in, true, bytes);
-    assert_int_equal(ts_stream_req_decode(&out, &write, bytes), TS_ERR_BADMSG);
+    ts_stream_req_encode(&in, TS_STREAM_WRITE, bytes);
+    assert_int_equal(ts_stream_req_decode(&out, &kind, bytes), TS_ERR_BADMSG);
 
     ts_stream_rep_encode(TS_OK, 4096, bytes);
     assert_int_equal(ts_stream_rep_decode(&status, &data_bytes, bytes), TS_OK);
@@ -320,6 +326,114 @@ static void test_reads(void **state)
     close(fd);
 }
 
+/* Pages of the file in the page cache (mincore over a mapping of it). */
+static size_t resident_pages(int fd, size_t bytes)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    size_t pages = (bytes + (size_t)page - 1) / (size_t)page;
+    unsigned char in_core[TILE_BYTES / 4096 + 1];
+    void *map = mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
+    assert_true(map != MAP_FAILED && pages <= sizeof(in_core));
+    assert_int_equal(mincore(map, bytes, in_core), 0);
+    munmap(map, bytes);
+    size_t resident = 0;
+    for (size_t i = 0; i < pages; i++)
+        resident += in_core[i] & 1;
+    return resident;
+}
+
+/* Waits up to 2 s for the tile's pages to leave the page cache. */
+static bool dropped_within(int fd, size_t bytes)
+{
+    for (int i = 0; i < 200; i++) {
+        if (resident_pages(fd, bytes) == 0)
+            return true;
+        usleep(10 * 1000);
+    }
+    return false;
+}
+
+/*
+ * Runs every thread of the process (the stream's too) on the CPU this one
+ * is on. A socket buffer the reader is done with goes back to the CPU that
+ * made it, which frees it (and lets go of the file's pages in it) only
+ * when it next handles network work: on an idle machine, maybe never
+ * during the test.
+ */
+static void pin_threads_to_this_cpu(cpu_set_t *before)
+{
+    cpu_set_t one;
+    assert_int_equal(sched_getaffinity(0, sizeof(*before), before), 0);
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu(), &one);
+    DIR *tasks = opendir("/proc/self/task");
+    assert_non_null(tasks);
+    struct dirent *entry;
+    while ((entry = readdir(tasks)) != NULL) {
+        if (entry->d_name[0] != '.')
+            assert_int_equal(sched_setaffinity(atoi(entry->d_name), sizeof(one), &one), 0);
+    }
+    closedir(tasks);
+}
+
+/*
+ * A read whose reader keeps the bytes (TS_STREAM_READ_KEPT) drops them from
+ * the datanode's page cache once the reader has them: at the connection's
+ * next request, or when the stream idles. A plain read leaves them.
+ */
+static void test_kept_reads_drop_behind(void **state)
+{
+    struct fixture *fixture = *state;
+    static uint8_t data[TILE_BYTES];
+    uint32_t data_bytes = 0;
+    uint64_t size = 0;
+    int file_fd = -1;
+    struct statfs fs;
+
+    assert_int_equal(tilestore_write(fixture->store, 5, 2, 2, 0, fixture->tile, TILE_BYTES), 0);
+    assert_int_equal(tilestore_open_tile(fixture->store, 5, 1, 2, &file_fd, &size), 0);
+    assert_int_equal(fstatfs(file_fd, &fs), 0);
+    if (fs.f_type == TMPFS_MAGIC) {
+        close(file_fd);
+        skip(); /* tmpfs pages are the file: nothing to drop */
+    }
+    /* Start cold, the pages brought in by reads (the written ones,
+     * once clean, are dropped here). */
+    assert_int_equal(fdatasync(file_fd), 0);
+    assert_int_equal(posix_fadvise(file_fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+    assert_true(dropped_within(file_fd, TILE_BYTES));
+    cpu_set_t before;
+    pin_threads_to_this_cpu(&before);
+    int fd = client_connect(fixture);
+
+    send_request(fd, 5, 1, 2, 0, TILE_BYTES);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    usleep(200 * 1000);
+    assert_int_equal(resident_pages(file_fd, TILE_BYTES), TILE_BYTES / 4096);
+
+    /* Dropped when the stream goes idle. */
+    send_head(fd, TS_STREAM_READ_KEPT, 5, 1, 2, 0, TILE_BYTES);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    assert_int_equal(data_bytes, TILE_BYTES);
+    assert_memory_equal(data, fixture->tile, TILE_BYTES);
+    assert_true(dropped_within(file_fd, TILE_BYTES));
+
+    /* Dropped at the next request, the reader's bytes the same. */
+    send_request(fd, 5, 1, 2, 0, TILE_BYTES);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    assert_int_equal(resident_pages(file_fd, TILE_BYTES), TILE_BYTES / 4096);
+    send_head(fd, TS_STREAM_READ_KEPT, 5, 1, 2, 0, TILE_BYTES);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    assert_memory_equal(data, fixture->tile, TILE_BYTES);
+    send_request(fd, 5, 2, 2, 0, 4096);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    assert_true(dropped_within(file_fd, TILE_BYTES));
+    close(file_fd);
+    close(fd);
+    /* The stream's threads end with the test. */
+    assert_int_equal(sched_setaffinity(0, sizeof(before), &before), 0);
+}
+
 /* A request in pieces is answered once it is whole. */
 /* A second small read of a tile warms it (warmer.h), over the stream and
  * over ZeroMQ alike; whole-tile reads do not. */
@@ -378,7 +492,7 @@ static void test_request_in_pieces(void **state)
     uint32_t data_bytes = 0;
     int fd = client_connect(fixture);
 
-    ts_stream_req_encode(&request, false, bytes);
+    ts_stream_req_encode(&request, TS_STREAM_READ, bytes);
     assert_int_equal(send(fd, bytes, 10, 0), 10);
     usleep(200 * 1000); /* time for the stream's thread to take the piece */
     assert_int_equal(stats_of(fixture).requests[TS_OP_TILE_READ], 0);
@@ -462,7 +576,7 @@ static void test_garbage_closes_connection(void **state)
     /* A huge length is refused the same way, before anything is read. */
     bad = client_connect(fixture);
     struct ts_tile_read_req huge = {.ino = 5, .tile = 1, .version = 2, .length = UINT32_MAX};
-    ts_stream_req_encode(&huge, false, garbage);
+    ts_stream_req_encode(&huge, TS_STREAM_READ, garbage);
     assert_int_equal(send(bad, garbage, sizeof(garbage), 0), (ssize_t)sizeof(garbage));
     assert_true(closed_by_peer(bad));
     close(bad);
@@ -543,7 +657,7 @@ static void test_write_cut_short(void **state)
     uint64_t size = 0;
     int fd = client_connect(fixture);
 
-    send_head(fd, true, 9, 4, 1, 0, 50000);
+    send_head(fd, TS_STREAM_WRITE, 9, 4, 1, 0, 50000);
     assert_int_equal(send(fd, fixture->tile, 1000, 0), 1000);
     shutdown(fd, SHUT_WR);
     assert_true(closed_by_peer(fd));
@@ -620,6 +734,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_port_request, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_small_reads_warm, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kept_reads_drop_behind, setup, teardown),
         cmocka_unit_test_setup_teardown(test_request_in_pieces, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fenced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_throttled, setup, teardown),
