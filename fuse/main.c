@@ -10,6 +10,7 @@
 #include "ops.h"
 
 #include "dirlease.h"
+#include "keepcache.h"
 #include "log.h"
 #include "profile.h"
 #include "status.h"
@@ -29,6 +30,8 @@
 #define DEFAULT_META "tcp://127.0.0.1:7400"
 /* How long a release may wait to share a request with later ones. */
 #define RELEASE_DELAY_MS 10
+/* Files whose page cache an open may keep: 48 bytes each. */
+#define KEPT_PAGES_FILES 16384
 
 struct mount_options {
     const char *meta;
@@ -338,6 +341,8 @@ int main(int argc, char **argv)
     }
     if (state.dentries)
         state.nodes = nodedir_new(state.meta, (int)options.io_timeout_ms);
+    /* Optional: without it every open drops the file's cached pages. */
+    state.kept_pages = keepcache_new(KEPT_PAGES_FILES);
     if (state.nodes)
         state.workers = workers_new((int)options.io_threads);
     if (state.workers && options.tile_streams && tilestream_setup())
@@ -434,6 +439,7 @@ out:
                   (unsigned long long)stats.installed);
     }
     dentcache_destroy(&state.dentries);
+    keepcache_destroy(&state.kept_pages);
     fuse_opt_free_args(&args);
     daemon_report(report_fd, exit_code);
     return exit_code;

@@ -19,6 +19,7 @@
 #include "ops.h"
 
 #include "bdi.h"
+#include "keepcache.h"
 #include "log.h"
 #include "status.h"
 #include "tile.h"
@@ -564,14 +565,26 @@ static int open_file(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
         return -error;
     }
     fi->fh = (uint64_t)(uintptr_t)file;
-    /* keep_cache = 0: the kernel drops cached pages at open (close-to-open). */
-    fi->keep_cache = 0;
+    /* Close-to-open: the kernel drops the cached pages unless meta's
+     * attributes say the file is as it was at the last open (keepcache.h). */
+    fi->keep_cache = state->kept_pages && keepcache_open(state->kept_pages, attr);
     /* A write-only handle (dd, cp, shell redirections) writes past the page
      * cache: one copy of the bytes instead of two (dd writes ~25 % faster).
      * It cannot read or mmap, so nothing it does needs the cache; pages
      * other handles cached are dropped by x_write. */
     fi->direct_io = handle_direct(fi);
     return 0;
+}
+
+/* The end of a handle the kernel had (or, interrupted, never got). */
+static void release_handle(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    struct mount_state *state = state_of(req);
+    bool writes = handle_writes(fi);
+    datapath_release(state->datapath, file_of(fi), writes);
+    /* Pages of a write that failed on its way must not be kept (keepcache.h). */
+    if (writes && state->kept_pages)
+        keepcache_forget(state->kept_pages, ino);
 }
 
 static void x_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -591,7 +604,7 @@ static void x_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         return;
     }
     if (fuse_reply_open(req, fi) == -ENOENT) /* interrupted: the kernel won't release */
-        datapath_release(state_of(req)->datapath, file_of(fi), handle_writes(fi));
+        release_handle(req, ino, fi);
 }
 
 /*
@@ -659,7 +672,7 @@ static void x_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
     }
     fill_entry(req, &attr, &entry);
     if (fuse_reply_create(req, &entry, fi) == -ENOENT)
-        datapath_release(state->datapath, file_of(fi), handle_writes(fi));
+        release_handle(req, attr.ino, fi);
 }
 
 /*
@@ -782,7 +795,7 @@ static void x_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 static void x_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    datapath_release(state_of(req)->datapath, file_of(fi), handle_writes(fi));
+    release_handle(req, ino, fi);
     dentcache_changed(state_of(req)->dentries, ino);
     fuse_reply_err(req, 0);
 }

@@ -23,6 +23,7 @@ struct mount_state {
     struct dentcache *dentries;   /* statahead windows (dentcache.h) */
     struct dirlease *leases;      /* creates under directory leases; NULL: none */
     struct tilestream *streams;   /* the datanodes' tile streams; NULL: none */
+    struct keepcache *kept_pages; /* files whose cached pages open keeps; NULL: none */
     struct fuse_session *session; /* for notifications to the kernel; NULL: none */
     const char *mountpoint;
     double attr_timeout;  /* seconds the kernel may cache attributes */

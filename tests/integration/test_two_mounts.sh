@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Two mounts of one cluster see each other's changes: files written on one
 # are read on the other and vice versa, a file appended on one is read whole
-# on the other after close, renames and removals show up. Changes may take
+# on the other after close, bytes changed in place on one are read on the
+# other even where it kept its cached pages across opens, renames and
+# removals show up. Changes may take
 # the kernel's attribute/entry cache lifetime to appear, so each check polls
 # with a deadline and reports how long it took.
 source "$(dirname "$0")/lib.sh"
@@ -45,6 +47,17 @@ dd if="$extra" of="$MNT2/from-two" bs=1000 count=1 seek=1048 conv=notrunc status
 cp "$two" "$SHM/expected-two"
 dd if="$extra" of="$SHM/expected-two" bs=1000 count=1 seek=1048 conv=notrunc status=none
 appears "overwrite on mount 2 read on mount 1" cmp "$SHM/expected-two" "$MNT/from-two"
+
+# Mount 1 keeps the pages it cached across opens while no one changes the
+# file (fincore's own open would drop them otherwise), and drops them at
+# its first open after mount 2 changed bytes in place (same size).
+cat "$MNT/from-two" >/dev/null || fail "read on mount 1 failed"
+cached=$(fincore -b -n -o RES "$MNT/from-two")
+[ "${cached:-0}" -gt 0 ] || fail "mount 1 dropped at open the cached pages of an unchanged file"
+dd if="$one" of="$MNT2/from-two" bs=4096 count=1 seek=10 conv=notrunc status=none ||
+    fail "second overwrite on mount 2 failed"
+dd if="$one" of="$SHM/expected-two" bs=4096 count=1 seek=10 conv=notrunc status=none
+appears "overwrite on mount 2 of pages mount 1 keeps" cmp "$SHM/expected-two" "$MNT/from-two"
 
 # Appended on mount 2, a file mount 1 created.
 printf 'line from two\n' >>"$MNT2/from-one"
