@@ -1723,9 +1723,9 @@ static bool stream_read_into(struct datapath *datapath, struct open_file *file,
     int32_t status = TS_OK;
     uint32_t got = 0;
     struct ts_tile_read_req request = segment_read_request(file, segment, location, &node);
-    if (tilestream_read_into(datapath->streams, node, &request, buffered, out, &status, &got) !=
-            0 ||
-        status != TS_OK)
+    int error =
+        tilestream_read_into(datapath->streams, node, &request, buffered, out, &status, &got);
+    if (error != 0 || status != TS_OK)
         return false;
     memset(out + got, 0, segment->length - got);
     if (file->profiled && datapath->profile)

@@ -42,9 +42,18 @@
 static struct mount_state *mount_state_for_tuning;
 static pthread_once_t tuning_once = PTHREAD_ONCE_INIT;
 
+/*
+ * 16 tiles: a lone cold reader keeps about that many tile reads in flight
+ * on the datanodes. Measured against 4 tiles (2 GiB, caches dropped,
+ * alternated): dd read 794-1,200 vs 591-815 MB/s, cp out 530-602 vs
+ * 445-547; four streams the same or better.
+ */
+#define READAHEAD_TILES 16
+
 static void tune_after_init(void)
 {
-    bdi_raise_readahead(mount_state_for_tuning->mountpoint, 4 * TILE_DEFAULT_BYTES / 1024);
+    bdi_raise_readahead(mount_state_for_tuning->mountpoint,
+                        READAHEAD_TILES * TILE_DEFAULT_BYTES / 1024);
 }
 
 /* Every request but init comes after the kernel processed FUSE_INIT's reply. */
@@ -193,11 +202,11 @@ static void x_init(void *userdata, struct fuse_conn_info *conn)
     if (conn->capable & FUSE_CAP_ASYNC_READ)
         conn->want |= FUSE_CAP_ASYNC_READ;
     /* The kernel's read-ahead goes out as background requests; at the
-     * default 12 (congested at 9) four streams reading 4 tiles ahead each
-     * find the queue congested, and the kernel drops the read-ahead pages it
-     * had just allocated. Room for 16 streams. */
-    conn->max_background = 64;
-    conn->congestion_threshold = 48;
+     * default 12 (congested at 9) streams reading many tiles ahead find the
+     * queue congested, and the kernel drops the read-ahead pages it had just
+     * allocated. Room for 16 streams READAHEAD_TILES ahead. */
+    conn->max_background = 16 * READAHEAD_TILES;
+    conn->congestion_threshold = 12 * READAHEAD_TILES;
     /* No writeback cache: writes reach us in order, so errors and sizes stay
      * exact; no kernel-side locks: POSIX locks are local to a mount. */
     conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
