@@ -377,17 +377,16 @@ static int handlers_stream_write(struct handlers_context *context,
  * goes back to the host, fresh page cache costs more to fill than the disk
  * read (measured in the commit that added this).
  */
-bool handlers_drop_behind(struct handlers_drop_behind *drop, int sock)
+void handlers_drop_behind(struct handlers_drop_behind *drop, int sock)
 {
     int unacknowledged = 0;
     if (drop->fd < 0)
-        return true;
+        return;
     if (sock >= 0 && ioctl(sock, SIOCOUTQ, &unacknowledged) == 0 && unacknowledged > 0)
-        return false;
+        return;
     posix_fadvise(drop->fd, (off_t)drop->offset, (off_t)drop->length, POSIX_FADV_DONTNEED);
     close(drop->fd);
     drop->fd = -1;
-    return true;
 }
 
 int handlers_stream_request(struct handlers_context *context, const uint8_t *request, int sock,

@@ -99,10 +99,10 @@ struct handlers_drop_behind {
 
 /*
  * Drops the bytes from the page cache and closes the file, once socket
- * sock (-1: do not wait) has had every byte it sent acknowledged. False:
- * not yet, try again later.
+ * sock (-1: do not wait) has had every byte it sent acknowledged; until
+ * then drop stays as it is, to be tried again later.
  */
-bool handlers_drop_behind(struct handlers_drop_behind *drop, int sock);
+void handlers_drop_behind(struct handlers_drop_behind *drop, int sock);
 
 /*
  * Answers one request of the tile stream (proto.h, TILE_STREAM), taking
