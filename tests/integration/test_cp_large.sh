@@ -21,8 +21,8 @@ cp "$MNT/big" "$T/copy-out" || fail "cp out of the mount failed"
 log "cp of 200 MiB out of the mount (cache dropped): $(($(now_ms) - start)) ms"
 cmp "$source_file" "$T/copy-out" || fail "200 MiB file copied out differs from the original"
 
-# The kernel reads 16 tiles ahead on the mount (root may raise the bdi's
-# read_ahead_kb), and may queue 256 background (read-ahead) requests: at
+# The kernel reads 32 tiles ahead on the mount (root may raise the bdi's
+# read_ahead_kb), and may queue 512 background (read-ahead) requests: at
 # its default 12 the read-ahead of streams is dropped. fusectl
 # shows the connection's limits; mount it for the look if nobody has.
 conn="/sys/fs/fuse/connections/$(mountpoint -d "$MNT" | cut -d: -f2)"
@@ -33,11 +33,11 @@ fi
 max_background=$(cat "$conn/max_background" 2>/dev/null || echo unknown)
 [ -z "$fusectl_mounted_here" ] || umount /sys/fs/fuse/connections
 [ "$max_background" = unknown ] && log "note: fusectl not available, max_background not checked"
-[ "$max_background" = unknown ] || [ "$max_background" = 256 ] ||
-    fail "the mount allows $max_background background requests, expected 256"
+[ "$max_background" = unknown ] || [ "$max_background" = 512 ] ||
+    fail "the mount allows $max_background background requests, expected 512"
 read_ahead_kb=$(cat "/sys/class/bdi/$(mountpoint -d "$MNT")/read_ahead_kb")
-[ "$(id -u)" != 0 ] || [ "$read_ahead_kb" = 16384 ] ||
-    fail "the mount's bdi reads $read_ahead_kb KiB ahead, expected 16384 (16 tiles)"
+[ "$(id -u)" != 0 ] || [ "$read_ahead_kb" = 32768 ] ||
+    fail "the mount's bdi reads $read_ahead_kb KiB ahead, expected 32768 (32 tiles)"
 
 # A second name for the same bytes, copied inside the mount.
 cp "$MNT/big" "$MNT/big2" || fail "cp inside the mount failed"
