@@ -2,11 +2,12 @@
  * @file main.c
  * tessera-meta: command line, signals, and the request loop.
  *
- * One thread: a zmq_poll loop around rpc_server_handle_pending() with a
- * one-second timer for the housekeeping (sync the store when dirty, notice
- * datanodes that stopped heartbeating). SIGTERM and SIGINT are blocked
- * while ZeroMQ starts its I/O threads, so they inherit the block and the
- * signals always land on this thread, interrupting zmq_poll.
+ * One request thread: a zmq_poll loop around rpc_server_handle_pending()
+ * with a one-second timer for the housekeeping (notice datanodes that
+ * stopped heartbeating; the store syncs itself on a thread of its own).
+ * SIGTERM and SIGINT are blocked while ZeroMQ starts its I/O threads, so
+ * they inherit the block and the signals always land on this thread,
+ * interrupting zmq_poll.
  */
 #include "handlers.h"
 #include "layout.h"

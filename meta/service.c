@@ -77,6 +77,6 @@ void service_close(struct service **servicep)
 
 void service_tick(struct service *service)
 {
-    store_sync(service->store, false);
+    /* The store syncs on its own thread (store.h). */
     nodes_live_check(service->live, util_monotonic_ms());
 }

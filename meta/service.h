@@ -46,7 +46,7 @@ struct service {
 int service_open(const char *data_dir, int64_t node_timeout_ms, struct service **servicep);
 /* Syncs and closes; accepts NULL, clears *servicep. */
 void service_close(struct service **servicep);
-/* The once-a-second work: sync the store if dirty, log nodes that went down. */
+/* The once-a-second work: log nodes that went down (the store syncs itself). */
 void service_tick(struct service *service);
 
 #endif

@@ -16,8 +16,10 @@
  *
  * Durability: the environment is opened with MDB_NOSYNC. LMDB writes its pages
  * with pwrite(), so a killed process loses nothing that was committed; a
- * machine crash can lose the last second, which store_sync() (called every
- * second when dirty, and by COMMIT with sync = 1) bounds.
+ * machine crash can lose the last second, which store_sync() bounds: a
+ * thread of the store's own calls it every second (so the request loop
+ * never waits for the disk on its behalf), and COMMIT with sync = 1 calls
+ * it with force. store_open() starts that thread, store_close() stops it.
  */
 #ifndef TESSERA_META_STORE_H
 #define TESSERA_META_STORE_H
@@ -129,9 +131,12 @@ int store_counter_set(struct store_txn *txn, enum store_counter counter, uint64_
 /*
  * Flushes committed transactions to disk (mdb_env_sync with force) when
  * something was committed since the last sync, or always when `force`.
- * Returns 0 or a negative errno.
+ * Returns 0 or a negative errno. Safe beside any other store call (the
+ * syncer thread calls it).
  */
 int store_sync(struct store *store, bool force);
+/* Whether something was committed since the last sync began. */
+bool store_dirty(struct store *store);
 
 /* Big-endian key helpers: keys sort numerically under LMDB's memcmp. */
 void store_be32_put(uint8_t *out, uint32_t value);

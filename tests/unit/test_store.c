@@ -11,6 +11,7 @@
 #include "proto.h"
 #include "service.h"
 #include "status.h"
+#include "store.h"
 #include "util.h"
 
 #include <ftw.h>
@@ -23,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -974,6 +976,22 @@ static void test_commit(void **state)
     assert_int_equal(attr.mtime_nsec, 9);
     assert_int_equal(do_commit(f, TS_ROOT_INO, 1, 0, NULL), TS_ERR_INVAL);
     assert_int_equal(do_commit(f, 999999, 1, 0, NULL), TS_ERR_NOENT);
+}
+
+/* The store syncs itself every second on a thread of its own (store.h):
+ * nobody here calls store_sync() or service_tick(), and the request loop
+ * never waits for it. A COMMIT with sync flushes before it answers. */
+static void test_background_sync(void **state)
+{
+    struct fixture *f = *state;
+    uint64_t file = make_file(f, TS_ROOT_INO, "synced");
+    for (int waited_ms = 0; store_dirty(f->service->store) && waited_ms < 10000; waited_ms += 10)
+        usleep(10 * 1000);
+    assert_false(store_dirty(f->service->store));
+
+    assert_int_equal(do_commit(f, file, 100, 0, NULL), TS_OK);
+    assert_int_equal(do_commit(f, file, 200, 1, NULL), TS_OK);
+    assert_false(store_dirty(f->service->store));
 }
 
 /* ---- xattrs ------------------------------------------------------------- */
@@ -1978,6 +1996,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_setattr_shrink, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tile_map_round_robin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_commit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_background_sync, setup, teardown),
         cmocka_unit_test_setup_teardown(test_xattrs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_layout_xattr, setup, teardown),
         cmocka_unit_test_setup_teardown(test_layout_inheritance, setup, teardown),
