@@ -160,6 +160,11 @@ int diskio_sync(struct diskio *disk, uint64_t ino, uint64_t tile, uint64_t versi
     return rc;
 }
 
+void diskio_add_sync(struct diskio *disk, int64_t start_ns)
+{
+    measure_add(&disk->write, 0, diskio_now_ns() - start_ns);
+}
+
 /* ---- the empirical test ------------------------------------------------- */
 
 /* Fills buf with bytes no filesystem can compress away (xorshift). */

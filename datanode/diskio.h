@@ -98,6 +98,9 @@ int diskio_receive(struct diskio *disk, uint64_t ino, uint64_t tile, uint64_t ve
                    uint64_t offset, size_t len, int sock, const int pipe_fds[2]);
 
 int diskio_sync(struct diskio *disk, uint64_t ino, uint64_t tile, uint64_t version);
+/* Counts syncs that began at start_ns (made with tilestore_sync_file()) as
+ * write time: the measured write throughput includes the sync. */
+void diskio_add_sync(struct diskio *disk, int64_t start_ns);
 
 /*
  * The empirical test: writes and fsyncs DISKIO_PROBE_FILES files of

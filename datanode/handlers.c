@@ -416,6 +416,29 @@ int handlers_stream_request(struct handlers_context *context, const uint8_t *req
     return status < 0 ? -1 : 0;
 }
 
+/* One (ino, tile, version) record of a TILE_SYNC. */
+struct sync_record {
+    uint64_t ino, tile, version;
+};
+
+static struct sync_record sync_record_next(struct ts_cursor *cursor)
+{
+    struct sync_record record;
+    record.ino = ts_cursor_u64(cursor);
+    record.tile = ts_cursor_u64(cursor);
+    record.version = ts_cursor_u64(cursor);
+    return record;
+}
+
+/* Keeps the first failure as the answer. */
+static void sync_note(struct rpc_response *response, int *first_status,
+                      const struct sync_record *record, int rc)
+{
+    if (rc != 0 && *first_status == TS_OK)
+        *first_status =
+            handlers_status(response, "sync", record->ino, record->tile, record->version, rc);
+}
+
 static int handle_tile_sync(void *ctx, const struct rpc_request *request,
                             struct rpc_response *response)
 {
@@ -427,16 +450,27 @@ static int handle_tile_sync(void *ctx, const struct rpc_request *request,
     if (ts_tile_sync_req_decode(&req, request->payload, request->payload_len) != 0 ||
         (uint64_t)req.count * TS_GARBAGE_RECORD_BYTES != req.tiles.len)
         return handlers_badmsg(response, "TILE_SYNC");
+    /* Every tile even after a failure; the first failure is the answer.
+     * The files' fsyncs wait for the disk, for hundreds of tiles maybe:
+     * not with the handlers' lock, which every stream write needs (one
+     * file's fsync stalled every other writer for half a second). They
+     * only read tiles_fd; the names' sync after them uses the store's flags. */
+    int64_t start_ns = diskio_now_ns();
+    pthread_mutex_unlock(&context->lock);
     ts_cursor_init(&cursor, req.tiles.ptr, req.tiles.len);
-    /* Sync every tile even after a failure; the first failure is the answer. */
     for (uint32_t i = 0; i < req.count; i++) {
-        uint64_t ino = ts_cursor_u64(&cursor);
-        uint64_t tile = ts_cursor_u64(&cursor);
-        uint64_t version = ts_cursor_u64(&cursor);
-        int rc = diskio_sync(context->disk, ino, tile, version);
-        if (rc != 0 && first_status == TS_OK)
-            first_status = handlers_status(response, "sync", ino, tile, version, rc);
+        struct sync_record record = sync_record_next(&cursor);
+        sync_note(response, &first_status, &record,
+                  tilestore_sync_file(context->store, record.ino, record.tile, record.version));
     }
+    pthread_mutex_lock(&context->lock);
+    ts_cursor_init(&cursor, req.tiles.ptr, req.tiles.len);
+    for (uint32_t i = 0; i < req.count; i++) {
+        struct sync_record record = sync_record_next(&cursor);
+        sync_note(response, &first_status, &record,
+                  tilestore_sync_names(context->store, record.ino));
+    }
+    diskio_add_sync(context->disk, start_ns);
     return first_status;
 }
 

@@ -28,6 +28,7 @@
 #include "tilestore.h"
 
 #include "crc32c.h"
+#include "flusher.h"
 #include "log.h"
 #include "proto.h"
 #include "util.h"
@@ -55,6 +56,8 @@
 #define TILESTORE_STAGING_SUFFIX ".pull"
 /* Emptied tile files kept for reuse (see the invariants above). */
 #define TILESTORE_SPARES_MAX 4096
+/* Tile writes whose disk writes the flusher may have waiting (flusher.h). */
+#define TILESTORE_FLUSH_QUEUE 256
 /* What tilestore_checksum() reads at a time. */
 #define TILESTORE_CHECKSUM_CHUNK (64u << 10)
 
@@ -72,6 +75,7 @@ struct tilestore {
     uint32_t spare_ids[TILESTORE_SPARES_MAX]; /* spares/<id>, a stack */
     uint32_t spare_count;
     uint32_t next_spare_id;
+    struct flusher *flusher; /* starts the disk writes of written ranges */
 };
 
 /* -errno of the last failure, with a full quota reported as a full disk. */
@@ -422,6 +426,9 @@ int tilestore_open(const char *data_dir, uint64_t capacity_limit, struct tilesto
     rc = tilestore_load_spares(store, data_dir);
     if (rc != 0)
         goto fail;
+    rc = flusher_start(TILESTORE_FLUSH_QUEUE, &store->flusher);
+    if (rc != 0)
+        goto fail;
     *storep = store;
     return 0;
 fail:
@@ -434,6 +441,13 @@ void tilestore_close(struct tilestore **storep)
     if (!storep || !*storep)
         return;
     struct tilestore *store = *storep;
+    if (store->flusher) {
+        struct flusher_stats stats;
+        flusher_stop(&store->flusher, &stats);
+        log_info("writes started early by the flusher: %" PRIu64 " (%" PRIu64
+                 " left to the kernel's writeback)",
+                 stats.flushed, stats.skipped);
+    }
     if (store->tiles_fd >= 0)
         close(store->tiles_fd);
     if (store->spares_fd >= 0)
@@ -540,10 +554,10 @@ static int tilestore_write_with(struct tilestore *store, uint64_t ino, uint64_t 
     } else {
         if (created)
             store->tiles++;
-        /* Start writing the bytes to disk now, without waiting: a later
-         * fsync (the client's) then finds little left to do, and the disk
-         * works while the stream goes on instead of all at the end. */
-        sync_file_range(fd, (off64_t)offset, (off64_t)len, SYNC_FILE_RANGE_WRITE);
+        /* Start writing the bytes to disk soon, on the flusher's thread: a
+         * later fsync (the client's) then finds little left to do, and the
+         * disk works while the stream goes on instead of all at the end. */
+        flusher_add(store->flusher, fd, offset, len);
     }
     tilestore_account(store, old_size, tilestore_file_size(fd, end > old_size ? end : old_size));
 out:
@@ -645,11 +659,10 @@ int tilestore_read(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_
     return rc;
 }
 
-int tilestore_sync(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version)
+int tilestore_sync_file(const struct tilestore *store, uint64_t ino, uint64_t tile,
+                        uint64_t version)
 {
     char name[TILESTORE_PATH_MAX];
-    char bucket_name[16];
-    unsigned bucket = tilestore_bucket(ino);
     int rc = tilestore_check(ino, 0, 0);
     int fd;
 
@@ -662,9 +675,24 @@ int tilestore_sync(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_
     if (fsync(fd) != 0)
         rc = tilestore_errno();
     close(fd);
+    return rc;
+}
+
+int tilestore_sync(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version)
+{
+    int rc = tilestore_sync_file(store, ino, tile, version);
+    return rc != 0 ? rc : tilestore_sync_names(store, ino);
+}
+
+int tilestore_sync_names(struct tilestore *store, uint64_t ino)
+{
+    char bucket_name[16];
+    unsigned bucket = tilestore_bucket(ino);
+    int rc = tilestore_check(ino, 0, 0);
+    int fd;
+
     if (rc != 0)
         return rc;
-
     if (store->bucket_unsynced[bucket]) {
         snprintf(bucket_name, sizeof(bucket_name), "%u", bucket);
         fd = openat(store->tiles_fd, bucket_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

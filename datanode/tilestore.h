@@ -77,6 +77,15 @@ int tilestore_read(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_
  * bucket directory too. A missing tile is not an error.
  */
 int tilestore_sync(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version);
+/*
+ * The two halves of tilestore_sync(), for a caller that syncs many tiles
+ * without holding up others: tilestore_sync_file() fsyncs the tile's file
+ * only and touches nothing of the store but tiles_fd (for other threads);
+ * tilestore_sync_names() then makes the names in ino's bucket durable.
+ */
+int tilestore_sync_file(const struct tilestore *store, uint64_t ino, uint64_t tile,
+                        uint64_t version);
+int tilestore_sync_names(struct tilestore *store, uint64_t ino);
 
 /*
  * Sets an existing tile's size to length (cut or zero-extended). A missing

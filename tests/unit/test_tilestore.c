@@ -520,7 +520,11 @@ static int call(struct fixture *fixture, const struct rpc_request *request,
 {
     rpc_handler_fn handler = handlers_table[request->header.type];
     assert_non_null(handler);
-    return handler(&fixture->context, request, response);
+    /* As the datanode's loop runs them: with the handlers' lock held. */
+    pthread_mutex_lock(&fixture->context.lock);
+    int status = handler(&fixture->context, request, response);
+    pthread_mutex_unlock(&fixture->context.lock);
+    return status;
 }
 
 static void release_data(struct rpc_response *response)
