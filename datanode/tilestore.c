@@ -11,8 +11,10 @@
  *   cannot make them drift.
  * - only the holder of the handlers' lock (handlers.h: the loop thread or a
  *   stream thread) changes the struct; tilestore_checksum() and
- *   tilestore_install() (background pulls) read tiles_fd and nothing else,
- *   and the file they add is counted later by tilestore_count_installed().
+ *   tilestore_install() (background pulls) and tilestore_sync_file() (a
+ *   TILE_SYNC with the lock released) read tiles_fd and nothing else, and
+ *   the file a pull adds is counted later by tilestore_count_installed().
+ *   The flusher (flusher.h) has a lock of its own.
  * - bucket_unsynced[b] is set whenever an entry of bucket b is created or
  *   removed and cleared only after that directory was fsync'd; a sync of
  *   any tile in the bucket flushes it, so a new tile's name is durable

@@ -48,7 +48,9 @@ struct store {
     int lock_fd;
     bool map_full;     /* an operation of the current transaction hit MDB_MAP_FULL */
     atomic_bool dirty; /* committed since the last sync began */
-    /* The syncer thread (see the top); sync_lock protects stopping. */
+    /* The syncer thread (see the top). sync_lock protects stopping, and is
+     * held around every mdb_env_sync() and map resize: mdb_env_sync reads
+     * the meta pages out of the map, which a resize replaces. */
     pthread_t syncer;
     bool syncer_started;
     pthread_mutex_t sync_lock;
@@ -167,8 +169,9 @@ fail:
 
 /*
  * The syncer: store_sync() every STORE_SYNC_INTERVAL_MS until stopped. It
- * calls nothing of LMDB but mdb_env_sync(), which without MDB_WRITEMAP is an
- * fdatasync of the data file: safe beside transactions and map growth.
+ * calls nothing of LMDB but mdb_env_sync(), which without MDB_WRITEMAP reads
+ * the meta pages and fdatasyncs the data file: safe beside transactions,
+ * and a map resize waits for it (sync_lock).
  */
 static void *store_syncer_main(void *arg)
 {
@@ -180,7 +183,7 @@ static void *store_syncer_main(void *arg)
         if (store->stopping)
             break;
         pthread_mutex_unlock(&store->sync_lock);
-        store_sync(store, false);
+        store_sync(store, false); /* takes sync_lock itself */
         pthread_mutex_lock(&store->sync_lock);
     }
     pthread_mutex_unlock(&store->sync_lock);
@@ -191,17 +194,11 @@ static void *store_syncer_main(void *arg)
 static int store_syncer_start(struct store *store)
 {
     sigset_t all, old;
-    pthread_mutex_init(&store->sync_lock, NULL);
-    util_cond_init_monotonic(&store->sync_wake);
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
     int rc = pthread_create(&store->syncer, NULL, store_syncer_main, store);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     store->syncer_started = rc == 0;
-    if (rc != 0) {
-        pthread_cond_destroy(&store->sync_wake);
-        pthread_mutex_destroy(&store->sync_lock);
-    }
     return -rc;
 }
 
@@ -216,8 +213,6 @@ static void store_syncer_stop(struct store *store)
     pthread_mutex_unlock(&store->sync_lock);
     pthread_join(store->syncer, NULL);
     store->syncer_started = false;
-    pthread_cond_destroy(&store->sync_wake);
-    pthread_mutex_destroy(&store->sync_lock);
 }
 
 int store_open(const char *dir, struct store **storep)
@@ -231,6 +226,8 @@ int store_open(const char *dir, struct store **storep)
     if (!store)
         return -ENOMEM;
     store->lock_fd = -1;
+    pthread_mutex_init(&store->sync_lock, NULL);
+    util_cond_init_monotonic(&store->sync_wake);
     err = util_mkdir_p(dir, 0755);
     if (err < 0) {
         log_error("cannot create data directory %s: %s", dir, strerror(-err));
@@ -272,6 +269,8 @@ fail_env:
         mdb_env_close(store->env);
     close(store->lock_fd);
 fail_free:
+    pthread_cond_destroy(&store->sync_wake);
+    pthread_mutex_destroy(&store->sync_lock);
     free(store);
     return err;
 }
@@ -288,6 +287,8 @@ void store_close(struct store **storep)
         mdb_txn_abort(store->idle_read);
     mdb_env_close(store->env);
     close(store->lock_fd);
+    pthread_cond_destroy(&store->sync_wake);
+    pthread_mutex_destroy(&store->sync_lock);
     free(store);
     *storep = NULL;
 }
@@ -304,7 +305,9 @@ static int store_grow(struct store *store)
     rc = mdb_env_info(store->env, &info);
     if (rc == MDB_SUCCESS) {
         size_t bigger = info.me_mapsize * 2;
+        pthread_mutex_lock(&store->sync_lock);
         rc = mdb_env_set_mapsize(store->env, bigger);
+        pthread_mutex_unlock(&store->sync_lock);
         if (rc == MDB_SUCCESS)
             log_info("metadata map grown to %zu KiB", bigger >> 10);
     }
@@ -501,7 +504,9 @@ int store_sync(struct store *store, bool force)
     /* Cleared before the flush: a commit during it is flushed next time. */
     if (!atomic_exchange(&store->dirty, false) && !force)
         return 0;
+    pthread_mutex_lock(&store->sync_lock);
     int rc = mdb_env_sync(store->env, 1);
+    pthread_mutex_unlock(&store->sync_lock);
     if (rc != MDB_SUCCESS) {
         atomic_store(&store->dirty, true); /* try again next time */
         log_error("cannot sync the metadata store: %s", mdb_strerror(rc));
