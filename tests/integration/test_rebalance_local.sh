@@ -150,12 +150,15 @@ grep -q "^tiles 8/8" "$T/apply.err" || fail "apply showed no progress: $(cat "$T
 tool layout show "$APP/moved" --json >"$T/layout.json" || fail "layout show failed"
 [ "$(count_of "\"node\": $far_node," <"$T/layout.json")" = 8 ] ||
     fail "not every tile is on $far's datanode: $(cat "$T/layout.json")"
-[ "$(read_direct "$MNT" moved | sha256sum)" = "$moved_sum" ] || fail "moved file changed (mount 1)"
-[ "$(read_direct "$MNT2" moved | sha256sum)" = "$moved_sum" ] || fail "moved file changed (mount 2)"
 grep -q "the relocation journal is empty" <<<"$(tool rebalance status)" || fail "the journal is not empty"
 grep -q '"count": 0' <<<"$(tool rebalance status --json)" || fail "status --json: the journal is not empty"
-grep -q "nothing to do" <<<"$(tool rebalance plan "$APP/moved" --policy frequent)" ||
-    fail "a plan after apply still has steps"
+# Planned before the reads below: this mount's first read of moved is counted
+# (it opens the file after profiling started), and a tile read by both
+# machines rightly gets a copy.
+plan_after=$(tool rebalance plan "$APP/moved" --policy frequent)
+grep -q "nothing to do" <<<"$plan_after" || fail "a plan after apply still has steps: $plan_after"
+[ "$(read_direct "$MNT" moved | sha256sum)" = "$moved_sum" ] || fail "moved file changed (mount 1)"
+[ "$(read_direct "$MNT2" moved | sha256sum)" = "$moved_sum" ] || fail "moved file changed (mount 2)"
 tool rebalance plan "$APP/moved" --policy balanced >/dev/null || fail "the balanced plan failed"
 
 # ---- 3. copies ---------------------------------------------------------------
