@@ -1657,9 +1657,19 @@ static int result_add_zeros(struct datapath_read *result, size_t len)
     return 0;
 }
 
+/* Whether the read already holds a pin on the slot. */
+static bool result_pins(const struct datapath_read *result, const struct read_slot *slot)
+{
+    for (int i = 0; i < result->pinned_count; i++)
+        if (result->pinned[i] == slot)
+            return true;
+    return false;
+}
+
 /*
  * Adds a segment served from a cached tile, waiting for it to load, and
- * pins the slot. Returns -EAGAIN if the slot went away meanwhile.
+ * pins the slot (once per read: an array file's read comes back to the same
+ * tile every row). Returns -EAGAIN if the slot went away meanwhile.
  */
 static int cache_serve(struct datapath *datapath, struct open_file *file, struct read_slot *slot,
                        const struct tile_segment *segment, struct datapath_read *result,
@@ -1675,12 +1685,14 @@ static int cache_serve(struct datapath *datapath, struct open_file *file, struct
         slot_clear(datapath, file, slot); /* the next reader tries again */
         return error == -EAGAIN ? -EIO : error;
     }
-    if (result->pinned_count == DATAPATH_READ_MAX_PINS)
-        return -EAGAIN;
+    if (!result_pins(result, slot)) {
+        if (result->pinned_count == DATAPATH_READ_MAX_PINS)
+            return -EAGAIN;
+        slot->pins++;
+        result->pinned[result->pinned_count++] = slot;
+    }
     slot->last_use = ++file->use_clock;
     *local = slot->local;
-    slot->pins++;
-    result->pinned[result->pinned_count++] = slot;
     uint32_t start = segment->tile_offset;
     uint32_t end = start + segment->length;
     uint32_t have = slot->length;
@@ -1734,26 +1746,25 @@ static bool stream_read_into(struct datapath *datapath, struct open_file *file,
 }
 
 /*
- * Adds a segment read directly (no cache) into the result's scratch buffer;
- * *local: it came from a datanode on this machine (set for profiled files).
+ * Reads a segment's bytes directly (no cache) into `out`, zeros where the
+ * tile holds none; *local: they came from a datanode on this machine (set
+ * for profiled files).
  */
-static int direct_serve(struct datapath *datapath, struct open_file *file,
-                        const struct tile_segment *segment, struct datapath_read *result,
-                        bool *local)
+static int direct_fetch(struct datapath *datapath, struct open_file *file,
+                        const struct tile_segment *segment, bool buffered, char *out, bool *local)
 {
     struct tile_location location;
     struct rpc_reply reply;
     int error = location_get(datapath, file, segment->tile, false, &location);
     if (error != 0)
         return error;
-    if (location.node == 0)
-        return result_add_zeros(result, segment->length);
-    char *out = result->scratch + result->scratch_used;
-    if (datapath->streams &&
-        stream_read_into(datapath, file, &location, segment, result->buffered, out, local)) {
-        result->scratch_used += segment->length;
-        return result_add(result, out, segment->length);
+    if (location.node == 0) {
+        memset(out, 0, segment->length);
+        return 0;
     }
+    if (datapath->streams &&
+        stream_read_into(datapath, file, &location, segment, buffered, out, local))
+        return 0;
     struct tile_location planned = location;
     error = read_tile(datapath, file->ino, segment->tile, segment->tile_offset, segment->length,
                       &location, &reply);
@@ -1764,11 +1775,71 @@ static int direct_serve(struct datapath *datapath, struct open_file *file,
         if (reply.data_len > 0)
             memcpy(out, reply.data, reply.data_len);
         memset(out + reply.data_len, 0, segment->length - reply.data_len);
-        result->scratch_used += segment->length;
-        error = result_add(result, out, segment->length);
     }
     rpc_reply_release(&reply);
     return error;
+}
+
+/* Adds a segment read directly (no cache) into the result's scratch buffer. */
+static int direct_serve(struct datapath *datapath, struct open_file *file,
+                        const struct tile_segment *segment, struct datapath_read *result,
+                        bool *local)
+{
+    char *out = result->scratch + result->scratch_used;
+    int error = direct_fetch(datapath, file, segment, result->buffered, out, local);
+    if (error != 0)
+        return error;
+    result->scratch_used += segment->length;
+    return result_add(result, out, segment->length);
+}
+
+/* The span of `tile` this read fetched already, or NULL. */
+static const struct datapath_span *span_find(const struct datapath_read *result, uint64_t tile)
+{
+    for (size_t i = 0; i < result->span_count; i++)
+        if (result->spans[i].tile == tile)
+            return &result->spans[i];
+    return NULL;
+}
+
+/*
+ * Adds a segment of an array file that the cache could not serve. The
+ * first time the read meets a tile there, one request fetches every byte
+ * of the tile that the rest of the read covers, not each short row on its
+ * own: since tile and file are both row-major, those bytes are one run of
+ * the tile, and the runs of all tiles add up to at most the read's size
+ * (the scratch buffer). `rest`: the walk after this segment.
+ */
+static int gathered_serve(struct datapath *datapath, struct open_file *file,
+                          const struct tile_segment *segment, const struct layout_walk *rest,
+                          struct datapath_read *result, bool *local)
+{
+    const struct datapath_span *span = span_find(result, segment->tile);
+    if (!span) {
+        struct tile_segment run = *segment;
+        struct tile_segment next;
+        struct layout_walk walk = *rest;
+        while (layout_walk_next(&walk, &next))
+            if (next.tile == segment->tile)
+                run.length = next.tile_offset + next.length - run.tile_offset;
+        if (result->span_count == result->span_cap) {
+            size_t cap = result->span_cap ? result->span_cap * 2 : 16;
+            struct datapath_span *grown = realloc(result->spans, cap * sizeof(*grown));
+            if (!grown)
+                return -ENOMEM;
+            result->spans = grown;
+            result->span_cap = cap;
+        }
+        char *bytes = result->scratch + result->scratch_used;
+        int error = direct_fetch(datapath, file, &run, result->buffered, bytes, local);
+        if (error != 0)
+            return error;
+        result->scratch_used += run.length;
+        result->spans[result->span_count] = (struct datapath_span){
+            .tile = run.tile, .start = run.tile_offset, .length = run.length, .bytes = bytes};
+        span = &result->spans[result->span_count++];
+    }
+    return result_add(result, span->bytes + (segment->tile_offset - span->start), segment->length);
 }
 
 /* Moves the pieces added since the last flush into the pipe. 0 or -EPIPE. */
@@ -1941,8 +2012,12 @@ ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t 
         if (error == -EAGAIN) {
             if (!result->scratch)
                 result->scratch = malloc(size);
-            error = result->scratch ? direct_serve(datapath, file, &segment, result, &local)
-                                    : -ENOMEM;
+            if (!result->scratch)
+                error = -ENOMEM;
+            else if (file->layout.array)
+                error = gathered_serve(datapath, file, &segment, &walk, result, &local);
+            else
+                error = direct_serve(datapath, file, &segment, result, &local);
         }
         if (error != 0) {
             outcome = error;
@@ -1990,6 +2065,7 @@ void datapath_read_done(struct datapath *datapath, struct datapath_read *result)
     if (result->iov != result->inline_iov)
         free(result->iov);
     free(result->scratch);
+    free(result->spans);
     memset(result, 0, sizeof(*result));
     open_file_put(datapath, file);
 }

@@ -83,6 +83,14 @@ void datapath_release(struct datapath *datapath, struct open_file *file, bool wr
 /* Pins on cached tiles one read may hold (a read spans few tiles). */
 #define DATAPATH_READ_MAX_PINS 16
 
+/* The bytes of one tile that one read of an array file fetched at once. */
+struct datapath_span {
+    uint64_t tile;
+    uint32_t start; /* offset in the tile */
+    uint32_t length;
+    char *bytes; /* in the read's scratch buffer */
+};
+
 /*
  * The bytes of one read, as pieces to hand to fuse_reply_iov(): pieces of
  * cached tiles (pinned until datapath_read_done), of a private buffer, and
@@ -102,6 +110,9 @@ struct datapath_read {
     int pinned_count;
     char *scratch; /* directly read bytes */
     size_t scratch_used;
+    struct datapath_span *spans; /* array files: tiles fetched directly */
+    size_t span_count;
+    size_t span_cap;
     struct read_slot *store_slot; /* a sieved tile for the page cache, or NULL */
     int pipe_fd;    /* the thread's tile stream pipe (write end), -1: none */
     bool piped;     /* the bytes are in the pipe, not in iov */

@@ -172,6 +172,12 @@ cmp <(head -c 4096 "$source_file") "$MNT/arrays/small" || fail "the inherited ar
 # the test instead of hanging it (the teardown then frees the reader).
 dd if="$source_file" of="$FILE" bs=1M status=none || fail "dd into the emptied array file failed"
 drop_file_cache "$FILE"
+node_ids=$(python3 -c 'import json, sys; print(*[n["id"] for n in json.load(open(sys.argv[1]))])' \
+    "$T/status.json")
+for node in $node_ids; do
+    "$TESSERA_TOOL" node stats "$node" --reset --meta "$META" >/dev/null ||
+        fail "node stats --reset $node failed"
+done
 cmp "$source_file" "$FILE" >"$T/cmp.out" 2>&1 &
 cmp_pid=$!
 deadline=$(($(now_ms) + 30000))
@@ -180,7 +186,19 @@ while kill -0 "$cmp_pid" 2>/dev/null; do
     sleep 0.1
 done
 wait "$cmp_pid" || fail "cmp through the page cache: $(cat "$T/cmp.out")"
-log "cmp through the page cache reads the same 8 MiB back"
+# A read asks a datanode once for all it needs of a tile (whole tiles in the
+# mount's cache, or the tile's run in that read), not once per 128-byte row
+# (65536 requests). Each kernel read spans 16 tiles: at most 16 asks a tile.
+tile_reads=0
+for node in $node_ids; do
+    reads=$("$TESSERA_TOOL" node stats "$node" --json --meta "$META" |
+        python3 -c 'import json, sys; print(sum(t["reads"] for t in json.load(sys.stdin)["tiles_read"]))') ||
+        fail "node stats $node failed"
+    tile_reads=$((tile_reads + reads))
+done
+((tile_reads >= 64 && tile_reads <= 64 * 16)) ||
+    fail "cmp of 64 tiles made $tile_reads tile reads on the datanodes (expected 64 to 1024)"
+log "cmp through the page cache reads the same 8 MiB back, with $tile_reads tile reads"
 
 assert_daemons_alive
 log "ok"
