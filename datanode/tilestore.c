@@ -661,9 +661,17 @@ int tilestore_read(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_
     return rc;
 }
 
-int tilestore_sync_file(const struct tilestore *store, uint64_t ino, uint64_t tile,
-                        uint64_t version)
+/*
+ * Opens the tile's file and fsyncs it (metadata too), or with data_only
+ * writes what is still dirty and waits for it (sync_file_range: no journal
+ * commit, no disk cache flush). Either reports a failed writeback of the
+ * file. A missing file is a hole: nothing to sync.
+ */
+static int tilestore_flush_tile(const struct tilestore *store, uint64_t ino, uint64_t tile,
+                                uint64_t version, bool data_only)
 {
+    const unsigned whole_range =
+        SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER;
     char name[TILESTORE_PATH_MAX];
     int rc = tilestore_check(ino, 0, 0);
     int fd;
@@ -674,10 +682,27 @@ int tilestore_sync_file(const struct tilestore *store, uint64_t ino, uint64_t ti
     fd = openat(store->tiles_fd, name, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return errno == ENOENT ? 0 : tilestore_errno();
-    if (fsync(fd) != 0)
+    if ((data_only ? sync_file_range(fd, 0, 0, whole_range) : fsync(fd)) != 0)
         rc = tilestore_errno();
     close(fd);
     return rc;
+}
+
+int tilestore_sync_file(const struct tilestore *store, uint64_t ino, uint64_t tile,
+                        uint64_t version)
+{
+    return tilestore_flush_tile(store, ino, tile, version, false);
+}
+
+int tilestore_wait_file(const struct tilestore *store, uint64_t ino, uint64_t tile,
+                        uint64_t version)
+{
+    return tilestore_flush_tile(store, ino, tile, version, true);
+}
+
+int tilestore_sync_filesystem(const struct tilestore *store)
+{
+    return syncfs(store->tiles_fd) != 0 ? tilestore_errno() : 0;
 }
 
 int tilestore_sync(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version)

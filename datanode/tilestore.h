@@ -86,6 +86,16 @@ int tilestore_sync(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_
 int tilestore_sync_file(const struct tilestore *store, uint64_t ino, uint64_t tile,
                         uint64_t version);
 int tilestore_sync_names(struct tilestore *store, uint64_t ino);
+/*
+ * For a sync of many tiles at once: tilestore_wait_file() puts one tile's
+ * bytes on the disk (sync_file_range, no journal commit and no cache flush);
+ * tilestore_sync_filesystem() then commits the journal and flushes the disk
+ * cache once for all of them (syncfs). Per tile fsyncs flush the disk cache
+ * once per file: a thousand flushes at the end of a 1 GiB write.
+ */
+int tilestore_wait_file(const struct tilestore *store, uint64_t ino, uint64_t tile,
+                        uint64_t version);
+int tilestore_sync_filesystem(const struct tilestore *store);
 
 /*
  * Sets an existing tile's size to length (cut or zero-extended). A missing

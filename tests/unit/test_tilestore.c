@@ -148,6 +148,7 @@ static void test_missing_tile_reads_nothing(void **state)
     assert_int_equal(tilestore_read(fixture->store, 5, 0, 2, 0, sizeof(back), back, &got), 0);
     assert_int_equal(got, 0);
     assert_int_equal(tilestore_sync(fixture->store, 5, 0, 2), 0);
+    assert_int_equal(tilestore_wait_file(fixture->store, 5, 0, 2), 0);
 }
 
 static void test_read_past_end_is_short(void **state)
@@ -403,6 +404,7 @@ static void test_invalid_arguments(void **state)
                      -EINVAL);
     assert_int_equal(tilestore_truncate(fixture->store, 0, 0, 1, 0), -EINVAL);
     assert_int_equal(tilestore_sync(fixture->store, 0, 0, 1), -EINVAL);
+    assert_int_equal(tilestore_wait_file(fixture->store, 0, 0, 1), -EINVAL);
     assert_int_equal(tilestore_delete(fixture->store, 0, 0, 1), -EINVAL);
     /* The last byte of the largest tile is still inside. */
     assert_int_equal(tilestore_write(fixture->store, 1, 0, 1, TS_MAX_DATA_BYTES - 1, &byte, 1), 0);
@@ -648,6 +650,50 @@ static void test_handler_write_without_data(void **state)
     assert_int_equal(tiles, 0);
 }
 
+/* Encodes a TILE_SYNC of count tiles of ino (tiles 0.., version 1) and calls it. */
+static int call_sync(struct fixture *fixture, uint64_t ino, uint32_t count)
+{
+    uint8_t records[32 * TS_GARBAGE_RECORD_BYTES];
+    struct ts_writer writer;
+    assert_true(count <= 32);
+    ts_writer_init(&writer, records, sizeof(records));
+    for (uint32_t i = 0; i < count; i++) {
+        ts_writer_u64(&writer, ino);
+        ts_writer_u64(&writer, i);
+        ts_writer_u64(&writer, 1);
+    }
+    struct ts_tile_sync_req sync_req = {
+        .count = count, .tiles = {(const char *)records, count * TS_GARBAGE_RECORD_BYTES}};
+    int len = ts_tile_sync_req_encode(&sync_req, fixture->payload, sizeof(fixture->payload));
+    assert_true(len > 0);
+    struct rpc_request request =
+        make_request(TS_OP_TILE_SYNC, fixture->payload, (size_t)len, NULL, 0);
+    struct rpc_response response = make_response(fixture);
+    return call(fixture, &request, &response);
+}
+
+/*
+ * A sync of many tiles takes the batched way (each file's bytes, then one
+ * syncfs); a few tiles are fsynced one by one. Both answer OK for written
+ * and missing tiles alike, and both name a bad tile's failure.
+ */
+static void test_handler_sync_many(void **state)
+{
+    struct fixture *fixture = *state;
+    uint8_t data[3000];
+
+    fill_pattern(data, sizeof(data), 4);
+    for (uint64_t tile = 0; tile < 24; tile++)
+        assert_int_equal(tilestore_write(fixture->store, 12, tile, 1, 0, data, sizeof(data)), 0);
+    assert_int_equal(call_sync(fixture, 12, 30), TS_OK); /* tiles 24..29 are holes */
+    assert_int_equal(call_sync(fixture, 12, 3), TS_OK);
+    assert_int_equal(tilestore_wait_file(fixture->store, 12, 5, 1), 0);
+    assert_int_equal(tilestore_sync_filesystem(fixture->store), 0);
+    /* ino 0 is no file's: every record of it is refused, either way. */
+    assert_int_not_equal(call_sync(fixture, 0, 30), TS_OK);
+    assert_int_not_equal(call_sync(fixture, 0, 3), TS_OK);
+}
+
 /* Every datanode request, truncated by one byte and with one trailing byte. */
 static void test_handler_malformed(void **state)
 {
@@ -781,6 +827,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_handler_ping, setup, teardown),
         cmocka_unit_test_setup_teardown(test_handler_write_then_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_handler_write_without_data, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_handler_sync_many, setup, teardown),
         cmocka_unit_test_setup_teardown(test_handler_malformed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_handler_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_handler_nospc, setup_small, teardown),
