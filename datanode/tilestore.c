@@ -11,8 +11,9 @@
  *   cannot make them drift.
  * - only the holder of the handlers' lock (handlers.h: the loop thread or a
  *   stream thread) changes the struct; tilestore_checksum() and
- *   tilestore_install() (background pulls) and tilestore_sync_file() (a
- *   TILE_SYNC with the lock released) read tiles_fd and nothing else, and
+ *   tilestore_install() (background pulls) and tilestore_sync_file(),
+ *   tilestore_wait_file() and tilestore_sync_filesystem() (a TILE_SYNC with
+ *   the lock released) read tiles_fd and nothing else, and
  *   the file a pull adds is counted later by tilestore_count_installed().
  *   The flusher (flusher.h) has a lock of its own.
  * - bucket_unsynced[b] is set whenever an entry of bucket b is created or
