@@ -4,11 +4,12 @@
 # (bench/nullfs) and optionally MooseFS, measured side by side in one run with
 # the same workloads, and one table of medians and ratios at the end.
 #
-# It builds a release binary in build-release/, starts a 4-datanode Tessera
-# cluster on free ports in a temporary state directory, mounts nullfs, with
-# --with-moosefs starts a loopback MooseFS (Debian packages), then runs the
-# peer benchmark (run-peer-bench.sh from $PEER_BENCH_DIR) in rounds, each
-# round once on every target in turn. Everything it starts is stopped by pid and every mount unmounted on
+# It builds a release binary in build-release/, then runs the peer benchmark
+# (run-peer-bench.sh from $PEER_BENCH_DIR) in rounds, each round once on every
+# target in turn: a 4-datanode Tessera cluster on free ports in a temporary
+# state directory, nullfs, and with --with-moosefs a loopback MooseFS (Debian
+# packages). A target's daemons run only during its own turn (see run_target).
+# Everything it starts is stopped by pid and every mount unmounted on
 # exit, failure or Ctrl-C. Not part of `meson test`: regressions are caught by
 # running this, not by timed tests.
 set -euo pipefail
@@ -235,12 +236,16 @@ for binary in tools/tessera fuse/tessera-mount meta/tessera-meta datanode/tesser
     [ -x "$BUILD_DIR/$binary" ] || die "$BUILD_DIR/$binary missing after the build (is -Dbench=false?)"
 done
 
-# free_port_base COUNT: a port P such that P..P+COUNT-1 are all free on 127.0.0.1.
+# free_port_base COUNT: a port P such that P..P+COUNT-1 are all free on 127.0.0.1,
+# below the ephemeral range (the kernel hands those to outgoing connections,
+# and a target restarted for its next turn must find its ports free again).
 free_port_base() {
-    local count=$1 base used
+    local count=$1 base used low
     used=$(ss -Htan | awk '{ n = split($4, a, ":"); print a[n] }' | sort -u)
+    low=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+    [ "$low" -gt 20000 ] || low=32768
     for _ in $(seq 200); do
-        base=$((20000 + RANDOM % 40000))
+        base=$((10000 + RANDOM % (low - 10000 - count)))
         local clash=0
         for ((p = base; p < base + count; p++)); do
             grep -qx "$p" <<<"$used" && { clash=1; break; }
@@ -282,7 +287,7 @@ proc_usage() {
         'BEGIN { printf "%.1f %.1f %.1f", h / 1024, r / 1024, t / hz }'
 }
 
-# record_usage TARGET NAME PID: appends one line to the memory/CPU table.
+# record_usage TARGET NAME PID: appends one line, for one turn, to the memory/CPU table.
 record_usage() {
     local usage
     usage=$(proc_usage "$3")
@@ -303,41 +308,98 @@ if [ -z "${PREFAULT_GB:-}" ]; then
 fi
 export PREFAULT_GB
 
-# ---- start the targets ----
-port=$(free_port_base $((nodes + 1)))
-log "tessera up: $nodes datanodes, port $port, state $STATE"
-tessera_started=1
-"$BUILD_DIR/tools/tessera" up --nodes "$nodes" --state "$STATE" --mount "$TESSERA_MNT" \
-    --port "$port" >"$LOGS/tessera-up.log" 2>&1 || die "tessera up failed, see $LOGS/tessera-up.log"
-for f in "$STATE"/run/*.pid; do tessera_pids+=("$(cat "$f")"); done
-mount_pid=$(cat "$STATE/run/mount.pid" 2>/dev/null || true)
-[ -n "$mount_pid" ] || die "no $STATE/run/mount.pid after tessera up"
-[ -n "${TESSERA_READAHEAD_KB:-}" ] && raise_readahead "$TESSERA_MNT" "$TESSERA_READAHEAD_KB"
-# The ceiling reads ahead as far as Tessera does: tessera-mount raises its own
-# bdi after FUSE_INIT, on its first request, so ask it something first.
-stat "$TESSERA_MNT" >/dev/null
+# ---- the targets: each one's daemons run only during its own turn ----
+# Idle daemons are not free on a small machine: an idle MooseFS (master, 4
+# chunkservers and mfsmount, at nice -19) keeps ~10 % of 2 CPUs busy, and
+# Tessera measured beside it lost 10-15 % of its dd write speed and a third
+# of its creates per second. So each turn starts its target's daemons and
+# stops them after (their data stays for the next turn): every target is
+# measured alone, on the same machine, in the same run.
+tessera_port=$(free_port_base $((nodes + 1)))
+mfs_port=""
+if [ "$with_moosefs" = 1 ]; then
+    mfs_port=$(free_port_base 8)
+    while [ "$mfs_port" -le $((tessera_port + nodes)) ] && [ $((mfs_port + 7)) -ge "$tessera_port" ]; do
+        mfs_port=$(free_port_base 8)
+    done
+fi
+
+# target_up LABEL: starts LABEL's daemons and mounts it (nothing for local).
+target_up() {
+    case $1 in
+    tessera)
+        tessera_started=1
+        "$BUILD_DIR/tools/tessera" up --nodes "$nodes" --state "$STATE" --mount "$TESSERA_MNT" \
+            --port "$tessera_port" >>"$LOGS/tessera-up.log" 2>&1 ||
+            die "tessera up failed, see $LOGS/tessera-up.log"
+        local f
+        for f in "$STATE"/run/*.pid; do tessera_pids+=("$(cat "$f")"); done
+        if [ -n "${TESSERA_READAHEAD_KB:-}" ]; then
+            raise_readahead "$TESSERA_MNT" "$TESSERA_READAHEAD_KB"
+        fi
+        # tessera-mount raises its own bdi after FUSE_INIT, on its first request
+        stat "$TESSERA_MNT" >/dev/null
+        ;;
+    nullfs)
+        "$BUILD_DIR/bench/nullfs" "$NULLFS_MNT" 2>>"$LOGS/nullfs.log" &
+        nullfs_pid=$!
+        wait_mounted "$NULLFS_MNT" "$nullfs_pid" || die "nullfs did not mount, see $LOGS/nullfs.log"
+        raise_readahead "$NULLFS_MNT" "$READAHEAD_KB"
+        ;;
+    moosefs)
+        moosefs_started=1
+        PB=$MFS_PB MNT=$MFS_MNT PORT0=$mfs_port NCS=4 CS_FSYNC=${CS_FSYNC:-1} \
+            "$PEER_BENCH_DIR/moosefs-up.sh" >>"$LOGS/moosefs-up.log" 2>&1 ||
+            die "moosefs-up.sh failed, see $LOGS/moosefs-up.log"
+        ;;
+    esac
+}
+
+# target_down LABEL: records the memory and CPU of LABEL's daemons over its
+# turn, then stops them and unmounts, keeping their data.
+target_down() {
+    local f
+    case $1 in
+    tessera)
+        kill -0 "$(cat "$STATE/run/mount.pid")" 2>/dev/null ||
+            die "tessera-mount died during its turn (see $STATE/logs and dmesg)"
+        for f in "$STATE"/run/*.pid; do
+            record_usage tessera "$(basename "$f" .pid)" "$(cat "$f")"
+        done
+        "$BUILD_DIR/tools/tessera" down --state "$STATE" >>"$LOGS/tessera-down.log" 2>&1 ||
+            die "tessera down failed, see $LOGS/tessera-down.log"
+        ! mountpoint -q "$TESSERA_MNT" || die "$TESSERA_MNT still mounted after tessera down"
+        ;;
+    nullfs)
+        record_usage nullfs nullfs "$nullfs_pid"
+        unmount "$NULLFS_MNT"
+        stop_pid "$nullfs_pid" nullfs
+        wait "$nullfs_pid" 2>/dev/null || true
+        nullfs_pid=""
+        ;;
+    moosefs)
+        for f in "$MFS_PB"/moosefs/pids/*.pid; do
+            record_usage moosefs "mfs$(basename "$f" .pid)" "$(cat "$f")"
+        done
+        PB=$MFS_PB MNT=$MFS_MNT "$PEER_BENCH_DIR/moosefs-down.sh" >>"$LOGS/moosefs-down.log" 2>&1 ||
+            die "moosefs-down.sh failed, see $LOGS/moosefs-down.log"
+        ;;
+    esac
+}
+
+# Tessera once first: it must start at all, and the ceiling reads ahead as
+# far as Tessera does.
+log "tessera up: $nodes datanodes, port $tessera_port, state $STATE"
+target_up tessera
 tessera_readahead=$(readahead_of "$TESSERA_MNT")
+"$BUILD_DIR/tools/tessera" down --state "$STATE" >>"$LOGS/tessera-down.log" 2>&1 ||
+    die "tessera down failed, see $LOGS/tessera-down.log"
 if [ -z "$READAHEAD_KB" ]; then
     READAHEAD_KB=1024
     [[ "$tessera_readahead" =~ ^[0-9]+$ ]] && [ "$tessera_readahead" -gt 128 ] &&
         READAHEAD_KB=$tessera_readahead
 fi
-
-if [ "$run_nullfs" = 1 ]; then
-    "$BUILD_DIR/bench/nullfs" "$NULLFS_MNT" 2>"$LOGS/nullfs.log" &
-    nullfs_pid=$!
-    wait_mounted "$NULLFS_MNT" "$nullfs_pid" || die "nullfs did not mount, see $LOGS/nullfs.log"
-    raise_readahead "$NULLFS_MNT" "$READAHEAD_KB"
-fi
-
-if [ "$with_moosefs" = 1 ]; then
-    mfs_port=$(free_port_base 8)
-    log "moosefs-up.sh: 4 chunkservers, ports from $mfs_port, CS_FSYNC=${CS_FSYNC:-1}"
-    moosefs_started=1
-    PB=$MFS_PB MNT=$MFS_MNT PORT0=$mfs_port NCS=4 CS_FSYNC=${CS_FSYNC:-1} \
-        "$PEER_BENCH_DIR/moosefs-up.sh" >"$LOGS/moosefs-up.log" 2>&1 ||
-        die "moosefs-up.sh failed, see $LOGS/moosefs-up.log"
-fi
+[ "$with_moosefs" = 1 ] && log "MooseFS: 4 chunkservers, ports from $mfs_port, CS_FSYNC=${CS_FSYNC:-1}"
 
 # ---- run the peer benchmark: rounds, each over every target in turn ----
 # Interleaving (round r runs every target once, REPS=1) keeps slow drifts of
@@ -374,12 +436,14 @@ wait_quiet() {
     [ $((SECONDS - start)) -le 1 ] || log "waited $((SECONDS - start)) s for a quiet machine (${busy}% busy)"
 }
 
-# run_target LABEL DIR ROUND: runs run-peer-bench.sh in its own process group
-# (so cleanup can stop it and its dd/fio as one) and waits for it.
+# run_target LABEL DIR ROUND: starts the target, runs run-peer-bench.sh in its
+# own process group (so cleanup can stop it and its dd/fio as one), waits for
+# it, and stops the target.
 run_target() {
     local label=$1 dir=$2 round=$3
+    target_up "$label"
     if [ "$label" != local ] && ! mountpoint -q "$dir" 2>/dev/null; then
-        die "$label: $dir is no longer mounted (did its daemon die? see $LOGS and dmesg)"
+        die "$label: $dir is not mounted (did its daemon die? see $LOGS and dmesg)"
     fi
     wait_quiet
     log "== round $round/$reps: $label, $dir (read_ahead_kb $(readahead_of "$dir"))"
@@ -389,6 +453,7 @@ run_target() {
     child_pid=$!
     wait "$child_pid" || die "run-peer-bench.sh failed on $label, see $LOGS/$label.log"
     child_pid=""
+    target_down "$label"
 }
 
 targets=()
@@ -400,19 +465,7 @@ for ((round = 1; round <= reps; round++)); do
     for target in "${targets[@]}"; do
         run_target "${target%%:*}" "${target#*:}" "$round"
     done
-    kill -0 "$mount_pid" 2>/dev/null || die "tessera-mount (pid $mount_pid) died during the run"
 done
-
-# Peak RSS (VmHWM) and CPU seconds over the whole run, of every daemon.
-[ -n "$nullfs_pid" ] && record_usage nullfs nullfs "$nullfs_pid"
-for f in "$STATE"/run/*.pid; do
-    record_usage tessera "$(basename "$f" .pid)" "$(cat "$f")"
-done
-if [ "$with_moosefs" = 1 ]; then
-    for f in "$MFS_PB"/moosefs/pids/*.pid; do
-        record_usage moosefs "mfs$(basename "$f" .pid)" "$(cat "$f")"
-    done
-fi
 
 # ---- the table: medians over the rounds, with their spread ----
 python3 - "$RESULTS" "$size_mb" "$reps" >"$RESULTS/table.md" <<'PY'
@@ -496,13 +549,26 @@ PY
 {
     echo
     echo "## bench/run.sh: ${targets[*]%%:*} ($(date '+%F %T'), $(nproc) CPUs, kernel $(uname -r))"
-    echo "Tessera: $nodes datanodes, built from $built_from; read_ahead_kb: Tessera $(readahead_of "$TESSERA_MNT"), nullfs ${READAHEAD_KB}$([ "$with_moosefs" = 1 ] && echo "; MooseFS CS_FSYNC=${CS_FSYNC:-1}")"
+    echo "Tessera: $nodes datanodes, built from $built_from; read_ahead_kb: Tessera ${tessera_readahead}, nullfs ${READAHEAD_KB}$([ "$with_moosefs" = 1 ] && echo "; MooseFS CS_FSYNC=${CS_FSYNC:-1}")"
     echo
     cat "$RESULTS/table.md"
     echo
-    echo "Processes at the end of the run (peak RSS = VmHWM, CPU = user + system seconds):"
-    column -t -s $'\t' "$RESULTS/processes.tsv"
-    mount_peak=$(awk -F'\t' '$2 == "mount" { print $4 }' "$RESULTS/processes.tsv")
+    echo "Daemons, over all their turns (peak RSS = the largest VmHWM of a turn, CPU = user +"
+    echo "system seconds summed over the turns):"
+    awk -F'\t' 'NR > 1 {
+            key = $1 "\t" $2
+            if (!(key in turns)) order[++n] = key
+            turns[key]++
+            if ($4 + 0 > peak[key] + 0) peak[key] = $4
+            cpu[key] += $6
+        }
+        END {
+            print "target\tprocess\tturns\tpeak_rss_mib\tcpu_s"
+            for (i = 1; i <= n; i++)
+                printf "%s\t%d\t%.1f\t%.1f\n", order[i], turns[order[i]], peak[order[i]], cpu[order[i]]
+        }' "$RESULTS/processes.tsv" | column -t -s $'\t'
+    mount_peak=$(awk -F'\t' '$2 == "mount" && $4 + 0 > max + 0 { max = $4 } END { print max }' \
+        "$RESULTS/processes.tsv")
     echo
     echo "tessera-mount peak RSS: ${mount_peak:-?} MiB"
     echo "Results and logs: $BENCH_DIR (per-run data in $RESULTS/peer)"
