@@ -355,6 +355,15 @@ target_up() {
     esac
 }
 
+# stop_tessera: tessera down (it stops the daemons by their pids and unmounts),
+# then forgets their pids: by cleanup time they may belong to other processes.
+stop_tessera() {
+    "$BUILD_DIR/tools/tessera" down --state "$STATE" >>"$LOGS/tessera-down.log" 2>&1 ||
+        die "tessera down failed, see $LOGS/tessera-down.log"
+    ! mountpoint -q "$TESSERA_MNT" || die "$TESSERA_MNT still mounted after tessera down"
+    tessera_pids=()
+}
+
 # target_down LABEL: records the memory and CPU of LABEL's daemons over its
 # turn, then stops them and unmounts, keeping their data.
 target_down() {
@@ -366,9 +375,7 @@ target_down() {
         for f in "$STATE"/run/*.pid; do
             record_usage tessera "$(basename "$f" .pid)" "$(cat "$f")"
         done
-        "$BUILD_DIR/tools/tessera" down --state "$STATE" >>"$LOGS/tessera-down.log" 2>&1 ||
-            die "tessera down failed, see $LOGS/tessera-down.log"
-        ! mountpoint -q "$TESSERA_MNT" || die "$TESSERA_MNT still mounted after tessera down"
+        stop_tessera
         ;;
     nullfs)
         record_usage nullfs nullfs "$nullfs_pid"
@@ -392,8 +399,7 @@ target_down() {
 log "tessera up: $nodes datanodes, port $tessera_port, state $STATE"
 target_up tessera
 tessera_readahead=$(readahead_of "$TESSERA_MNT")
-"$BUILD_DIR/tools/tessera" down --state "$STATE" >>"$LOGS/tessera-down.log" 2>&1 ||
-    die "tessera down failed, see $LOGS/tessera-down.log"
+stop_tessera
 if [ -z "$READAHEAD_KB" ]; then
     READAHEAD_KB=1024
     [[ "$tessera_readahead" =~ ^[0-9]+$ ]] && [ "$tessera_readahead" -gt 128 ] &&
