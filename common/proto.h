@@ -541,7 +541,9 @@ enum ts_move_state { TS_MOVE_BEGUN = 0, TS_MOVE_COMMITTED = 1 };
  * a write's into its file; the mount splice()s them to and from the
  * kernel). TILE_STREAM (empty request) answers the stream's TCP port on
  * the datanode's address, 0 when it has none or its disk is throttled
- * (a throttle times requests over ZeroMQ only).
+ * (a throttle times requests over ZeroMQ only), and `local`: the name of
+ * an abstract Unix socket (without the leading NUL) serving the same
+ * stream to mounts on its machine, "" when none (the mount then uses TCP).
  *
  * On the stream the client sends fixed-size requests, one at a time:
  *   u32 TS_STREAM_MAGIC, then the fields of TILE_READ_REQ (32 bytes);
@@ -560,7 +562,9 @@ enum ts_move_state { TS_MOVE_BEGUN = 0, TS_MOVE_COMMITTED = 1 };
  * closes the connection, as does a write that fails once its bytes are
  * being taken (the client then writes over ZeroMQ).
  */
-#define TS_MSG_TILE_STREAM_REP(X) X(U32, port)
+#define TS_MSG_TILE_STREAM_REP(X) X(U32, port) X(STR, local)
+/* A local name's room, NUL included (an abstract Unix address has 107 bytes). */
+#define TS_STREAM_LOCAL_MAX 64
 #define TS_STREAM_MAGIC 0x53525354u       /* "TSRS" */
 #define TS_STREAM_KEPT_MAGIC 0x4b525354u  /* "TSRK" */
 #define TS_STREAM_WRITE_MAGIC 0x57525354u /* "TSRW" */

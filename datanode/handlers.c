@@ -255,8 +255,10 @@ static int handle_tile_stream(void *ctx, const struct rpc_request *request,
 {
     struct handlers_context *context = ctx;
     /* A throttled disk is timed over ZeroMQ only (handlers_stream_read). */
+    bool off = diskio_throttled(context->disk);
     struct ts_tile_stream_rep reply = {
-        .port = diskio_throttled(context->disk) ? 0 : context->stream_port};
+        .port = off ? 0 : context->stream_port,
+        .local = ts_str_of(off || !context->stream_local ? "" : context->stream_local)};
     if (request->payload_len != 0)
         return handlers_badmsg(response, "TILE_STREAM");
     int len = ts_tile_stream_rep_encode(&reply, response->payload, response->payload_cap);

@@ -64,6 +64,7 @@ struct handlers_context {
     struct fences *fences;
     struct puller *puller;
     uint16_t stream_port; /* the tile stream's TCP port, 0: none (TILE_STREAM) */
+    const char *stream_local; /* its local socket's abstract name, NULL or "": none */
     struct warmer *warmer; /* NULL: small reads warm no tile */
 };
 

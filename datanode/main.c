@@ -313,7 +313,7 @@ static int serve(struct rpc_server *server, struct heartbeat *heartbeat, struct 
                  struct stream *stream, struct handlers_context *context,
                  const struct datanode_options *options)
 {
-    zmq_pollitem_t items[3 + 1];
+    zmq_pollitem_t items[3 + STREAM_POLL_ITEMS];
     bool ready_logged = false;
     int exit_code = 0;
 
@@ -464,19 +464,21 @@ int main(int argc, char **argv)
         goto out;
     }
     rc = stream_open(options.listen, &context, &stream);
-    if (rc == 0)
+    if (rc == 0) {
         context.stream_port = stream_port(stream);
-    else
+        context.stream_local = stream_local_name(stream);
+    } else
         log_warn("no tile stream on %s (%s): mounts use ZeroMQ only", options.listen,
                  strerror(-rc));
     loop.server = server;
     loop.heartbeat = heartbeat;
     loop.disk = disk;
     diskio_set_wait(disk, datanode_wait, &loop);
-    log_info("listening on %s (advertised as %s, tile stream on TCP port %u, machine %s, "
-             "data %s); registering with meta at %s",
-             options.listen, options.advertise, (unsigned)context.stream_port, options.machine,
-             options.data_dir, options.meta);
+    log_info("listening on %s (advertised as %s, tile stream on TCP port %u and local socket "
+             "@%s, machine %s, data %s); registering with meta at %s",
+             options.listen, options.advertise, (unsigned)context.stream_port,
+             context.stream_local && *context.stream_local ? context.stream_local : "(none)",
+             options.machine, options.data_dir, options.meta);
 
     exit_code = serve(server, heartbeat, puller, stream, &context, &options);
     stream_close(&stream); /* no request is served after the counts are logged */

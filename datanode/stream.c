@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 /* Requests one connection may have served before its thread's others get a turn. */
@@ -66,6 +67,8 @@ struct stream_thread {
 
 struct stream {
     int listen_fd;
+    int local_fd; /* the abstract Unix socket's listener, -1: none */
+    char local_name[TS_STREAM_LOCAL_MAX];
     uint16_t port;
     struct handlers_context *context;
     atomic_bool stopping;
@@ -214,6 +217,34 @@ static int threads_start(struct stream *stream)
     return rc;
 }
 
+/* An abstract Unix address: a NUL, then the name (not NUL-terminated). */
+static socklen_t local_address(const char *name, struct sockaddr_un *address)
+{
+    size_t len = strlen(name);
+    *address = (struct sockaddr_un){.sun_family = AF_UNIX};
+    memcpy(address->sun_path + 1, name, len);
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len);
+}
+
+/* Listens on the local Unix socket; without it (logged) mounts here use TCP. */
+static void local_listen(struct stream *stream)
+{
+    struct sockaddr_un address;
+    snprintf(stream->local_name, sizeof(stream->local_name), STREAM_LOCAL_PREFIX "%ld.%u",
+             (long)getpid(), (unsigned)stream->port);
+    socklen_t len = local_address(stream->local_name, &address);
+    stream->local_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (stream->local_fd >= 0 && bind(stream->local_fd, (struct sockaddr *)&address, len) == 0 &&
+        listen(stream->local_fd, 64) == 0)
+        return;
+    log_warn("tile stream: no local socket @%s (%s); mounts on this machine use TCP",
+             stream->local_name, strerror(errno));
+    if (stream->local_fd >= 0)
+        close(stream->local_fd);
+    stream->local_fd = -1;
+    stream->local_name[0] = '\0';
+}
+
 int stream_open(const char *endpoint, struct handlers_context *context, struct stream **streamp)
 {
     struct sockaddr_in address = {.sin_family = AF_INET};
@@ -229,6 +260,7 @@ int stream_open(const char *endpoint, struct handlers_context *context, struct s
     if (!stream)
         return -ENOMEM;
     stream->context = context;
+    stream->local_fd = -1;
     for (int i = 0; i < STREAM_THREADS; i++)
         stream->threads[i].wake_fd = -1;
     stream->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -244,10 +276,13 @@ int stream_open(const char *endpoint, struct handlers_context *context, struct s
         return rc;
     }
     stream->port = ntohs(address.sin_port);
+    local_listen(stream);
     rc = threads_start(stream);
     if (rc != 0) {
         threads_stop(stream);
         close(stream->listen_fd);
+        if (stream->local_fd >= 0)
+            close(stream->local_fd);
         free(stream);
         return rc;
     }
@@ -262,18 +297,24 @@ void stream_close(struct stream **streamp)
         return;
     threads_stop(stream);
     close(stream->listen_fd);
+    if (stream->local_fd >= 0)
+        close(stream->local_fd);
     free(stream);
     *streamp = NULL;
 }
 
 uint16_t stream_port(const struct stream *stream) { return stream->port; }
 
+const char *stream_local_name(const struct stream *stream) { return stream->local_name; }
+
 size_t stream_poll_items(const struct stream *stream, zmq_pollitem_t *items, size_t cap)
 {
-    if (cap == 0)
-        return 0;
-    items[0] = (zmq_pollitem_t){NULL, stream->listen_fd, ZMQ_POLLIN, 0};
-    return 1;
+    size_t count = 0;
+    if (count < cap)
+        items[count++] = (zmq_pollitem_t){NULL, stream->listen_fd, ZMQ_POLLIN, 0};
+    if (count < cap && stream->local_fd >= 0)
+        items[count++] = (zmq_pollitem_t){NULL, stream->local_fd, ZMQ_POLLIN, 0};
+    return count;
 }
 
 size_t stream_connections(const struct stream *stream)
@@ -315,16 +356,15 @@ static bool hand_over(struct stream *stream, int fd)
     return true;
 }
 
-void stream_serve(struct stream *stream, const zmq_pollitem_t *items, size_t count)
+/* Accepts every connection waiting on listener listen_fd (tcp: TCP's). */
+static void accept_all(struct stream *stream, int listen_fd, bool tcp)
 {
     struct timeval timeout = {.tv_sec = STREAM_TIMEOUT_MS / 1000,
                               .tv_usec = (STREAM_TIMEOUT_MS % 1000) * 1000};
     int one = 1;
 
-    if (count == 0 || !(items[0].revents & ZMQ_POLLIN))
-        return;
     for (;;) {
-        int fd = accept4(stream->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
                 log_warn("tile stream: accept failed: %s", strerror(errno));
@@ -336,7 +376,7 @@ void stream_serve(struct stream *stream, const zmq_pollitem_t *items, size_t cou
         if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0 ||
             setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout)) != 0 ||
             setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout)) != 0 ||
-            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0) {
+            (tcp && setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0)) {
             close(fd);
             continue;
         }
@@ -346,5 +386,13 @@ void stream_serve(struct stream *stream, const zmq_pollitem_t *items, size_t cou
                      STREAM_MAX_CONNECTIONS);
             close(fd);
         }
+    }
+}
+
+void stream_serve(struct stream *stream, const zmq_pollitem_t *items, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        if (items[i].revents & ZMQ_POLLIN)
+            accept_all(stream, items[i].fd, items[i].fd == stream->listen_fd);
     }
 }

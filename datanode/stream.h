@@ -2,7 +2,13 @@
  * @file stream.h
  * The datanode's tile stream (proto.h, TILE_STREAM): a TCP listener
  * beside the ZeroMQ socket, on the same address and a port the kernel
- * picks, and the connections mounts open to it.
+ * picks, and the connections mounts open to it. Beside it, a Unix stream
+ * socket in the abstract namespace (STREAM_LOCAL_PREFIX, the process id
+ * and the port) for mounts on this machine: streams only ever serve
+ * those, and loopback TCP costs them about twice the CPU of the copy
+ * itself (ACKs, segments, timers) where a Unix socket hands the pages
+ * over. Abstract names belong to the network namespace, as the TCP
+ * address does, so a mount that can reach one is on this "machine".
  *
  * Threads: the datanode's loop polls the listener (stream_poll_items) and
  * accepts (stream_serve); each new connection goes to the one of
@@ -29,6 +35,8 @@
 #include <zmq.h>
 
 #define STREAM_MAX_CONNECTIONS 256
+/* The abstract Unix socket name's start (proto.h, TILE_STREAM's `local`). */
+#define STREAM_LOCAL_PREFIX "tessera-stream."
 #define STREAM_TIMEOUT_MS 2000
 /* Threads serving connections: enough to keep a disk's queue and the
  * loopback busy, few enough that a 2-CPU machine is not swamped. */
@@ -39,7 +47,8 @@ struct stream;
 /*
  * Listens on the IPv4 address of ZeroMQ endpoint `endpoint` (util.h) and
  * starts the threads, which serve requests with `context` (it must
- * outlive the stream; its lock initialised). Returns 0; -EINVAL when the
+ * outlive the stream; its lock initialised), and on the local Unix socket
+ * (without it, logged, mounts here use TCP). Returns 0; -EINVAL when the
  * endpoint has no IPv4 address (the datanode then goes without a
  * stream), or another negative errno.
  */
@@ -49,10 +58,15 @@ int stream_open(const char *endpoint, struct handlers_context *context, struct s
  * handlers' lock. NULL or *streamp NULL: nothing. */
 void stream_close(struct stream **streamp);
 uint16_t stream_port(const struct stream *stream);
+/* The local socket's abstract name (without its leading NUL); "" when none. */
+const char *stream_local_name(const struct stream *stream);
 
-/* The loop's side. Fills items[0] with the listener; returns 1 (0 if cap is 0). */
+/* Listeners stream_poll_items() may fill. */
+#define STREAM_POLL_ITEMS 2
+/* The loop's side. Fills items with the listeners (TCP, then the local
+ * socket if any, as cap allows); returns how many. */
 size_t stream_poll_items(const struct stream *stream, zmq_pollitem_t *items, size_t cap);
-/* Accepts what the listener's item (as stream_poll_items filled it) says is waiting. */
+/* Accepts what the listeners' items (as stream_poll_items filled them) say is waiting. */
 void stream_serve(struct stream *stream, const zmq_pollitem_t *items, size_t count);
 /* Connections open now, those a thread has yet to take up included. */
 size_t stream_connections(const struct stream *stream);

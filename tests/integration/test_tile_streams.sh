@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Tiles over the datanodes' tile streams (TCP; sendfile and splice, no
-# copies on the way): a file written through the streams and read back
+# Tiles over the datanodes' tile streams (their local Unix sockets, TCP
+# after a failure; sendfile and splice, no copies on the way): a file written through the streams and read back
 # whole (alone, and with another file read at once, which splices them),
 # the datanodes dropping from their page cache what a buffered reader
 # caches but keeping what an O_DIRECT one read,
@@ -148,6 +148,12 @@ spliced=$(sed -n 's/.*tile streams: [0-9]* reads (\([0-9]*\) spliced.*/\1/p' "$S
 [ -n "$spliced" ] && [ "$spliced" -gt 0 ] || fail "no read was spliced into the kernel"
 written=$(sed -n 's/.*tile streams: .* reads (.*), \([0-9]*\) writes.*/\1/p' "$STATE/logs/mount.log" | tail -n 1)
 [ -n "$written" ] && [ "$written" -gt 0 ] || fail "no write went over the tile streams"
+# Every datanode is on this machine: the mount connected to their local
+# sockets, never over TCP.
+read -r local tcp < <(sed -n 's/.*connections: \([0-9]*\) local, \([0-9]*\) TCP.*/\1 \2/p' \
+    "$STATE/logs/mount.log" | tail -n 1)
+[ -n "$local" ] && [ "$local" -gt 0 ] && [ "$tcp" = 0 ] ||
+    fail "the mount made ${local:-no} local and ${tcp:-no} TCP stream connections (want some, and no TCP)"
 log "$(grep -o 'tile streams:.*' "$STATE/logs/mount.log" | tail -n 1)"
 # Small reads of a tile, close together: the datanodes read such tiles whole.
 warmed=$(cat "$STATE"/logs/node*.log | sed -n 's/.* \([0-9]*\) tiles warmed after small reads.*/\1/p' |

@@ -3,8 +3,9 @@
  * Unit tests of the datanode's tile stream (stream.h, proto.h
  * TILE_STREAM): a real listener on loopback, real client sockets, real tile
  * files read and written, accepted by stream_serve() as the datanode's loop
- * does and served by the stream's threads, and the TILE_STREAM request
- * through handlers_table. Also the stream's codecs and util_endpoint_ipv4().
+ * does and served by the stream's threads, over TCP and over the local
+ * (abstract Unix) socket, and the TILE_STREAM request through
+ * handlers_table. Also the stream's codecs and util_endpoint_ipv4().
  * The test is the datanode's loop: it takes the handlers' lock to read the
  * counters or call a handler itself.
  */
@@ -34,6 +35,7 @@
 #include <linux/magic.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -82,6 +84,7 @@ static int setup(void **state)
     fixture->context.disk = fixture->disk;
     fixture->context.fences = fixture->fences;
     fixture->context.stream_port = stream_port(fixture->stream);
+    fixture->context.stream_local = stream_local_name(fixture->stream);
     *state = fixture;
     return 0;
 }
@@ -100,11 +103,11 @@ static int teardown(void **state)
     return 0;
 }
 
-/* One turn of the datanode's loop: poll the stream's listener, accept what waits. */
+/* One turn of the datanode's loop: poll the stream's listeners, accept what waits. */
 static void serve_once(struct fixture *fixture, int timeout_ms)
 {
-    zmq_pollitem_t items[1];
-    size_t count = stream_poll_items(fixture->stream, items, 1);
+    zmq_pollitem_t items[STREAM_POLL_ITEMS];
+    size_t count = stream_poll_items(fixture->stream, items, STREAM_POLL_ITEMS);
     assert_true(zmq_poll(items, (int)count, timeout_ms) >= 0);
     stream_serve(fixture->stream, items, count);
 }
@@ -267,26 +270,43 @@ static void test_open_needs_ipv4(void **state)
     assert_null(stream);
 }
 
+/* TILE_STREAM's answer, asked of the handler as a mount asks it. */
+static struct ts_tile_stream_rep stream_answer(struct fixture *fixture, uint8_t *reply, size_t cap)
+{
+    struct rpc_request request = {
+        .header = {.magic = TS_PROTO_MAGIC, .version = TS_PROTO_VERSION,
+                   .type = TS_OP_TILE_STREAM}};
+    struct rpc_response response = {.payload = reply, .payload_cap = cap};
+    struct ts_tile_stream_rep port;
+    assert_int_equal(call_handler(fixture, TS_OP_TILE_STREAM, &request, &response), TS_OK);
+    assert_int_equal(ts_tile_stream_rep_decode(&port, response.payload, response.payload_len), 0);
+    return port;
+}
+
 static void test_port_request(void **state)
 {
     struct fixture *fixture = *state;
     uint8_t reply[256];
-    struct rpc_request request = {
-        .header = {.magic = TS_PROTO_MAGIC, .version = TS_PROTO_VERSION,
-                   .type = TS_OP_TILE_STREAM}};
-    struct rpc_response response = {.payload = reply, .payload_cap = sizeof(reply)};
-    struct ts_tile_stream_rep port;
 
     assert_non_null(handlers_table[TS_OP_TILE_STREAM]);
-    assert_int_equal(call_handler(fixture, TS_OP_TILE_STREAM, &request, &response), TS_OK);
-    assert_int_equal(ts_tile_stream_rep_decode(&port, response.payload, response.payload_len), 0);
+    struct ts_tile_stream_rep port = stream_answer(fixture, reply, sizeof(reply));
     assert_int_equal(port.port, stream_port(fixture->stream));
     assert_true(port.port > 0);
+    /* The local socket's name: the prefix, this process's id, the port. */
+    char expected[TS_STREAM_LOCAL_MAX];
+    snprintf(expected, sizeof(expected), STREAM_LOCAL_PREFIX "%ld.%u", (long)getpid(),
+             (unsigned)port.port);
+    assert_int_equal(port.local.len, strlen(expected));
+    assert_memory_equal(port.local.ptr, expected, port.local.len);
+    assert_string_equal(stream_local_name(fixture->stream), expected);
 
     /* A payload where none belongs is refused. */
-    request.payload = reply;
-    request.payload_len = 1;
-    response = (struct rpc_response){.payload = reply, .payload_cap = sizeof(reply)};
+    struct rpc_request request = {
+        .header = {.magic = TS_PROTO_MAGIC, .version = TS_PROTO_VERSION,
+                   .type = TS_OP_TILE_STREAM},
+        .payload = reply,
+        .payload_len = 1};
+    struct rpc_response response = {.payload = reply, .payload_cap = sizeof(reply)};
     assert_int_equal(call_handler(fixture, TS_OP_TILE_STREAM, &request, &response), TS_ERR_BADMSG);
 }
 
@@ -541,16 +561,11 @@ static void test_throttled(void **state)
     send_write(fd, 5, 1, 2, 0, fixture->tile + 1, 64);
     assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_ERR_BUSY);
 
-    /* And the port is not offered meanwhile. */
+    /* And neither the port nor the local socket is offered meanwhile. */
     uint8_t reply[256];
-    struct rpc_request request = {.header = {.magic = TS_PROTO_MAGIC,
-                                             .version = TS_PROTO_VERSION,
-                                             .type = TS_OP_TILE_STREAM}};
-    struct rpc_response response = {.payload = reply, .payload_cap = sizeof(reply)};
-    struct ts_tile_stream_rep port;
-    assert_int_equal(call_handler(fixture, TS_OP_TILE_STREAM, &request, &response), TS_OK);
-    assert_int_equal(ts_tile_stream_rep_decode(&port, response.payload, response.payload_len), 0);
+    struct ts_tile_stream_rep port = stream_answer(fixture, reply, sizeof(reply));
     assert_int_equal(port.port, 0);
+    assert_int_equal(port.local.len, 0);
     pthread_mutex_lock(&fixture->context.lock);
     fixture->context.disk = fixture->disk;
     pthread_mutex_unlock(&fixture->context.lock);
@@ -622,6 +637,70 @@ static void test_writes(void **state)
     assert_memory_equal(data, fixture->tile, 10);
     assert_memory_equal(data + 10, fixture->tile + 5000, 3000);
     assert_memory_equal(data + 3010, fixture->tile + 3010, 20000 - 3010);
+    close(fd);
+}
+
+/* A connection to the local socket (abstract Unix, the name TILE_STREAM
+ * gave), accepted by the stream. */
+static int local_connect(struct fixture *fixture)
+{
+    uint8_t reply[256];
+    struct ts_tile_stream_rep port = stream_answer(fixture, reply, sizeof(reply));
+    struct sockaddr_un address = {.sun_family = AF_UNIX};
+    assert_true(port.local.len > 0 && port.local.len < sizeof(address.sun_path) - 1);
+    memcpy(address.sun_path + 1, port.local.ptr, port.local.len);
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    int buffer = 1 << 20; /* room for a whole write: the test sends it before serving */
+    assert_true(fd >= 0);
+    assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer, sizeof(buffer)), 0);
+    assert_int_equal(connect(fd, (struct sockaddr *)&address,
+                             (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+                                         port.local.len)),
+                     0);
+    serve_once(fixture, 1000); /* accepts it */
+    return fd;
+}
+
+/* The local socket serves the stream as TCP does: a write, a read of it
+ * back, a kept read, all counted; garbage closes that connection only. */
+static void test_local_socket(void **state)
+{
+    struct fixture *fixture = *state;
+    static uint8_t data[TILE_BYTES];
+    uint32_t data_bytes = 0;
+    size_t got = 0;
+    int fd = local_connect(fixture);
+
+    send_write(fd, 11, 0, 1, 0, fixture->tile, TILE_BYTES);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    assert_int_equal(data_bytes, 0);
+    assert_int_equal(tilestore_read(fixture->store, 11, 0, 1, 0, sizeof(data), data, &got), 0);
+    assert_int_equal(got, TILE_BYTES);
+    assert_memory_equal(data, fixture->tile, TILE_BYTES);
+
+    memset(data, 0, sizeof(data));
+    send_request(fd, 11, 0, 1, 0, TILE_BYTES);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    assert_int_equal(data_bytes, TILE_BYTES);
+    assert_memory_equal(data, fixture->tile, TILE_BYTES);
+    send_head(fd, TS_STREAM_READ_KEPT, 5, 1, 2, 1000, 5000);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    assert_int_equal(data_bytes, 5000);
+    assert_memory_equal(data, fixture->tile + 1000, 5000);
+    assert_int_equal(stats_of(fixture).requests[TS_OP_TILE_WRITE], 1);
+    assert_int_equal(stats_of(fixture).requests[TS_OP_TILE_READ], 2);
+    assert_int_equal(stats_of(fixture).bytes_written, TILE_BYTES);
+
+    /* Garbage closes the local connection; a TCP one goes on. */
+    int tcp = client_connect(fixture);
+    uint8_t garbage[TS_STREAM_REQ_BYTES];
+    memset(garbage, 0xa5, sizeof(garbage));
+    assert_int_equal(send(fd, garbage, sizeof(garbage), 0), (ssize_t)sizeof(garbage));
+    assert_true(closed_by_peer(fd));
+    send_request(tcp, 11, 0, 1, 0, 100);
+    assert_int_equal(answer(fixture, tcp, data, &data_bytes), TS_OK);
+    assert_int_equal(data_bytes, 100);
+    close(tcp);
     close(fd);
 }
 
@@ -740,6 +819,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_throttled, setup, teardown),
         cmocka_unit_test_setup_teardown(test_garbage_closes_connection, setup, teardown),
         cmocka_unit_test_setup_teardown(test_writes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_local_socket, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_cut_short, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stalled_reader_holds_up_no_other, setup, teardown),
