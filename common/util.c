@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,6 +181,14 @@ int util_endpoint_ipv4(const char *endpoint, struct in_addr *address)
     if (strcmp(host, "localhost") == 0)
         snprintf(host, sizeof(host), "127.0.0.1");
     return inet_pton(AF_INET, host, address) == 1 ? 0 : -EINVAL;
+}
+
+socklen_t util_abstract_address(const char *name, struct sockaddr_un *address)
+{
+    size_t len = strnlen(name, sizeof(address->sun_path) - 1);
+    *address = (struct sockaddr_un){.sun_family = AF_UNIX};
+    memcpy(address->sun_path + 1, name, len);
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len);
 }
 
 int util_pipe_open(int fds[2], int bytes, bool size_required)

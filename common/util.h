@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/un.h>
 #include <time.h>
 
 /* Milliseconds of CLOCK_MONOTONIC. */
@@ -48,6 +49,13 @@ void util_machine_name(char *out, size_t cap);
  * goes without whatever wanted a plain socket to that host.
  */
 int util_endpoint_ipv4(const char *endpoint, struct in_addr *address);
+
+/*
+ * The address of Unix socket `name` in the abstract namespace (a NUL, then
+ * the name, without one at its end); returns its length for bind() or
+ * connect(). name is shorter than sizeof(address->sun_path) - 1.
+ */
+socklen_t util_abstract_address(const char *name, struct sockaddr_un *address);
 
 /*
  * A pipe (O_CLOEXEC) of `bytes` (F_SETPIPE_SZ). 0, or a negative errno

@@ -31,7 +31,6 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 /* Requests one connection may have served before its thread's others get a turn. */
@@ -217,22 +216,13 @@ static int threads_start(struct stream *stream)
     return rc;
 }
 
-/* An abstract Unix address: a NUL, then the name (not NUL-terminated). */
-static socklen_t local_address(const char *name, struct sockaddr_un *address)
-{
-    size_t len = strlen(name);
-    *address = (struct sockaddr_un){.sun_family = AF_UNIX};
-    memcpy(address->sun_path + 1, name, len);
-    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len);
-}
-
 /* Listens on the local Unix socket; without it (logged) mounts here use TCP. */
 static void local_listen(struct stream *stream)
 {
     struct sockaddr_un address;
     snprintf(stream->local_name, sizeof(stream->local_name), STREAM_LOCAL_PREFIX "%ld.%u",
              (long)getpid(), (unsigned)stream->port);
-    socklen_t len = local_address(stream->local_name, &address);
+    socklen_t len = util_abstract_address(stream->local_name, &address);
     stream->local_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (stream->local_fd >= 0 && bind(stream->local_fd, (struct sockaddr *)&address, len) == 0 &&
         listen(stream->local_fd, 64) == 0)
@@ -305,7 +295,10 @@ void stream_close(struct stream **streamp)
 
 uint16_t stream_port(const struct stream *stream) { return stream->port; }
 
-const char *stream_local_name(const struct stream *stream) { return stream->local_name; }
+const char *stream_local_name(const struct stream *stream)
+{
+    return stream->local_name;
+}
 
 size_t stream_poll_items(const struct stream *stream, zmq_pollitem_t *items, size_t cap)
 {

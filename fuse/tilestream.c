@@ -22,9 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <stddef.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #define TILESTREAM_MAX_NODES 256
@@ -167,10 +165,9 @@ void tilestream_destroy(struct tilestream **streamsp)
              "%llu sent over ZeroMQ instead, %llu reads broken mid-answer; connections: "
              "%llu local, %llu TCP",
              (unsigned long long)streams->reads, (unsigned long long)streams->spliced,
-             (unsigned long long)streams->bytes_read,
-             (unsigned long long)streams->writes, (unsigned long long)streams->bytes_written,
-             (unsigned long long)streams->declined, (unsigned long long)streams->broken,
-             (unsigned long long)streams->local_connections,
+             (unsigned long long)streams->bytes_read, (unsigned long long)streams->writes,
+             (unsigned long long)streams->bytes_written, (unsigned long long)streams->declined,
+             (unsigned long long)streams->broken, (unsigned long long)streams->local_connections,
              (unsigned long long)streams->tcp_connections);
     pthread_key_delete(streams->key);
     while (streams->threads) {
@@ -348,8 +345,7 @@ static void connection_close(struct stream_thread *thread, size_t index)
 }
 
 /* A connected socket of `family` with the timeouts set, or -1. */
-static int connect_socket(int family, const struct sockaddr *address, socklen_t len,
-                          int timeout_ms)
+static int connect_socket(int family, const struct sockaddr *address, socklen_t len, int timeout_ms)
 {
     struct timeval timeout = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
     int one = 1;
@@ -376,19 +372,16 @@ static int connect_to(const struct stream_port *port, int timeout_ms, bool *loca
 {
     *local = false;
     if (port->local[0] != '\0') {
-        struct sockaddr_un address = {.sun_family = AF_UNIX};
-        size_t len = strlen(port->local); /* < TS_STREAM_LOCAL_MAX < sizeof(sun_path) */
-        memcpy(address.sun_path + 1, port->local, len); /* abstract: a NUL first */
-        int fd = connect_socket(AF_UNIX, (struct sockaddr *)&address,
-                                (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len),
-                                timeout_ms);
+        struct sockaddr_un address;
+        socklen_t len = util_abstract_address(port->local, &address);
+        int fd = connect_socket(AF_UNIX, (struct sockaddr *)&address, len, timeout_ms);
         if (fd >= 0) {
             *local = true;
             return fd;
         }
     }
-    struct sockaddr_in address = {.sin_family = AF_INET, .sin_port = htons(port->port),
-                                  .sin_addr = port->address};
+    struct sockaddr_in address = {
+        .sin_family = AF_INET, .sin_port = htons(port->port), .sin_addr = port->address};
     return connect_socket(AF_INET, (struct sockaddr *)&address, sizeof(address), timeout_ms);
 }
 

@@ -302,8 +302,7 @@ static void test_port_request(void **state)
 
     /* A payload where none belongs is refused. */
     struct rpc_request request = {
-        .header = {.magic = TS_PROTO_MAGIC, .version = TS_PROTO_VERSION,
-                   .type = TS_OP_TILE_STREAM},
+        .header = {.magic = TS_PROTO_MAGIC, .version = TS_PROTO_VERSION, .type = TS_OP_TILE_STREAM},
         .payload = reply,
         .payload_len = 1};
     struct rpc_response response = {.payload = reply, .payload_cap = sizeof(reply)};
@@ -646,17 +645,17 @@ static int local_connect(struct fixture *fixture)
 {
     uint8_t reply[256];
     struct ts_tile_stream_rep port = stream_answer(fixture, reply, sizeof(reply));
-    struct sockaddr_un address = {.sun_family = AF_UNIX};
-    assert_true(port.local.len > 0 && port.local.len < sizeof(address.sun_path) - 1);
-    memcpy(address.sun_path + 1, port.local.ptr, port.local.len);
+    char name[TS_STREAM_LOCAL_MAX];
+    assert_true(port.local.len > 0 && port.local.len < sizeof(name));
+    memcpy(name, port.local.ptr, port.local.len);
+    name[port.local.len] = '\0';
+    struct sockaddr_un address;
+    socklen_t len = util_abstract_address(name, &address);
     int fd = socket(AF_UNIX, SOCK_STREAM, 0);
     int buffer = 1 << 20; /* room for a whole write: the test sends it before serving */
     assert_true(fd >= 0);
     assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer, sizeof(buffer)), 0);
-    assert_int_equal(connect(fd, (struct sockaddr *)&address,
-                             (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
-                                         port.local.len)),
-                     0);
+    assert_int_equal(connect(fd, (struct sockaddr *)&address, len), 0);
     serve_once(fixture, 1000); /* accepts it */
     return fd;
 }
