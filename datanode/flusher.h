@@ -13,6 +13,12 @@
  * thread of its own makes those calls, so a write is answered as soon as
  * its bytes are in the page cache.
  *
+ * The bytes then sit in the disk's volatile cache until something flushes
+ * it, and a flush costs about the time to write what came since the last
+ * one. So once sync_every bytes were started, the thread also fdatasyncs
+ * the last range's file: the flush that brings makes everything written
+ * so far durable, while the stream goes on.
+ *
  * The queue is bounded: a range that finds it full is not queued (the
  * kernel's own writeback takes it up later). Thread-safe.
  */
@@ -28,10 +34,14 @@ struct flusher;
 struct flusher_stats {
     uint64_t flushed; /* ranges handed to sync_file_range */
     uint64_t skipped; /* ranges not queued: the queue was full, or dup failed */
+    uint64_t synced;  /* fdatasyncs ahead of the clients' fsyncs */
 };
 
-/* Starts the thread with every signal blocked. 0 or a negative errno. */
-int flusher_start(size_t queue_cap, struct flusher **flusherp);
+/*
+ * Starts the thread with every signal blocked; it syncs ahead every
+ * sync_every bytes (0: never). 0 or a negative errno.
+ */
+int flusher_start(size_t queue_cap, uint64_t sync_every, struct flusher **flusherp);
 /*
  * Queues [offset, offset + len) of the open file fd to be written out. The
  * flusher keeps a duplicate of fd, so the caller may close its own at once.

@@ -61,6 +61,12 @@
 #define TILESTORE_SPARES_MAX 4096
 /* Tile writes whose disk writes the flusher may have waiting (flusher.h). */
 #define TILESTORE_FLUSH_QUEUE 256
+/*
+ * Written bytes after which the flusher syncs ahead (flusher.h). 4 streams
+ * writing 2 GiB to 4 datanodes: 8 and 32 MiB both about +20 % over never;
+ * 32 asks a disk whose flushes are slow (spinning) for fewer of them.
+ */
+#define TILESTORE_SYNC_AHEAD_BYTES (32ull << 20)
 /* What tilestore_checksum() reads at a time. */
 #define TILESTORE_CHECKSUM_CHUNK (64u << 10)
 
@@ -429,7 +435,7 @@ int tilestore_open(const char *data_dir, uint64_t capacity_limit, struct tilesto
     rc = tilestore_load_spares(store, data_dir);
     if (rc != 0)
         goto fail;
-    rc = flusher_start(TILESTORE_FLUSH_QUEUE, &store->flusher);
+    rc = flusher_start(TILESTORE_FLUSH_QUEUE, TILESTORE_SYNC_AHEAD_BYTES, &store->flusher);
     if (rc != 0)
         goto fail;
     *storep = store;
@@ -448,8 +454,8 @@ void tilestore_close(struct tilestore **storep)
         struct flusher_stats stats;
         flusher_stop(&store->flusher, &stats);
         log_info("writes started early by the flusher: %" PRIu64 " (%" PRIu64
-                 " left to the kernel's writeback)",
-                 stats.flushed, stats.skipped);
+                 " left to the kernel's writeback), %" PRIu64 " synced ahead",
+                 stats.flushed, stats.skipped, stats.synced);
     }
     if (store->tiles_fd >= 0)
         close(store->tiles_fd);

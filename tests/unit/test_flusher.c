@@ -1,9 +1,9 @@
 /*
  * @file test_flusher.c
  * Unit tests of the datanode's flusher (flusher.h) on real files: every
- * range handed to it is written out or counted as left to the kernel, its
- * descriptors are all closed again, and the caller may close its own at
- * once.
+ * range handed to it is written out or counted as left to the kernel, it
+ * syncs ahead once per sync_every bytes, its descriptors are all closed
+ * again, and the caller may close its own at once.
  */
 #include "flusher.h"
 
@@ -48,17 +48,19 @@ static int dirty_file(char *path, size_t cap)
     return fd;
 }
 
-/* Every range queued is written out by the time the flusher stops, and the
- * flusher's duplicates are closed: the caller closed its own at once. */
-static void test_every_range_flushed(void **state)
+/*
+ * Queues both halves of 8 dirty files to a flusher that syncs every
+ * sync_every bytes, closing each file at once, and stops it; the files
+ * are gone again and every descriptor is closed.
+ */
+static struct flusher_stats flush_eight_files(uint64_t sync_every)
 {
-    (void)state;
     char paths[8][PATH_MAX];
     struct flusher *flusher = NULL;
     struct flusher_stats stats;
     int fds_before = open_fds();
 
-    assert_int_equal(flusher_start(16, &flusher), 0);
+    assert_int_equal(flusher_start(16, sync_every, &flusher), 0);
     for (int i = 0; i < 8; i++) {
         int fd = dirty_file(paths[i], sizeof(paths[i]));
         flusher_add(flusher, fd, 0, FILE_BYTES / 2);
@@ -67,11 +69,32 @@ static void test_every_range_flushed(void **state)
     }
     flusher_stop(&flusher, &stats);
     assert_null(flusher);
-    assert_int_equal(stats.flushed, 16);
-    assert_int_equal(stats.skipped, 0);
     assert_int_equal(open_fds(), fds_before);
     for (int i = 0; i < 8; i++)
         unlink(paths[i]);
+    return stats;
+}
+
+/* Every range queued is written out by the time the flusher stops, and the
+ * flusher's duplicates are closed: the caller closed its own at once. */
+static void test_every_range_flushed(void **state)
+{
+    (void)state;
+    struct flusher_stats stats = flush_eight_files(0);
+    assert_int_equal(stats.flushed, 16);
+    assert_int_equal(stats.skipped, 0);
+    assert_int_equal(stats.synced, 0);
+}
+
+/* With sync_every set, the flusher syncs once per that many bytes started:
+ * 16 half-file ranges, with one file's bytes as sync_every, make 8 syncs. */
+static void test_syncs_ahead(void **state)
+{
+    (void)state;
+    struct flusher_stats stats = flush_eight_files(FILE_BYTES);
+    assert_int_equal(stats.flushed, 16);
+    assert_int_equal(stats.skipped, 0);
+    assert_int_equal(stats.synced, 8);
 }
 
 /* A full queue or a bad descriptor is counted and not queued; whatever was
@@ -84,7 +107,7 @@ static void test_full_queue_skips(void **state)
     struct flusher_stats stats;
     int fds_before = open_fds();
 
-    assert_int_equal(flusher_start(1, &flusher), 0);
+    assert_int_equal(flusher_start(1, 0, &flusher), 0);
     int fd = dirty_file(path, sizeof(path));
     for (int i = 0; i < 500; i++)
         flusher_add(flusher, fd, (uint64_t)(i % 64) * 4096, 4096);
@@ -103,11 +126,12 @@ static void test_stop_idle(void **state)
 {
     (void)state;
     struct flusher *flusher = NULL;
-    struct flusher_stats stats = {7, 7};
-    assert_int_equal(flusher_start(4, &flusher), 0);
+    struct flusher_stats stats = {7, 7, 7};
+    assert_int_equal(flusher_start(4, 1, &flusher), 0);
     flusher_stop(&flusher, &stats);
     assert_int_equal(stats.flushed, 0);
     assert_int_equal(stats.skipped, 0);
+    assert_int_equal(stats.synced, 0);
     flusher_stop(&flusher, NULL);
     flusher_stop(NULL, NULL);
 }
@@ -116,6 +140,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_range_flushed),
+        cmocka_unit_test(test_syncs_ahead),
         cmocka_unit_test(test_full_queue_skips),
         cmocka_unit_test(test_stop_idle),
     };
