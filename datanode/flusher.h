@@ -16,8 +16,8 @@
  * The bytes then sit in the disk's volatile cache until something flushes
  * it, and a flush costs about the time to write what came since the last
  * one. So once sync_every bytes were started, the thread also fdatasyncs
- * the last range's file: the flush that brings makes everything written
- * so far durable, while the stream goes on.
+ * a directory of the disk (sync_fd): the disk cache flush that brings
+ * makes everything written so far durable, while the stream goes on.
  *
  * The queue is bounded: a range that finds it full is not queued (the
  * kernel's own writeback takes it up later). Thread-safe.
@@ -34,14 +34,16 @@ struct flusher;
 struct flusher_stats {
     uint64_t flushed; /* ranges handed to sync_file_range */
     uint64_t skipped; /* ranges not queued: the queue was full, or dup failed */
-    uint64_t synced;  /* fdatasyncs ahead of the clients' fsyncs */
+    uint64_t synced;  /* flushes ahead of the clients' fsyncs */
 };
 
 /*
- * Starts the thread with every signal blocked; it syncs ahead every
- * sync_every bytes (0: never). 0 or a negative errno.
+ * Starts the thread with every signal blocked; it fdatasyncs sync_fd (a
+ * directory on the files' disk, which must stay open until flusher_stop)
+ * every sync_every bytes (sync_fd -1 or sync_every 0: never). 0 or a
+ * negative errno.
  */
-int flusher_start(size_t queue_cap, uint64_t sync_every, struct flusher **flusherp);
+int flusher_start(size_t queue_cap, int sync_fd, uint64_t sync_every, struct flusher **flusherp);
 /*
  * Queues [offset, offset + len) of the open file fd to be written out. The
  * flusher keeps a duplicate of fd, so the caller may close its own at once.

@@ -435,7 +435,8 @@ int tilestore_open(const char *data_dir, uint64_t capacity_limit, struct tilesto
     rc = tilestore_load_spares(store, data_dir);
     if (rc != 0)
         goto fail;
-    rc = flusher_start(TILESTORE_FLUSH_QUEUE, TILESTORE_SYNC_AHEAD_BYTES, &store->flusher);
+    rc = flusher_start(TILESTORE_FLUSH_QUEUE, store->tiles_fd, TILESTORE_SYNC_AHEAD_BYTES,
+                       &store->flusher);
     if (rc != 0)
         goto fail;
     *storep = store;

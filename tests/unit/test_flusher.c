@@ -49,18 +49,18 @@ static int dirty_file(char *path, size_t cap)
 }
 
 /*
- * Queues both halves of 8 dirty files to a flusher that syncs every
- * sync_every bytes, closing each file at once, and stops it; the files
- * are gone again and every descriptor is closed.
+ * Queues both halves of 8 dirty files to a flusher that syncs sync_fd
+ * every sync_every bytes, closing each file at once, and stops it; the
+ * files are gone again and every descriptor but sync_fd is closed.
  */
-static struct flusher_stats flush_eight_files(uint64_t sync_every)
+static struct flusher_stats flush_eight_files(int sync_fd, uint64_t sync_every)
 {
     char paths[8][PATH_MAX];
     struct flusher *flusher = NULL;
     struct flusher_stats stats;
     int fds_before = open_fds();
 
-    assert_int_equal(flusher_start(16, sync_every, &flusher), 0);
+    assert_int_equal(flusher_start(16, sync_fd, sync_every, &flusher), 0);
     for (int i = 0; i < 8; i++) {
         int fd = dirty_file(paths[i], sizeof(paths[i]));
         flusher_add(flusher, fd, 0, FILE_BYTES / 2);
@@ -80,7 +80,7 @@ static struct flusher_stats flush_eight_files(uint64_t sync_every)
 static void test_every_range_flushed(void **state)
 {
     (void)state;
-    struct flusher_stats stats = flush_eight_files(0);
+    struct flusher_stats stats = flush_eight_files(-1, 0);
     assert_int_equal(stats.flushed, 16);
     assert_int_equal(stats.skipped, 0);
     assert_int_equal(stats.synced, 0);
@@ -91,10 +91,17 @@ static void test_every_range_flushed(void **state)
 static void test_syncs_ahead(void **state)
 {
     (void)state;
-    struct flusher_stats stats = flush_eight_files(FILE_BYTES);
+    const char *tmp = getenv("TMPDIR");
+    int dir_fd = open(tmp && *tmp ? tmp : "/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_true(dir_fd >= 0);
+    struct flusher_stats stats = flush_eight_files(dir_fd, FILE_BYTES);
     assert_int_equal(stats.flushed, 16);
     assert_int_equal(stats.skipped, 0);
     assert_int_equal(stats.synced, 8);
+    /* Without a directory it never syncs, whatever sync_every says. */
+    stats = flush_eight_files(-1, FILE_BYTES);
+    assert_int_equal(stats.synced, 0);
+    close(dir_fd);
 }
 
 /* A full queue or a bad descriptor is counted and not queued; whatever was
@@ -107,7 +114,7 @@ static void test_full_queue_skips(void **state)
     struct flusher_stats stats;
     int fds_before = open_fds();
 
-    assert_int_equal(flusher_start(1, 0, &flusher), 0);
+    assert_int_equal(flusher_start(1, -1, 0, &flusher), 0);
     int fd = dirty_file(path, sizeof(path));
     for (int i = 0; i < 500; i++)
         flusher_add(flusher, fd, (uint64_t)(i % 64) * 4096, 4096);
@@ -127,7 +134,7 @@ static void test_stop_idle(void **state)
     (void)state;
     struct flusher *flusher = NULL;
     struct flusher_stats stats = {7, 7, 7};
-    assert_int_equal(flusher_start(4, 1, &flusher), 0);
+    assert_int_equal(flusher_start(4, -1, 1, &flusher), 0);
     flusher_stop(&flusher, &stats);
     assert_int_equal(stats.flushed, 0);
     assert_int_equal(stats.skipped, 0);
