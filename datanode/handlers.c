@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -334,12 +335,12 @@ static int handlers_stream_read(struct handlers_context *context,
     return result;
 }
 
-/* Takes and drops len bytes from the socket; false if it fails first. */
-static bool handlers_stream_discard(int sock, size_t len)
+/* Takes and drops len bytes from a socket or pipe; false if it fails first. */
+static bool handlers_discard(int fd, size_t len)
 {
     static uint8_t sink[64 << 10];
     while (len > 0) {
-        ssize_t got = recv(sock, sink, len < sizeof(sink) ? len : sizeof(sink), MSG_WAITALL);
+        ssize_t got = read(fd, sink, len < sizeof(sink) ? len : sizeof(sink));
         if (got < 0 && errno == EINTR)
             continue;
         if (got <= 0)
@@ -350,14 +351,53 @@ static bool handlers_stream_discard(int sock, size_t len)
 }
 
 /*
+ * Takes what it can of a stream write's len bytes from the socket into
+ * the empty pipe, before the handlers' lock: the lock then waits only for
+ * the copy into the file, not for the client to send (with the bytes
+ * taken under it, a datanode wrote one tile at a time, however many
+ * clients streamed to it). It stops when the pipe is full: a pipe holds
+ * a number of buffers, not of bytes, and a socket's bytes may come in
+ * pieces smaller than a page. Returns the bytes taken, or -1 if the
+ * socket failed or stayed silent for timeout_ms.
+ */
+static ssize_t handlers_stream_prefetch(int sock, const int pipe_fds[2], size_t len, int timeout_ms)
+{
+    size_t taken = 0;
+    bool waited = false; /* the socket said it has bytes since the last splice */
+    while (taken < len) {
+        ssize_t in = splice(sock, NULL, pipe_fds[1], NULL, len - taken, SPLICE_F_NONBLOCK);
+        if (in > 0) {
+            taken += (size_t)in;
+            waited = false;
+            continue;
+        }
+        if (in < 0 && errno == EINTR)
+            continue;
+        if (in == 0 || errno != EAGAIN)
+            return -1;
+        if (waited)
+            break; /* bytes to take and none taken: the pipe is full */
+        struct pollfd item = {.fd = sock, .events = POLLIN};
+        int ready = poll(&item, 1, timeout_ms);
+        if (ready < 0 && errno == EINTR)
+            continue;
+        if (ready <= 0)
+            return -1;
+        waited = true;
+    }
+    return (ssize_t)taken;
+}
+
+/*
  * One write of the tile stream: as TILE_WRITE, its bytes spliced from
- * the socket into the file. Refused before its bytes are taken (a fence, a
+ * the pipe (the in_pipe first ones: handlers_stream_prefetch) and the
+ * socket into the file. Refused before its bytes are taken (a fence, a
  * throttled disk, no room), they are dropped and the status answered; a
  * failure while they are taken closes the connection.
  */
 static int handlers_stream_write(struct handlers_context *context,
                                  const struct ts_tile_read_req *req, int sock,
-                                 const int pipe_fds[2])
+                                 const int pipe_fds[2], size_t in_pipe)
 {
     bool moving = false;
     int status = diskio_throttled(context->disk)
@@ -366,17 +406,16 @@ static int handlers_stream_write(struct handlers_context *context,
                                              &moving);
     if (status == TS_OK) {
         int rc = diskio_receive(context->disk, req->ino, req->tile, req->version, req->offset,
-                                req->length, sock, pipe_fds);
+                                req->length, sock, pipe_fds, in_pipe);
         if (rc == -EPIPE)
             return -1;
         status = rc == 0 ? TS_OK : status_from_errno(-rc);
         if (rc == 0)
             context->stats.bytes_written += req->length;
-        else if (!handlers_stream_discard(sock, req->length))
-            return -1;
-    } else if (!handlers_stream_discard(sock, req->length)) {
-        return -1;
     }
+    if (status != TS_OK &&
+        !(handlers_discard(pipe_fds[0], in_pipe) && handlers_discard(sock, req->length - in_pipe)))
+        return -1;
     return handlers_stream_head(sock, status, 0) ? status : -1;
 }
 
@@ -399,7 +438,8 @@ void handlers_drop_behind(struct handlers_drop_behind *drop, int sock)
 }
 
 int handlers_stream_request(struct handlers_context *context, const uint8_t *request, int sock,
-                            const int pipe_fds[2], struct handlers_drop_behind *drop)
+                            const int pipe_fds[2], int timeout_ms,
+                            struct handlers_drop_behind *drop)
 {
     struct ts_tile_read_req req;
     enum ts_stream_kind kind = TS_STREAM_READ;
@@ -410,13 +450,16 @@ int handlers_stream_request(struct handlers_context *context, const uint8_t *req
      * acknowledges the bytes. */
     handlers_drop_behind(drop, -1);
     uint16_t op = write ? TS_OP_TILE_WRITE : TS_OP_TILE_READ;
+    ssize_t in_pipe = 0;
+    if (status == TS_OK && write)
+        in_pipe = handlers_stream_prefetch(sock, pipe_fds, req.length, timeout_ms);
 
     pthread_mutex_lock(&context->lock);
     context->stats.requests[op]++;
-    if (status != TS_OK)
-        status = -1; /* no request: the connection closes */
+    if (status != TS_OK || in_pipe < 0)
+        status = -1; /* no request, or its bytes broke off: the connection closes */
     else if (write)
-        status = handlers_stream_write(context, &req, sock, pipe_fds);
+        status = handlers_stream_write(context, &req, sock, pipe_fds, (size_t)in_pipe);
     else
         status = handlers_stream_read(context, &req, kind == TS_STREAM_READ_KEPT, sock, drop);
     if (status != TS_OK)

@@ -109,7 +109,9 @@ void handlers_drop_behind(struct handlers_drop_behind *drop, int sock);
  * Answers one request of the tile stream (proto.h, TILE_STREAM), taking
  * the context's lock (a stream thread calls it without):
  * `request` holds its TS_STREAM_REQ_BYTES bytes, a write's bytes follow on
- * socket sock (spliced into the file through the empty pipe pipe_fds), the
+ * socket sock (spliced into the file through the empty pipe pipe_fds, as
+ * many as fit taken into it before the lock, waiting at most timeout_ms
+ * for each piece), the
  * answer goes to sock. Counted as a TILE_READ or TILE_WRITE. `drop` is the
  * connection's: a new request means the reader has taken the last answer,
  * so its bytes are dropped first, and a kept read leaves its own there.
@@ -118,7 +120,8 @@ void handlers_drop_behind(struct handlers_drop_behind *drop, int sock);
  * mid-request.
  */
 int handlers_stream_request(struct handlers_context *context, const uint8_t *request, int sock,
-                            const int pipe_fds[2], struct handlers_drop_behind *drop);
+                            const int pipe_fds[2], int timeout_ms,
+                            struct handlers_drop_behind *drop);
 
 /* Logs the counters at info level, one line. */
 void handlers_log_stats(const struct handlers_stats *stats);

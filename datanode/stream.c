@@ -104,7 +104,7 @@ static bool connection_take(struct stream_thread *thread, struct stream_connecti
             util_pipe_open(thread->pipe_fds, STREAM_PIPE_BYTES, false) != 0)
             return false;
         if (handlers_stream_request(thread->stream->context, connection->request, connection->fd,
-                                    thread->pipe_fds, &connection->drop) != 0) {
+                                    thread->pipe_fds, STREAM_TIMEOUT_MS, &connection->drop) != 0) {
             util_pipe_close(thread->pipe_fds); /* it may hold a failed write's bytes */
             return false;
         }

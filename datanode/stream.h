@@ -18,7 +18,8 @@
  * to STREAM_THREADS tiles go out at once (one blocked sendfile no longer
  * stops every other reader of the node). Requests are served through
  * handlers_stream_request(), which takes the handlers' lock for
- * everything but moving a read's bytes.
+ * everything but moving a read's bytes and taking a write's bytes off the
+ * socket (into the thread's pipe, when they fit).
  *
  * A connection that sends a request that does not decode, or stops taking
  * an answer or sending a write's bytes for STREAM_TIMEOUT_MS, is closed;

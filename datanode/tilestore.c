@@ -591,20 +591,25 @@ int tilestore_write(struct tilestore *store, uint64_t ino, uint64_t tile, uint64
 struct tilestore_socket_source {
     int sock;
     const int *pipe_fds;
+    size_t in_pipe;  /* bytes in the pipe before any is taken from the socket */
     int64_t file_ns; /* time spent moving bytes into the file */
 };
 
 /*
- * Moves len bytes from the socket into the file through the pipe, which is
- * empty at each turn (so the socket's splice never waits for room). Any
- * failure is -EPIPE: the socket and the pipe hold unknown bytes now.
+ * Moves len bytes into the file: first those the pipe holds already, then
+ * the rest from the socket through the pipe, which is empty at each turn
+ * (so the socket's splice never waits for room). Any failure is -EPIPE:
+ * the socket and the pipe hold unknown bytes now.
  */
 static int tilestore_put_socket(int fd, uint64_t offset, size_t len, void *arg)
 {
     struct tilestore_socket_source *source = arg;
     loff_t at = (loff_t)offset;
     while (len > 0) {
-        ssize_t in = splice(source->sock, NULL, source->pipe_fds[1], NULL, len, 0);
+        ssize_t in = source->in_pipe > 0
+                         ? (ssize_t)source->in_pipe
+                         : splice(source->sock, NULL, source->pipe_fds[1], NULL, len, 0);
+        source->in_pipe = 0;
         if (in < 0 && errno == EINTR)
             continue;
         if (in <= 0)
@@ -626,9 +631,9 @@ static int tilestore_put_socket(int fd, uint64_t offset, size_t len, void *arg)
 
 int tilestore_write_from(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
                          uint64_t offset, size_t len, int sock, const int pipe_fds[2],
-                         int64_t *file_ns)
+                         size_t in_pipe, int64_t *file_ns)
 {
-    struct tilestore_socket_source source = {sock, pipe_fds, 0};
+    struct tilestore_socket_source source = {sock, pipe_fds, in_pipe, 0};
     int rc = tilestore_write_with(store, ino, tile, version, offset, len, tilestore_put_socket,
                                   &source);
     *file_ns = source.file_ns;

@@ -51,17 +51,19 @@ int tilestore_write(struct tilestore *store, uint64_t ino, uint64_t tile, uint64
 
 /*
  * As tilestore_write(), the len bytes coming from socket sock, moved
- * through the pipe pipe_fds (empty before) with splice(), so they cross no
+ * through the pipe pipe_fds with splice(), so they cross no
  * user-space buffer. A failure before any byte is taken from the socket
  * (the checks, the room) returns as tilestore_write() does; any failure
  * after returns -EPIPE (the growth undone as above): the bytes left on the
  * socket and in the pipe are unknown, and the caller closes both.
  * *file_ns: the time spent moving bytes into the file (not waiting for
- * them), the disk's part for its measured throughput.
+ * them), the disk's part for its measured throughput. in_pipe: how many
+ * of the bytes the pipe holds already (taken from the socket before);
+ * the pipe is empty otherwise.
  */
 int tilestore_write_from(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
                          uint64_t offset, size_t len, int sock, const int pipe_fds[2],
-                         int64_t *file_ns);
+                         size_t in_pipe, int64_t *file_ns);
 
 /*
  * Reads up to length bytes at offset into buf; *got is how many were there.

@@ -753,6 +753,92 @@ static void test_write_cut_short(void **state)
     close(fd);
 }
 
+/* len bytes of a pattern of its own per mul, malloc'd. */
+static uint8_t *pattern_of(uint32_t len, uint32_t mul)
+{
+    uint8_t *bytes = malloc(len);
+    assert_non_null(bytes);
+    for (uint32_t i = 0; i < len; i++)
+        bytes[i] = (uint8_t)(i * mul + (i >> 10));
+    return bytes;
+}
+
+/* The store's tile (ino, 0, 1) holds exactly these len bytes. */
+static void assert_stored(struct fixture *fixture, uint64_t ino, const uint8_t *expected,
+                          uint32_t len)
+{
+    uint8_t *back = malloc(len);
+    size_t got = 0;
+    assert_non_null(back);
+    assert_int_equal(tilestore_read(fixture->store, ino, 0, 1, 0, len, back, &got), 0);
+    assert_int_equal(got, len);
+    assert_memory_equal(back, expected, len);
+    free(back);
+}
+
+/*
+ * A client whose write's bytes come slowly holds up no other client's
+ * write (they are taken off the socket before the handlers' lock), and
+ * both land whole. So does a write too big for the stream's pipe.
+ */
+static void test_slow_writer_holds_up_no_other(void **state)
+{
+    struct fixture *fixture = *state;
+    static uint8_t data[TILE_BYTES];
+    uint32_t data_bytes = 0;
+    int slow = client_connect(fixture);
+    int other = client_connect(fixture);
+
+    send_head(slow, TS_STREAM_WRITE, 12, 0, 1, 0, 50000);
+    assert_int_equal(send(slow, fixture->tile, 1000, 0), 1000);
+    usleep(100 * 1000); /* its thread now waits for the rest */
+    struct pollfd item = {.fd = other, .events = POLLIN};
+    send_write(other, 13, 0, 1, 0, fixture->tile + 7, 40000);
+    /* Well within STREAM_TIMEOUT_MS, after which the slow one would be cut. */
+    assert_int_equal(poll(&item, 1, STREAM_TIMEOUT_MS / 2), 1);
+    assert_int_equal(answer(fixture, other, data, &data_bytes), TS_OK);
+    assert_int_equal(send(slow, fixture->tile + 1000, 49000, 0), 49000);
+    assert_int_equal(answer(fixture, slow, data, &data_bytes), TS_OK);
+    assert_stored(fixture, 12, fixture->tile, 50000);
+    assert_stored(fixture, 13, fixture->tile + 7, 40000);
+
+    const uint32_t big = 3u << 20; /* more than STREAM_PIPE_BYTES */
+    uint8_t *tile = pattern_of(big, 13);
+    send_write(other, 14, 0, 1, 0, tile, big);
+    assert_int_equal(answer(fixture, other, data, &data_bytes), TS_OK);
+    assert_stored(fixture, 14, tile, big);
+    free(tile);
+    close(other);
+    close(slow);
+}
+
+/*
+ * A write whose bytes come in pieces smaller than a page, more of them
+ * than the stream's pipe has buffers for (a Unix socket keeps each send
+ * apart), lands whole: what the pipe cannot take before the lock comes
+ * through it after.
+ */
+static void test_write_in_small_pieces(void **state)
+{
+    struct fixture *fixture = *state;
+    static uint8_t data[TILE_BYTES];
+    const uint32_t bytes = 1u << 20;
+    const uint32_t piece = 1000;
+    uint8_t *tile = pattern_of(bytes, 31);
+    uint32_t data_bytes = 0;
+    int fd = local_connect(fixture);
+
+    send_head(fd, TS_STREAM_WRITE, 15, 0, 1, 0, bytes);
+    for (uint32_t at = 0; at < bytes; at += piece) {
+        size_t len = bytes - at < piece ? bytes - at : piece;
+        assert_int_equal(send(fd, tile + at, len, MSG_NOSIGNAL), (ssize_t)len);
+    }
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    assert_stored(fixture, 15, tile, bytes);
+    close(fd);
+    free(tile);
+}
+
 /*
  * A client that stops taking a long answer holds up its own connection
  * only: another client's reads are answered meanwhile (by another of the
@@ -822,6 +908,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_write_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_cut_short, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stalled_reader_holds_up_no_other, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slow_writer_holds_up_no_other, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_write_in_small_pieces, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
