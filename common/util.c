@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -212,4 +213,33 @@ void util_pipe_close(int fds[2])
             close(fds[i]);
         fds[i] = -1;
     }
+}
+
+ssize_t util_splice_from_socket(int sock, int pipe_fd, size_t len, bool poll_when_empty,
+                                int timeout_ms)
+{
+    size_t taken = 0;
+    bool waited = false; /* poll() said the socket has bytes since the last splice */
+    while (taken < len) {
+        ssize_t moved = splice(sock, NULL, pipe_fd, NULL, len - taken, SPLICE_F_NONBLOCK);
+        if (moved < 0 && errno == EINTR)
+            continue;
+        if (moved < 0 && errno == EAGAIN) {
+            if (!poll_when_empty || waited)
+                break; /* the pipe is full */
+            struct pollfd readable = {.fd = sock, .events = POLLIN};
+            int ready = poll(&readable, 1, timeout_ms);
+            if (ready < 0 && errno == EINTR)
+                continue;
+            if (ready != 1)
+                return -1;
+            waited = true;
+            continue;
+        }
+        if (moved <= 0)
+            return -1;
+        waited = false;
+        taken += (size_t)moved;
+    }
+    return (ssize_t)taken;
 }

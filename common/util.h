@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <sys/un.h>
 #include <time.h>
 
@@ -65,5 +66,19 @@ socklen_t util_abstract_address(const char *name, struct sockaddr_un *address);
 int util_pipe_open(int fds[2], int bytes, bool size_required);
 /* Closes a pipe (either end may be closed already: -1) and marks both ends -1. */
 void util_pipe_close(int fds[2]);
+
+/*
+ * Splices up to len bytes from socket sock into a pipe, never waiting for
+ * room in the pipe: a pipe holds a number of buffers, not of bytes, and
+ * each piece the socket delivered takes one. SPLICE_F_NONBLOCK is for the
+ * pipe; TCP still waits for bytes (up to its receive timeout), a Unix
+ * socket does not: with poll_when_empty an EAGAIN may mean "no bytes yet",
+ * so poll() waits for them (timeout_ms), and only an EAGAIN right after
+ * that means a full pipe; without it any EAGAIN does. Returns the bytes
+ * moved (fewer than len: the pipe is full), or -1 on a failure, a timeout
+ * or the socket's end.
+ */
+ssize_t util_splice_from_socket(int sock, int pipe_fd, size_t len, bool poll_when_empty,
+                                int timeout_ms);
 
 #endif

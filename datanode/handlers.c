@@ -19,7 +19,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -351,46 +350,8 @@ static bool handlers_discard(int fd, size_t len)
 }
 
 /*
- * Takes what it can of a stream write's len bytes from the socket into
- * the empty pipe, before the handlers' lock: the lock then waits only for
- * the copy into the file, not for the client to send (with the bytes
- * taken under it, a datanode wrote one tile at a time, however many
- * clients streamed to it). It stops when the pipe is full: a pipe holds
- * a number of buffers, not of bytes, and a socket's bytes may come in
- * pieces smaller than a page. Returns the bytes taken, or -1 if the
- * socket failed or stayed silent for timeout_ms.
- */
-static ssize_t handlers_stream_prefetch(int sock, const int pipe_fds[2], size_t len, int timeout_ms)
-{
-    size_t taken = 0;
-    bool waited = false; /* the socket said it has bytes since the last splice */
-    while (taken < len) {
-        ssize_t in = splice(sock, NULL, pipe_fds[1], NULL, len - taken, SPLICE_F_NONBLOCK);
-        if (in > 0) {
-            taken += (size_t)in;
-            waited = false;
-            continue;
-        }
-        if (in < 0 && errno == EINTR)
-            continue;
-        if (in == 0 || errno != EAGAIN)
-            return -1;
-        if (waited)
-            break; /* bytes to take and none taken: the pipe is full */
-        struct pollfd item = {.fd = sock, .events = POLLIN};
-        int ready = poll(&item, 1, timeout_ms);
-        if (ready < 0 && errno == EINTR)
-            continue;
-        if (ready <= 0)
-            return -1;
-        waited = true;
-    }
-    return (ssize_t)taken;
-}
-
-/*
  * One write of the tile stream: as TILE_WRITE, its bytes spliced from
- * the pipe (the in_pipe first ones: handlers_stream_prefetch) and the
+ * the pipe (the in_pipe first ones, taken before the lock) and the
  * socket into the file. Refused before its bytes are taken (a fence, a
  * throttled disk, no room), they are dropped and the status answered; a
  * failure while they are taken closes the connection.
@@ -450,9 +411,14 @@ int handlers_stream_request(struct handlers_context *context, const uint8_t *req
      * acknowledges the bytes. */
     handlers_drop_behind(drop, -1);
     uint16_t op = write ? TS_OP_TILE_WRITE : TS_OP_TILE_READ;
+    /* What the pipe takes of a write's bytes comes off the socket before
+     * the lock, which then waits only for the copy into the file, not for
+     * the client to send (with the bytes taken under it, a datanode wrote
+     * one tile at a time, however many clients streamed to it). The rest,
+     * if the pipe filled up, comes after, as before. */
     ssize_t in_pipe = 0;
     if (status == TS_OK && write)
-        in_pipe = handlers_stream_prefetch(sock, pipe_fds, req.length, timeout_ms);
+        in_pipe = util_splice_from_socket(sock, pipe_fds[1], req.length, true, timeout_ms);
 
     pthread_mutex_lock(&context->lock);
     context->stats.requests[op]++;

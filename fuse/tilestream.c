@@ -16,7 +16,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -429,38 +428,13 @@ static bool receive_all(int fd, uint8_t *buf, size_t len)
 
 /*
  * Moves len bytes from the socket into the pipe: 0, -EAGAIN when the pipe
- * is full (each piece the network delivered takes a slot of its own, and a
- * reply must fit whole), -EIO on a failure, a timeout or the end.
- * SPLICE_F_NONBLOCK is for the pipe; TCP still waits for bytes (up to its
- * receive timeout), a Unix socket does not: for one (`local`) an EAGAIN
- * may mean "no bytes yet", so poll() waits for them, and only an EAGAIN
- * right after that means a full pipe.
+ * is full (a reply must fit whole), -EIO on a failure, a timeout or the
+ * end. A Unix socket (`local`) does not wait for bytes by itself.
  */
 static int splice_all(int fd, int pipe_fd, size_t len, bool local, int timeout_ms)
 {
-    bool waited = false;
-    while (len > 0) {
-        ssize_t moved = splice(fd, NULL, pipe_fd, NULL, len, SPLICE_F_NONBLOCK);
-        if (moved < 0 && errno == EINTR)
-            continue;
-        if (moved < 0 && errno == EAGAIN) {
-            if (!local || waited)
-                return -EAGAIN;
-            struct pollfd readable = {.fd = fd, .events = POLLIN};
-            int ready = poll(&readable, 1, timeout_ms);
-            if (ready < 0 && errno == EINTR)
-                continue;
-            if (ready != 1)
-                return -EIO;
-            waited = true;
-            continue;
-        }
-        if (moved <= 0)
-            return -EIO;
-        waited = false;
-        len -= (size_t)moved;
-    }
-    return 0;
+    ssize_t moved = util_splice_from_socket(fd, pipe_fd, len, local, timeout_ms);
+    return moved < 0 ? -EIO : (size_t)moved < len ? -EAGAIN : 0;
 }
 
 /*

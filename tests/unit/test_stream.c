@@ -849,13 +849,10 @@ static void test_stalled_reader_holds_up_no_other(void **state)
 {
     struct fixture *fixture = *state;
     const uint32_t big = TS_MAX_DATA_BYTES;
-    uint8_t *tile = malloc(big);
+    uint8_t *tile = pattern_of(big, 7);
     uint8_t *data = malloc(big);
     uint32_t data_bytes = 0;
-    assert_non_null(tile);
     assert_non_null(data);
-    for (uint32_t i = 0; i < big; i++)
-        tile[i] = (uint8_t)(i * 7 + (i >> 12));
     assert_int_equal(tilestore_write(fixture->store, 6, 0, 1, 0, tile, big), 0);
 
     int stalled = socket(AF_INET, SOCK_STREAM, 0);
