@@ -14,7 +14,11 @@
  * two jobs for the same tile never run together, so writes to one tile land
  * in order. The buffer is handed to ZeroMQ without a copy and its
  * memory returns to the write budget when ZeroMQ has sent it. flush and
- * fsync wait for the file's jobs and report the first error.
+ * fsync wait for the file's jobs and report the first error. A writer that
+ * finds the budget spent sends its file's other buffers first, then waits
+ * while the reclaimer thread sends the idle ones of other open files: files
+ * written a little at a time hold partial tiles until close, and enough of
+ * them open at once would otherwise hold the whole budget for good.
  *
  * Reads (read-ahead): a sequential reader of a linear file gets whole tiles
  * loaded into the file's tile cache ahead of it, from all their datanodes in
@@ -73,6 +77,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -111,6 +116,10 @@
  * meta still names it (a move about to commit): doubling, capped. */
 #define STALE_FIRST_DELAY_MS 5
 #define STALE_MAX_DELAY_MS 100
+/* How often the reclaimer looks again while writers still wait for budget,
+ * and how long a buffer must have gone unwritten for it to send it. */
+#define RECLAIM_RETRY_MS 20
+#define RECLAIM_IDLE_MS 50
 
 struct cached_location {
     uint64_t tile;
@@ -154,6 +163,7 @@ struct write_buffer {
     uint32_t high;
     uint8_t *data; /* max_tile_bytes, from the write budget; NULL if not used */
     uint64_t last_use;
+    int64_t written_ms;      /* monotonic time of its last write */
     uint64_t profiled_bytes; /* bytes of the requests in it (profiled files) */
 };
 
@@ -236,9 +246,121 @@ struct datapath {
     struct node_load loads[MAX_NODES];
     size_t load_count;
     uint32_t next_pick; /* rotates ties between equally loaded nodes */
+    /* The reclaimer thread: while a writer waits for write budget, it sends
+     * the idle buffers of the other open files (a file written a little at
+     * a time keeps its partial tiles until close): many such files must not
+     * hold the whole budget while their one writer waits for more. */
+    pthread_t reclaimer;
+    bool reclaimer_running;
+    pthread_mutex_t reclaim_lock; /* protects reclaim_wanted and stopping */
+    pthread_cond_t reclaim_wake;
+    bool reclaim_wanted;
+    bool stopping;
+    atomic_uint_fast64_t buffers_reclaimed;
 };
 
 static int errno_of(int status) { return -status_to_errno(status); }
+
+static void open_file_put(struct datapath *datapath, struct open_file *file);
+static void buffer_write_out(struct datapath *datapath, struct open_file *file,
+                             struct write_buffer *buffer);
+
+/*
+ * Writes out the file's buffers that no write touched for RECLAIM_IDLE_MS
+ * (a stream's buffer being filled stays: sent now it would cost its tile
+ * two writes). Returns how many. Called with file->lock held.
+ */
+static uint64_t buffers_write_out_idle(struct datapath *datapath, struct open_file *file)
+{
+    uint64_t sent = 0;
+    for (;;) {
+        int64_t now = util_monotonic_ms();
+        struct write_buffer *idle = NULL;
+        for (int i = 0; i < file->buffer_limit && !idle; i++) {
+            struct write_buffer *buffer = &file->buffers[i];
+            if (buffer->used && now - buffer->written_ms >= RECLAIM_IDLE_MS)
+                idle = buffer;
+        }
+        if (!idle)
+            return sent;
+        buffer_write_out(datapath, file, idle); /* may let the lock go: look again */
+        sent++;
+    }
+}
+
+/* Called by budget_take before it waits for write budget. */
+static void reclaim_wanted(void *arg)
+{
+    struct datapath *datapath = arg;
+    pthread_mutex_lock(&datapath->reclaim_lock);
+    datapath->reclaim_wanted = true;
+    pthread_cond_signal(&datapath->reclaim_wake);
+    pthread_mutex_unlock(&datapath->reclaim_lock);
+}
+
+/*
+ * Sends the idle buffers of every open file whose lock is free. A locked
+ * file is skipped, not waited for: its holder may be the writer waiting for
+ * budget.
+ */
+static void reclaim_pass(struct datapath *datapath)
+{
+    size_t count = 0, cap = 64;
+    struct open_file **files = malloc(cap * sizeof(*files));
+    if (!files)
+        return;
+    pthread_mutex_lock(&datapath->lock);
+    for (size_t i = 0; i < OPEN_TABLE_BUCKETS; i++) {
+        for (struct open_file *file = datapath->buckets[i]; file; file = file->next) {
+            if (count == cap) {
+                struct open_file **more = realloc(files, 2 * cap * sizeof(*files));
+                if (!more)
+                    goto listed;
+                files = more;
+                cap *= 2;
+            }
+            file->handles++; /* kept until open_file_put below */
+            files[count++] = file;
+        }
+    }
+listed:
+    pthread_mutex_unlock(&datapath->lock);
+    for (size_t i = 0; i < count; i++) {
+        struct open_file *file = files[i];
+        if (pthread_mutex_trylock(&file->lock) == 0) {
+            datapath->buffers_reclaimed += buffers_write_out_idle(datapath, file);
+            pthread_mutex_unlock(&file->lock);
+        }
+        open_file_put(datapath, file);
+    }
+    free(files);
+}
+
+/* Reclaims when asked, then every RECLAIM_RETRY_MS while writers still wait
+ * (their other files' buffers go idle meanwhile, locked files come free). */
+static void *reclaimer_main(void *arg)
+{
+    struct datapath *datapath = arg;
+    pthread_mutex_lock(&datapath->reclaim_lock);
+    while (!datapath->stopping) {
+        if (!datapath->reclaim_wanted) {
+            pthread_cond_wait(&datapath->reclaim_wake, &datapath->reclaim_lock);
+            continue;
+        }
+        datapath->reclaim_wanted = false;
+        pthread_mutex_unlock(&datapath->reclaim_lock);
+        reclaim_pass(datapath);
+        pthread_mutex_lock(&datapath->reclaim_lock);
+        if (!datapath->reclaim_wanted && !datapath->stopping &&
+            budget_wanted(&datapath->write_budget)) {
+            struct timespec until = util_monotonic_deadline(RECLAIM_RETRY_MS);
+            pthread_cond_timedwait(&datapath->reclaim_wake, &datapath->reclaim_lock, &until);
+            datapath->reclaim_wanted = budget_wanted(&datapath->write_budget);
+        }
+    }
+    pthread_mutex_unlock(&datapath->reclaim_lock);
+    return NULL;
+}
 
 struct datapath *datapath_new(struct metaclient *meta, struct nodedir *nodes,
                               struct workers *workers, const struct datapath_config *config)
@@ -266,6 +388,19 @@ struct datapath *datapath_new(struct metaclient *meta, struct nodedir *nodes,
     pthread_mutex_init(&datapath->lock, NULL);
     pthread_mutex_init(&datapath->loads_lock, NULL);
     pthread_cond_init(&datapath->load_dropped, NULL);
+    pthread_mutex_init(&datapath->reclaim_lock, NULL);
+    util_cond_init_monotonic(&datapath->reclaim_wake);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    datapath->reclaimer_running =
+        pthread_create(&datapath->reclaimer, NULL, reclaimer_main, datapath) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (!datapath->reclaimer_running) {
+        datapath_destroy(&datapath);
+        return NULL;
+    }
+    budget_on_short(&datapath->write_budget, reclaim_wanted, datapath);
     return datapath;
 }
 
@@ -297,6 +432,16 @@ void datapath_destroy(struct datapath **datapathp)
     if (!datapathp || !*datapathp)
         return;
     struct datapath *datapath = *datapathp;
+    if (datapath->reclaimer_running) {
+        pthread_mutex_lock(&datapath->reclaim_lock);
+        datapath->stopping = true;
+        pthread_cond_signal(&datapath->reclaim_wake);
+        pthread_mutex_unlock(&datapath->reclaim_lock);
+        pthread_join(datapath->reclaimer, NULL);
+    }
+    if (datapath->buffers_reclaimed > 0)
+        log_info("sent %llu buffers early to free write budget for other files",
+                 (unsigned long long)datapath->buffers_reclaimed);
     for (size_t i = 0; i < OPEN_TABLE_BUCKETS; i++) {
         while (datapath->buckets[i]) {
             struct open_file *file = datapath->buckets[i];
@@ -310,6 +455,8 @@ void datapath_destroy(struct datapath **datapathp)
     pthread_cond_destroy(&datapath->load_dropped);
     pthread_mutex_destroy(&datapath->loads_lock);
     pthread_mutex_destroy(&datapath->lock);
+    pthread_cond_destroy(&datapath->reclaim_wake);
+    pthread_mutex_destroy(&datapath->reclaim_lock);
     free(datapath);
     *datapathp = NULL;
 }
@@ -1301,44 +1448,88 @@ void datapath_release(struct datapath *datapath, struct open_file *file, bool wr
     open_file_put(datapath, file);
 }
 
+/* The file's least recently written buffer in use, or NULL. */
+static struct write_buffer *buffer_oldest(struct open_file *file)
+{
+    struct write_buffer *oldest = NULL;
+    for (int i = 0; i < file->buffer_limit; i++) {
+        struct write_buffer *buffer = &file->buffers[i];
+        if (buffer->used && (!oldest || buffer->last_use < oldest->last_use))
+            oldest = buffer;
+    }
+    return oldest;
+}
+
+/*
+ * A tile's worth of memory from the write budget, or NULL if malloc fails.
+ * While the budget is short the file's own buffers go out first: the
+ * reclaimer, which sends other files' buffers, cannot take this file's lock.
+ * Called with file->lock held; may let it go meanwhile (buffer_write_out).
+ */
+static uint8_t *buffer_memory(struct datapath *datapath, struct open_file *file)
+{
+    while (!budget_try_take(&datapath->write_budget, file->tile_bytes)) {
+        struct write_buffer *oldest = buffer_oldest(file);
+        if (!oldest) {
+            budget_take(&datapath->write_budget, file->tile_bytes);
+            break;
+        }
+        buffer_write_out(datapath, file, oldest);
+    }
+    uint8_t *data = malloc(file->tile_bytes);
+    if (!data)
+        budget_give(&datapath->write_budget, file->tile_bytes);
+    return data;
+}
+
 /*
  * The buffer for a write to [low, high) of tile: the tile's own if the
  * write touches its run, else a fresh one (sending whatever stood in the
- * way). NULL on allocation failure. Called with file->lock held.
+ * way). NULL on allocation failure. Called with file->lock held. Whatever
+ * lets the lock go (a write-out waiting for a job slot, memory) is followed
+ * by a fresh look: another writer may have taken the slot meanwhile.
  */
 static struct write_buffer *buffer_for_write(struct datapath *datapath, struct open_file *file,
                                              uint64_t tile, uint32_t low, uint32_t high)
 {
-    struct write_buffer *buffer = buffer_find(file, tile);
-    if (buffer && low <= buffer->high && high >= buffer->low)
-        return buffer;
-    if (buffer) {
-        buffer_write_out(datapath, file, buffer); /* not contiguous: send the old run */
-    } else {
-        struct write_buffer *oldest = NULL;
+    uint8_t *memory = NULL; /* taken for the buffer, not yet in it */
+    struct write_buffer *buffer;
+    for (;;) {
+        buffer = buffer_find(file, tile);
+        if (buffer && low <= buffer->high && high >= buffer->low)
+            break;
+        if (buffer) {
+            buffer_write_out(datapath, file, buffer); /* not contiguous: send the old run */
+            continue;
+        }
         for (int i = 0; i < file->buffer_limit && !buffer; i++) {
             if (!file->buffers[i].used)
                 buffer = &file->buffers[i];
-            else if (!oldest || file->buffers[i].last_use < oldest->last_use)
-                oldest = &file->buffers[i];
         }
         if (!buffer) {
-            buffer_write_out(datapath, file, oldest);
-            buffer = oldest;
+            buffer_write_out(datapath, file, buffer_oldest(file));
+            continue;
         }
-    }
-    if (!buffer->data) {
-        budget_take(&datapath->write_budget, file->tile_bytes);
-        buffer->data = malloc(file->tile_bytes);
+        if (!buffer->data && !memory) {
+            memory = buffer_memory(datapath, file);
+            if (!memory)
+                return NULL;
+            continue;
+        }
         if (!buffer->data) {
-            budget_give(&datapath->write_budget, file->tile_bytes);
-            return NULL;
+            buffer->data = memory;
+            memory = NULL;
         }
+        buffer->used = true;
+        buffer->tile = tile;
+        buffer->low = low;
+        buffer->high = high;
+        break;
     }
-    buffer->used = true;
-    buffer->tile = tile;
-    buffer->low = low;
-    buffer->high = high;
+    if (memory) { /* a buffer with memory of its own came free meanwhile */
+        free(memory);
+        budget_give(&datapath->write_budget, file->tile_bytes);
+    }
     return buffer;
 }
 
@@ -1386,6 +1577,7 @@ ssize_t datapath_write(struct datapath *datapath, struct open_file *file, const 
         if (high > buffer->high)
             buffer->high = high;
         buffer->last_use = ++file->use_clock;
+        buffer->written_ms = util_monotonic_ms();
         if (buffer->high - buffer->low == layout_tile_bytes(&file->layout, segment.tile))
             buffer_write_out(datapath, file, buffer);
     }

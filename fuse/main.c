@@ -32,6 +32,15 @@
 #define RELEASE_DELAY_MS 10
 /* Files whose page cache an open may keep: 48 bytes each. */
 #define KEPT_PAGES_FILES 16384
+/* Threads of the FUSE session; each keeps a buffer for a whole request. */
+#define FUSE_THREADS 16
+/* What --memory keeps for everything but tile buffers: the session threads'
+ * request buffers, and the rest (code, ZeroMQ's queues, per-file state, the
+ * profile's tables: about 20 MiB under load, measured by test_memory_cap). */
+#define MEMORY_RESERVE_BYTES (FUSE_THREADS * (TILE_DEFAULT_BYTES + 4096ull) + (24ull << 20))
+/* The least --memory: the reserve and 16 MiB of tile buffers. */
+#define MEMORY_MIN_BYTES                                                                           \
+    (((MEMORY_RESERVE_BYTES + (16ull << 20)) + (1ull << 20) - 1) & ~((1ull << 20) - 1))
 
 struct mount_options {
     const char *meta;
@@ -54,6 +63,14 @@ struct mount_options {
     char fuse_options[1024];
 };
 
+/* The tile buffers' share of the cap: what the reserve leaves, and at most
+ * half of it (the share all figures in the README were measured with). */
+static uint64_t tile_memory(uint64_t cap)
+{
+    uint64_t left = cap > MEMORY_RESERVE_BYTES ? cap - MEMORY_RESERVE_BYTES : 0;
+    return left < cap / 2 ? left : cap / 2;
+}
+
 static void usage(FILE *out)
 {
     fprintf(out,
@@ -65,7 +82,9 @@ static void usage(FILE *out)
             "  --meta-timeout-ms MS   give up on meta after MS ms with EIO (default 5000)\n"
             "  --attr-timeout SEC     seconds names and attributes may be cached, by the\n"
             "                         kernel and by statahead (default 1.0)\n"
-            "  --memory SIZE          cap on the client's tile buffers, e.g. 256M (default)\n"
+            "  --memory SIZE          cap on the mount's resident memory, at least 57M\n"
+            "                         (default 256M); tile buffers get what 40 MiB for the\n"
+            "                         rest leaves, at most half\n"
             "  --readahead-tiles N    tiles read ahead of a sequential reader (default 6)\n"
             "  --io-threads N         tile transfers in flight at once (default 16)\n"
             "  --statahead N          most names (with attributes) fetched at once for a\n"
@@ -155,8 +174,9 @@ static int parse_arguments(int argc, char **argv, struct mount_options *options)
             }
         } else if (strcmp(arg, "--memory") == 0) {
             if (util_parse_size(value, &options->memory_bytes) != 0 ||
-                options->memory_bytes < (16u << 20)) {
-                fprintf(stderr, "tessera-mount: --memory wants a size of at least 16M\n");
+                options->memory_bytes < MEMORY_MIN_BYTES) {
+                fprintf(stderr, "tessera-mount: --memory wants a size of at least %lluM\n",
+                        (unsigned long long)(MEMORY_MIN_BYTES >> 20));
                 return 2;
             }
         } else if (strcmp(arg, "--readahead-tiles") == 0) {
@@ -311,6 +331,10 @@ int main(int argc, char **argv)
      * (--memory) bounds what the heap keeps. */
     mallopt(M_MMAP_THRESHOLD, 64 << 20);
     mallopt(M_TRIM_THRESHOLD, 128 << 20);
+    /* Few heaps: a buffer freed into one heap is not reused by threads of
+     * another, and glibc's default (8 per CPU) left the mount 14 MiB above
+     * its cap in test_memory_cap (with 4: 42-52 MiB under a 64 MiB cap). */
+    mallopt(M_ARENA_MAX, 4);
     int report_fd = daemon_fork(options.foreground);
 
     /* Large requests: the kernel sends up to a whole tile per read/write. */
@@ -357,11 +381,8 @@ int main(int argc, char **argv)
     };
     if (state.workers)
         profile = profile_new(&profile_config);
-    /* Half the cap for tile buffers, half for everything else: per-file
-     * state (a few KiB each), ZeroMQ's queues, libfuse's request buffers,
-     * the profile's tables (a few MiB). */
     struct datapath_config datapath_config = {
-        .memory_bytes = options.memory_bytes / 2,
+        .memory_bytes = tile_memory(options.memory_bytes),
         .readahead_tiles = (uint32_t)options.readahead_tiles,
         .io_timeout_ms = (int)options.io_timeout_ms,
         .profile = profile,
@@ -405,7 +426,7 @@ int main(int argc, char **argv)
         loop_config = fuse_loop_cfg_create();
         if (!loop_config)
             goto out_unmount;
-        fuse_loop_cfg_set_max_threads(loop_config, 16);
+        fuse_loop_cfg_set_max_threads(loop_config, FUSE_THREADS);
         exit_code = fuse_session_loop_mt(session, loop_config) == 0 ? 0 : 1;
         fuse_loop_cfg_destroy(loop_config);
     }
