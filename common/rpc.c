@@ -652,6 +652,8 @@ struct rpc_server {
     struct rpc_pending_reply pending[RPC_SERVER_REPLY_BATCH];
     int pending_count;
     int64_t pending_since_us; /* when pending[0] was queued */
+    bool (*room)(void *arg);  /* may another message be taken? NULL: always */
+    void *room_arg;
 };
 
 struct rpc_server *rpc_server_new(const char *endpoint, const rpc_handler_fn *handlers,
@@ -860,10 +862,18 @@ static bool rpc_same_peer(zmq_msg_t *a, zmq_msg_t *b)
 /* Messages handled per call, so the caller's timers still run under load. */
 #define RPC_SERVER_BATCH 256
 
+void rpc_server_set_gate(struct rpc_server *server, bool (*room)(void *arg), void *arg)
+{
+    server->room = room;
+    server->room_arg = arg;
+}
+
 int rpc_server_handle_pending(struct rpc_server *server)
 {
     int handled = 0;
     while (handled < RPC_SERVER_BATCH) {
+        if (server->room && !server->room(server->room_arg))
+            break;
         zmq_msg_t frames[4];
         int events = 0;
         size_t events_len = sizeof(events);

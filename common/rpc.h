@@ -18,6 +18,7 @@
 
 #include "proto.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <zmq.h>
@@ -178,6 +179,12 @@ void *rpc_server_socket(struct rpc_server *server);
  * number handled.
  */
 int rpc_server_handle_pending(struct rpc_server *server);
+/*
+ * Makes rpc_server_handle_pending() ask room(arg) before it takes each
+ * message and stop when the answer is false, leaving the rest queued
+ * (room NULL: takes them all). The datanode's memory cap.
+ */
+void rpc_server_set_gate(struct rpc_server *server, bool (*room)(void *arg), void *arg);
 
 /*
  * Frames one request or reply into frame 0: header + payload. Used by the

@@ -68,6 +68,21 @@ void handlers_free_data(void *data, void *hint)
     free(data);
 }
 
+/* A read reply's buffer: counted against the memory cap if there is one. */
+static void *handlers_reply_alloc(struct handlers_context *context, size_t bytes)
+{
+    return context->replies ? replymem_alloc(context->replies, bytes) : malloc(bytes);
+}
+
+/* Frees a buffer from handlers_reply_alloc that no reply took. */
+static void handlers_reply_free(const struct handlers_context *context, void *buf)
+{
+    if (context->replies)
+        replymem_free(buf, NULL);
+    else
+        free(buf);
+}
+
 /* The status a fence gives this access: see handlers_fenced(). */
 static int handlers_fence_status(struct handlers_context *context, uint64_t ino, uint64_t tile,
                                  uint64_t version, bool is_change, bool *moving)
@@ -231,20 +246,20 @@ static int handle_tile_read(void *ctx, const struct rpc_request *request,
         return rc == 0 ? handlers_missing(context, response, &req) : handlers_status(
             response, "read", req.ino, req.tile, req.version, rc);
     }
-    buf = malloc(req.length);
+    buf = handlers_reply_alloc(context, req.length);
     if (!buf)
         return TS_ERR_NOMEM;
     rc = diskio_read(context->disk, req.ino, req.tile, req.version, req.offset, req.length, buf,
                      &got);
     if (rc != 0 || got == 0) {
         /* A hole or a failure: no frame 1 at all. */
-        free(buf);
+        handlers_reply_free(context, buf);
         return rc == 0 ? handlers_missing(context, response, &req)
                        : handlers_status(response, "read", req.ino, req.tile, req.version, rc);
     }
     response->data = buf;
     response->data_len = got;
-    response->data_free = handlers_free_data;
+    response->data_free = context->replies ? replymem_free : handlers_free_data;
     handlers_count_read(context, req.ino, req.tile, got);
     handlers_warm(context, &req);
     return TS_OK;

@@ -23,6 +23,7 @@
 #include "proto.h"
 #include "puller.h"
 #include "readset.h"
+#include "replymem.h"
 #include "rpc.h"
 #include "tilestore.h"
 #include "warmer.h"
@@ -66,6 +67,7 @@ struct handlers_context {
     uint16_t stream_port; /* the tile stream's TCP port, 0: none (TILE_STREAM) */
     const char *stream_local; /* its local socket's abstract name, NULL or "": none */
     struct warmer *warmer; /* NULL: small reads warm no tile */
+    struct replymem *replies; /* counts read replies in flight; NULL: not counted */
 };
 
 /* The largest throttle NODE_THROTTLE accepts: 1 TB/s (anything above is no throttle at all). */

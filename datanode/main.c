@@ -36,6 +36,7 @@
 #include "heartbeat.h"
 #include "log.h"
 #include "puller.h"
+#include "replymem.h"
 #include "rpc.h"
 #include "stream.h"
 #include "tilestore.h"
@@ -65,6 +66,7 @@ struct datanode_options {
     char machine[TS_MAX_NAME + 1];
     uint64_t capacity;               /* 0 = the disk's */
     uint64_t throttle_bytes_per_sec; /* 0 = none */
+    uint64_t memory_bytes;           /* --memory */
     enum log_level log_level;
 };
 
@@ -78,6 +80,14 @@ struct datanode_loop {
 /* MB as in MB/s: 10^6 bytes, as dd and the paper count. */
 #define DATANODE_MB 1000000.0
 #define DATANODE_MAX_THROTTLE_MBPS 1000000.0
+
+/* --memory: what it keeps for everything but read replies waiting to be
+ * sent (code, the tile store's tables, ZeroMQ's queues of requests, the
+ * stream and puller threads: 15-20 MiB measured under load), the least
+ * it accepts, and its default. */
+#define DATANODE_MEMORY_RESERVE_BYTES (24ull << 20)
+#define DATANODE_MEMORY_MIN_BYTES (32ull << 20)
+#define DATANODE_MEMORY_DEFAULT_BYTES (256ull << 20)
 
 static volatile sig_atomic_t stop_requested;
 
@@ -103,6 +113,9 @@ static void usage(FILE *out)
                  "  --throttle-mbps R     cap disk I/O at R MB/s (10^6 bytes/s), to make this\n"
                  "                        node slow on purpose; change it at run time with\n"
                  "                        `tessera node throttle ID R|off` (default: none)\n"
+                 "  --memory SIZE         cap on the datanode's resident memory, at least 32M\n"
+                 "                        (default 256M): read replies waiting to be sent get\n"
+                 "                        all but 24 MiB of it; over that, requests wait\n"
                  "  --log-level LEVEL     error, warn, info (default) or debug\n"
                  "  --help                show this help\n");
 }
@@ -152,6 +165,7 @@ static int parse_options(int argc, char **argv, struct datanode_options *options
         OPT_MACHINE,
         OPT_CAPACITY,
         OPT_THROTTLE,
+        OPT_MEMORY,
         OPT_LOG_LEVEL,
         OPT_HELP
     };
@@ -163,6 +177,7 @@ static int parse_options(int argc, char **argv, struct datanode_options *options
         {"machine", required_argument, NULL, OPT_MACHINE},
         {"capacity", required_argument, NULL, OPT_CAPACITY},
         {"throttle-mbps", required_argument, NULL, OPT_THROTTLE},
+        {"memory", required_argument, NULL, OPT_MEMORY},
         {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
@@ -172,6 +187,7 @@ static int parse_options(int argc, char **argv, struct datanode_options *options
 
     memset(options, 0, sizeof(*options));
     options->log_level = LOG_LEVEL_INFO;
+    options->memory_bytes = DATANODE_MEMORY_DEFAULT_BYTES;
     opterr = 0; /* the messages below say more than getopt's */
     for (;;) {
         option = getopt_long(argc, argv, ":h", long_options, NULL);
@@ -197,6 +213,13 @@ static int parse_options(int argc, char **argv, struct datanode_options *options
                 return usage_error("--throttle-mbps '%s' is not a rate; give MB/s (10^6 bytes/s) "
                                    "above 0 and at most %.0f, e.g. --throttle-mbps 40",
                                    optarg, DATANODE_MAX_THROTTLE_MBPS);
+            break;
+        case OPT_MEMORY:
+            if (util_parse_size(optarg, &options->memory_bytes) != 0 ||
+                options->memory_bytes < DATANODE_MEMORY_MIN_BYTES)
+                return usage_error("--memory '%s' is not a size of at least %lluM, e.g. --memory "
+                                   "256M",
+                                   optarg, (unsigned long long)(DATANODE_MEMORY_MIN_BYTES >> 20));
             break;
         case OPT_LOG_LEVEL:
             if (log_level_parse(optarg, &options->log_level) != 0)
@@ -305,6 +328,12 @@ static void datanode_load(void *arg, struct heartbeat_load *load)
         load->queue_depth++;
 }
 
+/* The server's gate: another request only while replies are under the cap. */
+static bool datanode_room(void *arg)
+{
+    return replymem_room(arg);
+}
+
 /*
  * The poll loop; returns 0 when stopped by a signal, 1 if polling fails.
  * Holds the handlers' lock but while it polls; returns without it.
@@ -313,16 +342,19 @@ static int serve(struct rpc_server *server, struct heartbeat *heartbeat, struct 
                  struct stream *stream, struct handlers_context *context,
                  const struct datanode_options *options)
 {
-    zmq_pollitem_t items[3 + STREAM_POLL_ITEMS];
+    zmq_pollitem_t items[4 + STREAM_POLL_ITEMS];
     bool ready_logged = false;
     int exit_code = 0;
 
     pthread_mutex_lock(&context->lock);
     while (!stop_requested) {
-        items[0] = (zmq_pollitem_t){rpc_server_socket(server), 0, ZMQ_POLLIN, 0};
+        /* Over the memory cap: no new request until replies have gone. */
+        short requests = replymem_room(context->replies) ? ZMQ_POLLIN : 0;
+        items[0] = (zmq_pollitem_t){rpc_server_socket(server), 0, requests, 0};
         items[1] = (zmq_pollitem_t){NULL, puller_event_fd(puller), ZMQ_POLLIN, 0};
-        items[2] = (zmq_pollitem_t){heartbeat_socket(heartbeat), 0, ZMQ_POLLIN, 0};
-        size_t fixed = items[2].socket ? 3 : 2;
+        items[2] = (zmq_pollitem_t){NULL, replymem_event_fd(context->replies), ZMQ_POLLIN, 0};
+        items[3] = (zmq_pollitem_t){heartbeat_socket(heartbeat), 0, ZMQ_POLLIN, 0};
+        size_t fixed = items[3].socket ? 4 : 3;
         size_t streams = stream ? stream_poll_items(stream, items + fixed,
                                                     sizeof(items) / sizeof(items[0]) - fixed)
                                 : 0;
@@ -341,7 +373,10 @@ static int serve(struct rpc_server *server, struct heartbeat *heartbeat, struct 
         }
         if (stop_requested)
             break;
-        /* Both check ZMQ_EVENTS themselves, so calling them spuriously is harmless. */
+        if (items[2].revents & ZMQ_POLLIN)
+            replymem_collect(context->replies);
+        /* Both check ZMQ_EVENTS (and the server its gate) themselves, so
+         * calling them spuriously is harmless. */
         rpc_server_handle_pending(server);
         if (items[1].revents & ZMQ_POLLIN)
             puller_collect(puller);
@@ -373,6 +408,7 @@ int main(int argc, char **argv)
     struct puller *puller = NULL;
     struct stream *stream = NULL;
     struct warmer *warmer = NULL;
+    struct replymem *replies = NULL;
     uint64_t tiles, used_bytes;
     int exit_code = 1;
     int rc;
@@ -382,9 +418,13 @@ int main(int argc, char **argv)
         return rc < 0 ? 0 : rc;
     log_init("tessera-datanode", options.log_level);
     /* Tile buffers are up to 16 MiB: keep them in the heap instead of a
-     * fresh mmap (page faults and zeroing) per request. */
+     * fresh mmap (page faults and zeroing) per request. Freed memory above
+     * 8 MiB goes back to the system (the cap, --memory, counts what is
+     * resident), and glibc gets at most 2 heaps: buffers freed by
+     * ZeroMQ's thread into one are reused by the loop, not kept twice. */
     mallopt(M_MMAP_THRESHOLD, 64 << 20);
-    mallopt(M_TRIM_THRESHOLD, 128 << 20);
+    mallopt(M_TRIM_THRESHOLD, 8 << 20);
+    mallopt(M_ARENA_MAX, 2);
     install_signal_handlers();
 
     rc = tilestore_open(options.data_dir, options.capacity, &store);
@@ -458,11 +498,18 @@ int main(int argc, char **argv)
     context.puller = puller;
     warmer = warmer_new(); /* NULL: no warming, the rest works */
     context.warmer = warmer;
+    rc = replymem_new(options.memory_bytes - DATANODE_MEMORY_RESERVE_BYTES, &replies);
+    if (rc != 0) {
+        log_error("cannot set up the memory cap: %s", strerror(-rc));
+        goto out;
+    }
+    context.replies = replies;
     server = rpc_server_new(options.listen, handlers_table, &context);
     if (!server) {
         log_error("not started: no socket listening on %s", options.listen);
         goto out;
     }
+    rpc_server_set_gate(server, datanode_room, replies);
     rc = stream_open(options.listen, &context, &stream);
     if (rc == 0) {
         context.stream_port = stream_port(stream);
@@ -484,6 +531,11 @@ int main(int argc, char **argv)
     stream_close(&stream); /* no request is served after the counts are logged */
     handlers_log_stats(&context.stats);
     handlers_stats_fini(&context.stats);
+    log_info("read replies waiting to be sent peaked at %.1f of their %.1f MiB (--memory); "
+             "requests held back for them %llu times",
+             replymem_peak(replies) / 1048576.0,
+             (options.memory_bytes - DATANODE_MEMORY_RESERVE_BYTES) / 1048576.0,
+             (unsigned long long)replymem_full_count(replies));
 out:
     stream_close(&stream); /* its threads use the handlers' state: first to go */
     warmer_destroy(&warmer);
@@ -498,6 +550,7 @@ out:
     fences_close(&fences);
     tilestore_close(&store);
     zmq_ctx_term(rpc_context()); /* every socket is closed: returns at once */
+    replymem_destroy(&replies);  /* ZeroMQ has freed every reply it held */
     if (exit_code == 0)
         log_info("stopped");
     return exit_code;

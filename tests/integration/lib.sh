@@ -356,6 +356,77 @@ mount_second() {
     log "second mount at $dir (pid $MOUNT2_PID)"
 }
 
+# start_daemon NAME LOG COMMAND...: run COMMAND in the background and wait
+# for its "ready" log line. Returns 1 if it exited because its port was
+# taken (the caller tries other ports); fails the test on any other exit.
+start_daemon() {
+    local name=$1 log_file=$2 pid deadline
+    shift 2
+    "$@" >"$log_file" 2>&1 &
+    pid=$!
+    IT_PIDS+=("$pid")
+    SMALL_LAST_PID=$pid
+    deadline=$(($(now_ms) + 30000))
+    until grep -q 'info: ready' "$log_file"; do
+        if ! kill -0 "$pid" 2>/dev/null; then
+            it_port_was_taken "$log_file" && return 1
+            fail "$name exited before it was ready"
+        fi
+        (($(now_ms) < deadline)) || fail "$name not ready after 30 s"
+        sleep 0.1
+    done
+}
+
+# small_cluster_up DIR [DATANODE ARGS]: a cluster of its own, outside
+# `tessera up`: one meta and one datanode (started with DATANODE ARGS) on
+# BASE+5 and BASE+6, their data and logs under DIR. Sets SMALL_META (meta's
+# endpoint) and SMALL_NODE_PID. Tries other ports if one is taken meanwhile.
+small_cluster_up() {
+    local dir=$1 attempt pid
+    shift
+    for attempt in 1 2 3; do
+        rm -rf "$dir"
+        mkdir -p "$dir/meta" "$dir/node1"
+        SMALL_META=tcp://127.0.0.1:$((BASE + 5))
+        if start_daemon tessera-meta "$dir/meta.log" \
+            "$TESSERA_META" --listen "$SMALL_META" --data "$dir/meta" &&
+            start_daemon tessera-datanode "$dir/node1.log" \
+                "$TESSERA_DATANODE" --listen "tcp://127.0.0.1:$((BASE + 6))" \
+                --meta "$SMALL_META" --data "$dir/node1" "$@"; then
+            SMALL_NODE_PID=$SMALL_LAST_PID
+            return
+        fi
+        [ "$attempt" != 3 ] || fail "ports taken three times over"
+        log "a port of $BASE-$((BASE + 9)) was taken meanwhile; starting again on other ports"
+        for pid in "${IT_PIDS[@]}"; do it_stop_pid "$pid"; done
+        IT_PIDS=()
+        mkdir -p "$T/attempt-$attempt"
+        mv "$dir"/*.log "$T/attempt-$attempt/"
+        IT_PORT_SHIFT=$((IT_PORT_SHIFT + 1 + RANDOM % 500))
+        it_pick_base
+    done
+}
+
+# small_mount DIR MNT [MOUNT ARGS]: a mount of small_cluster_up's cluster
+# at MNT (log DIR/mount-NAME.log, where NAME is MNT's last part); sets
+# SMALL_MOUNT_PID.
+small_mount() {
+    local dir=$1 mnt=$2 deadline
+    shift 2
+    mkdir -p "$mnt"
+    IT_MOUNTS+=("$mnt")
+    "$TESSERA_MOUNT" --meta "$SMALL_META" --io-timeout-ms "$IO_TIMEOUT_MS" -f \
+        -o default_permissions "$@" "$mnt" >"$dir/mount-$(basename "$mnt").log" 2>&1 &
+    SMALL_MOUNT_PID=$!
+    IT_PIDS+=("$SMALL_MOUNT_PID")
+    deadline=$(($(now_ms) + 30000))
+    until mountpoint -q "$mnt"; do
+        kill -0 "$SMALL_MOUNT_PID" 2>/dev/null || fail "tessera-mount at $mnt exited before mounting"
+        (($(now_ms) < deadline)) || fail "mount at $mnt not up after 30 s"
+        sleep 0.1
+    done
+}
+
 # cluster_up [EXTRA ARGS]: meta + 4 datanodes + mount at $MNT under $STATE.
 # If another program takes one of our ports between it_pick_base and the
 # daemons' bind, `tessera up` fails (and stops what it started); then the

@@ -16,6 +16,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,6 +35,13 @@ static uint64_t changes;
 static atomic_int stop_server;
 static atomic_int server_ready;
 static atomic_int slow_ms; /* GETATTR sleeps this long first */
+static atomic_int gate_shut; /* the server takes no message while set */
+
+static bool gate_open(void *arg)
+{
+    (void)arg;
+    return !atomic_load(&gate_shut);
+}
 
 static int handle_unlink(void *ctx, const struct rpc_request *request,
                          struct rpc_response *response)
@@ -106,8 +114,12 @@ static void *serve(void *arg)
     if (server && zmq_getsockopt(rpc_server_socket(server), ZMQ_LAST_ENDPOINT, endpoint, &len) != 0)
         rpc_server_destroy(&server);
     atomic_store(&server_ready, server ? 1 : -1);
+    if (server)
+        rpc_server_set_gate(server, gate_open, NULL);
     while (server && !atomic_load(&stop_server)) {
-        zmq_pollitem_t item = {rpc_server_socket(server), 0, ZMQ_POLLIN, 0};
+        /* Like the datanode's loop: no POLLIN while the gate is shut. */
+        short events = gate_open(NULL) ? ZMQ_POLLIN : 0;
+        zmq_pollitem_t item = {rpc_server_socket(server), 0, events, 0};
         if (zmq_poll(&item, 1, 10) > 0)
             rpc_server_handle_pending(server);
     }
@@ -254,6 +266,31 @@ static void test_pipeline_timeout(void **state)
     rpc_client_destroy(&client);
 }
 
+/* A shut gate leaves requests queued: they are answered once it opens. */
+static void test_gate_holds_requests(void **state)
+{
+    struct rpc_client *client = rpc_client_new(ENDPOINT);
+    struct encoded e;
+    struct rpc_reply replies[3];
+    int statuses[3];
+    (void)state;
+    uint64_t before = changes;
+    atomic_store(&gate_shut, 1);
+    encode(&e, "g", 7, 8);
+    assert_int_equal(rpc_client_call_many(client, e.calls, 3, 100, replies, statuses),
+                     TS_ERR_TIMEDOUT);
+    for (int i = 0; i < 3; i++)
+        rpc_reply_release(&replies[i]);
+    assert_int_equal(changes, before); /* not even the first was taken */
+    atomic_store(&gate_shut, 0);
+    encode(&e, "h", 7, 8);
+    assert_int_equal(rpc_client_call_many(client, e.calls, 3, 5000, replies, statuses), TS_OK);
+    for (int i = 0; i < 3; i++)
+        rpc_reply_release(&replies[i]);
+    assert_int_equal(changes, before + 2); /* the held UNLINK, then this one */
+    rpc_client_destroy(&client);
+}
+
 /* A full pipeline (RPC_MAX_PIPELINE calls), many times over: every reply arrives. */
 static void test_pipeline_full(void **state)
 {
@@ -333,11 +370,9 @@ static void test_named_pool_and_lease_retry(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_pipeline_in_order),
-        cmocka_unit_test(test_pipeline_statuses),
-        cmocka_unit_test(test_pipeline_timeout),
-        cmocka_unit_test(test_pipeline_full),
-        cmocka_unit_test(test_named_pool_and_lease_retry),
+        cmocka_unit_test(test_pipeline_in_order), cmocka_unit_test(test_pipeline_statuses),
+        cmocka_unit_test(test_pipeline_timeout),  cmocka_unit_test(test_gate_holds_requests),
+        cmocka_unit_test(test_pipeline_full),     cmocka_unit_test(test_named_pool_and_lease_retry),
     };
     return cmocka_run_group_tests_name("rpc", tests, group_setup, group_teardown);
 }
