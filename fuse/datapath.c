@@ -116,6 +116,8 @@
  * meta still names it (a move about to commit): doubling, capped. */
 #define STALE_FIRST_DELAY_MS 5
 #define STALE_MAX_DELAY_MS 100
+/* How often a write asks meta again while no datanode is up. */
+#define NONODES_RETRY_MS 200
 /* How often the reclaimer looks again while writers still wait for budget,
  * and how long a buffer must have gone unwritten for it to send it. */
 #define RECLAIM_RETRY_MS 20
@@ -753,6 +755,35 @@ static void location_remember(struct open_file *file, uint64_t tile,
 }
 
 /*
+ * Meta said no datanode is up to take tile: one may be restarting, or meta
+ * may have missed their heartbeats for a moment. Asks again every
+ * NONODES_RETRY_MS for io_timeout_ms, as long as a silent datanode is
+ * waited for, before the write fails. Called with file->lock held; lets it
+ * go while sleeping. Returns meta's last status (one tile in *location).
+ */
+static int nodes_wait_and_allocate(struct datapath *datapath, struct open_file *file, uint64_t tile,
+                                   struct tile_location *location)
+{
+    int64_t deadline_ms = util_monotonic_ms() + datapath->io_timeout_ms;
+    int status = TS_ERR_NONODES;
+
+    log_warn("no datanode is up to take inode %llu tile %llu; waiting up to %d ms for one",
+             (unsigned long long)file->ino, (unsigned long long)tile, datapath->io_timeout_ms);
+    while (status == TS_ERR_NONODES && util_monotonic_ms() < deadline_ms) {
+        pthread_mutex_unlock(&file->lock);
+        struct timespec pause = {0, NONODES_RETRY_MS * 1000000L};
+        while (nanosleep(&pause, &pause) != 0 && errno == EINTR)
+            continue;
+        pthread_mutex_lock(&file->lock);
+        status = metaclient_tile_map(datapath->meta, file->ino, tile, 1, true, 0, location);
+    }
+    if (status == TS_OK)
+        log_info("inode %llu tile %llu placed on datanode %u after waiting",
+                 (unsigned long long)file->ino, (unsigned long long)tile, location->node);
+    return status;
+}
+
+/*
  * The location of `tile`; with allocate, a hole gets a tile placed by meta
  * (with the following tiles too when the writer is sequential, so meta sees
  * one request per batch, not per tile). location->node is 0 for a hole
@@ -792,6 +823,8 @@ static int location_get(struct datapath *datapath, struct open_file *file, uint6
         count = 1;
         status = metaclient_tile_map(datapath->meta, file->ino, tile, count, allocate, 0, batch);
     }
+    if (status == TS_ERR_NONODES && allocate)
+        status = nodes_wait_and_allocate(datapath, file, tile, batch);
     if (status != TS_OK)
         return errno_of(status);
     for (uint32_t i = 0; i < count; i++)

@@ -144,6 +144,9 @@ struct nodes_live {
     size_t count;
     size_t cap;
     int64_t timeout_ms;
+    bool clock_started;
+    int64_t clock_ms;       /* the latest now_ms meta passed in */
+    int64_t awake_since_ms; /* when meta last came back from standing still */
 };
 
 struct nodes_live *nodes_live_new(int64_t timeout_ms)
@@ -179,8 +182,43 @@ static size_t nodes_live_find(const struct nodes_live *live, uint32_t id, bool *
     return low;
 }
 
+/*
+ * When meta last came back from standing still (NODES_STALL_MS in nodes.h),
+ * as seen at now_ms: now_ms itself if this is the first call after a gap.
+ */
+static int64_t nodes_live_awake_since(const struct nodes_live *live, int64_t now_ms)
+{
+    if (live->clock_started && now_ms - live->clock_ms > NODES_STALL_MS)
+        return now_ms;
+    return live->awake_since_ms;
+}
+
+/* Moves meta's clock to now_ms, noting (and logging) a gap it stood still. */
+static void nodes_live_advance(struct nodes_live *live, int64_t now_ms)
+{
+    int64_t awake_since = nodes_live_awake_since(live, now_ms);
+    if (awake_since != live->awake_since_ms && live->count > 0)
+        log_warn("meta stood still for %lld ms (its disk or CPU busy?): datanodes get %lld ms "
+                 "from now to heartbeat before they count as down",
+                 (long long)(now_ms - live->clock_ms), (long long)live->timeout_ms);
+    live->awake_since_ms = awake_since;
+    if (!live->clock_started || now_ms > live->clock_ms)
+        live->clock_ms = now_ms;
+    live->clock_started = true;
+}
+
+/* How long the node has been silent while meta could have heard it. */
+static int64_t nodes_live_silent_ms(const struct nodes_live *live, const struct nodes_beat *beat,
+                                    int64_t now_ms)
+{
+    int64_t awake_since = nodes_live_awake_since(live, now_ms);
+    int64_t since = beat->last_ms > awake_since ? beat->last_ms : awake_since;
+    return now_ms > since ? now_ms - since : 0;
+}
+
 int nodes_live_beat(struct nodes_live *live, uint32_t id, int64_t now_ms)
 {
+    nodes_live_advance(live, now_ms);
     bool found;
     size_t at = nodes_live_find(live, id, &found);
     if (!found) {
@@ -221,15 +259,17 @@ int64_t nodes_live_age_ms(const struct nodes_live *live, uint32_t id, int64_t no
 
 bool nodes_live_is_up(const struct nodes_live *live, uint32_t id, int64_t now_ms)
 {
-    int64_t age = nodes_live_age_ms(live, id, now_ms);
-    return age >= 0 && age < live->timeout_ms;
+    bool found;
+    size_t at = nodes_live_find(live, id, &found);
+    return found && nodes_live_silent_ms(live, &live->beats[at], now_ms) < live->timeout_ms;
 }
 
 void nodes_live_check(struct nodes_live *live, int64_t now_ms)
 {
+    nodes_live_advance(live, now_ms);
     for (size_t i = 0; i < live->count; i++) {
         struct nodes_beat *beat = &live->beats[i];
-        if (beat->reported_up && now_ms - beat->last_ms >= live->timeout_ms) {
+        if (beat->reported_up && nodes_live_silent_ms(live, beat, now_ms) >= live->timeout_ms) {
             log_warn("datanode %u is down: no heartbeat for %lld ms", beat->id,
                      (long long)(now_ms - beat->last_ms));
             beat->reported_up = false;

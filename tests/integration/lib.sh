@@ -115,6 +115,7 @@ it_stop_pid() {
     local pid=$1 i
     kill -0 "$pid" 2>/dev/null || return 0
     kill -TERM "$pid" 2>/dev/null || return 0
+    kill -CONT "$pid" 2>/dev/null || true # a test may have stopped it (SIGSTOP)
     for ((i = 0; i < 100; i++)); do
         kill -0 "$pid" 2>/dev/null || return 0
         sleep 0.1

@@ -1375,6 +1375,52 @@ static void test_tile_map_dynamic_named(void **state)
     assert_int_equal(count_on(nodes, 4, b), 2);
 }
 
+/* A node silent for the timeout while meta ticks each second goes down. */
+static void test_liveness_timeout(void **state)
+{
+    (void)state;
+    struct nodes_live *live = nodes_live_new(3000);
+    assert_non_null(live);
+    assert_false(nodes_live_is_up(live, 7, 0)); /* never heard of */
+    assert_int_equal(nodes_live_beat(live, 7, 0), 0);
+    assert_true(nodes_live_is_up(live, 7, 0));
+    for (int64_t now = 1000; now <= 2000; now += 1000) {
+        nodes_live_check(live, now);
+        assert_true(nodes_live_is_up(live, 7, now));
+    }
+    nodes_live_check(live, 3000);
+    assert_false(nodes_live_is_up(live, 7, 3000));
+    assert_int_equal(nodes_live_age_ms(live, 7, 3000), 3000);
+    assert_int_equal(nodes_live_beat(live, 7, 3500), 0); /* back */
+    assert_true(nodes_live_is_up(live, 7, 3500));
+    nodes_live_destroy(&live);
+}
+
+/*
+ * Meta standing still (no call for 4 s: a store write stuck behind the
+ * disk) is not the nodes' silence: the first call after the gap finds the
+ * node up, and it goes down only after the timeout of listening since.
+ */
+static void test_liveness_meta_stall(void **state)
+{
+    (void)state;
+    struct nodes_live *live = nodes_live_new(3000);
+    assert_non_null(live);
+    assert_int_equal(nodes_live_beat(live, 7, 0), 0);
+    nodes_live_check(live, 1000);
+    assert_true(nodes_live_is_up(live, 7, 5000)); /* a placement right after the stall */
+    nodes_live_check(live, 5000);
+    assert_true(nodes_live_is_up(live, 7, 5000));
+    assert_int_equal(nodes_live_age_ms(live, 7, 5000), 5000); /* the display stays true */
+    for (int64_t now = 6000; now <= 7000; now += 1000) {
+        nodes_live_check(live, now);
+        assert_true(nodes_live_is_up(live, 7, now));
+    }
+    nodes_live_check(live, 8000); /* 3 s of listening without a beat */
+    assert_false(nodes_live_is_up(live, 7, 8000));
+    nodes_live_destroy(&live);
+}
+
 /* The backlog meta keeps per node drains at the node's speed. */
 static void test_backlog_model(void **state)
 {
@@ -2003,6 +2049,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tile_map_static, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tile_map_dynamic_named, setup, teardown),
         cmocka_unit_test_setup_teardown(test_backlog_model, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_liveness_timeout, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_liveness_meta_stall, setup, teardown),
         cmocka_unit_test_setup_teardown(test_statfs_and_node_list, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ping, setup, teardown),
         cmocka_unit_test_setup_teardown(test_persistence, setup, teardown),
