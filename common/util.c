@@ -23,6 +23,15 @@ int64_t util_monotonic_ms(void)
     return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
 }
 
+void util_sleep_ms(int64_t ms)
+{
+    if (ms <= 0)
+        return;
+    struct timespec pause = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&pause, &pause) != 0 && errno == EINTR)
+        continue;
+}
+
 int64_t util_monotonic_ns(void)
 {
     struct timespec now;

@@ -17,6 +17,8 @@
 
 /* Milliseconds of CLOCK_MONOTONIC. */
 int64_t util_monotonic_ms(void);
+/* Sleeps ms milliseconds (none if ms <= 0), through signals. */
+void util_sleep_ms(int64_t ms);
 /* Nanoseconds of CLOCK_MONOTONIC. */
 int64_t util_monotonic_ns(void);
 /* Milliseconds since this process started (since the library was loaded). */

@@ -771,9 +771,7 @@ static int nodes_wait_and_allocate(struct datapath *datapath, struct open_file *
              (unsigned long long)file->ino, (unsigned long long)tile, datapath->io_timeout_ms);
     while (status == TS_ERR_NONODES && util_monotonic_ms() < deadline_ms) {
         pthread_mutex_unlock(&file->lock);
-        struct timespec pause = {0, NONODES_RETRY_MS * 1000000L};
-        while (nanosleep(&pause, &pause) != 0 && errno == EINTR)
-            continue;
+        util_sleep_ms(NONODES_RETRY_MS);
         pthread_mutex_lock(&file->lock);
         status = metaclient_tile_map(datapath->meta, file->ino, tile, 1, true, 0, location);
     }
@@ -955,10 +953,7 @@ static int stale_relocate(struct datapath *datapath, uint64_t ino, uint64_t tile
     *location = now;
     if (same) {
         int64_t left = retry->deadline_ms - now_ms;
-        int delay_ms = retry->delay_ms < left ? retry->delay_ms : (int)left;
-        struct timespec pause = {delay_ms / 1000, (long)(delay_ms % 1000) * 1000000L};
-        while (nanosleep(&pause, &pause) != 0 && errno == EINTR)
-            continue;
+        util_sleep_ms(retry->delay_ms < left ? retry->delay_ms : left);
         retry->delay_ms = retry->delay_ms * 2 < STALE_MAX_DELAY_MS ? retry->delay_ms * 2
                                                                   : STALE_MAX_DELAY_MS;
     } else {

@@ -202,8 +202,7 @@ static void nodes_live_advance(struct nodes_live *live, int64_t now_ms)
                  "from now to heartbeat before they count as down",
                  (long long)(now_ms - live->clock_ms), (long long)live->timeout_ms);
     live->awake_since_ms = awake_since;
-    if (!live->clock_started || now_ms > live->clock_ms)
-        live->clock_ms = now_ms;
+    live->clock_ms = now_ms; /* monotonic */
     live->clock_started = true;
 }
 

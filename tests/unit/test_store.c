@@ -1375,6 +1375,15 @@ static void test_tile_map_dynamic_named(void **state)
     assert_int_equal(count_on(nodes, 4, b), 2);
 }
 
+/* Meta's tick each second from `from` to `to`: node id stays up throughout. */
+static void tick_while_up(struct nodes_live *live, uint32_t id, int64_t from, int64_t to)
+{
+    for (int64_t now = from; now <= to; now += 1000) {
+        nodes_live_check(live, now);
+        assert_true(nodes_live_is_up(live, id, now));
+    }
+}
+
 /* A node silent for the timeout while meta ticks each second goes down. */
 static void test_liveness_timeout(void **state)
 {
@@ -1384,10 +1393,7 @@ static void test_liveness_timeout(void **state)
     assert_false(nodes_live_is_up(live, 7, 0)); /* never heard of */
     assert_int_equal(nodes_live_beat(live, 7, 0), 0);
     assert_true(nodes_live_is_up(live, 7, 0));
-    for (int64_t now = 1000; now <= 2000; now += 1000) {
-        nodes_live_check(live, now);
-        assert_true(nodes_live_is_up(live, 7, now));
-    }
+    tick_while_up(live, 7, 1000, 2000);
     nodes_live_check(live, 3000);
     assert_false(nodes_live_is_up(live, 7, 3000));
     assert_int_equal(nodes_live_age_ms(live, 7, 3000), 3000);
@@ -1412,10 +1418,7 @@ static void test_liveness_meta_stall(void **state)
     nodes_live_check(live, 5000);
     assert_true(nodes_live_is_up(live, 7, 5000));
     assert_int_equal(nodes_live_age_ms(live, 7, 5000), 5000); /* the display stays true */
-    for (int64_t now = 6000; now <= 7000; now += 1000) {
-        nodes_live_check(live, now);
-        assert_true(nodes_live_is_up(live, 7, now));
-    }
+    tick_while_up(live, 7, 6000, 7000);
     nodes_live_check(live, 8000); /* 3 s of listening without a beat */
     assert_false(nodes_live_is_up(live, 7, 8000));
     nodes_live_destroy(&live);
