@@ -378,6 +378,16 @@ start_daemon() {
     done
 }
 
+# under_asan BINARY: whether BINARY is built with AddressSanitizer (whose
+# shadow memory and quarantine make resident-memory caps meaningless). The
+# ldd output is taken whole first: `ldd | grep -q` under pipefail fails at
+# random when grep exits before ldd has written everything (SIGPIPE).
+under_asan() {
+    local libraries
+    libraries=$(ldd "$1" 2>/dev/null) || true
+    [[ $libraries == *libasan* ]]
+}
+
 # small_cluster_up DIR [DATANODE ARGS]: a cluster of its own, outside
 # `tessera up`: one meta and one datanode (started with DATANODE ARGS) on
 # BASE+5 and BASE+6, their data and logs under DIR. Sets SMALL_META (meta's

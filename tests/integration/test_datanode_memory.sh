@@ -55,7 +55,7 @@ for round in 1 2; do
 done
 
 peak=$(awk '/^VmHWM:/ {print int($2 / 1024)}' "/proc/$SMALL_NODE_PID/status")
-if ldd "$TESSERA_DATANODE" 2>/dev/null | grep -q libasan; then
+if under_asan "$TESSERA_DATANODE"; then
     log "datanode peak $peak MiB under AddressSanitizer (cap ${CAP_MIB} MiB not checked)"
 else
     [ "$peak" -le "$CAP_MIB" ] || fail "the datanode peaked at $peak MiB, over its ${CAP_MIB} MiB cap"

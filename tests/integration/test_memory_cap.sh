@@ -63,13 +63,11 @@ streams() {
 
 peak_mib() { awk '/^VmHWM:/ {print int($2 / 1024)}' "/proc/$1/status"; }
 
-under_asan() { ldd "$TESSERA_MOUNT" 2>/dev/null | grep -q libasan; }
-
 # check_cap PID CAP_MIB: the mount's peak resident memory is under its cap.
 check_cap() {
     local peak
     peak=$(peak_mib "$1")
-    if under_asan; then
+    if under_asan "$TESSERA_MOUNT"; then
         log "mount pid $1: peak $peak MiB under AddressSanitizer (cap $2 MiB not checked)"
         return
     fi
