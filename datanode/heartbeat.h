@@ -73,6 +73,9 @@ long heartbeat_wait_ms(const struct heartbeat *heartbeat, int64_t now_ms);
  */
 void heartbeat_tick(struct heartbeat *heartbeat, int64_t now_ms);
 
+/* The datanode served a request at now_ms: garbage deletion then gives way
+ * to its work (a slice per regular heartbeat instead of one after another). */
+void heartbeat_note_busy(struct heartbeat *heartbeat, int64_t now_ms);
 /* This datanode's id (0 until meta has given one). */
 uint32_t heartbeat_node_id(const struct heartbeat *heartbeat);
 /* How many heartbeats meta has acknowledged since start. */

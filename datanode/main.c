@@ -334,6 +334,19 @@ static bool datanode_room(void *arg)
     return replymem_room(arg);
 }
 
+/* Whether the poll found requests: on the server's socket (items[0]) or a
+ * tile stream (the `streams` items from `fixed` on). */
+static bool requests_arrived(const zmq_pollitem_t *items, size_t fixed, size_t streams)
+{
+    if (items[0].revents != 0)
+        return true;
+    for (size_t i = fixed; i < fixed + streams; i++) {
+        if (items[i].revents != 0)
+            return true;
+    }
+    return false;
+}
+
 /*
  * The poll loop; returns 0 when stopped by a signal, 1 if polling fails.
  * Holds the handlers' lock but while it polls; returns without it.
@@ -375,6 +388,8 @@ static int serve(struct rpc_server *server, struct heartbeat *heartbeat, struct 
             break;
         if (items[2].revents & ZMQ_POLLIN)
             replymem_collect(context->replies);
+        if (requests_arrived(items, fixed, streams))
+            heartbeat_note_busy(heartbeat, util_monotonic_ms());
         /* Both check ZMQ_EVENTS (and the server its gate) themselves, so
          * calling them spuriously is harmless. */
         rpc_server_handle_pending(server);

@@ -259,6 +259,10 @@ struct datapath {
     bool reclaim_wanted;
     bool stopping;
     atomic_uint_fast64_t buffers_reclaimed;
+    /* Writes of a whole tile that took the request's memory (buffer_fill),
+     * and those that had to copy it: logged at exit, read by tests. */
+    atomic_uint_fast64_t tiles_taken;
+    atomic_uint_fast64_t tiles_copied;
 };
 
 static int errno_of(int status) { return -status_to_errno(status); }
@@ -416,7 +420,7 @@ static void open_file_free(struct datapath *datapath, struct open_file *file)
     }
     for (int i = 0; i < MAX_WRITE_BUFFERS; i++) {
         if (file->buffers[i].data) {
-            free(file->buffers[i].data);
+            reqmem_free(file->buffers[i].data);
             budget_give(&datapath->write_budget, file->tile_bytes);
         }
     }
@@ -441,6 +445,10 @@ void datapath_destroy(struct datapath **datapathp)
         pthread_mutex_unlock(&datapath->reclaim_lock);
         pthread_join(datapath->reclaimer, NULL);
     }
+    if (datapath->tiles_taken + datapath->tiles_copied > 0)
+        log_info("whole-tile writes: %llu taken from the request, %llu copied",
+                 (unsigned long long)datapath->tiles_taken,
+                 (unsigned long long)datapath->tiles_copied);
     if (datapath->buffers_reclaimed > 0)
         log_info("sent %llu buffers early to free write budget for other files",
                  (unsigned long long)datapath->buffers_reclaimed);
@@ -1039,7 +1047,7 @@ static void write_job_unref(struct write_job *job)
     if (atomic_fetch_sub(&job->refs, 1) != 1)
         return;
     /* ZeroMQ may let go after the file is gone: only the job is used here. */
-    free(job->buffer);
+    reqmem_free(job->buffer);
     budget_give(&job->datapath->write_budget, job->buffer_bytes);
     free(job);
 }
@@ -1504,7 +1512,7 @@ static uint8_t *buffer_memory(struct datapath *datapath, struct open_file *file)
         }
         buffer_write_out(datapath, file, oldest);
     }
-    uint8_t *data = malloc(file->tile_bytes);
+    uint8_t *data = reqmem_new(file->tile_bytes);
     if (!data)
         budget_give(&datapath->write_budget, file->tile_bytes);
     return data;
@@ -1555,14 +1563,37 @@ static struct write_buffer *buffer_for_write(struct datapath *datapath, struct o
         break;
     }
     if (memory) { /* a buffer with memory of its own came free meanwhile */
-        free(memory);
+        reqmem_free(memory);
         budget_give(&datapath->write_budget, file->tile_bytes);
     }
     return buffer;
 }
 
+/*
+ * Puts a segment of a write into its buffer. A segment that is a whole tile,
+ * held in the request's own memory (request), is not copied: the buffer and
+ * the request thread exchange their memory, both reqmem of the same size.
+ */
+static void buffer_fill(struct datapath *datapath, struct write_buffer *buffer, const char *bytes,
+                        uint32_t low, uint32_t length, uint32_t tile_bytes,
+                        const struct reqmem_slot *request)
+{
+    bool whole_tile = low == 0 && length == tile_bytes;
+    if (whole_tile && request && request->payload_bytes == tile_bytes &&
+        (const uint8_t *)bytes == *request->payload) {
+        uint8_t *own = buffer->data;
+        buffer->data = *request->payload;
+        *request->payload = own;
+        datapath->tiles_taken++;
+        return;
+    }
+    memcpy(buffer->data + low, bytes, length);
+    if (whole_tile)
+        datapath->tiles_copied++;
+}
+
 ssize_t datapath_write(struct datapath *datapath, struct open_file *file, const char *buf,
-                       size_t size, uint64_t offset)
+                       size_t size, uint64_t offset, const struct reqmem_slot *request)
 {
     struct layout_walk walk;
     struct tile_segment segment;
@@ -1594,7 +1625,8 @@ ssize_t datapath_write(struct datapath *datapath, struct open_file *file, const 
             result = -ENOMEM;
             goto out;
         }
-        memcpy(buffer->data + low, buf + (segment.file_offset - offset), segment.length);
+        buffer_fill(datapath, buffer, buf + (segment.file_offset - offset), low, segment.length,
+                    file->tile_bytes, request);
         if (profiled) {
             /* Whether these bytes are local is known when the buffer is sent. */
             profile_batch_add(datapath->profile, &batch, segment.tile, segment.length, false);

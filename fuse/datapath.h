@@ -41,6 +41,7 @@
 #include "metaclient.h"
 #include "nodedir.h"
 #include "profile.h"
+#include "reqmem.h"
 #include "tilestream.h"
 #include "workers.h"
 
@@ -161,8 +162,15 @@ bool datapath_store_begin(struct datapath *datapath, struct datapath_read *resul
  */
 bool datapath_store_end(struct datapath *datapath, struct datapath_read *result,
                         const struct datapath_store *store);
+/*
+ * Writes size bytes at offset into the file's buffers; full tiles go out at
+ * once. Returns size, or a negative errno (the first write-out error not yet
+ * reported). request: NULL, or the memory buf was read into (buf is its
+ * payload), which a whole-tile write takes instead of copying: *payload is
+ * then replaced by memory of the same shape and size.
+ */
 ssize_t datapath_write(struct datapath *datapath, struct open_file *file, const char *buf,
-                       size_t size, uint64_t offset);
+                       size_t size, uint64_t offset, const struct reqmem_slot *request);
 /* Whether anything but the caller's handle holds the file open (another
  * handle, a read in flight): what a write that bypassed the kernel's page
  * cache must then drop from it. */

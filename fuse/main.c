@@ -13,6 +13,7 @@
 #include "keepcache.h"
 #include "log.h"
 #include "profile.h"
+#include "reqloop.h"
 #include "status.h"
 #include "tile.h"
 #include "tilestream.h"
@@ -37,7 +38,8 @@
 /* What --memory keeps for everything but tile buffers: the session threads'
  * request buffers, and the rest (code, ZeroMQ's queues, per-file state, the
  * profile's tables: about 20 MiB under load, measured by test_memory_cap). */
-#define MEMORY_RESERVE_BYTES (FUSE_THREADS * (TILE_DEFAULT_BYTES + 4096ull) + (24ull << 20))
+#define MEMORY_RESERVE_BYTES                                                                       \
+    (FUSE_THREADS * (TILE_DEFAULT_BYTES + REQMEM_HEADROOM + REQMEM_TAILROOM + 0ull) + (24ull << 20))
 /* The least --memory: the reserve and 16 MiB of tile buffers. */
 #define MEMORY_MIN_BYTES                                                                           \
     (((MEMORY_RESERVE_BYTES + (16ull << 20)) + (1ull << 20) - 1) & ~((1ull << 20) - 1))
@@ -314,7 +316,6 @@ int main(int argc, char **argv)
     struct mount_state state = {0};
     struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
     struct fuse_session *session = NULL;
-    struct fuse_loop_config *loop_config = NULL;
     struct profile *profile = NULL;
     int exit_code = 1;
 
@@ -420,18 +421,11 @@ int main(int argc, char **argv)
 
     daemon_report(report_fd, 0);
     report_fd = -1;
-    if (options.single_thread) {
+    if (options.single_thread)
         exit_code = fuse_session_loop(session) == 0 ? 0 : 1;
-    } else {
-        loop_config = fuse_loop_cfg_create();
-        if (!loop_config)
-            goto out_unmount;
-        fuse_loop_cfg_set_max_threads(loop_config, FUSE_THREADS);
-        exit_code = fuse_session_loop_mt(session, loop_config) == 0 ? 0 : 1;
-        fuse_loop_cfg_destroy(loop_config);
-    }
+    else
+        exit_code = reqloop_run(session, FUSE_THREADS, TILE_DEFAULT_BYTES) == 0 ? 0 : 1;
     log_info("unmounted %s", options.mountpoint);
-out_unmount:
     fuse_session_unmount(session);
 out_signals:
     fuse_remove_signal_handlers(session);

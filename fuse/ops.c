@@ -21,6 +21,7 @@
 #include "bdi.h"
 #include "keepcache.h"
 #include "log.h"
+#include "reqloop.h"
 #include "status.h"
 #include "tile.h"
 
@@ -782,7 +783,10 @@ static void x_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size
                     struct fuse_file_info *fi)
 {
     struct mount_state *state = state_of(req);
-    ssize_t written = datapath_write(state->datapath, file_of(fi), buf, size, (uint64_t)offset);
+    struct reqmem_slot request;
+    bool request_memory = reqloop_write_memory(buf, &request);
+    ssize_t written = datapath_write(state->datapath, file_of(fi), buf, size, (uint64_t)offset,
+                                     request_memory ? &request : NULL);
     /* A direct write leaves pages another handle cached of this range
      * stale (kernels since 6.6 drop them themselves, 6.1 does not): drop
      * them before the writer hears it is done. A handle opened after the

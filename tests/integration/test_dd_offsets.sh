@@ -102,5 +102,21 @@ truncate -s 5000000 "$mount_file" || fail "truncate -s 5000000 on the mount fail
 drop_file_cache "$mount_file"
 compare_files "truncate down to 1048577 and up to 5000000"
 
+# Aligned whole tiles are taken from the memory the FUSE request was read
+# into instead of copied (reqloop, datapath buffer_fill): the same bytes
+# must reach the datanodes, and the mount counts them at exit.
+dd if="$data" of="$MNT/aligned.bin" bs=1M count=8 conv=fsync status=none 2>"$T/dd.err" ||
+    fail "dd of 8 aligned tiles failed: $(cat "$T/dd.err")"
+drop_file_cache "$MNT/aligned.bin"
+cmp -n 8388608 "$data" "$MNT/aligned.bin" >"$T/cmp.out" 2>&1 ||
+    fail "8 aligned tiles read back differ: $(cat "$T/cmp.out")"
+
 assert_daemons_alive
+cluster_down
+read -r taken copied < <(sed -n 's/.*whole-tile writes: \([0-9]*\) taken from the request, \([0-9]*\) copied.*/\1 \2/p' \
+    "$STATE/logs/mount.log" | tail -n 1)
+[ -n "${taken:-}" ] || fail "the mount logged no whole-tile write counts at exit"
+[ "$taken" -ge 8 ] ||
+    fail "only $taken whole-tile writes were taken from the request ($copied copied), want the 8 aligned ones at least"
+log "whole-tile writes: $taken taken from the request, $copied copied"
 log "ok"
