@@ -55,7 +55,7 @@ struct request_thread {
     struct reqloop *loop;
     pthread_t thread;
     uint8_t *payload; /* reqmem of loop->payload_bytes; exchanged by writes */
-    bool in_read;     /* protected by loop->lock: waiting in read() */
+    bool in_read;     /* protected by loop->lock: in read(), or on its way to it */
 };
 
 struct reqloop {
@@ -100,6 +100,7 @@ static bool start_thread(struct reqloop *loop)
     }
     loop->started++;
     loop->waiting++; /* counted now: the next request must not start another */
+    thread->in_read = true;
     return true;
 }
 
@@ -111,14 +112,8 @@ static size_t read_request(struct request_thread *self, uint8_t **start)
     for (;;) {
         *start = self->payload - WRITE_HEADERS_BYTES;
         size_t room = WRITE_HEADERS_BYTES + loop->payload_bytes + REQMEM_TAILROOM;
-        pthread_mutex_lock(&loop->lock);
-        self->in_read = true;
-        pthread_mutex_unlock(&loop->lock);
         ssize_t got = fuse_session_exited(loop->session) ? 0 : read(loop->fd, *start, room);
         int read_errno = errno;
-        pthread_mutex_lock(&loop->lock);
-        self->in_read = false;
-        pthread_mutex_unlock(&loop->lock);
         if (got >= (ssize_t)IN_HEADER_BYTES)
             return (size_t)got;
         if (fuse_session_exited(loop->session))
@@ -148,6 +143,7 @@ static void *request_thread_main(void *arg)
         size_t size = read_request(self, &start);
         pthread_mutex_lock(&loop->lock);
         loop->waiting--;
+        self->in_read = false;
         if (size > 0 && loop->waiting == 0)
             start_thread(loop); /* else the next request would find nobody */
         pthread_mutex_unlock(&loop->lock);
@@ -157,6 +153,7 @@ static void *request_thread_main(void *arg)
         fuse_session_process_buf(loop->session, &buf);
         pthread_mutex_lock(&loop->lock);
         loop->waiting++;
+        self->in_read = true;
         pthread_mutex_unlock(&loop->lock);
     }
     pthread_mutex_lock(&loop->lock);
