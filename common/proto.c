@@ -94,6 +94,7 @@ void ts_cursor_attr(struct ts_cursor *cursor, struct ts_attr *attr)
     attr->placement = ts_cursor_u32(cursor);
     attr->copies = ts_cursor_u32(cursor);
     attr->flags = ts_cursor_u32(cursor);
+    attr->change = ts_cursor_u64(cursor);
 }
 
 /* ---- writer ----------------------------------------------------------- */
@@ -170,6 +171,7 @@ void ts_writer_attr(struct ts_writer *writer, const struct ts_attr *attr)
     ts_writer_u32(writer, attr->placement);
     ts_writer_u32(writer, attr->copies);
     ts_writer_u32(writer, attr->flags);
+    ts_writer_u64(writer, attr->change);
 }
 
 struct ts_str ts_str_of(const char *s)

@@ -27,7 +27,7 @@
 #include <stdint.h>
 
 #define TS_PROTO_MAGIC 0x41525354u /* "TSRA" */
-#define TS_PROTO_VERSION 1
+#define TS_PROTO_VERSION 2 /* 2: ts_attr carries the change counter */
 #define TS_HEADER_BYTES 32
 #define TS_MAX_FRAME_BYTES (4u << 20) /* frame 0 cap, either direction */
 #define TS_MAX_DATA_BYTES (16u << 20) /* frame 1 cap: one tile at most */
@@ -141,8 +141,13 @@ struct ts_attr {
     uint32_t placement;  /* enum ts_placement in effect for new tiles */
     uint32_t copies;     /* datanodes holding each tile */
     uint32_t flags;      /* TS_ATTR_* */
+    /* Meta's change counter of the inode (NFSv4's change attribute): it
+     * grows with every change meta makes to the inode, so of two sets of
+     * attributes of one inode the one with the larger counter is newer,
+     * however the replies were ordered on the way. 0: not known. */
+    uint64_t change;
 };
-#define TS_ATTR_WIRE_BYTES 108
+#define TS_ATTR_WIRE_BYTES 116
 
 /* Attribute flags. */
 #define TS_ATTR_ARRAY 0x1u    /* laid out as an array: see xattr user.tessera.array */

@@ -239,6 +239,11 @@ struct datapath {
     int io_timeout_ms;
     struct profile *profile; /* NULL: nothing is counted */
     struct tilestream *streams; /* NULL: tiles come over ZeroMQ only */
+    /* This mount's commits of sizes and times, for attribute replies
+     * assembled across one (attrguard.h). */
+    struct attrguard *guard;
+    void (*committed)(void *context, uint64_t ino);
+    void *committed_context;
     pthread_mutex_t lock;
     struct open_file *buckets[OPEN_TABLE_BUCKETS];
     /* loads_lock protects loads, load_count, next_pick; never held with
@@ -378,10 +383,14 @@ struct datapath *datapath_new(struct metaclient *meta, struct nodedir *nodes,
     datapath->nodes = nodes;
     datapath->workers = workers;
     datapath->sync_workers = workers_new(SYNC_THREADS);
-    if (!datapath->sync_workers) {
+    datapath->guard = config->guard;
+    if (!datapath->sync_workers || !datapath->guard) {
+        workers_destroy(&datapath->sync_workers);
         free(datapath);
         return NULL;
     }
+    datapath->committed = config->committed;
+    datapath->committed_context = config->committed_context;
     datapath->readahead_tiles = config->readahead_tiles;
     datapath->io_timeout_ms = config->io_timeout_ms > 0 ? config->io_timeout_ms : 5000;
     datapath->profile = config->profile;
@@ -528,6 +537,21 @@ static void cache_forget_range(struct datapath *datapath, struct open_file *file
         else
             slot_clear(datapath, file, slot);
     }
+}
+
+/*
+ * Takes the size meta gave for the file. When it grew (another mount wrote
+ * past the end this mount knew), the cached tiles from the old end on may
+ * hold fewer bytes than the tiles have now, and their zeros must not be
+ * served as the new bytes: they are forgotten. Called with file->lock held.
+ */
+static void size_learned(struct datapath *datapath, struct open_file *file, uint64_t size)
+{
+    if (size > file->size) {
+        uint64_t first = file->layout.array ? 0 : tile_index_of(file->size, file->tile_bytes);
+        cache_forget_range(datapath, file, first, UINT64_MAX);
+    }
+    file->size = size;
 }
 
 static struct read_slot *cache_find(struct open_file *file, uint64_t tile)
@@ -1274,6 +1298,14 @@ static void writes_wait(struct open_file *file)
         pthread_cond_wait(&file->changed, &file->lock);
 }
 
+/* Tells the guard and the owner that meta now has attr, this mount's change. */
+static void committed_note(struct datapath *datapath, const struct ts_attr *attr)
+{
+    attrguard_record(datapath->guard, attr);
+    if (datapath->committed)
+        datapath->committed(datapath->committed_context, attr->ino);
+}
+
 /* Commits size and mtime if this mount changed them. */
 static int commit_size(struct datapath *datapath, struct open_file *file, int sync)
 {
@@ -1285,8 +1317,12 @@ static int commit_size(struct datapath *datapath, struct open_file *file, int sy
                                file->size_dirty ? &file->mtime : NULL, sync, &attr);
     if (status != TS_OK)
         return errno_of(status);
+    /* Recorded before size_dirty is cleared: an attribute reply being put
+     * together meanwhile finds the size here or is refused as older. */
+    if (file->size_dirty)
+        committed_note(datapath, &attr);
     file->size_dirty = false;
-    file->size = attr.size;
+    size_learned(datapath, file, attr.size);
     return 0;
 }
 
@@ -2201,8 +2237,10 @@ ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t 
     if (offset + size > file->size && !file->size_dirty) {
         /* The file may have grown through another mount. */
         struct ts_attr attr;
-        if (metaclient_getattr(datapath->meta, file->ino, &attr) == TS_OK)
-            file->size = attr.size;
+        if (metaclient_getattr(datapath->meta, file->ino, &attr) == TS_OK) {
+            result->size_grew = attr.size > file->size;
+            size_learned(datapath, file, attr.size);
+        }
     }
     if (offset >= file->size)
         goto out;
@@ -2459,6 +2497,8 @@ int datapath_setattr(struct datapath *datapath, const struct ts_setattr_req *req
     }
     if (result == 0)
         result = errno_of(metaclient_setattr(datapath->meta, request, &reply));
+    if (result == 0)
+        committed_note(datapath, &reply.attr);
     if (result == 0 && (request->valid & TS_SET_SIZE)) {
         result = cut_tile(datapath, request->ino, &reply);
         if (file) {
@@ -2480,18 +2520,34 @@ int datapath_setattr(struct datapath *datapath, const struct ts_setattr_req *req
     return result;
 }
 
-void datapath_overlay_attr(struct datapath *datapath, struct ts_attr *attr)
+/* Puts over attr the size and mtime of data this mount has not committed. */
+static void overlay_unwritten(struct datapath *datapath, struct ts_attr *attr)
 {
     struct open_file *file = open_file_get(datapath, attr->ino);
-    if (!file)
-        return;
-    pthread_mutex_lock(&file->lock);
-    if (file->size_dirty) {
-        if (file->size > attr->size)
-            attr->size = file->size;
-        attr->mtime_sec = file->mtime.tv_sec;
-        attr->mtime_nsec = (uint32_t)file->mtime.tv_nsec;
+    if (file) {
+        pthread_mutex_lock(&file->lock);
+        if (file->size_dirty) {
+            if (file->size > attr->size)
+                attr->size = file->size;
+            attr->mtime_sec = file->mtime.tv_sec;
+            attr->mtime_nsec = (uint32_t)file->mtime.tv_nsec;
+        }
+        pthread_mutex_unlock(&file->lock);
+        open_file_put(datapath, file);
     }
-    pthread_mutex_unlock(&file->lock);
-    open_file_put(datapath, file);
+}
+
+bool datapath_settle_attr(struct datapath *datapath, struct ts_attr *attr)
+{
+    /* The open file first, the guard after: a commit that comes between
+     * the two is recorded before the file stops holding the size, and
+     * then refuses attr as older. */
+    overlay_unwritten(datapath, attr);
+    return attrguard_admit(datapath->guard, attr);
+}
+
+void datapath_settle_fresh(struct datapath *datapath, struct ts_attr *attr)
+{
+    overlay_unwritten(datapath, attr);
+    attrguard_record(datapath->guard, attr);
 }

@@ -36,6 +36,7 @@
 #ifndef TESSERA_DATAPATH_H
 #define TESSERA_DATAPATH_H
 
+#include "attrguard.h"
 #include "budget.h"
 #include "layout.h"
 #include "metaclient.h"
@@ -60,9 +61,19 @@ struct datapath_config {
     int io_timeout_ms;        /* how long a tile that moves may keep a request waiting */
     struct profile *profile;  /* where profiled files are counted; NULL = nowhere */
     struct tilestream *streams; /* the datanodes' tile streams; NULL: ZeroMQ only */
+    /* Called when meta has taken a size or times this mount changed (a
+     * commit or truncation), before the data path stops holding them
+     * itself, with the file's lock held: caches of attributes drop the
+     * inode's there. NULL: no one to tell. */
+    void (*committed)(void *context, uint64_t ino);
+    void *committed_context;
+    /* This mount's record of the attributes it handed out (attrguard.h),
+     * told of every commit; must outlive the data path. */
+    struct attrguard *guard;
 };
 
-/* Jobs run on `workers`, which must outlive the data path, as must the profile. */
+/* Jobs run on `workers`, which must outlive the data path, as must the profile.
+ * NULL when out of memory or config->guard is NULL. */
 struct datapath *datapath_new(struct metaclient *meta, struct nodedir *nodes,
                               struct workers *workers, const struct datapath_config *config);
 /* Frees every open file left (the kernel has released them all by then). */
@@ -119,6 +130,9 @@ struct datapath_read {
     bool piped;     /* the bytes are in the pipe, not in iov */
     size_t flushed; /* iov pieces already in the pipe */
     bool buffered;  /* the reply goes into the kernel's page cache */
+    /* The read found the file longer than this mount knew (another mount
+     * wrote past the end): the kernel's cached size is older too. */
+    bool size_grew;
 };
 
 /*
@@ -190,9 +204,15 @@ int datapath_setattr(struct datapath *datapath, const struct ts_setattr_req *req
                      struct ts_attr *attr);
 
 /*
- * Overlays what this mount knows better than meta (size and mtime of data
- * not yet committed) onto attr.
+ * Settles attributes (from meta or a cache) for a reply to the kernel:
+ * puts over them what this mount knows better (size and mtime of data not
+ * yet committed), and returns false if they are older than attributes of
+ * the file this mount handed out or committed before (attrguard.h): the
+ * caller then fetches them again or leaves them out.
  */
-void datapath_overlay_attr(struct datapath *datapath, struct ts_attr *attr);
+bool datapath_settle_attr(struct datapath *datapath, struct ts_attr *attr);
+/* As datapath_settle_attr for attributes meta has just answered, which are
+ * never older than any handed out before: nothing to refuse. */
+void datapath_settle_fresh(struct datapath *datapath, struct ts_attr *attr);
 
 #endif

@@ -257,6 +257,7 @@ int dirlease_create(struct dirlease *leases, uint64_t parent, const char *name, 
         *attr = slot->template;
         attr->ino = item.ino;
         attr->generation = generation;
+        attr->change = 0; /* meta's counter for it starts when meta creates it */
         attr->mode = item.mode;
         attr->nlink = 1;
         attr->uid = uid;

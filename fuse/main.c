@@ -261,6 +261,13 @@ static int profile_send_to_meta(void *context, const uint8_t *records, uint32_t 
  * without -f still fails visibly when the mount fails.
  * Returns the write end of the pipe in the child (-1 in foreground mode).
  */
+/* The data path's commit hook: statahead windows keep no attributes older
+ * than this mount's own commit (datapath_config.committed). */
+static void dentries_drop_attr(void *context, uint64_t ino)
+{
+    dentcache_changed(context, ino);
+}
+
 static int daemon_fork(int foreground)
 {
     int pipe_fds[2];
@@ -382,14 +389,21 @@ int main(int argc, char **argv)
     };
     if (state.workers)
         profile = profile_new(&profile_config);
+    /* Attributes older than the newest handed out may still come in for
+     * the attribute timeout (caches) plus meta's (replies): attrguard.h. */
+    state.attr_guard =
+        attrguard_new(options.attr_timeout + (double)options.meta_timeout_ms / 1000 + 1, NULL);
     struct datapath_config datapath_config = {
         .memory_bytes = tile_memory(options.memory_bytes),
         .readahead_tiles = (uint32_t)options.readahead_tiles,
         .io_timeout_ms = (int)options.io_timeout_ms,
         .profile = profile,
         .streams = state.streams,
+        .committed = dentries_drop_attr,
+        .committed_context = state.dentries,
+        .guard = state.attr_guard,
     };
-    if (profile)
+    if (profile && state.attr_guard)
         state.datapath = datapath_new(state.meta, state.nodes, state.workers, &datapath_config);
     if (!state.datapath) {
         log_error("cannot set up the client (out of memory or bad --meta %s)", options.meta);
@@ -456,6 +470,7 @@ out:
     }
     dentcache_destroy(&state.dentries);
     keepcache_destroy(&state.kept_pages);
+    attrguard_destroy(&state.attr_guard);
     fuse_opt_free_args(&args);
     daemon_report(report_fd, exit_code);
     return exit_code;

@@ -117,11 +117,33 @@ static void fill_entry(fuse_req_t req, const struct ts_attr *attr, struct fuse_e
     fill_entry_for(req, attr, state_of(req)->attr_timeout, entry);
 }
 
-/* Replies with attr (overlaid with this mount's unwritten size), cacheable `timeout` s. */
+/*
+ * Settles attr for a reply (datapath_settle_attr): what this mount wrote
+ * and has not committed goes over it, and attributes older than some the
+ * kernel already has are fetched again, so that no reply takes a file
+ * back in time. A fresh answer from meta is never older than one handed
+ * out before (meta's change counter only grows), so one more fetch is
+ * enough. A status: the fetch's, when it failed.
+ */
+static int settle_attr(struct mount_state *state, struct ts_attr *attr)
+{
+    if (datapath_settle_attr(state->datapath, attr))
+        return TS_OK;
+    int status = metaclient_getattr(state->meta, attr->ino, attr);
+    if (status == TS_OK)
+        datapath_settle_fresh(state->datapath, attr);
+    return status;
+}
+
+/* Replies with attr (settled: settle_attr), cacheable `timeout` s. */
 static void reply_entry_for(fuse_req_t req, struct ts_attr *attr, double timeout)
 {
     struct fuse_entry_param entry;
-    datapath_overlay_attr(state_of(req)->datapath, attr);
+    int status = settle_attr(state_of(req), attr);
+    if (status != TS_OK) {
+        reply_status(req, status);
+        return;
+    }
     fill_entry_for(req, attr, timeout, &entry);
     fuse_reply_entry(req, &entry);
 }
@@ -145,12 +167,16 @@ static void reply_negative(fuse_req_t req, double timeout)
     fuse_reply_entry(req, &entry);
 }
 
-/* Replies with attr (overlaid with this mount's unwritten size), cacheable `timeout` s. */
+/* Replies with attr (settled: settle_attr), cacheable `timeout` s. */
 static void reply_attr_for(fuse_req_t req, struct ts_attr *attr, double timeout)
 {
     struct stat st;
     double limit = state_of(req)->attr_timeout;
-    datapath_overlay_attr(state_of(req)->datapath, attr);
+    int status = settle_attr(state_of(req), attr);
+    if (status != TS_OK) {
+        reply_status(req, status);
+        return;
+    }
     attr_to_stat(attr, &st);
     fuse_reply_attr(req, &st, timeout < limit ? timeout : limit);
 }
@@ -578,6 +604,12 @@ static int open_file(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
         return -error;
     }
     fi->fh = (uint64_t)(uintptr_t)file;
+    /* Close-to-open for the size too: the kernel does not ask for
+     * attributes at open, and would read (or append) up to a size it
+     * cached before another mount changed the file. Attributes only: the
+     * pages are keep_cache's business. */
+    if (state->session && attrguard_outdated(state->attr_guard, attr))
+        fuse_lowlevel_notify_inval_inode(state->session, ino, -1, 0);
     /* Close-to-open: the kernel drops the cached pages unless meta's
      * attributes say the file is as it was at the last open (keepcache.h). */
     fi->keep_cache = state->kept_pages && keepcache_open(state->kept_pages, attr);
@@ -683,6 +715,7 @@ static void x_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
         fuse_reply_err(req, error);
         return;
     }
+    datapath_settle_fresh(state->datapath, &attr);
     fill_entry(req, &attr, &entry);
     if (fuse_reply_create(req, &entry, fi) == -ENOENT)
         release_handle(req, attr.ino, fi);
@@ -734,18 +767,28 @@ static void x_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
     int pipe_read = -1, pipe_write = -1;
     /* O_DIRECT reads bypass the page cache: nothing is stored for them. */
     bool buffered = !(fi->flags & O_DIRECT);
+    /* A short reply must reach the kernel before any attributes that grow
+     * the file (attrguard.h); O_DIRECT replies leave no page behind. */
+    bool guarded = buffered && attrguard_read_begin(state->attr_guard, ino);
     if (state->streams && size >= STREAM_MIN_READ_BYTES &&
         tilestream_pipe(state->streams, &pipe_read, &pipe_write) != 0)
         pipe_write = -1;
     ssize_t got = datapath_read(state->datapath, file_of(fi), size, (uint64_t)offset, buffered,
                                 pipe_write, &result);
+    bool size_grew = result.size_grew;
     if (got == -EPIPE && pipe_write >= 0) {
         /* A stream broke mid-reply: again, over ZeroMQ. */
         datapath_read_done(state->datapath, &result);
         tilestream_pipe_reset(state->streams);
         got = datapath_read(state->datapath, file_of(fi), size, (uint64_t)offset, buffered, -1,
                             &result);
+        size_grew = size_grew || result.size_grew;
     }
+    /* The kernel would stop the next read at the size it has cached (it asks
+     * for attributes only when they expired): it must ask again, and be
+     * told before this reply lets the reader go on. */
+    if (size_grew && state->session)
+        fuse_lowlevel_notify_inval_inode(state->session, ino, -1, 0);
     if (got < 0) {
         fuse_reply_err(req, (int)-got);
         if (result.piped)
@@ -774,6 +817,8 @@ static void x_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
             fuse_reply_err(req, ENOMEM);
         free(gathered);
     }
+    if (guarded)
+        attrguard_read_end(state->attr_guard, ino);
     if (got > 0 && buffered)
         store_sieved_tile(state, ino, &result);
     datapath_read_done(state->datapath, &result);
@@ -968,11 +1013,12 @@ static size_t dir_add(fuse_req_t req, fuse_ino_t ino, struct dir_handle *dir, si
         name = dirent->name;
         entry.attr.st_ino = dirent->ino;
         entry.attr.st_mode = dirent->mode;
-        if (plus && attr && attr->expires > now) {
-            struct ts_attr overlaid = attr->attr;
-            datapath_overlay_attr(state_of(req)->datapath, &overlaid);
-            fill_entry_for(req, &overlaid, attr->expires - now, &entry);
-        }
+        /* Attributes older than some the kernel has are left out rather
+         * than fetched again, as those of an expired batch are. */
+        struct ts_attr settled = attr ? attr->attr : (struct ts_attr){0};
+        if (plus && attr && attr->expires > now &&
+            datapath_settle_attr(state_of(req)->datapath, &settled))
+            fill_entry_for(req, &settled, attr->expires - now, &entry);
     }
     /* With plus, ino 0 tells the kernel: a name, no attributes to cache. */
     if (plus)

@@ -8,6 +8,7 @@
 #define FUSE_USE_VERSION 314
 #include <fuse_lowlevel.h>
 
+#include "attrguard.h"
 #include "datapath.h"
 #include "dentcache.h"
 #include "dirlease.h"
@@ -25,6 +26,7 @@ struct mount_state {
     struct tilestream *streams;   /* the datanodes' tile streams; NULL: none */
     struct keepcache *kept_pages; /* files whose cached pages open keeps; NULL: none */
     struct fuse_session *session; /* for notifications to the kernel; NULL: none */
+    struct attrguard *attr_guard; /* attributes handed out (attrguard.h) */
     const char *mountpoint;
     double attr_timeout;  /* seconds the kernel may cache attributes */
     double entry_timeout; /* seconds the kernel may cache names */

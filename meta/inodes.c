@@ -4,11 +4,13 @@
  *   u32 format (2), u32 mode, u32 nlink, u32 uid, u32 gid, u64 rdev,
  *   u64 size, i64+u32 atime, i64+u32 mtime, i64+u32 ctime, u64 generation,
  *   u32 tile_bytes, u64 parent, u64 tiles_allocated, [format >= 2: u32
- *   placement, u32 copies,] [format 3: u32 flags (TS_ATTR_*),] then the
- *   symlink target (the rest of the value).
- * Records are written in format 3; format 1 records (before layouts could
+ *   placement, u32 copies,] [format >= 3: u32 flags (TS_ATTR_*),]
+ *   [format 4: u64 change,] then the symlink target (the rest of the value).
+ * Records are written in format 4; format 1 records (before layouts could
  * be set) read as placement "default" and copies 0 (= 1), format 1 and 2
- * records (before array files) as flags 0.
+ * records (before array files) as flags 0, records before format 4 (before
+ * the change counter) as change 0. Every put adds one to the change counter
+ * (ts_attr.change), so it grows with each change of the inode.
  *
  * Layout fields as stored: a regular file's tile_bytes is never 0; a
  * directory's tile_bytes and copies are 0 until a layout is set on it, and
@@ -33,8 +35,9 @@
 
 #define INODES_FORMAT_V1 1
 #define INODES_FORMAT_V2 2
-#define INODES_FORMAT 3
-#define INODES_FIXED_BYTES 112
+#define INODES_FORMAT_V3 3
+#define INODES_FORMAT 4
+#define INODES_FIXED_BYTES 120
 #define INODES_VALUE_MAX (INODES_FIXED_BYTES + TS_MAX_SYMLINK)
 #define INODES_DIR_SIZE 4096
 
@@ -75,8 +78,10 @@ int inodes_get(struct store_txn *txn, uint64_t ino, struct inodes_record *record
         attr->placement = ts_cursor_u32(&cursor);
         attr->copies = ts_cursor_u32(&cursor);
     }
-    if (format >= INODES_FORMAT)
+    if (format >= INODES_FORMAT_V3)
         attr->flags = ts_cursor_u32(&cursor);
+    if (format >= INODES_FORMAT)
+        attr->change = ts_cursor_u64(&cursor);
     if (cursor.failed || format < INODES_FORMAT_V1 || format > INODES_FORMAT ||
         cursor.left > TS_MAX_SYMLINK) {
         log_error("corrupt record of inode %llu", (unsigned long long)ino);
@@ -89,15 +94,16 @@ int inodes_get(struct store_txn *txn, uint64_t ino, struct inodes_record *record
     return 0;
 }
 
-int inodes_put(struct store_txn *txn, const struct inodes_record *record)
+int inodes_put(struct store_txn *txn, struct inodes_record *record)
 {
     uint8_t key[8];
     uint8_t value[INODES_VALUE_MAX];
     struct ts_writer writer;
-    const struct ts_attr *attr = &record->attr;
+    struct ts_attr *attr = &record->attr;
 
     if (record->target_len > TS_MAX_SYMLINK)
         return -ENAMETOOLONG;
+    attr->change++;
     store_be64_put(key, attr->ino);
     ts_writer_init(&writer, value, sizeof(value));
     ts_writer_u32(&writer, INODES_FORMAT);
@@ -120,6 +126,7 @@ int inodes_put(struct store_txn *txn, const struct inodes_record *record)
     ts_writer_u32(&writer, attr->placement);
     ts_writer_u32(&writer, attr->copies);
     ts_writer_u32(&writer, attr->flags);
+    ts_writer_u64(&writer, attr->change);
     ts_writer_bytes(&writer, record->target, record->target_len);
     if (writer.failed)
         return -EINVAL;

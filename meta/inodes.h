@@ -26,8 +26,11 @@ struct inodes_record {
 
 /* 0, -ENOENT if no such inode, or a negative errno (-EIO for a corrupt record). */
 int inodes_get(struct store_txn *txn, uint64_t ino, struct inodes_record *record);
-/* Stores the record under record->attr.ino. 0 or a negative errno. */
-int inodes_put(struct store_txn *txn, const struct inodes_record *record);
+/*
+ * Stores the record under record->attr.ino, its change counter one more
+ * than it was (also in *record, for the reply). 0 or a negative errno.
+ */
+int inodes_put(struct store_txn *txn, struct inodes_record *record);
 /* Fills a new inode as inodes_new() does, with the ino and generation given. */
 void inodes_init(struct inodes_record *record, uint64_t ino, uint64_t generation, uint32_t mode,
                  uint32_t uid, uint32_t gid, struct timespec now);

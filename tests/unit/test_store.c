@@ -964,10 +964,19 @@ static void test_commit(void **state)
     struct ts_attr attr = {0};
     uint64_t file = make_file(f, TS_ROOT_INO, "data");
 
+    struct ts_attr before;
+    assert_int_equal(do_getattr(f, file, &before), TS_OK);
     assert_int_equal(do_commit(f, file, 5000, 1, &attr), TS_OK);
     assert_int_equal(attr.size, 5000);
+    /* Every change of the inode raises its change counter, and the reply
+     * carries the raised one: the mount orders attributes by it. */
+    assert_true(attr.change > before.change);
+    uint64_t committed_change = attr.change;
+    assert_int_equal(do_getattr(f, file, &before), TS_OK);
+    assert_int_equal(before.change, committed_change); /* a read changes nothing */
     assert_int_equal(do_commit(f, file, 100, 0, &attr), TS_OK);
     assert_int_equal(attr.size, 5000);
+    assert_true(attr.change > committed_change);
     m = (struct ts_commit_req){.ino = file, .min_size = 6000, .mtime_sec = 777, .mtime_nsec = 9};
     assert_int_equal(attr_call(f, CALL(f, TS_OP_COMMIT, commit_req, &m), &attr), TS_OK);
     assert_int_equal(attr.size, 6000);
