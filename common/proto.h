@@ -668,6 +668,9 @@ enum ts_fence_action { TS_FENCE_LIFT = 0, TS_FENCE_FREEZE = 1, TS_FENCE_RETIRE =
  * tiles: the distinct tiles TILE_READ touched, in first-read order, at most
  * TS_MAX_STATS_TILES: u64 ino, u64 tile, u64 reads, u64 bytes;
  * tiles_dropped counts the reads of tiles past that bound (not listed).
+ * tiles_reclaimed, bytes_reclaimed: tile files that meta maps nowhere
+ * deleted by the datanode's reclaimer (datanode/reclaim.h), their bytes;
+ * reclaim_passes: its passes over the tile directory completed.
  */
 #define TS_STATS_OP_RECORD_BYTES 12
 #define TS_STATS_TILE_RECORD_BYTES 32
@@ -682,7 +685,10 @@ enum ts_fence_action { TS_FENCE_LIFT = 0, TS_FENCE_FREEZE = 1, TS_FENCE_RETIRE =
     X(BLOB, ops)                                                                                   \
     X(U32, tile_count)                                                                             \
     X(U64, tiles_dropped)                                                                          \
-    X(BLOB, tiles)
+    X(BLOB, tiles)                                                                                 \
+    X(U64, tiles_reclaimed)                                                                        \
+    X(U64, bytes_reclaimed)                                                                        \
+    X(U64, reclaim_passes)
 
 /* ---- generated structs ---------------------------------------------- */
 

@@ -262,6 +262,8 @@ static enum reclaim_verdict reclaim_delete(struct reclaim *reclaim, const struct
             verdict = RECLAIM_KEEP_BUSY;
         } else {
             reclaim->pass.bytes_freed += (uint64_t)st.st_size;
+            context->stats.tiles_reclaimed++;
+            context->stats.bytes_reclaimed += (uint64_t)st.st_size;
         }
     }
     pthread_mutex_unlock(&context->lock);
@@ -410,6 +412,9 @@ static void *reclaim_thread(void *arg)
                 return NULL;
         } while (step > 0);
         reclaim_log_pass(reclaim, util_monotonic_ms() - started_ms);
+        pthread_mutex_lock(&reclaim->context->lock);
+        reclaim->context->stats.reclaim_passes++;
+        pthread_mutex_unlock(&reclaim->context->lock);
         if (reclaim_sleep(reclaim, reclaim->every_ms))
             return NULL;
     }

@@ -37,7 +37,9 @@
  * remote call is made under it.
  *
  * Reports: each batch's deletions (info), each pass's summary (info), the
- * first failure to reach meta of a run (warn).
+ * first failure to reach meta of a run (warn); and the files and bytes
+ * deleted and the passes done in the handlers' counters (NODE_STATS,
+ * `tessera node stats`).
  */
 #ifndef TESSERA_DATANODE_RECLAIM_H
 #define TESSERA_DATANODE_RECLAIM_H

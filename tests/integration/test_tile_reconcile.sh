@@ -13,7 +13,8 @@
 #     went;
 # and makes the real files' tiles as old, so that only the map keeps them;
 # then it checks every tile of the real files is still there and both files
-# read back byte-exact through a fresh mount.
+# read back byte-exact through a fresh mount, and that `tessera node stats`
+# counts the deletions.
 # On a datanode without --reclaim-grace the old files are never deleted and
 # the test fails at its deadline.
 source "$(dirname "$0")/lib.sh"
@@ -107,6 +108,9 @@ grep -q 'never issued' "$NODE_LOG" || fail "no warning about the unissued inode 
 grep 'reclaim: pass' "$NODE_LOG" | tail -n 1 | grep -q ' 8 mapped here' ||
     fail "the last pass did not find the 8 tiles of a and b mapped"
 
+stats=$("$TESSERA_TOOL" node stats 1 --meta "$SMALL_META" --json 2>&1) || fail "node stats failed: $stats"
+[[ $stats == *'"tiles_reclaimed": 3, "bytes_reclaimed": 196608,'* ]] ||
+    fail "node stats does not count the 3 reclaimed tile files of 64 KiB: $stats"
 log "passes: $passes_before before planting, $(grep -c 'reclaim: pass' "$NODE_LOG") at the end; " \
     "$(grep 'reclaim: pass' "$NODE_LOG" | tail -n 1 | sed 's/.*reclaim: //')"
 
