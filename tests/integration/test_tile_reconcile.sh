@@ -14,7 +14,8 @@
 # and makes the real files' tiles as old, so that only the map keeps them;
 # then it checks every tile of the real files is still there and both files
 # read back byte-exact through a fresh mount, and that `tessera node stats`
-# counts the deletions.
+# counts the deletions. Last, with meta stopped (SIGSTOP), a new old
+# unmapped file stays until meta answers again.
 # On a datanode without --reclaim-grace the old files are never deleted and
 # the test fails at its deadline.
 source "$(dirname "$0")/lib.sh"
@@ -120,5 +121,19 @@ small_mount "$SMALL" "$FRESH"
 cmp "$first" "$FRESH/a" || fail "a differs after reclaiming"
 cmp "$second" "$FRESH/b" || fail "b differs after reclaiming"
 [ ! -e "$FRESH/gone" ] || fail "the deleted file is back"
+
+# Meta unreachable (stopped): an old unmapped file stays while it is, and
+# goes once meta answers again.
+meta_pid=${IT_PIDS[0]}
+tr '\0' ' ' <"/proc/$meta_pid/cmdline" | grep -q tessera-meta || fail "pid $meta_pid is not tessera-meta"
+kill -STOP "$meta_pid"
+orphan=$bucket_gone/$ino_gone.3.$version_b0
+plant "$orphan" "2 hours ago"
+wait_for 30 "the reclaimer to find meta unreachable" grep -q 'reclaim: cannot ask meta' "$NODE_LOG"
+wait_for 30 "a pass that left files unchecked" grep -Eq 'reclaim: pass .* [1-9][0-9]* unchecked' "$NODE_LOG"
+[ -e "$orphan" ] || { kill -CONT "$meta_pid"; fail "$orphan was deleted while meta did not answer"; }
+kill -CONT "$meta_pid"
+wait_for 60 "$orphan to be deleted once meta answers again" test ! -e "$orphan"
+log "nothing deleted while meta was stopped; deleted once it answered"
 
 log "ok"
