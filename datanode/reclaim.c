@@ -316,8 +316,8 @@ static bool reclaim_batch(struct reclaim *reclaim)
 /*
  * Looks at up to RECLAIM_BATCH_FILES names from the cursor on, adding the
  * candidates to the batch. Returns 1 when the names looked at fill a step,
- * 0 at the end of the pass, -1 when a bucket cannot be read (logged; the
- * pass goes on with the next).
+ * 0 at the end of the pass. A bucket that cannot be read is logged and
+ * passed over.
  */
 static int reclaim_walk_step(struct reclaim *reclaim)
 {
