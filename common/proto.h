@@ -537,6 +537,7 @@ enum ts_move_state { TS_MOVE_BEGUN = 0, TS_MOVE_COMMITTED = 1 };
  * mapped_version, the version meta maps to that node for the tile (the
  * primary's or a read copy's; 0 = none). Only UNMAPPED allows the file's
  * deletion; a datanode keeps every file whose state it does not know.
+ * A node_id meta has not registered is TS_ERR_NOENT (its heartbeat will).
  * Read-only on meta's side: the answer holds for the moment it was given,
  * which is why the datanode asks only about files older than any write or
  * pull still in flight could be.

@@ -9,16 +9,18 @@
  * committed). Its answer errs on the side of keeping: a file is UNMAPPED
  * only when neither the tile map (primary or read copy, on this node or
  * another), nor the relocation journal, nor the garbage queue names that
- * exact file, and its inode and version are ones this meta has issued. The
- * last check is what keeps a meta started on an empty or older store (a
- * wrong --data, a restored backup) from declaring a whole cluster's data
- * garbage: it has never issued the versions the datanodes hold.
+ * exact file, and its inode and version are ones this meta has issued; and
+ * a node meta has not registered gets no answer at all. The last two are
+ * what keep a meta started on an empty or older store (a wrong --data, a
+ * restored backup) from declaring a whole cluster's data garbage: it has
+ * never issued the versions the datanodes hold.
  */
 #include "handlers_tiles.h"
 
 #include "copies.h"
 #include "garbage.h"
 #include "journal.h"
+#include "nodes.h"
 #include "reply.h"
 #include "service.h"
 #include "status.h"
@@ -118,9 +120,16 @@ static int reconcile_file(struct store_txn *txn, uint32_t node, uint64_t next_in
 static int reconcile_body(struct store_txn *txn, void *arg)
 {
     struct reconcile_op *op = arg;
+    struct nodes_record node;
     uint64_t next_ino, next_version;
-    int err = store_counter_peek(txn, STORE_NEXT_INO, &next_ino);
+    /* A node meta does not know has nothing mapped: it would hear "delete
+     * everything". Its heartbeat registers it; ask again then. */
+    int err = nodes_get(txn, op->node, &node);
 
+    if (err == -ENOENT)
+        return TS_ERR_NOENT;
+    if (err == 0)
+        err = store_counter_peek(txn, STORE_NEXT_INO, &next_ino);
     if (err == 0)
         err = store_counter_peek(txn, STORE_NEXT_VERSION, &next_version);
     for (uint32_t i = 0; err == 0 && i < op->count; i++) {
@@ -162,6 +171,9 @@ int handlers_tiles_reconcile(void *ctx, const struct rpc_request *request,
     op.files = (const uint8_t *)message.files.ptr;
     op.verdicts = service->scratch;
     status = store_read(service->store, reconcile_body, &op);
+    if (status == TS_ERR_NOENT)
+        snprintf(response->error_text, sizeof(response->error_text),
+                 "TILE_RECONCILE: node %u is not registered", message.node_id);
     if (status != TS_OK)
         return status;
     reply.count = message.count;

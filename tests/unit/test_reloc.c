@@ -1582,8 +1582,12 @@ static void test_tile_reconcile_invalid(void **state)
     m.count = TS_MAX_RECONCILE_FILES + 1;
     m.files.len = 0;
     assert_int_equal(CALL(f, TS_OP_TILE_RECONCILE, tile_reconcile_req, &m), TS_ERR_BADMSG);
-    /* None at all is a fine question with an empty answer. */
+    /* A node meta does not know: refused, so it deletes nothing. */
     m.count = 0;
+    assert_int_equal(CALL(f, TS_OP_TILE_RECONCILE, tile_reconcile_req, &m), TS_ERR_NOENT);
+    assert_text(f, "not registered");
+    /* None at all is a fine question with an empty answer. */
+    m.node_id = register_node(f, "alpha");
     assert_int_equal(CALL(f, TS_OP_TILE_RECONCILE, tile_reconcile_req, &m), TS_OK);
 }
 
