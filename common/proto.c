@@ -367,6 +367,8 @@ const char *ts_op_name(uint16_t type)
     case TS_OP_MOVE_ABORT: return "MOVE_ABORT";
     case TS_OP_MOVE_LIST: return "MOVE_LIST";
     case TS_OP_HEARTBEAT: return "HEARTBEAT";
+    case TS_OP_TILE_RECONCILE: return "TILE_RECONCILE";
+    case TS_OP_TILE_HOLDERS: return "TILE_HOLDERS";
     case TS_OP_TILE_WRITE: return "TILE_WRITE";
     case TS_OP_TILE_READ: return "TILE_READ";
     case TS_OP_TILE_SYNC: return "TILE_SYNC";

@@ -76,7 +76,7 @@ enum ts_op {
     TS_OP_GETXATTR,
     TS_OP_LISTXATTR,
     TS_OP_REMOVEXATTR,
-    TS_OP_READDIRPLUS, /* READDIR with each entry's attributes (statahead) */
+    TS_OP_READDIRPLUS,  /* READDIR with each entry's attributes (statahead) */
     TS_OP_RELEASE_MANY, /* RELEASE of many inodes in one request */
     TS_OP_UNLINK_MANY,  /* UNLINK of many names in one request and transaction */
     TS_OP_DIR_LEASE,    /* a mount's lease on a directory, for creates answered early */
@@ -101,6 +101,10 @@ enum ts_op {
 
     /* datanode -> meta */
     TS_OP_HEARTBEAT = 60,
+    TS_OP_TILE_RECONCILE = 62, /* which of the tile files it holds meta still maps to it */
+
+    /* tool -> meta */
+    TS_OP_TILE_HOLDERS = 63, /* every holder of tiles: the primary and the read copies */
 
     /* client -> datanode */
     TS_OP_TILE_WRITE = 80,
@@ -192,7 +196,10 @@ enum ts_node_state { TS_NODE_DOWN = 0, TS_NODE_UP = 1 };
 /*
  * Field lists. X(kind, name) with kind one of U32, U64, I64, STR, BLOB, ATTR.
  * Arrays travel as a count field and a BLOB of fixed-size records whose
- * layout is given beside the message (decoded with ts_cursor).
+ * layout is given beside the message (decoded with ts_cursor), or, for
+ * newer messages, as a record field list TS_REC_<NAME> of its own, listed
+ * in TS_MESSAGES like a message (struct ts_<name>_rec, encoded and decoded
+ * one record at a time into a slice of TS_<NAME>_RECORD_BYTES).
  */
 
 /* ERROR: any reply with a non-zero status. */
@@ -526,6 +533,49 @@ enum ts_move_state { TS_MOVE_BEGUN = 0, TS_MOVE_COMMITTED = 1 };
     X(BLOB, deleted)
 #define TS_MSG_HEARTBEAT_REP(X) X(U32, node_id) X(U32, garbage_count) X(BLOB, garbage)
 
+/*
+ * TILE_RECONCILE: the datanode `node_id` names tile files it holds (each
+ * older than its grace period, see datanode/reclaim.h), at most
+ * TS_MAX_RECONCILE_FILES, as TS_REC_TILE_FILE records; meta answers one
+ * TS_REC_RECONCILE_VERDICT per file, in order: what the map says of
+ * exactly that file on that node (enum ts_reconcile_state), and
+ * mapped_version, the version meta maps to that node for the tile (the
+ * primary's or a read copy's; 0 = none). Only UNMAPPED allows the file's
+ * deletion; a datanode keeps every file whose state it does not know.
+ * A node_id meta has not registered is TS_ERR_NOENT (its heartbeat will).
+ * Read-only on meta's side: the answer holds for the moment it was given,
+ * which is why the datanode asks only about files older than any write or
+ * pull still in flight could be.
+ */
+enum ts_reconcile_state {
+    TS_RECONCILE_UNMAPPED = 1,  /* no one maps this file: garbage */
+    TS_RECONCILE_MAPPED = 2,    /* the primary or a read copy on this node */
+    TS_RECONCILE_MOVING = 3,    /* a relocation (journal entry) names this file */
+    TS_RECONCILE_QUEUED = 4,    /* in the garbage queue: heartbeats delete it */
+    TS_RECONCILE_ELSEWHERE = 5, /* mapped to another node: a node that lost its id? */
+    TS_RECONCILE_UNISSUED = 6,  /* an inode or version this meta never issued */
+};
+#define TS_MAX_RECONCILE_FILES 1024
+#define TS_REC_TILE_FILE(X) X(U64, ino) X(U64, tile) X(U64, version)
+#define TS_TILE_FILE_RECORD_BYTES 24
+#define TS_REC_RECONCILE_VERDICT(X) X(U32, state) X(U64, mapped_version)
+#define TS_RECONCILE_VERDICT_RECORD_BYTES 12
+#define TS_MSG_TILE_RECONCILE_REQ(X) X(U32, node_id) X(U32, count) X(BLOB, files)
+#define TS_MSG_TILE_RECONCILE_REP(X) X(U32, count) X(BLOB, verdicts)
+
+/*
+ * TILE_HOLDERS: every datanode holding tiles [first, first+count) of ino
+ * (count 1..TS_MAX_TILES_PER_MAP): per tile with a primary, the primary's
+ * TS_REC_TILE_HOLDER record, then one per read copy in node order. Holes
+ * have no records. A tile's records are consecutive, tiles in order.
+ * kind: enum ts_holder_kind.
+ */
+enum ts_holder_kind { TS_HOLDER_PRIMARY = 1, TS_HOLDER_COPY = 2 };
+#define TS_REC_TILE_HOLDER(X) X(U64, tile) X(U32, node) X(U64, version) X(U32, kind)
+#define TS_TILE_HOLDER_RECORD_BYTES 24
+#define TS_MSG_TILE_HOLDERS_REQ(X) X(U64, ino) X(U64, first) X(U32, count)
+#define TS_MSG_TILE_HOLDERS_REP(X) X(U32, count) X(BLOB, holders)
+
 /* Tile I/O. The tile's bytes travel in frame 1 (write request, read reply). */
 #define TS_MSG_TILE_WRITE_REQ(X) X(U64, ino) X(U64, tile) X(U64, version) X(U32, offset)
 /* Read reply's frame 1 may be shorter than asked: the rest is a hole (zeros). */
@@ -624,6 +674,9 @@ enum ts_fence_action { TS_FENCE_LIFT = 0, TS_FENCE_FREEZE = 1, TS_FENCE_RETIRE =
  * tiles: the distinct tiles TILE_READ touched, in first-read order, at most
  * TS_MAX_STATS_TILES: u64 ino, u64 tile, u64 reads, u64 bytes;
  * tiles_dropped counts the reads of tiles past that bound (not listed).
+ * tiles_reclaimed, bytes_reclaimed: tile files that meta maps nowhere
+ * deleted by the datanode's reclaimer (datanode/reclaim.h), their bytes;
+ * reclaim_passes: its passes over the tile directory completed.
  */
 #define TS_STATS_OP_RECORD_BYTES 12
 #define TS_STATS_TILE_RECORD_BYTES 32
@@ -638,7 +691,10 @@ enum ts_fence_action { TS_FENCE_LIFT = 0, TS_FENCE_FREEZE = 1, TS_FENCE_RETIRE =
     X(BLOB, ops)                                                                                   \
     X(U32, tile_count)                                                                             \
     X(U64, tiles_dropped)                                                                          \
-    X(BLOB, tiles)
+    X(BLOB, tiles)                                                                                 \
+    X(U64, tiles_reclaimed)                                                                        \
+    X(U64, bytes_reclaimed)                                                                        \
+    X(U64, reclaim_passes)
 
 /* ---- generated structs ---------------------------------------------- */
 
@@ -650,7 +706,7 @@ enum ts_fence_action { TS_FENCE_LIFT = 0, TS_FENCE_FREEZE = 1, TS_FENCE_RETIRE =
 #define TS_FIELD_TYPE_ATTR struct ts_attr
 #define TS_STRUCT_FIELD(kind, name) TS_FIELD_TYPE_##kind name;
 
-#define TS_MESSAGES(M)                                                                            \
+#define TS_MESSAGES(M)                                                                             \
     M(error, TS_MSG_ERROR)                                                                         \
     M(ping_rep, TS_MSG_PING_REP)                                                                   \
     M(lookup_req, TS_MSG_LOOKUP_REQ)                                                               \
@@ -702,6 +758,13 @@ enum ts_fence_action { TS_FENCE_LIFT = 0, TS_FENCE_FREEZE = 1, TS_FENCE_RETIRE =
     M(node_list_rep, TS_MSG_NODE_LIST_REP)                                                         \
     M(heartbeat_req, TS_MSG_HEARTBEAT_REQ)                                                         \
     M(heartbeat_rep, TS_MSG_HEARTBEAT_REP)                                                         \
+    M(tile_reconcile_req, TS_MSG_TILE_RECONCILE_REQ)                                               \
+    M(tile_reconcile_rep, TS_MSG_TILE_RECONCILE_REP)                                               \
+    M(tile_file_rec, TS_REC_TILE_FILE)                                                             \
+    M(reconcile_verdict_rec, TS_REC_RECONCILE_VERDICT)                                             \
+    M(tile_holders_req, TS_MSG_TILE_HOLDERS_REQ)                                                   \
+    M(tile_holders_rep, TS_MSG_TILE_HOLDERS_REP)                                                   \
+    M(tile_holder_rec, TS_REC_TILE_HOLDER)                                                         \
     M(tile_write_req, TS_MSG_TILE_WRITE_REQ)                                                       \
     M(tile_read_req, TS_MSG_TILE_READ_REQ)                                                         \
     M(tile_sync_req, TS_MSG_TILE_SYNC_REQ)                                                         \

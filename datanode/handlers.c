@@ -780,6 +780,9 @@ static int handle_node_stats(void *ctx, const struct rpc_request *request,
     reply.tiles_dropped = stats->tiles_read ? readset_dropped(stats->tiles_read) : 0;
     reply.tiles.ptr = (const char *)tile_records;
     reply.tiles.len = (uint32_t)tiles.len;
+    reply.tiles_reclaimed = stats->tiles_reclaimed;
+    reply.bytes_reclaimed = stats->bytes_reclaimed;
+    reply.reclaim_passes = stats->reclaim_passes;
     len = ts_node_stats_rep_encode(&reply, response->payload, response->payload_cap);
     free(tile_records);
     if (len < 0 || ops.failed || tiles.failed)

@@ -36,6 +36,7 @@
 #include "heartbeat.h"
 #include "log.h"
 #include "puller.h"
+#include "reclaim.h"
 #include "replymem.h"
 #include "rpc.h"
 #include "stream.h"
@@ -67,6 +68,8 @@ struct datanode_options {
     uint64_t capacity;               /* 0 = the disk's */
     uint64_t throttle_bytes_per_sec; /* 0 = none */
     uint64_t memory_bytes;           /* --memory */
+    long reclaim_grace_s;            /* --reclaim-grace */
+    long reclaim_every_s;            /* --reclaim-every; 0 = never */
     enum log_level log_level;
 };
 
@@ -88,6 +91,8 @@ struct datanode_loop {
 #define DATANODE_MEMORY_RESERVE_BYTES (24ull << 20)
 #define DATANODE_MEMORY_MIN_BYTES (32ull << 20)
 #define DATANODE_MEMORY_DEFAULT_BYTES (256ull << 20)
+/* --reclaim-grace and --reclaim-every: up to 30 days. */
+#define DATANODE_RECLAIM_MAX_S (30 * 24 * 3600)
 
 static volatile sig_atomic_t stop_requested;
 
@@ -99,25 +104,33 @@ static void on_stop_signal(int signal_number)
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: tessera-datanode --listen ENDPOINT --meta ENDPOINT --data DIR [options]\n"
-                 "\n"
-                 "Stores Tessera tiles under DIR/tiles and serves them to clients.\n"
-                 "\n"
-                 "  --listen ENDPOINT     where to serve, e.g. tcp://127.0.0.1:7401\n"
-                 "  --meta ENDPOINT       the metadata service, e.g. tcp://127.0.0.1:7400\n"
-                 "  --data DIR            the data directory (created if missing)\n"
-                 "  --advertise ENDPOINT  the address clients should use (default: --listen)\n"
-                 "  --machine NAME        this machine's name (default: the hostname)\n"
-                 "  --capacity SIZE       report and enforce this capacity, e.g. 10G\n"
-                 "                        (default: the size of the disk)\n"
-                 "  --throttle-mbps R     cap disk I/O at R MB/s (10^6 bytes/s), to make this\n"
-                 "                        node slow on purpose; change it at run time with\n"
-                 "                        `tessera node throttle ID R|off` (default: none)\n"
-                 "  --memory SIZE         cap on the datanode's resident memory, at least 32M\n"
-                 "                        (default 256M): read replies waiting to be sent get\n"
-                 "                        all but 24 MiB of it; over that, requests wait\n"
-                 "  --log-level LEVEL     error, warn, info (default) or debug\n"
-                 "  --help                show this help\n");
+    fprintf(out,
+            "usage: tessera-datanode --listen ENDPOINT --meta ENDPOINT --data DIR [options]\n"
+            "\n"
+            "Stores Tessera tiles under DIR/tiles and serves them to clients.\n"
+            "\n"
+            "  --listen ENDPOINT     where to serve, e.g. tcp://127.0.0.1:7401\n"
+            "  --meta ENDPOINT       the metadata service, e.g. tcp://127.0.0.1:7400\n"
+            "  --data DIR            the data directory (created if missing)\n"
+            "  --advertise ENDPOINT  the address clients should use (default: --listen)\n"
+            "  --machine NAME        this machine's name (default: the hostname)\n"
+            "  --capacity SIZE       report and enforce this capacity, e.g. 10G\n"
+            "                        (default: the size of the disk)\n"
+            "  --throttle-mbps R     cap disk I/O at R MB/s (10^6 bytes/s), to make this\n"
+            "                        node slow on purpose; change it at run time with\n"
+            "                        `tessera node throttle ID R|off` (default: none)\n"
+            "  --memory SIZE         cap on the datanode's resident memory, at least 32M\n"
+            "                        (default 256M): read replies waiting to be sent get\n"
+            "                        all but 24 MiB of it; over that, requests wait\n"
+            "  --reclaim-grace S     delete tile files meta maps nowhere only once they\n"
+            "                        are S seconds old (default %d): younger ones may\n"
+            "                        belong to a write or pull still to be committed\n"
+            "  --reclaim-every S     seconds from one pass over the tile files, asking\n"
+            "                        meta which it maps, to the next (default %d;\n"
+            "                        0 = never)\n"
+            "  --log-level LEVEL     error, warn, info (default) or debug\n"
+            "  --help                show this help\n",
+            RECLAIM_GRACE_DEFAULT_S, RECLAIM_EVERY_DEFAULT_S);
 }
 
 /* Prints why the arguments are wrong and how to fix them; returns exit code 2. */
@@ -166,6 +179,8 @@ static int parse_options(int argc, char **argv, struct datanode_options *options
         OPT_CAPACITY,
         OPT_THROTTLE,
         OPT_MEMORY,
+        OPT_RECLAIM_GRACE,
+        OPT_RECLAIM_EVERY,
         OPT_LOG_LEVEL,
         OPT_HELP
     };
@@ -178,6 +193,8 @@ static int parse_options(int argc, char **argv, struct datanode_options *options
         {"capacity", required_argument, NULL, OPT_CAPACITY},
         {"throttle-mbps", required_argument, NULL, OPT_THROTTLE},
         {"memory", required_argument, NULL, OPT_MEMORY},
+        {"reclaim-grace", required_argument, NULL, OPT_RECLAIM_GRACE},
+        {"reclaim-every", required_argument, NULL, OPT_RECLAIM_EVERY},
         {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
@@ -188,6 +205,8 @@ static int parse_options(int argc, char **argv, struct datanode_options *options
     memset(options, 0, sizeof(*options));
     options->log_level = LOG_LEVEL_INFO;
     options->memory_bytes = DATANODE_MEMORY_DEFAULT_BYTES;
+    options->reclaim_grace_s = RECLAIM_GRACE_DEFAULT_S;
+    options->reclaim_every_s = RECLAIM_EVERY_DEFAULT_S;
     opterr = 0; /* the messages below say more than getopt's */
     for (;;) {
         option = getopt_long(argc, argv, ":h", long_options, NULL);
@@ -220,6 +239,18 @@ static int parse_options(int argc, char **argv, struct datanode_options *options
                 return usage_error("--memory '%s' is not a size of at least %lluM, e.g. --memory "
                                    "256M",
                                    optarg, (unsigned long long)(DATANODE_MEMORY_MIN_BYTES >> 20));
+            break;
+        case OPT_RECLAIM_GRACE:
+            if (util_parse_long(optarg, 1, DATANODE_RECLAIM_MAX_S, &options->reclaim_grace_s) != 0)
+                return usage_error("--reclaim-grace '%s' is not a number of seconds from 1 to %d, "
+                                   "e.g. --reclaim-grace 600",
+                                   optarg, DATANODE_RECLAIM_MAX_S);
+            break;
+        case OPT_RECLAIM_EVERY:
+            if (util_parse_long(optarg, 0, DATANODE_RECLAIM_MAX_S, &options->reclaim_every_s) != 0)
+                return usage_error("--reclaim-every '%s' is not a number of seconds from 0 (never) "
+                                   "to %d, e.g. --reclaim-every 3600",
+                                   optarg, DATANODE_RECLAIM_MAX_S);
             break;
         case OPT_LOG_LEVEL:
             if (log_level_parse(optarg, &options->log_level) != 0)
@@ -424,6 +455,7 @@ int main(int argc, char **argv)
     struct stream *stream = NULL;
     struct warmer *warmer = NULL;
     struct replymem *replies = NULL;
+    struct reclaim *reclaim = NULL;
     uint64_t tiles, used_bytes;
     int exit_code = 1;
     int rc;
@@ -542,6 +574,23 @@ int main(int argc, char **argv)
              context.stream_local && *context.stream_local ? context.stream_local : "(none)",
              options.machine, options.data_dir, options.meta);
 
+    if (options.reclaim_every_s > 0) {
+        struct reclaim_config reclaim_config = {
+            .meta_endpoint = options.meta,
+            .data_dir = options.data_dir,
+            .grace_ms = (int64_t)options.reclaim_grace_s * 1000,
+            .every_ms = (int64_t)options.reclaim_every_s * 1000,
+        };
+        rc = reclaim_start(&reclaim_config, &context, heartbeat, &reclaim);
+        if (rc != 0) {
+            log_error("cannot start reclaiming unmapped tile files: %s", strerror(-rc));
+            goto out;
+        }
+        log_info("reclaim: tile files meta maps nowhere are deleted once %ld s old, a pass "
+                 "every %ld s",
+                 options.reclaim_grace_s, options.reclaim_every_s);
+    }
+
     exit_code = serve(server, heartbeat, puller, stream, &context, &options);
     stream_close(&stream); /* no request is served after the counts are logged */
     handlers_log_stats(&context.stats);
@@ -554,9 +603,11 @@ int main(int argc, char **argv)
 out:
     stream_close(&stream); /* its threads use the handlers' state: first to go */
     warmer_destroy(&warmer);
-    if (puller) {
-        /* A pull waiting on its source ends now, not at its deadline. */
+    if (puller || reclaim) {
+        /* A pull waiting on its source, or a question to meta, ends now, not
+         * at its deadline. */
         zmq_ctx_shutdown(rpc_context());
+        reclaim_stop(&reclaim);
         puller_destroy(&puller);
     }
     rpc_server_destroy(&server);

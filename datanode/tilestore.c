@@ -51,7 +51,6 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#define TILESTORE_BUCKETS 256
 /* Tiles hold the data of files whose owners may differ: keep them private. */
 #define TILESTORE_FILE_MODE 0600
 #define TILESTORE_DIR_MODE 0700
@@ -158,8 +157,7 @@ static uint64_t tilestore_file_size(int fd, uint64_t fallback)
     return (uint64_t)st.st_size;
 }
 
-/* Parses "<ino>.<tile>.<version>" strictly (decimal digits only). */
-static bool tilestore_parse_name(const char *name, uint64_t *ino)
+bool tilestore_name_parse(const char *name, uint64_t *ino, uint64_t *tile, uint64_t *version)
 {
     uint64_t values[3] = {0, 0, 0};
     const char *at = name;
@@ -179,6 +177,8 @@ static bool tilestore_parse_name(const char *name, uint64_t *ino)
     if (*at != '\0')
         return false;
     *ino = values[0];
+    *tile = values[1];
+    *version = values[2];
     return true;
 }
 
@@ -187,7 +187,7 @@ static bool tilestore_is_staging(const char *name)
 {
     char tile_name[TILESTORE_PATH_MAX];
     size_t len = strlen(name);
-    uint64_t ino;
+    uint64_t ino, tile, version;
 
     if (name[0] != '.' || len < 1 + 5 + sizeof(TILESTORE_STAGING_SUFFIX) - 1 ||
         len - 1 >= sizeof(tile_name) ||
@@ -195,7 +195,7 @@ static bool tilestore_is_staging(const char *name)
         return false;
     memcpy(tile_name, name + 1, len - 1 - (sizeof(TILESTORE_STAGING_SUFFIX) - 1));
     tile_name[len - 1 - (sizeof(TILESTORE_STAGING_SUFFIX) - 1)] = '\0';
-    return tilestore_parse_name(tile_name, &ino);
+    return tilestore_name_parse(tile_name, &ino, &tile, &version);
 }
 
 /* Counts the tile files of one bucket into the store's counters. */
@@ -218,7 +218,7 @@ static int tilestore_count_bucket(struct tilestore *store, unsigned bucket)
     }
     for (;;) {
         struct stat st;
-        uint64_t ino;
+        uint64_t ino, tile, version;
         entry = readdir(dir);
         if (!entry)
             break;
@@ -233,8 +233,8 @@ static int tilestore_count_bucket(struct tilestore *store, unsigned bucket)
             }
             continue;
         }
-        if (!tilestore_parse_name(entry->d_name, &ino) || tilestore_bucket(ino) != bucket ||
-            ino == 0) {
+        if (!tilestore_name_parse(entry->d_name, &ino, &tile, &version) ||
+            tilestore_bucket(ino) != bucket || ino == 0) {
             log_warn("ignoring stray file tiles/%u/%s", bucket, entry->d_name);
             continue;
         }

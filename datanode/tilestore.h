@@ -19,10 +19,14 @@
 #ifndef TESSERA_DATANODE_TILESTORE_H
 #define TESSERA_DATANODE_TILESTORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 struct tilestore;
+
+/* Bucket directories under DATA/tiles, named 0 .. TILESTORE_BUCKETS - 1. */
+#define TILESTORE_BUCKETS 256
 
 /* Longest relative tile path: "tiles/255/" + three u64 and two dots. */
 #define TILESTORE_PATH_MAX 80
@@ -178,5 +182,12 @@ void tilestore_set_delete_hook(struct tilestore *store, tilestore_delete_hook ho
  * TILESTORE_PATH_MAX is enough). Returns 0 or -ENAMETOOLONG.
  */
 int tilestore_path(uint64_t ino, uint64_t tile, uint64_t version, char *out, size_t cap);
+
+/*
+ * Parses a tile file's name, "<ino>.<tile>.<version>" (decimal digits only,
+ * each fitting 64 bits): true with the three numbers, false for any other
+ * name (staging files, strays).
+ */
+bool tilestore_name_parse(const char *name, uint64_t *ino, uint64_t *tile, uint64_t *version);
 
 #endif

@@ -28,6 +28,17 @@ int garbage_add(struct store_txn *txn, const struct garbage_record *record)
     return store_put(txn, STORE_GARBAGE, key, sizeof(key), queued, sizeof(queued));
 }
 
+int garbage_has(struct store_txn *txn, const struct garbage_record *record)
+{
+    uint8_t key[GARBAGE_KEY_BYTES];
+    MDB_val value;
+    garbage_key(key, record);
+    int err = store_get(txn, STORE_GARBAGE, key, sizeof(key), &value);
+    if (err == -ENOENT)
+        return 0;
+    return err < 0 ? err : 1;
+}
+
 int garbage_remove(struct store_txn *txn, const struct garbage_record *record)
 {
     uint8_t key[GARBAGE_KEY_BYTES];

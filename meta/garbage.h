@@ -24,6 +24,8 @@ struct garbage_record {
 
 /* Queues a tile for deletion (idempotent). 0 or a negative errno. */
 int garbage_add(struct store_txn *txn, const struct garbage_record *record);
+/* Whether the tile is queued: 1, 0, or a negative errno. */
+int garbage_has(struct store_txn *txn, const struct garbage_record *record);
 /* Forgets a deleted tile. 0, -ENOENT if it was not queued, or a negative errno. */
 int garbage_remove(struct store_txn *txn, const struct garbage_record *record);
 /*

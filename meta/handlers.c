@@ -30,6 +30,7 @@
 #include "garbage.h"
 #include "grants.h"
 #include "handlers_reloc.h"
+#include "handlers_tiles.h"
 #include "inodes.h"
 #include "layout.h"
 #include "log.h"
@@ -2730,7 +2731,8 @@ static int handle_create_many(void *ctx, const struct rpc_request *request,
 
 /* ---- the table ---------------------------------------------------------- */
 
-/* TILE_UNCOPY, PROFILE_* and MOVE_* are in handlers_reloc.c. */
+/* TILE_UNCOPY, PROFILE_* and MOVE_* are in handlers_reloc.c, TILE_RECONCILE and
+ * TILE_HOLDERS in handlers_tiles.c. */
 const rpc_handler_fn handlers_table[TS_OP_MAX] = {
     [TS_OP_PING] = handle_ping,
     [TS_OP_LOOKUP] = handle_lookup,
@@ -2761,6 +2763,8 @@ const rpc_handler_fn handlers_table[TS_OP_MAX] = {
     [TS_OP_COMMIT] = handle_commit,
     [TS_OP_NODE_LIST] = handle_node_list,
     [TS_OP_HEARTBEAT] = handle_heartbeat,
+    [TS_OP_TILE_RECONCILE] = handlers_tiles_reconcile,
+    [TS_OP_TILE_HOLDERS] = handlers_tiles_holders,
     [TS_OP_TILE_UNCOPY] = handlers_reloc_tile_uncopy,
     [TS_OP_PROFILE_SET] = handlers_reloc_profile_set,
     [TS_OP_PROFILE_RECORD] = handlers_reloc_profile_record,

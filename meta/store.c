@@ -467,6 +467,12 @@ static int store_counter_write(struct store_txn *txn, const uint8_t key[4], uint
     return store_put(txn, STORE_COUNTERS, key, 4, value, sizeof(value));
 }
 
+int store_counter_peek(struct store_txn *txn, enum store_counter counter, uint64_t *next)
+{
+    uint8_t key[4];
+    return store_counter_read(txn, counter, key, next);
+}
+
 int store_counter_take(struct store_txn *txn, enum store_counter counter, uint64_t *value)
 {
     uint8_t key[4];

@@ -121,6 +121,8 @@ int store_scan(struct store_txn *txn, enum store_table table, const void *start,
 /* Number of records in a table. */
 int store_entries(struct store_txn *txn, enum store_table table, uint64_t *count);
 
+/* The value the counter hands out next, without taking it. 0 or a negative errno. */
+int store_counter_peek(struct store_txn *txn, enum store_counter counter, uint64_t *next);
 /* Hands out the counter's next value. 0 or a negative errno. */
 int store_counter_take(struct store_txn *txn, enum store_counter counter, uint64_t *value);
 /* Makes sure the counter will never hand out a value below `at_least`. */

@@ -63,8 +63,10 @@ static void filelayout_usage(FILE *out)
             "  dynamic.\n"
             "unset: makes FILE (empty) linear again, or stops a directory's inheritance.\n"
             "show (the default): the effective layout, the number of tiles and the tile map:\n"
-            "  each tile's datanode (0 = not written yet), version, bytes, and its box of\n"
-            "  array indices (lower corner, shape) or, for a linear file, its byte range.\n"
+            "  each tile's holders (the datanode of its primary first, then those with a read\n"
+            "  copy from `tessera rebalance`; - = not written yet), the primary's version,\n"
+            "  bytes, and its box of array indices (lower corner, shape) or, for a linear\n"
+            "  file, its byte range. JSON gives each holder's node, version and kind.\n"
             "\n"
             "  --json            show as one JSON object\n"
             "  --state DIR       the local cluster in DIR (default: $TESSERA_STATE, else\n"
@@ -276,21 +278,45 @@ struct filelayout_file {
     uint64_t tile_count;
 };
 
+/* The holders of one tile: the primary first, then the read copies. */
+struct filelayout_holders {
+    const struct metaclient_holder *list;
+    size_t count;
+};
+
 /* One tile's line (text) or object (JSON). */
 static void filelayout_print_tile(const struct filelayout_options *options,
                                   const struct filelayout_file *file, uint64_t tile, uint32_t node,
-                                  uint64_t version, bool first)
+                                  uint64_t version, const struct filelayout_holders *holders,
+                                  bool first)
 {
     bool json = options->json;
     uint64_t bytes;
 
-    if (json)
-        printf("%s\n    {\"tile\": %" PRIu64 ", \"node\": %" PRIu32 ", \"version\": %" PRIu64,
+    if (json) {
+        printf("%s\n    {\"tile\": %" PRIu64 ", \"node\": %" PRIu32 ", \"version\": %" PRIu64
+               ", \"holders\": [",
                first ? "" : ",", tile, node, version);
-    else if (node)
-        printf("%-8" PRIu64 " %-6" PRIu32 " %-10" PRIu64 " ", tile, node, version);
-    else
-        printf("%-8" PRIu64 " %-6s %-10s ", tile, "-", "-");
+        /* "datanode", not "node": a holder is not the tile's primary. */
+        for (size_t i = 0; i < holders->count; i++)
+            printf("%s{\"datanode\": %" PRIu32 ", \"version\": %" PRIu64 ", \"kind\": \"%s\"}",
+                   i ? ", " : "", holders->list[i].node, holders->list[i].version,
+                   holders->list[i].kind == TS_HOLDER_PRIMARY ? "primary" : "copy");
+        printf("]");
+    } else if (node) {
+        char text[FILELAYOUT_TEXT_MAX] = "";
+        size_t len = 0;
+        for (size_t i = 0; i < holders->count && len < sizeof(text); i++) {
+            int n = snprintf(text + len, sizeof(text) - len, "%s%" PRIu32, i ? "," : "",
+                             holders->list[i].node);
+            if (n < 0)
+                break;
+            len += (size_t)n;
+        }
+        printf("%-8" PRIu64 " %-12s %-10" PRIu64 " ", tile, text, version);
+    } else {
+        printf("%-8" PRIu64 " %-12s %-10s ", tile, "-", "-");
+    }
     if (file->array) {
         struct arraylayout_tile info;
         arraylayout_tile_info(file->array, tile, &info);
@@ -344,11 +370,11 @@ static void filelayout_print_head(const struct filelayout_options *options,
         printf("tiles:  %" PRIu64 " (FIND_submesh cut each disk chunk ", file->tile_count);
         filelayout_print_vector(file->array->submesh, file->array->spec.ndims, "x", false, 0);
         printf("; the largest tile holds %" PRIu32 " bytes)\n", file->array->max_tile_bytes);
-        printf("%-8s %-6s %-10s %-20s %-20s %s\n", "tile", "node", "version", "lower", "shape",
+        printf("%-8s %-12s %-10s %-20s %-20s %s\n", "tile", "holders", "version", "lower", "shape",
                "bytes");
     } else {
         printf("tiles:  %" PRIu64 " of %" PRIu32 " bytes\n", file->tile_count, file->tile_bytes);
-        printf("%-8s %-6s %-10s %-20s %s\n", "tile", "node", "version", "offset", "bytes");
+        printf("%-8s %-12s %-10s %-20s %s\n", "tile", "holders", "version", "offset", "bytes");
     }
 }
 
@@ -450,6 +476,7 @@ static int filelayout_show(const struct filelayout_options *options)
     uint32_t *nodes = NULL;
     uint64_t *versions = NULL;
     char error_text[256];
+    bool copies_unknown = false; /* meta does not answer TILE_HOLDERS */
     int exit_code = 1;
 
     meta = rpc_client_new(options->target.endpoint);
@@ -480,8 +507,43 @@ static int filelayout_show(const struct filelayout_options *options)
             exit_code = 1;
             goto out;
         }
-        for (uint32_t i = 0; i < count; i++)
-            filelayout_print_tile(options, file, first + i, nodes[i], versions[i], first + i == 0);
+        struct metaclient_holder *holders = NULL;
+        size_t holder_count = 0;
+        status =
+            metaclient_tile_holders(meta, (int)options->target.timeout_ms, file->ino, first, count,
+                                    &holders, &holder_count, error_text, sizeof(error_text));
+        if (status == TS_ERR_PROTO && !copies_unknown) {
+            fprintf(stderr,
+                    "tessera layout: tessera-meta at %s does not list read copies "
+                    "(TILE_HOLDERS): showing each tile's primary only\n",
+                    options->target.endpoint);
+            copies_unknown = true;
+        } else if (status != TS_OK && status != TS_ERR_PROTO) {
+            fflush(stdout);
+            fprintf(stderr,
+                    "\ntessera layout: tessera-meta at %s: holders of inode %" PRIu64 ": %s%s%s\n",
+                    options->target.endpoint, file->ino, status_text(status),
+                    error_text[0] ? ": " : "", error_text);
+            exit_code = 1;
+            goto out;
+        }
+        size_t next = 0;
+        for (uint32_t i = 0; i < count; i++) {
+            struct filelayout_holders tile_holders = {holders + next, 0};
+            while (next < holder_count && holders[next].tile == first + i) {
+                tile_holders.count++;
+                next++;
+            }
+            /* Without the list (an older meta, or the map changed between
+             * the two requests): the primary the map names. */
+            struct metaclient_holder primary = {first + i, nodes[i], versions[i],
+                                                TS_HOLDER_PRIMARY};
+            if (nodes[i] != 0 && (tile_holders.count == 0 || tile_holders.list[0].node != nodes[i]))
+                tile_holders = (struct filelayout_holders){&primary, 1};
+            filelayout_print_tile(options, file, first + i, nodes[i], versions[i], &tile_holders,
+                                  first + i == 0);
+        }
+        free(holders);
     }
     if (options->json)
         printf("%s]}\n", file->tile_count ? "\n  " : "");

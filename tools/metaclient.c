@@ -232,6 +232,58 @@ out:
     return status;
 }
 
+int metaclient_tile_holders(struct rpc_client *client, int timeout_ms, uint64_t ino, uint64_t first,
+                            uint32_t count, struct metaclient_holder **holders,
+                            size_t *holder_count, char *error_text, size_t error_cap)
+{
+    struct ts_tile_holders_req request = {.ino = ino, .first = first, .count = count};
+    struct ts_tile_holders_rep answer;
+    struct rpc_reply reply;
+    uint8_t payload[64];
+    int status = metaclient_call(client, TS_OP_TILE_HOLDERS, payload,
+                                 ts_tile_holders_req_encode(&request, payload, sizeof(payload)),
+                                 timeout_ms, &reply, error_text, error_cap);
+
+    *holders = NULL;
+    *holder_count = 0;
+    if (status != TS_OK)
+        goto out;
+    if (ts_tile_holders_rep_decode(&answer, reply.payload, reply.payload_len) != 0 ||
+        (uint64_t)answer.count * TS_TILE_HOLDER_RECORD_BYTES != answer.holders.len) {
+        status = TS_ERR_BADMSG;
+        goto out;
+    }
+    if (answer.count == 0)
+        goto out;
+    *holders = calloc(answer.count, sizeof(**holders));
+    if (!*holders) {
+        status = TS_ERR_NOMEM;
+        goto out;
+    }
+    for (uint32_t i = 0; i < answer.count; i++) {
+        struct ts_tile_holder_rec record;
+        struct metaclient_holder *holder = &(*holders)[i];
+        if (ts_tile_holder_rec_decode(&record,
+                                      (const uint8_t *)answer.holders.ptr +
+                                          (size_t)i * TS_TILE_HOLDER_RECORD_BYTES,
+                                      TS_TILE_HOLDER_RECORD_BYTES) != 0 ||
+            record.tile < first || record.tile - first >= count) {
+            free(*holders);
+            *holders = NULL;
+            status = TS_ERR_BADMSG;
+            goto out;
+        }
+        holder->tile = record.tile;
+        holder->node = record.node;
+        holder->version = record.version;
+        holder->kind = record.kind;
+    }
+    *holder_count = answer.count;
+out:
+    rpc_reply_release(&reply);
+    return status;
+}
+
 int metaclient_profile_set(struct rpc_client *client, int timeout_ms, uint64_t ino, uint32_t action,
                            uint32_t *profiling, char *error_text, size_t error_cap)
 {

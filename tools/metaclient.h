@@ -80,6 +80,26 @@ int metaclient_tile_records(struct rpc_client *client, int timeout_ms, uint64_t 
                             uint32_t count, const char *machine, struct metaclient_tile *tiles,
                             char *error_text, size_t error_cap);
 
+/* One holder of a tile (TILE_HOLDERS, proto.h). */
+struct metaclient_holder {
+    uint64_t tile;
+    uint32_t node;
+    uint64_t version; /* the holder's own tile file */
+    uint32_t kind;    /* enum ts_holder_kind: the primary, or a read copy */
+};
+
+/*
+ * TILE_HOLDERS: every holder of tiles [first, first + count) of ino
+ * (count <= TS_MAX_TILES_PER_MAP), tile by tile, each tile's primary first
+ * and then its read copies; holes have none. *holders is malloc'd (the
+ * caller frees it; NULL when there are none), *holder_count its length.
+ * TS_ERR_PROTO from a meta that does not know the request; on failure
+ * error_text (if not NULL) holds meta's error text.
+ */
+int metaclient_tile_holders(struct rpc_client *client, int timeout_ms, uint64_t ino, uint64_t first,
+                            uint32_t count, struct metaclient_holder **holders,
+                            size_t *holder_count, char *error_text, size_t error_cap);
+
 /* PROFILE_SET action (enum ts_profile_action) on ino; *profiling = state after. */
 int metaclient_profile_set(struct rpc_client *client, int timeout_ms, uint64_t ino, uint32_t action,
                            uint32_t *profiling, char *error_text, size_t error_cap);

@@ -55,8 +55,10 @@ static void nodeadmin_usage(FILE *out)
             "--throttle-mbps applies again then). Used to make a node slow on purpose.\n"
             "\n"
             "stats: what datanode ID served since it started or since the last --reset:\n"
-            "requests per kind, failures, tile bytes read and written, and each distinct\n"
-            "tile it read (inode, tile, reads, bytes; at most %d are listed).\n"
+            "requests per kind, failures, tile bytes read and written, the tile files that\n"
+            "meta mapped nowhere it deleted (its reclaimer: tessera-datanode --reclaim-grace),\n"
+            "and each distinct tile it read (inode, tile, reads, bytes; at most %d are\n"
+            "listed).\n"
             "\n"
             "  --json            stats as one JSON object\n"
             "  --reset           stats: zero the counters after reading them\n"
@@ -290,10 +292,17 @@ static void nodeadmin_print_stats(const struct nodeadmin_options *options,
             printf("  %-14s %" PRIu64 "\n", ts_op_name((uint16_t)op), count);
     }
     if (json)
-        printf("}, \"tiles_dropped\": %" PRIu64 ", \"tiles_read\": [", stats->tiles_dropped);
+        printf("}, \"tiles_reclaimed\": %" PRIu64 ", \"bytes_reclaimed\": %" PRIu64
+               ", \"reclaim_passes\": %" PRIu64 ", \"tiles_dropped\": %" PRIu64
+               ", \"tiles_read\": [",
+               stats->tiles_reclaimed, stats->bytes_reclaimed, stats->reclaim_passes,
+               stats->tiles_dropped);
     else
-        printf("tiles read: %" PRIu32 "%s\n", stats->tile_count,
-               stats->tiles_dropped ? " (more were read than listed)" : "");
+        printf("reclaimed: %" PRIu64 " tile files meta mapped nowhere (%" PRIu64
+               " bytes) in %" PRIu64 " passes over the tile directory\n"
+               "tiles read: %" PRIu32 "%s\n",
+               stats->tiles_reclaimed, stats->bytes_reclaimed, stats->reclaim_passes,
+               stats->tile_count, stats->tiles_dropped ? " (more were read than listed)" : "");
     if (!json && stats->tile_count > 0)
         printf("  %-12s %-10s %-8s %s\n", "ino", "tile", "reads", "bytes");
     ts_cursor_init(&cursor, stats->tiles.ptr, stats->tiles.len);

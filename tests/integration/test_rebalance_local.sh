@@ -9,7 +9,8 @@
 #    to far-host's datanode; apply moves them (tessera layout show), the file
 #    reads the same on both mounts, the journal is empty, a new plan is empty.
 # 3. tiles read by both machines and never written get a copy on far-host,
-#    which its mount then reads locally.
+#    which its mount then reads locally; tessera layout show lists each
+#    tile's primary, then the copy (table and JSON).
 # 4. apply paced by --max-mbps and interrupted (SIGINT): exit 130, nothing
 #    left half-done in the journal; apply again finishes.
 # 5. apply while a process rewrites the tiles (client_helper): no write is
@@ -169,6 +170,18 @@ tool rebalance apply "$APP/shared" --policy frequent --concurrency 2 >"$T/apply-
     2>&1 || fail "apply (copies) failed: $(cat "$T/apply-shared.txt")"
 grep -q "nothing to do" <<<"$(tool rebalance plan "$APP/shared" --policy frequent)" ||
     fail "a plan after the copies still has steps"
+# layout show lists every holder: each tile's primary first, then the copy.
+tool layout show "$APP/shared" --json >"$T/layout-shared.json" || fail "layout show --json failed"
+[ "$(count_of "{\"datanode\": $far_node, \"version\": [0-9]*, \"kind\": \"copy\"}" \
+    <"$T/layout-shared.json")" = 4 ] ||
+    fail "layout show --json does not list $far's copies: $(cat "$T/layout-shared.json")"
+[ "$(count_of '"holders": \[{"datanode": [0-9]*, "version": [0-9]*, "kind": "primary"}, {' \
+    <"$T/layout-shared.json")" = 4 ] ||
+    fail "layout show --json does not list the primary first: $(cat "$T/layout-shared.json")"
+tool layout show "$APP/shared" >"$T/layout-shared.txt" || fail "layout show failed"
+[ "$(awk -v far="$far_node" '$1 ~ /^[0-9]+$/ && $2 ~ ("^[1-9][0-9]*," far "$")' \
+    "$T/layout-shared.txt" | wc -l)" = 4 ] ||
+    fail "layout show does not list each tile's primary, then $far's copy: $(cat "$T/layout-shared.txt")"
 tool node stats "$far_node" --reset >/dev/null || fail "node stats failed"
 read_direct "$MNT2" shared | cmp - "$shared" || fail "the far mount reads other bytes from copies"
 far_bytes=$(tool node stats "$far_node" --json | sed -n 's/.*"bytes_read": \([0-9]*\).*/\1/p')

@@ -1461,6 +1461,202 @@ static void test_orphan_reaped_at_start(void **state)
     assert_true(garbage_has(f, c.beta2, "beta", c.file, 0, target));
 }
 
+/* ---- TILE_RECONCILE and TILE_HOLDERS ------------------------------------- */
+
+/* TILE_RECONCILE of one file held by node; returns its state, *mapped its mapped_version. */
+static uint32_t reconcile_one(struct fixture *f, uint32_t node, uint64_t ino, uint64_t tile,
+                              uint64_t version, uint64_t *mapped)
+{
+    struct ts_tile_file_rec file = {.ino = ino, .tile = tile, .version = version};
+    uint8_t record[TS_TILE_FILE_RECORD_BYTES];
+    struct ts_tile_reconcile_rep reply;
+    struct ts_reconcile_verdict_rec verdict;
+
+    assert_int_equal(ts_tile_file_rec_encode(&file, record, sizeof(record)), sizeof(record));
+    struct ts_tile_reconcile_req m = {
+        .node_id = node, .count = 1, .files = {(const char *)record, sizeof(record)}};
+    assert_int_equal(CALL(f, TS_OP_TILE_RECONCILE, tile_reconcile_req, &m), TS_OK);
+    assert_int_equal(ts_tile_reconcile_rep_decode(&reply, f->reply, f->reply_len), 0);
+    assert_int_equal(reply.count, 1);
+    assert_int_equal(reply.verdicts.len, TS_RECONCILE_VERDICT_RECORD_BYTES);
+    assert_int_equal(ts_reconcile_verdict_rec_decode(&verdict, (const uint8_t *)reply.verdicts.ptr,
+                                                     reply.verdicts.len),
+                     0);
+    if (mapped)
+        *mapped = verdict.mapped_version;
+    return verdict.state;
+}
+
+static void test_tile_reconcile(void **state)
+{
+    struct fixture *f = *state;
+    struct cluster c;
+    uint64_t mapped = 0;
+
+    make_cluster(f, &c, 3);
+    /* The primary itself; an older and a newer version of it are garbage. */
+    assert_int_equal(reconcile_one(f, c.alpha, c.file, 0, c.version[0], &mapped),
+                     TS_RECONCILE_MAPPED);
+    assert_int_equal(mapped, c.version[0]);
+    assert_int_equal(reconcile_one(f, c.alpha, c.file, 1, c.version[0], &mapped),
+                     TS_RECONCILE_UNMAPPED);
+    assert_int_equal(mapped, c.version[1]);
+    assert_int_equal(reconcile_one(f, c.alpha, c.file, 0, c.version[2], &mapped),
+                     TS_RECONCILE_UNMAPPED);
+    /* A hole, on a node with nothing mapped. */
+    assert_int_equal(reconcile_one(f, c.beta1, c.file, 7, c.version[1], &mapped),
+                     TS_RECONCILE_UNMAPPED);
+    assert_int_equal(mapped, 0);
+    /* The primary's file on another node: perhaps this node under a new id. */
+    assert_int_equal(reconcile_one(f, c.beta1, c.file, 0, c.version[0], NULL),
+                     TS_RECONCILE_ELSEWHERE);
+
+    /* A read copy is mapped on its node, and elsewhere for the others. */
+    uint64_t copy = add_copy(f, c.file, 0, c.version[0], c.alpha, c.beta1);
+    assert_int_equal(reconcile_one(f, c.beta1, c.file, 0, copy, &mapped), TS_RECONCILE_MAPPED);
+    assert_int_equal(mapped, copy);
+    assert_int_equal(reconcile_one(f, c.beta2, c.file, 0, copy, NULL), TS_RECONCILE_ELSEWHERE);
+
+    /* A move in progress: its target's new file and its source's are both busy. */
+    uint64_t target = 0;
+    assert_int_equal(
+        move_begin(f, c.file, 1, c.version[1], TS_MOVE_MOVE, c.alpha, c.beta2, &target), TS_OK);
+    assert_int_equal(reconcile_one(f, c.beta2, c.file, 1, target, NULL), TS_RECONCILE_MOVING);
+    assert_int_equal(reconcile_one(f, c.alpha, c.file, 1, c.version[1], NULL), TS_RECONCILE_MAPPED);
+    assert_int_equal(move_commit(f, c.file, 1), TS_OK);
+    /* Committed, not finished: the old file is queued and still named by the journal. */
+    assert_int_equal(reconcile_one(f, c.alpha, c.file, 1, c.version[1], NULL), TS_RECONCILE_MOVING);
+    assert_int_equal(reconcile_one(f, c.beta2, c.file, 1, target, NULL), TS_RECONCILE_MAPPED);
+    assert_int_equal(move_commit(f, c.file, 1), TS_OK);
+    assert_int_equal(reconcile_one(f, c.alpha, c.file, 1, c.version[1], NULL), TS_RECONCILE_QUEUED);
+    /* Once the node confirms the deletion, the name is free: unmapped. */
+    struct garbage_seen garbage[16];
+    uint32_t garbage_count = 0;
+    heartbeat(f, c.alpha, "alpha", garbage, 16, &garbage_count);
+    uint8_t deleted[16 * TS_GARBAGE_RECORD_BYTES];
+    struct ts_writer writer;
+    ts_writer_init(&writer, deleted, sizeof(deleted));
+    for (uint32_t i = 0; i < garbage_count && i < 16; i++) {
+        ts_writer_u64(&writer, garbage[i].ino);
+        ts_writer_u64(&writer, garbage[i].tile);
+        ts_writer_u64(&writer, garbage[i].version);
+    }
+    struct ts_heartbeat_req confirm = {
+        .node_id = c.alpha,
+        .machine = str("alpha"),
+        .address = str("tcp://127.0.0.1:7401"),
+        .deleted_count = garbage_count,
+        .deleted = {(const char *)deleted, (uint32_t)writer.len},
+    };
+    assert_int_equal(CALL(f, TS_OP_HEARTBEAT, heartbeat_req, &confirm), TS_OK);
+    assert_int_equal(reconcile_one(f, c.alpha, c.file, 1, c.version[1], NULL),
+                     TS_RECONCILE_UNMAPPED);
+
+    /* What this meta never issued is never called garbage. */
+    assert_int_equal(reconcile_one(f, c.alpha, c.file + 1000, 0, c.version[0], NULL),
+                     TS_RECONCILE_UNISSUED);
+    assert_int_equal(reconcile_one(f, c.alpha, c.file, 0, target + 1000, NULL),
+                     TS_RECONCILE_UNISSUED);
+    assert_int_equal(reconcile_one(f, c.alpha, c.file, 0, 0, NULL), TS_RECONCILE_UNISSUED);
+
+    /* A deleted file's tiles, once their garbage is gone, are unmapped. */
+    assert_int_equal(do_unlink(f, TS_ROOT_INO, "f"), TS_OK);
+    assert_int_equal(reconcile_one(f, c.alpha, c.file, 2, c.version[2], NULL), TS_RECONCILE_QUEUED);
+}
+
+static void test_tile_reconcile_invalid(void **state)
+{
+    struct fixture *f = *state;
+    uint8_t records[2 * TS_TILE_FILE_RECORD_BYTES] = {0};
+
+    /* A count that does not match the records. */
+    struct ts_tile_reconcile_req m = {
+        .node_id = 1, .count = 1, .files = {(const char *)records, sizeof(records)}};
+    assert_int_equal(CALL(f, TS_OP_TILE_RECONCILE, tile_reconcile_req, &m), TS_ERR_BADMSG);
+    /* No node. */
+    m.node_id = 0;
+    m.count = 2;
+    assert_int_equal(CALL(f, TS_OP_TILE_RECONCILE, tile_reconcile_req, &m), TS_ERR_INVAL);
+    /* Too many. */
+    m.node_id = 1;
+    m.count = TS_MAX_RECONCILE_FILES + 1;
+    m.files.len = 0;
+    assert_int_equal(CALL(f, TS_OP_TILE_RECONCILE, tile_reconcile_req, &m), TS_ERR_BADMSG);
+    /* A node meta does not know: refused, so it deletes nothing. */
+    m.count = 0;
+    assert_int_equal(CALL(f, TS_OP_TILE_RECONCILE, tile_reconcile_req, &m), TS_ERR_NOENT);
+    assert_text(f, "not registered");
+    /* None at all is a fine question with an empty answer. */
+    m.node_id = register_node(f, "alpha");
+    assert_int_equal(CALL(f, TS_OP_TILE_RECONCILE, tile_reconcile_req, &m), TS_OK);
+}
+
+struct holder_row {
+    uint64_t tile;
+    uint32_t node;
+    uint64_t version;
+    uint32_t kind;
+};
+
+/* TILE_HOLDERS of tiles [first, first+count); returns the number of rows. */
+static uint32_t tile_holders(struct fixture *f, uint64_t ino, uint64_t first, uint32_t count,
+                             struct holder_row *rows, uint32_t cap)
+{
+    struct ts_tile_holders_req m = {.ino = ino, .first = first, .count = count};
+    struct ts_tile_holders_rep reply;
+    assert_int_equal(CALL(f, TS_OP_TILE_HOLDERS, tile_holders_req, &m), TS_OK);
+    assert_int_equal(ts_tile_holders_rep_decode(&reply, f->reply, f->reply_len), 0);
+    assert_int_equal(reply.holders.len, reply.count * TS_TILE_HOLDER_RECORD_BYTES);
+    assert_true(reply.count <= cap);
+    for (uint32_t i = 0; i < reply.count; i++) {
+        struct ts_tile_holder_rec record;
+        assert_int_equal(ts_tile_holder_rec_decode(&record,
+                                                   (const uint8_t *)reply.holders.ptr +
+                                                       (size_t)i * TS_TILE_HOLDER_RECORD_BYTES,
+                                                   TS_TILE_HOLDER_RECORD_BYTES),
+                         0);
+        rows[i] = (struct holder_row){record.tile, record.node, record.version, record.kind};
+    }
+    return reply.count;
+}
+
+static void test_tile_holders(void **state)
+{
+    struct fixture *f = *state;
+    struct cluster c;
+    struct holder_row rows[8];
+
+    make_cluster(f, &c, 2);
+    uint64_t copy_b2 = add_copy(f, c.file, 0, c.version[0], c.alpha, c.beta2);
+    uint64_t copy_b1 = add_copy(f, c.file, 0, c.version[0], c.alpha, c.beta1);
+    /* Tile 0: primary, then copies by node; tile 1: primary; tile 2: a hole. */
+    assert_int_equal(tile_holders(f, c.file, 0, 3, rows, 8), 4);
+    assert_int_equal(rows[0].tile, 0);
+    assert_int_equal(rows[0].node, c.alpha);
+    assert_int_equal(rows[0].version, c.version[0]);
+    assert_int_equal(rows[0].kind, TS_HOLDER_PRIMARY);
+    assert_int_equal(rows[1].node, c.beta1);
+    assert_int_equal(rows[1].version, copy_b1);
+    assert_int_equal(rows[1].kind, TS_HOLDER_COPY);
+    assert_int_equal(rows[2].node, c.beta2);
+    assert_int_equal(rows[2].version, copy_b2);
+    assert_int_equal(rows[2].kind, TS_HOLDER_COPY);
+    assert_int_equal(rows[3].tile, 1);
+    assert_int_equal(rows[3].node, c.alpha);
+    assert_int_equal(rows[3].kind, TS_HOLDER_PRIMARY);
+    /* A range of one tile sees only its own. */
+    assert_int_equal(tile_holders(f, c.file, 1, 1, rows, 8), 1);
+    assert_int_equal(rows[0].tile, 1);
+    /* Uncopied: the primary alone. */
+    assert_int_equal(tile_uncopy(f, c.file, 0, 1), TS_OK);
+    assert_int_equal(tile_holders(f, c.file, 0, 1, rows, 8), 1);
+
+    struct ts_tile_holders_req bad = {.ino = c.file, .first = 0, .count = 0};
+    assert_int_equal(CALL(f, TS_OP_TILE_HOLDERS, tile_holders_req, &bad), TS_ERR_INVAL);
+    bad.count = TS_MAX_TILES_PER_MAP + 1;
+    assert_int_equal(CALL(f, TS_OP_TILE_HOLDERS, tile_holders_req, &bad), TS_ERR_INVAL);
+}
+
 static void test_malformed(void **state)
 {
     struct fixture *f = *state;
@@ -1507,6 +1703,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_move_list_paging, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unlink_drops_everything, setup, teardown),
         cmocka_unit_test_setup_teardown(test_orphan_reaped_at_start, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tile_reconcile, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tile_reconcile_invalid, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tile_holders, setup, teardown),
         cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
     };
     return cmocka_run_group_tests_name("reloc", tests, NULL, NULL);
