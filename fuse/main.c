@@ -421,6 +421,19 @@ int main(int argc, char **argv)
         goto out;
     }
 
+    /* Named by every inode's tessera.cluster, so a tool given a path knows its meta. */
+    char cluster_id[TS_CLUSTER_ID_HEX + 1];
+    char cluster[TS_CLUSTER_ID_HEX + 2 + 512];
+    status = metaclient_cluster_id(state.meta, cluster_id, sizeof(cluster_id));
+    if (status == TS_OK) {
+        snprintf(cluster, sizeof(cluster), "%s %s", cluster_id, options.meta);
+        state.cluster = cluster;
+    } else {
+        log_warn("tessera-meta at %s does not say which cluster it serves (%s): files here have "
+                 "no %s",
+                 options.meta, status_text(status), TS_CLUSTER_XATTR);
+    }
+
     session = fuse_session_new(&args, &tessera_ops, sizeof(tessera_ops), &state);
     if (!session)
         goto out;
