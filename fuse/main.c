@@ -25,6 +25,7 @@
 #include <limits.h>
 #include <malloc.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -353,8 +354,9 @@ int main(int argc, char **argv)
      * source names meta, so `tessera up` can tell its own dead mount from
      * another one (an endpoint with a comma stays out of the option list). */
     char fsname[300];
-    snprintf(fsname, sizeof(fsname), "fsname=tessera%s%s", strpbrk(options.meta, ",\\") ? "" : ":",
-             strpbrk(options.meta, ",\\") ? "" : options.meta);
+    bool meta_in_fsname = strpbrk(options.meta, ",\\") == NULL;
+    snprintf(fsname, sizeof(fsname), "fsname=tessera%s%s", meta_in_fsname ? ":" : "",
+             meta_in_fsname ? options.meta : "");
     if (add_fuse_option(&options, fsname) != 0 ||
         add_fuse_option(&options, "subtype=tessera,max_read=1048576") != 0)
         return 2;
@@ -490,7 +492,7 @@ out:
     tilestream_destroy(&state.streams);
     profile_destroy(&profile); /* sends the last counts: meta is still there */
     nodedir_destroy(&state.nodes);
-    dirlease_destroy(&state.leases); /* returns the leases once their creates are sent */
+    dirlease_destroy(&state.leases);  /* returns the leases once their creates are sent */
     metaclient_destroy(&state.meta); /* sends the releases still queued */
     if (state.dentries) {
         struct dentcache_stats stats;
