@@ -806,10 +806,28 @@ static int up_prepare_mountpoint(struct cluster *cluster, struct cluster_daemon 
     return result;
 }
 
+/*
+ * A mount process killed a moment ago may still look alive: waits (up to
+ * UP_STOP_TIMEOUT_MS) until it is gone, so that its mount counts as dead.
+ */
+static void up_forget_dying_mount(struct cluster_daemon *mount)
+{
+    int64_t deadline = util_monotonic_ms() + UP_STOP_TIMEOUT_MS;
+
+    if (mount->pid <= 0 || !proc_is_dying(mount->pid))
+        return;
+    while (proc_is_running(mount->pid, mount->binary_name) && util_monotonic_ms() < deadline)
+        proc_sleep_ms(UP_POLL_MS / 5);
+    if (!proc_is_running(mount->pid, mount->binary_name))
+        mount->pid = 0;
+}
+
 static int up_mount_phase(struct cluster *cluster, const struct up_options *options)
 {
     struct cluster_daemon *mount = cluster_mount(cluster);
     size_t index = cluster->count - 1;
+
+    up_forget_dying_mount(mount);
 
     if (mount->pid == 0 && up_prepare_mountpoint(cluster, mount) != 0)
         return -1;
