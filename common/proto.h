@@ -121,6 +121,9 @@ enum ts_op {
     TS_OP_NODE_THROTTLE = 90,
     TS_OP_NODE_STATS,
 
+    /* anyone -> meta: which cluster this is */
+    TS_OP_CLUSTER_ID = 92,
+
     TS_OP_MAX = 100 /* opcode table size; every opcode is below it */
 };
 
@@ -212,6 +215,22 @@ enum ts_node_state { TS_NODE_DOWN = 0, TS_NODE_UP = 1 };
  */
 #define TS_MSG_PING_REQ(X)
 #define TS_MSG_PING_REP(X) X(STR, role) X(U64, uptime_ms)
+
+/*
+ * CLUSTER_ID: empty request; the reply names the cluster this meta serves:
+ * 32 hex digits drawn at random when the store was created and kept in it,
+ * so a restarted meta keeps its id and two clusters never share one. Tools
+ * compare it with a mount's tessera.cluster attribute to refuse acting on a
+ * file of one cluster with the meta of another.
+ */
+#define TS_CLUSTER_ID_HEX 32
+#define TS_MSG_CLUSTER_ID_REP(X) X(STR, cluster_id)
+/*
+ * The extended attribute every inode of a mount shows, answered by the
+ * mount itself (never stored): "CLUSTER_ID META_ENDPOINT", the id from
+ * CLUSTER_ID and the endpoint the mount talks to.
+ */
+#define TS_CLUSTER_XATTR "tessera.cluster"
 
 /* Caller identity for creating operations (from the FUSE request context). */
 #define TS_MSG_LOOKUP_REQ(X) X(U64, parent) X(STR, name)
@@ -709,6 +728,7 @@ enum ts_fence_action { TS_FENCE_LIFT = 0, TS_FENCE_FREEZE = 1, TS_FENCE_RETIRE =
 #define TS_MESSAGES(M)                                                                             \
     M(error, TS_MSG_ERROR)                                                                         \
     M(ping_rep, TS_MSG_PING_REP)                                                                   \
+    M(cluster_id_rep, TS_MSG_CLUSTER_ID_REP)                                                       \
     M(lookup_req, TS_MSG_LOOKUP_REQ)                                                               \
     M(attr_rep, TS_MSG_ATTR_REP)                                                                   \
     M(getattr_req, TS_MSG_GETATTR_REQ)                                                             \

@@ -9,6 +9,7 @@
  */
 #include "ops.h"
 
+#include "beneath.h"
 #include "dirlease.h"
 #include "keepcache.h"
 #include "log.h"
@@ -19,13 +20,16 @@
 #include "tilestream.h"
 #include "util.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <malloc.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
 #define DEFAULT_META "tcp://127.0.0.1:7400"
@@ -61,6 +65,7 @@ struct mount_options {
     int foreground;
     int single_thread;
     int debug;
+    int replace_dead;
     enum log_level log_level;
     char fuse_options[1024];
 };
@@ -106,6 +111,10 @@ static void usage(FILE *out)
             "                         to that if lower)\n"
             "  --machine NAME         this machine's name (default: the hostname)\n"
             "  --log-level LEVEL      error, warn, info or debug (default info)\n"
+            "  --replace-dead         MOUNTPOINT holds a FUSE mount whose process is gone:\n"
+            "                         mount beneath it, then detach it, so the directory\n"
+            "                         is never bare in between (root, Linux 6.5; else it\n"
+            "                         is detached first); `tessera up` passes this\n"
             "  -o OPTIONS             FUSE mount options, e.g. allow_other,default_permissions\n"
             "  -f                     stay in the foreground\n"
             "  -s                     single-threaded (for debugging)\n"
@@ -155,6 +164,9 @@ static int parse_arguments(int argc, char **argv, struct mount_options *options)
         } else if (strcmp(arg, "-d") == 0) {
             options->debug = 1;
             options->foreground = 1;
+            takes_value = 0;
+        } else if (strcmp(arg, "--replace-dead") == 0) {
+            options->replace_dead = 1;
             takes_value = 0;
         } else if (!value && arg[0] == '-') {
             fprintf(stderr, "tessera-mount: %s needs a value (see --help)\n", arg);
@@ -345,8 +357,15 @@ int main(int argc, char **argv)
     mallopt(M_ARENA_MAX, 4);
     int report_fd = daemon_fork(options.foreground);
 
-    /* Large requests: the kernel sends up to a whole tile per read/write. */
-    if (add_fuse_option(&options, "fsname=tessera,subtype=tessera,max_read=1048576") != 0)
+    /* Large requests: the kernel sends up to a whole tile per read/write. The
+     * source names meta, so `tessera up` can tell its own dead mount from
+     * another one (an endpoint with a comma stays out of the option list). */
+    char fsname[300];
+    bool meta_in_fsname = strpbrk(options.meta, ",\\") == NULL;
+    snprintf(fsname, sizeof(fsname), "fsname=tessera%s%s", meta_in_fsname ? ":" : "",
+             meta_in_fsname ? options.meta : "");
+    if (add_fuse_option(&options, fsname) != 0 ||
+        add_fuse_option(&options, "subtype=tessera,max_read=1048576") != 0)
         return 2;
     if (fuse_opt_add_arg(&args, argv[0]) != 0 || fuse_opt_add_arg(&args, "-o") != 0 ||
         fuse_opt_add_arg(&args, options.fuse_options) != 0 ||
@@ -418,13 +437,41 @@ int main(int argc, char **argv)
         goto out;
     }
 
+    /* Named by every inode's tessera.cluster, so a tool given a path knows its meta. */
+    char cluster_id[TS_CLUSTER_ID_HEX + 1];
+    char cluster[TS_CLUSTER_ID_HEX + 2 + 512];
+    status = metaclient_cluster_id(state.meta, cluster_id, sizeof(cluster_id));
+    if (status == TS_OK) {
+        snprintf(cluster, sizeof(cluster), "%s %s", cluster_id, options.meta);
+        state.cluster = cluster;
+    } else {
+        log_warn("tessera-meta at %s does not say which cluster it serves (%s): files here have "
+                 "no %s",
+                 options.meta, status_text(status), TS_CLUSTER_XATTR);
+    }
+
     session = fuse_session_new(&args, &tessera_ops, sizeof(tessera_ops), &state);
     if (!session)
         goto out;
     state.session = session; /* before any request: the loop starts below */
     if (fuse_set_signal_handlers(session) != 0)
         goto out_session;
-    if (fuse_session_mount(session, options.mountpoint) != 0) {
+    const char *mount_target = options.mountpoint;
+    char fuse_fd_path[32];
+    int beneath_fd = -1;
+    if (options.replace_dead) {
+        if (beneath_replace(options.mountpoint, options.fuse_options, &beneath_fd) == 0) {
+            snprintf(fuse_fd_path, sizeof(fuse_fd_path), "/dev/fd/%d", beneath_fd);
+            mount_target = fuse_fd_path; /* libfuse takes the connection as it is */
+        } else {
+            log_warn("detaching the dead mount at %s first: the directory is bare until the "
+                     "new mount is made",
+                     options.mountpoint);
+            if (umount2(options.mountpoint, MNT_DETACH) != 0)
+                log_warn("cannot detach %s: %s", options.mountpoint, strerror(errno));
+        }
+    }
+    if (fuse_session_mount(session, mount_target) != 0) {
         log_error("cannot mount on %s (does it exist? is something else mounted there? try "
                   "fusermount3 -u %s)",
                   options.mountpoint, options.mountpoint);
@@ -440,6 +487,8 @@ int main(int argc, char **argv)
     else
         exit_code = reqloop_run(session, FUSE_THREADS, TILE_DEFAULT_BYTES) == 0 ? 0 : 1;
     log_info("unmounted %s", options.mountpoint);
+    if (beneath_fd >= 0)
+        beneath_unmount(options.mountpoint, beneath_fd);
     fuse_session_unmount(session);
 out_signals:
     fuse_remove_signal_handlers(session);

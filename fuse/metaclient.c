@@ -719,6 +719,19 @@ int metaclient_defer_unlinks(struct metaclient *client, uint32_t max_pending)
     return TS_OK;
 }
 
+int metaclient_cluster_id(struct metaclient *client, char *out, size_t cap)
+{
+    struct rpc_reply reply;
+    struct ts_cluster_id_rep decoded;
+    int status = meta_call(client, TS_OP_CLUSTER_ID, NULL, 0, &reply);
+    if (status == TS_OK &&
+        (ts_cluster_id_rep_decode(&decoded, reply.payload, reply.payload_len) != 0 ||
+         ts_str_copy(decoded.cluster_id, out, cap) != 0))
+        status = TS_ERR_BADMSG;
+    rpc_reply_release(&reply);
+    return status;
+}
+
 int metaclient_statfs(struct metaclient *client, struct ts_statfs_rep *statfs)
 {
     struct rpc_reply reply;

@@ -165,6 +165,8 @@ int metaclient_dir_lease(struct metaclient *client, uint64_t dir, uint32_t actio
 /* Returns once the changes queued in dir are done (fsync of a directory). */
 void metaclient_sync_dir(struct metaclient *client, uint64_t dir);
 int metaclient_statfs(struct metaclient *client, struct ts_statfs_rep *statfs);
+/* CLUSTER_ID: meta's cluster id into out (cap bytes with the NUL); TS_ERR_BADMSG if longer. */
+int metaclient_cluster_id(struct metaclient *client, char *out, size_t cap);
 int metaclient_setxattr(struct metaclient *client, uint64_t ino, const char *name,
                         const void *value, size_t size, uint32_t flags);
 /*

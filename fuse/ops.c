@@ -1163,6 +1163,12 @@ static void x_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t 
 {
     void *value = NULL;
     size_t len = 0;
+    /* Which cluster the inode is in, for the tools: the mount knows it, meta is not asked. */
+    if (strcmp(name, TS_CLUSTER_XATTR) == 0 && state_of(req)->cluster) {
+        const char *cluster = state_of(req)->cluster;
+        reply_xattr_value(req, cluster, strlen(cluster), size);
+        return;
+    }
     if (!xattr_namespace_stored(name)) {
         fuse_reply_err(req, ENODATA);
         return;

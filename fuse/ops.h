@@ -30,6 +30,7 @@ struct mount_state {
     const char *mountpoint;
     double attr_timeout;  /* seconds the kernel may cache attributes */
     double entry_timeout; /* seconds the kernel may cache names */
+    const char *cluster;  /* TS_CLUSTER_XATTR's value, "ID ENDPOINT"; NULL: not known */
 };
 
 extern const struct fuse_lowlevel_ops tessera_ops;

@@ -254,6 +254,18 @@ static int handle_ping(void *ctx, const struct rpc_request *request, struct rpc_
     return REPLY_ENCODE(ping_rep, &reply, response);
 }
 
+/* ---- CLUSTER_ID --------------------------------------------------------- */
+
+static int handle_cluster_id(void *ctx, const struct rpc_request *request,
+                             struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct ts_cluster_id_rep reply = {.cluster_id = ts_str_of(service->cluster_id)};
+    if (!payload_empty(request))
+        return reply_bad_message(response, request->header.type);
+    return REPLY_ENCODE(cluster_id_rep, &reply, response);
+}
+
 /* ---- LOOKUP, GETATTR ---------------------------------------------------- */
 
 struct lookup_op {
@@ -2735,6 +2747,7 @@ static int handle_create_many(void *ctx, const struct rpc_request *request,
  * TILE_HOLDERS in handlers_tiles.c. */
 const rpc_handler_fn handlers_table[TS_OP_MAX] = {
     [TS_OP_PING] = handle_ping,
+    [TS_OP_CLUSTER_ID] = handle_cluster_id,
     [TS_OP_LOOKUP] = handle_lookup,
     [TS_OP_GETATTR] = handle_getattr,
     [TS_OP_SETATTR] = handle_setattr,

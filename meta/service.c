@@ -4,6 +4,7 @@
  */
 #include "service.h"
 
+#include "identity.h"
 #include "inodes.h"
 #include "log.h"
 #include "status.h"
@@ -12,20 +13,30 @@
 #include <errno.h>
 #include <stdlib.h>
 
-/* Start-up work in one transaction: the root exists, no orphan remains. */
+struct service_prepare_work {
+    struct service *service;
+    uint64_t reaped;
+};
+
+/*
+ * Start-up work in one transaction: the root exists, no orphan remains,
+ * the cluster has its id.
+ */
 static int service_prepare(struct store_txn *txn, void *arg)
 {
-    uint64_t *reaped = arg;
+    struct service_prepare_work *work = arg;
     int err = inodes_create_root(txn, util_now());
     if (err == 0)
-        err = inodes_reap_orphans(txn, reaped);
+        err = inodes_reap_orphans(txn, &work->reaped);
+    if (err == 0)
+        err = identity_cluster_id(txn, work->service->cluster_id);
     return err == 0 ? TS_OK : TS_ERR_INTERNAL;
 }
 
 int service_open(const char *data_dir, int64_t node_timeout_ms, struct service **servicep)
 {
     struct service *service;
-    uint64_t reaped = 0;
+    struct service_prepare_work work = {0};
     int err;
 
     *servicep = NULL;
@@ -45,14 +56,16 @@ int service_open(const char *data_dir, int64_t node_timeout_ms, struct service *
     err = store_open(data_dir, &service->store);
     if (err < 0)
         goto fail;
-    if (store_write(service->store, service_prepare, &reaped) != TS_OK) {
+    work.service = service;
+    if (store_write(service->store, service_prepare, &work) != TS_OK) {
         log_error("cannot prepare the metadata store in %s", data_dir);
         err = -EIO;
         goto fail;
     }
-    if (reaped > 0)
+    if (work.reaped > 0)
         log_info("deleted %llu orphaned inodes left by the previous run",
-                 (unsigned long long)reaped);
+                 (unsigned long long)work.reaped);
+    log_info("cluster id %s", service->cluster_id);
     *servicep = service;
     return 0;
 

@@ -44,6 +44,11 @@ struct cluster_daemon {
     bool started; /* by this run of `up` */
     bool ready;
     int64_t started_ms; /* monotonic time of the start */
+    /* mount: a dead mount of this cluster is in the way; the new one goes
+     * beneath it (tessera-mount --replace-dead) and is ready once the mount
+     * on top is no longer this one (fusemount_mount_id) */
+    bool replaces_dead;
+    uint64_t dead_mount_id;
 };
 
 struct cluster {

@@ -69,9 +69,9 @@ static void filelayout_usage(FILE *out)
             "  file, its byte range. JSON gives each holder's node, version and kind.\n"
             "\n"
             "  --json            show as one JSON object\n"
-            "  --state DIR       the local cluster in DIR (default: $TESSERA_STATE, else\n"
-            "                    $XDG_STATE_HOME/tessera, else ~/.local/state/tessera)\n"
-            "  --meta ENDPOINT   ask this tessera-meta for the tile map\n"
+            "  --state DIR       the local cluster in DIR, which must be FILE's (default: the\n"
+            "                    cluster FILE's mount names in its tessera.cluster attribute)\n"
+            "  --meta ENDPOINT   ask this tessera-meta for the tile map (FILE's cluster too)\n"
             "  --timeout-ms MS   how long to wait for meta (default %d)\n"
             "  -h, --help        this help\n"
             "\n"
@@ -567,7 +567,7 @@ int filelayout_main(int argc, char **argv)
         return exit_code;
     if (options.action != FILELAYOUT_SHOW)
         return filelayout_set(&options);
-    exit_code = metatarget_resolve(&options.target, "tessera layout");
+    exit_code = metatarget_resolve_path(&options.target, options.path, "tessera layout");
     if (exit_code != 0)
         return exit_code;
     return filelayout_show(&options);

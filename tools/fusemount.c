@@ -22,6 +22,8 @@
 #include <unistd.h>
 
 #define FUSEMOUNT_RETRY_MS 100
+/* Linux 6.8's mount id that is never reused; glibc 2.36 predates it. */
+#define FUSEMOUNT_STATX_MNT_ID_UNIQUE 0x00004000U
 
 extern char **environ;
 
@@ -86,10 +88,11 @@ static char *fusemount_next_field(char **rest)
 }
 
 /*
- * True when one mountinfo line is a fuse* mount at mountpoint. Line:
+ * True when one mountinfo line is a fuse* mount at mountpoint; then *source
+ * points at its source (fsname), unescaped, inside line. Line:
  * "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE ...".
  */
-static bool fusemount_line_matches(char *line, const char *mountpoint)
+static bool fusemount_line_matches(char *line, const char *mountpoint, char **source)
 {
     char *rest = line;
     char *field = fusemount_next_field(&rest);
@@ -107,11 +110,15 @@ static bool fusemount_line_matches(char *line, const char *mountpoint)
     field = fusemount_next_field(&rest); /* the filesystem type */
     if (!field || strncmp(field, "fuse", 4) != 0)
         return false;
+    *source = fusemount_next_field(&rest);
+    if (!*source)
+        *source = field + strlen(field); /* "" */
+    fusemount_unescape(*source);
     fusemount_unescape(mount_field);
     return strcmp(mount_field, mountpoint) == 0;
 }
 
-int fusemount_is_mounted(const char *mountpoint)
+int fusemount_source(const char *mountpoint, char *source, size_t cap)
 {
     FILE *file = fopen("/proc/self/mountinfo", "re");
     char *line = NULL;
@@ -120,13 +127,38 @@ int fusemount_is_mounted(const char *mountpoint)
 
     if (!file)
         return -errno;
-    while (!found && getline(&line, &line_cap, file) >= 0) {
+    /* Every line: a mount stacked on another one comes after it. */
+    while (getline(&line, &line_cap, file) >= 0) {
+        char *line_source;
         line[strcspn(line, "\n")] = '\0';
-        found = fusemount_line_matches(line, mountpoint);
+        if (fusemount_line_matches(line, mountpoint, &line_source)) {
+            found = 1;
+            if (source && cap > 0)
+                snprintf(source, cap, "%s", line_source);
+        }
     }
     free(line);
     fclose(file);
     return found;
+}
+
+int fusemount_is_mounted(const char *mountpoint)
+{
+    return fusemount_source(mountpoint, NULL, 0);
+}
+
+int fusemount_mount_id(const char *path, uint64_t *id)
+{
+    struct statx st;
+
+    /* DONT_SYNC: the attributes the kernel has, so a dead FUSE mount answers too. */
+    if (statx(AT_FDCWD, path, AT_STATX_DONT_SYNC | AT_NO_AUTOMOUNT,
+              FUSEMOUNT_STATX_MNT_ID_UNIQUE | STATX_MNT_ID, &st) != 0)
+        return -errno;
+    if (!(st.stx_mask & (FUSEMOUNT_STATX_MNT_ID_UNIQUE | STATX_MNT_ID)))
+        return -ENOTSUP;
+    *id = st.stx_mnt_id;
+    return 0;
 }
 
 bool fusemount_is_stale(const char *mountpoint)

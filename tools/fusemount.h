@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /*
  * An absolute path for `path` as mountinfo spells it: the parent is
@@ -24,6 +25,21 @@ int fusemount_canonical_path(const char *path, char *out, size_t cap);
  * be read.
  */
 int fusemount_is_mounted(const char *mountpoint);
+
+/*
+ * Like fusemount_is_mounted(); when it returns 1 and source is not NULL,
+ * also copies the source (the fsname: "tessera:ENDPOINT" for a Tessera
+ * mount) of the topmost FUSE mount there into source, cut to cap.
+ */
+int fusemount_source(const char *mountpoint, char *source, size_t cap);
+
+/*
+ * The id of the mount on top of path (a mountpoint), without asking a FUSE
+ * daemon anything (statx AT_STATX_DONT_SYNC): unique for the machine's
+ * uptime from Linux 6.8 (STATX_MNT_ID_UNIQUE), before that the mountinfo id,
+ * which a later mount may reuse. Returns 0 or -errno.
+ */
+int fusemount_mount_id(const char *path, uint64_t *id);
 
 /* True when stat(mountpoint) fails with ENOTCONN: a FUSE mount whose daemon died. */
 bool fusemount_is_stale(const char *mountpoint);

@@ -27,6 +27,20 @@ int metaclient_ping(struct rpc_client *client, int timeout_ms)
     return status;
 }
 
+int metaclient_cluster_id(struct rpc_client *client, int timeout_ms, char *out, size_t cap)
+{
+    struct ts_cluster_id_rep answer;
+    struct rpc_reply reply;
+    int status = rpc_client_call(client, TS_OP_CLUSTER_ID, NULL, 0, NULL, 0, timeout_ms, &reply);
+
+    if (status == TS_OK &&
+        (ts_cluster_id_rep_decode(&answer, reply.payload, reply.payload_len) != 0 ||
+         ts_str_copy(answer.cluster_id, out, cap) != 0))
+        status = TS_ERR_BADMSG;
+    rpc_reply_release(&reply);
+    return status;
+}
+
 /* Copies a wire string into a fixed buffer, cutting what does not fit. */
 static void metaclient_copy_text(struct ts_str text, char *out, size_t cap)
 {

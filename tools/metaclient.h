@@ -39,6 +39,9 @@ struct metaclient_node {
 /* PING; TS_OK when meta answered. */
 int metaclient_ping(struct rpc_client *client, int timeout_ms);
 
+/* CLUSTER_ID: the id of meta's cluster into out (cap bytes with the NUL). */
+int metaclient_cluster_id(struct rpc_client *client, int timeout_ms, char *out, size_t cap);
+
 /*
  * NODE_LIST. On TS_OK, *nodes is a malloc'd array of *count entries (NULL
  * when count is 0) that the caller frees. On failure *nodes is NULL, and

@@ -13,6 +13,7 @@
 
 #include <getopt.h>
 #include <limits.h>
+#include <stddef.h>
 
 #define METATARGET_ENDPOINT_MAX 512
 
@@ -49,5 +50,25 @@ const char *metatarget_check(const struct metatarget *target);
  * gave it. Returns 0, or an exit code after printing why (`who` first).
  */
 int metatarget_resolve(struct metatarget *target, const char *who);
+
+/*
+ * For a command that acts on a path in a mount: the path names its
+ * cluster (its TS_CLUSTER_XATTR, "ID ENDPOINT"). Without --state and
+ * --meta, the endpoint becomes the path's; with one of them, the meta it
+ * names must say it serves the path's cluster (CLUSTER_ID), or the command
+ * would show or move the tiles of another cluster's inode of the same
+ * number. Returns 0, or exit code 1 after printing why (`who` first): the
+ * path is not in a Tessera mount, or the clusters differ (both named).
+ */
+int metatarget_resolve_path(struct metatarget *target, const char *path, const char *who);
+
+/*
+ * Splits a TS_CLUSTER_XATTR value of len bytes (no NUL needed) into the
+ * cluster id (TS_CLUSTER_ID_HEX hex digits) and the endpoint (one word).
+ * Returns 0, -EINVAL if it is not of that form, -ENAMETOOLONG if a part
+ * does not fit its buffer.
+ */
+int metatarget_parse_cluster(const char *value, size_t len, char *id, size_t id_cap, char *endpoint,
+                             size_t endpoint_cap);
 
 #endif

@@ -208,6 +208,28 @@ bool proc_is_running(pid_t pid, const char *name)
     return strstr(cmdline, name) != NULL;
 }
 
+bool proc_is_dying(pid_t pid)
+{
+    char path[64];
+    char line[256];
+    unsigned long long mask;
+    bool dying = false;
+    FILE *status;
+
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    status = fopen(path, "re");
+    if (!status)
+        return false;
+    while (!dying && fgets(line, sizeof(line), status)) {
+        if ((sscanf(line, "SigPnd: %llx", &mask) == 1 ||
+             sscanf(line, "ShdPnd: %llx", &mask) == 1) &&
+            (mask & (1ull << (SIGKILL - 1))))
+            dying = true;
+    }
+    fclose(status);
+    return dying;
+}
+
 bool proc_has_exited(pid_t pid, const char *name, int *wait_status)
 {
     int status = 0;

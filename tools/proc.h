@@ -39,6 +39,13 @@ int proc_pidfile_write(const char *path, pid_t pid);
 bool proc_is_running(pid_t pid, const char *name);
 
 /*
+ * True while pid has a SIGKILL pending (SigPnd or ShdPnd in
+ * /proc/PID/status): it is as good as gone but may still show its cmdline
+ * for a moment, e.g. right after `kill -9` of a mount with many threads.
+ */
+bool proc_is_dying(pid_t pid);
+
+/*
  * Has pid ended? For our own children this reaps them (waitpid WNOHANG)
  * and stores the wait status in *wait_status; for other processes it asks
  * proc_is_running() and sets *wait_status to -1. Returns true when gone.

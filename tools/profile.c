@@ -65,9 +65,10 @@ static void profile_usage(FILE *out)
             "\n"
             "  --json            show: one JSON object with every record\n"
             "  --svg FILE        show: also write a heat map of tiles x machines (SVG)\n"
-            "  --state DIR       the local cluster in DIR (default: $TESSERA_STATE, else\n"
-            "                    $XDG_STATE_HOME/tessera, else ~/.local/state/tessera)\n"
-            "  --meta ENDPOINT   ask this tessera-meta, e.g. tcp://10.0.0.1:7400\n"
+            "  --state DIR       the local cluster in DIR, which must be PATH's (default: the\n"
+            "                    cluster PATH's mount names in its tessera.cluster attribute)\n"
+            "  --meta ENDPOINT   ask this tessera-meta, e.g. tcp://10.0.0.1:7400 (PATH's\n"
+            "                    cluster too)\n"
             "  --timeout-ms MS   how long to wait for meta (default %d)\n"
             "  -h, --help        this help\n"
             "\n"
@@ -361,7 +362,7 @@ int profile_main(int argc, char **argv)
 
     if (exit_code >= 0)
         return exit_code;
-    exit_code = metatarget_resolve(&options.target, PROFILE_WHO);
+    exit_code = metatarget_resolve_path(&options.target, options.path, PROFILE_WHO);
     if (exit_code != 0)
         return exit_code;
     exit_code = mountwalk_check(options.path, PROFILE_WHO);

@@ -102,8 +102,10 @@ static void rebalance_usage(FILE *out)
             "  --concurrency N   apply: tiles moved at once (default %d)\n"
             "  --max-mbps R      apply: cap on the bytes pulled, MB/s (10^6; default none)\n"
             "  --json            plan, status: one JSON object\n"
-            "  --state DIR       the local cluster in DIR (default: $TESSERA_STATE, else\n"
-            "                    $XDG_STATE_HOME/tessera, else ~/.local/state/tessera)\n"
+            "  --state DIR       the local cluster in DIR (default: PATH's cluster, named by\n"
+            "                    its mount's tessera.cluster attribute; without PATH\n"
+            "                    $TESSERA_STATE, else $XDG_STATE_HOME/tessera, else\n"
+            "                    ~/.local/state/tessera); with PATH, it must be PATH's\n"
             "  --meta ENDPOINT   ask this tessera-meta, e.g. tcp://10.0.0.1:7400\n"
             "  --timeout-ms MS   how long to wait for each reply (default %d)\n"
             "  -h, --help        this help\n"
@@ -642,7 +644,9 @@ int rebalance_main(int argc, char **argv)
 
     if (exit_code >= 0)
         return exit_code;
-    exit_code = metatarget_resolve(&options.target, REBALANCE_WHO);
+    /* A path names its cluster; status and abort act on --state or --meta's. */
+    exit_code = options.path ? metatarget_resolve_path(&options.target, options.path, REBALANCE_WHO)
+                             : metatarget_resolve(&options.target, REBALANCE_WHO);
     if (exit_code != 0)
         return exit_code;
     if (options.path) {

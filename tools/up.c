@@ -544,6 +544,8 @@ static void up_daemon_argv(const struct cluster *cluster, const struct cluster_d
         up_arg(args, "-f");
         up_arg(args, "-o");
         up_arg(args, args->mount_options);
+        if (daemon->replaces_dead)
+            up_arg(args, "--replace-dead");
         up_arg(args, daemon->address);
         return;
     }
@@ -618,6 +620,16 @@ static void up_probe_nodes(struct cluster *cluster, size_t first, size_t last)
     free(nodes);
 }
 
+/* Mounted, and not (still) the dead mount the new one replaces. */
+static void up_probe_mount(struct cluster_daemon *mount)
+{
+    uint64_t id;
+
+    mount->ready = fusemount_is_mounted(mount->address) == 1;
+    if (mount->ready && mount->replaces_dead)
+        mount->ready = fusemount_mount_id(mount->address, &id) == 0 && id != mount->dead_mount_id;
+}
+
 static void up_probe(struct cluster *cluster, size_t first, size_t last)
 {
     struct cluster_daemon *daemon = &cluster->daemons[first];
@@ -627,7 +639,7 @@ static void up_probe(struct cluster *cluster, size_t first, size_t last)
     else if (daemon->role == CLUSTER_NODE)
         up_probe_nodes(cluster, first, last);
     else
-        daemon->ready = fusemount_is_mounted(daemon->address) == 1;
+        up_probe_mount(daemon);
 }
 
 /* What readiness means for a daemon, for the timeout message. */
@@ -738,25 +750,54 @@ static int up_phase(struct cluster *cluster, size_t first, size_t last,
 }
 
 /*
- * Clears the way for a new mount: a stale FUSE mount left by a dead
- * tessera-mount is detached; a live foreign one is an error.
+ * Whether the FUSE mount on top of the mountpoint, whose source is
+ * `source`, is a dead one: this cluster's own (its source names this meta
+ * and this cluster's mount process is gone, so it is dead even while the
+ * kernel still answers stat from its cache, or the dying process has not
+ * closed its connection yet), or any mount whose process is gone (stat
+ * fails with ENOTCONN).
  */
-static int up_prepare_mountpoint(struct cluster_daemon *mount)
+static bool up_mount_is_dead(const struct cluster *cluster, const char *path, const char *source)
+{
+    char own_source[CLUSTER_ENDPOINT_MAX + 16];
+
+    snprintf(own_source, sizeof(own_source), "tessera:%s", cluster->meta_endpoint);
+    return strcmp(source, own_source) == 0 || fusemount_is_stale(path);
+}
+
+/*
+ * Clears the way for a new mount (this cluster's mount process is not
+ * running). A dead FUSE mount is never detached before the new mount
+ * exists, as a writer would write into the bare directory in between: as
+ * root, the new mount goes beneath it and tessera-mount detaches it
+ * (--replace-dead, see fuse/beneath.h). fusermount3, which a normal user
+ * mounts with, cannot mount on a dead mount (it stats the mountpoint) nor
+ * beneath one, so for a normal user it is detached first, as before. A live
+ * foreign mount is an error.
+ */
+static int up_prepare_mountpoint(struct cluster *cluster, struct cluster_daemon *mount)
 {
     const char *path = mount->address;
+    char source[PATH_MAX];
     int result;
 
-    if (fusemount_is_stale(path)) {
-        fprintf(stderr, "tessera up: %s is a stale FUSE mount; detaching it\n", path);
+    mount->replaces_dead = false;
+    if (fusemount_source(path, source, sizeof(source)) == 1) {
+        if (!up_mount_is_dead(cluster, path, source)) {
+            fprintf(stderr,
+                    "tessera up: %s is already a FUSE mount (%s) that this cluster did not "
+                    "start; unmount it first: fusermount3 -u %s\n",
+                    path, source, path);
+            return -EBUSY;
+        }
+        if (geteuid() == 0 && fusemount_mount_id(path, &mount->dead_mount_id) == 0) {
+            fprintf(stderr, "tessera up: %s is a dead FUSE mount; mounting beneath it\n", path);
+            mount->replaces_dead = true;
+            return 0;
+        }
+        fprintf(stderr, "tessera up: %s is a dead FUSE mount; detaching it\n", path);
         if (fusemount_detach(path) != 0)
             return -EIO;
-    }
-    if (fusemount_is_mounted(path) == 1) {
-        fprintf(stderr,
-                "tessera up: %s is already a FUSE mount that this cluster did not "
-                "start; unmount it first: fusermount3 -u %s\n",
-                path, path);
-        return -EBUSY;
     }
     result = util_mkdir_p(path, 0755);
     if (result != 0)
@@ -765,12 +806,30 @@ static int up_prepare_mountpoint(struct cluster_daemon *mount)
     return result;
 }
 
+/*
+ * A mount process killed a moment ago may still look alive: waits (up to
+ * UP_STOP_TIMEOUT_MS) until it is gone, so that its mount counts as dead.
+ */
+static void up_forget_dying_mount(struct cluster_daemon *mount)
+{
+    int64_t deadline = util_monotonic_ms() + UP_STOP_TIMEOUT_MS;
+
+    if (mount->pid <= 0 || !proc_is_dying(mount->pid))
+        return;
+    while (proc_is_running(mount->pid, mount->binary_name) && util_monotonic_ms() < deadline)
+        proc_sleep_ms(UP_POLL_MS / 5);
+    if (!proc_is_running(mount->pid, mount->binary_name))
+        mount->pid = 0;
+}
+
 static int up_mount_phase(struct cluster *cluster, const struct up_options *options)
 {
     struct cluster_daemon *mount = cluster_mount(cluster);
     size_t index = cluster->count - 1;
 
-    if (mount->pid == 0 && up_prepare_mountpoint(mount) != 0)
+    up_forget_dying_mount(mount);
+
+    if (mount->pid == 0 && up_prepare_mountpoint(cluster, mount) != 0)
         return -1;
     return up_phase(cluster, index, index, options);
 }

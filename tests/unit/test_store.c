@@ -1540,6 +1540,32 @@ static void test_ping(void **state)
     assert_true(reply.uptime_ms <= (uint64_t)util_process_age_ms());
 }
 
+/* The cluster id: 32 hex digits, the same after a restart, another for another store. */
+static void test_cluster_id(void **state)
+{
+    struct fixture *f = *state;
+    struct ts_cluster_id_rep reply;
+    char first[TS_CLUSTER_ID_HEX + 1];
+    char other_dir[] = "/tmp/tessera-test-store-other.XXXXXX";
+    struct service *other = NULL;
+
+    assert_int_equal(call_raw(f, TS_OP_CLUSTER_ID, NULL, 0), TS_OK);
+    assert_int_equal(ts_cluster_id_rep_decode(&reply, f->reply, f->reply_len), 0);
+    assert_int_equal(reply.cluster_id.len, TS_CLUSTER_ID_HEX);
+    assert_int_equal(ts_str_copy(reply.cluster_id, first, sizeof(first)), 0);
+    assert_int_equal(strspn(first, "0123456789abcdef"), TS_CLUSTER_ID_HEX);
+    assert_string_equal(f->service->cluster_id, first);
+
+    reopen(f);
+    assert_string_equal(f->service->cluster_id, first);
+
+    assert_non_null(mkdtemp(other_dir));
+    assert_int_equal(service_open(other_dir, TEST_NODE_TIMEOUT_MS, &other), 0);
+    assert_string_not_equal(other->cluster_id, first);
+    service_close(&other);
+    nftw(other_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 /* ---- persistence -------------------------------------------------------- */
 
 static void test_persistence(void **state)
@@ -1588,6 +1614,7 @@ static size_t valid_request(uint16_t op, uint8_t *buf, size_t cap)
     int len = -1;
     switch (op) {
     case TS_OP_PING:
+    case TS_OP_CLUSTER_ID:
     case TS_OP_STATFS:
     case TS_OP_NODE_LIST: return 0;
     case TS_OP_LOOKUP: {
@@ -1815,7 +1842,7 @@ static void test_malformed_payloads(void **state)
         /* The well-formed one gets some answer, never a crash. */
         (void)call_raw(f, op, valid, len);
     }
-    assert_int_equal(served, 39);
+    assert_int_equal(served, 40);
 
     /* A string length pointing past the end. */
     uint8_t lookup[] = {1, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 'a'};
@@ -2075,6 +2102,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_liveness_meta_stall, setup, teardown),
         cmocka_unit_test_setup_teardown(test_statfs_and_node_list, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ping, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cluster_id, setup, teardown),
         cmocka_unit_test_setup_teardown(test_persistence, setup, teardown),
         cmocka_unit_test_setup_teardown(test_malformed_payloads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_array_xattr, setup, teardown),
