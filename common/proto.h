@@ -177,6 +177,10 @@ struct ts_str {
 #define TS_SET_ATIME_NOW 0x40u
 #define TS_SET_MTIME_NOW 0x80u
 #define TS_SET_CTIME 0x100u
+/* A write or truncation by a caller without CAP_FSETID: a regular file
+ * loses set-user-ID, and set-group-ID where group execute is set (what
+ * Linux's should_remove_suid() does), in the same transaction. */
+#define TS_SET_KILL_PRIV 0x200u
 
 /* RENAME flags (the values of renameat2). */
 #define TS_RENAME_NOREPLACE 0x1u

@@ -82,6 +82,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #define OPEN_TABLE_BUCKETS 1024
@@ -180,6 +181,7 @@ struct open_file {
     uint32_t placement;  /* enum ts_placement of new tiles */
     bool profiled;       /* count requests in the profile (as of the last open) */
     uint64_t size;       /* size as this mount sees it */
+    uint32_t mode;       /* as of the last open or setattr through this mount */
     bool size_dirty; /* size or mtime not yet committed to meta */
     struct timespec mtime;
     int error; /* first write error not yet reported by flush/fsync */
@@ -611,6 +613,7 @@ int datapath_open(struct datapath *datapath, const struct ts_attr *attr, const c
         /* Another mount may have changed the file since (close-to-open). */
         if (!file->size_dirty)
             file->size = attr->size;
+        file->mode = attr->mode;
         /* Profiling switched on or off since the file was first opened here
          * takes effect now, for every handle. */
         file->profiled = (attr->flags & TS_ATTR_PROFILED) != 0;
@@ -650,6 +653,7 @@ int datapath_open(struct datapath *datapath, const struct ts_attr *attr, const c
     created->placement = attr->placement;
     created->profiled = (attr->flags & TS_ATTR_PROFILED) != 0;
     created->size = attr->size;
+    created->mode = attr->mode;
     created->last_written_tile = UINT64_MAX;
     created->writers = writing ? 1 : 0;
     sieve_init(&created->sieve);
@@ -2497,8 +2501,11 @@ int datapath_setattr(struct datapath *datapath, const struct ts_setattr_req *req
     }
     if (result == 0)
         result = errno_of(metaclient_setattr(datapath->meta, request, &reply));
-    if (result == 0)
+    if (result == 0) {
         committed_note(datapath, &reply.attr);
+        if (file)
+            file->mode = reply.attr.mode;
+    }
     if (result == 0 && (request->valid & TS_SET_SIZE)) {
         result = cut_tile(datapath, request->ino, &reply);
         if (file) {
@@ -2535,6 +2542,15 @@ static void overlay_unwritten(struct datapath *datapath, struct ts_attr *attr)
         pthread_mutex_unlock(&file->lock);
         open_file_put(datapath, file);
     }
+}
+
+bool datapath_write_kills_privileges(struct datapath *datapath, struct open_file *file)
+{
+    (void)datapath;
+    pthread_mutex_lock(&file->lock);
+    uint32_t mode = file->mode;
+    pthread_mutex_unlock(&file->lock);
+    return S_ISREG(mode) && ((mode & S_ISUID) || (mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP));
 }
 
 bool datapath_settle_attr(struct datapath *datapath, struct ts_attr *attr)

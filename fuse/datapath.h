@@ -189,6 +189,12 @@ ssize_t datapath_write(struct datapath *datapath, struct open_file *file, const 
  * handle, a read in flight): what a write that bypassed the kernel's page
  * cache must then drop from it. */
 bool datapath_file_shared(struct datapath *datapath, struct open_file *file);
+/*
+ * Whether a write by a caller without CAP_FSETID must first clear the
+ * file's set-user-ID or set-group-ID bit (as of the last open or setattr
+ * here); the caller then sends a setattr with TS_SET_KILL_PRIV.
+ */
+bool datapath_write_kills_privileges(struct datapath *datapath, struct open_file *file);
 /* Writes out the buffer and commits size and mtime to meta (close). */
 int datapath_flush(struct datapath *datapath, struct open_file *file);
 /* As flush, then makes the written tiles and the metadata durable. */

@@ -240,6 +240,11 @@ static void x_init(void *userdata, struct fuse_conn_info *conn)
     /* No writeback cache: writes reach us in order, so errors and sizes stay
      * exact; no kernel-side locks: POSIX locks are local to a mount. */
     conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
+    /* The kernel clears set-user-ID and set-group-ID bits itself where it
+     * can (buffered writes, truncate, chown), with the caller's
+     * capabilities in view; what it cannot see (writes past its page
+     * cache, truncation at open) the mount does: kill_privileges(). */
+    conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
     if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
         conn->want |= FUSE_CAP_PARALLEL_DIROPS;
     /* Replies from a tile stream's pipe go on to the kernel by splice. */
@@ -632,13 +637,36 @@ static void release_handle(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info
         keepcache_forget(state->kept_pages, ino);
 }
 
+/*
+ * Whether the caller may write a set-user-ID file and keep the bit: Linux
+ * asks for CAP_FSETID, which a FUSE request does not carry; root has it.
+ */
+static bool caller_keeps_privileges(fuse_req_t req)
+{
+    return fuse_req_ctx(req)->uid == 0;
+}
+
+/*
+ * What truncation at open(O_TRUNC) sets: size 0, and mtime and ctime now
+ * even when the file was empty (POSIX, and what make's stamp rules need);
+ * set-user-ID and set-group-ID go unless the caller may keep them.
+ */
+static struct ts_setattr_req truncation_at_open(fuse_req_t req, uint64_t ino)
+{
+    struct ts_setattr_req request = {
+        .ino = ino, .valid = TS_SET_SIZE | TS_SET_MTIME_NOW, .size = 0};
+    if (!caller_keeps_privileges(req))
+        request.valid |= TS_SET_KILL_PRIV;
+    return request;
+}
+
 static void x_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     struct ts_attr attr;
     int error = 0;
     if (fi->flags & O_TRUNC) {
         /* libfuse asks for atomic O_TRUNC: the truncation is ours to do. */
-        struct ts_setattr_req request = {.ino = ino, .valid = TS_SET_SIZE, .size = 0};
+        struct ts_setattr_req request = truncation_at_open(req, ino);
         error = -datapath_setattr(state_of(req)->datapath, &request, &attr);
         dentcache_changed(state_of(req)->dentries, ino);
     }
@@ -698,7 +726,7 @@ static void x_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
         if (status == TS_OK && !S_ISREG(attr.mode))
             status = S_ISDIR(attr.mode) ? TS_ERR_ISDIR : TS_ERR_EXIST;
         if (status == TS_OK && (fi->flags & O_TRUNC)) {
-            struct ts_setattr_req request = {.ino = attr.ino, .valid = TS_SET_SIZE, .size = 0};
+            struct ts_setattr_req request = truncation_at_open(req, attr.ino);
             int error = datapath_setattr(state->datapath, &request, &attr);
             status = error == 0 ? TS_OK : status_from_errno(error);
             dentcache_changed(state->dentries, attr.ino);
@@ -824,10 +852,38 @@ static void x_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
     datapath_read_done(state->datapath, &result);
 }
 
+/*
+ * A write by a caller without CAP_FSETID clears the file's set-user-ID and
+ * set-group-ID bits first, as a local filesystem does. The kernel does so
+ * itself for writes through its page cache; writes past it (write-only
+ * handles) come here with the bits still set. Returns 0 or a negative
+ * errno (the write must not go on with the bits kept).
+ */
+static int kill_privileges(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    struct mount_state *state = state_of(req);
+    if (caller_keeps_privileges(req) ||
+        !datapath_write_kills_privileges(state->datapath, file_of(fi)))
+        return 0;
+    struct ts_setattr_req request = {.ino = ino, .valid = TS_SET_KILL_PRIV};
+    struct ts_attr attr;
+    int error = datapath_setattr(state->datapath, &request, &attr);
+    dentcache_changed(state->dentries, ino);
+    /* The kernel still has the old mode: it asks again. */
+    if (error == 0 && state->session)
+        fuse_lowlevel_notify_inval_inode(state->session, ino, -1, 0);
+    return error;
+}
+
 static void x_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t offset,
                     struct fuse_file_info *fi)
 {
     struct mount_state *state = state_of(req);
+    int error = kill_privileges(req, ino, fi);
+    if (error != 0) {
+        fuse_reply_err(req, -error);
+        return;
+    }
     struct reqmem_slot request;
     bool request_memory = reqloop_write_memory(buf, &request);
     ssize_t written = datapath_write(state->datapath, file_of(fi), buf, size, (uint64_t)offset,

@@ -445,6 +445,11 @@ static int setattr_body(struct store_txn *txn, void *arg)
     }
     if (valid & TS_SET_MODE)
         attr->mode = (attr->mode & S_IFMT) | (request->mode & 07777);
+    if ((valid & TS_SET_KILL_PRIV) && S_ISREG(attr->mode)) {
+        attr->mode &= ~(uint32_t)S_ISUID;
+        if (attr->mode & S_IXGRP)
+            attr->mode &= ~(uint32_t)S_ISGID;
+    }
     if (valid & TS_SET_UID)
         attr->uid = request->uid;
     if (valid & TS_SET_GID)
