@@ -2527,6 +2527,56 @@ int datapath_setattr(struct datapath *datapath, const struct ts_setattr_req *req
     return result;
 }
 
+int datapath_punch(struct datapath *datapath, struct open_file *file, uint64_t first_tile,
+                   uint64_t last_tile, struct ts_attr *attr)
+{
+    pthread_mutex_lock(&file->lock);
+    /* As a truncation: no store into the page cache may race it. */
+    file->generation++;
+    stores_wait(datapath, file);
+    int result = write_everything(datapath, file);
+    if (result == 0)
+        result = commit_size(datapath, file, 0);
+    if (result == 0)
+        result = errno_of(metaclient_punch(datapath->meta, file->ino, first_tile, last_tile, attr));
+    if (result == 0) {
+        committed_note(datapath, attr);
+        for (size_t i = 0; i < file->location_slots; i++) {
+            uint64_t tile = file->locations[i].tile;
+            if (tile >= first_tile && tile <= last_tile)
+                memset(&file->locations[i], 0, sizeof(file->locations[i]));
+        }
+        cache_forget_range(datapath, file, first_tile, last_tile);
+        /* Their files are garbage now: nothing of them to sync at fsync. */
+        size_t kept = 0;
+        for (size_t i = 0; i < file->dirty_count; i++)
+            if (file->dirty[i].tile < first_tile || file->dirty[i].tile > last_tile)
+                file->dirty[kept++] = file->dirty[i];
+        file->dirty_count = kept;
+    }
+    pthread_mutex_unlock(&file->lock);
+    return result;
+}
+
+uint64_t datapath_file_size(struct datapath *datapath, struct open_file *file)
+{
+    (void)datapath;
+    pthread_mutex_lock(&file->lock);
+    uint64_t size = file->size;
+    pthread_mutex_unlock(&file->lock);
+    return size;
+}
+
+bool datapath_file_is_array(struct open_file *file)
+{
+    return file->layout.array != NULL; /* fixed at open */
+}
+
+uint32_t datapath_file_tile_bytes(struct open_file *file)
+{
+    return file->tile_bytes; /* fixed at open */
+}
+
 /* Puts over attr the size and mtime of data this mount has not committed. */
 static void overlay_unwritten(struct datapath *datapath, struct ts_attr *attr)
 {

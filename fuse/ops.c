@@ -19,6 +19,7 @@
 #include "ops.h"
 
 #include "bdi.h"
+#include "fallocplan.h"
 #include "keepcache.h"
 #include "log.h"
 #include "reqloop.h"
@@ -902,6 +903,70 @@ static void x_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size
         fuse_reply_write(req, (size_t)written);
 }
 
+/* Zeros written at once by fallocate (a tile: what one write may carry). */
+#define ZERO_CHUNK_BYTES TILE_DEFAULT_BYTES
+
+/* Writes zeros over [offset, offset + length) through the data path. */
+static int write_zeros(struct mount_state *state, struct open_file *file, uint64_t offset,
+                       uint64_t length)
+{
+    char *zeros = calloc(1, ZERO_CHUNK_BYTES);
+    if (!zeros)
+        return -ENOMEM;
+    int error = 0;
+    while (error == 0 && length > 0) {
+        size_t chunk = length < ZERO_CHUNK_BYTES ? (size_t)length : ZERO_CHUNK_BYTES;
+        ssize_t written = datapath_write(state->datapath, file, zeros, chunk, offset, NULL);
+        if (written < 0)
+            error = (int)written;
+        offset += chunk;
+        length -= chunk;
+    }
+    free(zeros);
+    return error;
+}
+
+/*
+ * fallocate(2): see fallocplan.h for what each mode does here. The kernel
+ * drops the page cache of a punched or zeroed range and sets the size it
+ * caches itself once this succeeds.
+ */
+static void x_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+                        struct fuse_file_info *fi)
+{
+    struct mount_state *state = state_of(req);
+    struct open_file *file = file_of(fi);
+    struct fallocplan plan;
+    struct ts_attr attr;
+    int error = kill_privileges(req, ino, fi);
+    if (error == 0)
+        error = fallocplan_make(mode, (uint64_t)offset, (uint64_t)length,
+                                datapath_file_size(state->datapath, file),
+                                datapath_file_tile_bytes(file), datapath_file_is_array(file),
+                                &plan);
+    if (error == 0 && plan.space_bytes > 0) {
+        /* Checked, not reserved: tiles are allocated when written. */
+        struct ts_statfs_rep statfs;
+        int status = metaclient_statfs(state->meta, &statfs);
+        if (status != TS_OK)
+            error = -status_to_errno(status);
+        else if (statfs.free_bytes < plan.space_bytes)
+            error = -ENOSPC;
+    }
+    if (error == 0 && plan.drop)
+        error = datapath_punch(state->datapath, file, plan.first_tile, plan.last_tile, &attr);
+    for (int i = 0; error == 0 && i < plan.zero_count; i++)
+        error = write_zeros(state, file, plan.zero[i].offset, plan.zero[i].length);
+    if (error == 0 && plan.new_size > datapath_file_size(state->datapath, file)) {
+        struct ts_setattr_req grow = {.ino = ino, .valid = TS_SET_SIZE, .size = plan.new_size};
+        error = datapath_setattr(state->datapath, &grow, &attr);
+    }
+    if (error == 0)
+        error = datapath_flush(state->datapath, file); /* size and mtime reach meta */
+    dentcache_changed(state->dentries, ino);
+    fuse_reply_err(req, -error);
+}
+
 /* flush, release and fsync commit written data: size and times change in meta. */
 static void x_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
@@ -1270,6 +1335,7 @@ const struct fuse_lowlevel_ops tessera_ops = {
     .flush = x_flush,
     .release = x_release,
     .fsync = x_fsync,
+    .fallocate = x_fallocate,
     .opendir = x_opendir,
     .readdir = x_readdir,
     .readdirplus = x_readdirplus,

@@ -32,6 +32,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <ftw.h>
 #include <grp.h>
 #include <inttypes.h>
@@ -2710,6 +2711,74 @@ static int test_permissions(const char *dir)
 }
 
 /*
+ * fallocate(2): mode 0 and KEEP_SIZE, PUNCH_HOLE and ZERO_RANGE against a
+ * model of the file, a punched whole tile freeing its space (st_blocks),
+ * and EOPNOTSUPP for the modes Tessera does not do.
+ */
+static int test_fallocate(const char *dir)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    size_t size = 3 * MiB + MiB / 2;
+    unsigned char *model = calloc(8 * MiB, 1);
+    CHECK(model != NULL);
+    fill_pattern(model, size, 0, 7);
+    path_in(path, dir, "file");
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    CHECK(fd >= 0);
+    CHECK_EQ(pwrite(fd, model, size, 0), (ssize_t)size);
+    CHECK(fsync(fd) == 0);
+
+    CHECK(fallocate(fd, 0, 5 * MiB, MiB) == 0); /* grows the file: zeros */
+    size = 6 * MiB;
+    CHECK(fstat(fd, &st) == 0);
+    CHECK_EQ(st.st_size, (off_t)size);
+    CHECK(fallocate(fd, FALLOC_FL_KEEP_SIZE, 7 * MiB, MiB) == 0);
+    CHECK(fstat(fd, &st) == 0);
+    CHECK_EQ(st.st_size, (off_t)size);
+    CHECK(check_fd_content(fd, model, size) == 0);
+
+    CHECK(fstat(fd, &st) == 0);
+    blkcnt_t blocks_before = st.st_blocks;
+    /* Tiles 1 and 2 whole, parts of 0 and 3 (default 1 MiB tiles). */
+    CHECK(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, MiB / 2, 3 * MiB) == 0);
+    memset(model + MiB / 2, 0, 3 * MiB);
+    CHECK(fstat(fd, &st) == 0);
+    CHECK_EQ(st.st_size, (off_t)size);
+    CHECK(check_fd_content(fd, model, size) == 0);
+    if (!(st.st_blocks < blocks_before)) {
+        snprintf(failure_text, sizeof(failure_text),
+                 "punching two whole tiles left st_blocks at %jd (was %jd)", (intmax_t)st.st_blocks,
+                 (intmax_t)blocks_before);
+        free(model);
+        close(fd);
+        return -1;
+    }
+
+    CHECK(fallocate(fd, FALLOC_FL_ZERO_RANGE, 100, 200) == 0);
+    memset(model + 100, 0, 200);
+    /* Across the end, growing the file. */
+    fill_pattern(model + size, MiB, size, 9);
+    CHECK_EQ(pwrite(fd, model + size, MiB, (off_t)size), MiB);
+    size += MiB;
+    CHECK(fallocate(fd, FALLOC_FL_ZERO_RANGE, (off_t)size - 1000, 5000) == 0);
+    memset(model + size - 1000, 0, 5000);
+    size += 4000;
+    CHECK(fstat(fd, &st) == 0);
+    CHECK_EQ(st.st_size, (off_t)size);
+    CHECK(check_fd_content(fd, model, size) == 0);
+    CHECK(close(fd) == 0);
+    CHECK(check_file_content(path, model, size) == 0); /* and after close, from meta */
+
+    fd = open(path, O_RDWR);
+    CHECK(fd >= 0);
+    CHECK_ERRNO(fallocate(fd, FALLOC_FL_PUNCH_HOLE, 0, MiB), EOPNOTSUPP); /* needs KEEP_SIZE */
+    CHECK(close(fd) == 0);
+    free(model);
+    return 0;
+}
+
+/*
  * open(O_TRUNC) of an existing file marks mtime and ctime for update even
  * when it was empty already (POSIX open(): "the last data modification and
  * last file status change timestamps"): make's stamp rules rely on it.
@@ -2842,6 +2911,7 @@ static const struct test_case {
     {"open_append", test_open_append, false},
     {"open_trunc_times", test_open_trunc_times, false},
     {"kill_privileges", test_kill_privileges, false},
+    {"fallocate", test_fallocate, false},
     {"open_missing", test_open_missing, false},
     {"open_dir_wronly", test_open_dir_wronly, false},
     {"open_directory_file", test_open_directory_file, false},
