@@ -87,6 +87,7 @@ enum ts_op {
     TS_OP_COMMIT,
     TS_OP_NODE_LIST,
     TS_OP_TILE_UNCOPY, /* before writing a tile that has read copies */
+    TS_OP_PUNCH,       /* fallocate(PUNCH_HOLE, ZERO_RANGE): whole tiles dropped */
 
     /* client or tool -> meta: access profiles */
     TS_OP_PROFILE_SET = 45,
@@ -184,6 +185,10 @@ struct ts_str {
 #define TS_SET_ATIME_NOW 0x40u
 #define TS_SET_MTIME_NOW 0x80u
 #define TS_SET_CTIME 0x100u
+/* A write or truncation by a caller without CAP_FSETID: a regular file
+ * loses set-user-ID, and set-group-ID where group execute is set (what
+ * Linux's should_remove_suid() does), in the same transaction. */
+#define TS_SET_KILL_PRIV 0x200u
 
 /* RENAME flags (the values of renameat2). */
 #define TS_RENAME_NOREPLACE 0x1u
@@ -516,6 +521,13 @@ enum ts_move_state { TS_MOVE_BEGUN = 0, TS_MOVE_COMMITTED = 1 };
     X(U32, mtime_nsec)                                                                             \
     X(U32, sync)
 /*
+ * PUNCH: drops tiles first_tile..last_tile (inclusive) of a linear file:
+ * the range reads as a hole, each tile file goes to the garbage of its
+ * datanode, mtime and ctime become now. Size is left alone. An array file
+ * is TS_ERR_NOTSUP (its tiles are not byte ranges). Reply: ATTR_REP.
+ */
+#define TS_MSG_PUNCH_REQ(X) X(U64, ino) X(U64, first_tile) X(U64, last_tile)
+/*
  * NODE_LIST record: u32 id, u32 state, u64 capacity, u64 free, u64 used,
  * u64 tiles, u64 heartbeat_age_ms, u64 read_bytes_per_sec,
  * u64 write_bytes_per_sec, u32 queue_depth, u64 throttle_bytes_per_sec,
@@ -775,6 +787,7 @@ enum ts_fence_action { TS_FENCE_LIFT = 0, TS_FENCE_FREEZE = 1, TS_FENCE_RETIRE =
     M(move_list_req, TS_MSG_MOVE_LIST_REQ)                                                         \
     M(move_list_rep, TS_MSG_MOVE_LIST_REP)                                                         \
     M(commit_req, TS_MSG_COMMIT_REQ)                                                               \
+    M(punch_req, TS_MSG_PUNCH_REQ)                                                                 \
     M(node_list_rep, TS_MSG_NODE_LIST_REP)                                                         \
     M(heartbeat_req, TS_MSG_HEARTBEAT_REQ)                                                         \
     M(heartbeat_rep, TS_MSG_HEARTBEAT_REP)                                                         \

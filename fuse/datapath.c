@@ -82,6 +82,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #define OPEN_TABLE_BUCKETS 1024
@@ -180,6 +181,7 @@ struct open_file {
     uint32_t placement;  /* enum ts_placement of new tiles */
     bool profiled;       /* count requests in the profile (as of the last open) */
     uint64_t size;       /* size as this mount sees it */
+    uint32_t mode;       /* as of the last open or setattr through this mount */
     bool size_dirty; /* size or mtime not yet committed to meta */
     struct timespec mtime;
     int error; /* first write error not yet reported by flush/fsync */
@@ -611,6 +613,7 @@ int datapath_open(struct datapath *datapath, const struct ts_attr *attr, const c
         /* Another mount may have changed the file since (close-to-open). */
         if (!file->size_dirty)
             file->size = attr->size;
+        file->mode = attr->mode;
         /* Profiling switched on or off since the file was first opened here
          * takes effect now, for every handle. */
         file->profiled = (attr->flags & TS_ATTR_PROFILED) != 0;
@@ -650,6 +653,7 @@ int datapath_open(struct datapath *datapath, const struct ts_attr *attr, const c
     created->placement = attr->placement;
     created->profiled = (attr->flags & TS_ATTR_PROFILED) != 0;
     created->size = attr->size;
+    created->mode = attr->mode;
     created->last_written_tile = UINT64_MAX;
     created->writers = writing ? 1 : 0;
     sieve_init(&created->sieve);
@@ -2497,8 +2501,11 @@ int datapath_setattr(struct datapath *datapath, const struct ts_setattr_req *req
     }
     if (result == 0)
         result = errno_of(metaclient_setattr(datapath->meta, request, &reply));
-    if (result == 0)
+    if (result == 0) {
         committed_note(datapath, &reply.attr);
+        if (file)
+            file->mode = reply.attr.mode;
+    }
     if (result == 0 && (request->valid & TS_SET_SIZE)) {
         result = cut_tile(datapath, request->ino, &reply);
         if (file) {
@@ -2520,6 +2527,56 @@ int datapath_setattr(struct datapath *datapath, const struct ts_setattr_req *req
     return result;
 }
 
+int datapath_punch(struct datapath *datapath, struct open_file *file, uint64_t first_tile,
+                   uint64_t last_tile, struct ts_attr *attr)
+{
+    pthread_mutex_lock(&file->lock);
+    /* As a truncation: no store into the page cache may race it. */
+    file->generation++;
+    stores_wait(datapath, file);
+    int result = write_everything(datapath, file);
+    if (result == 0)
+        result = commit_size(datapath, file, 0);
+    if (result == 0)
+        result = errno_of(metaclient_punch(datapath->meta, file->ino, first_tile, last_tile, attr));
+    if (result == 0) {
+        committed_note(datapath, attr);
+        for (size_t i = 0; i < file->location_slots; i++) {
+            uint64_t tile = file->locations[i].tile;
+            if (tile >= first_tile && tile <= last_tile)
+                memset(&file->locations[i], 0, sizeof(file->locations[i]));
+        }
+        cache_forget_range(datapath, file, first_tile, last_tile);
+        /* Their files are garbage now: nothing of them to sync at fsync. */
+        size_t kept = 0;
+        for (size_t i = 0; i < file->dirty_count; i++)
+            if (file->dirty[i].tile < first_tile || file->dirty[i].tile > last_tile)
+                file->dirty[kept++] = file->dirty[i];
+        file->dirty_count = kept;
+    }
+    pthread_mutex_unlock(&file->lock);
+    return result;
+}
+
+uint64_t datapath_file_size(struct datapath *datapath, struct open_file *file)
+{
+    (void)datapath;
+    pthread_mutex_lock(&file->lock);
+    uint64_t size = file->size;
+    pthread_mutex_unlock(&file->lock);
+    return size;
+}
+
+bool datapath_file_is_array(struct open_file *file)
+{
+    return file->layout.array != NULL; /* fixed at open */
+}
+
+uint32_t datapath_file_tile_bytes(struct open_file *file)
+{
+    return file->tile_bytes; /* fixed at open */
+}
+
 /* Puts over attr the size and mtime of data this mount has not committed. */
 static void overlay_unwritten(struct datapath *datapath, struct ts_attr *attr)
 {
@@ -2535,6 +2592,15 @@ static void overlay_unwritten(struct datapath *datapath, struct ts_attr *attr)
         pthread_mutex_unlock(&file->lock);
         open_file_put(datapath, file);
     }
+}
+
+bool datapath_write_kills_privileges(struct datapath *datapath, struct open_file *file)
+{
+    (void)datapath;
+    pthread_mutex_lock(&file->lock);
+    uint32_t mode = file->mode;
+    pthread_mutex_unlock(&file->lock);
+    return S_ISREG(mode) && ((mode & S_ISUID) || (mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP));
 }
 
 bool datapath_settle_attr(struct datapath *datapath, struct ts_attr *attr)

@@ -189,6 +189,26 @@ ssize_t datapath_write(struct datapath *datapath, struct open_file *file, const 
  * handle, a read in flight): what a write that bypassed the kernel's page
  * cache must then drop from it. */
 bool datapath_file_shared(struct datapath *datapath, struct open_file *file);
+/*
+ * fallocate(PUNCH_HOLE, ZERO_RANGE) of a linear file: writes out and
+ * commits what is pending, then has meta drop tiles first_tile..last_tile
+ * (they read as a hole; their files are deleted on the datanodes) and
+ * forgets what this mount cached of them. *attr: meta's attributes after.
+ * 0 or a negative errno.
+ */
+int datapath_punch(struct datapath *datapath, struct open_file *file, uint64_t first_tile,
+                   uint64_t last_tile, struct ts_attr *attr);
+/* The size as this mount sees it (written data included). */
+uint64_t datapath_file_size(struct datapath *datapath, struct open_file *file);
+/* The file's layout, fixed when it was opened: array or linear, tile size. */
+bool datapath_file_is_array(struct open_file *file);
+uint32_t datapath_file_tile_bytes(struct open_file *file);
+/*
+ * Whether a write by a caller without CAP_FSETID must first clear the
+ * file's set-user-ID or set-group-ID bit (as of the last open or setattr
+ * here); the caller then sends a setattr with TS_SET_KILL_PRIV.
+ */
+bool datapath_write_kills_privileges(struct datapath *datapath, struct open_file *file);
 /* Writes out the buffer and commits size and mtime to meta (close). */
 int datapath_flush(struct datapath *datapath, struct open_file *file);
 /* As flush, then makes the written tiles and the metadata durable. */

@@ -911,6 +911,15 @@ int metaclient_commit(struct metaclient *client, uint64_t ino, uint64_t min_size
                           ts_commit_req_encode(&request, buf, sizeof(buf)), attr);
 }
 
+int metaclient_punch(struct metaclient *client, uint64_t ino, uint64_t first_tile,
+                     uint64_t last_tile, struct ts_attr *attr)
+{
+    uint8_t buf[REQUEST_CAP];
+    struct ts_punch_req request = {.ino = ino, .first_tile = first_tile, .last_tile = last_tile};
+    return meta_call_attr(client, TS_OP_PUNCH, buf, ts_punch_req_encode(&request, buf, sizeof(buf)),
+                          attr);
+}
+
 int metaclient_node_list(struct metaclient *client, struct meta_node **nodes, size_t *count)
 {
     struct ts_node_list_rep decoded;

@@ -196,6 +196,9 @@ int metaclient_tile_uncopy(struct metaclient *client, uint64_t ino, uint64_t fir
  */
 int metaclient_profile_record(struct metaclient *client, const uint8_t *records, uint32_t count,
                               uint32_t *kept);
+/* Drops tiles first_tile..last_tile of a linear file (PUNCH in proto.h). */
+int metaclient_punch(struct metaclient *client, uint64_t ino, uint64_t first_tile,
+                     uint64_t last_tile, struct ts_attr *attr);
 /* Written data: size = max(size, min_size), mtime if given; sync = durable. */
 int metaclient_commit(struct metaclient *client, uint64_t ino, uint64_t min_size,
                       const struct timespec *mtime, int sync, struct ts_attr *attr);

@@ -19,6 +19,7 @@
 #include "ops.h"
 
 #include "bdi.h"
+#include "fallocplan.h"
 #include "keepcache.h"
 #include "log.h"
 #include "reqloop.h"
@@ -240,6 +241,11 @@ static void x_init(void *userdata, struct fuse_conn_info *conn)
     /* No writeback cache: writes reach us in order, so errors and sizes stay
      * exact; no kernel-side locks: POSIX locks are local to a mount. */
     conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
+    /* The kernel clears set-user-ID and set-group-ID bits itself where it
+     * can (buffered writes, truncate, chown), with the caller's
+     * capabilities in view; what it cannot see (writes past its page
+     * cache, truncation at open) the mount does: kill_privileges(). */
+    conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
     if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
         conn->want |= FUSE_CAP_PARALLEL_DIROPS;
     /* Replies from a tile stream's pipe go on to the kernel by splice. */
@@ -632,13 +638,36 @@ static void release_handle(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info
         keepcache_forget(state->kept_pages, ino);
 }
 
+/*
+ * Whether the caller may write a set-user-ID file and keep the bit: Linux
+ * asks for CAP_FSETID, which a FUSE request does not carry; root has it.
+ */
+static bool caller_keeps_privileges(fuse_req_t req)
+{
+    return fuse_req_ctx(req)->uid == 0;
+}
+
+/*
+ * What truncation at open(O_TRUNC) sets: size 0, and mtime and ctime now
+ * even when the file was empty (POSIX, and what make's stamp rules need);
+ * set-user-ID and set-group-ID go unless the caller may keep them.
+ */
+static struct ts_setattr_req truncation_at_open(fuse_req_t req, uint64_t ino)
+{
+    struct ts_setattr_req request = {
+        .ino = ino, .valid = TS_SET_SIZE | TS_SET_MTIME_NOW, .size = 0};
+    if (!caller_keeps_privileges(req))
+        request.valid |= TS_SET_KILL_PRIV;
+    return request;
+}
+
 static void x_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     struct ts_attr attr;
     int error = 0;
     if (fi->flags & O_TRUNC) {
         /* libfuse asks for atomic O_TRUNC: the truncation is ours to do. */
-        struct ts_setattr_req request = {.ino = ino, .valid = TS_SET_SIZE, .size = 0};
+        struct ts_setattr_req request = truncation_at_open(req, ino);
         error = -datapath_setattr(state_of(req)->datapath, &request, &attr);
         dentcache_changed(state_of(req)->dentries, ino);
     }
@@ -698,7 +727,7 @@ static void x_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
         if (status == TS_OK && !S_ISREG(attr.mode))
             status = S_ISDIR(attr.mode) ? TS_ERR_ISDIR : TS_ERR_EXIST;
         if (status == TS_OK && (fi->flags & O_TRUNC)) {
-            struct ts_setattr_req request = {.ino = attr.ino, .valid = TS_SET_SIZE, .size = 0};
+            struct ts_setattr_req request = truncation_at_open(req, attr.ino);
             int error = datapath_setattr(state->datapath, &request, &attr);
             status = error == 0 ? TS_OK : status_from_errno(error);
             dentcache_changed(state->dentries, attr.ino);
@@ -824,10 +853,38 @@ static void x_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
     datapath_read_done(state->datapath, &result);
 }
 
+/*
+ * A write by a caller without CAP_FSETID clears the file's set-user-ID and
+ * set-group-ID bits first, as a local filesystem does. The kernel does so
+ * itself for writes through its page cache; writes past it (write-only
+ * handles) come here with the bits still set. Returns 0 or a negative
+ * errno (the write must not go on with the bits kept).
+ */
+static int kill_privileges(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    struct mount_state *state = state_of(req);
+    if (caller_keeps_privileges(req) ||
+        !datapath_write_kills_privileges(state->datapath, file_of(fi)))
+        return 0;
+    struct ts_setattr_req request = {.ino = ino, .valid = TS_SET_KILL_PRIV};
+    struct ts_attr attr;
+    int error = datapath_setattr(state->datapath, &request, &attr);
+    dentcache_changed(state->dentries, ino);
+    /* The kernel still has the old mode: it asks again. */
+    if (error == 0 && state->session)
+        fuse_lowlevel_notify_inval_inode(state->session, ino, -1, 0);
+    return error;
+}
+
 static void x_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t offset,
                     struct fuse_file_info *fi)
 {
     struct mount_state *state = state_of(req);
+    int error = kill_privileges(req, ino, fi);
+    if (error != 0) {
+        fuse_reply_err(req, -error);
+        return;
+    }
     struct reqmem_slot request;
     bool request_memory = reqloop_write_memory(buf, &request);
     ssize_t written = datapath_write(state->datapath, file_of(fi), buf, size, (uint64_t)offset,
@@ -844,6 +901,70 @@ static void x_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size
         fuse_reply_err(req, (int)-written);
     else
         fuse_reply_write(req, (size_t)written);
+}
+
+/* Zeros written at once by fallocate (a tile: what one write may carry). */
+#define ZERO_CHUNK_BYTES TILE_DEFAULT_BYTES
+
+/* Writes zeros over [offset, offset + length) through the data path. */
+static int write_zeros(struct mount_state *state, struct open_file *file, uint64_t offset,
+                       uint64_t length)
+{
+    char *zeros = calloc(1, ZERO_CHUNK_BYTES);
+    if (!zeros)
+        return -ENOMEM;
+    int error = 0;
+    while (error == 0 && length > 0) {
+        size_t chunk = length < ZERO_CHUNK_BYTES ? (size_t)length : ZERO_CHUNK_BYTES;
+        ssize_t written = datapath_write(state->datapath, file, zeros, chunk, offset, NULL);
+        if (written < 0)
+            error = (int)written;
+        offset += chunk;
+        length -= chunk;
+    }
+    free(zeros);
+    return error;
+}
+
+/*
+ * fallocate(2): see fallocplan.h for what each mode does here. The kernel
+ * drops the page cache of a punched or zeroed range and sets the size it
+ * caches itself once this succeeds.
+ */
+static void x_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+                        struct fuse_file_info *fi)
+{
+    struct mount_state *state = state_of(req);
+    struct open_file *file = file_of(fi);
+    struct fallocplan plan;
+    struct ts_attr attr;
+    int error = kill_privileges(req, ino, fi);
+    if (error == 0)
+        error = fallocplan_make(mode, (uint64_t)offset, (uint64_t)length,
+                                datapath_file_size(state->datapath, file),
+                                datapath_file_tile_bytes(file), datapath_file_is_array(file),
+                                &plan);
+    if (error == 0 && plan.space_bytes > 0) {
+        /* Checked, not reserved: tiles are allocated when written. */
+        struct ts_statfs_rep statfs;
+        int status = metaclient_statfs(state->meta, &statfs);
+        if (status != TS_OK)
+            error = -status_to_errno(status);
+        else if (statfs.free_bytes < plan.space_bytes)
+            error = -ENOSPC;
+    }
+    if (error == 0 && plan.drop)
+        error = datapath_punch(state->datapath, file, plan.first_tile, plan.last_tile, &attr);
+    for (int i = 0; error == 0 && i < plan.zero_count; i++)
+        error = write_zeros(state, file, plan.zero[i].offset, plan.zero[i].length);
+    if (error == 0 && plan.new_size > datapath_file_size(state->datapath, file)) {
+        struct ts_setattr_req grow = {.ino = ino, .valid = TS_SET_SIZE, .size = plan.new_size};
+        error = datapath_setattr(state->datapath, &grow, &attr);
+    }
+    if (error == 0)
+        error = datapath_flush(state->datapath, file); /* size and mtime reach meta */
+    dentcache_changed(state->dentries, ino);
+    fuse_reply_err(req, -error);
 }
 
 /* flush, release and fsync commit written data: size and times change in meta. */
@@ -1220,6 +1341,7 @@ const struct fuse_lowlevel_ops tessera_ops = {
     .flush = x_flush,
     .release = x_release,
     .fsync = x_fsync,
+    .fallocate = x_fallocate,
     .opendir = x_opendir,
     .readdir = x_readdir,
     .readdirplus = x_readdirplus,

@@ -458,6 +458,11 @@ static int setattr_body(struct store_txn *txn, void *arg)
     }
     if (valid & TS_SET_MODE)
         attr->mode = (attr->mode & S_IFMT) | (request->mode & 07777);
+    if ((valid & TS_SET_KILL_PRIV) && S_ISREG(attr->mode)) {
+        attr->mode &= ~(uint32_t)S_ISUID;
+        if (attr->mode & S_IXGRP)
+            attr->mode &= ~(uint32_t)S_ISGID;
+    }
     if (valid & TS_SET_UID)
         attr->uid = request->uid;
     if (valid & TS_SET_GID)
@@ -2326,6 +2331,58 @@ static int handle_commit(void *ctx, const struct rpc_request *request,
     return REPLY_ENCODE(attr_rep, &reply, response);
 }
 
+/* ---- PUNCH -------------------------------------------------------------- */
+
+struct punch_op {
+    const struct ts_punch_req *request;
+    struct inodes_record record;
+    struct timespec now;
+};
+
+static int punch_body(struct store_txn *txn, void *arg)
+{
+    struct punch_op *op = arg;
+    const struct ts_punch_req *request = op->request;
+    struct ts_attr *attr = &op->record.attr;
+    uint64_t dropped = 0;
+    int status = load_inode(txn, request->ino, &op->record);
+    if (status != TS_OK)
+        return status;
+    if (!S_ISREG(attr->mode))
+        return TS_ERR_INVAL;
+    if (attr->flags & TS_ATTR_ARRAY)
+        return TS_ERR_NOTSUP;
+    int err = tiles_drop_range(txn, request->ino, request->first_tile, request->last_tile,
+                               &dropped);
+    if (err < 0)
+        return reply_store_status(err);
+    op->record.tiles_allocated =
+        op->record.tiles_allocated > dropped ? op->record.tiles_allocated - dropped : 0;
+    time_set(&attr->mtime_sec, &attr->mtime_nsec, op->now);
+    time_set(&attr->ctime_sec, &attr->ctime_nsec, op->now);
+    return reply_store_status(inodes_put(txn, &op->record));
+}
+
+static int handle_punch(void *ctx, const struct rpc_request *request,
+                        struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct ts_punch_req message;
+    struct punch_op op = {.request = &message};
+    struct ts_attr_rep reply;
+
+    if (ts_punch_req_decode(&message, request->payload, request->payload_len) != 0)
+        return reply_bad_message(response, request->header.type);
+    if (message.first_tile > message.last_tile)
+        return TS_ERR_INVAL;
+    op.now = util_now();
+    int status = store_write(service->store, punch_body, &op);
+    if (status != TS_OK)
+        return status;
+    inodes_attr(&op.record, service->default_placement, &reply.attr);
+    return REPLY_ENCODE(attr_rep, &reply, response);
+}
+
 /* ---- NODE_LIST ---------------------------------------------------------- */
 
 struct node_list_op {
@@ -2779,6 +2836,7 @@ const rpc_handler_fn handlers_table[TS_OP_MAX] = {
     [TS_OP_TILE_RECONCILE] = handlers_tiles_reconcile,
     [TS_OP_TILE_HOLDERS] = handlers_tiles_holders,
     [TS_OP_TILE_UNCOPY] = handlers_reloc_tile_uncopy,
+    [TS_OP_PUNCH] = handle_punch,
     [TS_OP_PROFILE_SET] = handlers_reloc_profile_set,
     [TS_OP_PROFILE_RECORD] = handlers_reloc_profile_record,
     [TS_OP_PROFILE_GET] = handlers_reloc_profile_get,

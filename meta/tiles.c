@@ -61,6 +61,12 @@ int tiles_put(struct store_txn *txn, uint64_t ino, uint64_t tile, const struct t
 
 int tiles_drop_from(struct store_txn *txn, uint64_t ino, uint64_t first_tile, uint64_t *dropped)
 {
+    return tiles_drop_range(txn, ino, first_tile, UINT64_MAX, dropped);
+}
+
+int tiles_drop_range(struct store_txn *txn, uint64_t ino, uint64_t first_tile, uint64_t last_tile,
+                     uint64_t *dropped)
+{
     uint8_t start[TILES_KEY_BYTES];
     MDB_cursor *cursor;
     MDB_val key;
@@ -84,7 +90,8 @@ int tiles_drop_from(struct store_txn *txn, uint64_t ino, uint64_t first_tile, ui
         err = store_error(txn->store, mdb_cursor_get(cursor, &key, &value, MDB_SET_RANGE));
         if (err < 0)
             break;
-        if (key.mv_size != TILES_KEY_BYTES || store_be64_get(key.mv_data) != ino)
+        if (key.mv_size != TILES_KEY_BYTES || store_be64_get(key.mv_data) != ino ||
+            store_be64_get((const uint8_t *)key.mv_data + 8) > last_tile)
             break;
         err = tiles_decode(&value, &entry);
         if (err < 0)
@@ -105,7 +112,7 @@ int tiles_drop_from(struct store_txn *txn, uint64_t ino, uint64_t first_tile, ui
         err = 0;
     /* A copy never outlives its primary. */
     if (err == 0)
-        err = copies_drop(txn, ino, first_tile, UINT64_MAX, NULL);
+        err = copies_drop(txn, ino, first_tile, last_tile, NULL);
     if (dropped)
         *dropped = count;
     return err;

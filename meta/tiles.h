@@ -27,5 +27,8 @@ int tiles_put(struct store_txn *txn, uint64_t ino, uint64_t tile, const struct t
  * Returns 0 or a negative errno.
  */
 int tiles_drop_from(struct store_txn *txn, uint64_t ino, uint64_t first_tile, uint64_t *dropped);
+/* As tiles_drop_from, for the tiles first_tile..last_tile (inclusive) only. */
+int tiles_drop_range(struct store_txn *txn, uint64_t ino, uint64_t first_tile, uint64_t last_tile,
+                     uint64_t *dropped);
 
 #endif

@@ -32,6 +32,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <ftw.h>
 #include <grp.h>
 #include <inttypes.h>
@@ -2709,6 +2710,193 @@ static int test_permissions(const char *dir)
     return run_child(permissions_as_nobody, dir, 0);
 }
 
+/*
+ * fallocate(2): mode 0 and KEEP_SIZE, PUNCH_HOLE and ZERO_RANGE against a
+ * model of the file, a punched whole tile freeing its space (st_blocks),
+ * and EOPNOTSUPP for the modes Tessera does not do.
+ */
+static int test_fallocate(const char *dir)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    size_t size = 3 * MiB + MiB / 2;
+    unsigned char *model = calloc(8 * MiB, 1);
+    CHECK(model != NULL);
+    fill_pattern(model, size, 0, 7);
+    path_in(path, dir, "file");
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    CHECK(fd >= 0);
+    CHECK_EQ(pwrite(fd, model, size, 0), (ssize_t)size);
+    CHECK(fsync(fd) == 0);
+
+    CHECK(fallocate(fd, 0, 5 * MiB, MiB) == 0); /* grows the file: zeros */
+    size = 6 * MiB;
+    CHECK(fstat(fd, &st) == 0);
+    CHECK_EQ(st.st_size, (off_t)size);
+    CHECK(fallocate(fd, FALLOC_FL_KEEP_SIZE, 7 * MiB, MiB) == 0);
+    CHECK(fstat(fd, &st) == 0);
+    CHECK_EQ(st.st_size, (off_t)size);
+    CHECK(check_fd_content(fd, model, size) == 0);
+
+    CHECK(fstat(fd, &st) == 0);
+    blkcnt_t blocks_before = st.st_blocks;
+    /* Tiles 1 and 2 whole, parts of 0 and 3 (default 1 MiB tiles). */
+    CHECK(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, MiB / 2, 3 * MiB) == 0);
+    memset(model + MiB / 2, 0, 3 * MiB);
+    CHECK(fstat(fd, &st) == 0);
+    CHECK_EQ(st.st_size, (off_t)size);
+    CHECK(check_fd_content(fd, model, size) == 0);
+    if (!(st.st_blocks < blocks_before)) {
+        snprintf(failure_text, sizeof(failure_text),
+                 "punching two whole tiles left st_blocks at %jd (was %jd)", (intmax_t)st.st_blocks,
+                 (intmax_t)blocks_before);
+        free(model);
+        close(fd);
+        return -1;
+    }
+
+    CHECK(fallocate(fd, FALLOC_FL_ZERO_RANGE, 100, 200) == 0);
+    memset(model + 100, 0, 200);
+    /* Across the end, growing the file. */
+    fill_pattern(model + size, MiB, size, 9);
+    CHECK_EQ(pwrite(fd, model + size, MiB, (off_t)size), MiB);
+    size += MiB;
+    CHECK(fallocate(fd, FALLOC_FL_ZERO_RANGE, (off_t)size - 1000, 5000) == 0);
+    memset(model + size - 1000, 0, 5000);
+    size += 4000;
+    CHECK(fstat(fd, &st) == 0);
+    CHECK_EQ(st.st_size, (off_t)size);
+    CHECK(check_fd_content(fd, model, size) == 0);
+    CHECK(close(fd) == 0);
+    CHECK(check_file_content(path, model, size) == 0); /* and after close, from meta */
+
+    fd = open(path, O_RDWR);
+    CHECK(fd >= 0);
+    CHECK_ERRNO(fallocate(fd, FALLOC_FL_PUNCH_HOLE, 0, MiB), EOPNOTSUPP); /* needs KEEP_SIZE */
+    CHECK(close(fd) == 0);
+    free(model);
+    return 0;
+}
+
+/*
+ * open(O_TRUNC) of an existing file marks mtime and ctime for update even
+ * when it was empty already (POSIX open(): "the last data modification and
+ * last file status change timestamps"): make's stamp rules rely on it.
+ */
+static int test_open_trunc_times(const char *dir)
+{
+    char path[PATH_MAX];
+    const struct timespec times[2] = {{OLD_TIME, 0}, {OLD_TIME, 0}};
+    struct stat st;
+    int fd;
+
+    path_in(path, dir, "stamp");
+    CHECK(write_file(path, "", 0) == 0);
+    CHECK(utimensat(AT_FDCWD, path, times, 0) == 0);
+    CHECK(stat(path, &st) == 0);
+    CHECK_OLD_TIME(st.st_mtim);
+    time_t before = time(NULL);
+    fd = open(path, O_WRONLY | O_TRUNC);
+    CHECK(fd >= 0);
+    CHECK(close(fd) == 0);
+    CHECK(stat(path, &st) == 0);
+    CHECK_EQ(st.st_size, 0);
+    CHECK(st.st_mtim.tv_sec >= before - 1);
+    CHECK(st.st_ctim.tv_sec >= before - 1);
+    return 0;
+}
+
+/* The files test_kill_privileges' child writes, and the mode each must end with. */
+static const struct privileged_case {
+    const char *name;
+    mode_t mode;     /* set by root before the child runs */
+    mode_t expected; /* after the child's write or truncation */
+} privileged_cases[] = {
+    {"append", 06777, 0777},   /* O_WRONLY | O_APPEND: past the page cache */
+    {"rdwr", 06777, 0777},     /* O_RDWR: through the page cache */
+    {"otrunc", 06777, 0777},   /* open(O_TRUNC) alone */
+    {"ftruncate", 06777, 0777},
+    {"nogx", 02767, 02767},    /* set-group-ID without group execute is a lock mark */
+};
+
+static int privileged_as_nobody(const char *dir)
+{
+    char path[PATH_MAX];
+    struct stat st;
+
+    if (setgroups(0, NULL) != 0 || setgid(NOBODY_ID) != 0 || setuid(NOBODY_ID) != 0) {
+        snprintf(failure_text, sizeof(failure_text), "cannot switch to uid %d: %s", NOBODY_ID,
+                 strerror(errno));
+        return TEST_SKIP;
+    }
+    for (size_t i = 0; i < sizeof(privileged_cases) / sizeof(privileged_cases[0]); i++) {
+        const struct privileged_case *c = &privileged_cases[i];
+        int fd;
+        path_in(path, dir, c->name);
+        if (strcmp(c->name, "append") == 0 || strcmp(c->name, "nogx") == 0) {
+            fd = open(path, O_WRONLY | O_APPEND);
+            CHECK(fd >= 0);
+            CHECK_EQ(write(fd, "x", 1), 1);
+        } else if (strcmp(c->name, "rdwr") == 0) {
+            fd = open(path, O_RDWR);
+            CHECK(fd >= 0);
+            CHECK_EQ(pwrite(fd, "x", 1, 0), 1);
+        } else if (strcmp(c->name, "otrunc") == 0) {
+            fd = open(path, O_WRONLY | O_TRUNC);
+            CHECK(fd >= 0);
+        } else {
+            fd = open(path, O_WRONLY);
+            CHECK(fd >= 0);
+            CHECK(ftruncate(fd, 1) == 0);
+        }
+        CHECK(close(fd) == 0);
+        CHECK(stat(path, &st) == 0);
+        if ((st.st_mode & 07777) != c->expected) {
+            snprintf(failure_text, sizeof(failure_text), "%s: mode %o after a write by uid %d, "
+                     "expected %o", c->name, (unsigned)(st.st_mode & 07777), NOBODY_ID,
+                     (unsigned)c->expected);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * A write or truncation by a caller without CAP_FSETID clears set-user-ID,
+ * and set-group-ID where group execute is set, as a local filesystem does;
+ * root's writes keep them, chown clears them.
+ */
+static int test_kill_privileges(const char *dir)
+{
+    char path[PATH_MAX];
+    struct stat st;
+
+    if (geteuid() != 0)
+        return TEST_SKIP; /* needs a second user */
+    for (size_t i = 0; i < sizeof(privileged_cases) / sizeof(privileged_cases[0]); i++) {
+        path_in(path, dir, privileged_cases[i].name);
+        CHECK(write_file(path, "hello", 5) == 0);
+        CHECK(chmod(path, privileged_cases[i].mode) == 0);
+    }
+    CHECK(chmod(dir, 0777) == 0);
+    int result = run_child(privileged_as_nobody, dir, 0);
+    if (result != 0)
+        return result;
+    path_in(path, dir, "root");
+    CHECK(write_file(path, "hello", 5) == 0);
+    CHECK(chmod(path, 06777) == 0);
+    int fd = open(path, O_WRONLY | O_APPEND);
+    CHECK(fd >= 0);
+    CHECK_EQ(write(fd, "x", 1), 1);
+    CHECK(close(fd) == 0);
+    CHECK(stat(path, &st) == 0);
+    CHECK_EQ(st.st_mode & 07777, 06777); /* CAP_FSETID keeps them */
+    CHECK(chown(path, NOBODY_ID, NOBODY_ID) == 0);
+    CHECK(stat(path, &st) == 0);
+    CHECK_EQ(st.st_mode & 07777, 0777);
+    return 0;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* Runner                                                                                   */
 /* ---------------------------------------------------------------------------------------- */
@@ -2721,6 +2909,9 @@ static const struct test_case {
     {"create_excl", test_create_excl, false},
     {"open_trunc", test_open_trunc, false},
     {"open_append", test_open_append, false},
+    {"open_trunc_times", test_open_trunc_times, false},
+    {"kill_privileges", test_kill_privileges, false},
+    {"fallocate", test_fallocate, false},
     {"open_missing", test_open_missing, false},
     {"open_dir_wronly", test_open_dir_wronly, false},
     {"open_directory_file", test_open_directory_file, false},
