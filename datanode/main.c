@@ -398,6 +398,13 @@ static int serve(struct rpc_server *server, struct heartbeat *heartbeat, struct 
         if (stream)
             stream_serve(stream, items + fixed, streams);
         heartbeat_tick(heartbeat, util_monotonic_ms());
+        if (heartbeat_refused(heartbeat)) {
+            log_error("stopping: meta does not take data directory %s for node %" PRIu32
+                      " (see above)",
+                      options->data_dir, heartbeat_node_id(heartbeat));
+            exit_code = 1;
+            break;
+        }
         if (!ready_logged && heartbeat_acknowledged(heartbeat) > 0) {
             log_info("ready: listening on %s (node %" PRIu32 ", data %s)", options->listen,
                      heartbeat_node_id(heartbeat), options->data_dir);

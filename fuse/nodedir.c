@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -221,6 +222,14 @@ int nodedir_address(struct nodedir *dir, uint32_t node, struct in_addr *address)
     if (rc == 0 && address->s_addr == htonl(INADDR_ANY))
         rc = -EINVAL;
     return rc;
+}
+
+void nodedir_endpoint(struct nodedir *dir, uint32_t node, char *out, size_t cap)
+{
+    bool down = false;
+    struct rpc_pool *pool = nodedir_pool(dir, node, &down);
+    if (cap > 0)
+        snprintf(out, cap, "%s", pool ? rpc_pool_endpoint(pool) : "?");
 }
 
 static void nodedir_mark(struct nodedir *dir, uint32_t id, bool timed_out)

@@ -44,6 +44,12 @@ bool nodedir_is_local(struct nodedir *dir, uint32_t node);
  * no such address (ipc://, a host name, a wildcard).
  */
 int nodedir_address(struct nodedir *dir, uint32_t node, struct in_addr *address);
+/*
+ * The endpoint the mount reaches node at, into out (cap bytes, NUL
+ * included; cut if longer): for log lines that name a datanode. "?" when
+ * meta does not know node.
+ */
+void nodedir_endpoint(struct nodedir *dir, uint32_t node, char *out, size_t cap);
 
 /*
  * Sends op to datanode `node` and waits up to the I/O timeout. Returns as

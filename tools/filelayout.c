@@ -279,14 +279,16 @@ struct filelayout_file {
 /* One tile's line (text) or object (JSON). */
 static void filelayout_print_tile(const struct filelayout_options *options,
                                   const struct filelayout_file *file, uint64_t tile, uint32_t node,
-                                  uint64_t version, bool first)
+                                  uint64_t version, uint32_t flags, bool first)
 {
     bool json = options->json;
     uint64_t bytes;
 
+    /* "stored": a datanode reported the tile's file (TS_TILE_STORED). */
     if (json)
-        printf("%s\n    {\"tile\": %" PRIu64 ", \"node\": %" PRIu32 ", \"version\": %" PRIu64,
-               first ? "" : ",", tile, node, version);
+        printf("%s\n    {\"tile\": %" PRIu64 ", \"node\": %" PRIu32 ", \"version\": %" PRIu64
+               ", \"stored\": %s",
+               first ? "" : ",", tile, node, version, (flags & TS_TILE_STORED) ? "true" : "false");
     else if (node)
         printf("%-8" PRIu64 " %-6" PRIu32 " %-10" PRIu64 " ", tile, node, version);
     else
@@ -449,13 +451,15 @@ static int filelayout_show(const struct filelayout_options *options)
     struct rpc_client *meta = NULL;
     uint32_t *nodes = NULL;
     uint64_t *versions = NULL;
+    uint32_t *flags = NULL;
     char error_text[256];
     int exit_code = 1;
 
     meta = rpc_client_new(options->target.endpoint);
     nodes = malloc(TS_MAX_TILES_PER_MAP * sizeof(*nodes));
     versions = malloc(TS_MAX_TILES_PER_MAP * sizeof(*versions));
-    if (!file || !meta || !nodes || !versions) {
+    flags = malloc(TS_MAX_TILES_PER_MAP * sizeof(*flags));
+    if (!file || !meta || !nodes || !versions || !flags) {
         fprintf(stderr, "tessera layout: %s\n",
                 meta ? "out of memory" : "cannot use the meta endpoint (expected tcp://HOST:PORT)");
         goto out;
@@ -469,8 +473,9 @@ static int filelayout_show(const struct filelayout_options *options)
     for (uint64_t first = 0; first < file->tile_count; first += TS_MAX_TILES_PER_MAP) {
         uint64_t left = file->tile_count - first;
         uint32_t count = left < TS_MAX_TILES_PER_MAP ? (uint32_t)left : TS_MAX_TILES_PER_MAP;
-        int status = metaclient_tile_map(meta, (int)options->target.timeout_ms, file->ino, first, count,
-                                         nodes, versions, error_text, sizeof(error_text));
+        int status =
+            metaclient_tile_map(meta, (int)options->target.timeout_ms, file->ino, first, count,
+                                nodes, versions, flags, error_text, sizeof(error_text));
         if (status != TS_OK) {
             fflush(stdout);
             fprintf(stderr,
@@ -481,12 +486,14 @@ static int filelayout_show(const struct filelayout_options *options)
             goto out;
         }
         for (uint32_t i = 0; i < count; i++)
-            filelayout_print_tile(options, file, first + i, nodes[i], versions[i], first + i == 0);
+            filelayout_print_tile(options, file, first + i, nodes[i], versions[i], flags[i],
+                                  first + i == 0);
     }
     if (options->json)
         printf("%s]}\n", file->tile_count ? "\n  " : "");
     exit_code = 0;
 out:
+    free(flags);
     free(versions);
     free(nodes);
     rpc_client_destroy(&meta);

@@ -281,6 +281,7 @@ struct map_record {
     uint32_t copies;
     uint32_t read_node;
     uint64_t read_version;
+    uint32_t flags;
 };
 
 static int tile_map(struct fixture *f, uint64_t ino, uint64_t first, uint32_t count,
@@ -307,6 +308,7 @@ static int tile_map(struct fixture *f, uint64_t ino, uint64_t first, uint32_t co
         records[i].copies = ts_cursor_u32(&cursor);
         records[i].read_node = ts_cursor_u32(&cursor);
         records[i].read_version = ts_cursor_u64(&cursor);
+        records[i].flags = ts_cursor_u32(&cursor);
     }
     assert_false(cursor.failed);
     return status;
