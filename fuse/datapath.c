@@ -1675,6 +1675,8 @@ static int read_missing(struct datapath *datapath, uint64_t ino, uint64_t tile, 
     char endpoint[128];
     if (!(location->flags & TS_TILE_STORED))
         return 0;
+    /* Another node may answer at its address now (nodedir_call refuses it then). */
+    nodedir_suspect(datapath->nodes);
     nodedir_endpoint(datapath->nodes, node, endpoint, sizeof(endpoint));
     if (node != location->node) {
         log_error("inode %llu tile %llu: its read copy on datanode %u (%s) has no file, though "

@@ -154,8 +154,15 @@ drop_file_cache "$MNT/kept"
 expect_eio "read of a tile of the wiped node" dd if="$MNT/kept" of=/dev/null bs=1M count=1
 expect_eio "read of a tile of the wiped node (second mount)" \
     dd if="$T/mnt2/kept" of=/dev/null bs=1M count=1 iflag=direct
-grep -q "tile 0 failed: datanode $wiped_id " "$mount_log" ||
+grep -Eq "tile 0 failed: datanode $wiped_id |tile 0 from datanode $wiped_id failed" "$mount_log" ||
     fail "the mount's log does not name datanode $wiped_id for the lost tile 0 of kept"
+# Once meta counts the old node down, the mount sends it nothing at all: the
+# node at its address is another one.
+refused_by_mount() {
+    ! dd if="$MNT/kept" of=/dev/null bs=1M count=1 iflag=direct status=none 2>/dev/null &&
+        grep -q "datanode $wiped_id is down and its address .* is datanode [0-9]*'s now" "$mount_log"
+}
+wait_for 30 "the mount to stop sending node $wiped_id's requests to the new node" refused_by_mount
 # A file none of whose tiles were there still reads right.
 fresh=$(random_file 2M)
 cp "$fresh" "$MNT/fresh" || fail "writing a new file after the wipe failed"
