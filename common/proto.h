@@ -514,7 +514,8 @@ enum ts_move_state { TS_MOVE_BEGUN = 0, TS_MOVE_COMMITTED = 1 };
  * when the directory was first used (0: a datanode that has none). A
  * heartbeat naming a registered node whose recorded incarnation differs
  * is refused with TS_ERR_STALE: another or a wiped directory is not the
- * node that held its tiles.
+ * node that held its tiles. A heartbeat without an id whose incarnation a
+ * registered node has gets that node's id back (its node.id was lost).
  * The reply gives the id and up to TS_MAX_GARBAGE tiles to delete (same
  * record), which the datanode confirms in its next heartbeat.
  */

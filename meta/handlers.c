@@ -2380,6 +2380,7 @@ struct heartbeat_op {
     uint32_t garbage_count;
     uint32_t node_id;  /* the id the node has after this heartbeat */
     uint32_t replaced; /* a new node took the address of this one (0: none) */
+    bool reclaimed;    /* a node without node.id was known by its identity */
     uint32_t stored;   /* tiles its `created` records marked TS_TILE_STORED */
     char why[256];     /* why the heartbeat was refused (fits an error reply) */
 };
@@ -2395,25 +2396,32 @@ static bool heartbeat_identity_matches(const struct nodes_record *known, uint64_
 }
 
 /*
- * For a node registering anew: the registered node that had its address,
- * if any, into *previous (0: none). The new node is another data directory
- * (else it would have kept its node.id), so it does not hold that node's
- * tiles: only the log says so, the old node stays registered (down).
+ * For a node registering anew (no node.id): into *same the registered node
+ * whose data directory it has (its identity), which it then is again, its
+ * node.id lost; else into *previous the registered node that had its
+ * address, if any. A new directory does not hold that node's tiles: only
+ * the log says so, the old node stays registered (down). 0 = none.
  */
-static int heartbeat_address_owner(struct store_txn *txn, struct ts_str address, uint32_t *previous)
+static int heartbeat_known_directory(struct store_txn *txn, const struct ts_heartbeat_req *request,
+                                     uint32_t *same, uint32_t *previous)
 {
     struct nodes_record *nodes = NULL;
     size_t count = 0;
+    *same = 0;
     *previous = 0;
     int err = nodes_list(txn, &nodes, &count);
     if (err < 0)
         return err;
     for (size_t i = 0; i < count; i++) {
-        if (strlen(nodes[i].address) == address.len &&
-            memcmp(nodes[i].address, address.ptr, address.len) == 0)
+        if (request->incarnation != 0 && nodes[i].incarnation == request->incarnation)
+            *same = nodes[i].id;
+        if (strlen(nodes[i].address) == request->address.len &&
+            memcmp(nodes[i].address, request->address.ptr, request->address.len) == 0)
             *previous = nodes[i].id;
     }
     free(nodes);
+    if (*same != 0)
+        *previous = 0;
     return 0;
 }
 
@@ -2504,13 +2512,19 @@ static int heartbeat_body(struct store_txn *txn, void *arg)
     op->replaced = 0;
     op->stored = 0;
     op->why[0] = '\0';
+    op->reclaimed = false;
     if (op->node_id == 0) {
-        err = heartbeat_address_owner(txn, request->address, &op->replaced);
+        uint32_t same = 0;
+        err = heartbeat_known_directory(txn, request, &same, &op->replaced);
         if (err < 0)
             return reply_store_status(err);
-        status = heartbeat_new_id(txn, &op->node_id);
-        if (status != TS_OK)
-            return status;
+        op->reclaimed = same != 0;
+        op->node_id = same;
+        if (!op->reclaimed) {
+            status = heartbeat_new_id(txn, &op->node_id);
+            if (status != TS_OK)
+                return status;
+        }
     } else {
         err = nodes_get(txn, op->node_id, &record);
         if (err < 0 && err != -ENOENT)
@@ -2588,7 +2602,12 @@ static int handle_heartbeat(void *ctx, const struct rpc_request *request,
     }
     if (status != TS_OK)
         return status;
-    if (message.node_id == 0 && op.replaced != 0)
+    if (op.reclaimed)
+        log_warn("the datanode at %.*s has no node.id but the data directory of node %u "
+                 "(identity %016llx): it is node %u again",
+                 (int)message.address.len, message.address.ptr, op.node_id,
+                 (unsigned long long)message.incarnation, op.node_id);
+    else if (message.node_id == 0 && op.replaced != 0)
         log_warn("new datanode %u at %.*s, where node %u was: a new data directory (identity "
                  "%016llx), so node %u's tiles are not on it; node %u stays registered, down "
                  "until its own data directory comes back",

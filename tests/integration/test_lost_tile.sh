@@ -8,9 +8,10 @@
 # by a sequential writer and then taken inside the file by truncate -s.
 # A datanode whose data directory is wiped and restarted comes back as a
 # new node (meta says so), not as the old one with its tiles gone: reads of
-# the old node's tiles fail with EIO, other files read right. A directory
-# that claims a registered node's id (node.id kept) with another identity
-# is refused by meta, and the datanode stops, both saying why.
+# the old node's tiles fail with EIO, other files read right; one that lost
+# only its node.id is known by its identity and comes back as itself. A
+# directory that claims a registered node's id (node.id kept) with another
+# identity is refused by meta, and the datanode stops, both saying why.
 source "$(dirname "$0")/lib.sh"
 
 cluster_up
@@ -176,9 +177,43 @@ for tile in 0 1 3 7; do
     cmp -s "$SHM/want" "$SHM/got" || fail "tile $tile of lost reads wrong bytes after the wipe"
 done
 
+# ---- a node's own directory without its node.id ----------------------------
+# Meta knows the directory by its identity: the same node again, tiles and all.
+# A node holding an intact tile of lost, whose bytes are checked after.
+forgetful_dir=""
+for tile in 0 1 3 4 5 6 7; do
+    candidate=$(holder_of "$MNT/lost" $tile)
+    if [ -n "$candidate" ] && [ "$candidate" != "$wiped_dir" ]; then
+        forgetful_dir=$candidate
+        forgetful_tile=$tile
+        break
+    fi
+done
+[ -n "$forgetful_dir" ] || fail "every intact tile of lost was on the wiped $wiped_dir"
+
+forgetful_id=$(cat "$STATE/$forgetful_dir/node.id")
+pid=$(pid_of "$forgetful_dir")
+it_pid_is_ours "$pid" || fail "$forgetful_dir pid $pid is not a daemon of this test"
+kill -TERM "$pid"
+while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+rm "$STATE/$forgetful_dir/node.id"
+cluster_restart
+wait_for 30 "$forgetful_dir to save its node id again" test -s "$STATE/$forgetful_dir/node.id"
+[ "$(cat "$STATE/$forgetful_dir/node.id")" = "$forgetful_id" ] ||
+    fail "$forgetful_dir came back as node $(cat "$STATE/$forgetful_dir/node.id"), not $forgetful_id"
+grep -q "has no node.id but the data directory of node $forgetful_id" "$meta_log" ||
+    fail "meta did not log that it knew $forgetful_dir by its identity"
+dd if="$MNT/lost" of="$SHM/got" bs=1M skip="$forgetful_tile" count=1 iflag=direct status=none ||
+    fail "read of tile $forgetful_tile on $forgetful_dir failed after it came back without node.id"
+dd if="$lost" of="$SHM/want" bs=1M skip="$forgetful_tile" count=1 status=none
+cmp -s "$SHM/want" "$SHM/got" ||
+    fail "tile $forgetful_tile on $forgetful_dir reads wrong bytes after it came back without node.id"
+log "$forgetful_dir without node.id came back as node $forgetful_id"
+
 # ---- another identity under a registered node's id --------------------------
 for candidate in node1 node2 node3 node4; do
-    [ "$candidate" != "$wiped_dir" ] && impostor_dir=$candidate && break
+    [ "$candidate" != "$wiped_dir" ] && [ "$candidate" != "$forgetful_dir" ] &&
+        impostor_dir=$candidate && break
 done
 impostor_id=$(cat "$STATE/$impostor_dir/node.id")
 pid=$(pid_of "$impostor_dir")

@@ -999,8 +999,9 @@ static void test_heartbeat_marks_stored(void **state)
 /*
  * A registered node speaks only with the data directory it registered
  * with: another identity is refused (TS_ERR_STALE, with the reason and
- * the fix), a record without one adopts the first it sees, and a new
- * directory at the same address registers as a new node.
+ * the fix), a record without one adopts the first it sees, a new
+ * directory at the same address registers as a new node, and a node's
+ * directory without its node.id gets its id back.
  */
 static void test_heartbeat_identity(void **state)
 {
@@ -1028,6 +1029,12 @@ static void test_heartbeat_identity(void **state)
     assert_int_equal(heartbeat_identity(f, 0, 0x999, NULL, 0, &fresh), TS_OK);
     assert_int_not_equal(fresh, node);
     assert_int_not_equal(fresh, legacy);
+
+    /* A node's own directory that lost only its node.id: that node again. */
+    assert_int_equal(heartbeat_identity(f, 0, 0xabc, NULL, 0, &again), TS_OK);
+    assert_int_equal(again, node);
+    assert_int_equal(heartbeat_identity(f, 0, 0x77, NULL, 0, &again), TS_OK);
+    assert_int_equal(again, legacy);
 }
 
 static void test_tile_map_round_robin(void **state)
