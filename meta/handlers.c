@@ -2589,6 +2589,7 @@ static int handle_heartbeat(void *ctx, const struct rpc_request *request,
 
     if (ts_heartbeat_req_decode(&message, request->payload, request->payload_len) != 0 ||
         (uint64_t)message.deleted_count * TS_GARBAGE_RECORD_BYTES != message.deleted.len ||
+        message.created_count > TS_MAX_CREATED ||
         (uint64_t)message.created_count * TS_GARBAGE_RECORD_BYTES != message.created.len)
         return reply_bad_message(response, request->header.type);
     if (message.machine.len > NODES_MAX_TEXT || message.address.len > NODES_MAX_TEXT ||
