@@ -123,7 +123,7 @@ expect_eio "dd of the lost tile on a mount without streams" \
 
 # The other tiles and files read right, and real holes as zeros.
 for tile in 0 1 3 7; do
-    dd if="$MNT/lost" of="$SHM/got" bs=1M skip=$tile count=1 status=none ||
+    dd if="$MNT/lost" of="$SHM/got" bs=1M skip=$tile count=1 iflag=fullblock status=none ||
         fail "read of intact tile $tile failed"
     dd if="$lost" of="$SHM/want" bs=1M skip=$tile count=1 status=none
     cmp -s "$SHM/want" "$SHM/got" || fail "intact tile $tile reads wrong bytes"
@@ -139,6 +139,12 @@ assert_daemons_alive
 node_dir_of "$MNT/kept" 0
 wiped_dir=$NODE_DIR
 wiped_id=$(field_of "$MNT/kept" 0 node)
+# The intact tiles of lost that stay (their holders, taken before the wipe).
+surviving=""
+for tile in 0 1 3 4 5 6 7; do
+    [ "$(holder_of "$MNT/lost" $tile)" = "$wiped_dir" ] || surviving="$surviving $tile"
+done
+[ -n "$surviving" ] || fail "every intact tile of lost is on $wiped_dir"
 pid=$(pid_of "$wiped_dir")
 it_pid_is_ours "$pid" || fail "$wiped_dir pid $pid is not a daemon of this test"
 kill -TERM "$pid"
@@ -169,9 +175,8 @@ fresh=$(random_file 2M)
 cp "$fresh" "$MNT/fresh" || fail "writing a new file after the wipe failed"
 drop_file_cache "$MNT/fresh"
 cmp "$fresh" "$MNT/fresh" || fail "a file written after the wipe differs"
-for tile in 0 1 3 7; do
-    [ "$(holder_of "$MNT/lost" $tile)" != "$wiped_dir" ] || continue
-    dd if="$MNT/lost" of="$SHM/got" bs=1M skip=$tile count=1 status=none ||
+for tile in $surviving; do
+    dd if="$MNT/lost" of="$SHM/got" bs=1M skip=$tile count=1 iflag=fullblock status=none ||
         fail "read of tile $tile of lost (not on the wiped node) failed"
     dd if="$lost" of="$SHM/want" bs=1M skip=$tile count=1 status=none
     cmp -s "$SHM/want" "$SHM/got" || fail "tile $tile of lost reads wrong bytes after the wipe"
@@ -179,17 +184,11 @@ done
 
 # ---- a node's own directory without its node.id ----------------------------
 # Meta knows the directory by its identity: the same node again, tiles and all.
-# A node holding an intact tile of lost, whose bytes are checked after.
-forgetful_dir=""
-for tile in 0 1 3 4 5 6 7; do
-    candidate=$(holder_of "$MNT/lost" $tile)
-    if [ -n "$candidate" ] && [ "$candidate" != "$wiped_dir" ]; then
-        forgetful_dir=$candidate
-        forgetful_tile=$tile
-        break
-    fi
-done
-[ -n "$forgetful_dir" ] || fail "every intact tile of lost was on the wiped $wiped_dir"
+# A node holding a surviving tile of lost, whose bytes are checked after.
+forgetful_tile=${surviving# }
+forgetful_tile=${forgetful_tile%% *}
+node_dir_of "$MNT/lost" "$forgetful_tile"
+forgetful_dir=$NODE_DIR
 
 forgetful_id=$(cat "$STATE/$forgetful_dir/node.id")
 pid=$(pid_of "$forgetful_dir")
@@ -203,7 +202,8 @@ wait_for 30 "$forgetful_dir to save its node id again" test -s "$STATE/$forgetfu
     fail "$forgetful_dir came back as node $(cat "$STATE/$forgetful_dir/node.id"), not $forgetful_id"
 grep -q "has no node.id but the data directory of node $forgetful_id" "$meta_log" ||
     fail "meta did not log that it knew $forgetful_dir by its identity"
-dd if="$MNT/lost" of="$SHM/got" bs=1M skip="$forgetful_tile" count=1 iflag=direct status=none ||
+dd if="$MNT/lost" of="$SHM/got" bs=1M skip="$forgetful_tile" count=1 iflag=direct,fullblock \
+    status=none ||
     fail "read of tile $forgetful_tile on $forgetful_dir failed after it came back without node.id"
 dd if="$lost" of="$SHM/want" bs=1M skip="$forgetful_tile" count=1 status=none
 cmp -s "$SHM/want" "$SHM/got" ||
