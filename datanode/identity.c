@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define IDENTITY_DIGITS 16
@@ -129,4 +130,32 @@ int identity_load(const char *data_dir, uint64_t *incarnation, bool *created)
     }
     *created = true;
     return 0;
+}
+
+int identity_check_tiles(const char *data_dir)
+{
+    char path[IDENTITY_PATH_MAX];
+    struct stat st;
+    bool claims = false;
+    static const char *const claims_of[] = {"identity", "node.id"};
+
+    if ((size_t)snprintf(path, sizeof(path), "%s/tiles", data_dir) >= sizeof(path))
+        return -ENAMETOOLONG;
+    if (stat(path, &st) == 0)
+        return 0;
+    if (errno != ENOENT)
+        return -errno;
+    for (size_t i = 0; i < sizeof(claims_of) / sizeof(claims_of[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", data_dir, claims_of[i]);
+        if (stat(path, &st) == 0)
+            claims = true;
+    }
+    if (!claims)
+        return 0; /* a new directory */
+    log_error("%s/tiles is missing, but %s has the node.id or identity of a datanode that "
+              "held tiles there: they are all lost; not starting as that node. Restore the "
+              "directory from a backup, or remove node.id and identity from it to start as a "
+              "new node",
+              data_dir, data_dir);
+    return -ESTALE;
 }

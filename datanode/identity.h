@@ -35,4 +35,14 @@ int identity_parse(const char *text, size_t len, uint64_t *incarnation);
  */
 int identity_load(const char *data_dir, uint64_t *incarnation, bool *created);
 
+/*
+ * Called before the tile store opens (and would make DATA/tiles): -ESTALE,
+ * logged with the fix, when data_dir has a node.id or an identity but no
+ * tiles directory. A datanode makes DATA/tiles before it ever registers or
+ * makes its identity, so such a directory lost every tile it held; left
+ * alone it would come back as its node with nothing in it. 0 otherwise,
+ * or a negative errno.
+ */
+int identity_check_tiles(const char *data_dir);
+
 #endif

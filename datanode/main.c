@@ -34,6 +34,7 @@
 #include "fences.h"
 #include "handlers.h"
 #include "heartbeat.h"
+#include "identity.h"
 #include "log.h"
 #include "puller.h"
 #include "replymem.h"
@@ -449,6 +450,13 @@ int main(int argc, char **argv)
     mallopt(M_ARENA_MAX, 2);
     install_signal_handlers();
 
+    /* Before the store makes DATA/tiles anew: a directory that lost its tiles stays refused. */
+    rc = identity_check_tiles(options.data_dir);
+    if (rc != 0) {
+        if (rc != -ESTALE) /* -ESTALE is logged where it is found */
+            log_error("cannot check data directory %s: %s", options.data_dir, strerror(-rc));
+        goto out;
+    }
     rc = tilestore_open(options.data_dir, options.capacity, &store);
     if (rc == -EBUSY) {
         log_error("data directory %s is in use by another datanode (its datanode.lock is held); "

@@ -11,7 +11,8 @@
 # the old node's tiles fail with EIO, other files read right; one that lost
 # only its node.id is known by its identity and comes back as itself. A
 # directory that claims a registered node's id (node.id kept) with another
-# identity is refused by meta, and the datanode stops, both saying why.
+# identity is refused by meta, and the datanode stops, both saying why; one
+# whose tiles directory is gone (node.id and identity kept) does not start.
 source "$(dirname "$0")/lib.sh"
 
 cluster_up
@@ -220,9 +221,12 @@ pid=$(pid_of "$impostor_dir")
 it_pid_is_ours "$pid" || fail "$impostor_dir pid $pid is not a daemon of this test"
 kill -TERM "$pid"
 while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+# Another directory claiming the id: its own (empty) tiles, the node.id of
+# node $impostor_id, an identity of its own (made at start).
 find "$STATE/$impostor_dir" -mindepth 1 -delete
 echo "$impostor_id" >"$STATE/$impostor_dir/node.id"
-log "$impostor_dir: data directory wiped but for its node.id ($impostor_id); restarting"
+mkdir -m 0700 "$STATE/$impostor_dir/tiles"
+log "$impostor_dir: another data directory with node $impostor_id's node.id; restarting"
 run_tool up --state "$STATE" || log "tessera up did not bring $impostor_dir up (expected)"
 node_log=$STATE/logs/$impostor_dir.log
 wait_for 30 "$impostor_dir to log meta's refusal" grep -q "meta refuses this datanode" "$node_log"
@@ -237,3 +241,23 @@ grep -q "stopping: meta does not take data directory" "$node_log" ||
     fail "the refused datanode did not stop: $(tail -n 3 "$node_log")"
 assert_daemons_alive "$impostor_dir"
 log "node $impostor_id with another data directory was refused and stopped"
+
+# ---- the tiles gone, node.id and identity kept -------------------------------
+for candidate in node1 node2 node3 node4; do
+    [ "$candidate" != "$wiped_dir" ] && [ "$candidate" != "$forgetful_dir" ] &&
+        [ "$candidate" != "$impostor_dir" ] && emptied_dir=$candidate && break
+done
+pid=$(pid_of "$emptied_dir")
+it_pid_is_ours "$pid" || fail "$emptied_dir pid $pid is not a daemon of this test"
+kill -TERM "$pid"
+while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+rm -rf "$STATE/$emptied_dir/tiles"
+log "$emptied_dir: tiles directory removed, node.id and identity kept; restarting"
+run_tool up --state "$STATE" || log "tessera up did not bring $emptied_dir up (expected)"
+emptied_log=$STATE/logs/$emptied_dir.log
+wait_for 30 "$emptied_dir to refuse to start" grep -q "tiles is missing, but .* they are all lost" \
+    "$emptied_log"
+[ ! -d "$STATE/$emptied_dir/tiles" ] || fail "$emptied_dir made a new, empty tiles directory"
+pid=$(cat "$STATE/run/$emptied_dir.pid" 2>/dev/null || true)
+[ -z "$pid" ] || wait_for 30 "$emptied_dir to stop" sh -c "! kill -0 $pid 2>/dev/null"
+log "$emptied_dir without its tiles refused to start"

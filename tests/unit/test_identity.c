@@ -128,12 +128,34 @@ static void test_corrupt_is_refused(void **state)
     assert_true(value == 0xaa);
 }
 
+/* A directory with a node.id or identity but no tiles lost them all: refused. */
+static void test_tiles_missing(void **state)
+{
+    struct fixture *fixture = *state;
+    char path[PATH_MAX + 16];
+    uint64_t value = 0;
+    bool created = false;
+
+    assert_int_equal(identity_check_tiles(fixture->dir), 0); /* new */
+    snprintf(path, sizeof(path), "%s/node.id", fixture->dir);
+    write_text(path, "3\n");
+    assert_int_equal(identity_check_tiles(fixture->dir), -ESTALE);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(identity_load(fixture->dir, &value, &created), 0);
+    assert_int_equal(identity_check_tiles(fixture->dir), -ESTALE);
+    snprintf(path, sizeof(path), "%s/tiles", fixture->dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    assert_int_equal(identity_check_tiles(fixture->dir), 0);
+    assert_int_equal(rmdir(path), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse),
         cmocka_unit_test_setup_teardown(test_made_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_is_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tiles_missing, setup, teardown),
     };
     return cmocka_run_group_tests_name("identity", tests, NULL, NULL);
 }
