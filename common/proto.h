@@ -409,9 +409,15 @@ enum ts_lease_action { TS_LEASE_GET = 1, TS_LEASE_RENEW, TS_LEASE_RETURN, TS_LEA
  *   the tile before writing it while this is non-zero),
  *   u32 read_node, u64 read_version: where this machine should read the tile
  *   from: a copy or the primary on a datanode of `machine` when there is
- *   one (ViPIOS buddy access), else the primary (read_node = node).
+ *   one (ViPIOS buddy access), else the primary (read_node = node),
+ *   u32 flags (TS_TILE_*).
+ * TS_TILE_STORED: a holder of the tile reported its file (HEARTBEAT
+ * `created`), so the tile has bytes somewhere: a holder without its file
+ * has lost it, and a read of it is an error, never a hole. Without the
+ * flag a missing file is a tile allocated but not written yet (a hole).
  */
-#define TS_TILE_RECORD_BYTES 28
+#define TS_TILE_RECORD_BYTES 32
+#define TS_TILE_STORED 0x1u
 #define TS_MAX_TILES_PER_MAP 4096
 #define TS_MSG_TILE_MAP_REQ(X)                                                                    \
     X(U64, ino) X(U64, first) X(U32, count) X(U32, allocate) X(U32, node) X(STR, machine)
@@ -543,12 +549,23 @@ enum ts_move_state { TS_MOVE_BEGUN = 0, TS_MOVE_COMMITTED = 1 };
  * queue_depth: tile requests in service or waiting when the heartbeat left;
  * throttle_bytes_per_sec: its --throttle-mbps cap (0 = none).
  * deleted: records of tiles removed as asked (u64 ino, u64 tile, u64 version).
+ * created: tile files the node made since meta last acknowledged (a write
+ * that created the file, a pull), and after a start every file it holds,
+ * at most TS_MAX_CREATED a heartbeat (same record): meta marks the tiles
+ * they are TS_TILE_STORED (TILE_MAP).
+ * incarnation: the random identity of the node's data directory, made
+ * when the directory was first used (0: a datanode that has none). A
+ * heartbeat naming a registered node whose recorded incarnation differs
+ * is refused with TS_ERR_STALE: another or a wiped directory is not the
+ * node that held its tiles. A heartbeat without an id whose incarnation a
+ * registered node has gets that node's id back (its node.id was lost).
  * The reply gives the id and up to TS_MAX_GARBAGE tiles to delete (same
  * record), which the datanode confirms in its next heartbeat.
  */
 #define TS_GARBAGE_RECORD_BYTES 24
 #define TS_MAX_GARBAGE 4096
-#define TS_MSG_HEARTBEAT_REQ(X)                                                                   \
+#define TS_MAX_CREATED 4096
+#define TS_MSG_HEARTBEAT_REQ(X)                                                                    \
     X(U32, node_id)                                                                                \
     X(STR, machine)                                                                                \
     X(STR, address)                                                                                \
@@ -561,7 +578,10 @@ enum ts_move_state { TS_MOVE_BEGUN = 0, TS_MOVE_COMMITTED = 1 };
     X(U32, queue_depth)                                                                            \
     X(U64, throttle_bytes_per_sec)                                                                 \
     X(U32, deleted_count)                                                                          \
-    X(BLOB, deleted)
+    X(BLOB, deleted)                                                                               \
+    X(U64, incarnation)                                                                            \
+    X(U32, created_count)                                                                          \
+    X(BLOB, created)
 #define TS_MSG_HEARTBEAT_REP(X) X(U32, node_id) X(U32, garbage_count) X(BLOB, garbage)
 
 /*

@@ -152,9 +152,10 @@ static int handle_tile_write(void *ctx, const struct rpc_request *request,
 /*
  * A read that found no bytes: TS_OK (a hole) when the tile has a file, or
  * TS_ERR_NOENT when it has none. No file is not always a hole: the file of
- * a dropped copy or a moved tile is deleted once meta queues it, and a
- * client that still has the old place cached must ask meta again rather
- * than take zeros (it takes zeros when meta still names this file).
+ * a dropped copy or a moved tile is deleted once meta queues it, and a file
+ * can be lost, so a client asks meta again rather than take zeros: it
+ * takes zeros only when meta still names this file and no holder ever
+ * reported it (TS_TILE_STORED), and fails the read when one did.
  */
 static int handlers_missing(struct handlers_context *context, struct rpc_response *response,
                             const struct ts_tile_read_req *req)
@@ -164,7 +165,7 @@ static int handlers_missing(struct handlers_context *context, struct rpc_respons
         return TS_OK;
     snprintf(response->error_text, sizeof(response->error_text),
              "tile %" PRIu64 ".%" PRIu64 ".%" PRIu64 " has no file on this datanode "
-             "(never written, or moved or dropped): ask meta for its location again",
+             "(never written, moved, dropped or lost): ask meta for its location again",
              req->ino, req->tile, req->version);
     return TS_ERR_NOENT;
 }

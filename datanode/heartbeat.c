@@ -12,6 +12,18 @@
  * an acknowledged reply, so the list never holds more than one reply's
  * garbage: TS_MAX_GARBAGE records.
  *
+ * The created list works the same way: up to TS_MAX_CREATED records taken
+ * from the tile store (tilestore_take_created()) when the list is empty,
+ * sent with every heartbeat until one is acknowledged, then dropped. A
+ * restart loses the unacknowledged ones only to report them again, as the
+ * store queues every file it finds at open.
+ *
+ * Meta refuses the heartbeats of a data directory that is not the one its
+ * node.id's node registered with (identity.h): the datanode logs meta's
+ * reason and stops (heartbeat_refused()), as an HDFS datanode stops on a
+ * storage that does not belong to its cluster, rather than serve as a node
+ * whose tiles it does not have.
+ *
  * Garbage is deleted on the serving thread, between requests, in the
  * background of the datanode's work: each reply's share is cut at
  * GARBAGE_SLICE_MS and at GARBAGE_TILES_PER_SEC, and the rest comes back
@@ -23,6 +35,7 @@
  */
 #include "heartbeat.h"
 
+#include "identity.h"
 #include "log.h"
 #include "proto.h"
 #include "rpc.h"
@@ -39,7 +52,8 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#define HEARTBEAT_PAYLOAD_CAP (1024 + TS_MAX_GARBAGE * TS_GARBAGE_RECORD_BYTES)
+#define HEARTBEAT_PAYLOAD_CAP                                                                      \
+    (1024 + TS_MAX_GARBAGE * TS_GARBAGE_RECORD_BYTES + TS_MAX_CREATED * TS_GARBAGE_RECORD_BYTES)
 /* The longest one reply's garbage is deleted for before requests are
  * served again. Deleting the 512 tiles a 2 GiB file left on each of 4
  * datanodes took about a second on a busy disk, during which every write
@@ -83,6 +97,10 @@ struct heartbeat {
 
     uint8_t *deleted; /* records: u64 ino, u64 tile, u64 version */
     uint32_t deleted_count;
+    uint8_t *created; /* the same records, of tile files made (see above) */
+    uint32_t created_count;
+    uint64_t incarnation; /* the data directory's identity (identity.h) */
+    bool refused;         /* meta refused this data directory: stop */
 
     uint8_t *frame;    /* header + payload of the request being sent */
     bool meta_failing; /* a failure was logged; log the recovery */
@@ -194,12 +212,25 @@ int heartbeat_new(const struct heartbeat_config *config, struct tilestore *store
     heartbeat->next_request_id = 1;
     heartbeat->due_ms = 0; /* the first heartbeat goes out at once */
     heartbeat->deleted = malloc((size_t)TS_MAX_GARBAGE * TS_GARBAGE_RECORD_BYTES);
+    heartbeat->created = malloc((size_t)TS_MAX_CREATED * TS_GARBAGE_RECORD_BYTES);
     heartbeat->frame = malloc(TS_HEADER_BYTES + HEARTBEAT_PAYLOAD_CAP);
-    if (!heartbeat->deleted || !heartbeat->frame)
+    if (!heartbeat->deleted || !heartbeat->created || !heartbeat->frame)
         goto fail;
     rc = heartbeat_read_node_id(config->data_dir, &heartbeat->node_id);
     if (rc != 0)
         goto fail;
+    bool made = false;
+    rc = identity_load(config->data_dir, &heartbeat->incarnation, &made);
+    if (rc != 0)
+        goto fail;
+    if (made && heartbeat->node_id != 0)
+        log_warn("%s/identity was missing beside node.id (node %" PRIu32 "): made identity "
+                 "%016" PRIx64 "; meta takes it only if node %" PRIu32 " registered without "
+                 "one (a directory older than identities)",
+                 config->data_dir, heartbeat->node_id, heartbeat->incarnation, heartbeat->node_id);
+    else if (made)
+        log_info("new data directory %s: identity %016" PRIx64, config->data_dir,
+                 heartbeat->incarnation);
     *heartbeatp = heartbeat;
     return 0;
 fail:
@@ -222,6 +253,7 @@ void heartbeat_destroy(struct heartbeat **heartbeatp)
     struct heartbeat *heartbeat = *heartbeatp;
     heartbeat_close_socket(heartbeat);
     free(heartbeat->deleted);
+    free(heartbeat->created);
     free(heartbeat->frame);
     free(heartbeat);
     *heartbeatp = NULL;
@@ -244,6 +276,11 @@ long heartbeat_wait_ms(const struct heartbeat *heartbeat, int64_t now_ms)
 void heartbeat_note_busy(struct heartbeat *heartbeat, int64_t now_ms)
 {
     heartbeat->busy_ms = now_ms;
+}
+
+bool heartbeat_refused(const struct heartbeat *heartbeat)
+{
+    return heartbeat->refused;
 }
 
 uint32_t heartbeat_node_id(const struct heartbeat *heartbeat)
@@ -299,6 +336,9 @@ static void heartbeat_send(struct heartbeat *heartbeat, int64_t now_ms)
     if (tilestore_space(heartbeat->store, &capacity, &free_bytes) != 0)
         log_debug("statvfs of the data directory failed; reporting no space");
     heartbeat->space_low = free_bytes < capacity / 100 * GARBAGE_LOW_SPACE_PERCENT;
+    if (heartbeat->created_count == 0)
+        heartbeat->created_count =
+            tilestore_take_created(heartbeat->store, heartbeat->created, TS_MAX_CREATED);
     struct ts_heartbeat_req req = {
         .node_id = heartbeat->node_id,
         .machine = ts_str_of(heartbeat->machine),
@@ -314,6 +354,10 @@ static void heartbeat_send(struct heartbeat *heartbeat, int64_t now_ms)
         .deleted_count = heartbeat->deleted_count,
         .deleted = {(const char *)heartbeat->deleted,
                     heartbeat->deleted_count * TS_GARBAGE_RECORD_BYTES},
+        .incarnation = heartbeat->incarnation,
+        .created_count = heartbeat->created_count,
+        .created = {(const char *)heartbeat->created,
+                    heartbeat->created_count * TS_GARBAGE_RECORD_BYTES},
     };
     int len = ts_heartbeat_req_encode(&req, payload, HEARTBEAT_PAYLOAD_CAP);
     struct ts_header header = {
@@ -433,6 +477,8 @@ static void heartbeat_acknowledge(struct heartbeat *heartbeat, const struct ts_h
             (size_t)kept * TS_GARBAGE_RECORD_BYTES);
     heartbeat->deleted_count = kept;
     heartbeat->deleted_in_flight = 0;
+    /* The created list changes only while no heartbeat is in flight. */
+    heartbeat->created_count = 0;
 
     /* While idle, confirm deletions at once, so a big delete drains at
      * meta's pace; while busy, at the next regular heartbeat. */
@@ -502,7 +548,14 @@ static int heartbeat_receive(struct heartbeat *heartbeat, int64_t now_ms)
             snprintf(why, sizeof(why), "meta answered: %.*s", (int)error.text.len, error.text.ptr);
         else
             snprintf(why, sizeof(why), "%s", status_text(status));
-        heartbeat_failed(heartbeat, why);
+        if (header_ok && header.status == TS_ERR_STALE) {
+            log_error("meta refuses this datanode (data directory %s, identity %016" PRIx64
+                      ", node.id %" PRIu32 "): %s",
+                      heartbeat->data_dir, heartbeat->incarnation, heartbeat->node_id, why);
+            heartbeat->refused = true;
+        } else {
+            heartbeat_failed(heartbeat, why);
+        }
     } else if (ts_heartbeat_rep_decode(&rep, data + TS_HEADER_BYTES, header.payload_bytes) != 0 ||
                rep.garbage_count > TS_MAX_GARBAGE ||
                (uint64_t)rep.garbage_count * TS_GARBAGE_RECORD_BYTES != rep.garbage.len ||

@@ -23,6 +23,7 @@
 
 #include "tilestore.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define HEARTBEAT_INTERVAL_MS 1000
@@ -78,6 +79,12 @@ void heartbeat_tick(struct heartbeat *heartbeat, int64_t now_ms);
 void heartbeat_note_busy(struct heartbeat *heartbeat, int64_t now_ms);
 /* This datanode's id (0 until meta has given one). */
 uint32_t heartbeat_node_id(const struct heartbeat *heartbeat);
+/*
+ * True once meta refused this data directory as the node its node.id
+ * names (another or a wiped directory: HEARTBEAT incarnation): logged
+ * with meta's reason; the datanode must stop.
+ */
+bool heartbeat_refused(const struct heartbeat *heartbeat);
 /* How many heartbeats meta has acknowledged since start. */
 uint64_t heartbeat_acknowledged(const struct heartbeat *heartbeat);
 

@@ -34,6 +34,7 @@
 #include "fences.h"
 #include "handlers.h"
 #include "heartbeat.h"
+#include "identity.h"
 #include "log.h"
 #include "puller.h"
 #include "reclaim.h"
@@ -429,6 +430,13 @@ static int serve(struct rpc_server *server, struct heartbeat *heartbeat, struct 
         if (stream)
             stream_serve(stream, items + fixed, streams);
         heartbeat_tick(heartbeat, util_monotonic_ms());
+        if (heartbeat_refused(heartbeat)) {
+            log_error("stopping: meta does not take data directory %s for node %" PRIu32
+                      " (see above)",
+                      options->data_dir, heartbeat_node_id(heartbeat));
+            exit_code = 1;
+            break;
+        }
         if (!ready_logged && heartbeat_acknowledged(heartbeat) > 0) {
             log_info("ready: listening on %s (node %" PRIu32 ", data %s)", options->listen,
                      heartbeat_node_id(heartbeat), options->data_dir);
@@ -474,6 +482,13 @@ int main(int argc, char **argv)
     mallopt(M_ARENA_MAX, 2);
     install_signal_handlers();
 
+    /* Before the store makes DATA/tiles anew: a directory that lost its tiles stays refused. */
+    rc = identity_check_tiles(options.data_dir);
+    if (rc != 0) {
+        if (rc != -ESTALE) /* -ESTALE is logged where it is found */
+            log_error("cannot check data directory %s: %s", options.data_dir, strerror(-rc));
+        goto out;
+    }
     rc = tilestore_open(options.data_dir, options.capacity, &store);
     if (rc == -EBUSY) {
         log_error("data directory %s is in use by another datanode (its datanode.lock is held); "

@@ -59,7 +59,8 @@ struct puller_slot {
     int status;
     char text[PULLER_TEXT_MAX];
     int64_t finished_ms;
-    bool counted; /* DONE and counted in the tilestore */
+    bool counted;   /* DONE and counted in the tilestore */
+    bool installed; /* DONE with a file made (not a source without one) */
     bool deleted; /* RUNNING when meta's garbage deletion named its file */
 };
 
@@ -165,6 +166,7 @@ static void puller_run(struct puller *puller, struct puller_clients *clients,
     snprintf(file, sizeof(file), "%" PRIu64 ".%" PRIu64 ".%" PRIu64, job->ino, job->tile,
              job->version);
     job->status = TS_OK;
+    job->installed = false;
     client = puller_client(clients, job->source);
     if (!client) {
         puller_fail(job, TS_ERR_INVAL, "cannot connect to source %s: not a usable endpoint",
@@ -192,9 +194,22 @@ static void puller_run(struct puller *puller, struct puller_clients *clients,
     status = rpc_client_call(client, TS_OP_TILE_READ, payload, (size_t)len, NULL, 0,
                              puller->config.read_timeout_ms, &reply);
     if (status == TS_ERR_NOENT) {
-        /* The source has no file for it (allocated, never written): an empty tile. */
+        /*
+         * The source has no file for it: a tile placed but never written,
+         * or one the source lost. Either way nothing is stored here: an
+         * empty file would read as a hole, and a lost tile must stay an
+         * error. The tile moves without bytes (0 bytes, checksum 0, as the
+         * source's fence reports a missing file), and meta's record says
+         * which it is (TS_TILE_STORED).
+         */
         rpc_reply_release(&reply);
-        status = TS_OK;
+        log_warn("pull of tile %s: source %s has no file for it; storing nothing (a tile never "
+                 "written moves as a hole; one written stays lost, and reads of it fail)",
+                 file, job->source);
+        job->installed = false;
+        job->bytes = 0;
+        job->checksum = 0;
+        return;
     }
     if (status != TS_OK) {
         rpc_reply_error_text(&reply, source_text, sizeof(source_text));
@@ -233,6 +248,7 @@ static void puller_run(struct puller *puller, struct puller_clients *clients,
         return;
     }
     job->bytes = bytes;
+    job->installed = true;
 }
 
 /* The oldest queued slot, or NULL (under lock). */
@@ -287,6 +303,7 @@ static void *puller_thread(void *arg)
         memcpy(slot->text, job.text, sizeof(slot->text));
         slot->finished_ms = util_monotonic_ms();
         slot->counted = false;
+        slot->installed = job.installed;
         slot->state = job.status == TS_OK ? SLOT_DONE : SLOT_FAILED;
         if (write(puller->event_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
             log_warn("cannot signal a finished pull: %s", strerror(errno));
@@ -434,7 +451,9 @@ void puller_collect(struct puller *puller)
             struct puller_slot *slot = &puller->slots[i];
             if (slot->state != SLOT_DONE || slot->counted)
                 continue;
-            tilestore_count_installed(puller->store, slot->bytes);
+            if (slot->installed)
+                tilestore_count_installed(puller->store, slot->ino, slot->tile, slot->new_version,
+                                          slot->bytes);
             slot->counted = true;
             if (slot->deleted) {
                 /* Garbage before it was finished: the file goes, the job fails. */
@@ -483,8 +502,9 @@ static void puller_on_delete(void *arg, uint64_t ino, uint64_t tile, uint64_t ve
             break;
         case SLOT_RUNNING: slot->deleted = true; break;
         case SLOT_DONE:
-            if (!slot->counted)
-                tilestore_count_installed(puller->store, slot->bytes);
+            if (!slot->counted && slot->installed)
+                tilestore_count_installed(puller->store, slot->ino, slot->tile, slot->new_version,
+                                          slot->bytes);
             slot->state = SLOT_FREE;
             break;
         case SLOT_FREE:

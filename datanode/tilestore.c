@@ -27,6 +27,12 @@
  *   datanode makes one file per tile. Every file in spares/ (named by an
  *   integer) is empty once tilestore_open() has run (a crash between rename
  *   and truncation leaves a full one, emptied then); spare_ids lists them.
+ * - created holds, oldest first from created_head, a record (u64 ino,
+ *   u64 tile, u64 version) of every tile file found by the walk at open
+ *   and made since (a write that created it, a pull counted in), until the
+ *   heartbeat takes it for meta (tilestore_take_created()): meta marks
+ *   those tiles written, so that a file missing later is known lost rather
+ *   than taken for a hole. 24 bytes a tile while queued.
  */
 #include "tilestore.h"
 
@@ -84,7 +90,15 @@ struct tilestore {
     uint32_t spare_count;
     uint32_t next_spare_id;
     struct flusher *flusher; /* starts the disk writes of written ranges */
+    uint8_t *created;        /* records not yet taken (see the invariants) */
+    size_t created_head;     /* records before it were taken */
+    size_t created_count;    /* records in created, taken ones included */
+    size_t created_cap;
+    bool created_dropped; /* out of memory once: logged */
 };
+
+/* Bytes of one created record: as TS_GARBAGE_RECORD_BYTES. */
+#define TILESTORE_CREATED_BYTES 24
 
 /* -errno of the last failure, with a full quota reported as a full disk. */
 static int tilestore_errno(void)
@@ -155,6 +169,63 @@ static uint64_t tilestore_file_size(int fd, uint64_t fallback)
     if (fstat(fd, &st) != 0)
         return fallback;
     return (uint64_t)st.st_size;
+}
+
+/*
+ * Queues a created record for the heartbeat. Out of memory the record is
+ * dropped (logged once): the tile is then never marked written, and a
+ * loss of its file reads as a hole, as before records existed.
+ */
+static void tilestore_note_created(struct tilestore *store, uint64_t ino, uint64_t tile,
+                                   uint64_t version)
+{
+    if (store->created_head > 0 && store->created_head == store->created_count) {
+        store->created_head = 0;
+        store->created_count = 0;
+    }
+    if (store->created_count == store->created_cap) {
+        size_t cap = store->created_cap ? store->created_cap * 2 : 256;
+        uint8_t *grown = realloc(store->created, cap * TILESTORE_CREATED_BYTES);
+        if (!grown) {
+            if (!store->created_dropped)
+                log_warn("out of memory queueing tile %" PRIu64 ".%" PRIu64 ".%" PRIu64
+                         " for meta: it will not be known as written",
+                         ino, tile, version);
+            store->created_dropped = true;
+            return;
+        }
+        store->created = grown;
+        store->created_cap = cap;
+    }
+    struct ts_writer writer;
+    ts_writer_init(&writer, store->created + store->created_count * TILESTORE_CREATED_BYTES,
+                   TILESTORE_CREATED_BYTES);
+    ts_writer_u64(&writer, ino);
+    ts_writer_u64(&writer, tile);
+    ts_writer_u64(&writer, version);
+    store->created_count++;
+}
+
+uint32_t tilestore_take_created(struct tilestore *store, uint8_t *records, uint32_t max)
+{
+    size_t left = store->created_count - store->created_head;
+    uint32_t taken = left < max ? (uint32_t)left : max;
+    if (taken == 0)
+        return 0;
+    memcpy(records, store->created + store->created_head * TILESTORE_CREATED_BYTES,
+           (size_t)taken * TILESTORE_CREATED_BYTES);
+    store->created_head += taken;
+    if (store->created_head == store->created_count) {
+        store->created_head = 0;
+        store->created_count = 0;
+    } else if (store->created_head >= store->created_cap / 2) {
+        /* Keep the queue from creeping along its buffer. */
+        memmove(store->created, store->created + store->created_head * TILESTORE_CREATED_BYTES,
+                (store->created_count - store->created_head) * TILESTORE_CREATED_BYTES);
+        store->created_count -= store->created_head;
+        store->created_head = 0;
+    }
+    return taken;
 }
 
 bool tilestore_name_parse(const char *name, uint64_t *ino, uint64_t *tile, uint64_t *version)
@@ -243,6 +314,9 @@ static int tilestore_count_bucket(struct tilestore *store, unsigned bucket)
             continue;
         store->tiles++;
         store->used_bytes += (uint64_t)st.st_size;
+        /* Reported again at each start: a report lost with a crash, or
+         * made before meta knew to keep it, is made good. */
+        tilestore_note_created(store, ino, tile, version);
     }
     closedir(dir);
     return 0;
@@ -464,6 +538,7 @@ void tilestore_close(struct tilestore **storep)
         close(store->spares_fd);
     if (store->lock_fd >= 0)
         close(store->lock_fd); /* releases the flock */
+    free(store->created);
     free(store);
     *storep = NULL;
 }
@@ -562,8 +637,10 @@ static int tilestore_write_with(struct tilestore *store, uint64_t ino, uint64_t 
         if (ftruncate(fd, (off_t)old_size) != 0)
             log_warn("tile %s: cannot undo a failed write's growth: %s", name, strerror(errno));
     } else {
-        if (created)
+        if (created) {
             store->tiles++;
+            tilestore_note_created(store, ino, tile, version);
+        }
         /* Start writing the bytes to disk soon, on the flusher's thread: a
          * later fsync (the client's) then finds little left to do, and the
          * disk works while the stream goes on instead of all at the end. */
@@ -980,10 +1057,12 @@ int tilestore_install(const struct tilestore *store, uint64_t ino, uint64_t tile
     return rc;
 }
 
-void tilestore_count_installed(struct tilestore *store, uint64_t bytes)
+void tilestore_count_installed(struct tilestore *store, uint64_t ino, uint64_t tile,
+                               uint64_t version, uint64_t bytes)
 {
     store->tiles++;
     store->used_bytes += bytes;
+    tilestore_note_created(store, ino, tile, version);
 }
 
 void tilestore_set_delete_hook(struct tilestore *store, tilestore_delete_hook hook, void *arg)

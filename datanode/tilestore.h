@@ -4,7 +4,9 @@
  *
  * Each tile version is one file, DATA/tiles/<ino % 256>/<ino>.<tile>.<version>,
  * named only from integers (nothing a client sends becomes a path). A
- * missing file is a hole: it reads as zero bytes, not as an error. The store
+ * missing file reads as zero bytes here; whether that is a hole or a lost
+ * tile only meta knows (TS_TILE_STORED, from the created records this
+ * store queues), so the handlers answer "no file" as such. The store
  * keeps the count of tile files and the sum of their sizes, so a heartbeat
  * can report them without walking the disk, and enforces an optional
  * capacity limit (--capacity) on that sum.
@@ -165,8 +167,22 @@ int tilestore_checksum(const struct tilestore *store, uint64_t ino, uint64_t til
 int tilestore_install(const struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
                       const void *data, size_t len);
 
-/* Counts a file tilestore_install() made (loop thread only, as the rest). */
-void tilestore_count_installed(struct tilestore *store, uint64_t bytes);
+/*
+ * Counts a file tilestore_install() made, and queues it for meta as
+ * created (tilestore_take_created()); loop thread only, as the rest.
+ */
+void tilestore_count_installed(struct tilestore *store, uint64_t ino, uint64_t tile,
+                               uint64_t version, uint64_t bytes);
+
+/*
+ * Moves up to max of the oldest queued created records (u64 ino, u64 tile,
+ * u64 version little-endian, TS_GARBAGE_RECORD_BYTES each) into records
+ * and returns how many: the tile files found at open and made since, for
+ * the heartbeat to report (meta then knows those tiles were written, and
+ * that a missing file of theirs is lost, not a hole). Taken records are
+ * the caller's to deliver.
+ */
+uint32_t tilestore_take_created(struct tilestore *store, uint8_t *records, uint32_t max);
 
 /*
  * Called by tilestore_delete() before it looks for the file, on the loop

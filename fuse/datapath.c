@@ -878,7 +878,8 @@ static void locations_forget_from(struct open_file *file, uint64_t first_tile)
 static bool location_equal(const struct tile_location *a, const struct tile_location *b)
 {
     return a->node == b->node && a->version == b->version && a->copies == b->copies &&
-           a->read_node == b->read_node && a->read_version == b->read_version;
+           a->read_node == b->read_node && a->read_version == b->read_version &&
+           a->flags == b->flags;
 }
 
 /*
@@ -1699,11 +1700,51 @@ out:
 /* ---- reads ------------------------------------------------------------ */
 
 /*
+ * A datanode had no file for a tile at the place meta names for it now
+ * (read from `node`, the tile's read source in *location). Without
+ * TS_TILE_STORED the tile was placed but never written: a hole, 0. With
+ * it, a holder reported the file, so this one lost it (deleted, a disk
+ * that lost it, a data directory replaced): a lost copy is logged and
+ * given up for the primary (-EAGAIN: read again), a lost primary is
+ * logged (file, tile, datanode id and address) and fails with -EIO, never
+ * read as zeros. Takes no lock of the data path.
+ */
+static int read_missing(struct datapath *datapath, uint64_t ino, uint64_t tile, uint32_t node,
+                        struct tile_location *location)
+{
+    char endpoint[128];
+    if (!(location->flags & TS_TILE_STORED))
+        return 0;
+    /* Another node may answer at its address now (nodedir_call refuses it then). */
+    nodedir_suspect(datapath->nodes);
+    nodedir_endpoint(datapath->nodes, node, endpoint, sizeof(endpoint));
+    if (node != location->node) {
+        log_error("inode %llu tile %llu: its read copy on datanode %u (%s) has no file, though "
+                  "the tile was written: the copy is lost there; reading the primary on "
+                  "datanode %u",
+                  (unsigned long long)ino, (unsigned long long)tile, node, endpoint,
+                  location->node);
+        location->read_node = location->node;
+        location->read_version = location->version;
+        return -EAGAIN;
+    }
+    log_error("read of inode %llu tile %llu failed: datanode %u (%s) has no file for it "
+              "(version %llu), though the tile was written: the tile is lost there (its file "
+              "deleted, or the datanode's data directory wiped or replaced); failing with EIO, "
+              "not reading zeros",
+              (unsigned long long)ino, (unsigned long long)tile, node, endpoint,
+              (unsigned long long)location->version);
+    return -EIO;
+}
+
+/*
  * Reads part of a tile into `reply` (reply->data_len bytes; the rest of the
  * range holds nothing: zeros) from where this machine reads it, following
  * the tile if it moves: *location ends as the place it was read from
- * (node 0: the tile became a hole, and reply is empty). A read copy that
- * fails for another reason is given up for the primary. The caller
+ * (node 0: the tile became a hole, and reply is empty). A tile whose file
+ * its datanode lacks is a hole only if meta says it was never written
+ * (read_missing(): else -EIO). A read copy that fails for another reason
+ * is given up for the primary. The caller
  * releases reply in every case. Takes no lock of the data path.
  */
 static int read_tile(struct datapath *datapath, uint64_t ino, uint64_t tile,
@@ -1742,9 +1783,11 @@ static int read_tile(struct datapath *datapath, uint64_t ino, uint64_t tile,
         }
         if (status == TS_ERR_NOENT && !asked_missing) {
             /*
-             * No file there: a tile allocated but never written (a hole),
-             * or a copy or old place deleted after this mount cached it.
-             * Meta tells which: the same place is a hole, another is retried.
+             * No file there: a tile placed but not written yet (a hole), a
+             * copy or old place deleted after this mount cached it, or a
+             * lost file. Meta tells which: another place is retried; at the
+             * same place it says whether a holder ever reported the file
+             * (cached records may predate that report).
              */
             struct tile_location now;
             asked_missing = true;
@@ -1752,14 +1795,18 @@ static int read_tile(struct datapath *datapath, uint64_t ino, uint64_t tile,
             if (status != TS_OK)
                 return errno_of(status);
             memset(reply, 0, sizeof(*reply));
-            if (location_same_for(TILE_ACCESS_READ, location, &now))
-                return 0;
+            bool same = location_same_for(TILE_ACCESS_READ, location, &now);
             *location = now;
-            continue;
+            if (!same)
+                continue;
+            status = TS_ERR_NOENT;
         }
-        if (status == TS_ERR_NOENT && node == location->node) {
-            memset(reply, 0, sizeof(*reply));
-            return 0; /* meta confirmed the place: a hole */
+        if (status == TS_ERR_NOENT) {
+            /* Meta names this place now: read_missing() says what that means. */
+            int error = read_missing(datapath, ino, tile, node, location);
+            if (error != -EAGAIN)
+                return error;
+            continue;
         }
         if (node != location->node) {
             log_warn("read of inode %llu tile %llu from its copy on datanode %u failed: %s; "

@@ -850,6 +850,7 @@ int metaclient_tile_map(struct metaclient *client, uint64_t ino, uint64_t first,
         locations[i].copies = ts_cursor_u32(&cursor);
         locations[i].read_node = ts_cursor_u32(&cursor);
         locations[i].read_version = ts_cursor_u64(&cursor);
+        locations[i].flags = ts_cursor_u32(&cursor);
     }
 out:
     rpc_reply_release(&reply);

@@ -27,6 +27,9 @@ struct tile_location {
     uint32_t copies;    /* read copies besides the primary */
     uint32_t read_node; /* this machine's best source: a local copy, else node */
     uint64_t read_version;
+    /* TS_TILE_STORED: a holder reported the tile's file, so a holder without
+     * it lost it (an error); else a missing file is a hole (zeros). */
+    uint32_t flags;
 };
 
 /* One directory entry as READDIR returns it. */

@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +44,11 @@ struct node_entry {
     bool takes_tiles;
     /* On this mount's machine (same machine name). */
     bool local;
+    /* As meta last said: down, and its address is now another node's, up
+     * (a new data directory there registered as a new node). Its tiles are
+     * not there, so calls fail at once instead of reaching that node. */
+    uint32_t replaced_by;
+    bool replaced_logged;
 };
 
 struct nodedir {
@@ -106,6 +112,28 @@ static void nodedir_retire(struct nodedir *dir, struct rpc_pool *pool)
     dir->retired[dir->retired_count++] = pool;
 }
 
+/*
+ * Sets each entry's replaced_by from meta's list: a node down whose address
+ * an up node of another id has. Called with dir->lock held.
+ */
+static void nodedir_mark_replaced(struct nodedir *dir, const struct meta_node *nodes, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        struct node_entry *entry = nodedir_find(dir, nodes[i].id);
+        uint32_t replaced_by = 0;
+        if (!entry)
+            continue;
+        for (size_t j = 0; j < count && nodes[i].state != TS_NODE_UP; j++) {
+            if (nodes[j].id != nodes[i].id && nodes[j].state == TS_NODE_UP &&
+                strcmp(nodes[j].address, nodes[i].address) == 0)
+                replaced_by = nodes[j].id;
+        }
+        if (replaced_by != entry->replaced_by)
+            entry->replaced_logged = false;
+        entry->replaced_by = replaced_by;
+    }
+}
+
 /* Reloads the node list from meta. Called with dir->lock held. */
 static int nodedir_refresh(struct nodedir *dir)
 {
@@ -147,6 +175,7 @@ static int nodedir_refresh(struct nodedir *dir)
             .id = nodes[i].id, .pool = pool, .takes_tiles = takes_tiles, .local = local};
         dir->count++;
     }
+    nodedir_mark_replaced(dir, nodes, count);
     free(nodes);
     dir->stale = 0;
     dir->refreshed_ms = util_monotonic_ms();
@@ -194,8 +223,13 @@ bool nodedir_is_local(struct nodedir *dir, uint32_t node)
     return local;
 }
 
-/* The pool of node id, NULL if unknown; *down is set if it counts as down. */
-static struct rpc_pool *nodedir_pool(struct nodedir *dir, uint32_t id, bool *down)
+/*
+ * The pool of node id, NULL if unknown; *down is set if it counts as down,
+ * *replaced_by (if not NULL) to the node that has its address now (0: none),
+ * *first_refusal when that is to be logged now (once per replacement).
+ */
+static struct rpc_pool *nodedir_pool_checked(struct nodedir *dir, uint32_t id, bool *down,
+                                             uint32_t *replaced_by, bool *first_refusal)
 {
     struct node_entry *entry;
     struct rpc_pool *pool = NULL;
@@ -205,9 +239,27 @@ static struct rpc_pool *nodedir_pool(struct nodedir *dir, uint32_t id, bool *dow
     if (entry) {
         pool = entry->pool;
         *down = util_monotonic_ms() < entry->down_until_ms;
+        if (replaced_by) {
+            *replaced_by = entry->replaced_by;
+            *first_refusal = entry->replaced_by != 0 && !entry->replaced_logged;
+            if (*first_refusal)
+                entry->replaced_logged = true;
+        }
     }
     pthread_mutex_unlock(&dir->lock);
     return pool;
+}
+
+static struct rpc_pool *nodedir_pool(struct nodedir *dir, uint32_t id, bool *down)
+{
+    return nodedir_pool_checked(dir, id, down, NULL, NULL);
+}
+
+void nodedir_suspect(struct nodedir *dir)
+{
+    pthread_mutex_lock(&dir->lock);
+    dir->stale = 1;
+    pthread_mutex_unlock(&dir->lock);
 }
 
 int nodedir_address(struct nodedir *dir, uint32_t node, struct in_addr *address)
@@ -221,6 +273,14 @@ int nodedir_address(struct nodedir *dir, uint32_t node, struct in_addr *address)
     if (rc == 0 && address->s_addr == htonl(INADDR_ANY))
         rc = -EINVAL;
     return rc;
+}
+
+void nodedir_endpoint(struct nodedir *dir, uint32_t node, char *out, size_t cap)
+{
+    bool down = false;
+    struct rpc_pool *pool = nodedir_pool(dir, node, &down);
+    if (cap > 0)
+        snprintf(out, cap, "%s", pool ? rpc_pool_endpoint(pool) : "?");
 }
 
 static void nodedir_mark(struct nodedir *dir, uint32_t id, bool timed_out)
@@ -301,12 +361,23 @@ int nodedir_call_owned(struct nodedir *dir, uint32_t node, uint16_t op, const vo
                        const struct rpc_data_owner *owner, struct rpc_reply *reply)
 {
     bool down = false;
-    struct rpc_pool *pool = nodedir_pool(dir, node, &down);
+    uint32_t replaced_by = 0;
+    bool first_refusal = false;
+    struct rpc_pool *pool = nodedir_pool_checked(dir, node, &down, &replaced_by, &first_refusal);
     bool owned = owner && data;
     bool resendable = !owned || owner->hold_fn;
     int status;
 
     memset(reply, 0, sizeof(*reply));
+    if (pool && replaced_by != 0) {
+        if (first_refusal)
+            log_error("datanode %u is down and its address %s is datanode %u's now (another data "
+                      "directory): requests for datanode %u fail with EIO until it comes back",
+                      node, rpc_pool_endpoint(pool), replaced_by, node);
+        if (owned)
+            owner->free_fn((void *)data, owner->hint);
+        return TS_ERR_IO;
+    }
     if (pool && down)
         down = !nodedir_back_up(dir, node, pool);
     if (!pool || down) {

@@ -44,10 +44,23 @@ bool nodedir_is_local(struct nodedir *dir, uint32_t node);
  * no such address (ipc://, a host name, a wildcard).
  */
 int nodedir_address(struct nodedir *dir, uint32_t node, struct in_addr *address);
+/*
+ * The endpoint the mount reaches node at, into out (cap bytes, NUL
+ * included; cut if longer): for log lines that name a datanode. "?" when
+ * meta does not know node.
+ */
+void nodedir_endpoint(struct nodedir *dir, uint32_t node, char *out, size_t cap);
+/*
+ * Loads the node list from meta again before the next call: a datanode
+ * answered as if it were not the node the mount took it for (a lost tile).
+ */
+void nodedir_suspect(struct nodedir *dir);
 
 /*
  * Sends op to datanode `node` and waits up to the I/O timeout. Returns as
- * rpc_pool_call(); TS_ERR_IO if the node is unknown to meta. A request
+ * rpc_pool_call(); TS_ERR_IO if the node is unknown to meta, or down in
+ * meta's list while another node is up at its address (a new data
+ * directory registered as a new node there: logged once). A request
  * without an answer is sent once more if the node answers a PING from a
  * process younger than the request (a restarted node: the request was
  * lost with its old process); otherwise the node counts as down for one

@@ -2203,7 +2203,7 @@ static int tile_map_body(struct store_txn *txn, void *arg)
         return reply_store_status(err);
     for (uint32_t i = 0; i < request->count && status == TS_OK; i++) {
         uint64_t tile = request->first + i;
-        struct tiles_entry entry = {0, 0};
+        struct tiles_entry entry = {0, 0, 0};
         err = tiles_get(txn, request->ino, tile, &entry);
         if (err == -ENOENT && request->allocate) {
             status = tile_map_allocate(txn, op, &record, tile, &entry);
@@ -2448,8 +2448,93 @@ struct heartbeat_op {
     const struct ts_heartbeat_req *request;
     struct ts_writer garbage;
     uint32_t garbage_count;
-    uint32_t node_id; /* the id the node has after this heartbeat */
+    uint32_t node_id;  /* the id the node has after this heartbeat */
+    uint32_t replaced; /* a new node took the address of this one (0: none) */
+    bool reclaimed;    /* a node without node.id was known by its identity */
+    uint32_t stored;   /* tiles its `created` records marked TS_TILE_STORED */
+    char why[256];     /* why the heartbeat was refused (fits an error reply) */
 };
+
+/*
+ * Whether a heartbeat of a registered node may speak for it: the data
+ * directory must be the one it registered with. A record without an
+ * incarnation (written before identities) takes the first one it is given.
+ */
+static bool heartbeat_identity_matches(const struct nodes_record *known, uint64_t incarnation)
+{
+    return known->incarnation == 0 || known->incarnation == incarnation;
+}
+
+/*
+ * For a node registering anew (no node.id): into *same the registered node
+ * whose data directory it has (its identity), which it then is again, its
+ * node.id lost; else into *previous the registered node that had its
+ * address, if any. A new directory does not hold that node's tiles: only
+ * the log says so, the old node stays registered (down). 0 = none.
+ */
+static int heartbeat_known_directory(struct store_txn *txn, const struct ts_heartbeat_req *request,
+                                     uint32_t *same, uint32_t *previous)
+{
+    struct nodes_record *nodes = NULL;
+    size_t count = 0;
+    *same = 0;
+    *previous = 0;
+    int err = nodes_list(txn, &nodes, &count);
+    if (err < 0)
+        return err;
+    for (size_t i = 0; i < count; i++) {
+        if (request->incarnation != 0 && nodes[i].incarnation == request->incarnation)
+            *same = nodes[i].id;
+        if (strlen(nodes[i].address) == request->address.len &&
+            memcmp(nodes[i].address, request->address.ptr, request->address.len) == 0)
+            *previous = nodes[i].id;
+    }
+    free(nodes);
+    if (*same != 0)
+        *previous = 0;
+    return 0;
+}
+
+/*
+ * Marks the tiles of `created` records (u64 ino, u64 tile, u64 version)
+ * that node holds, as primary or copy at that version, TS_TILE_STORED.
+ * Records of tiles it no longer holds (moved, dropped, deleted since) are
+ * skipped. *stored counts the tiles marked now.
+ */
+static int heartbeat_mark_stored(struct store_txn *txn, uint32_t node, struct ts_str created,
+                                 uint32_t count, uint32_t *stored)
+{
+    struct ts_cursor cursor;
+    ts_cursor_init(&cursor, created.ptr, created.len);
+    *stored = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        uint64_t ino = ts_cursor_u64(&cursor);
+        uint64_t tile = ts_cursor_u64(&cursor);
+        uint64_t version = ts_cursor_u64(&cursor);
+        uint64_t copy_version = 0;
+        struct tiles_entry primary;
+        int err = tiles_get(txn, ino, tile, &primary);
+        if (err == -ENOENT || (err == 0 && (primary.flags & TS_TILE_STORED)))
+            continue;
+        if (err < 0)
+            return err;
+        bool holds = primary.node == node && primary.version == version;
+        if (!holds) {
+            err = copies_get(txn, ino, tile, node, &copy_version);
+            if (err < 0 && err != -ENOENT)
+                return err;
+            holds = err == 0 && copy_version == version;
+        }
+        if (!holds)
+            continue;
+        primary.flags |= TS_TILE_STORED;
+        err = tiles_put(txn, ino, tile, &primary);
+        if (err < 0)
+            return err;
+        (*stored)++;
+    }
+    return 0;
+}
 
 /*
  * A fresh node id that no registered node has. Ids are u32 on the wire; a
@@ -2494,13 +2579,36 @@ static int heartbeat_body(struct store_txn *txn, void *arg)
     op->garbage.len = 0;
     op->garbage.failed = false;
     op->node_id = request->node_id;
+    op->replaced = 0;
+    op->stored = 0;
+    op->why[0] = '\0';
+    op->reclaimed = false;
     if (op->node_id == 0) {
-        status = heartbeat_new_id(txn, &op->node_id);
-        if (status != TS_OK)
-            return status;
-        log_info("new datanode %u at %.*s", op->node_id, (int)request->address.len,
-                 request->address.ptr);
+        uint32_t same = 0;
+        err = heartbeat_known_directory(txn, request, &same, &op->replaced);
+        if (err < 0)
+            return reply_store_status(err);
+        op->reclaimed = same != 0;
+        op->node_id = same;
+        if (!op->reclaimed) {
+            status = heartbeat_new_id(txn, &op->node_id);
+            if (status != TS_OK)
+                return status;
+        }
     } else {
+        err = nodes_get(txn, op->node_id, &record);
+        if (err < 0 && err != -ENOENT)
+            return reply_store_status(err);
+        if (err == 0 && !heartbeat_identity_matches(&record, request->incarnation)) {
+            snprintf(op->why, sizeof(op->why),
+                     "data directory %016llx of the datanode at %.*s is not the one node %u "
+                     "registered with (%016llx): wiped or replaced, node %u's tiles are not in "
+                     "it; restore it, or delete its node.id to join as a new node",
+                     (unsigned long long)request->incarnation, (int)request->address.len,
+                     request->address.ptr, op->node_id, (unsigned long long)record.incarnation,
+                     op->node_id);
+            return TS_ERR_STALE;
+        }
         /* An id meta may not know (its store was wiped): take it as given. */
         err = store_counter_raise(txn, STORE_NEXT_NODE_ID, (uint64_t)op->node_id + 1);
         if (err < 0)
@@ -2508,6 +2616,7 @@ static int heartbeat_body(struct store_txn *txn, void *arg)
     }
     memset(&record, 0, sizeof(record));
     record.id = op->node_id;
+    record.incarnation = request->incarnation;
     ts_str_copy(request->machine, record.machine, sizeof(record.machine));
     ts_str_copy(request->address, record.address, sizeof(record.address));
     record.capacity = request->capacity;
@@ -2531,6 +2640,10 @@ static int heartbeat_body(struct store_txn *txn, void *arg)
         if (err < 0 && err != -ENOENT)
             return reply_store_status(err);
     }
+    err = heartbeat_mark_stored(txn, op->node_id, request->created, request->created_count,
+                                &op->stored);
+    if (err < 0)
+        return reply_store_status(err);
     err = garbage_list(txn, op->node_id, TS_MAX_GARBAGE, &op->garbage, &op->garbage_count);
     return reply_store_status(err);
 }
@@ -2545,15 +2658,38 @@ static int handle_heartbeat(void *ctx, const struct rpc_request *request,
     int status;
 
     if (ts_heartbeat_req_decode(&message, request->payload, request->payload_len) != 0 ||
-        (uint64_t)message.deleted_count * TS_GARBAGE_RECORD_BYTES != message.deleted.len)
+        (uint64_t)message.deleted_count * TS_GARBAGE_RECORD_BYTES != message.deleted.len ||
+        message.created_count > TS_MAX_CREATED ||
+        (uint64_t)message.created_count * TS_GARBAGE_RECORD_BYTES != message.created.len)
         return reply_bad_message(response, request->header.type);
     if (message.machine.len > NODES_MAX_TEXT || message.address.len > NODES_MAX_TEXT ||
         message.address.len == 0)
         return TS_ERR_INVAL;
     ts_writer_init(&op.garbage, service->scratch, SERVICE_SCRATCH_BYTES);
     status = store_write(service->store, heartbeat_body, &op);
+    if (status == TS_ERR_STALE && op.why[0]) {
+        log_error("refused a heartbeat: %s", op.why);
+        snprintf(response->error_text, sizeof(response->error_text), "%s", op.why);
+    }
     if (status != TS_OK)
         return status;
+    if (op.reclaimed)
+        log_warn("the datanode at %.*s has no node.id but the data directory of node %u "
+                 "(identity %016llx): it is node %u again",
+                 (int)message.address.len, message.address.ptr, op.node_id,
+                 (unsigned long long)message.incarnation, op.node_id);
+    else if (message.node_id == 0 && op.replaced != 0)
+        log_warn("new datanode %u at %.*s, where node %u was: a new data directory (identity "
+                 "%016llx), so node %u's tiles are not on it; node %u stays registered, down "
+                 "until its own data directory comes back",
+                 op.node_id, (int)message.address.len, message.address.ptr, op.replaced,
+                 (unsigned long long)message.incarnation, op.replaced, op.replaced);
+    else if (message.node_id == 0)
+        log_info("new datanode %u at %.*s (data directory identity %016llx)", op.node_id,
+                 (int)message.address.len, message.address.ptr,
+                 (unsigned long long)message.incarnation);
+    if (op.stored > 0)
+        log_debug("datanode %u reported %u tiles written", op.node_id, op.stored);
     int64_t now_ms = util_monotonic_ms();
     if (nodes_live_beat(service->live, op.node_id, now_ms) < 0)
         return TS_ERR_NOMEM;

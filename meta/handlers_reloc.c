@@ -673,7 +673,9 @@ static int move_apply(struct store_txn *txn, const struct journal_entry *entry,
     case TS_MOVE_COPY: return copies_put(txn, entry->ino, &target);
     case TS_MOVE_MOVE:
         if (holders->from_is_primary) {
-            struct tiles_entry primary = {entry->to_node, entry->new_version};
+            /* The bytes went along: a tile that was stored stays stored. */
+            struct tiles_entry primary = {entry->to_node, entry->new_version,
+                                          holders->primary.flags};
             err = tiles_put(txn, entry->ino, entry->tile, &primary);
         } else {
             err = copies_delete(txn, entry->ino, entry->tile, entry->from_node);
@@ -684,7 +686,8 @@ static int move_apply(struct store_txn *txn, const struct journal_entry *entry,
     case TS_MOVE_DROP:
         if (holders->from_is_primary) {
             /* The first copy becomes the primary: writes go there from now on. */
-            struct tiles_entry promoted = {holders->first_copy.node, holders->first_copy.version};
+            struct tiles_entry promoted = {holders->first_copy.node, holders->first_copy.version,
+                                           holders->primary.flags};
             err = tiles_put(txn, entry->ino, entry->tile, &promoted);
             if (err == 0)
                 err = copies_delete(txn, entry->ino, entry->tile, promoted.node);

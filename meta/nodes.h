@@ -43,6 +43,9 @@ struct nodes_record {
     uint64_t write_bytes_per_sec;    /* measured by the node; 0 = not yet */
     uint32_t queue_depth;            /* tile requests in service or waiting */
     uint64_t throttle_bytes_per_sec; /* its disk cap, 0 = none */
+    /* The random identity of the data directory it registered with (HEARTBEAT
+     * incarnation); 0 = not known yet (a record older than identities). */
+    uint64_t incarnation;
 };
 
 /* How fast an unmeasured node's backlog drains. */

@@ -142,6 +142,7 @@ void readsource_record(const struct readsource *source, uint64_t tile,
     ts_writer_u32(writer, copies);
     ts_writer_u32(writer, read_node);
     ts_writer_u64(writer, primary->node ? read_version : 0);
+    ts_writer_u32(writer, primary->node ? primary->flags : 0);
 }
 
 void readsource_free(struct readsource **sourcep)

@@ -38,7 +38,8 @@ int readsource_load(struct store_txn *txn, const struct nodes_live *live, int64_
 
 /*
  * Appends tile's TILE_MAP record (TS_TILE_RECORD_BYTES) to writer: primary
- * (node 0 = hole: all fields 0), copies, read source. tile must lie in the
+ * (node 0 = hole: all fields 0), copies, read source, the primary's flags
+ * (TS_TILE_STORED). tile must lie in the
  * loaded range.
  */
 void readsource_record(const struct readsource *source, uint64_t tile,

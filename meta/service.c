@@ -4,7 +4,7 @@
  */
 #include "service.h"
 
-#include "identity.h"
+#include "clusterid.h"
 #include "inodes.h"
 #include "log.h"
 #include "status.h"
@@ -29,7 +29,7 @@ static int service_prepare(struct store_txn *txn, void *arg)
     if (err == 0)
         err = inodes_reap_orphans(txn, &work->reaped);
     if (err == 0)
-        err = identity_cluster_id(txn, work->service->cluster_id);
+        err = clusterid_get(txn, work->service->cluster_id);
     return err == 0 ? TS_OK : TS_ERR_INTERNAL;
 }
 

@@ -28,7 +28,7 @@ struct service {
     int64_t node_timeout_ms;
     uint32_t default_placement; /* enum ts_placement for files that name none */
     uint8_t *scratch;           /* SERVICE_SCRATCH_BYTES, for array blobs of replies */
-    char cluster_id[TS_CLUSTER_ID_HEX + 1]; /* the store's (identity.h), read at start */
+    char cluster_id[TS_CLUSTER_ID_HEX + 1]; /* the store's (clusterid.h), read at start */
 };
 
 /* The cluster's placement policy unless tessera-meta --placement says otherwise. */

@@ -1,6 +1,7 @@
 /*
  * @file tiles.c
- * See tiles.h. Values are little-endian like the wire: u32 node, u64 version.
+ * See tiles.h. Values are little-endian like the wire: u32 node, u64 version,
+ * u32 flags (absent in records older than the flags).
  */
 #include "tiles.h"
 
@@ -12,7 +13,8 @@
 #include <errno.h>
 
 #define TILES_KEY_BYTES 16
-#define TILES_VALUE_BYTES 12
+#define TILES_VALUE_BYTES 16
+#define TILES_OLD_VALUE_BYTES 12
 
 static void tiles_key(uint8_t key[TILES_KEY_BYTES], uint64_t ino, uint64_t tile)
 {
@@ -26,6 +28,7 @@ static int tiles_decode(const MDB_val *value, struct tiles_entry *entry)
     ts_cursor_init(&cursor, value->mv_data, value->mv_size);
     entry->node = ts_cursor_u32(&cursor);
     entry->version = ts_cursor_u64(&cursor);
+    entry->flags = value->mv_size == TILES_OLD_VALUE_BYTES ? 0 : ts_cursor_u32(&cursor);
     if (cursor.failed || cursor.left != 0 || entry->node == 0) {
         log_error("corrupt tile record");
         return -EIO;
@@ -56,6 +59,7 @@ int tiles_put(struct store_txn *txn, uint64_t ino, uint64_t tile, const struct t
     ts_writer_init(&writer, value, sizeof(value));
     ts_writer_u32(&writer, entry->node);
     ts_writer_u64(&writer, entry->version);
+    ts_writer_u32(&writer, entry->flags);
     return store_put(txn, STORE_TILES, key, sizeof(key), value, sizeof(value));
 }
 

@@ -2,8 +2,11 @@
  * @file tiles.h
  * The `tiles` table: where each allocated tile of a file lives.
  * Key: u64 BE ino + u64 BE tile index, so a file's tiles are one cursor
- * range in index order. Value: u32 node id, u64 version. A tile without a
- * record is a hole (reads as zeros).
+ * range in index order. Value: u32 node id, u64 version, u32 flags
+ * (TS_TILE_STORED; records written before flags existed end after the
+ * version and read as 0). A tile without a record is a hole (reads as
+ * zeros); a record without TS_TILE_STORED is a tile placed but not yet
+ * reported written by any holder (a missing file still reads as zeros).
  */
 #ifndef TESSERA_META_TILES_H
 #define TESSERA_META_TILES_H
@@ -15,6 +18,7 @@
 struct tiles_entry {
     uint32_t node;    /* datanode holding the tile, never 0 */
     uint64_t version; /* names the tile file on the datanode */
+    uint32_t flags;   /* TS_TILE_* (proto.h) */
 };
 
 /* 0, -ENOENT for a hole, or a negative errno. */

@@ -287,16 +287,17 @@ struct filelayout_holders {
 /* One tile's line (text) or object (JSON). */
 static void filelayout_print_tile(const struct filelayout_options *options,
                                   const struct filelayout_file *file, uint64_t tile, uint32_t node,
-                                  uint64_t version, const struct filelayout_holders *holders,
-                                  bool first)
+                                  uint64_t version, uint32_t flags,
+                                  const struct filelayout_holders *holders, bool first)
 {
     bool json = options->json;
     uint64_t bytes;
 
+    /* "stored": a datanode reported the tile's file (TS_TILE_STORED). */
     if (json) {
         printf("%s\n    {\"tile\": %" PRIu64 ", \"node\": %" PRIu32 ", \"version\": %" PRIu64
-               ", \"holders\": [",
-               first ? "" : ",", tile, node, version);
+               ", \"stored\": %s, \"holders\": [",
+               first ? "" : ",", tile, node, version, (flags & TS_TILE_STORED) ? "true" : "false");
         /* "datanode", not "node": a holder is not the tile's primary. */
         for (size_t i = 0; i < holders->count; i++)
             printf("%s{\"datanode\": %" PRIu32 ", \"version\": %" PRIu64 ", \"kind\": \"%s\"}",
@@ -475,6 +476,7 @@ static int filelayout_show(const struct filelayout_options *options)
     struct rpc_client *meta = NULL;
     uint32_t *nodes = NULL;
     uint64_t *versions = NULL;
+    uint32_t *flags = NULL;
     char error_text[256];
     bool copies_unknown = false; /* meta does not answer TILE_HOLDERS */
     int exit_code = 1;
@@ -482,7 +484,8 @@ static int filelayout_show(const struct filelayout_options *options)
     meta = rpc_client_new(options->target.endpoint);
     nodes = malloc(TS_MAX_TILES_PER_MAP * sizeof(*nodes));
     versions = malloc(TS_MAX_TILES_PER_MAP * sizeof(*versions));
-    if (!file || !meta || !nodes || !versions) {
+    flags = malloc(TS_MAX_TILES_PER_MAP * sizeof(*flags));
+    if (!file || !meta || !nodes || !versions || !flags) {
         fprintf(stderr, "tessera layout: %s\n",
                 meta ? "out of memory" : "cannot use the meta endpoint (expected tcp://HOST:PORT)");
         goto out;
@@ -496,8 +499,9 @@ static int filelayout_show(const struct filelayout_options *options)
     for (uint64_t first = 0; first < file->tile_count; first += TS_MAX_TILES_PER_MAP) {
         uint64_t left = file->tile_count - first;
         uint32_t count = left < TS_MAX_TILES_PER_MAP ? (uint32_t)left : TS_MAX_TILES_PER_MAP;
-        int status = metaclient_tile_map(meta, (int)options->target.timeout_ms, file->ino, first, count,
-                                         nodes, versions, error_text, sizeof(error_text));
+        int status =
+            metaclient_tile_map(meta, (int)options->target.timeout_ms, file->ino, first, count,
+                                nodes, versions, flags, error_text, sizeof(error_text));
         if (status != TS_OK) {
             fflush(stdout);
             fprintf(stderr,
@@ -540,8 +544,8 @@ static int filelayout_show(const struct filelayout_options *options)
                                                 TS_HOLDER_PRIMARY};
             if (nodes[i] != 0 && (tile_holders.count == 0 || tile_holders.list[0].node != nodes[i]))
                 tile_holders = (struct filelayout_holders){&primary, 1};
-            filelayout_print_tile(options, file, first + i, nodes[i], versions[i], &tile_holders,
-                                  first + i == 0);
+            filelayout_print_tile(options, file, first + i, nodes[i], versions[i], flags[i],
+                                  &tile_holders, first + i == 0);
         }
         free(holders);
     }
@@ -549,6 +553,7 @@ static int filelayout_show(const struct filelayout_options *options)
         printf("%s]}\n", file->tile_count ? "\n  " : "");
     exit_code = 0;
 out:
+    free(flags);
     free(versions);
     free(nodes);
     rpc_client_destroy(&meta);

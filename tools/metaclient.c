@@ -152,8 +152,8 @@ int metaclient_getattr(struct rpc_client *client, int timeout_ms, uint64_t ino,
 }
 
 int metaclient_tile_map(struct rpc_client *client, int timeout_ms, uint64_t ino, uint64_t first,
-                        uint32_t count, uint32_t *nodes, uint64_t *versions, char *error_text,
-                        size_t error_cap)
+                        uint32_t count, uint32_t *nodes, uint64_t *versions, uint32_t *flags,
+                        char *error_text, size_t error_cap)
 {
     struct ts_tile_map_req request = {.ino = ino, .first = first, .count = count};
     struct ts_tile_map_rep answer;
@@ -183,7 +183,10 @@ int metaclient_tile_map(struct rpc_client *client, int timeout_ms, uint64_t ino,
     for (uint32_t i = 0; i < count; i++) {
         nodes[i] = ts_cursor_u32(&cursor);
         versions[i] = ts_cursor_u64(&cursor);
-        ts_cursor_bytes(&cursor, TS_TILE_RECORD_BYTES - 12); /* copies, read source */
+        ts_cursor_bytes(&cursor, 4 + 4 + 8); /* copies, read source */
+        uint32_t tile_flags = ts_cursor_u32(&cursor);
+        if (flags)
+            flags[i] = tile_flags;
     }
 out:
     rpc_reply_release(&reply);
@@ -240,6 +243,7 @@ int metaclient_tile_records(struct rpc_client *client, int timeout_ms, uint64_t 
         tiles[i].copies = ts_cursor_u32(&cursor);
         tiles[i].read_node = ts_cursor_u32(&cursor);
         tiles[i].read_version = ts_cursor_u64(&cursor);
+        tiles[i].flags = ts_cursor_u32(&cursor);
     }
 out:
     rpc_reply_release(&reply);

@@ -59,12 +59,13 @@ int metaclient_getattr(struct rpc_client *client, int timeout_ms, uint64_t ino,
 
 /*
  * TILE_MAP without allocating: where tiles [first, first + count) of ino
- * are (count <= TS_MAX_TILES_PER_MAP); nodes[i] = 0 for a hole. On failure
- * error_text (if not NULL) holds meta's error text, "" if none.
+ * are (count <= TS_MAX_TILES_PER_MAP); nodes[i] = 0 for a hole; flags[i]
+ * the records' TS_TILE_* flags (flags may be NULL). On failure error_text
+ * (if not NULL) holds meta's error text, "" if none.
  */
 int metaclient_tile_map(struct rpc_client *client, int timeout_ms, uint64_t ino, uint64_t first,
-                        uint32_t count, uint32_t *nodes, uint64_t *versions, char *error_text,
-                        size_t error_cap);
+                        uint32_t count, uint32_t *nodes, uint64_t *versions, uint32_t *flags,
+                        char *error_text, size_t error_cap);
 
 /* One TILE_MAP record (proto.h, TS_TILE_RECORD_BYTES). */
 struct metaclient_tile {
@@ -73,6 +74,7 @@ struct metaclient_tile {
     uint32_t copies;    /* read copies besides the primary */
     uint32_t read_node; /* where `machine` should read from */
     uint64_t read_version;
+    uint32_t flags; /* TS_TILE_* */
 };
 
 /*

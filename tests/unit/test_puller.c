@@ -234,7 +234,7 @@ static void test_install_and_checksum(void **state)
     /* Not counted until the loop thread says so. */
     tilestore_usage(fixture->store, &tiles, &used);
     assert_int_equal(tiles, 0);
-    tilestore_count_installed(fixture->store, sizeof(data));
+    tilestore_count_installed(fixture->store, 300, 1, 2, sizeof(data));
     tilestore_usage(fixture->store, &tiles, &used);
     assert_int_equal(tiles, 1);
     assert_int_equal(used, sizeof(data));
@@ -523,6 +523,42 @@ static void test_pull_from_source(void **state)
     free(data);
 }
 
+/*
+ * A source without the file (a tile never written, or one it lost): the
+ * pull is done with 0 bytes and checksum 0, as the source's fence says,
+ * and stores nothing, since an empty file would read as a hole and hide
+ * a loss (meta's record tells which it is).
+ */
+static void test_pull_of_missing_source_stores_nothing(void **state)
+{
+    struct fixture *fixture = *state;
+    struct source *source = fixture->source;
+    struct puller_result result;
+    uint64_t tiles = 7, used = 7, bytes = 0;
+    uint8_t records[4 * TS_GARBAGE_RECORD_BYTES];
+
+    source_start(source);
+    struct puller_job job = {.ino = 903,
+                             .tile = 4,
+                             .version = 1,
+                             .new_version = 2,
+                             .source = source->endpoint,
+                             .max_bytes = UINT64_MAX};
+    assert_int_equal(puller_start(fixture->puller, &job), 0);
+    wait_finished(fixture);
+    puller_collect(fixture->puller);
+    puller_query(fixture->puller, &job, &result);
+    assert_int_equal(result.state, PULLER_DONE);
+    assert_int_equal(result.bytes, 0);
+    assert_int_equal(result.checksum, 0);
+    assert_int_equal(tilestore_size(fixture->store, 903, 4, 2, &bytes), -ENOENT);
+    tilestore_usage(fixture->store, &tiles, &used);
+    assert_int_equal(tiles, 0);
+    assert_int_equal(used, 0);
+    /* Nothing is reported to meta as written either. */
+    assert_int_equal(tilestore_take_created(fixture->store, records, 4), 0);
+}
+
 static void test_garbage_while_queued(void **state)
 {
     struct fixture *fixture = *state;
@@ -627,6 +663,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pull_of_existing_file_is_done, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_beyond_the_file_is_cut, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pull_from_source, setup_source, teardown),
+        cmocka_unit_test_setup_teardown(test_pull_of_missing_source_stores_nothing, setup_source,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_garbage_while_queued, setup, teardown),
         cmocka_unit_test_setup_teardown(test_garbage_while_running, setup_source, teardown),
         cmocka_unit_test_setup_teardown(test_garbage_after_done, setup_source, teardown),

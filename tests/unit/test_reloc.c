@@ -281,6 +281,7 @@ struct map_record {
     uint32_t copies;
     uint32_t read_node;
     uint64_t read_version;
+    uint32_t flags;
 };
 
 static int tile_map(struct fixture *f, uint64_t ino, uint64_t first, uint32_t count,
@@ -307,6 +308,7 @@ static int tile_map(struct fixture *f, uint64_t ino, uint64_t first, uint32_t co
         records[i].copies = ts_cursor_u32(&cursor);
         records[i].read_node = ts_cursor_u32(&cursor);
         records[i].read_version = ts_cursor_u64(&cursor);
+        records[i].flags = ts_cursor_u32(&cursor);
     }
     assert_false(cursor.failed);
     return status;
@@ -1164,6 +1166,74 @@ static void test_move_commit_move_copy_drop(void **state)
     assert_text(f, "no relocation");
 }
 
+/* A HEARTBEAT of node reporting tile file (ino, tile, version) created. */
+static void report_created(struct fixture *f, uint32_t node, const char *machine, uint64_t ino,
+                           uint64_t tile, uint64_t version)
+{
+    uint8_t record[TS_GARBAGE_RECORD_BYTES];
+    struct ts_writer writer;
+    ts_writer_init(&writer, record, sizeof(record));
+    ts_writer_u64(&writer, ino);
+    ts_writer_u64(&writer, tile);
+    ts_writer_u64(&writer, version);
+    struct ts_heartbeat_req m = {
+        .node_id = node,
+        .machine = str(machine),
+        .address = str("tcp://127.0.0.1:7401"),
+        .capacity = 64ull << 30,
+        .free_bytes = 32ull << 30,
+        .deleted = {"", 0},
+        .created_count = 1,
+        .created = {(const char *)record, sizeof(record)},
+    };
+    assert_int_equal(CALL(f, TS_OP_HEARTBEAT, heartbeat_req, &m), TS_OK);
+}
+
+/*
+ * A tile known written (TS_TILE_STORED) stays so when it moves, when its
+ * primary is dropped for a copy; a copy's holder reporting its file marks
+ * the tile too; a tile never reported stays unwritten through a move.
+ */
+static void test_moves_keep_stored(void **state)
+{
+    struct fixture *f = *state;
+    struct cluster c;
+    uint64_t moved = 0;
+
+    make_cluster(f, &c, 2);
+    report_created(f, c.alpha, "alpha", c.file, 0, c.version[0]);
+    assert_int_equal(tile_of(f, c.file, 0, "").flags, TS_TILE_STORED);
+    assert_int_equal(tile_of(f, c.file, 1, "").flags, 0);
+
+    assert_int_equal(move_begin(f, c.file, 0, c.version[0], TS_MOVE_MOVE, c.alpha, c.beta1, &moved),
+                     TS_OK);
+    commit_and_finish(f, c.file, 0);
+    assert_int_equal(tile_of(f, c.file, 0, "").node, c.beta1);
+    assert_int_equal(tile_of(f, c.file, 0, "").flags, TS_TILE_STORED);
+    /* The old holder's late report of the old version changes nothing. */
+    report_created(f, c.alpha, "alpha", c.file, 0, c.version[0]);
+    assert_int_equal(tile_of(f, c.file, 0, "").node, c.beta1);
+
+    uint64_t moved1 = 0;
+    assert_int_equal(
+        move_begin(f, c.file, 1, c.version[1], TS_MOVE_MOVE, c.alpha, c.beta1, &moved1), TS_OK);
+    commit_and_finish(f, c.file, 1);
+    assert_int_equal(tile_of(f, c.file, 1, "").flags, 0);
+    /* A copy's holder reports its file: the tile has bytes. */
+    uint64_t copy1 = add_copy(f, c.file, 1, moved1, c.beta1, c.alpha);
+    report_created(f, c.alpha, "alpha", c.file, 1, copy1 + 1); /* not the copy's version */
+    assert_int_equal(tile_of(f, c.file, 1, "").flags, 0);
+    report_created(f, c.alpha, "alpha", c.file, 1, copy1);
+    assert_int_equal(tile_of(f, c.file, 1, "").flags, TS_TILE_STORED);
+
+    /* Dropping the primary promotes a copy, which keeps the mark. */
+    add_copy(f, c.file, 0, moved, c.beta1, c.alpha);
+    assert_int_equal(move_begin(f, c.file, 0, moved, TS_MOVE_DROP, c.beta1, 0, NULL), TS_OK);
+    commit_and_finish(f, c.file, 0);
+    assert_int_equal(tile_of(f, c.file, 0, "").node, c.alpha);
+    assert_int_equal(tile_of(f, c.file, 0, "").flags, TS_TILE_STORED);
+}
+
 static void test_move_committed_until_finished(void **state)
 {
     struct fixture *f = *state;
@@ -1699,6 +1769,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_move_committed_until_finished, setup, teardown),
         cmocka_unit_test_setup_teardown(test_copy_refused_while_open, setup, teardown),
         cmocka_unit_test_setup_teardown(test_move_commit_stale, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_moves_keep_stored, setup, teardown),
         cmocka_unit_test_setup_teardown(test_move_abort, setup, teardown),
         cmocka_unit_test_setup_teardown(test_move_list_paging, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unlink_drops_everything, setup, teardown),

@@ -278,6 +278,7 @@ static int do_tile_map(struct fixture *f, uint64_t ino, uint64_t first, uint32_t
         assert_int_equal(ts_cursor_u32(&cursor), 0);        /* copies */
         assert_int_equal(ts_cursor_u32(&cursor), nodes[i]); /* read_node */
         assert_int_equal(ts_cursor_u64(&cursor), versions[i]);
+        ts_cursor_u32(&cursor); /* flags */
     }
     assert_false(cursor.failed);
     return status;
@@ -891,6 +892,150 @@ static void test_setattr_shrink(void **state)
 }
 
 /* ---- tile map ----------------------------------------------------------- */
+
+/*
+ * HEARTBEAT as node `id` (0 = new) of a data directory with `incarnation`,
+ * reporting `created` tile files. Returns meta's status; *node_id: the id
+ * meta gave (on TS_OK).
+ */
+static int heartbeat_identity(struct fixture *f, uint32_t id, uint64_t incarnation,
+                              const struct garbage_seen *created, uint32_t created_count,
+                              uint32_t *node_id)
+{
+    static uint8_t created_blob[TS_MAX_CREATED * TS_GARBAGE_RECORD_BYTES];
+    struct ts_writer writer;
+    struct ts_heartbeat_rep reply;
+
+    ts_writer_init(&writer, created_blob, sizeof(created_blob));
+    for (uint32_t i = 0; i < created_count; i++) {
+        ts_writer_u64(&writer, created[i].ino);
+        ts_writer_u64(&writer, created[i].tile);
+        ts_writer_u64(&writer, created[i].version);
+    }
+    struct ts_heartbeat_req m = {
+        .node_id = id,
+        .machine = str("machine"),
+        .address = str("tcp://127.0.0.1:7401"),
+        .capacity = 64ull << 30,
+        .free_bytes = 32ull << 30,
+        .incarnation = incarnation,
+        .created_count = created_count,
+        .created = {(const char *)created_blob, (uint32_t)writer.len},
+    };
+    int status = CALL(f, TS_OP_HEARTBEAT, heartbeat_req, &m);
+    if (status == TS_OK) {
+        assert_int_equal(ts_heartbeat_rep_decode(&reply, f->reply, f->reply_len), 0);
+        *node_id = reply.node_id;
+    }
+    return status;
+}
+
+/* The TS_TILE_* flags of the tile's TILE_MAP record. */
+static uint32_t tile_flags(struct fixture *f, uint64_t ino, uint64_t tile)
+{
+    struct ts_tile_map_req m = {.ino = ino, .first = tile, .count = 1};
+    struct ts_tile_map_rep reply;
+    struct ts_cursor cursor;
+    assert_int_equal(CALL(f, TS_OP_TILE_MAP, tile_map_req, &m), TS_OK);
+    assert_int_equal(ts_tile_map_rep_decode(&reply, f->reply, f->reply_len), 0);
+    assert_int_equal(reply.tiles.len, TS_TILE_RECORD_BYTES);
+    ts_cursor_init(&cursor, reply.tiles.ptr, reply.tiles.len);
+    ts_cursor_bytes(&cursor, TS_TILE_RECORD_BYTES - 4);
+    uint32_t flags = ts_cursor_u32(&cursor);
+    assert_false(cursor.failed);
+    return flags;
+}
+
+/*
+ * A tile is TS_TILE_STORED once its holder reports its file at the
+ * version meta records; reports of other versions, other nodes and holes
+ * change nothing; a move keeps the mark (test_reloc).
+ */
+static void test_heartbeat_marks_stored(void **state)
+{
+    struct fixture *f = *state;
+    uint32_t nodes[3];
+    uint64_t versions[3];
+    uint32_t node = 0, other = 0;
+
+    assert_int_equal(heartbeat_identity(f, 0, 0x1111, NULL, 0, &node), TS_OK);
+    uint64_t file = make_file(f, TS_ROOT_INO, "written");
+    assert_int_equal(do_tile_map(f, file, 0, 3, 1, nodes, versions), TS_OK);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(nodes[i], node);
+        assert_int_equal(tile_flags(f, file, (uint64_t)i), 0);
+    }
+    assert_int_equal(heartbeat_identity(f, 0, 0x2222, NULL, 0, &other), TS_OK);
+    assert_int_not_equal(other, node);
+
+    struct garbage_seen wrong[] = {
+        {file, 1, versions[1] + 1000}, /* another version of tile 1 */
+        {file, 7, versions[0]},        /* a hole */
+        {file + 99, 0, versions[0]},   /* no such file */
+    };
+    assert_int_equal(heartbeat_identity(f, node, 0x1111, wrong, 3, &node), TS_OK);
+    /* Tile 2 is node's, not other's. */
+    struct garbage_seen not_theirs[] = {{file, 2, versions[2]}};
+    assert_int_equal(heartbeat_identity(f, other, 0x2222, not_theirs, 1, &other), TS_OK);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(tile_flags(f, file, (uint64_t)i), 0);
+
+    struct garbage_seen created[] = {{file, 0, versions[0]}, {file, 2, versions[2]}};
+    assert_int_equal(heartbeat_identity(f, node, 0x1111, created, 2, &node), TS_OK);
+    assert_int_equal(tile_flags(f, file, 0), TS_TILE_STORED);
+    assert_int_equal(tile_flags(f, file, 1), 0);
+    assert_int_equal(tile_flags(f, file, 2), TS_TILE_STORED);
+    /* Reported again (a restarted datanode reports every file): no change. */
+    assert_int_equal(heartbeat_identity(f, node, 0x1111, created, 2, &node), TS_OK);
+    assert_int_equal(tile_flags(f, file, 0), TS_TILE_STORED);
+
+    /* A tile dropped and placed again starts unwritten. */
+    struct ts_setattr_req truncate = {.ino = file, .valid = TS_SET_SIZE, .size = 0};
+    assert_int_equal(do_setattr(f, &truncate, NULL), TS_OK);
+    assert_int_equal(do_tile_map(f, file, 0, 1, 1, nodes, versions), TS_OK);
+    assert_int_equal(tile_flags(f, file, 0), 0);
+}
+
+/*
+ * A registered node speaks only with the data directory it registered
+ * with: another identity is refused (TS_ERR_STALE, with the reason and
+ * the fix), a record without one adopts the first it sees, a new
+ * directory at the same address registers as a new node, and a node's
+ * directory without its node.id gets its id back.
+ */
+static void test_heartbeat_identity(void **state)
+{
+    struct fixture *f = *state;
+    uint32_t node = 0, again = 0, legacy = 0, fresh = 0;
+
+    assert_int_equal(heartbeat_identity(f, 0, 0xabc, NULL, 0, &node), TS_OK);
+    assert_int_equal(heartbeat_identity(f, node, 0xabc, NULL, 0, &again), TS_OK);
+    assert_int_equal(again, node);
+    assert_int_equal(heartbeat_identity(f, node, 0xdef, NULL, 0, &again), TS_ERR_STALE);
+    assert_non_null(strstr(f->error_text, "is not the one node"));
+    assert_non_null(strstr(f->error_text, "0000000000000def"));
+    assert_non_null(strstr(f->error_text, "0000000000000abc"));
+    /* No identity at all does not pass for the registered one either. */
+    assert_int_equal(heartbeat_identity(f, node, 0, NULL, 0, &again), TS_ERR_STALE);
+    /* The refused heartbeat changed nothing: the right one still passes. */
+    assert_int_equal(heartbeat_identity(f, node, 0xabc, NULL, 0, &again), TS_OK);
+
+    /* Registered before identities: adopts the first, then holds to it. */
+    assert_int_equal(heartbeat_identity(f, 0, 0, NULL, 0, &legacy), TS_OK);
+    assert_int_equal(heartbeat_identity(f, legacy, 0x77, NULL, 0, &again), TS_OK);
+    assert_int_equal(heartbeat_identity(f, legacy, 0x78, NULL, 0, &again), TS_ERR_STALE);
+
+    /* A wiped directory (no node.id) at the same address: a new node. */
+    assert_int_equal(heartbeat_identity(f, 0, 0x999, NULL, 0, &fresh), TS_OK);
+    assert_int_not_equal(fresh, node);
+    assert_int_not_equal(fresh, legacy);
+
+    /* A node's own directory that lost only its node.id: that node again. */
+    assert_int_equal(heartbeat_identity(f, 0, 0xabc, NULL, 0, &again), TS_OK);
+    assert_int_equal(again, node);
+    assert_int_equal(heartbeat_identity(f, 0, 0x77, NULL, 0, &again), TS_OK);
+    assert_int_equal(again, legacy);
+}
 
 static void test_tile_map_round_robin(void **state)
 {
@@ -1745,6 +1890,11 @@ static size_t valid_request(uint16_t op, uint8_t *buf, size_t cap)
         len = ts_commit_req_encode(&m, buf, cap);
         break;
     }
+    case TS_OP_PUNCH: {
+        struct ts_punch_req m = {.ino = 1, .first_tile = 0, .last_tile = 1};
+        len = ts_punch_req_encode(&m, buf, cap);
+        break;
+    }
     case TS_OP_HEARTBEAT: {
         struct ts_heartbeat_req m = {.machine = str("m"), .address = str("tcp://x:1")};
         len = ts_heartbeat_req_encode(&m, buf, cap);
@@ -2090,6 +2240,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_readdir_pagination, setup, teardown),
         cmocka_unit_test_setup_teardown(test_setattr_shrink, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tile_map_round_robin, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_heartbeat_marks_stored, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_heartbeat_identity, setup, teardown),
         cmocka_unit_test_setup_teardown(test_commit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_background_sync, setup, teardown),
         cmocka_unit_test_setup_teardown(test_xattrs, setup, teardown),

@@ -342,6 +342,79 @@ static void test_usage_counters(void **state)
     assert_true(free_bytes <= capacity);
 }
 
+/* Takes every queued created record; returns how many, decoded into out. */
+static uint32_t take_all_created(struct tilestore *store, uint64_t out[][3], uint32_t cap)
+{
+    static uint8_t records[64 * TS_GARBAGE_RECORD_BYTES];
+    uint32_t total = 0;
+    uint32_t taken;
+    /* Two at a time: the queue is drained in pieces, oldest first. */
+    while ((taken = tilestore_take_created(store, records, 2)) > 0) {
+        struct ts_cursor cursor;
+        ts_cursor_init(&cursor, records, (size_t)taken * TS_GARBAGE_RECORD_BYTES);
+        for (uint32_t i = 0; i < taken; i++, total++) {
+            assert_true(total < cap);
+            out[total][0] = ts_cursor_u64(&cursor);
+            out[total][1] = ts_cursor_u64(&cursor);
+            out[total][2] = ts_cursor_u64(&cursor);
+        }
+        assert_false(cursor.failed);
+    }
+    return total;
+}
+
+static bool created_has(uint64_t records[][3], uint32_t count, uint64_t ino, uint64_t tile,
+                        uint64_t version)
+{
+    for (uint32_t i = 0; i < count; i++)
+        if (records[i][0] == ino && records[i][1] == tile && records[i][2] == version)
+            return true;
+    return false;
+}
+
+/*
+ * Every tile file the store makes, and every one it finds when it opens,
+ * is queued once for meta (created records); writes into an existing file
+ * and truncations queue nothing.
+ */
+static void test_created_records(void **state)
+{
+    struct fixture *fixture = *state;
+    uint8_t data[100];
+    uint64_t records[16][3];
+
+    fill_pattern(data, sizeof(data), 3);
+    assert_int_equal(take_all_created(fixture->store, records, 16), 0);
+    assert_int_equal(tilestore_write(fixture->store, 5, 0, 9, 0, data, sizeof(data)), 0);
+    assert_int_equal(tilestore_write(fixture->store, 5, 0, 9, 50, data, 10), 0);
+    assert_int_equal(tilestore_write(fixture->store, 5, 1, 9, 0, data, 10), 0);
+    assert_int_equal(tilestore_write(fixture->store, 261, 3, 4, 0, data, 10), 0);
+    assert_int_equal(tilestore_truncate(fixture->store, 5, 0, 9, 10), 0);
+    assert_int_equal(tilestore_truncate(fixture->store, 5, 7, 9, 10), 0); /* no file */
+    assert_int_equal(take_all_created(fixture->store, records, 16), 3);
+    assert_true(created_has(records, 3, 5, 0, 9));
+    assert_true(created_has(records, 3, 5, 1, 9));
+    assert_true(created_has(records, 3, 261, 3, 4));
+    assert_int_equal(take_all_created(fixture->store, records, 16), 0);
+
+    /* A pulled file is queued when it is counted in. */
+    assert_int_equal(tilestore_install(fixture->store, 6, 2, 8, data, sizeof(data)), 0);
+    assert_int_equal(take_all_created(fixture->store, records, 16), 0);
+    tilestore_count_installed(fixture->store, 6, 2, 8, sizeof(data));
+    assert_int_equal(take_all_created(fixture->store, records, 16), 1);
+    assert_true(created_has(records, 1, 6, 2, 8));
+
+    /* A reopened store reports everything it holds again. */
+    assert_int_equal(tilestore_delete(fixture->store, 5, 1, 9), 0);
+    tilestore_close(&fixture->store);
+    assert_int_equal(tilestore_open(fixture->dir, 0, &fixture->store), 0);
+    fixture->context.store = fixture->store;
+    assert_int_equal(take_all_created(fixture->store, records, 16), 3);
+    assert_true(created_has(records, 3, 5, 0, 9));
+    assert_true(created_has(records, 3, 261, 3, 4));
+    assert_true(created_has(records, 3, 6, 2, 8));
+}
+
 static void test_second_open_is_refused(void **state)
 {
     struct fixture *fixture = *state;
@@ -818,6 +891,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deleted_files_are_reused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_usage_counters, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_created_records, setup, teardown),
         cmocka_unit_test_setup_teardown(test_second_open_is_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_capacity_limit, setup_small, teardown),
         cmocka_unit_test_setup_teardown(test_invalid_arguments, setup, teardown),

@@ -1,10 +1,10 @@
 /*
- * @file identity.c
+ * @file clusterid.c
  * See identity.h. The id is random rather than derived from a host name or
  * a path: a cluster keeps it when its state directory is moved or its
  * ports change, and a copy of a store is the same cluster on purpose.
  */
-#include "identity.h"
+#include "clusterid.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -15,7 +15,7 @@
 #define IDENTITY_CLUSTER_KEY "cluster_id"
 #define IDENTITY_CLUSTER_BYTES (TS_CLUSTER_ID_HEX / 2)
 
-int identity_cluster_id(struct store_txn *txn, char out[TS_CLUSTER_ID_HEX + 1])
+int clusterid_get(struct store_txn *txn, char out[TS_CLUSTER_ID_HEX + 1])
 {
     uint8_t id[IDENTITY_CLUSTER_BYTES];
     MDB_val value;

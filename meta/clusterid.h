@@ -1,12 +1,12 @@
 /*
- * @file identity.h
+ * @file clusterid.h
  * The identity table: which cluster this store belongs to. One record,
  * "cluster_id" -> 16 random bytes, written in the transaction that first
  * asks for it (at start-up) and never changed, so every restart of meta
  * on the same store reports the same id, and two stores never share one.
  */
-#ifndef TESSERA_META_IDENTITY_H
-#define TESSERA_META_IDENTITY_H
+#ifndef TESSERA_META_CLUSTERID_H
+#define TESSERA_META_CLUSTERID_H
 
 #include "proto.h"
 #include "store.h"
@@ -16,6 +16,6 @@
  * drawn from getrandom(2) and stored if the store has none yet (txn must
  * then be a write transaction). Returns 0 or a negative errno.
  */
-int identity_cluster_id(struct store_txn *txn, char out[TS_CLUSTER_ID_HEX + 1]);
+int clusterid_get(struct store_txn *txn, char out[TS_CLUSTER_ID_HEX + 1]);
 
 #endif
