@@ -167,10 +167,10 @@ void service_tick_at(struct service *service, int64_t now_ms)
         struct service_reap_op sweep = {.service = service};
         if (store_write(service->store, service_sweep_body, &sweep) != TS_OK)
             log_warn("orphaned inodes not deleted; they go at the next start");
-        else if (sweep.reaped > 0)
-            log_info("deleted %llu orphaned inodes left by the previous run (unlinked, and no "
-                     "mount announced it holds them open)",
-                     (unsigned long long)sweep.reaped);
+        else if (!service->fresh_store)
+            log_info("orphan sweep: deleted %llu unlinked inodes no mount announced it holds "
+                     "open; %zu mount sessions known",
+                     (unsigned long long)sweep.reaped, sessions_count(service->sessions));
         service->orphans_swept = true;
     } else if (freed.count > 0) {
         service_reap(service, freed.inos, freed.count, now_ms, &reaped);
