@@ -1309,8 +1309,10 @@ static void metaclient_session_end(struct metaclient *client)
     struct ts_session_renew_req request = {.ending = 1};
     if (!client->keeper_started)
         return;
+    bool was_sending = sends_queue;
     sends_queue = true; /* nothing is queued any more */
     (void)meta_call(client, TS_OP_SESSION_RENEW, buf,
                     ts_session_renew_req_encode(&request, buf, sizeof(buf)), &reply);
+    sends_queue = was_sending;
     rpc_reply_release(&reply);
 }

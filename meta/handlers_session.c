@@ -180,7 +180,7 @@ int handlers_session_holds(void *ctx, const struct rpc_request *request,
         log_warn("mount %016llx holds %zu inodes open that were deleted while its session "
                  "was expired: their I/O fails there",
                  (unsigned long long)mount, announced - op.count);
-    else if (status == TS_OK && message.first)
+    else if (status == TS_OK && message.first && op.count > 0)
         log_info("mount %016llx announced its opens of %zu inodes", (unsigned long long)mount,
                  op.count);
     free(op.inos);
