@@ -61,6 +61,8 @@ struct metaclient {
     bool keeper_stop;
     pthread_t keeper;
     atomic_int lease_ms; /* what meta last said (0: not heard yet) */
+    int timeout_ms;      /* of every request to meta */
+    bool lease_warned;   /* the keeper's: the lease is short for timeout_ms */
 };
 
 /*
@@ -114,6 +116,7 @@ struct metaclient *metaclient_new(const char *endpoint, int timeout_ms, const ch
     if (!client)
         return NULL;
     memcpy(client->machine, machine, strlen(machine) + 1);
+    client->timeout_ms = timeout_ms;
     if (metaclient_session_init(client) != 0) {
         free(client);
         return NULL;
@@ -1221,6 +1224,16 @@ static int session_renew(struct metaclient *client)
     if (status == TS_OK) {
         atomic_store(&client->lease_ms, (int)decoded.lease_ms);
         announce = decoded.state == TS_SESSION_ANNOUNCE;
+        /* A renewal lost with a meta that died waits out the timeout; the
+         * next must still come within the lease (or, after a restart of
+         * meta, its grace), or meta may drop what this mount holds open. */
+        if (!client->lease_warned && (int64_t)decoded.lease_ms < 2 * (int64_t)client->timeout_ms) {
+            client->lease_warned = true;
+            log_warn("tessera-meta's mount lease (%u ms) is under twice this mount's "
+                     "--meta-timeout-ms (%d): a renewal that times out may cost this mount "
+                     "its open unlinked files",
+                     decoded.lease_ms, client->timeout_ms);
+        }
     }
     if (announce)
         status = session_announce(client, &lost, &lost_count, &announced);

@@ -16,7 +16,10 @@
 # by pid with the same flags.
 source "$(dirname "$0")/lib.sh"
 
-LEASE_MS=2000
+# Over twice the mount's --meta-timeout-ms (given below): a renewal lost
+# with the killed meta times out and the next still comes within the grace.
+LEASE_MS=3000
+MOUNT_ARGS=(--meta-timeout-ms 1500)
 DIR=$T/cluster
 META_ARGS=()
 # A meta without sessions (before issue 27) has no --mount-lease-ms: it runs
@@ -51,7 +54,7 @@ kill_meta() {
 
 kill_meta
 start_meta 1
-small_mount "$DIR" "$T/mnt"
+small_mount "$DIR" "$T/mnt" "${MOUNT_ARGS[@]}"
 M=$T/mnt
 MOUNT_PID=$SMALL_MOUNT_PID
 
@@ -144,7 +147,7 @@ log "closing both fds reclaimed the tiles"
 # ---- 2. a mount killed with SIGKILL while it holds an unlinked file -------
 
 mkdir -p "$T/mnt2"
-small_mount "$DIR" "$T/mnt2"
+small_mount "$DIR" "$T/mnt2" "${MOUNT_ARGS[@]}"
 KILLED_PID=$SMALL_MOUNT_PID
 cp "$(random_file 2000000)" "$T/mnt2/doomed"
 sync "$T/mnt2/doomed"
