@@ -119,6 +119,11 @@ int metaclient_readdir(struct metaclient *client, uint64_t ino, const char *afte
 int metaclient_readdirplus(struct metaclient *client, uint64_t ino, const char *from,
                            int inclusive, struct meta_direntplus *entries, uint32_t max,
                            uint32_t *count, uint32_t *done);
+/*
+ * Opens ino in meta: one RELEASE owed. Meta holds the open (an unlinked
+ * file stays) only while this client's session lives: start it with
+ * metaclient_keep_session().
+ */
 int metaclient_open(struct metaclient *client, uint64_t ino, uint32_t flags,
                     struct ts_attr *attr);
 /*
