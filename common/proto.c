@@ -327,6 +327,15 @@ int ts_header_decode(struct ts_header *header, const uint8_t *frame, size_t fram
     return TS_OK;
 }
 
+uint64_t ts_hold_mix(uint64_t ino)
+{
+    ino ^= ino >> 30;
+    ino *= 0xbf58476d1ce4e5b9ull;
+    ino ^= ino >> 27;
+    ino *= 0x94d049bb133111ebull;
+    return ino ^ (ino >> 31);
+}
+
 const char *ts_op_name(uint16_t type)
 {
     switch (type) {
@@ -352,6 +361,8 @@ const char *ts_op_name(uint16_t type)
     case TS_OP_REMOVEXATTR: return "REMOVEXATTR";
     case TS_OP_READDIRPLUS: return "READDIRPLUS";
     case TS_OP_RELEASE_MANY: return "RELEASE_MANY";
+    case TS_OP_SESSION_RENEW: return "SESSION_RENEW";
+    case TS_OP_SESSION_HOLDS: return "SESSION_HOLDS";
     case TS_OP_UNLINK_MANY: return "UNLINK_MANY";
     case TS_OP_DIR_LEASE: return "DIR_LEASE";
     case TS_OP_CREATE_MANY: return "CREATE_MANY";

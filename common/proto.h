@@ -81,6 +81,9 @@ enum ts_op {
     TS_OP_UNLINK_MANY,  /* UNLINK of many names in one request and transaction */
     TS_OP_DIR_LEASE,    /* a mount's lease on a directory, for creates answered early */
     TS_OP_CREATE_MANY,  /* the creates a mount answered under its leases */
+    /* a mount's lease on the opens it holds (mount sessions, below) */
+    TS_OP_SESSION_RENEW = 34,
+    TS_OP_SESSION_HOLDS = 35,
 
     /* client -> meta: data placement */
     TS_OP_TILE_MAP = 40,
@@ -380,6 +383,43 @@ enum ts_lease_action { TS_LEASE_GET = 1, TS_LEASE_RENEW, TS_LEASE_RETURN, TS_LEA
  * others. Reply: count, then one u32 status per record, in order.
  */
 #define TS_MAX_CREATES 256
+/*
+ * Mount sessions (meta/sessions.h): meta counts every open (OPEN, MKNOD and
+ * CREATE_MANY with open = 1) under the session of the mount that made it,
+ * named by its mount id (its routing id, as for DIR_LEASE), and a RELEASE
+ * counts down only what that session holds. The session is a lease: the
+ * mount renews it with SESSION_RENEW every lease_ms / 4. One not renewed
+ * for lease_ms expires: meta drops its opens and deletes the unlinked
+ * inodes nobody else holds open. Sessions live in meta's memory only: after
+ * a start meta deletes no unlinked inode for lease_ms, the time each live
+ * mount needs to renew, learn that its session is unknown and announce its
+ * opens again (SESSION_HOLDS). The mount is the one that knows what it has
+ * open, and telling meta again costs one request per restart, where
+ * keeping opens in the store would cost a write transaction per open and
+ * close. A sender that is not a named mount (a tool) holds its opens
+ * without a lease, until it releases them or meta restarts.
+ *   SESSION_RENEW: holds = the opens the mount counts (the sum over its
+ *   inodes); fingerprint = the sum of count * ts_hold_mix(ino) over them,
+ *   mod 2^64; ending = 1: the mount is unmounting and holds nothing, the
+ *   session ends now. Reply: lease_ms, and state TS_SESSION_OK, or
+ *   TS_SESSION_ANNOUNCE when meta does not know the session (it restarted,
+ *   or the lease expired) or counts other opens under it (a request lost
+ *   on its way): the mount then sends SESSION_HOLDS.
+ *   SESSION_HOLDS: records hold_record (TS_HOLD_RECORD_BYTES), at most
+ *   TS_MAX_HOLDS; first = 1 replaces what meta counts under the session, 0
+ *   adds to it (the next requests of a longer list). Renews the lease.
+ *   Reply: the records of inodes that no longer exist (deleted while the
+ *   session was expired): those opens are lost, and the mount fails their
+ *   I/O instead of reading or writing tiles that are gone.
+ */
+enum ts_session_state { TS_SESSION_OK = 0, TS_SESSION_ANNOUNCE = 1 };
+#define TS_MSG_SESSION_RENEW_REQ(X) X(U64, holds) X(U64, fingerprint) X(U32, ending)
+#define TS_MSG_SESSION_RENEW_REP(X) X(U32, lease_ms) X(U32, state)
+#define TS_MAX_HOLDS 65536
+#define TS_HOLD_RECORD_BYTES 12
+#define TS_MSG_HOLD_RECORD(X) X(U64, ino) X(U32, count)
+#define TS_MSG_SESSION_HOLDS_REQ(X) X(U32, first) X(U32, count) X(BLOB, records)
+#define TS_MSG_SESSION_HOLDS_REP(X) X(U32, count) X(BLOB, records)
 #define TS_MSG_EMPTY(X)
 #define TS_MSG_STATFS_REP(X)                                                                      \
     X(U64, total_bytes)                                                                            \
@@ -783,6 +823,11 @@ enum ts_fence_action { TS_FENCE_LIFT = 0, TS_FENCE_FREEZE = 1, TS_FENCE_RETIRE =
     M(statuses_rep, TS_MSG_STATUSES_REP)                                                           \
     M(dir_lease_req, TS_MSG_DIR_LEASE_REQ)                                                         \
     M(dir_lease_rep, TS_MSG_DIR_LEASE_REP)                                                         \
+    M(session_renew_req, TS_MSG_SESSION_RENEW_REQ)                                                 \
+    M(session_renew_rep, TS_MSG_SESSION_RENEW_REP)                                                 \
+    M(session_holds_req, TS_MSG_SESSION_HOLDS_REQ)                                                 \
+    M(session_holds_rep, TS_MSG_SESSION_HOLDS_REP)                                                 \
+    M(hold_record, TS_MSG_HOLD_RECORD)                                                             \
     M(readdirplus_req, TS_MSG_READDIRPLUS_REQ)                                                     \
     M(readdirplus_rep, TS_MSG_READDIRPLUS_REP)                                                     \
     M(statfs_rep, TS_MSG_STATFS_REP)                                                               \
@@ -929,6 +974,13 @@ void ts_stream_rep_encode(int32_t status, uint32_t data_bytes, uint8_t out[TS_ST
  * bytes promised with a failure status). */
 int ts_stream_rep_decode(int32_t *status, uint32_t *data_bytes,
                          const uint8_t in[TS_STREAM_REP_BYTES]);
+
+/*
+ * An inode's share of a SESSION_RENEW fingerprint (the splitmix64
+ * finalizer): sums of these over different sets of opens differ but by
+ * chance.
+ */
+uint64_t ts_hold_mix(uint64_t ino);
 
 /* Text name of an opcode, for logs ("?" if unknown). */
 const char *ts_op_name(uint16_t type);

@@ -173,6 +173,12 @@ struct write_buffer {
 struct open_file {
     uint64_t ino;
     int handles;            /* protected by datapath->lock */
+    /* Opens meta counts for the kernel handles of this file (one OPEN
+     * each), released as the handles go: protected by datapath->lock. */
+    uint32_t meta_opens;
+    /* Meta deleted the inode while this mount's session had expired
+     * (metaclient_on_lost): every read, write and flush fails with EIO. */
+    atomic_bool lost;
     struct open_file *next; /* hash chain, protected by datapath->lock */
     pthread_mutex_t lock;   /* protects all fields below */
     pthread_cond_t changed; /* a job finished */
@@ -375,6 +381,23 @@ static void *reclaimer_main(void *arg)
     return NULL;
 }
 
+static struct open_file *open_file_find(struct datapath *datapath, uint64_t ino);
+
+/*
+ * Meta deleted ino while this mount's lease had expired: the bytes are gone
+ * (or going), so its I/O fails loudly instead of reading holes or writing
+ * tiles nobody will ever find (metaclient_on_lost).
+ */
+static void datapath_lost(void *ctx, uint64_t ino)
+{
+    struct datapath *datapath = ctx;
+    pthread_mutex_lock(&datapath->lock);
+    struct open_file *file = open_file_find(datapath, ino);
+    if (file)
+        atomic_store(&file->lost, true);
+    pthread_mutex_unlock(&datapath->lock);
+}
+
 struct datapath *datapath_new(struct metaclient *meta, struct nodedir *nodes,
                               struct workers *workers, const struct datapath_config *config)
 {
@@ -418,6 +441,7 @@ struct datapath *datapath_new(struct metaclient *meta, struct nodedir *nodes,
         return NULL;
     }
     budget_on_short(&datapath->write_budget, reclaim_wanted, datapath);
+    metaclient_on_lost(meta, datapath_lost, datapath);
     return datapath;
 }
 
@@ -449,6 +473,7 @@ void datapath_destroy(struct datapath **datapathp)
     if (!datapathp || !*datapathp)
         return;
     struct datapath *datapath = *datapathp;
+    metaclient_on_lost(datapath->meta, NULL, NULL);
     if (datapath->reclaimer_running) {
         pthread_mutex_lock(&datapath->reclaim_lock);
         datapath->stopping = true;
@@ -601,6 +626,14 @@ static void handle_opened(struct datapath *datapath, struct open_file *file, boo
     stores_wait(datapath, file);
 }
 
+/* The handle being opened came with one open in meta (its OPEN). */
+static void meta_open_counted(struct datapath *datapath, struct open_file *file)
+{
+    pthread_mutex_lock(&datapath->lock);
+    file->meta_opens++;
+    pthread_mutex_unlock(&datapath->lock);
+}
+
 int datapath_open(struct datapath *datapath, const struct ts_attr *attr, const char *array_spec,
                   bool writing, struct open_file **out)
 {
@@ -620,6 +653,7 @@ int datapath_open(struct datapath *datapath, const struct ts_attr *attr, const c
         memset(file->locations, 0, file->location_slots * sizeof(*file->locations));
         cache_forget_range(datapath, file, 0, UINT64_MAX);
         pthread_mutex_unlock(&file->lock);
+        meta_open_counted(datapath, file);
         *out = file;
         return 0;
     }
@@ -678,6 +712,7 @@ int datapath_open(struct datapath *datapath, const struct ts_attr *attr, const c
         handle_opened(datapath, file, writing);
         pthread_mutex_unlock(&file->lock);
     }
+    meta_open_counted(datapath, file);
     *out = file;
     return 0;
 }
@@ -1350,6 +1385,8 @@ static int write_everything(struct datapath *datapath, struct open_file *file)
 int datapath_flush(struct datapath *datapath, struct open_file *file)
 {
     int result;
+    if (atomic_load(&file->lost))
+        return -EIO;
     pthread_mutex_lock(&file->lock);
     result = write_everything(datapath, file);
     if (result == 0)
@@ -1476,6 +1513,8 @@ static int sync_dirty_tiles(struct datapath *datapath, struct open_file *file)
 int datapath_fsync(struct datapath *datapath, struct open_file *file)
 {
     int result;
+    if (atomic_load(&file->lost))
+        return -EIO;
     pthread_mutex_lock(&file->lock);
     result = write_everything(datapath, file);
     if (result == 0)
@@ -1491,6 +1530,7 @@ static void open_file_put(struct datapath *datapath, struct open_file *file)
 {
     bool last;
     uint64_t ino = file->ino;
+    uint32_t meta_opens = 0;
 
     pthread_mutex_lock(&datapath->lock);
     last = --file->handles == 0;
@@ -1499,6 +1539,7 @@ static void open_file_put(struct datapath *datapath, struct open_file *file)
         while (*link != file)
             link = &(*link)->next;
         *link = file->next;
+        meta_opens = file->meta_opens;
     }
     pthread_mutex_unlock(&datapath->lock);
     if (!last)
@@ -1506,22 +1547,36 @@ static void open_file_put(struct datapath *datapath, struct open_file *file)
     /* flush() normally did this already; a release without flush (mmap
      * writeback after close) still must not lose data. */
     pthread_mutex_lock(&file->lock);
-    if (write_everything(datapath, file) == 0)
+    if (!atomic_load(&file->lost) && write_everything(datapath, file) == 0)
         commit_size(datapath, file, 0);
     while (file->loads_in_flight > 0)
         pthread_cond_wait(&file->changed, &file->lock);
     pthread_mutex_unlock(&file->lock);
     open_file_free(datapath, file);
-    metaclient_release(datapath->meta, ino);
+    /* After the data is out: meta may delete an unlinked file at the last. */
+    for (uint32_t i = 0; i < meta_opens; i++)
+        metaclient_release(datapath->meta, ino);
 }
 
 void datapath_release(struct datapath *datapath, struct open_file *file, bool writing)
 {
+    bool release_now = false;
     if (writing) {
         pthread_mutex_lock(&file->lock);
         file->writers--;
         pthread_mutex_unlock(&file->lock);
     }
+    /* Each handle came with an open in meta: released with it while
+     * another handle keeps one, else by the last reference, once its
+     * writes are out (open_file_put). */
+    pthread_mutex_lock(&datapath->lock);
+    if (file->meta_opens > 1 && file->handles > 1) {
+        file->meta_opens--;
+        release_now = true;
+    }
+    pthread_mutex_unlock(&datapath->lock);
+    if (release_now)
+        metaclient_release(datapath->meta, file->ino);
     open_file_put(datapath, file);
 }
 
@@ -1647,8 +1702,8 @@ ssize_t datapath_write(struct datapath *datapath, struct open_file *file, const 
     bool profiled = file->profiled && datapath->profile;
     if (profiled)
         profile_batch_init(&batch, file->ino, true);
-    if (file->error != 0) {
-        result = file->error;
+    if (file->error != 0 || atomic_load(&file->lost)) {
+        result = file->error != 0 ? file->error : -EIO;
         goto out;
     }
     if (file->layout.array && offset + size > file->layout.array->array_bytes) {
@@ -2285,6 +2340,10 @@ ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t 
     profiled = file->profiled && datapath->profile;
     if (profiled)
         profile_batch_init(&batch, file->ino, false);
+    if (atomic_load(&file->lost)) {
+        outcome = -EIO;
+        goto out;
+    }
     if (offset + size > file->size && !file->size_dirty) {
         /* The file may have grown through another mount. */
         struct ts_attr attr;

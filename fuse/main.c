@@ -384,6 +384,10 @@ int main(int argc, char **argv)
     if (state.meta && options.async_unlinks > 0 &&
         metaclient_defer_unlinks(state.meta, (uint32_t)options.async_unlinks) != TS_OK)
         metaclient_destroy(&state.meta);
+    /* Meta keeps this mount's opens (unlinked files open here) only under
+     * a lease the mount renews, and learns them again after a restart. */
+    if (state.meta && metaclient_keep_session(state.meta) != TS_OK)
+        metaclient_destroy(&state.meta);
     if (state.meta)
         state.dentries = dentcache_new(options.attr_timeout, (uint32_t)options.statahead, NULL);
     if (state.dentries && options.async_creates && options.async_unlinks > 0) {

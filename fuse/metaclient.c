@@ -3,9 +3,19 @@
  * See metaclient.h. Each call encodes its request with the generated
  * encoder, sends it through the pool and decodes the reply; a reply that
  * does not decode is TS_ERR_BADMSG, never trusted.
+ *
+ * The mount's session (SESSION_RENEW in proto.h): `holds` counts the opens
+ * meta counts for this mount: one more when an OPEN (or MKNOD, CREATE_MANY
+ * with open) succeeded, one fewer when its RELEASE is sent (a queued
+ * release is still held). An open or release on its way holds holds_lock
+ * for reading, a renewal for writing, so a renewal compares counts with
+ * meta while none is in flight, and an announcement after meta restarted
+ * can miss none. A queued create's sender takes holds_lock too, so nobody
+ * waits for queued creates while holding it.
  */
 #include "metaclient.h"
 
+#include "inocount.h"
 #include "log.h"
 #include "relqueue.h"
 #include "nsqueue.h"
@@ -13,6 +23,8 @@
 #include "status.h"
 #include "util.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +43,26 @@ struct metaclient {
     atomic_uint_least64_t unlinks_early;
     atomic_uint_least64_t unlinks_waited;
     atomic_uint_least64_t creates_early;
+    /*
+     * The session. Lock order: holds_lock, then holds_mutex; lost_mutex
+     * and keeper_mutex are taken with neither held.
+     */
+    pthread_rwlock_t holds_lock; /* read: an open or release on its way; write: a renewal */
+    pthread_mutex_t holds_mutex; /* guards the three below (readers update them) */
+    struct inocount *holds;      /* ino -> opens meta counts for this mount */
+    uint64_t holds_total;        /* sum of the counts */
+    uint64_t holds_fingerprint;  /* sum of count * ts_hold_mix(ino) (proto.h) */
+    pthread_mutex_t lost_mutex;  /* guards lost_fn, lost_ctx */
+    metaclient_lost_fn lost_fn;
+    void *lost_ctx;
+    pthread_mutex_t keeper_mutex; /* guards keeper_stop; keeper_wake signals it */
+    pthread_cond_t keeper_wake;
+    bool keeper_started;
+    bool keeper_stop;
+    pthread_t keeper;
+    atomic_int lease_ms; /* what meta last said (0: not heard yet) */
+    int timeout_ms;      /* of every request to meta */
+    bool lease_warned;   /* the keeper's: the lease is short for timeout_ms */
 };
 
 /*
@@ -38,6 +70,43 @@ struct metaclient {
  * never wait for the queue's creates (they are what sends them).
  */
 static _Thread_local bool sends_queue;
+
+static void metaclient_keeper_stop(struct metaclient *client);
+static void metaclient_session_end(struct metaclient *client);
+
+static int metaclient_session_init(struct metaclient *client)
+{
+    pthread_rwlockattr_t attr;
+    pthread_condattr_t cond_attr;
+    pthread_rwlockattr_init(&attr);
+    /* Renewals must not starve behind a steady stream of opens. */
+    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    client->holds = inocount_new();
+    if (!client->holds) {
+        pthread_rwlockattr_destroy(&attr);
+        return -ENOMEM;
+    }
+    pthread_rwlock_init(&client->holds_lock, &attr);
+    pthread_rwlockattr_destroy(&attr);
+    pthread_mutex_init(&client->holds_mutex, NULL);
+    pthread_mutex_init(&client->lost_mutex, NULL);
+    pthread_mutex_init(&client->keeper_mutex, NULL);
+    pthread_condattr_init(&cond_attr);
+    pthread_condattr_setclock(&cond_attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&client->keeper_wake, &cond_attr);
+    pthread_condattr_destroy(&cond_attr);
+    return 0;
+}
+
+static void metaclient_session_fini(struct metaclient *client)
+{
+    inocount_destroy(&client->holds);
+    pthread_rwlock_destroy(&client->holds_lock);
+    pthread_mutex_destroy(&client->holds_mutex);
+    pthread_mutex_destroy(&client->lost_mutex);
+    pthread_mutex_destroy(&client->keeper_mutex);
+    pthread_cond_destroy(&client->keeper_wake);
+}
 
 struct metaclient *metaclient_new(const char *endpoint, int timeout_ms, const char *machine)
 {
@@ -47,6 +116,11 @@ struct metaclient *metaclient_new(const char *endpoint, int timeout_ms, const ch
     if (!client)
         return NULL;
     memcpy(client->machine, machine, strlen(machine) + 1);
+    client->timeout_ms = timeout_ms;
+    if (metaclient_session_init(client) != 0) {
+        free(client);
+        return NULL;
+    }
     client->pool = rpc_pool_new(endpoint, timeout_ms);
     /* Meta knows this mount's requests by their routing id: 'M' + mount id. */
     uint8_t name[1 + sizeof(client->mount_id)] = {'M'};
@@ -57,6 +131,7 @@ struct metaclient *metaclient_new(const char *endpoint, int timeout_ms, const ch
     memcpy(name + 1, &client->mount_id, sizeof(client->mount_id));
     if (!client->pool || rpc_pool_set_name(client->pool, name, sizeof(name)) != TS_OK) {
         rpc_pool_destroy(&client->pool);
+        metaclient_session_fini(client);
         free(client);
         return NULL;
     }
@@ -77,11 +152,14 @@ void metaclient_destroy(struct metaclient **clientp)
     if (creates > 0)
         log_info("creates: %llu answered before tessera-meta had them (directory leases)",
                  (unsigned long long)creates);
+    metaclient_keeper_stop(client);
     /* Releases first: each waits for the creates queued before it
      * (wait_creates), so the create queue must outlive the release thread. */
     relqueue_destroy(&client->releases); /* sends what is queued */
     nsqueue_destroy(&client->queue);     /* sends what is queued */
+    metaclient_session_end(client);
     rpc_pool_destroy(&client->pool);
+    metaclient_session_fini(client);
     free(client);
     *clientp = NULL;
 }
@@ -96,6 +174,59 @@ static void wait_creates(struct metaclient *client)
 {
     if (client->queue && !sends_queue)
         nsqueue_wait_creates(client->queue);
+}
+
+/*
+ * Before an open or release is sent: queued creates go first (outside the
+ * lock, since their sender takes it), then holds_lock for reading, so no
+ * renewal runs while it is on its way. Returns the thread's sends_queue
+ * for holds_leave(): requests made inside wait for no create again.
+ */
+static bool holds_enter(struct metaclient *client)
+{
+    wait_creates(client);
+    pthread_rwlock_rdlock(&client->holds_lock);
+    bool was_sending = sends_queue;
+    sends_queue = true;
+    return was_sending;
+}
+
+static void holds_leave(struct metaclient *client, bool was_sending)
+{
+    sends_queue = was_sending;
+    pthread_rwlock_unlock(&client->holds_lock);
+}
+
+/* One more open of ino that meta counts for this mount (holds_lock held). */
+static void holds_add(struct metaclient *client, uint64_t ino)
+{
+    pthread_mutex_lock(&client->holds_mutex);
+    /* Out of memory: meta counts it and we do not; the next renewal finds
+     * the difference and announces what we count, which loses this open
+     * in meta: worth a loud line. */
+    if (inocount_add(client->holds, ino, 1) == 0) {
+        client->holds_total++;
+        client->holds_fingerprint += ts_hold_mix(ino);
+    } else {
+        log_error("inode %llu: out of memory counting an open; tessera-meta may delete the "
+                  "file while it is open if it is unlinked",
+                  (unsigned long long)ino);
+    }
+    pthread_mutex_unlock(&client->holds_mutex);
+}
+
+/* Up to n fewer opens of ino (a release sent, or opens meta lost). */
+static void holds_take(struct metaclient *client, uint64_t ino, uint32_t n)
+{
+    pthread_mutex_lock(&client->holds_mutex);
+    uint32_t held = inocount_get(client->holds, ino);
+    uint32_t taken = held < n ? held : n;
+    if (taken > 0) {
+        inocount_sub(client->holds, ino, taken);
+        client->holds_total -= taken;
+        client->holds_fingerprint -= (uint64_t)taken * ts_hold_mix(ino);
+    }
+    pthread_mutex_unlock(&client->holds_mutex);
 }
 
 /* Sends an encoded request (len < 0: the encoder failed). */
@@ -260,8 +391,18 @@ int metaclient_mknod(struct metaclient *client, uint64_t parent, const char *nam
                                    .uid = uid,
                                    .gid = gid,
                                    .open = open ? 1 : 0};
-    return meta_call_with_dirs(client, TS_OP_MKNOD, buf,
-                               ts_mknod_req_encode(&request, buf, sizeof(buf)), attr, dirs);
+    int len = ts_mknod_req_encode(&request, buf, sizeof(buf));
+    if (!open)
+        return meta_call_with_dirs(client, TS_OP_MKNOD, buf, len, attr, dirs);
+    struct ts_attr made;
+    bool was_sending = holds_enter(client);
+    int status = meta_call_with_dirs(client, TS_OP_MKNOD, buf, len, &made, dirs);
+    if (status == TS_OK)
+        holds_add(client, made.ino);
+    holds_leave(client, was_sending);
+    if (status == TS_OK && attr)
+        *attr = made;
+    return status;
 }
 
 int metaclient_mkdir(struct metaclient *client, uint64_t parent, const char *name,
@@ -452,8 +593,13 @@ int metaclient_open(struct metaclient *client, uint64_t ino, uint32_t flags,
 {
     uint8_t buf[REQUEST_CAP];
     struct ts_open_req request = {.ino = ino, .flags = flags};
-    return meta_call_attr(client, TS_OP_OPEN, buf,
-                          ts_open_req_encode(&request, buf, sizeof(buf)), attr);
+    int len = ts_open_req_encode(&request, buf, sizeof(buf));
+    bool was_sending = holds_enter(client);
+    int status = meta_call_attr(client, TS_OP_OPEN, buf, len, attr);
+    if (status == TS_OK)
+        holds_add(client, ino);
+    holds_leave(client, was_sending);
+    return status;
 }
 
 int metaclient_release(struct metaclient *client, uint64_t ino)
@@ -462,8 +608,14 @@ int metaclient_release(struct metaclient *client, uint64_t ino)
     if (client->releases && relqueue_push(client->releases, ino) == 0)
         return TS_OK;
     struct ts_release_req request = {.ino = ino};
-    return meta_call_empty(client, TS_OP_RELEASE, buf,
-                           ts_release_req_encode(&request, buf, sizeof(buf)));
+    int len = ts_release_req_encode(&request, buf, sizeof(buf));
+    /* Taken before the answer: one lost on its way is healed by a renewal,
+     * which finds meta counting more than we do. */
+    bool was_sending = holds_enter(client);
+    holds_take(client, ino, 1);
+    int status = meta_call_empty(client, TS_OP_RELEASE, buf, len);
+    holds_leave(client, was_sending);
+    return status;
 }
 
 int metaclient_release_many(struct metaclient *client, const uint64_t *inos, uint32_t count)
@@ -486,8 +638,12 @@ int metaclient_release_many(struct metaclient *client, const uint64_t *inos, uin
     struct ts_release_many_req request = {.count = count,
                                           .inos = {(const char *)buf, (uint32_t)records_len}};
     uint8_t *payload = buf + records_len;
-    status = meta_call_empty(client, TS_OP_RELEASE_MANY, payload,
-                             ts_release_many_req_encode(&request, payload, cap));
+    int len = ts_release_many_req_encode(&request, payload, cap);
+    bool was_sending = holds_enter(client);
+    for (uint32_t i = 0; i < count; i++)
+        holds_take(client, inos[i], 1);
+    status = meta_call_empty(client, TS_OP_RELEASE_MANY, payload, len);
+    holds_leave(client, was_sending);
     free(buf);
     return status;
 }
@@ -497,8 +653,8 @@ static void metaclient_send_releases(void *ctx, const uint64_t *inos, uint32_t c
 {
     int status = metaclient_release_many(ctx, inos, count);
     if (status != TS_OK)
-        log_warn("%u releases not delivered to tessera-meta (%s): their inodes stay open "
-                 "there until it restarts",
+        log_warn("%u releases not delivered to tessera-meta (%s): the next renewal of this "
+                 "mount's session tells it again what is open",
                  count, status_text(status));
 }
 
@@ -604,6 +760,24 @@ static void send_unlinks(struct metaclient *client, const struct nsqueue_item *i
 }
 
 /*
+ * One CREATE_MANY attempt, under holds_lock like any open: the created
+ * files that are open (STALE: made by an earlier attempt whose reply was
+ * lost) are held from now on.
+ */
+static int call_creates(struct metaclient *client, const struct nsqueue_item *items, uint32_t count,
+                        int *statuses)
+{
+    pthread_rwlock_rdlock(&client->holds_lock);
+    int batch = call_batch(client, TS_OP_CREATE_MANY, items, count, create_record,
+                           CREATE_RECORD_MAX, statuses);
+    for (uint32_t i = 0; batch == TS_OK && i < count; i++)
+        if (items[i].open && (statuses[i] == TS_OK || statuses[i] == TS_ERR_STALE))
+            holds_add(client, items[i].ino);
+    pthread_rwlock_unlock(&client->holds_lock);
+    return batch;
+}
+
+/*
  * How long the queue lets a batch grow while nobody waits for it: at
  * thousands of creates a second, tens per request instead of one or two,
  * which halves what meta spends per create (one transaction and one
@@ -628,8 +802,7 @@ static void send_creates(struct metaclient *client, const struct nsqueue_item *i
         int statuses[TS_MAX_CREATES];
         int64_t give_up = util_monotonic_ms() + CREATE_RETRY_MS;
         int batch;
-        while ((batch = call_batch(client, TS_OP_CREATE_MANY, &items[done], n, create_record,
-                                   CREATE_RECORD_MAX, statuses)) != TS_OK &&
+        while ((batch = call_creates(client, &items[done], n, statuses)) != TS_OK &&
                util_monotonic_ms() < give_up) {
             log_warn("%u creates answered under a lease not yet in tessera-meta (%s): sending "
                      "them again",
@@ -963,4 +1136,219 @@ int metaclient_node_list(struct metaclient *client, struct meta_node **nodes, si
 out:
     rpc_reply_release(&reply);
     return status;
+}
+
+/* ---- the session: renewals and announcements ------------------------- */
+
+void metaclient_on_lost(struct metaclient *client, metaclient_lost_fn fn, void *ctx)
+{
+    pthread_mutex_lock(&client->lost_mutex);
+    client->lost_fn = fn;
+    client->lost_ctx = ctx;
+    pthread_mutex_unlock(&client->lost_mutex);
+}
+
+/*
+ * Announces every open this mount holds (SESSION_HOLDS, as many requests
+ * as it takes). Called with holds_lock held for writing. Inodes meta no
+ * longer has are appended to lost[] (malloc'd, *lost_count of them).
+ */
+static int session_announce(struct metaclient *client, uint64_t **lost, size_t *lost_count,
+                            uint64_t *announced)
+{
+    size_t total = inocount_size(client->holds);
+    size_t at = 0;
+    size_t sent = 0;
+    int status = TS_OK;
+    size_t chunk_max = total < TS_MAX_HOLDS ? total : TS_MAX_HOLDS;
+    size_t records_cap = (chunk_max ? chunk_max : 1) * TS_HOLD_RECORD_BYTES;
+    uint8_t *buf = malloc(records_cap + records_cap + REQUEST_CAP);
+    if (!buf)
+        return TS_ERR_NOMEM;
+    *announced = 0;
+    do { /* at least once: an empty announcement still replaces what meta counts */
+        uint32_t count = 0;
+        uint64_t ino;
+        uint32_t n;
+        while (count < TS_MAX_HOLDS && inocount_next(client->holds, &at, &ino, &n)) {
+            struct ts_hold_record record = {.ino = ino, .count = n};
+            ts_hold_record_encode(&record, buf + (size_t)count * TS_HOLD_RECORD_BYTES,
+                                  TS_HOLD_RECORD_BYTES);
+            count++;
+            *announced += n;
+        }
+        struct ts_session_holds_req request = {
+            .first = sent == 0,
+            .count = count,
+            .records = {(const char *)buf, count * TS_HOLD_RECORD_BYTES}};
+        uint8_t *payload = buf + records_cap;
+        struct rpc_reply reply;
+        struct ts_session_holds_rep decoded;
+        status = meta_call(
+            client, TS_OP_SESSION_HOLDS, payload,
+            ts_session_holds_req_encode(&request, payload, records_cap + REQUEST_CAP), &reply);
+        if (status == TS_OK &&
+            (ts_session_holds_rep_decode(&decoded, reply.payload, reply.payload_len) != 0 ||
+             decoded.records.len != (uint64_t)decoded.count * TS_HOLD_RECORD_BYTES))
+            status = TS_ERR_BADMSG;
+        if (status == TS_OK && decoded.count > 0) {
+            uint64_t *grown = realloc(*lost, (*lost_count + decoded.count) * sizeof(**lost));
+            if (!grown)
+                status = TS_ERR_NOMEM;
+            else
+                *lost = grown;
+            for (uint32_t i = 0; status == TS_OK && i < decoded.count; i++) {
+                struct ts_hold_record record;
+                if (ts_hold_record_decode(&record,
+                                          (const uint8_t *)decoded.records.ptr +
+                                              (size_t)i * TS_HOLD_RECORD_BYTES,
+                                          TS_HOLD_RECORD_BYTES) != 0)
+                    status = TS_ERR_BADMSG;
+                else
+                    (*lost)[(*lost_count)++] = record.ino;
+            }
+        }
+        rpc_reply_release(&reply);
+        sent += count;
+    } while (status == TS_OK && sent < total);
+    free(buf);
+    return status;
+}
+
+/*
+ * One renewal: SESSION_RENEW with what this mount counts; when meta does
+ * not know the session or counts otherwise, the announcement. Opens of
+ * inodes meta no longer has are dropped and handed to the lost callback.
+ * TS_OK or the failure of a request (the caller tries again soon).
+ */
+static int session_renew(struct metaclient *client)
+{
+    uint8_t buf[REQUEST_CAP];
+    struct rpc_reply reply;
+    struct ts_session_renew_rep decoded;
+    uint64_t *lost = NULL;
+    size_t lost_count = 0;
+    uint64_t announced = 0;
+    bool announce = false;
+
+    pthread_rwlock_wrlock(&client->holds_lock);
+    bool was_sending = sends_queue;
+    sends_queue = true; /* creates still queued are in neither count */
+    pthread_mutex_lock(&client->holds_mutex);
+    struct ts_session_renew_req request = {.holds = client->holds_total,
+                                           .fingerprint = client->holds_fingerprint};
+    pthread_mutex_unlock(&client->holds_mutex);
+    int status = meta_call(client, TS_OP_SESSION_RENEW, buf,
+                           ts_session_renew_req_encode(&request, buf, sizeof(buf)), &reply);
+    if (status == TS_OK &&
+        ts_session_renew_rep_decode(&decoded, reply.payload, reply.payload_len) != 0)
+        status = TS_ERR_BADMSG;
+    rpc_reply_release(&reply);
+    if (status == TS_OK) {
+        atomic_store(&client->lease_ms, (int)decoded.lease_ms);
+        announce = decoded.state == TS_SESSION_ANNOUNCE;
+        /* A renewal lost with a meta that died waits out the timeout; the
+         * next must still come within the lease (or, after a restart of
+         * meta, its grace), or meta may drop what this mount holds open. */
+        if (!client->lease_warned && (int64_t)decoded.lease_ms < 2 * (int64_t)client->timeout_ms) {
+            client->lease_warned = true;
+            log_warn("tessera-meta's mount lease (%u ms) is under twice this mount's "
+                     "--meta-timeout-ms (%d): a renewal that times out may cost this mount "
+                     "its open unlinked files",
+                     decoded.lease_ms, client->timeout_ms);
+        }
+    }
+    if (announce)
+        status = session_announce(client, &lost, &lost_count, &announced);
+    for (size_t i = 0; i < lost_count; i++)
+        holds_take(client, lost[i], UINT32_MAX);
+    sends_queue = was_sending;
+    pthread_rwlock_unlock(&client->holds_lock);
+
+    if (announce && status == TS_OK && announced > 0)
+        log_info("tessera-meta did not know this mount's opens (it restarted, or this mount "
+                 "was cut off longer than its lease): announced %llu opens",
+                 (unsigned long long)announced);
+    if (lost_count > 0) {
+        log_error("%zu open files were deleted by tessera-meta while this mount's lease had "
+                  "expired: their reads and writes fail with EIO",
+                  lost_count);
+        pthread_mutex_lock(&client->lost_mutex);
+        for (size_t i = 0; client->lost_fn && i < lost_count; i++)
+            client->lost_fn(client->lost_ctx, lost[i]);
+        pthread_mutex_unlock(&client->lost_mutex);
+    }
+    free(lost);
+    return status;
+}
+
+/* How long after a failed renewal the next is tried. */
+#define SESSION_RETRY_MS 500
+
+static void *metaclient_keeper_main(void *arg)
+{
+    struct metaclient *client = arg;
+    pthread_mutex_lock(&client->keeper_mutex);
+    while (!client->keeper_stop) {
+        pthread_mutex_unlock(&client->keeper_mutex);
+        int status = session_renew(client);
+        /* A renewal every quarter lease: one may be lost, or wait out a
+         * meta timeout, and the next still comes in time. */
+        int64_t wait_ms = atomic_load(&client->lease_ms) / 4;
+        if (wait_ms <= 0)
+            wait_ms = SESSION_RETRY_MS;
+        if (status != TS_OK && wait_ms > SESSION_RETRY_MS)
+            wait_ms = SESSION_RETRY_MS;
+        struct timespec deadline;
+        clock_gettime(CLOCK_MONOTONIC, &deadline);
+        deadline.tv_sec += wait_ms / 1000;
+        deadline.tv_nsec += (wait_ms % 1000) * 1000000;
+        if (deadline.tv_nsec >= 1000000000) {
+            deadline.tv_sec++;
+            deadline.tv_nsec -= 1000000000;
+        }
+        pthread_mutex_lock(&client->keeper_mutex);
+        while (!client->keeper_stop &&
+               pthread_cond_timedwait(&client->keeper_wake, &client->keeper_mutex, &deadline) == 0)
+            ;
+    }
+    pthread_mutex_unlock(&client->keeper_mutex);
+    return NULL;
+}
+
+int metaclient_keep_session(struct metaclient *client)
+{
+    if (client->keeper_started)
+        return TS_OK;
+    if (pthread_create(&client->keeper, NULL, metaclient_keeper_main, client) != 0)
+        return TS_ERR_NOMEM;
+    client->keeper_started = true;
+    return TS_OK;
+}
+
+static void metaclient_keeper_stop(struct metaclient *client)
+{
+    if (!client->keeper_started)
+        return;
+    pthread_mutex_lock(&client->keeper_mutex);
+    client->keeper_stop = true;
+    pthread_cond_signal(&client->keeper_wake);
+    pthread_mutex_unlock(&client->keeper_mutex);
+    pthread_join(client->keeper, NULL);
+}
+
+/* At unmount, every release sent: meta may forget the session now. */
+static void metaclient_session_end(struct metaclient *client)
+{
+    uint8_t buf[REQUEST_CAP];
+    struct rpc_reply reply;
+    struct ts_session_renew_req request = {.ending = 1};
+    if (!client->keeper_started)
+        return;
+    bool was_sending = sends_queue;
+    sends_queue = true; /* nothing is queued any more */
+    (void)meta_call(client, TS_OP_SESSION_RENEW, buf,
+                    ts_session_renew_req_encode(&request, buf, sizeof(buf)), &reply);
+    sends_queue = was_sending;
+    rpc_reply_release(&reply);
 }

@@ -122,6 +122,11 @@ int metaclient_readdir(struct metaclient *client, uint64_t ino, const char *afte
 int metaclient_readdirplus(struct metaclient *client, uint64_t ino, const char *from,
                            int inclusive, struct meta_direntplus *entries, uint32_t max,
                            uint32_t *count, uint32_t *done);
+/*
+ * Opens ino in meta: one RELEASE owed. Meta holds the open (an unlinked
+ * file stays) only while this client's session lives: start it with
+ * metaclient_keep_session().
+ */
 int metaclient_open(struct metaclient *client, uint64_t ino, uint32_t flags,
                     struct ts_attr *attr);
 /*
@@ -205,6 +210,23 @@ int metaclient_punch(struct metaclient *client, uint64_t ino, uint64_t first_til
 /* Written data: size = max(size, min_size), mtime if given; sync = durable. */
 int metaclient_commit(struct metaclient *client, uint64_t ino, uint64_t min_size,
                       const struct timespec *mtime, int sync, struct ts_attr *attr);
+/*
+ * The mount's session with meta (SESSION_RENEW in proto.h): a thread
+ * renews it every quarter of meta's lease, and when meta does not know it
+ * (meta restarted, or this mount was cut off longer than the lease)
+ * announces every open this client holds, so meta keeps unlinked files
+ * open here alive. metaclient_destroy() stops it and ends the session.
+ * TS_OK or TS_ERR_NOMEM.
+ */
+int metaclient_keep_session(struct metaclient *client);
+/*
+ * Called, from the session's thread, for each inode this mount held open
+ * that meta deleted while the session was expired: its I/O must fail.
+ * fn NULL: none. Returns once no call of the previous fn runs.
+ */
+typedef void (*metaclient_lost_fn)(void *ctx, uint64_t ino);
+void metaclient_on_lost(struct metaclient *client, metaclient_lost_fn fn, void *ctx);
+
 /* Every datanode; *nodes is malloc'd (caller frees). */
 int metaclient_node_list(struct metaclient *client, struct meta_node **nodes, size_t *count);
 

@@ -21,7 +21,8 @@
 /*
  * Sends count releases (count >= 1). Called from the queue's thread only,
  * never with the queue's lock held. Its result is not retried: a release
- * meta did not get keeps the inode until meta restarts, as before.
+ * meta did not get is found by the next renewal of the mount's session,
+ * which then tells meta again what is open (metaclient.h).
  */
 typedef void (*relqueue_send_fn)(void *ctx, const uint64_t *inos, uint32_t count);
 

@@ -17,7 +17,8 @@
  * Invariants kept here:
  *  - a directory's nlink is 2 + its number of subdirectories;
  *  - a directory's record names its parent (the rename loop check walks it);
- *  - an inode with nlink 0 is in the store only while it is open;
+ *  - an inode with nlink 0 is in the store only while it is open, or in
+ *    the first mount lease after a start (service.h);
  *  - tiles_allocated in an inode equals its records in the tiles table, and
  *    every tile that leaves the tiles table enters the garbage table, and
  *    so does every read copy that leaves the copies table (copies.h).
@@ -31,6 +32,7 @@
 #include "grants.h"
 #include "handlers_reloc.h"
 #include "handlers_tiles.h"
+#include "handlers_session.h"
 #include "inodes.h"
 #include "layout.h"
 #include "log.h"
@@ -169,7 +171,9 @@ static int dir_changed(struct store_txn *txn, uint64_t dir, int nlink_delta, str
  * One name of inode ino went away. A file loses one link; a directory loses
  * both of its own (its entry and its "."). With no link left the inode is
  * deleted, unless it is open: then it stays, an orphan, until its last
- * RELEASE (or the next start of meta).
+ * RELEASE or the end of the session that held it (sessions.h). In the
+ * first lease after a start it stays in any case: a mount that holds it
+ * open may not have announced that yet.
  */
 static int drop_link(struct service *service, struct store_txn *txn, uint64_t ino,
                      struct timespec now)
@@ -183,7 +187,8 @@ static int drop_link(struct service *service, struct store_txn *txn, uint64_t in
     else
         record.attr.nlink--;
     time_set(&record.attr.ctime_sec, &record.attr.ctime_nsec, now);
-    if (record.attr.nlink == 0 && opens_count(service->opens, ino) == 0)
+    if (record.attr.nlink == 0 && sessions_open_count(service->sessions, ino) == 0 &&
+        service_may_reap(service, util_monotonic_ms()))
         return reply_store_status(inodes_delete(txn, ino));
     return reply_store_status(inodes_put(txn, &record));
 }
@@ -657,7 +662,8 @@ static int handle_mknod(void *ctx, const struct rpc_request *request, struct rpc
     };
     int status = create_run(ctx, request, &op, response);
     if (status == TS_OK && message.open &&
-        opens_add(((struct service *)ctx)->opens, op.created.attr.ino) < 0)
+        sessions_open(((struct service *)ctx)->sessions, sender_mount(request), op.created.attr.ino,
+                      util_monotonic_ms()) < 0)
         return TS_ERR_NOMEM; /* the file exists; the client's open fails */
     return status;
 }
@@ -1386,43 +1392,31 @@ static int handle_open(void *ctx, const struct rpc_request *request, struct rpc_
     status = store_read(service->store, getattr_body, &op);
     if (status != TS_OK)
         return status;
-    if (opens_add(service->opens, message.ino) < 0)
+    if (sessions_open(service->sessions, sender_mount(request), message.ino, util_monotonic_ms()) <
+        0)
         return TS_ERR_NOMEM;
     inodes_attr(&op.found, service->default_placement, &reply.attr);
     return REPLY_ENCODE(attr_rep, &reply, response);
 }
 
-/* Deletes inode op->ino if it is an orphan (nlink 0); nothing otherwise. */
-static int reap_body(struct store_txn *txn, void *arg)
-{
-    struct inode_op *op = arg;
-    int status = load_inode(txn, op->ino, &op->found);
-    if (status == TS_ERR_NOENT)
-        return TS_OK;
-    if (status != TS_OK || op->found.attr.nlink > 0)
-        return status;
-    return reply_store_status(inodes_delete(txn, op->ino));
-}
-
-/* One release of ino: counts its opens down and reaps it after the last. */
-static void release_one(struct service *service, uint64_t ino)
+/*
+ * One release of ino by mount: counts down what mount holds (a release of
+ * an open it does not hold, sent twice or from before a restart of meta,
+ * changes nothing) and deletes the inode after the last close of an
+ * unlinked file.
+ */
+static void release_one(struct service *service, uint64_t mount, uint64_t ino)
 {
     struct inode_op op;
-    int status;
 
-    if (opens_count(service->opens, ino) == 0)
-        return; /* not open (a duplicate release): nothing to count down */
-    if (opens_remove(service->opens, ino) > 0)
+    if (!sessions_release(service->sessions, mount, ino) ||
+        sessions_open_count(service->sessions, ino) > 0)
         return;
+    /* A read first: most last closes are of linked files, which stay. */
     op.ino = ino;
-    status = store_read(service->store, getattr_body, &op);
-    if (status != TS_OK || op.found.attr.nlink > 0)
+    if (store_read(service->store, getattr_body, &op) != TS_OK || op.found.attr.nlink > 0)
         return;
-    /* The last close of an unlinked file: now it goes. */
-    status = store_write(service->store, reap_body, &op);
-    if (status != TS_OK)
-        log_warn("orphan inode %llu not deleted (%s); it goes at the next start",
-                 (unsigned long long)ino, status_text(status));
+    service_reap(service, &ino, 1, util_monotonic_ms(), NULL);
 }
 
 static int handle_release(void *ctx, const struct rpc_request *request,
@@ -1432,7 +1426,7 @@ static int handle_release(void *ctx, const struct rpc_request *request,
 
     if (ts_release_req_decode(&message, request->payload, request->payload_len) != 0)
         return reply_bad_message(response, request->header.type);
-    release_one(ctx, message.ino);
+    release_one(ctx, sender_mount(request), message.ino);
     return TS_OK;
 }
 
@@ -1447,7 +1441,7 @@ static int handle_release_many(void *ctx, const struct rpc_request *request,
         return reply_bad_message(response, request->header.type);
     ts_cursor_init(&cursor, message.inos.ptr, message.inos.len);
     for (uint32_t i = 0; i < message.count; i++)
-        release_one(ctx, ts_cursor_u64(&cursor));
+        release_one(ctx, sender_mount(request), ts_cursor_u64(&cursor));
     return TS_OK;
 }
 
@@ -2926,7 +2920,8 @@ static int handle_create_many(void *ctx, const struct rpc_request *request,
     if (status == TS_OK) {
         for (uint32_t i = 0; i < op->count; i++)
             if (op->statuses[i] == TS_OK && op->records[i].open &&
-                opens_add(op->service->opens, op->records[i].ino) < 0)
+                sessions_open(op->service->sessions, sender, op->records[i].ino,
+                              util_monotonic_ms()) < 0)
                 op->statuses[i] = TS_ERR_NOMEM; /* made, but not open: the mount's open fails */
         status = reply_statuses(op->statuses, op->count, response);
     }
@@ -2965,6 +2960,8 @@ const rpc_handler_fn handlers_table[TS_OP_MAX] = {
     [TS_OP_UNLINK_MANY] = handle_unlink_many,
     [TS_OP_DIR_LEASE] = handle_dir_lease,
     [TS_OP_CREATE_MANY] = handle_create_many,
+    [TS_OP_SESSION_RENEW] = handlers_session_renew,
+    [TS_OP_SESSION_HOLDS] = handlers_session_holds,
     [TS_OP_TILE_MAP] = handle_tile_map,
     [TS_OP_COMMIT] = handle_commit,
     [TS_OP_NODE_LIST] = handle_node_list,

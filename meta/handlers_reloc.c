@@ -22,7 +22,7 @@
  *    retired the old holder's file and commits again: it is never aborted,
  *    and no other relocation of its tile begins before it is finished;
  *  - no copy is begun or committed while its file is open on a client
- *    (opens.h): a client that cached the tile without copies would write
+ *    (sessions.h): a client that cached the tile without copies would write
  *    the primary without TILE_UNCOPY and leave the copy stale.
  */
 #include "handlers_reloc.h"
@@ -33,7 +33,7 @@
 #include "journal.h"
 #include "log.h"
 #include "nodes.h"
-#include "opens.h"
+#include "sessions.h"
 #include "profiles.h"
 #include "reply.h"
 #include "service.h"
@@ -488,7 +488,7 @@ static void move_not_held(const struct journal_entry *entry, const struct move_h
 
 struct move_begin_op {
     const struct ts_move_begin_req *request;
-    bool file_open; /* the inode is open on a client (opens.h) */
+    bool file_open; /* the inode is open on a client (sessions.h) */
     int64_t now_sec;
     uint64_t new_version;
     bool resumed;
@@ -625,7 +625,7 @@ int handlers_reloc_move_begin(void *ctx, const struct rpc_request *request,
         return TS_ERR_INVAL;
     }
     op.now_sec = util_now().tv_sec;
-    op.file_open = opens_count(service->opens, message.ino) > 0;
+    op.file_open = sessions_open_count(service->sessions, message.ino) > 0;
     status = store_write(service->store, move_begin_body, &op);
     if (status != TS_OK)
         return refused(status, op.why, response);
@@ -641,7 +641,7 @@ int handlers_reloc_move_begin(void *ctx, const struct rpc_request *request,
 
 struct move_tile_op {
     const struct ts_move_tile_req *request;
-    bool file_open; /* MOVE_COMMIT: the inode is open on a client (opens.h) */
+    bool file_open; /* MOVE_COMMIT: the inode is open on a client (sessions.h) */
     struct journal_entry entry;
     bool stale; /* the entry was aborted instead of committed */
     char why[RELOC_WHY_MAX];
@@ -766,7 +766,7 @@ int handlers_reloc_move_commit(void *ctx, const struct rpc_request *request,
 
     if (ts_move_tile_req_decode(&message, request->payload, request->payload_len) != 0)
         return reply_bad_message(response, request->header.type);
-    op.file_open = opens_count(service->opens, message.ino) > 0;
+    op.file_open = sessions_open_count(service->sessions, message.ino) > 0;
     status = store_write(service->store, move_commit_body, &op);
     if (status == TS_OK && op.stale) {
         log_info("relocation of inode %llu tile %llu aborted at commit: %s",

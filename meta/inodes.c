@@ -199,7 +199,7 @@ int inodes_delete(struct store_txn *txn, uint64_t ino)
     return err == -ENOENT ? 0 : err;
 }
 
-int inodes_reap_orphans(struct store_txn *txn, uint64_t *reaped)
+int inodes_reap_orphans(struct store_txn *txn, inodes_keep_fn keep, void *ctx, uint64_t *reaped)
 {
     uint64_t *orphans = NULL;
     size_t count = 0;
@@ -222,7 +222,8 @@ int inodes_reap_orphans(struct store_txn *txn, uint64_t *reaped)
         ts_cursor_u32(&fields); /* format */
         ts_cursor_u32(&fields); /* mode */
         nlink = ts_cursor_u32(&fields);
-        if (key.mv_size == 8 && !fields.failed && nlink == 0) {
+        if (key.mv_size == 8 && !fields.failed && nlink == 0 &&
+            !(keep && keep(ctx, store_be64_get(key.mv_data)))) {
             if (count == cap) {
                 size_t new_cap = cap ? cap * 2 : 64;
                 uint64_t *grown = realloc(orphans, new_cap * sizeof(*grown));

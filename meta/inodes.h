@@ -3,8 +3,8 @@
  * The `inodes` table: ino (u64 BE) -> the inode record, and the inode's
  * lifecycle: creating one with a fresh ino and generation, deleting one with
  * everything that hangs off it (tiles and copies into garbage, relocation
- * journal entries, access profile, xattrs), and the start-up
- * sweep of orphans (nlink 0) that outlived their last open.
+ * journal entries, access profile, xattrs), and the sweep of orphans
+ * (nlink 0) that outlived their last open, run once after a start.
  */
 #ifndef TESSERA_META_INODES_H
 #define TESSERA_META_INODES_H
@@ -13,6 +13,7 @@
 #include "proto.h"
 #include "store.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -51,8 +52,12 @@ int inodes_create_root(struct store_txn *txn, struct timespec now);
  * removed. 0 or a negative errno.
  */
 int inodes_delete(struct store_txn *txn, uint64_t ino);
-/* Deletes every inode with nlink 0; *reaped counts them. 0 or a negative errno. */
-int inodes_reap_orphans(struct store_txn *txn, uint64_t *reaped);
+/*
+ * Deletes every inode with nlink 0 for which keep(ctx, ino) is false (keep
+ * NULL: every one); *reaped counts them. 0 or a negative errno.
+ */
+typedef bool (*inodes_keep_fn)(void *ctx, uint64_t ino);
+int inodes_reap_orphans(struct store_txn *txn, inodes_keep_fn keep, void *ctx, uint64_t *reaped);
 /* Number of inodes. */
 int inodes_count(struct store_txn *txn, uint64_t *count);
 /*

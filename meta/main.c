@@ -4,7 +4,8 @@
  *
  * One request thread: a zmq_poll loop around rpc_server_handle_pending()
  * with a one-second timer for the housekeeping (notice datanodes that
- * stopped heartbeating; the store syncs itself on a thread of its own).
+ * stopped heartbeating, end the sessions of mounts that stopped renewing,
+ * delete orphans; the store syncs itself on a thread of its own).
  * SIGTERM and SIGINT are blocked while ZeroMQ starts its I/O threads, so
  * they inherit the block and the signals always land on this thread,
  * interrupting zmq_poll.
@@ -31,6 +32,7 @@ struct meta_options {
     const char *listen;
     const char *data_dir;
     long node_timeout_ms;
+    long mount_lease_ms;
     uint32_t placement; /* enum ts_placement: the cluster's default */
     enum log_level log_level;
 };
@@ -52,11 +54,17 @@ static void meta_usage(FILE *out)
             "  --listen ENDPOINT       ZeroMQ endpoint to serve (default %s)\n"
             "  --data DIR              directory of the store (created if missing)\n"
             "  --node-timeout-ms MS    a datanode silent this long is down (default %d)\n"
+            "  --mount-lease-ms MS     a mount that stops renewing its session for this long\n"
+            "                          loses its opens, and unlinked files nobody else holds\n"
+            "                          open are deleted; after a start, unlinked files are\n"
+            "                          kept this long for mounts to announce their opens;\n"
+            "                          keep it over twice the mounts' --meta-timeout-ms\n"
+            "                          (default %d)\n"
             "  --placement POLICY      where new tiles go unless a file's layout says:\n"
             "                          dynamic (default), static or roundrobin\n"
             "  --log-level LEVEL       error, warn, info or debug (default info)\n"
             "  --help                  show this and exit\n",
-            META_DEFAULT_LISTEN, SERVICE_DEFAULT_NODE_TIMEOUT_MS);
+            META_DEFAULT_LISTEN, SERVICE_DEFAULT_NODE_TIMEOUT_MS, SESSIONS_DEFAULT_LEASE_MS);
 }
 
 /* Returns 0 to run, 1 to exit 0 (--help), 2 to exit 2 (message printed). */
@@ -66,6 +74,7 @@ static int meta_parse(int argc, char **argv, struct meta_options *options)
         {"listen", required_argument, NULL, 'l'},
         {"data", required_argument, NULL, 'd'},
         {"node-timeout-ms", required_argument, NULL, 't'},
+        {"mount-lease-ms", required_argument, NULL, 'm'},
         {"placement", required_argument, NULL, 'p'},
         {"log-level", required_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
@@ -76,6 +85,7 @@ static int meta_parse(int argc, char **argv, struct meta_options *options)
     options->listen = META_DEFAULT_LISTEN;
     options->data_dir = NULL;
     options->node_timeout_ms = SERVICE_DEFAULT_NODE_TIMEOUT_MS;
+    options->mount_lease_ms = SESSIONS_DEFAULT_LEASE_MS;
     options->placement = SERVICE_DEFAULT_PLACEMENT;
     options->log_level = LOG_LEVEL_INFO;
     opterr = 0;
@@ -88,6 +98,17 @@ static int meta_parse(int argc, char **argv, struct meta_options *options)
             if (util_parse_long(optarg, 100, 3600000, &options->node_timeout_ms) < 0) {
                 fprintf(stderr,
                         "tessera-meta: --node-timeout-ms wants milliseconds between 100 and "
+                        "3600000, not '%s'\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 'm':
+            /* A mount renews every lease / 4: a lease under 400 ms would
+             * have it renew more often than every 100 ms. */
+            if (util_parse_long(optarg, 400, 3600000, &options->mount_lease_ms) < 0) {
+                fprintf(stderr,
+                        "tessera-meta: --mount-lease-ms wants milliseconds between 400 and "
                         "3600000, not '%s'\n",
                         optarg);
                 return 2;
@@ -188,12 +209,14 @@ int main(int argc, char **argv)
     if (service_open(options.data_dir, options.node_timeout_ms, &service) < 0)
         goto out;
     service->default_placement = options.placement;
+    service_set_mount_lease(service, options.mount_lease_ms);
     server = rpc_server_new(options.listen, handlers_table, service);
     if (!server)
         goto out;
     pthread_sigmask(SIG_UNBLOCK, &stop_signals, NULL);
-    log_info("ready: listening on %s, store in %s, default placement %s", options.listen,
-             options.data_dir, layout_placement_name(options.placement));
+    log_info("ready: listening on %s, store in %s, default placement %s, mount lease %ld ms",
+             options.listen, options.data_dir, layout_placement_name(options.placement),
+             options.mount_lease_ms);
     exit_code = meta_serve(server, service);
 
 out:

@@ -1,6 +1,9 @@
 /*
  * @file service.c
- * See service.h.
+ * See service.h. Orphans are never deleted in the first mount lease after
+ * a start: open counts live in memory only (sessions.h), so until every
+ * live mount has renewed and announced its opens, "nobody holds it open"
+ * cannot be told from "its holder has not spoken yet".
  */
 #include "service.h"
 
@@ -15,19 +18,18 @@
 
 struct service_prepare_work {
     struct service *service;
-    uint64_t reaped;
+    bool fresh; /* the store was made by this start */
 };
 
-/*
- * Start-up work in one transaction: the root exists, no orphan remains,
- * the cluster has its id.
- */
+/* Start-up work in one transaction: the root exists, the cluster has its id. */
 static int service_prepare(struct store_txn *txn, void *arg)
 {
     struct service_prepare_work *work = arg;
-    int err = inodes_create_root(txn, util_now());
-    if (err == 0)
-        err = inodes_reap_orphans(txn, &work->reaped);
+    struct inodes_record root;
+    int err = inodes_get(txn, TS_ROOT_INO, &root);
+    work->fresh = err == -ENOENT;
+    if (err == -ENOENT)
+        err = inodes_create_root(txn, util_now());
     if (err == 0)
         err = clusterid_get(txn, work->service->cluster_id);
     return err == 0 ? TS_OK : TS_ERR_INTERNAL;
@@ -45,11 +47,11 @@ int service_open(const char *data_dir, int64_t node_timeout_ms, struct service *
         return -ENOMEM;
     service->node_timeout_ms = node_timeout_ms;
     service->default_placement = SERVICE_DEFAULT_PLACEMENT;
-    service->opens = opens_new();
+    service->sessions = sessions_new(SESSIONS_DEFAULT_LEASE_MS);
     service->leases = leases_new();
     service->live = nodes_live_new(node_timeout_ms);
     service->scratch = malloc(SERVICE_SCRATCH_BYTES);
-    if (!service->opens || !service->leases || !service->live || !service->scratch) {
+    if (!service->sessions || !service->leases || !service->live || !service->scratch) {
         err = -ENOMEM;
         goto fail;
     }
@@ -62,10 +64,10 @@ int service_open(const char *data_dir, int64_t node_timeout_ms, struct service *
         err = -EIO;
         goto fail;
     }
-    if (work.reaped > 0)
-        log_info("deleted %llu orphaned inodes left by the previous run",
-                 (unsigned long long)work.reaped);
     log_info("cluster id %s", service->cluster_id);
+    service->started_ms = util_monotonic_ms();
+    service->fresh_store = work.fresh;
+    service_set_mount_lease(service, SESSIONS_DEFAULT_LEASE_MS);
     *servicep = service;
     return 0;
 
@@ -81,15 +83,117 @@ void service_close(struct service **servicep)
     struct service *service = *servicep;
     store_close(&service->store);
     nodes_live_destroy(&service->live);
-    opens_destroy(&service->opens);
+    sessions_destroy(&service->sessions);
     leases_destroy(&service->leases);
     free(service->scratch);
     free(service);
     *servicep = NULL;
 }
 
+void service_set_mount_lease(struct service *service, int64_t lease_ms)
+{
+    sessions_set_lease_ms(service->sessions, lease_ms);
+    /* A store made by this start: no mount can hold anything from before. */
+    service->reap_after_ms =
+        service->started_ms + (service->fresh_store ? 0 : sessions_lease_ms(service->sessions));
+}
+
+bool service_may_reap(const struct service *service, int64_t now_ms)
+{
+    /* The sweep ends the grace (a test may run it at a time of its choice). */
+    return service->orphans_swept || now_ms >= service->reap_after_ms;
+}
+
+struct service_reap_op {
+    struct service *service;
+    const uint64_t *inos;
+    size_t count;
+    uint64_t reaped;
+};
+
+static int service_reap_body(struct store_txn *txn, void *arg)
+{
+    struct service_reap_op *op = arg;
+    op->reaped = 0; /* the body may run twice */
+    for (size_t i = 0; i < op->count; i++) {
+        struct inodes_record record;
+        if (sessions_open_count(op->service->sessions, op->inos[i]) > 0)
+            continue;
+        int err = inodes_get(txn, op->inos[i], &record);
+        if (err == -ENOENT || (err == 0 && record.attr.nlink > 0))
+            continue;
+        if (err == 0)
+            err = inodes_delete(txn, op->inos[i]);
+        if (err < 0)
+            return TS_ERR_IO;
+        op->reaped++;
+    }
+    return TS_OK;
+}
+
+int service_reap(struct service *service, const uint64_t *inos, size_t count, int64_t now_ms,
+                 uint64_t *reaped)
+{
+    struct service_reap_op op = {.service = service, .inos = inos, .count = count};
+    int status = TS_OK;
+    if (count > 0 && service_may_reap(service, now_ms))
+        status = store_write(service->store, service_reap_body, &op);
+    if (status != TS_OK) {
+        log_warn("%zu orphan inodes not deleted (%s); they go at the next start", count,
+                 status_text(status));
+        op.reaped = 0;
+    }
+    if (reaped)
+        *reaped = op.reaped;
+    return status;
+}
+
+/* The start-up sweep keeps what a mount announced it holds open. */
+static bool service_held(void *ctx, uint64_t ino)
+{
+    return sessions_open_count(ctx, ino) > 0;
+}
+
+static int service_sweep_body(struct store_txn *txn, void *arg)
+{
+    struct service_reap_op *op = arg;
+    int err = inodes_reap_orphans(txn, service_held, op->service->sessions, &op->reaped);
+    return err == 0 ? TS_OK : TS_ERR_IO;
+}
+
+void service_tick_at(struct service *service, int64_t now_ms)
+{
+    struct sessions_freed freed = {0};
+    size_t ended = 0;
+    uint64_t dropped = 0;
+    uint64_t reaped = 0;
+
+    /* The store syncs on its own thread (store.h). */
+    nodes_live_check(service->live, now_ms);
+    if (sessions_expire(service->sessions, now_ms, &freed, &ended, &dropped) < 0)
+        log_warn("out of memory while ending expired mount sessions: some orphans stay until "
+                 "the next start");
+    if (!service->orphans_swept && service_may_reap(service, now_ms)) {
+        struct service_reap_op sweep = {.service = service};
+        if (store_write(service->store, service_sweep_body, &sweep) != TS_OK)
+            log_warn("orphaned inodes not deleted; they go at the next start");
+        else if (!service->fresh_store)
+            log_info("orphan sweep: deleted %llu unlinked inodes no mount announced it holds "
+                     "open; %zu mount sessions known",
+                     (unsigned long long)sweep.reaped, sessions_count(service->sessions));
+        service->orphans_swept = true;
+    } else if (freed.count > 0) {
+        service_reap(service, freed.inos, freed.count, now_ms, &reaped);
+    }
+    if (ended > 0)
+        log_warn("%zu mount sessions expired (their mounts stopped renewing for %lld ms): "
+                 "dropped their %llu opens, deleted %llu orphaned inodes nobody holds open",
+                 ended, (long long)sessions_lease_ms(service->sessions),
+                 (unsigned long long)dropped, (unsigned long long)reaped);
+    sessions_freed_clear(&freed);
+}
+
 void service_tick(struct service *service)
 {
-    /* The store syncs on its own thread (store.h). */
-    nodes_live_check(service->live, util_monotonic_ms());
+    service_tick_at(service, util_monotonic_ms());
 }

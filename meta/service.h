@@ -1,7 +1,8 @@
 /*
  * @file service.h
- * The state of one metadata service: the store, the in-memory open counts
- * and datanode liveness, and a scratch buffer for building replies. It is
+ * The state of one metadata service: the store, the in-memory opens of
+ * mount sessions and datanode liveness, and a scratch buffer for building
+ * replies. It is
  * the `ctx` every handler of handlers.c receives, and what the daemon, the
  * unit tests and the fuzzer create, so all three run the same code.
  * Single-threaded: one request at a time.
@@ -12,9 +13,10 @@
 #include "leases.h"
 #include "nodes.h"
 #include "proto.h"
-#include "opens.h"
+#include "sessions.h"
 #include "store.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,13 +24,23 @@
 
 struct service {
     struct store *store;
-    struct opens *opens;
-    struct leases *leases; /* directory leases of mounts (leases.h) */
+    struct sessions *sessions; /* who holds which inode open (sessions.h) */
+    struct leases *leases;     /* directory leases of mounts (leases.h) */
     struct nodes_live *live;
     int64_t node_timeout_ms;
     uint32_t default_placement; /* enum ts_placement for files that name none */
     uint8_t *scratch;           /* SERVICE_SCRATCH_BYTES, for array blobs of replies */
     char cluster_id[TS_CLUSTER_ID_HEX + 1]; /* the store's (clusterid.h), read at start */
+    /*
+     * Orphans (nlink 0) are deleted only from reap_after_ms on (monotonic):
+     * a mount lease after the start, so every live mount has announced the
+     * opens it held before meta restarted. orphans_swept: the start-up
+     * sweep of the orphans nobody announced has run.
+     */
+    int64_t started_ms;
+    int64_t reap_after_ms;
+    bool fresh_store; /* made by this start: no grace */
+    bool orphans_swept;
 };
 
 /* The cluster's placement policy unless tessera-meta --placement says otherwise. */
@@ -39,15 +51,38 @@ struct service {
 
 /*
  * Opens the store in data_dir and prepares it: creates the root directory on
- * first start and deletes the orphans (nlink 0) a previous run left.
- * default_placement starts as SERVICE_DEFAULT_PLACEMENT; the caller may
- * change it before serving.
+ * first start. The orphans (nlink 0) a previous run left are deleted by the
+ * first service_tick() a mount lease (SESSIONS_DEFAULT_LEASE_MS, or
+ * service_set_mount_lease()) after this call, unless a mount announced
+ * it still holds them open; until then no orphan is deleted (but in a
+ * store this call made). default_placement starts as
+ * SERVICE_DEFAULT_PLACEMENT; the caller may change it before serving.
  * Returns 0 or a negative errno (logged).
  */
 int service_open(const char *data_dir, int64_t node_timeout_ms, struct service **servicep);
 /* Syncs and closes; accepts NULL, clears *servicep. */
 void service_close(struct service **servicep);
-/* The once-a-second work: log nodes that went down (the store syncs itself). */
+/*
+ * The lease of mount sessions (SESSION_RENEW in proto.h), and with it how
+ * long after service_open() orphans are kept for mounts to announce.
+ */
+void service_set_mount_lease(struct service *service, int64_t lease_ms);
+/*
+ * The once-a-second work: log nodes that went down, end the sessions of
+ * mounts that stopped renewing, and delete the orphans nobody holds open
+ * any more (the store syncs itself). service_tick_at() is the same at a
+ * given monotonic time (tests).
+ */
 void service_tick(struct service *service);
+void service_tick_at(struct service *service, int64_t now_ms);
+/* Whether orphans may be deleted at now_ms (the start-up grace is over). */
+bool service_may_reap(const struct service *service, int64_t now_ms);
+/*
+ * Deletes those of inos[0..count) that are orphans (nlink 0) nobody holds
+ * open, when service_may_reap(now_ms); *reaped (may be NULL) counts them.
+ * TS_OK or a failure status (logged; the orphans go at the next start).
+ */
+int service_reap(struct service *service, const uint64_t *inos, size_t count, int64_t now_ms,
+                 uint64_t *reaped);
 
 #endif
