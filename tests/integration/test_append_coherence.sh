@@ -62,9 +62,10 @@ watch_prefix() {
             if ! awk '$0 != "line" NR { bad = 1; exit } END { exit bad }' "$T/read"; then
                 bad=$((bad + 1))
                 cp "$T/read" "$T/bad-read-$bad"
-                echo "BAD read $reads ($(wc -c <"$T/read") bytes, first wrong line" \
-                    "$(awk '$0 != "line" NR { print NR; exit }' "$T/read"), ends" \
-                    "$(tail -c 24 "$T/read" | od -An -c | tr -s ' \n' ' '))"
+                local wrong
+                wrong=$(awk '$0 != "line" NR { print NR; exit }' "$T/read")
+                echo "BAD read $reads ($(wc -c <"$T/read") bytes): lines $((wrong - 1))-$((wrong + 1)):" \
+                    "$(sed -n "$((wrong - 1)),$((wrong + 1))p" "$T/read" | od -An -c | tr -s ' \n' ' ')"
             fi
             reads=$((reads + 1))
         fi
