@@ -785,6 +785,10 @@ out:
     atomic_fetch_sub(&stores_running, 1);
 }
 
+/* A direct read ending this close to the end of the file may outrun the
+ * size the kernel caches: a page, the unit the kernel rounds it to. */
+#define DIRECT_READ_NEAR_END 4096
+
 /* Reads shorter than this skip the pipe: libfuse copies them out of it anyway. */
 #define STREAM_MIN_READ_BYTES (64u << 10)
 
@@ -815,7 +819,14 @@ static void x_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
     }
     /* The kernel would stop the next read at the size it has cached (it asks
      * for attributes only when they expired): it must ask again, and be
-     * told before this reply lets the reader go on. */
+     * told before this reply lets the reader go on. A direct read is not
+     * cut at the kernel's size, so one that reaches the last page of the
+     * file may hand over more than the kernel thinks the file has, and the
+     * next read would end at that page's boundary, mid-record: there too. */
+    if (!size_grew && !buffered && got > 0 && (size_t)got == size &&
+        (uint64_t)offset + (uint64_t)got + DIRECT_READ_NEAR_END >
+            datapath_file_size(state->datapath, file_of(fi)))
+        size_grew = true;
     if (size_grew && state->session)
         fuse_lowlevel_notify_inval_inode(state->session, ino, -1, 0);
     if (got < 0) {
