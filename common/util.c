@@ -158,6 +158,34 @@ int util_fsync_dir(const char *path)
     return result;
 }
 
+int util_write_file_durably(const char *dir, const char *name, const void *data, size_t len)
+{
+    char path[4200];
+    char tmp_path[4200];
+    if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path) ||
+        (size_t)snprintf(tmp_path, sizeof(tmp_path), "%s/%s.tmp", dir, name) >= sizeof(tmp_path))
+        return -ENAMETOOLONG;
+    int rc = 0;
+    int fd = open(tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -errno;
+    ssize_t written = write(fd, data, len);
+    if (written < 0)
+        rc = -errno;
+    else if ((size_t)written != len)
+        rc = -EIO;
+    if (rc == 0 && fsync(fd) != 0)
+        rc = -errno;
+    close(fd);
+    if (rc == 0 && rename(tmp_path, path) != 0)
+        rc = -errno;
+    if (rc == 0)
+        rc = util_fsync_dir(dir);
+    if (rc != 0)
+        unlink(tmp_path);
+    return rc;
+}
+
 void util_machine_name(char *out, size_t cap)
 {
     char host[256] = "localhost";

@@ -42,6 +42,12 @@ int util_parse_long(const char *text, long min, long max, long *value);
 int util_mkdir_p(const char *path, unsigned mode);
 /* fsyncs a directory (after creating or removing an entry); 0 or -errno. */
 int util_fsync_dir(const char *path);
+/*
+ * Writes dir/name whole or not at all, durably: through dir/name.tmp,
+ * fsync, rename, fsync of dir (a crash leaves the old file or the new one).
+ * 0 or -errno (-EIO for a short write: the disk is full).
+ */
+int util_write_file_durably(const char *dir, const char *name, const void *data, size_t len);
 /* The machine name: the hostname, shortened at the first dot. */
 void util_machine_name(char *out, size_t cap);
 

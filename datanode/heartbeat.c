@@ -147,36 +147,12 @@ static int heartbeat_read_node_id(const char *data_dir, uint32_t *node_id)
     return 0;
 }
 
-/* Writes DATA/node.id atomically: tmp file, fsync, rename, fsync of the directory. */
+/* Writes DATA/node.id whole or not at all (util_write_file_durably). */
 static int heartbeat_save_node_id(const char *data_dir, uint32_t node_id)
 {
-    char tmp_path[4200];
-    char path[4200];
     char text[16];
     int len = snprintf(text, sizeof(text), "%" PRIu32 "\n", node_id);
-    int rc = 0;
-    int fd;
-
-    snprintf(tmp_path, sizeof(tmp_path), "%s/node.id.tmp", data_dir);
-    snprintf(path, sizeof(path), "%s/node.id", data_dir);
-    fd = open(tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return -errno;
-    ssize_t written = write(fd, text, (size_t)len);
-    if (written < 0)
-        rc = -errno;
-    else if (written != len)
-        rc = -EIO; /* a short write of 11 bytes: the disk is full */
-    if (rc == 0 && fsync(fd) != 0)
-        rc = -errno;
-    close(fd);
-    if (rc == 0 && rename(tmp_path, path) != 0)
-        rc = -errno;
-    if (rc == 0)
-        rc = util_fsync_dir(data_dir);
-    if (rc != 0)
-        unlink(tmp_path);
-    return rc;
+    return util_write_file_durably(data_dir, "node.id", text, (size_t)len);
 }
 
 /* ---- lifecycle -------------------------------------------------------- */

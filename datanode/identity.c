@@ -58,43 +58,15 @@ static int identity_make(uint64_t *incarnation)
     return 0;
 }
 
-/* Writes text durably as path, through tmp_path. 0 or a negative errno. */
-static int identity_write(const char *data_dir, const char *tmp_path, const char *path,
-                          const char *text, size_t len)
-{
-    int rc = 0;
-    int fd = open(tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return -errno;
-    ssize_t written = write(fd, text, len);
-    if (written < 0)
-        rc = -errno;
-    else if ((size_t)written != len)
-        rc = -EIO;
-    if (rc == 0 && fsync(fd) != 0)
-        rc = -errno;
-    close(fd);
-    if (rc == 0 && rename(tmp_path, path) != 0)
-        rc = -errno;
-    if (rc == 0)
-        rc = util_fsync_dir(data_dir);
-    if (rc != 0)
-        unlink(tmp_path);
-    return rc;
-}
-
 int identity_load(const char *data_dir, uint64_t *incarnation, bool *created)
 {
     char path[IDENTITY_PATH_MAX];
-    char tmp_path[IDENTITY_PATH_MAX];
     char text[IDENTITY_TEXT_BYTES + 2];
     ssize_t len;
     int rc;
 
     *created = false;
-    if ((size_t)snprintf(path, sizeof(path), "%s/identity", data_dir) >= sizeof(path) ||
-        (size_t)snprintf(tmp_path, sizeof(tmp_path), "%s/identity.tmp", data_dir) >=
-            sizeof(tmp_path))
+    if ((size_t)snprintf(path, sizeof(path), "%s/identity", data_dir) >= sizeof(path))
         return -ENAMETOOLONG;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
@@ -122,7 +94,7 @@ int identity_load(const char *data_dir, uint64_t *incarnation, bool *created)
     rc = identity_make(incarnation);
     if (rc == 0) {
         int text_len = snprintf(text, sizeof(text), "%016" PRIx64 "\n", *incarnation);
-        rc = identity_write(data_dir, tmp_path, path, text, (size_t)text_len);
+        rc = util_write_file_durably(data_dir, "identity", text, (size_t)text_len);
     }
     if (rc != 0) {
         log_error("cannot make %s: %s", path, strerror(-rc));
