@@ -113,6 +113,9 @@
 #define MAX_NODES 256
 /* Threads for TILE_SYNC requests: one per datanode of a small cluster. */
 #define SYNC_THREADS 4
+/* A direct read ending this close to the end of the file may outrun the
+ * size the kernel caches: a page, the unit the kernel rounds it to. */
+#define DIRECT_READ_NEAR_END 4096
 /* Backoff between tries of a tile whose datanode says it is stale while
  * meta still names it (a move about to commit): doubling, capped. */
 #define STALE_FIRST_DELAY_MS 5
@@ -187,7 +190,9 @@ struct open_file {
     uint32_t placement;  /* enum ts_placement of new tiles */
     bool profiled;       /* count requests in the profile (as of the last open) */
     uint64_t size;       /* size as this mount sees it */
-    uint32_t mode;       /* as of the last open or setattr through this mount */
+    /* As of the last open or setattr through this mount; written under
+     * lock, read without it by every write (datapath_write_kills_privileges). */
+    _Atomic uint32_t mode;
     bool size_dirty; /* size or mtime not yet committed to meta */
     struct timespec mtime;
     int error; /* first write error not yet reported by flush/fsync */
@@ -2344,11 +2349,17 @@ ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t 
         outcome = -EIO;
         goto out;
     }
+    /* Only a read past the end this mount knows can come back short, and
+     * the kernel keeps a short read's zero fill as the file's bytes if
+     * attributes that grow the file reach it first: such reads hold those
+     * back until they are answered (attrguard.h). */
+    if (buffered && offset + size > file->size)
+        result->guarded = attrguard_read_begin(datapath->guard, file->ino);
     if (offset + size > file->size && !file->size_dirty) {
         /* The file may have grown through another mount. */
         struct ts_attr attr;
         if (metaclient_getattr(datapath->meta, file->ino, &attr) == TS_OK) {
-            result->size_grew = attr.size > file->size;
+            result->size_refresh = attr.size > file->size;
             size_learned(datapath, file, attr.size);
         }
     }
@@ -2356,6 +2367,8 @@ ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t 
         goto out;
     if (size > file->size - offset)
         size = (size_t)(file->size - offset);
+    else if (!buffered && offset + size + DIRECT_READ_NEAR_END > file->size)
+        result->size_refresh = true; /* see datapath_read.size_refresh */
     /* The kernel's read-ahead sends a stream's requests slightly out of order.
      * Array files always read whole tiles: see the file comment. A tile
      * cached for sieving says nothing of a stream. */
@@ -2450,9 +2463,17 @@ out:
     return outcome;
 }
 
+void datapath_read_replied(struct datapath *datapath, struct datapath_read *result)
+{
+    if (result->guarded)
+        attrguard_read_end(datapath->guard, result->file->ino);
+    result->guarded = false;
+}
+
 void datapath_read_done(struct datapath *datapath, struct datapath_read *result)
 {
     struct open_file *file = result->file;
+    datapath_read_replied(datapath, result);
     if (result->pinned_count > 0) {
         pthread_mutex_lock(&file->lock);
         for (int i = 0; i < result->pinned_count; i++) {
@@ -2703,9 +2724,7 @@ static void overlay_unwritten(struct datapath *datapath, struct ts_attr *attr)
 bool datapath_write_kills_privileges(struct datapath *datapath, struct open_file *file)
 {
     (void)datapath;
-    pthread_mutex_lock(&file->lock);
-    uint32_t mode = file->mode;
-    pthread_mutex_unlock(&file->lock);
+    uint32_t mode = atomic_load_explicit(&file->mode, memory_order_relaxed);
     return S_ISREG(mode) && ((mode & S_ISUID) || (mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP));
 }
 

@@ -130,9 +130,13 @@ struct datapath_read {
     bool piped;     /* the bytes are in the pipe, not in iov */
     size_t flushed; /* iov pieces already in the pipe */
     bool buffered;  /* the reply goes into the kernel's page cache */
-    /* The read found the file longer than this mount knew (another mount
-     * wrote past the end): the kernel's cached size is older too. */
-    bool size_grew;
+    /* The kernel's cached size may be older than the bytes handed over:
+     * the read found the file longer than this mount knew (another mount
+     * wrote past the end), or a direct read, which the kernel does not cut
+     * at its size, reached the file's last page. The caller has the kernel
+     * ask for attributes again before it replies. */
+    bool size_refresh;
+    bool guarded; /* registered with the attribute guard until replied */
 };
 
 /*
@@ -149,6 +153,11 @@ struct datapath_read {
 ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t size,
                       uint64_t offset, bool buffered, int pipe_fd, struct datapath_read *result);
 void datapath_read_done(struct datapath *datapath, struct datapath_read *result);
+/*
+ * The read's reply has reached the kernel: attributes that grow the file
+ * need no longer wait for it (attrguard.h). datapath_read_done does it too.
+ */
+void datapath_read_replied(struct datapath *datapath, struct datapath_read *result);
 
 /* Bytes [offset, offset + length) of the file, for the kernel's page cache. */
 struct datapath_store {

@@ -785,10 +785,6 @@ out:
     atomic_fetch_sub(&stores_running, 1);
 }
 
-/* A direct read ending this close to the end of the file may outrun the
- * size the kernel caches: a page, the unit the kernel rounds it to. */
-#define DIRECT_READ_NEAR_END 4096
-
 /* Reads shorter than this skip the pipe: libfuse copies them out of it anyway. */
 #define STREAM_MIN_READ_BYTES (64u << 10)
 
@@ -800,34 +796,24 @@ static void x_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
     int pipe_read = -1, pipe_write = -1;
     /* O_DIRECT reads bypass the page cache: nothing is stored for them. */
     bool buffered = !(fi->flags & O_DIRECT);
-    /* A short reply must reach the kernel before any attributes that grow
-     * the file (attrguard.h); O_DIRECT replies leave no page behind. */
-    bool guarded = buffered && attrguard_read_begin(state->attr_guard, ino);
     if (state->streams && size >= STREAM_MIN_READ_BYTES &&
         tilestream_pipe(state->streams, &pipe_read, &pipe_write) != 0)
         pipe_write = -1;
     ssize_t got = datapath_read(state->datapath, file_of(fi), size, (uint64_t)offset, buffered,
                                 pipe_write, &result);
-    bool size_grew = result.size_grew;
+    bool size_refresh = result.size_refresh;
     if (got == -EPIPE && pipe_write >= 0) {
         /* A stream broke mid-reply: again, over ZeroMQ. */
         datapath_read_done(state->datapath, &result);
         tilestream_pipe_reset(state->streams);
         got = datapath_read(state->datapath, file_of(fi), size, (uint64_t)offset, buffered, -1,
                             &result);
-        size_grew = size_grew || result.size_grew;
+        size_refresh = size_refresh || result.size_refresh;
     }
     /* The kernel would stop the next read at the size it has cached (it asks
      * for attributes only when they expired): it must ask again, and be
-     * told before this reply lets the reader go on. A direct read is not
-     * cut at the kernel's size, so one that reaches the last page of the
-     * file may hand over more than the kernel thinks the file has, and the
-     * next read would end at that page's boundary, mid-record: there too. */
-    if (!size_grew && !buffered && got > 0 && (size_t)got == size &&
-        (uint64_t)offset + (uint64_t)got + DIRECT_READ_NEAR_END >
-            datapath_file_size(state->datapath, file_of(fi)))
-        size_grew = true;
-    if (size_grew && state->session)
+     * told before this reply lets the reader go on. */
+    if (size_refresh && state->session)
         fuse_lowlevel_notify_inval_inode(state->session, ino, -1, 0);
     if (got < 0) {
         fuse_reply_err(req, (int)-got);
@@ -857,8 +843,7 @@ static void x_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
             fuse_reply_err(req, ENOMEM);
         free(gathered);
     }
-    if (guarded)
-        attrguard_read_end(state->attr_guard, ino);
+    datapath_read_replied(state->datapath, &result);
     if (got > 0 && buffered)
         store_sieved_tile(state, ino, &result);
     datapath_read_done(state->datapath, &result);
