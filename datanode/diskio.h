@@ -20,7 +20,7 @@
  * heartbeat.
  *
  * Functions return what the tilestore returns (0 or a negative errno).
- * Not thread-safe: callers hold the handlers' lock (handlers.h), but for
+ * Not thread-safe: callers hold the handlers' lock (nodehandlers.h), but for
  * diskio_send().
  */
 #ifndef TESSERA_DATANODE_DISKIO_H

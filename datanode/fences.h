@@ -14,7 +14,7 @@
  *
  * The clock is the caller's (now_ms, CLOCK_MONOTONIC milliseconds in the
  * daemon), so tests can move it. Functions return 0 or a negative errno.
- * Not thread-safe: callers hold the handlers' lock (handlers.h).
+ * Not thread-safe: callers hold the handlers' lock (nodehandlers.h).
  */
 #ifndef TESSERA_DATANODE_FENCES_H
 #define TESSERA_DATANODE_FENCES_H

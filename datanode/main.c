@@ -8,7 +8,7 @@
  * timeout is the time until the heartbeat next has work, so no request
  * waits behind a timer and no heartbeat waits behind an idle socket. The
  * tile stream's connections are served by its own threads (stream.h); the
- * loop holds the handlers' lock (handlers.h) but while it polls, so they
+ * loop holds the handlers' lock (nodehandlers.h) but while it polls, so they
  * serve between its turns. SIGTERM and SIGINT set a flag that the loop
  * checks around every poll (a signal also interrupts the poll).
  *
@@ -32,7 +32,7 @@
  */
 #include "diskio.h"
 #include "fences.h"
-#include "handlers.h"
+#include "nodehandlers.h"
 #include "heartbeat.h"
 #include "identity.h"
 #include "log.h"
@@ -384,7 +384,7 @@ static bool requests_arrived(const zmq_pollitem_t *items, size_t fixed, size_t s
  * Holds the handlers' lock but while it polls; returns without it.
  */
 static int serve(struct rpc_server *server, struct heartbeat *heartbeat, struct puller *puller,
-                 struct stream *stream, struct handlers_context *context,
+                 struct stream *stream, struct nodehandlers_context *context,
                  const struct datanode_options *options)
 {
     zmq_pollitem_t items[4 + STREAM_POLL_ITEMS];
@@ -452,7 +452,7 @@ static int serve(struct rpc_server *server, struct heartbeat *heartbeat, struct 
 int main(int argc, char **argv)
 {
     struct datanode_options options;
-    struct handlers_context context;
+    struct nodehandlers_context context;
     struct datanode_loop loop = {NULL, NULL, NULL};
     struct tilestore *store = NULL;
     struct diskio *disk = NULL;
@@ -566,7 +566,7 @@ int main(int argc, char **argv)
         goto out;
     }
     context.replies = replies;
-    server = rpc_server_new(options.listen, handlers_table, &context);
+    server = rpc_server_new(options.listen, nodehandlers_table, &context);
     if (!server) {
         log_error("not started: no socket listening on %s", options.listen);
         goto out;
@@ -608,8 +608,8 @@ int main(int argc, char **argv)
 
     exit_code = serve(server, heartbeat, puller, stream, &context, &options);
     stream_close(&stream); /* no request is served after the counts are logged */
-    handlers_log_stats(&context.stats);
-    handlers_stats_fini(&context.stats);
+    nodehandlers_log_stats(&context.stats);
+    nodehandlers_stats_fini(&context.stats);
     log_info("read replies waiting to be sent peaked at %.1f of their %.1f MiB (--memory); "
              "requests held back for them %llu times",
              replymem_peak(replies) / 1048576.0,

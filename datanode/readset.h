@@ -4,7 +4,7 @@
  * bytes: what NODE_STATS reports, so that a test or a benchmark can tell
  * which tiles a workload touched. Bounded: past its capacity, new tiles
  * are only counted as dropped. Not thread-safe: callers hold the handlers'
- * lock (handlers.h).
+ * lock (nodehandlers.h).
  */
 #ifndef TESSERA_DATANODE_READSET_H
 #define TESSERA_DATANODE_READSET_H

@@ -74,7 +74,7 @@ struct reclaim {
     char meta_endpoint[256];
     int64_t grace_ms;
     int64_t every_ms;
-    struct handlers_context *context;
+    struct nodehandlers_context *context;
     struct heartbeat *heartbeat;
 
     pthread_t thread;
@@ -240,7 +240,7 @@ static bool reclaim_ask_meta(struct reclaim *reclaim, uint32_t node_id, uint32_t
 static enum reclaim_verdict reclaim_delete(struct reclaim *reclaim, const struct reclaim_file *file,
                                            uint32_t state)
 {
-    struct handlers_context *context = reclaim->context;
+    struct nodehandlers_context *context = reclaim->context;
     struct reclaim_facts facts = {.grace_ms = reclaim->grace_ms, .answered = true, .state = state};
     enum reclaim_verdict verdict;
     struct stat st;
@@ -434,7 +434,7 @@ static void reclaim_free(struct reclaim *reclaim)
     free(reclaim);
 }
 
-int reclaim_start(const struct reclaim_config *config, struct handlers_context *context,
+int reclaim_start(const struct reclaim_config *config, struct nodehandlers_context *context,
                   struct heartbeat *heartbeat, struct reclaim **reclaimp)
 {
     struct reclaim *reclaim;

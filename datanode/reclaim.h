@@ -44,7 +44,7 @@
 #ifndef TESSERA_DATANODE_RECLAIM_H
 #define TESSERA_DATANODE_RECLAIM_H
 
-#include "handlers.h"
+#include "nodehandlers.h"
 #include "heartbeat.h"
 
 #include <stdbool.h>
@@ -104,7 +104,7 @@ struct reclaim;
  * -ENAMETOOLONG, -ENOMEM, or the error of opening DATA or of
  * pthread_create.
  */
-int reclaim_start(const struct reclaim_config *config, struct handlers_context *context,
+int reclaim_start(const struct reclaim_config *config, struct nodehandlers_context *context,
                   struct heartbeat *heartbeat, struct reclaim **reclaimp);
 /*
  * Stops the thread and frees everything (NULL-safe; clears *reclaimp).

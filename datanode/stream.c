@@ -39,14 +39,14 @@
 /* A write's pipe: a tile's worth if the process may (else 64 KiB: more turns). */
 #define STREAM_PIPE_BYTES (1 << 20)
 /* A kept read's bytes are dropped at the connection's next request, or once
- * the thread has had nothing to do for this long (handlers.h). */
+ * the thread has had nothing to do for this long (nodehandlers.h). */
 #define STREAM_DROP_IDLE_MS 50
 
 struct stream_connection {
     int fd;
     size_t have; /* bytes of the next request received so far */
     uint8_t request[TS_STREAM_REQ_BYTES];
-    struct handlers_drop_behind drop; /* the last kept read's bytes */
+    struct nodehandlers_drop_behind drop; /* the last kept read's bytes */
 };
 
 struct stream_thread {
@@ -69,14 +69,14 @@ struct stream {
     int local_fd; /* the abstract Unix socket's listener, -1: none */
     char local_name[TS_STREAM_LOCAL_MAX];
     uint16_t port;
-    struct handlers_context *context;
+    struct nodehandlers_context *context;
     atomic_bool stopping;
     struct stream_thread threads[STREAM_THREADS];
 };
 
 static void connection_drop(struct stream_thread *thread, size_t index)
 {
-    handlers_drop_behind(&thread->connections[index].drop, -1);
+    nodehandlers_drop_behind(&thread->connections[index].drop, -1);
     close(thread->connections[index].fd);
     thread->connections[index] = thread->connections[--thread->served];
     atomic_fetch_sub(&thread->count, 1);
@@ -103,7 +103,7 @@ static bool connection_take(struct stream_thread *thread, struct stream_connecti
         if (thread->pipe_fds[0] < 0 &&
             util_pipe_open(thread->pipe_fds, STREAM_PIPE_BYTES, false) != 0)
             return false;
-        if (handlers_stream_request(thread->stream->context, connection->request, connection->fd,
+        if (nodehandlers_stream_request(thread->stream->context, connection->request, connection->fd,
                                     thread->pipe_fds, STREAM_TIMEOUT_MS, &connection->drop) != 0) {
             util_pipe_close(thread->pipe_fds); /* it may hold a failed write's bytes */
             return false;
@@ -150,7 +150,7 @@ static void *thread_main(void *arg)
         }
         if (ready == 0) { /* idle: drop what the readers have acknowledged */
             for (size_t i = 0; i < polled; i++)
-                handlers_drop_behind(&thread->connections[i].drop, thread->connections[i].fd);
+                nodehandlers_drop_behind(&thread->connections[i].drop, thread->connections[i].fd);
             continue;
         }
         /* Item i is connection i - 1. Last to first: a drop moves the last
@@ -235,7 +235,7 @@ static void local_listen(struct stream *stream)
     stream->local_name[0] = '\0';
 }
 
-int stream_open(const char *endpoint, struct handlers_context *context, struct stream **streamp)
+int stream_open(const char *endpoint, struct nodehandlers_context *context, struct stream **streamp)
 {
     struct sockaddr_in address = {.sin_family = AF_INET};
     socklen_t address_len = sizeof(address);

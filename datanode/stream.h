@@ -17,7 +17,7 @@
  * a connection that stalls holds up only its own thread's others, and up
  * to STREAM_THREADS tiles go out at once (one blocked sendfile no longer
  * stops every other reader of the node). Requests are served through
- * handlers_stream_request(), which takes the handlers' lock for
+ * nodehandlers_stream_request(), which takes the handlers' lock for
  * everything but moving a read's bytes and taking a write's bytes off the
  * socket (into the thread's pipe, when they fit).
  *
@@ -29,7 +29,7 @@
 #ifndef TESSERA_DATANODE_STREAM_H
 #define TESSERA_DATANODE_STREAM_H
 
-#include "handlers.h"
+#include "nodehandlers.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -53,7 +53,7 @@ struct stream;
  * endpoint has no IPv4 address (the datanode then goes without a
  * stream), or another negative errno.
  */
-int stream_open(const char *endpoint, struct handlers_context *context, struct stream **streamp);
+int stream_open(const char *endpoint, struct nodehandlers_context *context, struct stream **streamp);
 /* Stops the threads (a request in progress ends first, within
  * STREAM_TIMEOUT_MS) and closes every connection. Call it without the
  * handlers' lock. NULL or *streamp NULL: nothing. */

@@ -9,7 +9,7 @@
  *   walk at open sets them, every change to a file adjusts them by what
  *   fstat says it became (not by what was asked), so a partial failure
  *   cannot make them drift.
- * - only the holder of the handlers' lock (handlers.h: the loop thread or a
+ * - only the holder of the handlers' lock (nodehandlers.h: the loop thread or a
  *   stream thread) changes the struct; tilestore_checksum() and
  *   tilestore_install() (background pulls) and tilestore_sync_file(),
  *   tilestore_wait_file() and tilestore_sync_filesystem() (a TILE_SYNC with

@@ -14,7 +14,7 @@
  * Every function returns 0 or a negative errno. A full disk or quota
  * (ENOSPC, EDQUOT) and a write past the capacity limit all come back as
  * -ENOSPC, so the client sees "no space" for a full datanode. Not
- * thread-safe: callers hold the handlers' lock (handlers.h; the loop thread
+ * thread-safe: callers hold the handlers' lock (nodehandlers.h; the loop thread
  * or a stream thread), except of the functions marked "for other threads"
  * (background pulls use them).
  */

@@ -8,7 +8,7 @@
  * asks for, done where the disk is. A tile read once only, or ever more
  * seldom, costs nothing more. Remembers WARMER_SLOTS tiles (a direct-mapped
  * table: a newer tile takes an older one's place). Not thread-safe: callers
- * hold the handlers' lock (handlers.h).
+ * hold the handlers' lock (nodehandlers.h).
  */
 #ifndef TESSERA_DATANODE_WARMER_H
 #define TESSERA_DATANODE_WARMER_H

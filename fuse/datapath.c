@@ -185,7 +185,7 @@ struct open_file {
     struct open_file *next; /* hash chain, protected by datapath->lock */
     pthread_mutex_t lock;   /* protects all fields below */
     pthread_cond_t changed; /* a job finished */
-    struct file_layout layout;
+    struct filetiles layout;
     uint32_t tile_bytes; /* layout.max_tile_bytes: what each buffer and slot holds */
     uint32_t placement;  /* enum ts_placement of new tiles */
     bool profiled;       /* count requests in the profile (as of the last open) */
@@ -250,7 +250,7 @@ struct datapath {
     struct budget read_budget;
     uint32_t readahead_tiles;
     int io_timeout_ms;
-    struct profile *profile; /* NULL: nothing is counted */
+    struct profiler *profile; /* NULL: nothing is counted */
     struct tilestream *streams; /* NULL: tiles come over ZeroMQ only */
     /* This mount's commits of sizes and times, for attribute replies
      * assembled across one (attrguard.h). */
@@ -464,7 +464,7 @@ static void open_file_free(struct datapath *datapath, struct open_file *file)
             budget_give(&datapath->write_budget, file->tile_bytes);
         }
     }
-    layout_fini(&file->layout);
+    filetiles_fini(&file->layout);
     sieve_fini(&file->sieve);
     pthread_cond_destroy(&file->changed);
     pthread_mutex_destroy(&file->lock);
@@ -674,7 +674,7 @@ int datapath_open(struct datapath *datapath, const struct ts_attr *attr, const c
     created->handles = 1;
     if (array_spec) {
         char message[256];
-        int error = layout_init_array(&created->layout, array_spec, strlen(array_spec), message,
+        int error = filetiles_init_array(&created->layout, array_spec, strlen(array_spec), message,
                                       sizeof(message));
         if (error != 0) {
             log_error("inode %llu: bad array layout \"%s\": %s", (unsigned long long)attr->ino,
@@ -685,7 +685,7 @@ int datapath_open(struct datapath *datapath, const struct ts_attr *attr, const c
         }
         created->buffer_limit = MAX_WRITE_BUFFERS;
     } else {
-        layout_init_linear(&created->layout, attr->tile_bytes);
+        filetiles_init_linear(&created->layout, attr->tile_bytes);
         created->buffer_limit = 2; /* one filling, one for a writer that steps back */
     }
     created->tile_bytes = created->layout.max_tile_bytes;
@@ -885,7 +885,7 @@ static int location_get(struct datapath *datapath, struct open_file *file, uint6
             count = ALLOCATE_BATCH;
     } else {
         /* Reads go forward: fetch the tiles up to the end of the file too. */
-        uint64_t tiles_in_file = layout_tile_count(&file->layout, file->size);
+        uint64_t tiles_in_file = filetiles_tile_count(&file->layout, file->size);
         if (tiles_in_file > tile + 1)
             count = (uint32_t)(tiles_in_file - tile < TILE_MAP_BATCH ? tiles_in_file - tile
                                                                      : TILE_MAP_BATCH);
@@ -1228,8 +1228,8 @@ static void write_job_run(struct worker_job *worker_job)
     pthread_mutex_unlock(&file->lock);
     /* The file may be gone now; ino and the profile are not. */
     if (local) {
-        struct profile_counts delta = {.local_bytes = profiled_bytes};
-        profile_add(datapath->profile, ino, tile, &delta);
+        struct profiler_counts delta = {.local_bytes = profiled_bytes};
+        profiler_add(datapath->profile, ino, tile, &delta);
     }
 }
 
@@ -1696,9 +1696,9 @@ static void buffer_fill(struct datapath *datapath, struct write_buffer *buffer, 
 ssize_t datapath_write(struct datapath *datapath, struct open_file *file, const char *buf,
                        size_t size, uint64_t offset, const struct reqmem_slot *request)
 {
-    struct layout_walk walk;
+    struct filetiles_walk walk;
     struct tile_segment segment;
-    struct profile_batch batch;
+    struct profiler_batch batch;
     ssize_t result = (ssize_t)size;
 
     if (size > (uint64_t)INT64_MAX - offset)
@@ -1706,7 +1706,7 @@ ssize_t datapath_write(struct datapath *datapath, struct open_file *file, const 
     pthread_mutex_lock(&file->lock);
     bool profiled = file->profiled && datapath->profile;
     if (profiled)
-        profile_batch_init(&batch, file->ino, true);
+        profiler_batch_init(&batch, file->ino, true);
     if (file->error != 0 || atomic_load(&file->lost)) {
         result = file->error != 0 ? file->error : -EIO;
         goto out;
@@ -1716,8 +1716,8 @@ ssize_t datapath_write(struct datapath *datapath, struct open_file *file, const 
         goto out;
     }
     file->generation++; /* tiles loaded before must not reach the page cache */
-    layout_walk_init(&walk, &file->layout, offset, size);
-    while (layout_walk_next(&walk, &segment)) {
+    filetiles_walk_init(&walk, &file->layout, offset, size);
+    while (filetiles_walk_next(&walk, &segment)) {
         uint32_t low = segment.tile_offset;
         uint32_t high = segment.tile_offset + segment.length;
         cache_forget_range(datapath, file, segment.tile, segment.tile);
@@ -1730,7 +1730,7 @@ ssize_t datapath_write(struct datapath *datapath, struct open_file *file, const 
                     file->tile_bytes, request);
         if (profiled) {
             /* Whether these bytes are local is known when the buffer is sent. */
-            profile_batch_add(datapath->profile, &batch, segment.tile, segment.length, false);
+            profiler_batch_add(datapath->profile, &batch, segment.tile, segment.length, false);
             buffer->profiled_bytes += segment.length;
         }
         if (low < buffer->low)
@@ -1739,7 +1739,7 @@ ssize_t datapath_write(struct datapath *datapath, struct open_file *file, const 
             buffer->high = high;
         buffer->last_use = ++file->use_clock;
         buffer->written_ms = util_monotonic_ms();
-        if (buffer->high - buffer->low == layout_tile_bytes(&file->layout, segment.tile))
+        if (buffer->high - buffer->low == filetiles_tile_bytes(&file->layout, segment.tile))
             buffer_write_out(datapath, file, buffer);
     }
     if (file->error != 0) {
@@ -1753,7 +1753,7 @@ ssize_t datapath_write(struct datapath *datapath, struct open_file *file, const 
 out:
     pthread_mutex_unlock(&file->lock);
     if (profiled && result >= 0)
-        profile_batch_commit(datapath->profile, &batch);
+        profiler_batch_commit(datapath->profile, &batch);
     return result;
 }
 
@@ -1912,7 +1912,7 @@ static void load_job_run(struct worker_job *worker_job)
     /* Nobody else touches a LOADING slot, so the reply goes straight into
      * it: a zmq_msg_t must not be copied (small messages live inside it). */
     int error = read_tile(job->datapath, file->ino, job->tile, 0,
-                          layout_tile_bytes(&file->layout, job->tile), &location, &slot->reply);
+                          filetiles_tile_bytes(&file->layout, job->tile), &location, &slot->reply);
     bool local = error == 0 && job->datapath->profile && read_is_local(job->datapath, &location);
     pthread_mutex_lock(&file->lock);
     location_replace(file, job->tile, &job->location, &location);
@@ -2002,7 +2002,7 @@ static struct read_slot *cache_load(struct datapath *datapath, struct open_file 
  */
 static void cache_read_ahead(struct datapath *datapath, struct open_file *file, uint64_t tile)
 {
-    uint64_t tiles_in_file = layout_tile_count(&file->layout, file->size);
+    uint64_t tiles_in_file = filetiles_tile_count(&file->layout, file->size);
     uint32_t ahead = file->run_tiles < datapath->readahead_tiles ? file->run_tiles
                                                                   : datapath->readahead_tiles;
     for (uint64_t next = tile + 1; next <= tile + ahead && next < tiles_in_file; next++) {
@@ -2210,15 +2210,15 @@ static const struct datapath_span *span_find(const struct datapath_read *result,
  * (the scratch buffer). `rest`: the walk after this segment.
  */
 static int gathered_serve(struct datapath *datapath, struct open_file *file,
-                          const struct tile_segment *segment, const struct layout_walk *rest,
+                          const struct tile_segment *segment, const struct filetiles_walk *rest,
                           struct datapath_read *result, bool *local)
 {
     const struct datapath_span *span = span_find(result, segment->tile);
     if (!span) {
         struct tile_segment run = *segment;
         struct tile_segment next;
-        struct layout_walk walk = *rest;
-        while (layout_walk_next(&walk, &next))
+        struct filetiles_walk walk = *rest;
+        while (filetiles_walk_next(&walk, &next))
             if (next.tile == segment->tile)
                 run.length = next.tile_offset + next.length - run.tile_offset;
         if (result->span_count == result->span_cap) {
@@ -2323,9 +2323,9 @@ static int stream_serve(struct datapath *datapath, struct open_file *file,
 ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t size,
                       uint64_t offset, bool buffered, int pipe_fd, struct datapath_read *result)
 {
-    struct layout_walk walk;
+    struct filetiles_walk walk;
     struct tile_segment segment;
-    struct profile_batch batch;
+    struct profiler_batch batch;
     bool profiled = false;
     ssize_t outcome = 0;
     bool sequential;
@@ -2344,7 +2344,7 @@ ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t 
     pthread_mutex_lock(&file->lock);
     profiled = file->profiled && datapath->profile;
     if (profiled)
-        profile_batch_init(&batch, file->ino, false);
+        profiler_batch_init(&batch, file->ino, false);
     if (atomic_load(&file->lost)) {
         outcome = -EIO;
         goto out;
@@ -2386,11 +2386,11 @@ ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t 
      * for their short rows: cached. */
     bool streaming = result->pipe_fd >= 0 && !file->layout.array;
     bool through_cache = false; /* a tile of this sequential read has no stream */
-    uint64_t tiles_in_file = layout_tile_count(&file->layout, file->size);
+    uint64_t tiles_in_file = filetiles_tile_count(&file->layout, file->size);
 
     uint64_t last_tile = 0;
-    layout_walk_init(&walk, &file->layout, offset, size);
-    while (layout_walk_next(&walk, &segment)) {
+    filetiles_walk_init(&walk, &file->layout, offset, size);
+    while (filetiles_walk_next(&walk, &segment)) {
         /* Reads see this mount's writes. */
         tile_settle(datapath, file, segment.tile);
         struct read_slot *slot = cache_find(file, segment.tile);
@@ -2437,7 +2437,7 @@ ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t 
             goto out;
         }
         if (profiled)
-            profile_batch_add(datapath->profile, &batch, segment.tile, segment.length, local);
+            profiler_batch_add(datapath->profile, &batch, segment.tile, segment.length, local);
     }
     if (!sequential) {
         file->run_tiles = 0;
@@ -2459,7 +2459,7 @@ ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t 
 out:
     pthread_mutex_unlock(&file->lock);
     if (profiled && outcome >= 0)
-        profile_batch_commit(datapath->profile, &batch);
+        profiler_batch_commit(datapath->profile, &batch);
     return outcome;
 }
 

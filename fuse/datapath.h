@@ -38,10 +38,10 @@
 
 #include "attrguard.h"
 #include "budget.h"
-#include "layout.h"
+#include "filetiles.h"
 #include "metaclient.h"
 #include "nodedir.h"
-#include "profile.h"
+#include "profiler.h"
 #include "reqmem.h"
 #include "tilestream.h"
 #include "workers.h"
@@ -59,7 +59,7 @@ struct datapath_config {
     uint64_t memory_bytes;    /* cap on tile buffers: half for writes, half for reads */
     uint32_t readahead_tiles; /* tiles loaded ahead of a sequential reader */
     int io_timeout_ms;        /* how long a tile that moves may keep a request waiting */
-    struct profile *profile;  /* where profiled files are counted; NULL = nowhere */
+    struct profiler *profile;  /* where profiled files are counted; NULL = nowhere */
     struct tilestream *streams; /* the datanodes' tile streams; NULL: ZeroMQ only */
     /* Called when meta has taken a size or times this mount changed (a
      * commit or truncation), before the data path stops holding them

@@ -4,7 +4,7 @@
  * filesystem with the low-level libfuse API and serves it with the
  * multithreaded loop until unmounted or signalled. Besides the request
  * threads, a profile thread sends the access counts of profiled files to
- * meta every second (profile.h); it stops, and sends what is left, after
+ * meta every second (profiler.h); it stops, and sends what is left, after
  * the kernel has released every file.
  */
 #include "ops.h"
@@ -13,7 +13,7 @@
 #include "dirlease.h"
 #include "keepcache.h"
 #include "log.h"
-#include "profile.h"
+#include "profiler.h"
 #include "reqloop.h"
 #include "status.h"
 #include "tile.h"
@@ -335,7 +335,7 @@ int main(int argc, char **argv)
     struct mount_state state = {0};
     struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
     struct fuse_session *session = NULL;
-    struct profile *profile = NULL;
+    struct profiler *profile = NULL;
     int exit_code = 1;
 
     int parsed = parse_arguments(argc, argv, &options);
@@ -403,7 +403,7 @@ int main(int argc, char **argv)
         state.workers = workers_new((int)options.io_threads);
     if (state.workers && options.tile_streams && tilestream_setup())
         state.streams = tilestream_new(state.nodes, (int)options.io_timeout_ms);
-    struct profile_config profile_config = {
+    struct profiler_config profiler_config = {
         .slots = PROFILE_DEFAULT_SLOTS,
         .max_records = TS_MAX_PROFILE_RECORDS,
         .interval_ms = PROFILE_INTERVAL_MS,
@@ -411,7 +411,7 @@ int main(int argc, char **argv)
         .send_context = state.meta,
     };
     if (state.workers)
-        profile = profile_new(&profile_config);
+        profile = profiler_new(&profiler_config);
     /* Attributes older than the newest handed out may still come in for
      * the attribute timeout (caches) plus meta's (replies): attrguard.h. */
     state.attr_guard =
@@ -508,7 +508,7 @@ out:
     workers_destroy(&state.workers); /* finishes queued jobs before the rest goes */
     datapath_destroy(&state.datapath);
     tilestream_destroy(&state.streams);
-    profile_destroy(&profile); /* sends the last counts: meta is still there */
+    profiler_destroy(&profile); /* sends the last counts: meta is still there */
     nodedir_destroy(&state.nodes);
     dirlease_destroy(&state.leases);  /* returns the leases once their creates are sent */
     metaclient_destroy(&state.meta); /* sends the releases still queued */

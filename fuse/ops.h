@@ -5,8 +5,7 @@
 #ifndef TESSERA_OPS_H
 #define TESSERA_OPS_H
 
-#define FUSE_USE_VERSION 314
-#include <fuse_lowlevel.h>
+#include <fuse_lowlevel.h> /* FUSE_USE_VERSION comes from meson (fuse/meson.build) */
 
 #include "attrguard.h"
 #include "datapath.h"

@@ -10,7 +10,6 @@
 #ifndef TESSERA_REQLOOP_H
 #define TESSERA_REQLOOP_H
 
-#include "ops.h" /* FUSE_USE_VERSION before fuse_lowlevel.h */
 #include "reqmem.h"
 
 #include <fuse_lowlevel.h>

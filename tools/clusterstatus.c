@@ -9,7 +9,7 @@
 
 #include "clusterconf.h"
 #include "fmt.h"
-#include "metaclient.h"
+#include "toolmeta.h"
 #include "metatarget.h"
 #include "status.h"
 #include "util.h"
@@ -112,7 +112,7 @@ static int clusterstatus_max(int a, size_t b)
 }
 
 /* Column widths: MACHINE and ADDRESS grow with the longest value. */
-static void clusterstatus_widths(const struct metaclient_node *nodes, size_t count,
+static void clusterstatus_widths(const struct toolmeta_node *nodes, size_t count,
                                  int *machine_width, int *address_width)
 {
     *machine_width = (int)strlen("MACHINE");
@@ -132,7 +132,7 @@ static void clusterstatus_rate(uint64_t bytes_per_sec, char *out, size_t cap)
         snprintf(out, cap, "%.1f", (double)bytes_per_sec / 1e6);
 }
 
-static void clusterstatus_print_row(const struct metaclient_node *node, int machine_width,
+static void clusterstatus_print_row(const struct toolmeta_node *node, int machine_width,
                                     int address_width)
 {
     char used[16];
@@ -157,7 +157,7 @@ static void clusterstatus_print_row(const struct metaclient_node *node, int mach
            write_rate, node->queue_depth, throttle);
 }
 
-static void clusterstatus_print_table(const struct metaclient_node *nodes, size_t count,
+static void clusterstatus_print_table(const struct toolmeta_node *nodes, size_t count,
                                       const struct ts_statfs_rep *totals, bool have_totals)
 {
     int machine_width;
@@ -210,11 +210,11 @@ static void clusterstatus_json_string(const char *text)
     putchar('"');
 }
 
-static void clusterstatus_print_json(const struct metaclient_node *nodes, size_t count)
+static void clusterstatus_print_json(const struct toolmeta_node *nodes, size_t count)
 {
     printf("[");
     for (size_t i = 0; i < count; i++) {
-        const struct metaclient_node *node = &nodes[i];
+        const struct toolmeta_node *node = &nodes[i];
         printf("%s\n  {\"id\": %" PRIu32 ", \"machine\": ", i ? "," : "", node->id);
         clusterstatus_json_string(node->machine);
         printf(", \"address\": ");
@@ -251,7 +251,7 @@ static int clusterstatus_call_failed(const char *endpoint, int status, const cha
 static int clusterstatus_query(const struct clusterstatus_options *options)
 {
     struct rpc_client *client = rpc_client_new(options->target.endpoint);
-    struct metaclient_node *nodes = NULL;
+    struct toolmeta_node *nodes = NULL;
     struct ts_statfs_rep totals;
     char error_text[256];
     size_t count = 0;
@@ -263,7 +263,7 @@ static int clusterstatus_query(const struct clusterstatus_options *options)
                 options->target.endpoint);
         return 1;
     }
-    status = metaclient_node_list(client, (int)options->target.timeout_ms, &nodes, &count, error_text,
+    status = toolmeta_node_list(client, (int)options->target.timeout_ms, &nodes, &count, error_text,
                                   sizeof(error_text));
     if (status != TS_OK) {
         exit_code =
@@ -274,7 +274,7 @@ static int clusterstatus_query(const struct clusterstatus_options *options)
         clusterstatus_print_json(nodes, count);
         goto out;
     }
-    status = metaclient_statfs(client, (int)options->target.timeout_ms, &totals);
+    status = toolmeta_statfs(client, (int)options->target.timeout_ms, &totals);
     clusterstatus_print_table(nodes, count, &totals, status == TS_OK);
     if (status != TS_OK)
         fprintf(stderr, "tessera status: STATFS failed: %s\n", status_text(status));

@@ -10,7 +10,7 @@
 #include "arraylayout.h"
 #include "clusterconf.h"
 #include "fmt.h"
-#include "metaclient.h"
+#include "toolmeta.h"
 #include "metatarget.h"
 #include "proto.h"
 #include "rpc.h"
@@ -280,7 +280,7 @@ struct filelayout_file {
 
 /* The holders of one tile: the primary first, then the read copies. */
 struct filelayout_holders {
-    const struct metaclient_holder *list;
+    const struct toolmeta_holder *list;
     size_t count;
 };
 
@@ -434,7 +434,7 @@ static int filelayout_load(const struct filelayout_options *options, struct rpc_
     }
     file->ino = st.st_ino;
     file->size = (uint64_t)st.st_size;
-    rc = metaclient_getattr(meta, (int)options->target.timeout_ms, file->ino, &attr);
+    rc = toolmeta_getattr(meta, (int)options->target.timeout_ms, file->ino, &attr);
     if (rc != TS_OK) {
         fprintf(stderr, "tessera layout: tessera-meta at %s: inode %" PRIu64 ": %s%s\n",
                 options->target.endpoint, file->ino, status_text(rc),
@@ -500,7 +500,7 @@ static int filelayout_show(const struct filelayout_options *options)
         uint64_t left = file->tile_count - first;
         uint32_t count = left < TS_MAX_TILES_PER_MAP ? (uint32_t)left : TS_MAX_TILES_PER_MAP;
         int status =
-            metaclient_tile_map(meta, (int)options->target.timeout_ms, file->ino, first, count,
+            toolmeta_tile_map(meta, (int)options->target.timeout_ms, file->ino, first, count,
                                 nodes, versions, flags, error_text, sizeof(error_text));
         if (status != TS_OK) {
             fflush(stdout);
@@ -511,10 +511,10 @@ static int filelayout_show(const struct filelayout_options *options)
             exit_code = 1;
             goto out;
         }
-        struct metaclient_holder *holders = NULL;
+        struct toolmeta_holder *holders = NULL;
         size_t holder_count = 0;
         status =
-            metaclient_tile_holders(meta, (int)options->target.timeout_ms, file->ino, first, count,
+            toolmeta_tile_holders(meta, (int)options->target.timeout_ms, file->ino, first, count,
                                     &holders, &holder_count, error_text, sizeof(error_text));
         if (status == TS_ERR_PROTO && !copies_unknown) {
             fprintf(stderr,
@@ -540,7 +540,7 @@ static int filelayout_show(const struct filelayout_options *options)
             }
             /* Without the list (an older meta, or the map changed between
              * the two requests): the primary the map names. */
-            struct metaclient_holder primary = {first + i, nodes[i], versions[i],
+            struct toolmeta_holder primary = {first + i, nodes[i], versions[i],
                                                 TS_HOLDER_PRIMARY};
             if (nodes[i] != 0 && (tile_holders.count == 0 || tile_holders.list[0].node != nodes[i]))
                 tile_holders = (struct filelayout_holders){&primary, 1};

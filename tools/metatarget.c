@@ -8,7 +8,7 @@
 
 #include "clusterconf.h"
 #include "fmt.h"
-#include "metaclient.h"
+#include "toolmeta.h"
 #include "status.h"
 #include "util.h"
 
@@ -144,7 +144,7 @@ int metatarget_resolve_path(struct metatarget *target, const char *path, const c
         return exit_code;
     client = rpc_client_new(target->endpoint);
     status =
-        client ? metaclient_cluster_id(client, (int)target->timeout_ms, given_id, sizeof(given_id))
+        client ? toolmeta_cluster_id(client, (int)target->timeout_ms, given_id, sizeof(given_id))
                : TS_ERR_INVAL;
     rpc_client_destroy(&client);
     if (status != TS_OK) {

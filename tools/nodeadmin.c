@@ -9,7 +9,7 @@
 
 #include "clusterconf.h"
 #include "fmt.h"
-#include "metaclient.h"
+#include "toolmeta.h"
 #include "metatarget.h"
 #include "proto.h"
 #include "rpc.h"
@@ -158,10 +158,10 @@ static int nodeadmin_parse(int argc, char **argv, struct nodeadmin_options *opti
 }
 
 /* The node's entry in NODE_LIST into *node; returns 0 or the exit code. */
-static int nodeadmin_find(const struct nodeadmin_options *options, struct metaclient_node *node)
+static int nodeadmin_find(const struct nodeadmin_options *options, struct toolmeta_node *node)
 {
     struct rpc_client *client = rpc_client_new(options->target.endpoint);
-    struct metaclient_node *nodes = NULL;
+    struct toolmeta_node *nodes = NULL;
     char error_text[256];
     size_t count = 0;
     int exit_code = 1;
@@ -172,7 +172,7 @@ static int nodeadmin_find(const struct nodeadmin_options *options, struct metacl
                 options->target.endpoint);
         return 1;
     }
-    status = metaclient_node_list(client, (int)options->target.timeout_ms, &nodes, &count, error_text,
+    status = toolmeta_node_list(client, (int)options->target.timeout_ms, &nodes, &count, error_text,
                                   sizeof(error_text));
     if (status == TS_ERR_TIMEDOUT) {
         fprintf(stderr,
@@ -203,7 +203,7 @@ out:
 
 /* Sends NODE_THROTTLE to the node; returns the exit code. */
 static int nodeadmin_throttle(const struct nodeadmin_options *options,
-                              const struct metaclient_node *node)
+                              const struct toolmeta_node *node)
 {
     struct ts_node_throttle request = {.bytes_per_sec = options->bytes_per_sec};
     struct ts_node_throttle answer;
@@ -250,7 +250,7 @@ static int nodeadmin_throttle(const struct nodeadmin_options *options,
 
 /* Prints a failed call to the node; returns exit code 1. */
 static int nodeadmin_call_failed(const struct nodeadmin_options *options,
-                                 const struct metaclient_node *node, int status,
+                                 const struct toolmeta_node *node, int status,
                                  struct rpc_reply *reply)
 {
     char error_text[256];
@@ -267,7 +267,7 @@ static int nodeadmin_call_failed(const struct nodeadmin_options *options,
 
 /* Prints a NODE_STATS reply whose blobs were checked; text or JSON. */
 static void nodeadmin_print_stats(const struct nodeadmin_options *options,
-                                  const struct metaclient_node *node,
+                                  const struct toolmeta_node *node,
                                   const struct ts_node_stats_rep *stats)
 {
     struct ts_cursor cursor;
@@ -325,7 +325,7 @@ static void nodeadmin_print_stats(const struct nodeadmin_options *options,
 
 /* Sends NODE_STATS to the node and prints the answer; returns the exit code. */
 static int nodeadmin_stats(const struct nodeadmin_options *options,
-                           const struct metaclient_node *node)
+                           const struct toolmeta_node *node)
 {
     struct ts_node_stats_req request = {.reset = options->reset ? 1 : 0};
     struct ts_node_stats_rep stats;
@@ -361,7 +361,7 @@ static int nodeadmin_stats(const struct nodeadmin_options *options,
 int nodeadmin_main(int argc, char **argv)
 {
     struct nodeadmin_options options = {.target.timeout_ms = NODEADMIN_DEFAULT_TIMEOUT_MS};
-    struct metaclient_node node;
+    struct toolmeta_node node;
     int exit_code = nodeadmin_parse(argc, argv, &options);
 
     if (exit_code >= 0)

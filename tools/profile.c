@@ -8,7 +8,7 @@
 
 #include "clusterconf.h"
 #include "fmt.h"
-#include "metaclient.h"
+#include "toolmeta.h"
 #include "metatarget.h"
 #include "mountwalk.h"
 #include "profileview.h"
@@ -170,7 +170,7 @@ static int profile_set_visit(void *ctx, const char *path, const struct stat *st)
     if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode))
         return 0; /* links, devices, sockets: nothing to count */
     status =
-        metaclient_profile_set(walk->meta, (int)walk->options->target.timeout_ms, (uint64_t)st->st_ino,
+        toolmeta_profile_set(walk->meta, (int)walk->options->target.timeout_ms, (uint64_t)st->st_ino,
                                walk->action, &profiling, peer, sizeof(peer));
     if (status != TS_OK)
         return profile_meta_failed(walk->options, "PROFILE_SET", path, status, peer);
@@ -231,7 +231,7 @@ struct profile_show_walk {
     const struct profile_options *options;
     struct rpc_client *meta;
     struct profileview_file *files;
-    struct metaclient_access **records; /* owned, parallel to files */
+    struct toolmeta_access **records; /* owned, parallel to files */
     size_t count;
     size_t cap;
 };
@@ -239,7 +239,7 @@ struct profile_show_walk {
 static int profile_show_visit(void *ctx, const char *path, const struct stat *st)
 {
     struct profile_show_walk *walk = ctx;
-    struct metaclient_access *records = NULL;
+    struct toolmeta_access *records = NULL;
     size_t count = 0;
     uint32_t profiling = 0;
     char peer[256];
@@ -248,14 +248,14 @@ static int profile_show_visit(void *ctx, const char *path, const struct stat *st
     if (!S_ISREG(st->st_mode))
         return 0;
     status =
-        metaclient_profile_all(walk->meta, (int)walk->options->target.timeout_ms, (uint64_t)st->st_ino,
+        toolmeta_profile_all(walk->meta, (int)walk->options->target.timeout_ms, (uint64_t)st->st_ino,
                                &records, &count, &profiling, peer, sizeof(peer));
     if (status != TS_OK)
         return profile_meta_failed(walk->options, "PROFILE_GET", path, status, peer);
     if (walk->count == walk->cap) {
         size_t cap = walk->cap ? walk->cap * 2 : 64;
         struct profileview_file *files = realloc(walk->files, cap * sizeof(*files));
-        struct metaclient_access **owned =
+        struct toolmeta_access **owned =
             files ? realloc(walk->records, cap * sizeof(*owned)) : NULL;
         if (files)
             walk->files = files;

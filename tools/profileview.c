@@ -79,14 +79,14 @@ static void profileview_free_names(struct profileview_names *names)
     memset(names, 0, sizeof(*names));
 }
 
-static uint64_t profileview_remote(const struct metaclient_access *record)
+static uint64_t profileview_remote(const struct toolmeta_access *record)
 {
     uint64_t moved = record->bytes_read + record->bytes_written;
     return moved > record->local_bytes ? moved - record->local_bytes : 0;
 }
 
 static void profileview_add(struct profileview_totals *totals,
-                            const struct metaclient_access *record)
+                            const struct toolmeta_access *record)
 {
     totals->reads += record->reads;
     totals->writes += record->writes;
@@ -285,7 +285,7 @@ int profileview_json(FILE *out, const char *root, const struct profileview_file 
         profileview_json_totals(out, &totals);
         fprintf(out, ", \"records\": [");
         for (size_t r = 0; r < file->count; r++) {
-            const struct metaclient_access *record = &file->records[r];
+            const struct toolmeta_access *record = &file->records[r];
             fprintf(out, "%s\n    {\"tile\": %" PRIu64 ", \"machine\": ", r ? "," : "",
                     record->tile);
             jsonout_string(out, record->machine);
@@ -343,7 +343,7 @@ static int profileview_map_build(const struct profileview_file *file,
     if (!map->cells)
         return -ENOMEM;
     for (size_t r = 0; r < file->count; r++) {
-        const struct metaclient_access *record = &file->records[r];
+        const struct toolmeta_access *record = &file->records[r];
         size_t row = (size_t)((record->tile - map->first_tile) / map->tiles_per_row);
         struct profileview_cell *cell =
             &map->cells[row * names->count + profileview_names_find(names, record->machine)];

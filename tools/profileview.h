@@ -3,7 +3,7 @@
  * What `tessera profile show` prints about the access profiles of a set
  * of files: a table per file, JSON with every record, or an SVG heat map
  * of tiles x machines coloured by the bytes each machine moved. Pure
- * formatting over decoded records (metaclient.h): no I/O but the stream
+ * formatting over decoded records (toolmeta.h): no I/O but the stream
  * it writes to.
  *
  * Local bytes are the bytes a datanode on the accessing machine served;
@@ -12,7 +12,7 @@
 #ifndef TESSERA_TOOLS_PROFILEVIEW_H
 #define TESSERA_TOOLS_PROFILEVIEW_H
 
-#include "metaclient.h"
+#include "toolmeta.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -27,7 +27,7 @@ struct profileview_file {
     const char *path;
     uint64_t ino;
     bool profiling;
-    const struct metaclient_access *records;
+    const struct toolmeta_access *records;
     size_t count;
 };
 

@@ -14,7 +14,7 @@
 #include "applyrun.h"
 #include "clusterconf.h"
 #include "fmt.h"
-#include "metaclient.h"
+#include "toolmeta.h"
 #include "metatarget.h"
 #include "mountwalk.h"
 #include "plan.h"
@@ -256,11 +256,11 @@ static int rebalance_meta_failed(const struct rebalance_options *options, const 
 
 /* NODE_LIST; returns 0 or exit code 1 after saying why. */
 static int rebalance_nodes(const struct rebalance_options *options, struct rpc_client *meta,
-                           struct metaclient_node **nodes, size_t *count)
+                           struct toolmeta_node **nodes, size_t *count)
 {
     char peer[256];
     int status =
-        metaclient_node_list(meta, (int)options->target.timeout_ms, nodes, count, peer, sizeof(peer));
+        toolmeta_node_list(meta, (int)options->target.timeout_ms, nodes, count, peer, sizeof(peer));
     if (status != TS_OK)
         return rebalance_meta_failed(options, "NODE_LIST", status, peer);
     return 0;
@@ -291,7 +291,7 @@ static int rebalance_make_plan(const struct rebalance_options *options,
 }
 
 /* A journal entry as a step (its size is not known). */
-static void rebalance_journal_step(const struct metaclient_move *move, struct relocate_step *step)
+static void rebalance_journal_step(const struct toolmeta_move *move, struct relocate_step *step)
 {
     memset(step, 0, sizeof(*step));
     step->kind = (enum plan_action_kind)move->kind;
@@ -304,7 +304,7 @@ static void rebalance_journal_step(const struct metaclient_move *move, struct re
 }
 
 /* Journal entries as steps. */
-static struct relocate_step *rebalance_journal_steps(const struct metaclient_move *moves,
+static struct relocate_step *rebalance_journal_steps(const struct toolmeta_move *moves,
                                                      size_t count)
 {
     struct relocate_step *steps = calloc(count ? count : 1, sizeof(*steps));
@@ -319,7 +319,7 @@ static struct relocate_step *rebalance_journal_steps(const struct metaclient_mov
 static int rebalance_resume(const struct rebalance_options *options, struct rpc_client *meta,
                             struct relocnet *net)
 {
-    struct metaclient_move *moves = NULL;
+    struct toolmeta_move *moves = NULL;
     struct relocate_step *steps = NULL;
     struct relocate_progress progress;
     size_t count = 0, valid = 0, committed = 0;
@@ -327,7 +327,7 @@ static int rebalance_resume(const struct rebalance_options *options, struct rpc_
     int status, exit_code;
 
     status =
-        metaclient_move_list(meta, (int)options->target.timeout_ms, &moves, &count, peer, sizeof(peer));
+        toolmeta_move_list(meta, (int)options->target.timeout_ms, &moves, &count, peer, sizeof(peer));
     if (status != TS_OK)
         return rebalance_meta_failed(options, "MOVE_LIST", status, peer);
     if (count == 0)
@@ -368,7 +368,7 @@ static int rebalance_resume(const struct rebalance_options *options, struct rpc_
 
 static int rebalance_plan(const struct rebalance_options *options, struct rpc_client *meta)
 {
-    struct metaclient_node *nodes = NULL;
+    struct toolmeta_node *nodes = NULL;
     struct rebalanceinput input;
     struct plan plan = {0};
     size_t node_count = 0;
@@ -395,7 +395,7 @@ static int rebalance_plan(const struct rebalance_options *options, struct rpc_cl
 
 static int rebalance_apply(const struct rebalance_options *options, struct rpc_client *meta)
 {
-    struct metaclient_node *nodes = NULL;
+    struct toolmeta_node *nodes = NULL;
     struct relocnet *net = NULL;
     struct rebalanceinput input;
     struct plan plan = {0};
@@ -477,12 +477,12 @@ static const char *rebalance_state_name(uint32_t state)
 
 static int rebalance_status(const struct rebalance_options *options, struct rpc_client *meta)
 {
-    struct metaclient_move *moves = NULL;
+    struct toolmeta_move *moves = NULL;
     size_t count = 0;
     char peer[256], age[16];
     time_t now = time(NULL);
     int status =
-        metaclient_move_list(meta, (int)options->target.timeout_ms, &moves, &count, peer, sizeof(peer));
+        toolmeta_move_list(meta, (int)options->target.timeout_ms, &moves, &count, peer, sizeof(peer));
 
     if (status != TS_OK)
         return rebalance_meta_failed(options, "MOVE_LIST", status, peer);
@@ -494,7 +494,7 @@ static int rebalance_status(const struct rebalance_options *options, struct rpc_
         printf("%-12s %-8s %-5s %-6s    %-6s %-12s %-12s %-9s %s\n", "inode", "tile", "kind",
                "from", "to", "version", "new_version", "state", "age");
     for (size_t i = 0; i < count; i++) {
-        const struct metaclient_move *move = &moves[i];
+        const struct toolmeta_move *move = &moves[i];
         double seconds = move->started_sec > 0 ? difftime(now, (time_t)move->started_sec) : -1;
         const char *kind = plan_action_kind_name((enum plan_action_kind)move->kind);
         const char *state = rebalance_state_name(move->state);
@@ -528,7 +528,7 @@ static int rebalance_status(const struct rebalance_options *options, struct rpc_
  * MOVE_COMMIT) with the executor's own step; true when it is gone.
  */
 static bool rebalance_finish_entry(const struct relocate_transport *transport, void *worker,
-                                   const struct metaclient_move *move)
+                                   const struct toolmeta_move *move)
 {
     struct relocate_step step;
     struct relocate_result result;
@@ -546,7 +546,7 @@ static bool rebalance_finish_entry(const struct relocate_transport *transport, v
 
 /* Aborts a begun entry (LIFT on the source, then MOVE_ABORT); true when it is gone. */
 static bool rebalance_abort_entry(const struct relocate_transport *transport, void *worker,
-                                  const struct metaclient_move *move)
+                                  const struct toolmeta_move *move)
 {
     char peer[256];
     uint64_t bytes;
@@ -571,8 +571,8 @@ static bool rebalance_abort_entry(const struct relocate_transport *transport, vo
 
 static int rebalance_abort(const struct rebalance_options *options, struct rpc_client *meta)
 {
-    struct metaclient_node *nodes = NULL;
-    struct metaclient_move *moves = NULL;
+    struct toolmeta_node *nodes = NULL;
+    struct toolmeta_move *moves = NULL;
     struct relocnet *net = NULL;
     struct relocate_transport transport;
     void *worker = NULL;
@@ -584,7 +584,7 @@ static int rebalance_abort(const struct rebalance_options *options, struct rpc_c
     if (exit_code != 0)
         goto out;
     status =
-        metaclient_move_list(meta, (int)options->target.timeout_ms, &moves, &count, peer, sizeof(peer));
+        toolmeta_move_list(meta, (int)options->target.timeout_ms, &moves, &count, peer, sizeof(peer));
     if (status != TS_OK) {
         exit_code = rebalance_meta_failed(options, "MOVE_LIST", status, peer);
         goto out;
@@ -601,7 +601,7 @@ static int rebalance_abort(const struct rebalance_options *options, struct rpc_c
     }
     /* A committed step cannot be undone (the map switched): it is finished instead. */
     for (size_t i = 0; i < count; i++) {
-        const struct metaclient_move *move = &moves[i];
+        const struct toolmeta_move *move = &moves[i];
         bool committed = move->state == TS_MOVE_COMMITTED;
         bool gone = committed ? rebalance_finish_entry(&transport, worker, move)
                               : rebalance_abort_entry(&transport, worker, move);

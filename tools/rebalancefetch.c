@@ -45,7 +45,7 @@ struct rebalancefetch_walk {
     struct rebalanceinput *input;
     const char **machines; /* the cluster's distinct machine names */
     size_t machine_count;
-    struct metaclient_tile *records; /* TS_MAX_TILES_PER_MAP */
+    struct toolmeta_tile *records; /* TS_MAX_TILES_PER_MAP */
 };
 
 /* TILE_MAP of every range of file `index` from `machine` (NULL: primaries). */
@@ -59,7 +59,7 @@ static int rebalancefetch_ranges(struct rebalancefetch_walk *walk, size_t index,
     int rc = rebalanceinput_ranges(walk->input, index, &ranges, &count);
 
     for (size_t r = 0; rc == 0 && r < count; r++) {
-        int status = metaclient_tile_records(
+        int status = toolmeta_tile_records(
             walk->meta, walk->timeout_ms, file->ino, ranges[r].first, ranges[r].count,
             machine ? machine : "", walk->records, peer, sizeof(peer));
         if (status != TS_OK) {
@@ -85,7 +85,7 @@ static int rebalancefetch_ranges(struct rebalancefetch_walk *walk, size_t index,
 static int rebalancefetch_visit(void *ctx, const char *path, const struct stat *st)
 {
     struct rebalancefetch_walk *walk = ctx;
-    struct metaclient_access *records = NULL;
+    struct toolmeta_access *records = NULL;
     size_t count = 0, index = 0;
     uint32_t profiling = 0;
     struct ts_attr attr;
@@ -95,7 +95,7 @@ static int rebalancefetch_visit(void *ctx, const char *path, const struct stat *
 
     if (!S_ISREG(st->st_mode))
         return 0;
-    status = metaclient_getattr(walk->meta, walk->timeout_ms, (uint64_t)st->st_ino, &attr);
+    status = toolmeta_getattr(walk->meta, walk->timeout_ms, (uint64_t)st->st_ino, &attr);
     if (status != TS_OK) {
         snprintf(what, sizeof(what), "GETATTR of %.*s", PATH_MAX, path);
         return rebalancefetch_failed(walk->endpoint, what, status, NULL);
@@ -107,7 +107,7 @@ static int rebalancefetch_visit(void *ctx, const char *path, const struct stat *
                 REBALANCEFETCH_WHO, path, (uint64_t)st->st_ino, walk->endpoint);
         return 1;
     }
-    status = metaclient_profile_all(walk->meta, walk->timeout_ms, attr.ino, &records, &count,
+    status = toolmeta_profile_all(walk->meta, walk->timeout_ms, attr.ino, &records, &count,
                                     &profiling, peer, sizeof(peer));
     if (status != TS_OK) {
         snprintf(what, sizeof(what), "PROFILE_GET of %.*s", PATH_MAX, path);
@@ -129,7 +129,7 @@ static int rebalancefetch_visit(void *ctx, const char *path, const struct stat *
 }
 
 /* The distinct non-empty machine names of the nodes (borrowed). */
-static const char **rebalancefetch_machines(const struct metaclient_node *nodes, size_t count,
+static const char **rebalancefetch_machines(const struct toolmeta_node *nodes, size_t count,
                                             size_t *machine_count)
 {
     const char **names = calloc(count ? count : 1, sizeof(*names));
@@ -149,7 +149,7 @@ static const char **rebalancefetch_machines(const struct metaclient_node *nodes,
 }
 
 int rebalancefetch_build(const char *root, const char *endpoint, struct rpc_client *meta,
-                         int timeout_ms, const struct metaclient_node *nodes, size_t node_count,
+                         int timeout_ms, const struct toolmeta_node *nodes, size_t node_count,
                          struct rebalanceinput *input)
 {
     struct rebalancefetch_walk walk = {

@@ -7,7 +7,7 @@
 #ifndef TESSERA_TOOLS_REBALANCEFETCH_H
 #define TESSERA_TOOLS_REBALANCEFETCH_H
 
-#include "metaclient.h"
+#include "toolmeta.h"
 #include "rebalanceinput.h"
 #include "rpc.h"
 
@@ -20,7 +20,7 @@
  * Returns 0, or exit code 1 after printing why on stderr.
  */
 int rebalancefetch_build(const char *root, const char *endpoint, struct rpc_client *meta,
-                         int timeout_ms, const struct metaclient_node *nodes, size_t node_count,
+                         int timeout_ms, const struct toolmeta_node *nodes, size_t node_count,
                          struct rebalanceinput *input);
 
 #endif

@@ -77,7 +77,7 @@ static uint64_t rebalanceinput_disk_rate(uint64_t measured, uint64_t throttle)
     return measured == 0 || measured > throttle ? throttle : measured;
 }
 
-int rebalanceinput_set_nodes(struct rebalanceinput *input, const struct metaclient_node *nodes,
+int rebalanceinput_set_nodes(struct rebalanceinput *input, const struct toolmeta_node *nodes,
                              size_t count)
 {
     free(input->nodes);
@@ -162,7 +162,7 @@ static int rebalanceinput_compare_u64(const void *a, const void *b)
 
 /* The file's distinct profiled tiles, sorted. */
 static int rebalanceinput_profiled(struct rebalanceinput_file *file,
-                                   const struct metaclient_access *records, size_t count)
+                                   const struct toolmeta_access *records, size_t count)
 {
     size_t distinct = 0;
 
@@ -183,7 +183,7 @@ static int rebalanceinput_profiled(struct rebalanceinput_file *file,
 }
 
 int rebalanceinput_add_file(struct rebalanceinput *input, const char *path,
-                            const struct ts_attr *attr, const struct metaclient_access *records,
+                            const struct ts_attr *attr, const struct toolmeta_access *records,
                             size_t count, size_t *index)
 {
     struct rebalanceinput_file *file;
@@ -296,7 +296,7 @@ static uint64_t rebalanceinput_tile_bytes(const struct rebalanceinput_file *file
 }
 
 int rebalanceinput_add_tiles(struct rebalanceinput *input, size_t index, uint64_t first,
-                             const struct metaclient_tile *records, uint32_t count,
+                             const struct toolmeta_tile *records, uint32_t count,
                              bool *has_copies)
 {
     struct rebalanceinput_file *file = &input->files[index];
@@ -356,7 +356,7 @@ static size_t rebalanceinput_find_tile(const struct rebalanceinput *input,
 }
 
 int rebalanceinput_add_copies(struct rebalanceinput *input, size_t index, uint64_t first,
-                              const struct metaclient_tile *records, uint32_t count)
+                              const struct toolmeta_tile *records, uint32_t count)
 {
     const struct rebalanceinput_file *file = &input->files[index];
 

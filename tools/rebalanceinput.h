@@ -30,7 +30,7 @@
 #ifndef TESSERA_TOOLS_REBALANCEINPUT_H
 #define TESSERA_TOOLS_REBALANCEINPUT_H
 
-#include "metaclient.h"
+#include "toolmeta.h"
 #include "plan.h"
 #include "proto.h"
 #include "relocate.h"
@@ -88,7 +88,7 @@ void rebalanceinput_init(struct rebalanceinput *input);
 void rebalanceinput_release(struct rebalanceinput *input);
 
 /* The datanodes as NODE_LIST gave them. Returns 0 or -ENOMEM. */
-int rebalanceinput_set_nodes(struct rebalanceinput *input, const struct metaclient_node *nodes,
+int rebalanceinput_set_nodes(struct rebalanceinput *input, const struct toolmeta_node *nodes,
                              size_t count);
 
 /*
@@ -97,7 +97,7 @@ int rebalanceinput_set_nodes(struct rebalanceinput *input, const struct metaclie
  * -ENOMEM. *index gets the file's index.
  */
 int rebalanceinput_add_file(struct rebalanceinput *input, const char *path,
-                            const struct ts_attr *attr, const struct metaclient_access *records,
+                            const struct ts_attr *attr, const struct toolmeta_access *records,
                             size_t count, size_t *index);
 
 /* The TILE_MAP ranges of file `index`; *ranges malloc'd. 0 or -ENOMEM. */
@@ -111,7 +111,7 @@ int rebalanceinput_ranges(const struct rebalanceinput *input, size_t index,
  * Returns 0 or -ENOMEM.
  */
 int rebalanceinput_add_tiles(struct rebalanceinput *input, size_t index, uint64_t first,
-                             const struct metaclient_tile *records, uint32_t count,
+                             const struct toolmeta_tile *records, uint32_t count,
                              bool *has_copies);
 
 /*
@@ -119,7 +119,7 @@ int rebalanceinput_add_tiles(struct rebalanceinput *input, size_t index, uint64_
  * one machine. Holders past PLAN_MAX_COPIES are left out. Returns 0.
  */
 int rebalanceinput_add_copies(struct rebalanceinput *input, size_t index, uint64_t first,
-                              const struct metaclient_tile *records, uint32_t count);
+                              const struct toolmeta_tile *records, uint32_t count);
 
 /* The planner's views of the input (pointing into it). */
 void rebalanceinput_views(const struct rebalanceinput *input, struct plan_cluster *cluster,

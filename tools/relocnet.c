@@ -23,7 +23,7 @@ _Static_assert((int)PLAN_COPY == (int)TS_MOVE_COPY && (int)PLAN_MOVE == (int)TS_
 
 struct relocnet {
     char *meta_endpoint;
-    struct metaclient_node *nodes;
+    struct toolmeta_node *nodes;
     size_t node_count;
     int timeout_ms;
 };
@@ -35,7 +35,7 @@ struct relocnet_worker {
     struct rpc_client **node_clients; /* indexed like net->nodes */
 };
 
-struct relocnet *relocnet_new(const char *meta_endpoint, const struct metaclient_node *nodes,
+struct relocnet *relocnet_new(const char *meta_endpoint, const struct toolmeta_node *nodes,
                               size_t count, int timeout_ms)
 {
     struct relocnet *net = calloc(1, sizeof(*net));
@@ -118,7 +118,7 @@ static void relocnet_worker_close(void *handle)
 }
 
 /* The datanode with this id, or NULL with why written. */
-static const struct metaclient_node *relocnet_node(const struct relocnet *net, uint32_t id,
+static const struct toolmeta_node *relocnet_node(const struct relocnet *net, uint32_t id,
                                                    size_t *index, char *why, size_t cap)
 {
     for (size_t i = 0; i < net->node_count; i++) {
@@ -136,7 +136,7 @@ static struct rpc_client *relocnet_node_client(struct relocnet_worker *worker, u
                                                char *why, size_t cap)
 {
     size_t index;
-    const struct metaclient_node *node = relocnet_node(worker->net, id, &index, why, cap);
+    const struct toolmeta_node *node = relocnet_node(worker->net, id, &index, why, cap);
 
     if (!node)
         return NULL;
@@ -155,7 +155,7 @@ static void relocnet_blame(const struct relocnet *net, uint32_t id, int status, 
 {
     size_t index;
     char ignored[8];
-    const struct metaclient_node *node;
+    const struct toolmeta_node *node;
 
     if (status == TS_OK || (why && why[0]))
         return;
@@ -169,7 +169,7 @@ static int relocnet_move_begin(void *handle, const struct relocate_step *step,
                                uint64_t *new_version, char *why, size_t cap)
 {
     struct relocnet_worker *worker = handle;
-    struct metaclient_move move = {
+    struct toolmeta_move move = {
         .ino = step->ino,
         .tile = step->tile,
         .kind = (uint32_t)step->kind,
@@ -177,20 +177,20 @@ static int relocnet_move_begin(void *handle, const struct relocate_step *step,
         .to_node = step->to_node,
         .version = step->version,
     };
-    return metaclient_move_begin(worker->meta, worker->net->timeout_ms, &move, new_version, why,
+    return toolmeta_move_begin(worker->meta, worker->net->timeout_ms, &move, new_version, why,
                                  cap);
 }
 
 static int relocnet_move_commit(void *handle, uint64_t ino, uint64_t tile, char *why, size_t cap)
 {
     struct relocnet_worker *worker = handle;
-    return metaclient_move_end(worker->meta, worker->net->timeout_ms, ino, tile, 0, why, cap);
+    return toolmeta_move_end(worker->meta, worker->net->timeout_ms, ino, tile, 0, why, cap);
 }
 
 static int relocnet_move_abort(void *handle, uint64_t ino, uint64_t tile, char *why, size_t cap)
 {
     struct relocnet_worker *worker = handle;
-    return metaclient_move_end(worker->meta, worker->net->timeout_ms, ino, tile, 1, why, cap);
+    return toolmeta_move_end(worker->meta, worker->net->timeout_ms, ino, tile, 1, why, cap);
 }
 
 static int relocnet_tile_pull(void *handle, uint32_t target, uint32_t source,
@@ -200,7 +200,7 @@ static int relocnet_tile_pull(void *handle, uint32_t target, uint32_t source,
     struct relocnet_worker *worker = handle;
     struct rpc_client *client = relocnet_node_client(worker, target, why, cap);
     struct ts_tile_pull_rep answer;
-    const struct metaclient_node *from;
+    const struct toolmeta_node *from;
     size_t index;
     int status;
 

@@ -9,7 +9,7 @@
 #ifndef TESSERA_TOOLS_RELOCNET_H
 #define TESSERA_TOOLS_RELOCNET_H
 
-#include "metaclient.h"
+#include "toolmeta.h"
 #include "relocate.h"
 
 #include <stddef.h>
@@ -20,7 +20,7 @@ struct relocnet;
  * A transport to meta at meta_endpoint and the datanodes in nodes[count]
  * (copied), every call with timeout_ms. NULL when out of memory.
  */
-struct relocnet *relocnet_new(const char *meta_endpoint, const struct metaclient_node *nodes,
+struct relocnet *relocnet_new(const char *meta_endpoint, const struct toolmeta_node *nodes,
                               size_t count, int timeout_ms);
 /* Frees; the handles its transport opened must be closed first. Accepts NULL. */
 void relocnet_destroy(struct relocnet **netp);

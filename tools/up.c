@@ -19,7 +19,7 @@
 #include "fmt.h"
 #include "fusemount.h"
 #include "log.h"
-#include "metaclient.h"
+#include "toolmeta.h"
 #include "proc.h"
 #include "status.h"
 #include "util.h"
@@ -586,7 +586,7 @@ static int up_start(struct cluster *cluster, struct cluster_daemon *daemon,
 
 static void up_probe_meta(struct cluster *cluster, struct cluster_daemon *meta)
 {
-    if (metaclient_ping(cluster->meta_client, UP_PROBE_TIMEOUT_MS) == TS_OK)
+    if (toolmeta_ping(cluster->meta_client, UP_PROBE_TIMEOUT_MS) == TS_OK)
         meta->ready = true;
 }
 
@@ -595,7 +595,7 @@ static void up_probe_meta(struct cluster *cluster, struct cluster_daemon *meta)
  * by this run, the last heartbeat must also be younger than the process,
  * or the entry might still be the dead predecessor's.
  */
-static bool up_node_listed(const struct cluster_daemon *daemon, const struct metaclient_node *node,
+static bool up_node_listed(const struct cluster_daemon *daemon, const struct toolmeta_node *node,
                            int64_t now_ms)
 {
     if (node->state != TS_NODE_UP || strcmp(node->address, daemon->address) != 0)
@@ -605,11 +605,11 @@ static bool up_node_listed(const struct cluster_daemon *daemon, const struct met
 
 static void up_probe_nodes(struct cluster *cluster, size_t first, size_t last)
 {
-    struct metaclient_node *nodes = NULL;
+    struct toolmeta_node *nodes = NULL;
     size_t count = 0;
     int64_t now_ms = util_monotonic_ms();
 
-    if (metaclient_node_list(cluster->meta_client, UP_PROBE_TIMEOUT_MS, &nodes, &count, NULL, 0) !=
+    if (toolmeta_node_list(cluster->meta_client, UP_PROBE_TIMEOUT_MS, &nodes, &count, NULL, 0) !=
         TS_OK)
         return;
     for (size_t i = first; i <= last; i++) {

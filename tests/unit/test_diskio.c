@@ -3,7 +3,7 @@
  * Unit tests of the datanode's measured, throttled disk work (diskio.c)
  * on a real tile store in a fresh temporary directory, and of the
  * NODE_THROTTLE request that changes the throttle at run time, and of the
- * NODE_STATS counters (through handlers_table, as rpc_server_dispatch()
+ * NODE_STATS counters (through nodehandlers_table, as rpc_server_dispatch()
  * would call them).
  *
  * The wait hook is replaced by one that records the deadline and returns at
@@ -11,7 +11,7 @@
  * empirical test runs with real waits (a few hundred ms).
  */
 #include "diskio.h"
-#include "handlers.h"
+#include "nodehandlers.h"
 #include "proto.h"
 #include "status.h"
 #include "tilestore.h"
@@ -38,7 +38,7 @@ struct fixture {
     char dir[PATH_MAX];
     struct tilestore *store;
     struct diskio *disk;
-    struct handlers_context context;
+    struct nodehandlers_context context;
     int64_t last_until; /* the deadline the wait hook saw last */
     int waits;
     uint8_t payload[256];
@@ -85,7 +85,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     struct fixture *fixture = *state;
-    handlers_stats_fini(&fixture->context.stats);
+    nodehandlers_stats_fini(&fixture->context.stats);
     diskio_destroy(&fixture->disk);
     tilestore_close(&fixture->store);
     nftw(fixture->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
@@ -202,7 +202,7 @@ static int call_throttle(struct fixture *fixture, const uint8_t *payload, size_t
     memset(&response, 0, sizeof(response));
     response.payload = fixture->reply;
     response.payload_cap = sizeof(fixture->reply);
-    int status = handlers_table[TS_OP_NODE_THROTTLE](&fixture->context, &request, &response);
+    int status = nodehandlers_table[TS_OP_NODE_THROTTLE](&fixture->context, &request, &response);
     if (status == TS_OK) {
         assert_int_equal(ts_node_throttle_decode(&reply, response.payload, response.payload_len),
                          0);
@@ -224,7 +224,7 @@ static void test_node_throttle_request(void **state)
     struct fixture *fixture = *state;
     uint64_t in_effect = 1;
 
-    assert_non_null(handlers_table[TS_OP_NODE_THROTTLE]);
+    assert_non_null(nodehandlers_table[TS_OP_NODE_THROTTLE]);
     assert_int_equal(set_throttle(fixture, 40 * MB, &in_effect), TS_OK);
     assert_int_equal(in_effect, 40 * MB);
     assert_int_equal(diskio_throttle(fixture->disk), 40 * MB);
@@ -257,7 +257,7 @@ static int call_op(struct fixture *fixture, uint16_t op, const uint8_t *payload,
     memset(&response, 0, sizeof(response));
     response.payload = reply;
     response.payload_cap = cap;
-    int status = handlers_table[op](&fixture->context, &request, &response);
+    int status = nodehandlers_table[op](&fixture->context, &request, &response);
     if (response.data_free)
         response.data_free(response.data, NULL);
     *reply_len = response.payload_len;

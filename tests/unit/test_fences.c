@@ -3,12 +3,12 @@
  * Unit tests of the datanode's tile fences (fences.c) against a real
  * retirements file in a fresh temporary directory per case, with the clock
  * moved by hand; and of TILE_FENCE and the fence checks of TILE_WRITE,
- * TILE_TRUNCATE and TILE_READ, called through handlers_table with a real
+ * TILE_TRUNCATE and TILE_READ, called through nodehandlers_table with a real
  * tile store, as rpc_server_dispatch() would after checking the header.
  */
 #include "crc32c.h"
 #include "fences.h"
-#include "handlers.h"
+#include "nodehandlers.h"
 #include "proto.h"
 #include "status.h"
 #include "tilestore.h"
@@ -35,7 +35,7 @@ struct fixture {
     struct fences *fences;
     struct tilestore *store;
     struct diskio *disk;
-    struct handlers_context context;
+    struct nodehandlers_context context;
     uint8_t payload[1024];
     uint8_t reply[4096];
 };
@@ -80,7 +80,7 @@ fail:
 static int teardown(void **state)
 {
     struct fixture *fixture = *state;
-    handlers_stats_fini(&fixture->context.stats);
+    nodehandlers_stats_fini(&fixture->context.stats);
     diskio_destroy(&fixture->disk);
     tilestore_close(&fixture->store);
     fences_close(&fixture->fences);
@@ -305,8 +305,8 @@ static int call(struct fixture *fixture, uint16_t op, int payload_len, const voi
     struct rpc_request request =
         make_request(op, fixture->payload, (size_t)payload_len, data, data_len);
     *response = make_response(fixture);
-    assert_non_null(handlers_table[op]);
-    int status = handlers_table[op](&fixture->context, &request, response);
+    assert_non_null(nodehandlers_table[op]);
+    int status = nodehandlers_table[op](&fixture->context, &request, response);
     if (response->data && response->data_free)
         response->data_free(response->data, NULL);
     response->data = NULL;

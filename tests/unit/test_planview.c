@@ -29,7 +29,7 @@ struct state {
 static int setup(void **statep)
 {
     struct state *state = calloc(1, sizeof(*state));
-    struct metaclient_node nodes[2] = {
+    struct toolmeta_node nodes[2] = {
         {.id = 1,
          .state = TS_NODE_UP,
          .free_bytes = 1ull << 40,
@@ -43,11 +43,11 @@ static int setup(void **statep)
          .write_bytes_per_sec = 100000000,
          .machine = "beta"},
     };
-    struct metaclient_access records[2] = {
+    struct toolmeta_access records[2] = {
         {.tile = 0, .machine = "beta", .reads = 3, .bytes_read = 3 * MIB},
         {.tile = 1, .machine = "beta", .reads = 1, .bytes_read = MIB / 2},
     };
-    struct metaclient_tile tiles[2] = {
+    struct toolmeta_tile tiles[2] = {
         {.node = 1, .version = 5, .read_node = 1, .read_version = 5},
         {.node = 1, .version = 6, .read_node = 1, .read_version = 6},
     };

@@ -18,7 +18,7 @@
 #define MIB (1u << 20)
 
 /* Two machines read file a; one wrote file b; file c has no counts. */
-static const struct metaclient_access a_records[] = {
+static const struct toolmeta_access a_records[] = {
     {.tile = 0,
      .machine = "beta",
      .reads = 4,
@@ -28,7 +28,7 @@ static const struct metaclient_access a_records[] = {
     {.tile = 0, .machine = "alpha", .reads = 1, .bytes_read = MIB, .local_bytes = MIB},
     {.tile = 1, .machine = "alpha", .reads = 2, .bytes_read = 2 * MIB, .local_bytes = MIB},
 };
-static const struct metaclient_access b_records[] = {
+static const struct toolmeta_access b_records[] = {
     {.tile = 3,
      .machine = "gamma <&>",
      .writes = 1,
@@ -173,7 +173,7 @@ static void test_svg(void **state)
 static void test_svg_many_tiles_share_rows(void **state)
 {
     (void)state;
-    struct metaclient_access *records = calloc(1000, sizeof(*records));
+    struct toolmeta_access *records = calloc(1000, sizeof(*records));
     assert_non_null(records);
     for (size_t i = 0; i < 1000; i++) {
         records[i].tile = i;

@@ -2,7 +2,7 @@
  * @file test_puller.c
  * Unit tests of what a pull stands on, without a network: the tile store's
  * install (staged, never overwriting), checksum and start-up cleanup of
- * staging files; and TILE_PULL through handlers_table with a real puller
+ * staging files; and TILE_PULL through nodehandlers_table with a real puller
  * that has no threads (so queued jobs stay queued and the queue bound can
  * be reached). Pulls over real sockets between real datanodes are
  * test_pull.c's.
@@ -13,7 +13,7 @@
  * back (not served yet) to catch a pull while it runs.
  */
 #include "crc32c.h"
-#include "handlers.h"
+#include "nodehandlers.h"
 #include "proto.h"
 #include "rpc.h"
 #include "puller.h"
@@ -49,7 +49,7 @@ struct source {
     char endpoint[64];
     struct tilestore *store;
     struct diskio *disk;
-    struct handlers_context context;
+    struct nodehandlers_context context;
     struct rpc_server *server;
     pthread_t thread;
     bool serving;
@@ -61,7 +61,7 @@ struct fixture {
     struct tilestore *store;
     struct diskio *disk;
     struct puller *puller;
-    struct handlers_context context;
+    struct nodehandlers_context context;
     struct source *source; /* NULL unless set up with one */
     uint8_t payload[1024];
     uint8_t reply[4096];
@@ -156,7 +156,7 @@ static int setup_source(void **state)
         return -1;
     source->context.store = source->store;
     source->context.disk = source->disk;
-    source->server = rpc_server_new(source->endpoint, handlers_table, &source->context);
+    source->server = rpc_server_new(source->endpoint, nodehandlers_table, &source->context);
     return source->server ? 0 : -1;
 }
 
@@ -167,7 +167,7 @@ static void source_destroy(struct source *source)
         pthread_join(source->thread, NULL);
     }
     rpc_server_destroy(&source->server);
-    handlers_stats_fini(&source->context.stats);
+    nodehandlers_stats_fini(&source->context.stats);
     diskio_destroy(&source->disk);
     tilestore_close(&source->store);
     nftw(source->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
@@ -177,7 +177,7 @@ static void source_destroy(struct source *source)
 static int teardown(void **state)
 {
     struct fixture *fixture = *state;
-    handlers_stats_fini(&fixture->context.stats);
+    nodehandlers_stats_fini(&fixture->context.stats);
     puller_destroy(&fixture->puller);
     assert_null(fixture->puller);
     if (fixture->source)
@@ -313,7 +313,7 @@ static int tile_pull(struct fixture *fixture, uint64_t ino, uint64_t version, ui
     memset(response, 0, sizeof(*response));
     response->payload = fixture->reply;
     response->payload_cap = sizeof(fixture->reply);
-    int status = handlers_table[TS_OP_TILE_PULL](&fixture->context, &request, response);
+    int status = nodehandlers_table[TS_OP_TILE_PULL](&fixture->context, &request, response);
     memset(reply, 0, sizeof(*reply));
     if (status == TS_OK)
         assert_int_equal(ts_tile_pull_rep_decode(reply, response->payload, response->payload_len),
@@ -365,7 +365,7 @@ static void test_pull_invalid(void **state)
         memset(&response, 0, sizeof(response));
         response.payload = fixture->reply;
         response.payload_cap = sizeof(fixture->reply);
-        assert_int_equal(handlers_table[TS_OP_TILE_PULL](&fixture->context, &request, &response),
+        assert_int_equal(nodehandlers_table[TS_OP_TILE_PULL](&fixture->context, &request, &response),
                          TS_ERR_BADMSG);
     }
 
@@ -436,7 +436,7 @@ static void test_read_beyond_the_file_is_cut(void **state)
     memset(&response, 0, sizeof(response));
     response.payload = fixture->reply;
     response.payload_cap = sizeof(fixture->reply);
-    assert_int_equal(handlers_table[TS_OP_TILE_READ](&fixture->context, &request, &response),
+    assert_int_equal(nodehandlers_table[TS_OP_TILE_READ](&fixture->context, &request, &response),
                      TS_OK);
     assert_int_equal(response.data_len, sizeof(data) - 100);
     assert_memory_equal(response.data, data + 100, sizeof(data) - 100);
@@ -448,12 +448,12 @@ static void test_read_beyond_the_file_is_cut(void **state)
     memset(&response, 0, sizeof(response));
     response.payload = fixture->reply;
     response.payload_cap = sizeof(fixture->reply);
-    assert_int_equal(handlers_table[TS_OP_TILE_READ](&fixture->context, &request, &response),
+    assert_int_equal(nodehandlers_table[TS_OP_TILE_READ](&fixture->context, &request, &response),
                      TS_OK);
     assert_null(response.data);
     req.ino = 802;
     len = ts_tile_read_req_encode(&req, fixture->payload, sizeof(fixture->payload));
-    assert_int_equal(handlers_table[TS_OP_TILE_READ](&fixture->context, &request, &response),
+    assert_int_equal(nodehandlers_table[TS_OP_TILE_READ](&fixture->context, &request, &response),
                      TS_ERR_NOENT);
     assert_null(response.data);
 }

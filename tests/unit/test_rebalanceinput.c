@@ -30,7 +30,7 @@ static int setup(void **statep)
     assert_non_null(state);
     rebalanceinput_init(&state->input);
     /* Nodes 1, 2 on alpha and beta; node 3 on gamma is down. */
-    struct metaclient_node nodes[3] = {
+    struct toolmeta_node nodes[3] = {
         {.id = 1,
          .state = TS_NODE_UP,
          .free_bytes = 1ull << 40,
@@ -68,7 +68,7 @@ static int teardown(void **statep)
 static void test_throttle_caps_disk_rates(void **statep)
 {
     struct state *state = *statep;
-    struct metaclient_node nodes[3] = {
+    struct toolmeta_node nodes[3] = {
         {.id = 1, .state = TS_NODE_UP, .read_bytes_per_sec = 100000000,
          .write_bytes_per_sec = 80000000, .throttle_bytes_per_sec = 10000000},
         {.id = 2, .state = TS_NODE_UP, .throttle_bytes_per_sec = 20000000},
@@ -95,9 +95,9 @@ static struct ts_attr file_attr(uint64_t ino, uint64_t size)
     return attr;
 }
 
-static struct metaclient_access access_of(uint64_t tile, const char *machine, uint64_t reads)
+static struct toolmeta_access access_of(uint64_t tile, const char *machine, uint64_t reads)
 {
-    struct metaclient_access access = {.tile = tile, .reads = reads, .bytes_read = reads * MIB};
+    struct toolmeta_access access = {.tile = tile, .reads = reads, .bytes_read = reads * MIB};
     strcpy(access.machine, machine);
     return access;
 }
@@ -120,7 +120,7 @@ static void test_ranges_cover_profiled_tiles_only(void **statep)
     struct state *state = *statep;
     struct rebalanceinput *input = &state->input;
     /* A 20000-tile file profiled at tiles 5, 6, 7000 and 19999, and at 25000 (past its end). */
-    struct metaclient_access records[] = {
+    struct toolmeta_access records[] = {
         access_of(7000, "alpha", 1), access_of(5, "alpha", 1),    access_of(6, "beta", 1),
         access_of(19999, "beta", 1), access_of(25000, "beta", 1), access_of(5, "beta", 1),
     };
@@ -151,7 +151,7 @@ static void test_tiles_holes_sizes_and_copies(void **statep)
 {
     struct state *state = *statep;
     struct rebalanceinput *input = &state->input;
-    struct metaclient_access records[] = {
+    struct toolmeta_access records[] = {
         access_of(0, "alpha", 1),
         access_of(1, "beta", 2),
         access_of(2, "beta", 1),
@@ -159,14 +159,14 @@ static void test_tiles_holes_sizes_and_copies(void **statep)
     };
     /* 3.5 tiles: tile 3 holds half a MiB; tile 2 is a hole. */
     struct ts_attr attr = file_attr(50, 3 * MIB + MIB / 2);
-    struct metaclient_tile primaries[4] = {
+    struct toolmeta_tile primaries[4] = {
         {.node = 1, .version = 7, .read_node = 1, .read_version = 7},
         {.node = 1, .version = 8, .copies = 1, .read_node = 1, .read_version = 8},
         {.node = 0},
         {.node = 2, .version = 9, .read_node = 2, .read_version = 9},
     };
     /* Seen from beta, tile 1 is read from its copy on node 2 (file version 12). */
-    struct metaclient_tile from_beta[4] = {
+    struct toolmeta_tile from_beta[4] = {
         {.node = 1, .version = 7, .read_node = 1, .read_version = 7},
         {.node = 1, .version = 8, .copies = 1, .read_node = 2, .read_version = 12},
         {.node = 0},
@@ -213,13 +213,13 @@ static void test_plan_steps_name_the_source_version(void **statep)
     struct rebalanceinput *input = &state->input;
     /* Tile 0 is read by beta only, but lives on alpha's node 1. Tile 1 is
      * read by alpha only and held by node 1 with a copy on node 2. */
-    struct metaclient_access records[] = {access_of(0, "beta", 5), access_of(1, "alpha", 5)};
+    struct toolmeta_access records[] = {access_of(0, "beta", 5), access_of(1, "alpha", 5)};
     struct ts_attr attr = file_attr(60, 2 * MIB);
-    struct metaclient_tile primaries[2] = {
+    struct toolmeta_tile primaries[2] = {
         {.node = 1, .version = 3, .read_node = 1, .read_version = 3},
         {.node = 1, .version = 4, .copies = 1, .read_node = 1, .read_version = 4},
     };
-    struct metaclient_tile from_beta[2] = {
+    struct toolmeta_tile from_beta[2] = {
         {.node = 1, .version = 3, .read_node = 1, .read_version = 3},
         {.node = 1, .version = 4, .copies = 1, .read_node = 2, .read_version = 21},
     };

@@ -5,11 +5,11 @@
  * files read and written, accepted by stream_serve() as the datanode's loop
  * does and served by the stream's threads, over TCP and over the local
  * (abstract Unix) socket, and the TILE_STREAM request through
- * handlers_table. Also the stream's codecs and util_endpoint_ipv4().
+ * nodehandlers_table. Also the stream's codecs and util_endpoint_ipv4().
  * The test is the datanode's loop: it takes the handlers' lock to read the
  * counters or call a handler itself.
  */
-#include "handlers.h"
+#include "nodehandlers.h"
 #include "proto.h"
 #include "status.h"
 #include "stream.h"
@@ -49,7 +49,7 @@ struct fixture {
     struct diskio *disk;
     struct fences *fences;
     struct stream *stream;
-    struct handlers_context context;
+    struct nodehandlers_context context;
     uint8_t tile[TILE_BYTES];
 };
 
@@ -93,7 +93,7 @@ static int teardown(void **state)
 {
     struct fixture *fixture = *state;
     stream_close(&fixture->stream);
-    handlers_stats_fini(&fixture->context.stats);
+    nodehandlers_stats_fini(&fixture->context.stats);
     pthread_mutex_destroy(&fixture->context.lock);
     fences_close(&fixture->fences);
     diskio_destroy(&fixture->disk);
@@ -113,10 +113,10 @@ static void serve_once(struct fixture *fixture, int timeout_ms)
 }
 
 /* The counters as they stand, read under the handlers' lock. */
-static struct handlers_stats stats_of(struct fixture *fixture)
+static struct nodehandlers_stats stats_of(struct fixture *fixture)
 {
     pthread_mutex_lock(&fixture->context.lock);
-    struct handlers_stats stats = fixture->context.stats;
+    struct nodehandlers_stats stats = fixture->context.stats;
     pthread_mutex_unlock(&fixture->context.lock);
     return stats;
 }
@@ -126,7 +126,7 @@ static int call_handler(struct fixture *fixture, uint16_t op, const struct rpc_r
                         struct rpc_response *response)
 {
     pthread_mutex_lock(&fixture->context.lock);
-    int status = handlers_table[op](&fixture->context, request, response);
+    int status = nodehandlers_table[op](&fixture->context, request, response);
     pthread_mutex_unlock(&fixture->context.lock);
     return status;
 }
@@ -264,7 +264,7 @@ static void test_open_needs_ipv4(void **state)
 {
     (void)state;
     struct stream *stream = NULL;
-    struct handlers_context context;
+    struct nodehandlers_context context;
     memset(&context, 0, sizeof(context));
     assert_int_equal(stream_open("ipc:///tmp/tessera-test", &context, &stream), -EINVAL);
     assert_null(stream);
@@ -288,7 +288,7 @@ static void test_port_request(void **state)
     struct fixture *fixture = *state;
     uint8_t reply[256];
 
-    assert_non_null(handlers_table[TS_OP_TILE_STREAM]);
+    assert_non_null(nodehandlers_table[TS_OP_TILE_STREAM]);
     struct ts_tile_stream_rep port = stream_answer(fixture, reply, sizeof(reply));
     assert_int_equal(port.port, stream_port(fixture->stream));
     assert_true(port.port > 0);

@@ -3,9 +3,9 @@
  * Unit tests of the datanode's tile store and request handlers, against
  * real files in a fresh temporary directory per case. The handler cases
  * build struct rpc_request by hand, exactly as rpc_server_dispatch() would
- * after checking the header, and call through handlers_table.
+ * after checking the header, and call through nodehandlers_table.
  */
-#include "handlers.h"
+#include "nodehandlers.h"
 #include "proto.h"
 #include "status.h"
 #include "tilestore.h"
@@ -35,7 +35,7 @@ struct fixture {
     char dir[PATH_MAX];
     struct tilestore *store;
     struct diskio *disk;
-    struct handlers_context context;
+    struct nodehandlers_context context;
     uint8_t payload[1024];
     uint8_t reply[4096];
 };
@@ -83,7 +83,7 @@ static int setup_small(void **state)
 static int teardown(void **state)
 {
     struct fixture *fixture = *state;
-    handlers_stats_fini(&fixture->context.stats);
+    nodehandlers_stats_fini(&fixture->context.stats);
     diskio_destroy(&fixture->disk);
     tilestore_close(&fixture->store);
     nftw(fixture->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
@@ -593,7 +593,7 @@ static struct rpc_response make_response(struct fixture *fixture)
 static int call(struct fixture *fixture, const struct rpc_request *request,
                 struct rpc_response *response)
 {
-    rpc_handler_fn handler = handlers_table[request->header.type];
+    rpc_handler_fn handler = nodehandlers_table[request->header.type];
     assert_non_null(handler);
     /* As the datanode's loop runs them: with the handlers' lock held. */
     pthread_mutex_lock(&fixture->context.lock);

@@ -1,6 +1,6 @@
 /*
- * @file profile.c
- * See profile.h.
+ * @file profiler.c
+ * See profiler.h.
  *
  * Two tables of the same size: requests add to `active`; a flush swaps it
  * with the empty `spare` under the lock and then encodes and sends the
@@ -10,12 +10,12 @@
  * emptied whole after a flush, so probe chains need no tombstones. A table
  * takes keys up to 3/4 of its slots, which keeps probes short.
  *
- * Locks: flush_lock serializes flushes (the thread's and profile_flush's)
+ * Locks: flush_lock serializes flushes (the thread's and profiler_flush's)
  * and is taken before lock; lock protects active, spare's identity,
  * the counters and the thread's flags. The spare's contents belong to the
  * flush that holds flush_lock.
  */
-#include "profile.h"
+#include "profiler.h"
 
 #include "log.h"
 #include "proto.h"
@@ -31,7 +31,7 @@
 struct profile_entry {
     uint64_t ino; /* 0 = empty slot */
     uint64_t tile;
-    struct profile_counts counts;
+    struct profiler_counts counts;
 };
 
 struct profile_table {
@@ -41,7 +41,7 @@ struct profile_table {
     uint32_t limit; /* keys it takes at most */
 };
 
-struct profile {
+struct profiler {
     uint32_t max_records;
     int interval_ms;
     profile_send_fn send;
@@ -118,7 +118,7 @@ static struct profile_entry *table_entry(struct profile_table *table, uint64_t i
     }
 }
 
-static void counts_merge(struct profile_counts *into, const struct profile_counts *delta)
+static void counts_merge(struct profiler_counts *into, const struct profiler_counts *delta)
 {
     into->reads += delta->reads;
     into->writes += delta->writes;
@@ -131,8 +131,8 @@ static void counts_merge(struct profile_counts *into, const struct profile_count
 }
 
 /* Adds under profile->lock; wakes the flusher once the table fills up. */
-static int add_locked(struct profile *profile, uint64_t ino, uint64_t tile,
-                      const struct profile_counts *delta)
+static int add_locked(struct profiler *profile, uint64_t ino, uint64_t tile,
+                      const struct profiler_counts *delta)
 {
     struct profile_table *table = profile->active;
     struct profile_entry *entry = table_entry(table, ino, tile);
@@ -155,10 +155,10 @@ static uint64_t now_ns(void)
     return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
 }
 
-int profile_add(struct profile *profile, uint64_t ino, uint64_t tile,
-                const struct profile_counts *delta)
+int profiler_add(struct profiler *profile, uint64_t ino, uint64_t tile,
+                const struct profiler_counts *delta)
 {
-    struct profile_counts counts = *delta;
+    struct profiler_counts counts = *delta;
     /* Meta keeps the smallest first access: 0 must never reach it. */
     if (counts.first_access_ns == 0)
         counts.first_access_ns = now_ns();
@@ -170,21 +170,21 @@ int profile_add(struct profile *profile, uint64_t ino, uint64_t tile,
 
 /* ---- request batches -------------------------------------------------- */
 
-void profile_batch_init(struct profile_batch *batch, uint64_t ino, bool write)
+void profiler_batch_init(struct profiler_batch *batch, uint64_t ino, bool write)
 {
     batch->ino = ino;
     batch->write = write;
     batch->count = 0;
 }
 
-void profile_batch_add(struct profile *profile, struct profile_batch *batch, uint64_t tile,
+void profiler_batch_add(struct profiler *profile, struct profiler_batch *batch, uint64_t tile,
                        uint64_t bytes, bool local)
 {
     uint32_t i = 0;
     while (i < batch->count && batch->tiles[i].tile != tile)
         i++;
     if (i == PROFILE_BATCH_TILES) {
-        profile_batch_commit(profile, batch);
+        profiler_batch_commit(profile, batch);
         i = 0;
     }
     if (i == batch->count) {
@@ -198,14 +198,14 @@ void profile_batch_add(struct profile *profile, struct profile_batch *batch, uin
         batch->tiles[i].local_bytes += bytes;
 }
 
-void profile_batch_commit(struct profile *profile, struct profile_batch *batch)
+void profiler_batch_commit(struct profiler *profile, struct profiler_batch *batch)
 {
     if (batch->count == 0)
         return;
     uint64_t now = now_ns();
     pthread_mutex_lock(&profile->lock);
     for (uint32_t i = 0; i < batch->count; i++) {
-        struct profile_counts delta = {.local_bytes = batch->tiles[i].local_bytes,
+        struct profiler_counts delta = {.local_bytes = batch->tiles[i].local_bytes,
                                        .first_access_ns = now};
         if (batch->write) {
             delta.writes = 1;
@@ -235,7 +235,7 @@ static void encode_entry(struct ts_writer *writer, const struct profile_entry *e
 }
 
 /* Puts the spare's keys from slot `from` on back into the active table. */
-static void restore_unsent(struct profile *profile, uint32_t from)
+static void restore_unsent(struct profiler *profile, uint32_t from)
 {
     struct profile_table *spare = profile->spare;
     pthread_mutex_lock(&profile->lock);
@@ -248,7 +248,7 @@ static void restore_unsent(struct profile *profile, uint32_t from)
 }
 
 /* Sends the spare table's keys; on a failure, returns the rest to active. */
-static int send_spare(struct profile *profile)
+static int send_spare(struct profiler *profile)
 {
     struct profile_table *spare = profile->spare;
     struct ts_writer writer;
@@ -292,7 +292,7 @@ static int send_spare(struct profile *profile)
     return status;
 }
 
-int profile_flush(struct profile *profile)
+int profiler_flush(struct profiler *profile)
 {
     int status = TS_OK;
     pthread_mutex_lock(&profile->flush_lock);
@@ -330,7 +330,7 @@ int profile_flush(struct profile *profile)
 
 static void *flusher_main(void *arg)
 {
-    struct profile *profile = arg;
+    struct profiler *profile = arg;
     struct timespec deadline;
     bool last_failed = false;
 
@@ -346,7 +346,7 @@ static void *flusher_main(void *arg)
         if (profile->stopping)
             break;
         pthread_mutex_unlock(&profile->lock);
-        last_failed = profile_flush(profile) != TS_OK;
+        last_failed = profiler_flush(profile) != TS_OK;
         pthread_mutex_lock(&profile->lock);
     }
     pthread_mutex_unlock(&profile->lock);
@@ -355,7 +355,7 @@ static void *flusher_main(void *arg)
 
 /* ---- life cycle ------------------------------------------------------- */
 
-struct profile *profile_new(const struct profile_config *config)
+struct profiler *profiler_new(const struct profiler_config *config)
 {
     uint32_t slots = 16;
 
@@ -364,7 +364,7 @@ struct profile *profile_new(const struct profile_config *config)
         return NULL;
     while (slots < config->slots)
         slots *= 2;
-    struct profile *profile = calloc(1, sizeof(*profile));
+    struct profiler *profile = calloc(1, sizeof(*profile));
     if (!profile)
         return NULL;
     profile->max_records = config->max_records;
@@ -383,7 +383,7 @@ struct profile *profile_new(const struct profile_config *config)
     if (config->interval_ms > 0) {
         if (pthread_create(&profile->thread, NULL, flusher_main, profile) != 0) {
             log_error("profile: cannot start the flusher thread");
-            profile_destroy(&profile);
+            profiler_destroy(&profile);
             return NULL;
         }
         profile->thread_started = true;
@@ -397,11 +397,11 @@ fail:
     return NULL;
 }
 
-void profile_destroy(struct profile **profilep)
+void profiler_destroy(struct profiler **profilep)
 {
     if (!profilep || !*profilep)
         return;
-    struct profile *profile = *profilep;
+    struct profiler *profile = *profilep;
     if (profile->thread_started) {
         pthread_mutex_lock(&profile->lock);
         profile->stopping = true;
@@ -410,7 +410,7 @@ void profile_destroy(struct profile **profilep)
         pthread_join(profile->thread, NULL);
     }
     /* What the last requests counted (one try: the mount is going away). */
-    if (profile_flush(profile) != TS_OK)
+    if (profiler_flush(profile) != TS_OK)
         log_warn("profile: the last counts could not be sent to meta and are lost");
     pthread_cond_destroy(&profile->wake);
     pthread_mutex_destroy(&profile->lock);
@@ -422,7 +422,7 @@ void profile_destroy(struct profile **profilep)
     *profilep = NULL;
 }
 
-void profile_get_stats(struct profile *profile, struct profile_stats *stats)
+void profiler_get_stats(struct profiler *profile, struct profiler_stats *stats)
 {
     pthread_mutex_lock(&profile->lock);
     stats->keys = profile->active->used;

@@ -1,9 +1,9 @@
 /*
- * @file test_metaclient.c
- * The tool's decoders of meta's array records (tools/metaclient.c):
+ * @file test_toolmeta.c
+ * The tool's decoders of meta's array records (tools/toolmeta.c):
  * PROFILE_GET records and MOVE_LIST journal entries, well-formed and not.
  */
-#include "metaclient.h"
+#include "toolmeta.h"
 #include "proto.h"
 #include "status.h"
 
@@ -29,7 +29,7 @@ static void test_profile_records(void **state)
 {
     uint8_t blob[512];
     struct ts_writer writer;
-    struct metaclient_access *records = NULL;
+    struct toolmeta_access *records = NULL;
     size_t count = 0;
     (void)state;
 
@@ -41,7 +41,7 @@ static void test_profile_records(void **state)
                                        .count = 2,
                                        .done = 1,
                                        .records = {(const char *)blob, (uint32_t)writer.len}};
-    assert_int_equal(metaclient_profile_decode(&reply, &records, &count), TS_OK);
+    assert_int_equal(toolmeta_profile_decode(&reply, &records, &count), TS_OK);
     assert_int_equal(count, 2);
     assert_int_equal(records[0].tile, 3);
     assert_string_equal(records[0].machine, "alpha");
@@ -57,21 +57,21 @@ static void test_profile_records(void **state)
 
     /* A count the blob does not hold, a blob with bytes left over, a cut record. */
     reply.count = 3;
-    assert_int_equal(metaclient_profile_decode(&reply, &records, &count), TS_ERR_BADMSG);
+    assert_int_equal(toolmeta_profile_decode(&reply, &records, &count), TS_ERR_BADMSG);
     assert_null(records);
     reply.count = 1;
-    assert_int_equal(metaclient_profile_decode(&reply, &records, &count), TS_ERR_BADMSG);
+    assert_int_equal(toolmeta_profile_decode(&reply, &records, &count), TS_ERR_BADMSG);
     reply.count = 2;
     reply.records.len -= 1;
-    assert_int_equal(metaclient_profile_decode(&reply, &records, &count), TS_ERR_BADMSG);
+    assert_int_equal(toolmeta_profile_decode(&reply, &records, &count), TS_ERR_BADMSG);
     reply.count = 0;
     reply.records.len = 0;
-    assert_int_equal(metaclient_profile_decode(&reply, &records, &count), TS_OK);
+    assert_int_equal(toolmeta_profile_decode(&reply, &records, &count), TS_OK);
     assert_int_equal(count, 0);
     /* A huge count is refused before anything is allocated. */
     reply.count = UINT32_MAX;
     reply.records.len = 100;
-    assert_int_equal(metaclient_profile_decode(&reply, &records, &count), TS_ERR_BADMSG);
+    assert_int_equal(toolmeta_profile_decode(&reply, &records, &count), TS_ERR_BADMSG);
 }
 
 static void test_long_machine_names_are_cut(void **state)
@@ -79,7 +79,7 @@ static void test_long_machine_names_are_cut(void **state)
     uint8_t blob[1024];
     char name[400];
     struct ts_writer writer;
-    struct metaclient_access *records = NULL;
+    struct toolmeta_access *records = NULL;
     size_t count = 0;
     (void)state;
 
@@ -89,7 +89,7 @@ static void test_long_machine_names_are_cut(void **state)
     write_profile_record(&writer, 0, name, 1);
     struct ts_profile_get_rep reply = {.count = 1,
                                        .records = {(const char *)blob, (uint32_t)writer.len}};
-    assert_int_equal(metaclient_profile_decode(&reply, &records, &count), TS_OK);
+    assert_int_equal(toolmeta_profile_decode(&reply, &records, &count), TS_OK);
     assert_int_equal(strlen(records[0].machine), TS_MAX_NAME);
     assert_int_equal(records[0].reads, 1);
     free(records);
@@ -99,7 +99,7 @@ static void test_move_records(void **state)
 {
     uint8_t blob[2 * TS_MOVE_RECORD_BYTES];
     struct ts_writer writer;
-    struct metaclient_move *moves = NULL;
+    struct toolmeta_move *moves = NULL;
     size_t count = 0;
     (void)state;
 
@@ -119,7 +119,7 @@ static void test_move_records(void **state)
     assert_int_equal(writer.len, sizeof(blob));
     struct ts_move_list_rep reply = {
         .count = 2, .done = 1, .records = {(const char *)blob, sizeof(blob)}};
-    assert_int_equal(metaclient_move_decode(&reply, &moves, &count), TS_OK);
+    assert_int_equal(toolmeta_move_decode(&reply, &moves, &count), TS_OK);
     assert_int_equal(count, 2);
     assert_int_equal(moves[1].ino, 101);
     assert_int_equal(moves[1].tile, 7);
@@ -133,7 +133,7 @@ static void test_move_records(void **state)
     assert_int_equal(moves[1].state, TS_MOVE_COMMITTED);
     free(moves);
     reply.count = 3;
-    assert_int_equal(metaclient_move_decode(&reply, &moves, &count), TS_ERR_BADMSG);
+    assert_int_equal(toolmeta_move_decode(&reply, &moves, &count), TS_ERR_BADMSG);
     assert_null(moves);
 }
 
@@ -144,5 +144,5 @@ int main(void)
         cmocka_unit_test(test_long_machine_names_are_cut),
         cmocka_unit_test(test_move_records),
     };
-    return cmocka_run_group_tests_name("metaclient", tests, NULL, NULL);
+    return cmocka_run_group_tests_name("toolmeta", tests, NULL, NULL);
 }

@@ -1,10 +1,10 @@
 /*
- * @file metaclient.c
- * See metaclient.h. NODE_LIST records are read through a ts_cursor and the
+ * @file toolmeta.c
+ * See toolmeta.h. NODE_LIST records are read through a ts_cursor and the
  * whole blob must be consumed exactly, so a reply from a meta with another
  * record layout is reported as malformed instead of shown as garbage.
  */
-#include "metaclient.h"
+#include "toolmeta.h"
 
 #include "status.h"
 
@@ -15,11 +15,11 @@
 #include <string.h>
 
 /* Meta never lists more datanodes than this; a bigger count is a bad reply. */
-#define METACLIENT_MAX_NODES 100000u
+#define TOOLMETA_MAX_NODES 100000u
 /* The smallest record: fixed fields and two empty strings. */
-#define METACLIENT_MIN_RECORD_BYTES (4 + 4 + 8 * 5 + 8 + 8 + 4 + 8 + 2 + 2)
+#define TOOLMETA_MIN_RECORD_BYTES (4 + 4 + 8 * 5 + 8 + 8 + 4 + 8 + 2 + 2)
 
-int metaclient_ping(struct rpc_client *client, int timeout_ms)
+int toolmeta_ping(struct rpc_client *client, int timeout_ms)
 {
     struct rpc_reply reply;
     int status = rpc_client_call(client, TS_OP_PING, NULL, 0, NULL, 0, timeout_ms, &reply);
@@ -27,7 +27,7 @@ int metaclient_ping(struct rpc_client *client, int timeout_ms)
     return status;
 }
 
-int metaclient_cluster_id(struct rpc_client *client, int timeout_ms, char *out, size_t cap)
+int toolmeta_cluster_id(struct rpc_client *client, int timeout_ms, char *out, size_t cap)
 {
     struct ts_cluster_id_rep answer;
     struct rpc_reply reply;
@@ -42,12 +42,12 @@ int metaclient_cluster_id(struct rpc_client *client, int timeout_ms, char *out, 
 }
 
 /* Copies a wire string into a fixed buffer, cutting what does not fit. */
-static void metaclient_copy_text(struct ts_str text, char *out, size_t cap)
+static void toolmeta_copy_text(struct ts_str text, char *out, size_t cap)
 {
     snprintf(out, cap, "%.*s", (int)text.len, text.ptr ? text.ptr : "");
 }
 
-static void metaclient_read_node(struct ts_cursor *cursor, struct metaclient_node *node)
+static void toolmeta_read_node(struct ts_cursor *cursor, struct toolmeta_node *node)
 {
     node->id = ts_cursor_u32(cursor);
     node->state = ts_cursor_u32(cursor);
@@ -60,19 +60,19 @@ static void metaclient_read_node(struct ts_cursor *cursor, struct metaclient_nod
     node->write_bytes_per_sec = ts_cursor_u64(cursor);
     node->queue_depth = ts_cursor_u32(cursor);
     node->throttle_bytes_per_sec = ts_cursor_u64(cursor);
-    metaclient_copy_text(ts_cursor_str(cursor), node->machine, sizeof(node->machine));
-    metaclient_copy_text(ts_cursor_str(cursor), node->address, sizeof(node->address));
+    toolmeta_copy_text(ts_cursor_str(cursor), node->machine, sizeof(node->machine));
+    toolmeta_copy_text(ts_cursor_str(cursor), node->address, sizeof(node->address));
 }
 
 /* Decodes the records; TS_OK or TS_ERR_BADMSG / TS_ERR_NOMEM. */
-static int metaclient_decode_nodes(const struct ts_node_list_rep *list,
-                                   struct metaclient_node **nodes, size_t *count)
+static int toolmeta_decode_nodes(const struct ts_node_list_rep *list,
+                                   struct toolmeta_node **nodes, size_t *count)
 {
     struct ts_cursor cursor;
-    struct metaclient_node *array;
+    struct toolmeta_node *array;
 
-    if (list->count > METACLIENT_MAX_NODES ||
-        (uint64_t)list->count * METACLIENT_MIN_RECORD_BYTES > list->nodes.len)
+    if (list->count > TOOLMETA_MAX_NODES ||
+        (uint64_t)list->count * TOOLMETA_MIN_RECORD_BYTES > list->nodes.len)
         return TS_ERR_BADMSG;
     if (list->count == 0)
         return list->nodes.len == 0 ? TS_OK : TS_ERR_BADMSG;
@@ -81,7 +81,7 @@ static int metaclient_decode_nodes(const struct ts_node_list_rep *list,
         return TS_ERR_NOMEM;
     ts_cursor_init(&cursor, list->nodes.ptr, list->nodes.len);
     for (uint32_t i = 0; i < list->count; i++)
-        metaclient_read_node(&cursor, &array[i]);
+        toolmeta_read_node(&cursor, &array[i]);
     if (cursor.failed || cursor.left != 0) {
         free(array);
         return TS_ERR_BADMSG;
@@ -91,7 +91,7 @@ static int metaclient_decode_nodes(const struct ts_node_list_rep *list,
     return TS_OK;
 }
 
-int metaclient_node_list(struct rpc_client *client, int timeout_ms, struct metaclient_node **nodes,
+int toolmeta_node_list(struct rpc_client *client, int timeout_ms, struct toolmeta_node **nodes,
                          size_t *count, char *error_text, size_t error_cap)
 {
     struct rpc_reply reply;
@@ -112,13 +112,13 @@ int metaclient_node_list(struct rpc_client *client, int timeout_ms, struct metac
         status = TS_ERR_BADMSG;
         goto out;
     }
-    status = metaclient_decode_nodes(&list, nodes, count);
+    status = toolmeta_decode_nodes(&list, nodes, count);
 out:
     rpc_reply_release(&reply);
     return status;
 }
 
-int metaclient_statfs(struct rpc_client *client, int timeout_ms, struct ts_statfs_rep *totals)
+int toolmeta_statfs(struct rpc_client *client, int timeout_ms, struct ts_statfs_rep *totals)
 {
     struct rpc_reply reply;
     int status = rpc_client_call(client, TS_OP_STATFS, NULL, 0, NULL, 0, timeout_ms, &reply);
@@ -129,7 +129,7 @@ int metaclient_statfs(struct rpc_client *client, int timeout_ms, struct ts_statf
     return status;
 }
 
-int metaclient_getattr(struct rpc_client *client, int timeout_ms, uint64_t ino,
+int toolmeta_getattr(struct rpc_client *client, int timeout_ms, uint64_t ino,
                        struct ts_attr *attr)
 {
     struct ts_getattr_req request = {.ino = ino};
@@ -151,7 +151,7 @@ int metaclient_getattr(struct rpc_client *client, int timeout_ms, uint64_t ino,
     return status;
 }
 
-int metaclient_tile_map(struct rpc_client *client, int timeout_ms, uint64_t ino, uint64_t first,
+int toolmeta_tile_map(struct rpc_client *client, int timeout_ms, uint64_t ino, uint64_t first,
                         uint32_t count, uint32_t *nodes, uint64_t *versions, uint32_t *flags,
                         char *error_text, size_t error_cap)
 {
@@ -197,7 +197,7 @@ out:
  * One request with a payload. On failure error_text (if not NULL) gets
  * meta's text. The caller decodes reply on TS_OK and releases it always.
  */
-static int metaclient_call(struct rpc_client *client, uint16_t op, const uint8_t *payload, int len,
+static int toolmeta_call(struct rpc_client *client, uint16_t op, const uint8_t *payload, int len,
                            int timeout_ms, struct rpc_reply *reply, char *error_text,
                            size_t error_cap)
 {
@@ -215,8 +215,8 @@ static int metaclient_call(struct rpc_client *client, uint16_t op, const uint8_t
     return status;
 }
 
-int metaclient_tile_records(struct rpc_client *client, int timeout_ms, uint64_t ino, uint64_t first,
-                            uint32_t count, const char *machine, struct metaclient_tile *tiles,
+int toolmeta_tile_records(struct rpc_client *client, int timeout_ms, uint64_t ino, uint64_t first,
+                            uint32_t count, const char *machine, struct toolmeta_tile *tiles,
                             char *error_text, size_t error_cap)
 {
     struct ts_tile_map_req request = {
@@ -225,7 +225,7 @@ int metaclient_tile_records(struct rpc_client *client, int timeout_ms, uint64_t 
     struct ts_cursor cursor;
     struct rpc_reply reply;
     uint8_t payload[64 + TS_MAX_STRING];
-    int status = metaclient_call(client, TS_OP_TILE_MAP, payload,
+    int status = toolmeta_call(client, TS_OP_TILE_MAP, payload,
                                  ts_tile_map_req_encode(&request, payload, sizeof(payload)),
                                  timeout_ms, &reply, error_text, error_cap);
 
@@ -250,15 +250,15 @@ out:
     return status;
 }
 
-int metaclient_tile_holders(struct rpc_client *client, int timeout_ms, uint64_t ino, uint64_t first,
-                            uint32_t count, struct metaclient_holder **holders,
+int toolmeta_tile_holders(struct rpc_client *client, int timeout_ms, uint64_t ino, uint64_t first,
+                            uint32_t count, struct toolmeta_holder **holders,
                             size_t *holder_count, char *error_text, size_t error_cap)
 {
     struct ts_tile_holders_req request = {.ino = ino, .first = first, .count = count};
     struct ts_tile_holders_rep answer;
     struct rpc_reply reply;
     uint8_t payload[64];
-    int status = metaclient_call(client, TS_OP_TILE_HOLDERS, payload,
+    int status = toolmeta_call(client, TS_OP_TILE_HOLDERS, payload,
                                  ts_tile_holders_req_encode(&request, payload, sizeof(payload)),
                                  timeout_ms, &reply, error_text, error_cap);
 
@@ -280,7 +280,7 @@ int metaclient_tile_holders(struct rpc_client *client, int timeout_ms, uint64_t 
     }
     for (uint32_t i = 0; i < answer.count; i++) {
         struct ts_tile_holder_rec record;
-        struct metaclient_holder *holder = &(*holders)[i];
+        struct toolmeta_holder *holder = &(*holders)[i];
         if (ts_tile_holder_rec_decode(&record,
                                       (const uint8_t *)answer.holders.ptr +
                                           (size_t)i * TS_TILE_HOLDER_RECORD_BYTES,
@@ -302,14 +302,14 @@ out:
     return status;
 }
 
-int metaclient_profile_set(struct rpc_client *client, int timeout_ms, uint64_t ino, uint32_t action,
+int toolmeta_profile_set(struct rpc_client *client, int timeout_ms, uint64_t ino, uint32_t action,
                            uint32_t *profiling, char *error_text, size_t error_cap)
 {
     struct ts_profile_set_req request = {.ino = ino, .action = action};
     struct ts_profile_set_rep answer;
     struct rpc_reply reply;
     uint8_t payload[32];
-    int status = metaclient_call(client, TS_OP_PROFILE_SET, payload,
+    int status = toolmeta_call(client, TS_OP_PROFILE_SET, payload,
                                  ts_profile_set_req_encode(&request, payload, sizeof(payload)),
                                  timeout_ms, &reply, error_text, error_cap);
 
@@ -323,17 +323,17 @@ int metaclient_profile_set(struct rpc_client *client, int timeout_ms, uint64_t i
 }
 
 /* The smallest PROFILE_GET record: an empty machine name. */
-#define METACLIENT_MIN_PROFILE_RECORD (8 + 2 + 6 * 8)
+#define TOOLMETA_MIN_PROFILE_RECORD (8 + 2 + 6 * 8)
 
-int metaclient_profile_decode(const struct ts_profile_get_rep *reply,
-                              struct metaclient_access **records, size_t *count)
+int toolmeta_profile_decode(const struct ts_profile_get_rep *reply,
+                              struct toolmeta_access **records, size_t *count)
 {
     struct ts_cursor cursor;
-    struct metaclient_access *array;
+    struct toolmeta_access *array;
 
     *records = NULL;
     *count = 0;
-    if ((uint64_t)reply->count * METACLIENT_MIN_PROFILE_RECORD > reply->records.len)
+    if ((uint64_t)reply->count * TOOLMETA_MIN_PROFILE_RECORD > reply->records.len)
         return TS_ERR_BADMSG;
     if (reply->count == 0)
         return reply->records.len == 0 ? TS_OK : TS_ERR_BADMSG;
@@ -342,9 +342,9 @@ int metaclient_profile_decode(const struct ts_profile_get_rep *reply,
         return TS_ERR_NOMEM;
     ts_cursor_init(&cursor, reply->records.ptr, reply->records.len);
     for (uint32_t i = 0; i < reply->count; i++) {
-        struct metaclient_access *record = &array[i];
+        struct toolmeta_access *record = &array[i];
         record->tile = ts_cursor_u64(&cursor);
-        metaclient_copy_text(ts_cursor_str(&cursor), record->machine, sizeof(record->machine));
+        toolmeta_copy_text(ts_cursor_str(&cursor), record->machine, sizeof(record->machine));
         record->reads = ts_cursor_u64(&cursor);
         record->writes = ts_cursor_u64(&cursor);
         record->bytes_read = ts_cursor_u64(&cursor);
@@ -362,7 +362,7 @@ int metaclient_profile_decode(const struct ts_profile_get_rep *reply,
 }
 
 /* Appends page[count] to *all (grown with realloc); TS_OK or TS_ERR_NOMEM. */
-static int metaclient_append(void **all, size_t *all_count, size_t *all_cap, const void *page,
+static int toolmeta_append(void **all, size_t *all_count, size_t *all_cap, const void *page,
                              size_t count, size_t size)
 {
     if (*all_count + count > *all_cap) {
@@ -382,10 +382,10 @@ static int metaclient_append(void **all, size_t *all_count, size_t *all_cap, con
 }
 
 /* Records asked for per PROFILE_GET page. */
-#define METACLIENT_PROFILE_PAGE 4096
+#define TOOLMETA_PROFILE_PAGE 4096
 
-int metaclient_profile_all(struct rpc_client *client, int timeout_ms, uint64_t ino,
-                           struct metaclient_access **records, size_t *count, uint32_t *profiling,
+int toolmeta_profile_all(struct rpc_client *client, int timeout_ms, uint64_t ino,
+                           struct toolmeta_access **records, size_t *count, uint32_t *profiling,
                            char *error_text, size_t error_cap)
 {
     void *all = NULL;
@@ -397,26 +397,26 @@ int metaclient_profile_all(struct rpc_client *client, int timeout_ms, uint64_t i
     *count = 0;
     for (;;) {
         struct ts_profile_get_req request = {
-            .ino = ino, .first_tile = first_tile, .max_records = METACLIENT_PROFILE_PAGE};
+            .ino = ino, .first_tile = first_tile, .max_records = TOOLMETA_PROFILE_PAGE};
         struct ts_profile_get_rep answer;
-        struct metaclient_access *page = NULL;
+        struct toolmeta_access *page = NULL;
         size_t page_count = 0;
         struct rpc_reply reply;
         uint8_t payload[32];
 
-        status = metaclient_call(client, TS_OP_PROFILE_GET, payload,
+        status = toolmeta_call(client, TS_OP_PROFILE_GET, payload,
                                  ts_profile_get_req_encode(&request, payload, sizeof(payload)),
                                  timeout_ms, &reply, error_text, error_cap);
         if (status == TS_OK &&
             ts_profile_get_rep_decode(&answer, reply.payload, reply.payload_len) != 0)
             status = TS_ERR_BADMSG;
         if (status == TS_OK)
-            status = metaclient_profile_decode(&answer, &page, &page_count);
+            status = toolmeta_profile_decode(&answer, &page, &page_count);
         /* Pages hold whole tiles, so each moves on; one that does not would loop. */
         if (status == TS_OK && !answer.done && answer.next_tile <= first_tile)
             status = TS_ERR_BADMSG;
         if (status == TS_OK)
-            status = metaclient_append(&all, &all_count, &all_cap, page, page_count, sizeof(*page));
+            status = toolmeta_append(&all, &all_count, &all_cap, page, page_count, sizeof(*page));
         free(page);
         rpc_reply_release(&reply);
         if (status != TS_OK) {
@@ -434,8 +434,8 @@ int metaclient_profile_all(struct rpc_client *client, int timeout_ms, uint64_t i
     return TS_OK;
 }
 
-int metaclient_move_begin(struct rpc_client *client, int timeout_ms,
-                          const struct metaclient_move *move, uint64_t *new_version,
+int toolmeta_move_begin(struct rpc_client *client, int timeout_ms,
+                          const struct toolmeta_move *move, uint64_t *new_version,
                           char *error_text, size_t error_cap)
 {
     struct ts_move_begin_req request = {
@@ -449,7 +449,7 @@ int metaclient_move_begin(struct rpc_client *client, int timeout_ms,
     struct ts_move_begin_rep answer;
     struct rpc_reply reply;
     uint8_t payload[64];
-    int status = metaclient_call(client, TS_OP_MOVE_BEGIN, payload,
+    int status = toolmeta_call(client, TS_OP_MOVE_BEGIN, payload,
                                  ts_move_begin_req_encode(&request, payload, sizeof(payload)),
                                  timeout_ms, &reply, error_text, error_cap);
 
@@ -461,24 +461,24 @@ int metaclient_move_begin(struct rpc_client *client, int timeout_ms,
     return status;
 }
 
-int metaclient_move_end(struct rpc_client *client, int timeout_ms, uint64_t ino, uint64_t tile,
+int toolmeta_move_end(struct rpc_client *client, int timeout_ms, uint64_t ino, uint64_t tile,
                         int abort, char *error_text, size_t error_cap)
 {
     struct ts_move_tile_req request = {.ino = ino, .tile = tile};
     struct rpc_reply reply;
     uint8_t payload[32];
-    int status = metaclient_call(client, abort ? TS_OP_MOVE_ABORT : TS_OP_MOVE_COMMIT, payload,
+    int status = toolmeta_call(client, abort ? TS_OP_MOVE_ABORT : TS_OP_MOVE_COMMIT, payload,
                                  ts_move_tile_req_encode(&request, payload, sizeof(payload)),
                                  timeout_ms, &reply, error_text, error_cap);
     rpc_reply_release(&reply);
     return status;
 }
 
-int metaclient_move_decode(const struct ts_move_list_rep *reply, struct metaclient_move **moves,
+int toolmeta_move_decode(const struct ts_move_list_rep *reply, struct toolmeta_move **moves,
                            size_t *count)
 {
     struct ts_cursor cursor;
-    struct metaclient_move *array;
+    struct toolmeta_move *array;
 
     *moves = NULL;
     *count = 0;
@@ -491,7 +491,7 @@ int metaclient_move_decode(const struct ts_move_list_rep *reply, struct metaclie
         return TS_ERR_NOMEM;
     ts_cursor_init(&cursor, reply->records.ptr, reply->records.len);
     for (uint32_t i = 0; i < reply->count; i++) {
-        struct metaclient_move *move = &array[i];
+        struct toolmeta_move *move = &array[i];
         move->ino = ts_cursor_u64(&cursor);
         move->tile = ts_cursor_u64(&cursor);
         move->kind = ts_cursor_u32(&cursor);
@@ -508,9 +508,9 @@ int metaclient_move_decode(const struct ts_move_list_rep *reply, struct metaclie
 }
 
 /* Journal entries asked for per MOVE_LIST page. */
-#define METACLIENT_MOVE_PAGE 4096
+#define TOOLMETA_MOVE_PAGE 4096
 
-int metaclient_move_list(struct rpc_client *client, int timeout_ms, struct metaclient_move **moves,
+int toolmeta_move_list(struct rpc_client *client, int timeout_ms, struct toolmeta_move **moves,
                          size_t *count, char *error_text, size_t error_cap)
 {
     void *all = NULL;
@@ -522,26 +522,26 @@ int metaclient_move_list(struct rpc_client *client, int timeout_ms, struct metac
     *count = 0;
     for (;;) {
         struct ts_move_list_req request = {
-            .after_ino = after_ino, .after_tile = after_tile, .max_records = METACLIENT_MOVE_PAGE};
+            .after_ino = after_ino, .after_tile = after_tile, .max_records = TOOLMETA_MOVE_PAGE};
         struct ts_move_list_rep answer;
-        struct metaclient_move *page = NULL;
+        struct toolmeta_move *page = NULL;
         size_t page_count = 0;
         struct rpc_reply reply;
         uint8_t payload[32];
 
-        status = metaclient_call(client, TS_OP_MOVE_LIST, payload,
+        status = toolmeta_call(client, TS_OP_MOVE_LIST, payload,
                                  ts_move_list_req_encode(&request, payload, sizeof(payload)),
                                  timeout_ms, &reply, error_text, error_cap);
         if (status == TS_OK &&
             ts_move_list_rep_decode(&answer, reply.payload, reply.payload_len) != 0)
             status = TS_ERR_BADMSG;
         if (status == TS_OK)
-            status = metaclient_move_decode(&answer, &page, &page_count);
+            status = toolmeta_move_decode(&answer, &page, &page_count);
         /* A page that is not done must hand over something, or it loops. */
         if (status == TS_OK && !answer.done && page_count == 0)
             status = TS_ERR_BADMSG;
         if (status == TS_OK)
-            status = metaclient_append(&all, &all_count, &all_cap, page, page_count, sizeof(*page));
+            status = toolmeta_append(&all, &all_count, &all_cap, page, page_count, sizeof(*page));
         rpc_reply_release(&reply);
         if (status != TS_OK) {
             free(page);

@@ -1,19 +1,19 @@
 /*
- * @file layout.c
- * See layout.h.
+ * @file filetiles.c
+ * See filetiles.h.
  */
-#include "layout.h"
+#include "filetiles.h"
 
 #include <errno.h>
 #include <stdlib.h>
 
-void layout_init_linear(struct file_layout *layout, uint32_t tile_bytes)
+void filetiles_init_linear(struct filetiles *layout, uint32_t tile_bytes)
 {
     layout->max_tile_bytes = tile_bytes ? tile_bytes : TILE_DEFAULT_BYTES;
     layout->array = NULL;
 }
 
-int layout_init_array(struct file_layout *layout, const char *text, size_t len, char *message,
+int filetiles_init_array(struct filetiles *layout, const char *text, size_t len, char *message,
                       size_t cap)
 {
     struct arrayspec spec;
@@ -33,13 +33,13 @@ int layout_init_array(struct file_layout *layout, const char *text, size_t len, 
     return 0;
 }
 
-void layout_fini(struct file_layout *layout)
+void filetiles_fini(struct filetiles *layout)
 {
     free(layout->array);
     layout->array = NULL;
 }
 
-void layout_walk_init(struct layout_walk *walk, const struct file_layout *layout,
+void filetiles_walk_init(struct filetiles_walk *walk, const struct filetiles *layout,
                       uint64_t offset, uint64_t length)
 {
     walk->is_array = layout->array != NULL;
@@ -49,21 +49,21 @@ void layout_walk_init(struct layout_walk *walk, const struct file_layout *layout
         tile_walk_init(&walk->linear, offset, length, layout->max_tile_bytes);
 }
 
-bool layout_walk_next(struct layout_walk *walk, struct tile_segment *segment)
+bool filetiles_walk_next(struct filetiles_walk *walk, struct tile_segment *segment)
 {
     if (walk->is_array)
         return arraylayout_walk_next(&walk->array, segment);
     return tile_walk_next(&walk->linear, segment);
 }
 
-uint32_t layout_tile_bytes(const struct file_layout *layout, uint64_t tile)
+uint32_t filetiles_tile_bytes(const struct filetiles *layout, uint64_t tile)
 {
     if (layout->array)
         return arraylayout_tile_bytes(layout->array, tile);
     return layout->max_tile_bytes;
 }
 
-uint64_t layout_tile_count(const struct file_layout *layout, uint64_t size)
+uint64_t filetiles_tile_count(const struct filetiles *layout, uint64_t size)
 {
     if (layout->array)
         return arraylayout_tile_count(layout->array);

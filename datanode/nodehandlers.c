@@ -1,6 +1,6 @@
 /*
- * @file handlers.c
- * See handlers.h. Handlers run under the context's lock (the loop holds it
+ * @file nodehandlers.c
+ * See nodehandlers.h. Handlers run under the context's lock (the loop holds it
  * while it handles ZeroMQ requests; the stream's threads take it), so the
  * counters and the store need no lock of their own. A handler never trusts
  * a count or length it has not checked against the frame: record arrays
@@ -10,7 +10,7 @@
  * not copied. TILE_PULL never does network work itself: it only asks the
  * puller, whose threads do (see puller.h for why).
  */
-#include "handlers.h"
+#include "nodehandlers.h"
 
 #include "log.h"
 #include "status.h"
@@ -62,20 +62,20 @@ static int handlers_status(struct rpc_response *response, const char *op, uint64
     return status_from_errno(rc);
 }
 
-void handlers_free_data(void *data, void *hint)
+void nodehandlers_free_data(void *data, void *hint)
 {
     (void)hint;
     free(data);
 }
 
 /* A read reply's buffer: counted against the memory cap if there is one. */
-static void *handlers_reply_alloc(struct handlers_context *context, size_t bytes)
+static void *handlers_reply_alloc(struct nodehandlers_context *context, size_t bytes)
 {
     return context->replies ? replymem_alloc(context->replies, bytes) : malloc(bytes);
 }
 
 /* Frees a buffer from handlers_reply_alloc that no reply took. */
-static void handlers_reply_free(const struct handlers_context *context, void *buf)
+static void handlers_reply_free(const struct nodehandlers_context *context, void *buf)
 {
     if (context->replies)
         replymem_free(buf, NULL);
@@ -84,7 +84,7 @@ static void handlers_reply_free(const struct handlers_context *context, void *bu
 }
 
 /* The status a fence gives this access: see handlers_fenced(). */
-static int handlers_fence_status(struct handlers_context *context, uint64_t ino, uint64_t tile,
+static int handlers_fence_status(struct nodehandlers_context *context, uint64_t ino, uint64_t tile,
                                  uint64_t version, bool is_change, bool *moving)
 {
     if (!context->fences)
@@ -102,7 +102,7 @@ static int handlers_fence_status(struct handlers_context *context, uint64_t ino,
  * fenced against this access: retired files against everything, frozen
  * ones against changes (is_change).
  */
-static int handlers_fenced(struct handlers_context *context, struct rpc_response *response,
+static int handlers_fenced(struct nodehandlers_context *context, struct rpc_response *response,
                            const char *op, uint64_t ino, uint64_t tile, uint64_t version,
                            bool is_change)
 {
@@ -134,7 +134,7 @@ static int handle_ping(void *ctx, const struct rpc_request *request, struct rpc_
 static int handle_tile_write(void *ctx, const struct rpc_request *request,
                              struct rpc_response *response)
 {
-    struct handlers_context *context = ctx;
+    struct nodehandlers_context *context = ctx;
     struct ts_tile_write_req req;
     if (ts_tile_write_req_decode(&req, request->payload, request->payload_len) != 0)
         return handlers_badmsg(response, "TILE_WRITE");
@@ -157,7 +157,7 @@ static int handle_tile_write(void *ctx, const struct rpc_request *request,
  * takes zeros only when meta still names this file and no holder ever
  * reported it (TS_TILE_STORED), and fails the read when one did.
  */
-static int handlers_missing(struct handlers_context *context, struct rpc_response *response,
+static int handlers_missing(struct nodehandlers_context *context, struct rpc_response *response,
                             const struct ts_tile_read_req *req)
 {
     uint64_t size = 0;
@@ -171,7 +171,7 @@ static int handlers_missing(struct handlers_context *context, struct rpc_respons
 }
 
 /* Counts a TILE_READ's bytes for NODE_STATS. */
-static void handlers_count_read(struct handlers_context *context, uint64_t ino, uint64_t tile,
+static void handlers_count_read(struct nodehandlers_context *context, uint64_t ino, uint64_t tile,
                                 uint64_t bytes)
 {
     context->stats.bytes_read += bytes;
@@ -185,7 +185,7 @@ static void handlers_count_read(struct handlers_context *context, uint64_t ino, 
  * Whether the warmer wants the tile of a small read read whole into the
  * page cache now (one request to the disk instead of many small ones).
  */
-static bool handlers_warm_wanted(struct handlers_context *context,
+static bool handlers_warm_wanted(struct nodehandlers_context *context,
                                  const struct ts_tile_read_req *req)
 {
     /* A throttled disk is timed per request: no reads behind its back. */
@@ -200,7 +200,7 @@ static bool handlers_warm_file(int fd)
 }
 
 /* After a small read over ZeroMQ: warms its tile if the warmer says so. */
-static void handlers_warm(struct handlers_context *context, const struct ts_tile_read_req *req)
+static void handlers_warm(struct nodehandlers_context *context, const struct ts_tile_read_req *req)
 {
     int fd = -1;
     uint64_t size = 0;
@@ -215,7 +215,7 @@ static void handlers_warm(struct handlers_context *context, const struct ts_tile
 static int handle_tile_read(void *ctx, const struct rpc_request *request,
                             struct rpc_response *response)
 {
-    struct handlers_context *context = ctx;
+    struct nodehandlers_context *context = ctx;
     struct ts_tile_read_req req;
     size_t got = 0;
     uint8_t *buf;
@@ -260,7 +260,7 @@ static int handle_tile_read(void *ctx, const struct rpc_request *request,
     }
     response->data = buf;
     response->data_len = got;
-    response->data_free = context->replies ? replymem_free : handlers_free_data;
+    response->data_free = context->replies ? replymem_free : nodehandlers_free_data;
     handlers_count_read(context, req.ino, req.tile, got);
     handlers_warm(context, &req);
     return TS_OK;
@@ -269,7 +269,7 @@ static int handle_tile_read(void *ctx, const struct rpc_request *request,
 static int handle_tile_stream(void *ctx, const struct rpc_request *request,
                               struct rpc_response *response)
 {
-    struct handlers_context *context = ctx;
+    struct nodehandlers_context *context = ctx;
     /* A throttled disk is timed over ZeroMQ only (handlers_stream_read). */
     bool off = diskio_throttled(context->disk);
     struct ts_tile_stream_rep reply = {
@@ -302,11 +302,11 @@ static bool handlers_stream_head(int sock, int32_t status, uint32_t data_bytes)
  * as the file was, or as a short file that breaks the connection). The
  * counters are updated before the bytes go, so they are right by the time
  * a client has its answer. reader_keeps: the reader caches the bytes
- * (TS_STREAM_READ_KEPT), so they are left in *drop (handlers.h).
+ * (TS_STREAM_READ_KEPT), so they are left in *drop (nodehandlers.h).
  */
-static int handlers_stream_read(struct handlers_context *context,
+static int handlers_stream_read(struct nodehandlers_context *context,
                                 const struct ts_tile_read_req *req, bool reader_keeps, int sock,
-                                struct handlers_drop_behind *drop)
+                                struct nodehandlers_drop_behind *drop)
 {
     uint64_t size = 0;
     size_t sent = 0;
@@ -341,7 +341,7 @@ static int handlers_stream_read(struct handlers_context *context,
     if (result == TS_OK && warm)
         handlers_warm_file(file_fd);
     if (result == TS_OK && reader_keeps && sent > 0)
-        *drop = (struct handlers_drop_behind){.fd = file_fd, .offset = req->offset, .length = sent};
+        *drop = (struct nodehandlers_drop_behind){.fd = file_fd, .offset = req->offset, .length = sent};
     else
         close(file_fd);
     pthread_mutex_lock(&context->lock);
@@ -372,7 +372,7 @@ static bool handlers_discard(int fd, size_t len)
  * throttled disk, no room), they are dropped and the status answered; a
  * failure while they are taken closes the connection.
  */
-static int handlers_stream_write(struct handlers_context *context,
+static int handlers_stream_write(struct nodehandlers_context *context,
                                  const struct ts_tile_read_req *req, int sock,
                                  const int pipe_fds[2], size_t in_pipe)
 {
@@ -402,7 +402,7 @@ static int handlers_stream_write(struct handlers_context *context,
  * goes back to the host, fresh page cache costs more to fill than the disk
  * read (measured in the commit that added this).
  */
-void handlers_drop_behind(struct handlers_drop_behind *drop, int sock)
+void nodehandlers_drop_behind(struct nodehandlers_drop_behind *drop, int sock)
 {
     int unacknowledged = 0;
     if (drop->fd < 0)
@@ -414,9 +414,9 @@ void handlers_drop_behind(struct handlers_drop_behind *drop, int sock)
     drop->fd = -1;
 }
 
-int handlers_stream_request(struct handlers_context *context, const uint8_t *request, int sock,
+int nodehandlers_stream_request(struct nodehandlers_context *context, const uint8_t *request, int sock,
                             const int pipe_fds[2], int timeout_ms,
-                            struct handlers_drop_behind *drop)
+                            struct nodehandlers_drop_behind *drop)
 {
     struct ts_tile_read_req req;
     enum ts_stream_kind kind = TS_STREAM_READ;
@@ -425,7 +425,7 @@ int handlers_stream_request(struct handlers_context *context, const uint8_t *req
 
     /* The reader asks again once it has the last answer, and its request
      * acknowledges the bytes. */
-    handlers_drop_behind(drop, -1);
+    nodehandlers_drop_behind(drop, -1);
     uint16_t op = write ? TS_OP_TILE_WRITE : TS_OP_TILE_READ;
     /* What the pipe takes of a write's bytes comes off the socket before
      * the lock, which then waits only for the copy into the file, not for
@@ -476,7 +476,7 @@ static void sync_note(struct rpc_response *response, int *first_status,
 static int handle_tile_sync(void *ctx, const struct rpc_request *request,
                             struct rpc_response *response)
 {
-    struct handlers_context *context = ctx;
+    struct nodehandlers_context *context = ctx;
     struct ts_tile_sync_req req;
     struct ts_cursor cursor;
     int first_status = TS_OK;
@@ -522,7 +522,7 @@ static int handle_tile_sync(void *ctx, const struct rpc_request *request,
 static int handle_tile_truncate(void *ctx, const struct rpc_request *request,
                                 struct rpc_response *response)
 {
-    struct handlers_context *context = ctx;
+    struct nodehandlers_context *context = ctx;
     struct ts_tile_truncate_req req;
     if (ts_tile_truncate_req_decode(&req, request->payload, request->payload_len) != 0)
         return handlers_badmsg(response, "TILE_TRUNCATE");
@@ -567,7 +567,7 @@ static int handlers_pull_reply(struct rpc_response *response, uint32_t state, ui
 static int handle_tile_pull(void *ctx, const struct rpc_request *request,
                             struct rpc_response *response)
 {
-    struct handlers_context *context = ctx;
+    struct nodehandlers_context *context = ctx;
     struct ts_tile_pull_req req;
     struct puller_result result;
     char source[256];
@@ -641,7 +641,7 @@ static int handle_tile_pull(void *ctx, const struct rpc_request *request,
 static int handle_tile_fence(void *ctx, const struct rpc_request *request,
                              struct rpc_response *response)
 {
-    struct handlers_context *context = ctx;
+    struct nodehandlers_context *context = ctx;
     struct ts_tile_fence_req req;
     struct ts_tile_fence_rep reply = {.bytes = 0, .checksum = 0};
     int rc = 0;
@@ -699,7 +699,7 @@ static int handle_tile_fence(void *ctx, const struct rpc_request *request,
 static int handle_node_throttle(void *ctx, const struct rpc_request *request,
                                 struct rpc_response *response)
 {
-    struct handlers_context *context = ctx;
+    struct nodehandlers_context *context = ctx;
     struct ts_node_throttle req;
     struct ts_node_throttle reply;
     uint64_t before = diskio_throttle(context->disk);
@@ -734,8 +734,8 @@ static int handle_node_throttle(void *ctx, const struct rpc_request *request,
 static int handle_node_stats(void *ctx, const struct rpc_request *request,
                              struct rpc_response *response)
 {
-    struct handlers_context *context = ctx;
-    struct handlers_stats *stats = &context->stats;
+    struct nodehandlers_context *context = ctx;
+    struct nodehandlers_stats *stats = &context->stats;
     struct ts_node_stats_req req;
     struct ts_node_stats_rep reply;
     struct ts_writer ops;
@@ -808,7 +808,7 @@ static int handle_node_stats(void *ctx, const struct rpc_request *request,
     static int counted_##name(void *ctx, const struct rpc_request *request,                        \
                               struct rpc_response *response)                                       \
     {                                                                                              \
-        struct handlers_context *context = ctx;                                                    \
+        struct nodehandlers_context *context = ctx;                                                    \
         context->stats.requests[op]++;                                                             \
         int status = handle_##name(ctx, request, response);                                        \
         if (status != TS_OK)                                                                       \
@@ -826,7 +826,7 @@ HANDLERS_COUNTED(tile_fence, TS_OP_TILE_FENCE)
 HANDLERS_COUNTED(node_throttle, TS_OP_NODE_THROTTLE)
 HANDLERS_COUNTED(node_stats, TS_OP_NODE_STATS)
 
-const rpc_handler_fn handlers_table[TS_OP_MAX] = {
+const rpc_handler_fn nodehandlers_table[TS_OP_MAX] = {
     [TS_OP_PING] = counted_ping,
     [TS_OP_TILE_WRITE] = counted_tile_write,
     [TS_OP_TILE_READ] = counted_tile_read,
@@ -839,7 +839,7 @@ const rpc_handler_fn handlers_table[TS_OP_MAX] = {
     [TS_OP_NODE_STATS] = counted_node_stats,
 };
 
-void handlers_log_stats(const struct handlers_stats *stats)
+void nodehandlers_log_stats(const struct nodehandlers_stats *stats)
 {
     log_info("served: %" PRIu64 " PING, %" PRIu64 " TILE_WRITE (%" PRIu64 " bytes), %" PRIu64
              " TILE_READ (%" PRIu64 " bytes), %" PRIu64 " TILE_SYNC, %" PRIu64
@@ -851,7 +851,7 @@ void handlers_log_stats(const struct handlers_stats *stats)
              stats->requests[TS_OP_TILE_FENCE], stats->failures, stats->tiles_warmed);
 }
 
-void handlers_stats_fini(struct handlers_stats *stats)
+void nodehandlers_stats_fini(struct nodehandlers_stats *stats)
 {
     readset_destroy(&stats->tiles_read);
     memset(stats, 0, sizeof(*stats));

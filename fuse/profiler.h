@@ -1,5 +1,5 @@
 /*
- * @file profile.h
+ * @file profiler.h
  * Access profiles of the FUSE client: per (inode, tile) counts of the read
  * and write requests the application makes on files that meta profiles
  * (TS_ATTR_PROFILED), kept in one table for the whole mount and sent to
@@ -20,14 +20,14 @@
  * Cost per request: one mutex and a hash probe, no allocation.
  * All functions are thread-safe.
  */
-#ifndef TESSERA_PROFILE_H
-#define TESSERA_PROFILE_H
+#ifndef TESSERA_PROFILER_H
+#define TESSERA_PROFILER_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
 /* Counts of one (inode, tile); the fields of a PROFILE_RECORD record. */
-struct profile_counts {
+struct profiler_counts {
     uint64_t reads;
     uint64_t writes;
     uint64_t bytes_read;
@@ -42,10 +42,10 @@ struct profile_counts {
  */
 typedef int (*profile_send_fn)(void *context, const uint8_t *records, uint32_t count);
 
-struct profile_config {
+struct profiler_config {
     uint32_t slots;       /* table slots, rounded up to a power of two (>= 16) */
     uint32_t max_records; /* records per message, 1..TS_MAX_PROFILE_RECORDS */
-    int interval_ms;      /* flush period; 0 = no thread (call profile_flush) */
+    int interval_ms;      /* flush period; 0 = no thread (call profiler_flush) */
     profile_send_fn send;
     void *send_context;
 };
@@ -53,26 +53,26 @@ struct profile_config {
 #define PROFILE_DEFAULT_SLOTS 16384
 #define PROFILE_INTERVAL_MS 1000
 
-struct profile;
+struct profiler;
 
 /* NULL on a bad config or no memory (or if the thread cannot start). */
-struct profile *profile_new(const struct profile_config *config);
+struct profiler *profiler_new(const struct profiler_config *config);
 /* Stops the flusher, flushes what is left once, frees. Accepts NULL. */
-void profile_destroy(struct profile **profilep);
+void profiler_destroy(struct profiler **profilep);
 
 /*
  * Adds delta to the counts of (ino, tile). Returns 0, or -ENOSPC when the
  * key is new and the table is full (the delta is dropped and counted).
  */
-int profile_add(struct profile *profile, uint64_t ino, uint64_t tile,
-                const struct profile_counts *delta);
+int profiler_add(struct profiler *profile, uint64_t ino, uint64_t tile,
+                const struct profiler_counts *delta);
 
 /*
  * The tiles one request touched, gathered on the caller's stack so the
  * table's lock is taken once per request.
  */
 #define PROFILE_BATCH_TILES 64
-struct profile_batch {
+struct profiler_batch {
     uint64_t ino;
     bool write;
     uint32_t count;
@@ -83,30 +83,30 @@ struct profile_batch {
     } tiles[PROFILE_BATCH_TILES];
 };
 
-void profile_batch_init(struct profile_batch *batch, uint64_t ino, bool write);
+void profiler_batch_init(struct profiler_batch *batch, uint64_t ino, bool write);
 /*
  * Notes `bytes` of the request on `tile` (local: served by a datanode on
  * this machine). A request touching more tiles than the batch holds has
  * them committed in parts (each part counts as a request on its tiles).
  */
-void profile_batch_add(struct profile *profile, struct profile_batch *batch, uint64_t tile,
+void profiler_batch_add(struct profiler *profile, struct profiler_batch *batch, uint64_t tile,
                        uint64_t bytes, bool local);
 /* Adds the batch to the table (one request per tile, now) and empties it. */
-void profile_batch_commit(struct profile *profile, struct profile_batch *batch);
+void profiler_batch_commit(struct profiler *profile, struct profiler_batch *batch);
 
 /*
  * Sends every count in the table now, in messages of at most max_records.
  * Returns TS_OK, or the status of the first message that failed (its counts
  * and those after it go back into the table).
  */
-int profile_flush(struct profile *profile);
+int profiler_flush(struct profiler *profile);
 
-struct profile_stats {
+struct profiler_stats {
     uint64_t keys;           /* (inode, tile) keys in the table now */
     uint64_t dropped;        /* additions lost to a full table */
     uint64_t sent_records;   /* records meta accepted */
     uint64_t failed_flushes; /* messages that failed */
 };
-void profile_get_stats(struct profile *profile, struct profile_stats *stats);
+void profiler_get_stats(struct profiler *profile, struct profiler_stats *stats);
 
 #endif

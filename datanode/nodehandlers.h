@@ -1,5 +1,5 @@
 /*
- * @file handlers.h
+ * @file nodehandlers.h
  * The datanode's request handlers, one per opcode, and the opcode-indexed
  * table given to rpc_server_new(). Every handler decodes its payload
  * strictly (a truncated payload or trailing bytes give TS_ERR_BADMSG), does
@@ -15,8 +15,8 @@
  * one, answer TS_ERR_STALE with a text telling the client to ask meta for
  * the tile's location again.
  */
-#ifndef TESSERA_DATANODE_HANDLERS_H
-#define TESSERA_DATANODE_HANDLERS_H
+#ifndef TESSERA_NODEHANDLERS_H
+#define TESSERA_NODEHANDLERS_H
 
 #include "diskio.h"
 #include "fences.h"
@@ -35,7 +35,7 @@
  * What the datanode has served since it started or since the last
  * NODE_STATS with reset. All zero (tiles_read NULL) is a valid start.
  */
-struct handlers_stats {
+struct nodehandlers_stats {
     uint64_t requests[TS_OP_MAX]; /* handled requests per opcode, failed ones included */
     uint64_t failures;            /* requests answered with a non-zero status */
     uint64_t bytes_written;       /* tile bytes stored by TILE_WRITE */
@@ -56,7 +56,7 @@ struct handlers_stats {
  * (either NULL: TILE_FENCE or TILE_PULL answer TS_ERR_NOTSUP; no fence is
  * checked without fences).
  */
-struct handlers_context {
+struct nodehandlers_context {
     /* Held by whoever runs a handler: the loop while it handles ZeroMQ
      * requests and heartbeats, a stream thread while it serves a request
      * (but for moving a read's bytes). Everything below, and what the store,
@@ -64,7 +64,7 @@ struct handlers_context {
     pthread_mutex_t lock;
     struct tilestore *store;
     struct diskio *disk;
-    struct handlers_stats stats;
+    struct nodehandlers_stats stats;
     struct fences *fences;
     struct puller *puller;
     uint16_t stream_port; /* the tile stream's TCP port, 0: none (TILE_STREAM) */
@@ -81,14 +81,14 @@ struct handlers_context {
  * than the tile's size. */
 #define HANDLERS_READ_CLAMP_BYTES (64u << 10)
 
-/* handlers_table[op] for the datanode's opcodes, NULL for the rest. */
-extern const rpc_handler_fn handlers_table[TS_OP_MAX];
+/* nodehandlers_table[op] for the datanode's opcodes, NULL for the rest. */
+extern const rpc_handler_fn nodehandlers_table[TS_OP_MAX];
 
 /*
  * Releases a TILE_READ reply's data buffer (the rpc_response data_free
  * callback; ZeroMQ calls it once the bytes are sent).
  */
-void handlers_free_data(void *data, void *hint);
+void nodehandlers_free_data(void *data, void *hint);
 
 /*
  * The bytes a stream read sent to a reader that keeps them in its page
@@ -97,7 +97,7 @@ void handlers_free_data(void *data, void *hint);
  * the reader acknowledges them) or by the reader's pipe cannot go. The
  * connection keeps one; fd < 0: none.
  */
-struct handlers_drop_behind {
+struct nodehandlers_drop_behind {
     int fd;
     uint64_t offset;
     uint64_t length;
@@ -108,7 +108,7 @@ struct handlers_drop_behind {
  * sock (-1: do not wait) has had every byte it sent acknowledged; until
  * then drop stays as it is, to be tried again later.
  */
-void handlers_drop_behind(struct handlers_drop_behind *drop, int sock);
+void nodehandlers_drop_behind(struct nodehandlers_drop_behind *drop, int sock);
 
 /*
  * Answers one request of the tile stream (proto.h, TILE_STREAM), taking
@@ -124,14 +124,14 @@ void handlers_drop_behind(struct handlers_drop_behind *drop, int sock);
  * emptied): the request does not decode, or the socket or the disk failed
  * mid-request.
  */
-int handlers_stream_request(struct handlers_context *context, const uint8_t *request, int sock,
+int nodehandlers_stream_request(struct nodehandlers_context *context, const uint8_t *request, int sock,
                             const int pipe_fds[2], int timeout_ms,
-                            struct handlers_drop_behind *drop);
+                            struct nodehandlers_drop_behind *drop);
 
 /* Logs the counters at info level, one line. */
-void handlers_log_stats(const struct handlers_stats *stats);
+void nodehandlers_log_stats(const struct nodehandlers_stats *stats);
 
 /* Frees what the counters hold (the tiles read); they are zero again. */
-void handlers_stats_fini(struct handlers_stats *stats);
+void nodehandlers_stats_fini(struct nodehandlers_stats *stats);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * @file metaclient.h
+ * @file toolmeta.h
  * The few questions the tessera command asks tessera-meta: PING (is it
  * serving?), NODE_LIST (the datanodes and their state), STATFS (the
  * filesystem's totals), GETATTR and TILE_MAP (a file's layout and where
@@ -10,8 +10,8 @@
  * time, the status meta answered with, or TS_ERR_BADMSG for a reply that
  * does not decode.
  */
-#ifndef TESSERA_TOOLS_METACLIENT_H
-#define TESSERA_TOOLS_METACLIENT_H
+#ifndef TESSERA_TOOLS_TOOLMETA_H
+#define TESSERA_TOOLS_TOOLMETA_H
 
 #include "proto.h"
 #include "rpc.h"
@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 /* One datanode as NODE_LIST describes it (proto.h, NODE_LIST record). */
-struct metaclient_node {
+struct toolmeta_node {
     uint32_t id;
     uint32_t state; /* enum ts_node_state */
     uint64_t capacity;
@@ -37,24 +37,24 @@ struct metaclient_node {
 };
 
 /* PING; TS_OK when meta answered. */
-int metaclient_ping(struct rpc_client *client, int timeout_ms);
+int toolmeta_ping(struct rpc_client *client, int timeout_ms);
 
 /* CLUSTER_ID: the id of meta's cluster into out (cap bytes with the NUL). */
-int metaclient_cluster_id(struct rpc_client *client, int timeout_ms, char *out, size_t cap);
+int toolmeta_cluster_id(struct rpc_client *client, int timeout_ms, char *out, size_t cap);
 
 /*
  * NODE_LIST. On TS_OK, *nodes is a malloc'd array of *count entries (NULL
  * when count is 0) that the caller frees. On failure *nodes is NULL, and
  * error_text (if not NULL) holds meta's error text, "" if none.
  */
-int metaclient_node_list(struct rpc_client *client, int timeout_ms, struct metaclient_node **nodes,
+int toolmeta_node_list(struct rpc_client *client, int timeout_ms, struct toolmeta_node **nodes,
                          size_t *count, char *error_text, size_t error_cap);
 
 /* STATFS; fills *totals on TS_OK. */
-int metaclient_statfs(struct rpc_client *client, int timeout_ms, struct ts_statfs_rep *totals);
+int toolmeta_statfs(struct rpc_client *client, int timeout_ms, struct ts_statfs_rep *totals);
 
 /* GETATTR of ino; fills *attr on TS_OK. */
-int metaclient_getattr(struct rpc_client *client, int timeout_ms, uint64_t ino,
+int toolmeta_getattr(struct rpc_client *client, int timeout_ms, uint64_t ino,
                        struct ts_attr *attr);
 
 /*
@@ -63,12 +63,12 @@ int metaclient_getattr(struct rpc_client *client, int timeout_ms, uint64_t ino,
  * the records' TS_TILE_* flags (flags may be NULL). On failure error_text
  * (if not NULL) holds meta's error text, "" if none.
  */
-int metaclient_tile_map(struct rpc_client *client, int timeout_ms, uint64_t ino, uint64_t first,
+int toolmeta_tile_map(struct rpc_client *client, int timeout_ms, uint64_t ino, uint64_t first,
                         uint32_t count, uint32_t *nodes, uint64_t *versions, uint32_t *flags,
                         char *error_text, size_t error_cap);
 
 /* One TILE_MAP record (proto.h, TS_TILE_RECORD_BYTES). */
-struct metaclient_tile {
+struct toolmeta_tile {
     uint32_t node; /* primary; 0 = hole */
     uint64_t version;
     uint32_t copies;    /* read copies besides the primary */
@@ -81,12 +81,12 @@ struct metaclient_tile {
  * TILE_MAP without allocating, as seen from `machine` ("" = none), with
  * the whole records: tiles[count] (count <= TS_MAX_TILES_PER_MAP).
  */
-int metaclient_tile_records(struct rpc_client *client, int timeout_ms, uint64_t ino, uint64_t first,
-                            uint32_t count, const char *machine, struct metaclient_tile *tiles,
+int toolmeta_tile_records(struct rpc_client *client, int timeout_ms, uint64_t ino, uint64_t first,
+                            uint32_t count, const char *machine, struct toolmeta_tile *tiles,
                             char *error_text, size_t error_cap);
 
 /* One holder of a tile (TILE_HOLDERS, proto.h). */
-struct metaclient_holder {
+struct toolmeta_holder {
     uint64_t tile;
     uint32_t node;
     uint64_t version; /* the holder's own tile file */
@@ -101,16 +101,16 @@ struct metaclient_holder {
  * TS_ERR_PROTO from a meta that does not know the request; on failure
  * error_text (if not NULL) holds meta's error text.
  */
-int metaclient_tile_holders(struct rpc_client *client, int timeout_ms, uint64_t ino, uint64_t first,
-                            uint32_t count, struct metaclient_holder **holders,
+int toolmeta_tile_holders(struct rpc_client *client, int timeout_ms, uint64_t ino, uint64_t first,
+                            uint32_t count, struct toolmeta_holder **holders,
                             size_t *holder_count, char *error_text, size_t error_cap);
 
 /* PROFILE_SET action (enum ts_profile_action) on ino; *profiling = state after. */
-int metaclient_profile_set(struct rpc_client *client, int timeout_ms, uint64_t ino, uint32_t action,
+int toolmeta_profile_set(struct rpc_client *client, int timeout_ms, uint64_t ino, uint32_t action,
                            uint32_t *profiling, char *error_text, size_t error_cap);
 
 /* One PROFILE_GET record: what one machine did to one tile. */
-struct metaclient_access {
+struct toolmeta_access {
     uint64_t tile;
     char machine[TS_MAX_NAME + 1]; /* longer names are cut */
     uint64_t reads;
@@ -127,20 +127,20 @@ struct metaclient_access {
  * TS_ERR_BADMSG when the blob does not hold exactly `count` records, or
  * TS_ERR_NOMEM.
  */
-int metaclient_profile_decode(const struct ts_profile_get_rep *reply,
-                              struct metaclient_access **records, size_t *count);
+int toolmeta_profile_decode(const struct ts_profile_get_rep *reply,
+                              struct toolmeta_access **records, size_t *count);
 
 /*
  * Every profile record of ino (PROFILE_GET, page after page), in the order
  * meta gives them; *records is malloc'd (NULL when none), *profiling the
  * inode's state.
  */
-int metaclient_profile_all(struct rpc_client *client, int timeout_ms, uint64_t ino,
-                           struct metaclient_access **records, size_t *count, uint32_t *profiling,
+int toolmeta_profile_all(struct rpc_client *client, int timeout_ms, uint64_t ino,
+                           struct toolmeta_access **records, size_t *count, uint32_t *profiling,
                            char *error_text, size_t error_cap);
 
 /* A relocation journal entry (proto.h, TS_MOVE_RECORD_BYTES). */
-struct metaclient_move {
+struct toolmeta_move {
     uint64_t ino;
     uint64_t tile;
     uint32_t kind; /* enum ts_move_kind */
@@ -153,22 +153,22 @@ struct metaclient_move {
 };
 
 /* MOVE_BEGIN of move's ino, tile, version, kind, from and to. */
-int metaclient_move_begin(struct rpc_client *client, int timeout_ms,
-                          const struct metaclient_move *move, uint64_t *new_version,
+int toolmeta_move_begin(struct rpc_client *client, int timeout_ms,
+                          const struct toolmeta_move *move, uint64_t *new_version,
                           char *error_text, size_t error_cap);
 /*
  * MOVE_COMMIT (abort = 0: commits a BEGUN entry, finishes a COMMITTED one)
  * or MOVE_ABORT (abort = 1) of the tile's entry.
  */
-int metaclient_move_end(struct rpc_client *client, int timeout_ms, uint64_t ino, uint64_t tile,
+int toolmeta_move_end(struct rpc_client *client, int timeout_ms, uint64_t ino, uint64_t tile,
                         int abort, char *error_text, size_t error_cap);
 
-/* Decodes MOVE_LIST records (pure); as metaclient_profile_decode(). */
-int metaclient_move_decode(const struct ts_move_list_rep *reply, struct metaclient_move **moves,
+/* Decodes MOVE_LIST records (pure); as toolmeta_profile_decode(). */
+int toolmeta_move_decode(const struct ts_move_list_rep *reply, struct toolmeta_move **moves,
                            size_t *count);
 
 /* Every journal entry (MOVE_LIST, page after page); *moves malloc'd. */
-int metaclient_move_list(struct rpc_client *client, int timeout_ms, struct metaclient_move **moves,
+int toolmeta_move_list(struct rpc_client *client, int timeout_ms, struct toolmeta_move **moves,
                          size_t *count, char *error_text, size_t error_cap);
 
 #endif
