@@ -1,7 +1,8 @@
 /*
  * @file metafixture.h
  * The fixture of the unit tests that run tessera-meta's real handlers
- * (test_store.c, test_reloc.c, test_readdirplus.c, test_sessions.c): a
+ * (test_handlers.c, test_handlers_relocation.c,
+ * test_handlers_leases_batches.c, test_sessions.c): a
  * real LMDB store and service in a fresh temporary directory per case,
  * requests encoded with the generated ts_*_encode and handed to the
  * handler through handlers_table exactly as rpc_server_dispatch() would

@@ -68,7 +68,7 @@ static void test_counts_per_mount(void **state)
     sessions_destroy(NULL);
 }
 
-static void test_renew_compares(void **state)
+static void test_renew_compares_fingerprint(void **state)
 {
     (void)state;
     struct sessions *sessions = sessions_new(LEASE_MS);
@@ -112,7 +112,7 @@ static void test_renew_compares(void **state)
     sessions_destroy(&sessions);
 }
 
-static void test_expiry(void **state)
+static void test_unrenewed_sessions_expire(void **state)
 {
     (void)state;
     struct sessions *sessions = sessions_new(LEASE_MS);
@@ -369,7 +369,7 @@ static void test_restart_grace(void **state)
     assert_false(exists(f, linked));
 }
 
-static void test_refusals(void **state)
+static void test_session_requests_refused(void **state)
 {
     struct metafixture *f = *state;
     struct ts_session_renew_req renew = {0};
@@ -399,12 +399,12 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_counts_per_mount),
-        cmocka_unit_test(test_renew_compares),
-        cmocka_unit_test(test_expiry),
+        cmocka_unit_test(test_renew_compares_fingerprint),
+        cmocka_unit_test(test_unrenewed_sessions_expire),
         cmocka_unit_test_setup_teardown(test_two_mounts_one_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lease_expiry_reaps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart_grace, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_session_requests_refused, setup, teardown),
     };
     return cmocka_run_group_tests_name("sessions", tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 /*
- * @file test_store.c
+ * @file test_handlers.c
  * Unit tests of tessera-meta against a real LMDB store in a fresh temporary
  * directory per case (metafixture.h). Every case goes through the public
  * contract: requests encoded with the generated ts_*_encode, handed to the
@@ -34,7 +34,7 @@
 
 static int setup(void **state)
 {
-    return metafixture_setup(state, "test_store", TEST_NODE_TIMEOUT_MS, 0);
+    return metafixture_setup(state, "test_handlers", TEST_NODE_TIMEOUT_MS, 0);
 }
 
 static int teardown(void **state)
@@ -404,7 +404,7 @@ static void test_setgid_directory(void **state)
     assert_false(attr.mode & S_ISGID);
 }
 
-static void test_link(void **state)
+static void test_link_counts_names(void **state)
 {
     struct metafixture *f = *state;
     struct ts_attr attr = {0};
@@ -841,7 +841,7 @@ static uint32_t tile_flags(struct metafixture *f, uint64_t ino, uint64_t tile)
 /*
  * A tile is TS_TILE_STORED once its holder reports its file at the
  * version meta records; reports of other versions, other nodes and holes
- * change nothing; a move keeps the mark (test_reloc).
+ * change nothing; a move keeps the mark (test_handlers_relocation.c).
  */
 static void test_heartbeat_marks_stored(void **state)
 {
@@ -994,7 +994,7 @@ static void test_tile_map_round_robin(void **state)
     assert_int_equal(do_tile_map(f, other, 0, 1, 1, nodes, versions), TS_ERR_NOSPC);
 }
 
-static void test_commit(void **state)
+static void test_commit_grows_size_and_sets_mtime(void **state)
 {
     struct metafixture *f = *state;
     struct ts_commit_req m;
@@ -1062,7 +1062,7 @@ static int do_getxattr(struct metafixture *f, uint64_t ino, const char *name, ch
     return status;
 }
 
-static void test_xattrs(void **state)
+static void test_user_xattrs_set_get_list_remove(void **state)
 {
     struct metafixture *f = *state;
     struct ts_listxattr_req list = {.ino = make_file(f, TS_ROOT_INO, "x")};
@@ -2137,7 +2137,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_symlink_readlink, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mkdir_nlink, setup, teardown),
         cmocka_unit_test_setup_teardown(test_setgid_directory, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_link, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_link_counts_names, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unlink_deletes_and_queues_garbage, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unlink_while_open, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mknod_open, setup, teardown),
@@ -2149,9 +2149,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tile_map_round_robin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_heartbeat_marks_stored, setup, teardown),
         cmocka_unit_test_setup_teardown(test_heartbeat_identity, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_commit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_commit_grows_size_and_sets_mtime, setup, teardown),
         cmocka_unit_test_setup_teardown(test_background_sync, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_xattrs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_user_xattrs_set_get_list_remove, setup, teardown),
         cmocka_unit_test_setup_teardown(test_layout_xattr, setup, teardown),
         cmocka_unit_test_setup_teardown(test_layout_inheritance, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tile_map_static, setup, teardown),
@@ -2168,5 +2168,5 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_array_busy_after_write, setup, teardown),
         cmocka_unit_test_setup_teardown(test_array_inheritance, setup, teardown),
     };
-    return cmocka_run_group_tests_name("store", tests, NULL, NULL);
+    return cmocka_run_group_tests_name("handlers", tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 /*
- * @file test_readdirplus.c
+ * @file test_handlers_leases_batches.c
  * Unit tests of the metadata requests that serve the mount's statahead,
  * background releases and early unlinks and creates (READDIRPLUS,
  * RELEASE_MANY, UNLINK_MANY, DIR_LEASE, CREATE_MANY), of meta's lease table
@@ -33,7 +33,7 @@
 
 static int setup(void **state)
 {
-    return metafixture_setup(state, "test_readdirplus", TEST_NODE_TIMEOUT_MS, 0);
+    return metafixture_setup(state, "test_handlers_leases_batches", TEST_NODE_TIMEOUT_MS, 0);
 }
 
 static int teardown(void **state)
@@ -702,5 +702,5 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_create_many, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_txn_reuse, setup, teardown),
     };
-    return cmocka_run_group_tests_name("readdirplus", tests, NULL, NULL);
+    return cmocka_run_group_tests_name("handlers_leases_batches", tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 /*
- * @file test_reloc.c
+ * @file test_handlers_relocation.c
  * Unit tests of tessera-meta's access profiles, read copies and relocation
  * journal, against a real LMDB store in a fresh temporary directory per
  * case (metafixture.h): requests encoded with the generated ts_*_encode,
@@ -33,7 +33,7 @@
 
 static int setup(void **state)
 {
-    return metafixture_setup(state, "test_reloc", TEST_NODE_TIMEOUT_MS, 0);
+    return metafixture_setup(state, "test_handlers_relocation", TEST_NODE_TIMEOUT_MS, 0);
 }
 
 static int teardown(void **state)
@@ -1636,7 +1636,7 @@ static void test_tile_holders(void **state)
     assert_int_equal(CALL(f, TS_OP_TILE_HOLDERS, tile_holders_req, &bad), TS_ERR_INVAL);
 }
 
-static void test_malformed(void **state)
+static void test_malformed_payloads_refused(void **state)
 {
     struct metafixture *f = *state;
     static const uint16_t ops[] = {TS_OP_TILE_UNCOPY, TS_OP_PROFILE_SET, TS_OP_PROFILE_RECORD,
@@ -1688,7 +1688,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tile_reconcile, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tile_reconcile_invalid, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tile_holders, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_malformed_payloads_refused, setup, teardown),
     };
-    return cmocka_run_group_tests_name("reloc", tests, NULL, NULL);
+    return cmocka_run_group_tests_name("handlers_relocation", tests, NULL, NULL);
 }
