@@ -2606,51 +2606,97 @@ static int cut_tile(struct datapath *datapath, uint64_t ino, const struct ts_set
     return errno_of(status);
 }
 
+/*
+ * The first half of a change meta makes to ino's attributes, for a file
+ * open here (*filep, NULL if it is not; left locked and referenced for
+ * truncation_end): its buffers written out, and with `size`, no store into
+ * the page cache racing the kernel's truncation of it (a store past the new
+ * end would grow the file again). Returns 0 or the writes' error.
+ */
+static int truncation_begin(struct datapath *datapath, uint64_t ino, bool size,
+                            struct open_file **filep)
+{
+    struct open_file *file = open_file_get(datapath, ino);
+    *filep = file;
+    if (!file)
+        return 0;
+    pthread_mutex_lock(&file->lock);
+    if (size) {
+        file->generation++;
+        stores_wait(datapath, file);
+    }
+    return write_everything(datapath, file);
+}
+
+/*
+ * The second half: with attr (meta's answer; NULL when the change failed),
+ * the file takes meta's size, and with `size` forgets the locations and
+ * cached tiles from the tile the end falls in (cut, its copies dropped).
+ * Unlocks and puts the file.
+ */
+static void truncation_end(struct datapath *datapath, struct open_file *file,
+                           const struct ts_attr *attr, bool size)
+{
+    if (!file)
+        return;
+    file->mode = attr ? attr->mode : file->mode;
+    if (attr && size) {
+        file->size_dirty = false; /* meta took this mount's size with the change */
+        file->size = attr->size;
+        if (!file->layout.array)
+            locations_forget_from(file, attr->size / file->tile_bytes);
+        else
+            memset(file->locations, 0, file->location_slots * sizeof(*file->locations));
+        cache_forget_range(datapath, file, 0, UINT64_MAX);
+    }
+    pthread_mutex_unlock(&file->lock);
+    open_file_put(datapath, file);
+}
+
 int datapath_setattr(struct datapath *datapath, const struct ts_setattr_req *request,
                      struct ts_attr *attr)
 {
+    struct ts_setattr_req change = *request;
     struct ts_setattr_rep reply;
     struct open_file *file;
-    int result = 0;
+    bool size = (request->valid & TS_SET_SIZE) != 0;
 
-    file = open_file_get(datapath, request->ino);
-    if (file) {
-        pthread_mutex_lock(&file->lock);
-        if (request->valid & TS_SET_SIZE) {
-            /* No store into the page cache may race the kernel's truncation
-             * of it (a store past the new end would grow the file again). */
-            file->generation++;
-            stores_wait(datapath, file);
-        }
-        result = write_everything(datapath, file);
-        if (result == 0)
-            result = commit_size(datapath, file, 0);
+    int result = truncation_begin(datapath, request->ino, size, &file);
+    if (result == 0 && file && size && file->size_dirty) {
+        /* This mount's COMMIT travels with the truncation: one round trip. */
+        change.min_size = file->size;
+        change.commit_mtime_sec = file->mtime.tv_sec;
+        change.commit_mtime_nsec = (uint32_t)file->mtime.tv_nsec;
+    } else if (result == 0 && file) {
+        result = commit_size(datapath, file, 0);
     }
     if (result == 0)
-        result = errno_of(metaclient_setattr(datapath->meta, request, &reply));
-    if (result == 0) {
+        result = errno_of(metaclient_setattr(datapath->meta, &change, &reply));
+    bool changed = result == 0;
+    if (changed)
         committed_note(datapath, &reply.attr);
-        if (file)
-            file->mode = reply.attr.mode;
-    }
-    if (result == 0 && (request->valid & TS_SET_SIZE)) {
+    if (changed && size)
         result = cut_tile(datapath, request->ino, &reply);
-        if (file) {
-            file->size = reply.attr.size;
-            /* From the tile the end falls in: cut, its copies dropped. */
-            if (!file->layout.array)
-                locations_forget_from(file, reply.attr.size / file->tile_bytes);
-            else
-                memset(file->locations, 0, file->location_slots * sizeof(*file->locations));
-            cache_forget_range(datapath, file, 0, UINT64_MAX);
-        }
-    }
     if (result == 0)
         *attr = reply.attr;
-    if (file) {
-        pthread_mutex_unlock(&file->lock);
-        open_file_put(datapath, file);
-    }
+    /* Meta's size holds even when the cut failed. */
+    truncation_end(datapath, file, changed ? &reply.attr : NULL, size);
+    return result;
+}
+
+int datapath_open_truncating(struct datapath *datapath, uint64_t ino, uint32_t flags,
+                             uint32_t truncate, struct ts_attr *attr, char **array_spec)
+{
+    struct open_file *file;
+    *array_spec = NULL;
+    int result = truncation_begin(datapath, ino, true, &file);
+    /* Truncating to 0 drops every tile: this mount's uncommitted size and
+     * mtime would only be replaced, so no COMMIT goes first. */
+    if (result == 0)
+        result = errno_of(metaclient_open(datapath->meta, ino, flags, truncate, attr, array_spec));
+    if (result == 0)
+        committed_note(datapath, attr);
+    truncation_end(datapath, file, result == 0 ? attr : NULL, true);
     return result;
 }
 

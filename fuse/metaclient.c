@@ -588,17 +588,38 @@ out:
     return status;
 }
 
-int metaclient_open(struct metaclient *client, uint64_t ino, uint32_t flags,
-                    struct ts_attr *attr)
+int metaclient_open(struct metaclient *client, uint64_t ino, uint32_t flags, uint32_t truncate,
+                    struct ts_attr *attr, char **array_spec)
 {
     uint8_t buf[REQUEST_CAP];
-    struct ts_open_req request = {.ino = ino, .flags = flags};
+    struct ts_open_req request = {.ino = ino, .flags = flags, .truncate = truncate};
+    struct ts_open_rep decoded;
+    struct rpc_reply reply;
     int len = ts_open_req_encode(&request, buf, sizeof(buf));
     bool was_sending = holds_enter(client);
-    int status = meta_call_attr(client, TS_OP_OPEN, buf, len, attr);
-    if (status == TS_OK)
+    int status = meta_call(client, TS_OP_OPEN, buf, len, &reply);
+    bool opened = status == TS_OK;
+    if (opened) {
+        /* Held by meta now, whatever follows (undone below on failure). */
         holds_add(client, ino);
+        if (ts_open_rep_decode(&decoded, reply.payload, reply.payload_len) != 0)
+            status = TS_ERR_BADMSG;
+    }
     holds_leave(client, was_sending);
+    *array_spec = NULL;
+    if (status == TS_OK) {
+        *attr = decoded.attr;
+        if ((decoded.attr.flags & TS_ATTR_ARRAY) && decoded.array_spec.len == 0)
+            status = TS_ERR_BADMSG; /* an array file always has its text */
+    }
+    if (status == TS_OK && (decoded.attr.flags & TS_ATTR_ARRAY)) {
+        *array_spec = strndup(decoded.array_spec.ptr, decoded.array_spec.len);
+        if (!*array_spec)
+            status = TS_ERR_NOMEM;
+    }
+    if (opened && status != TS_OK)
+        metaclient_release(client, ino);
+    rpc_reply_release(&reply);
     return status;
 }
 
@@ -996,6 +1017,13 @@ int metaclient_removexattr(struct metaclient *client, uint64_t ino, const char *
 int metaclient_tile_map(struct metaclient *client, uint64_t ino, uint64_t first, uint32_t count,
                         int allocate, uint32_t node, struct tile_location *locations)
 {
+    return metaclient_tile_map_sized(client, ino, first, count, allocate, node, locations, NULL);
+}
+
+int metaclient_tile_map_sized(struct metaclient *client, uint64_t ino, uint64_t first,
+                              uint32_t count, int allocate, uint32_t node,
+                              struct tile_location *locations, uint64_t *size)
+{
     uint8_t buf[REQUEST_CAP];
     struct ts_tile_map_req request = {.ino = ino,
                                       .first = first,
@@ -1025,6 +1053,8 @@ int metaclient_tile_map(struct metaclient *client, uint64_t ino, uint64_t first,
         locations[i].read_version = ts_cursor_u64(&cursor);
         locations[i].flags = ts_cursor_u32(&cursor);
     }
+    if (size)
+        *size = decoded.size;
 out:
     rpc_reply_release(&reply);
     return status;

@@ -158,12 +158,13 @@ static void test_restart_keeps_held_orphans(void **state)
     struct fixture *f = *state;
     uint64_t created = make_orphan(f, "created");
     struct ts_attr attr;
+    char *spec = NULL;
     assert_int_equal(
         metaclient_mknod(f->client, TS_ROOT_INO, "twice", S_IFREG | 0644, 0, 0, 0, 0, &attr, NULL),
         TS_OK);
     uint64_t twice = attr.ino;
-    assert_int_equal(metaclient_open(f->client, twice, 0, &attr), TS_OK);
-    assert_int_equal(metaclient_open(f->client, twice, 0, &attr), TS_OK);
+    assert_int_equal(metaclient_open(f->client, twice, 0, 0, &attr, &spec), TS_OK);
+    assert_int_equal(metaclient_open(f->client, twice, 0, 0, &attr, &spec), TS_OK);
     assert_int_equal(metaclient_unlink(f->client, TS_ROOT_INO, "twice", NULL), TS_OK);
     /* Released while meta is down: the announcement leaves it out. */
     uint64_t closed = make_orphan(f, "closed");
