@@ -5,10 +5,13 @@
  *
  * Dynamic placement keeps NODE_SLOTS tile writes in flight per datanode. A
  * node gets a batch only when it has room for all of it, so the writer
- * never waits on a slow node while a fast one idles.
+ * never waits on a slow node while a fast one idles. The choice itself is
+ * the librarian's (dynamicalloc_pick()), over a snapshot of the loads taken
+ * under loads_lock.
  */
 #include "tileplace.h"
 
+#include "dynamicalloc.h"
 #include "nodedir.h"
 
 #include <pthread.h>
@@ -42,22 +45,19 @@ void tileplace_load_change(struct datapath *datapath, uint32_t node, int delta)
 uint32_t tileplace_pick(struct datapath *datapath, struct open_file *file, uint32_t tiles)
 {
     uint32_t candidates[MAX_NODES];
+    struct dynamicalloc_node snapshot[MAX_NODES];
     size_t count = nodedir_candidates(datapath->nodes, candidates, MAX_NODES);
     if (count == 0)
         return 0;
     for (;;) {
-        uint32_t chosen = 0;
-        int best_load = NODE_SLOTS;
         pthread_mutex_lock(&datapath->loads_lock);
         for (size_t k = 0; k < count; k++) {
-            uint32_t node = candidates[(datapath->next_pick + k) % count];
-            struct node_load *load = node_load_find(datapath, node);
-            int in_flight = load ? load->in_flight : 0;
-            if (in_flight + (int)tiles <= NODE_SLOTS && in_flight < best_load) {
-                best_load = in_flight;
-                chosen = node;
-            }
+            size_t i = (datapath->next_pick + k) % count; /* the order loads are first met */
+            struct node_load *load = node_load_find(datapath, candidates[i]);
+            snapshot[i] = (struct dynamicalloc_node){candidates[i], load ? load->in_flight : 0};
         }
+        uint32_t chosen =
+            dynamicalloc_pick(snapshot, count, datapath->next_pick, tiles, NODE_SLOTS);
         if (chosen != 0) {
             datapath->next_pick++;
             pthread_mutex_unlock(&datapath->loads_lock);
