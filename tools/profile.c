@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #define PROFILE_DEFAULT_TIMEOUT_MS 2000
 #define PROFILE_WHO "tessera profile"
@@ -160,6 +161,35 @@ struct profile_set_walk {
     size_t directories;
 };
 
+/*
+ * PROFILE_SET of a directory a mount holds the lease on is refused
+ * (TS_ERR_LEASED) until that mount gives the lease back, which meta has
+ * asked it to do and which takes milliseconds. So it is sent again every
+ * PROFILE_LEASED_RETRY_US within the one timeout, but not with less than
+ * PROFILE_LEASED_LAST_TRY_MS left: a last try with too little time to be
+ * answered would turn the refusal, which names the cause, into a timeout.
+ * The mount's meta client keeps the same rule (fuse/metaclient.c).
+ */
+#define PROFILE_LEASED_RETRY_US 1000
+#define PROFILE_LEASED_LAST_TRY_MS 100
+
+/* toolmeta_profile_set(), sent again while refused for a lease. */
+static int profile_set_leased_retried(struct rpc_client *meta, int timeout_ms, uint64_t ino,
+                                      uint32_t action, uint32_t *profiling, char *error_text,
+                                      size_t error_cap)
+{
+    int64_t deadline_ms = util_monotonic_ms() + timeout_ms;
+    for (;;) {
+        int status = toolmeta_profile_set(meta, timeout_ms, ino, action, profiling, error_text,
+                                          error_cap);
+        int64_t left = deadline_ms - util_monotonic_ms();
+        if (status != TS_ERR_LEASED || left < PROFILE_LEASED_LAST_TRY_MS)
+            return status;
+        timeout_ms = (int)left;
+        nanosleep(&(struct timespec){0, PROFILE_LEASED_RETRY_US * 1000}, NULL);
+    }
+}
+
 static int profile_set_visit(void *ctx, const char *path, const struct stat *st)
 {
     struct profile_set_walk *walk = ctx;
@@ -170,8 +200,9 @@ static int profile_set_visit(void *ctx, const char *path, const struct stat *st)
     if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode))
         return 0; /* links, devices, sockets: nothing to count */
     status =
-        toolmeta_profile_set(walk->meta, (int)walk->options->target.timeout_ms, (uint64_t)st->st_ino,
-                               walk->action, &profiling, peer, sizeof(peer));
+        profile_set_leased_retried(walk->meta, (int)walk->options->target.timeout_ms,
+                                   (uint64_t)st->st_ino, walk->action, &profiling, peer,
+                                   sizeof(peer));
     if (status != TS_OK)
         return profile_meta_failed(walk->options, "PROFILE_SET", path, status, peer);
     if (S_ISDIR(st->st_mode))
