@@ -1,6 +1,7 @@
 /*
- * @file test_metasession.c
- * The mount's side of its session with meta (fuse/metaclient.c): a real
+ * @file test_metaclient.c
+ * The mount's meta client (fuse/metaclient.c), its session with meta and
+ * its retries of requests a directory lease refuses: a real
  * metaclient talks over ZeroMQ (ipc://) to meta's real handlers on a real
  * LMDB store in a temporary directory, served by a thread of this test.
  * "Restarting meta" closes the service and opens it again on the same
@@ -101,7 +102,7 @@ static int setup(void **state)
     const char *tmp = getenv("TMPDIR");
     if (!f)
         return -1;
-    snprintf(f->dir, sizeof(f->dir), "%s/test_metasession.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    snprintf(f->dir, sizeof(f->dir), "%s/test_metaclient.XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(f->dir)) {
         free(f);
         return -1;
@@ -295,5 +296,5 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_leased_directory_retried, setup, teardown),
         cmocka_unit_test_setup_teardown(test_leased_directory_gives_up, setup, teardown),
     };
-    return cmocka_run_group_tests_name("metasession", tests, NULL, NULL);
+    return cmocka_run_group_tests_name("metaclient", tests, NULL, NULL);
 }
