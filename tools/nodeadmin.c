@@ -202,50 +202,27 @@ out:
     return exit_code;
 }
 
-/* Sends NODE_THROTTLE to the node; returns the exit code. */
-static int nodeadmin_throttle(const struct nodeadmin_options *options,
-                              const struct toolmeta_node *node)
+/*
+ * Sends op with payload (len < 0: its encoder failed) to the node and
+ * waits for the reply: returns 0 with *status the call's (reply released
+ * by the caller in every case), or exit code 1 after saying the node's
+ * address is unusable.
+ */
+static int nodeadmin_call(const struct nodeadmin_options *options,
+                          const struct toolmeta_node *node, uint16_t op, const uint8_t *payload,
+                          int len, struct rpc_reply *reply, int *status)
 {
-    struct ts_node_throttle request = {.bytes_per_sec = options->bytes_per_sec};
-    struct ts_node_throttle answer;
-    struct rpc_reply reply;
-    uint8_t payload[16];
-    char error_text[256];
-    int len = ts_node_throttle_encode(&request, payload, sizeof(payload));
-    struct rpc_client *client = rpc_client_new(node->address);
-    int status;
+    struct rpc_client *client = len < 0 ? NULL : rpc_client_new(node->address);
 
-    if (!client || len < 0) {
+    memset(reply, 0, sizeof(*reply));
+    if (!client) {
         fprintf(stderr, "tessera node: datanode %" PRIu32 " has an unusable address '%s'\n",
                 node->id, node->address);
-        rpc_client_destroy(&client);
         return 1;
     }
-    status = rpc_client_call(client, TS_OP_NODE_THROTTLE, payload, (size_t)len, NULL, 0,
-                             (int)options->target.timeout_ms, &reply);
-    if (status == TS_OK && ts_node_throttle_decode(&answer, reply.payload, reply.payload_len) != 0)
-        status = TS_ERR_BADMSG;
-    if (status != TS_OK) {
-        rpc_reply_error_text(&reply, error_text, sizeof(error_text));
-        if (status == TS_ERR_TIMEDOUT)
-            fprintf(stderr,
-                    "tessera node: datanode %" PRIu32 " at %s did not answer within %ld ms%s\n",
-                    node->id, node->address, options->target.timeout_ms,
-                    node->state == TS_NODE_UP ? "" : " (meta lists it as down)");
-        else
-            fprintf(stderr, "tessera node: datanode %" PRIu32 " at %s answered: %s%s%s\n", node->id,
-                    node->address, status_text(status), error_text[0] ? ": " : "", error_text);
-        rpc_reply_release(&reply);
-        rpc_client_destroy(&client);
-        return 1;
-    }
-    if (answer.bytes_per_sec == 0)
-        printf("datanode %" PRIu32 " (%s): throttle off\n", node->id, node->address);
-    else
-        printf("datanode %" PRIu32 " (%s): throttle %.1f MB/s\n", node->id, node->address,
-               (double)answer.bytes_per_sec / NODEADMIN_MB);
-    rpc_reply_release(&reply);
-    rpc_client_destroy(&client);
+    *status = rpc_client_call(client, op, payload, (size_t)len, NULL, 0,
+                              (int)options->target.timeout_ms, reply);
+    rpc_client_destroy(&client); /* the reply's frames are its own */
     return 0;
 }
 
@@ -264,6 +241,35 @@ static int nodeadmin_call_failed(const struct nodeadmin_options *options,
         fprintf(stderr, "tessera node: datanode %" PRIu32 " at %s answered: %s%s%s\n", node->id,
                 node->address, status_text(status), error_text[0] ? ": " : "", error_text);
     return 1;
+}
+
+/* Sends NODE_THROTTLE to the node; returns the exit code. */
+static int nodeadmin_throttle(const struct nodeadmin_options *options,
+                              const struct toolmeta_node *node)
+{
+    struct ts_node_throttle request = {.bytes_per_sec = options->bytes_per_sec};
+    struct ts_node_throttle answer;
+    struct rpc_reply reply;
+    uint8_t payload[16];
+    int len = ts_node_throttle_encode(&request, payload, sizeof(payload));
+    int status;
+
+    if (nodeadmin_call(options, node, TS_OP_NODE_THROTTLE, payload, len, &reply, &status) != 0)
+        return 1;
+    if (status == TS_OK && ts_node_throttle_decode(&answer, reply.payload, reply.payload_len) != 0)
+        status = TS_ERR_BADMSG;
+    if (status != TS_OK) {
+        nodeadmin_call_failed(options, node, status, &reply);
+        rpc_reply_release(&reply);
+        return 1;
+    }
+    if (answer.bytes_per_sec == 0)
+        printf("datanode %" PRIu32 " (%s): throttle off\n", node->id, node->address);
+    else
+        printf("datanode %" PRIu32 " (%s): throttle %.1f MB/s\n", node->id, node->address,
+               (double)answer.bytes_per_sec / NODEADMIN_MB);
+    rpc_reply_release(&reply);
+    return 0;
 }
 
 /* Prints a NODE_STATS reply whose blobs were checked; text or JSON. */
@@ -333,18 +339,11 @@ static int nodeadmin_stats(const struct nodeadmin_options *options,
     struct rpc_reply reply;
     uint8_t payload[16];
     int len = ts_node_stats_req_encode(&request, payload, sizeof(payload));
-    struct rpc_client *client = rpc_client_new(node->address);
     int exit_code = 0;
     int status;
 
-    if (!client || len < 0) {
-        fprintf(stderr, "tessera node: datanode %" PRIu32 " has an unusable address '%s'\n",
-                node->id, node->address);
-        rpc_client_destroy(&client);
+    if (nodeadmin_call(options, node, TS_OP_NODE_STATS, payload, len, &reply, &status) != 0)
         return 1;
-    }
-    status = rpc_client_call(client, TS_OP_NODE_STATS, payload, (size_t)len, NULL, 0,
-                             (int)options->target.timeout_ms, &reply);
     if (status == TS_OK &&
         (ts_node_stats_rep_decode(&stats, reply.payload, reply.payload_len) != 0 ||
          (uint64_t)stats.op_count * TS_STATS_OP_RECORD_BYTES != stats.ops.len ||
@@ -355,7 +354,6 @@ static int nodeadmin_stats(const struct nodeadmin_options *options,
     else
         nodeadmin_print_stats(options, node, &stats);
     rpc_reply_release(&reply);
-    rpc_client_destroy(&client);
     return exit_code;
 }
 
