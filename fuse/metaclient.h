@@ -4,7 +4,9 @@
  * returning a project status (TS_OK or TS_ERR_*); callers turn it into an
  * errno with status_to_errno(). Safe to call from any thread: requests go
  * through an rpc_pool, each with the meta timeout, so a meta that is down
- * costs at most that long and then TS_ERR_TIMEDOUT.
+ * costs at most that long and then TS_ERR_TIMEDOUT. A request refused
+ * because another mount holds a directory's lease (TS_ERR_LEASED) is sent
+ * again, within that same timeout, until the holder gives the lease back.
  */
 #ifndef TESSERA_METACLIENT_H
 #define TESSERA_METACLIENT_H
