@@ -114,6 +114,13 @@ struct open_file {
     _Atomic uint32_t mode;
     bool size_dirty; /* size or mtime not yet committed to meta */
     struct timespec mtime;
+    /* Bumped by every write: a COMMIT sent with the lock let go clears
+     * size_dirty only if no write came meanwhile. */
+    uint64_t writes_made;
+    /* A COMMIT is on its way, sent with the lock let go (filecommit_size):
+     * the next COMMIT, and every truncation or punch, waits on `changed`
+     * for it, so meta never gets an older size after a newer change. */
+    bool committing;
     int error; /* first write error not yet reported by flush/fsync */
     struct write_buffer buffers[MAX_WRITE_BUFFERS];
     int buffer_limit;           /* buffers in use at most */
@@ -139,6 +146,10 @@ struct open_file {
     uint64_t run_last_tile;
     struct cached_location *locations;
     size_t location_slots; /* a power of two */
+    /* Bumped whenever cached locations are forgotten (truncation, punch):
+     * an answer of meta asked with the lock let go is kept only if this
+     * did not change meanwhile (tilelocation.c). */
+    uint64_t locations_epoch;
     struct dirty_tile *dirty;
     size_t dirty_count;
     size_t dirty_cap;

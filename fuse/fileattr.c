@@ -89,7 +89,9 @@ static int truncation_begin(struct datapath *datapath, uint64_t ino, bool size,
         file->generation++;
         pagestore_wait(datapath, file);
     }
-    return writebehind_drain(datapath, file);
+    int result = writebehind_drain(datapath, file);
+    filecommit_wait(file); /* the change must reach meta after a COMMIT on its way */
+    return result;
 }
 
 /*

@@ -23,22 +23,45 @@ void filecommit_note(struct datapath *datapath, const struct ts_attr *attr)
         datapath->committed(datapath->committed_context, attr->ino);
 }
 
+void filecommit_wait(struct open_file *file)
+{
+    while (file->committing)
+        pthread_cond_wait(&file->changed, &file->lock);
+}
+
 int filecommit_size(struct datapath *datapath, struct open_file *file, int sync)
 {
     struct ts_attr attr;
-    int status;
+    filecommit_wait(file);
     if (!file->size_dirty && !sync)
         return 0;
-    status = metaclient_commit(datapath->meta, file->ino, file->size,
-                               file->size_dirty ? &file->mtime : NULL, sync, &attr);
+    /* What is committed is taken now; the COMMIT goes with the lock let go,
+     * so that writes and reads of the file go on meanwhile. */
+    uint64_t size = file->size;
+    struct timespec mtime = file->mtime;
+    bool dirty = file->size_dirty;
+    uint64_t writes_made = file->writes_made;
+    file->committing = true;
+    pthread_mutex_unlock(&file->lock);
+    int status = metaclient_commit(datapath->meta, file->ino, size, dirty ? &mtime : NULL, sync,
+                                   &attr);
+    pthread_mutex_lock(&file->lock);
+    file->committing = false;
+    pthread_cond_broadcast(&file->changed);
     if (status != TS_OK)
         return errno_of_status(status);
     /* Recorded before size_dirty is cleared: an attribute reply being put
      * together meanwhile finds the size here or is refused as older. */
-    if (file->size_dirty)
+    if (dirty)
         filecommit_note(datapath, &attr);
-    file->size_dirty = false;
-    tilecache_size_learned(datapath, file, attr.size);
+    /* A write that came meanwhile is still to commit, and its size, newer
+     * than the answer, stays (unless meta knows a larger one). */
+    if (file->writes_made == writes_made) {
+        file->size_dirty = false;
+        tilecache_size_learned(datapath, file, attr.size);
+    } else if (attr.size > file->size) {
+        tilecache_size_learned(datapath, file, attr.size);
+    }
     return 0;
 }
 

@@ -12,8 +12,16 @@
 /* Tells the guard and the owner that meta now has attr, this mount's change. */
 void filecommit_note(struct datapath *datapath, const struct ts_attr *attr);
 
-/* Commits size and mtime if this mount changed them (and with sync, has
- * meta make them durable). Called with file->lock held. */
+/*
+ * Commits size and mtime if this mount changed them (and with sync, has
+ * meta make them durable). Called with file->lock held, which it lets go
+ * while meta answers (one COMMIT of a file at a time: `committing`); a
+ * write made meanwhile stays to commit.
+ */
 int filecommit_size(struct datapath *datapath, struct open_file *file, int sync);
+
+/* Waits until no COMMIT of the file is on its way: a truncation or punch
+ * must reach meta after it. Called with file->lock held. */
+void filecommit_wait(struct open_file *file);
 
 #endif

@@ -49,16 +49,15 @@
 
 /*
  * tilecache_load() for a tile of which this mount has written out every
- * byte; NULL (with *error 0) otherwise, as the load would miss them: the
- * read then goes around the cache.
+ * byte; NULL otherwise, as the load would miss them: the read then goes
+ * around the cache.
  */
 static struct read_slot *load_if_written_out(struct datapath *datapath, struct open_file *file,
-                                             uint64_t tile, int *error)
+                                             uint64_t tile, const struct tile_location *location)
 {
-    *error = 0;
     if (writebehind_tile_unsent(file, tile))
         return NULL;
-    return tilecache_load(datapath, file, tile, error);
+    return tilecache_load(datapath, file, tile, location);
 }
 
 /*
@@ -72,10 +71,15 @@ static void cache_read_ahead(struct datapath *datapath, struct open_file *file, 
     uint32_t ahead =
         file->run_tiles < datapath->readahead_tiles ? file->run_tiles : datapath->readahead_tiles;
     for (uint64_t next = tile + 1; next <= tile + ahead && next < tiles_in_file; next++) {
-        int error;
+        struct tile_location location;
         if (tilecache_find(file, next))
             continue;
-        if (!load_if_written_out(datapath, file, next, &error))
+        if (tilelocation_get(datapath, file, next, false, &location) != 0)
+            break;
+        /* The lock may have gone meanwhile: another reader may have loaded it. */
+        if (tilecache_find(file, next))
+            continue;
+        if (!load_if_written_out(datapath, file, next, &location))
             break;
     }
 }
@@ -216,13 +220,12 @@ static bool stream_read_into(struct datapath *datapath, struct open_file *file,
  * for profiled files).
  */
 static int direct_fetch(struct datapath *datapath, struct open_file *file,
-                        const struct tile_segment *segment, bool buffered, char *out, bool *local)
+                        const struct tile_segment *segment, const struct tile_location *where,
+                        bool buffered, char *out, bool *local)
 {
-    struct tile_location location;
+    struct tile_location location = *where;
     struct rpc_reply reply;
-    int error = tilelocation_get(datapath, file, segment->tile, false, &location);
-    if (error != 0)
-        return error;
+    int error;
     if (location.node == 0) {
         memset(out, 0, segment->length);
         return 0;
@@ -247,11 +250,11 @@ static int direct_fetch(struct datapath *datapath, struct open_file *file,
 
 /* Adds a segment read directly (no cache) into the result's scratch buffer. */
 static int direct_serve(struct datapath *datapath, struct open_file *file,
-                        const struct tile_segment *segment, struct datapath_read *result,
-                        bool *local)
+                        const struct tile_segment *segment, const struct tile_location *location,
+                        struct datapath_read *result, bool *local)
 {
     char *out = result->scratch + result->scratch_used;
-    int error = direct_fetch(datapath, file, segment, result->buffered, out, local);
+    int error = direct_fetch(datapath, file, segment, location, result->buffered, out, local);
     if (error != 0)
         return error;
     result->scratch_used += segment->length;
@@ -276,8 +279,9 @@ static const struct datapath_span *span_find(const struct datapath_read *result,
  * (the scratch buffer). `rest`: the walk after this segment.
  */
 static int gathered_serve(struct datapath *datapath, struct open_file *file,
-                          const struct tile_segment *segment, const struct filetiles_walk *rest,
-                          struct datapath_read *result, bool *local)
+                          const struct tile_segment *segment, const struct tile_location *location,
+                          const struct filetiles_walk *rest, struct datapath_read *result,
+                          bool *local)
 {
     const struct datapath_span *span = span_find(result, segment->tile);
     if (!span) {
@@ -296,7 +300,7 @@ static int gathered_serve(struct datapath *datapath, struct open_file *file,
             result->span_cap = cap;
         }
         char *bytes = result->scratch + result->scratch_used;
-        int error = direct_fetch(datapath, file, &run, result->buffered, bytes, local);
+        int error = direct_fetch(datapath, file, &run, location, result->buffered, bytes, local);
         if (error != 0)
             return error;
         result->scratch_used += run.length;
@@ -336,18 +340,6 @@ static int result_flush(struct datapath_read *result)
 }
 
 /*
- * Whether a sequential reader's tile comes over a tile stream rather than
- * through the cache: its datanode is on this machine (where streams go).
- * Called with file->lock held.
- */
-static bool tile_streams(struct datapath *datapath, struct open_file *file, uint64_t tile)
-{
-    struct tile_location location;
-    return tilelocation_get(datapath, file, tile, false, &location) == 0 &&
-           tileread_is_local(datapath, &location);
-}
-
-/*
  * Reads a segment over its datanode's tile stream into the result's
  * pipe, after the pieces before it. Returns 0, -EAGAIN (read it over
  * ZeroMQ instead: no stream, or the datanode answered other than with
@@ -355,22 +347,19 @@ static bool tile_streams(struct datapath *datapath, struct open_file *file, uint
  * it drops while the bytes come, so a stream's reads overlap.
  */
 static int pipe_serve(struct datapath *datapath, struct open_file *file,
-                      const struct tile_segment *segment, struct datapath_read *result, bool *local)
+                      const struct tile_segment *segment, const struct tile_location *location,
+                      struct datapath_read *result, bool *local)
 {
-    struct tile_location location;
     int32_t status = TS_OK;
     uint32_t got = 0;
     uint32_t node;
 
-    int error = tilelocation_get(datapath, file, segment->tile, false, &location);
-    if (error != 0)
-        return error;
-    if (location.node == 0)
+    if (location->node == 0)
         return result_add_zeros(result, segment->length);
-    error = result_flush(result);
+    int error = result_flush(result);
     if (error != 0)
         return error;
-    struct ts_tile_read_req request = segment_read_request(file, segment, &location, &node);
+    struct ts_tile_read_req request = segment_read_request(file, segment, location, &node);
     pthread_mutex_unlock(&file->lock);
     error = tilestream_read(datapath->streams, node, &request, result->buffered, &status, &got);
     pthread_mutex_lock(&file->lock);
@@ -419,11 +408,15 @@ ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t 
     if (buffered && offset + size > file->size)
         result->guarded = attrguard_read_begin(datapath->guard, file->ino);
     if (offset + size > file->size && !file->size_dirty) {
-        /* The file may have grown through another mount. */
-        struct ts_attr attr;
-        if (metaclient_getattr(datapath->meta, file->ino, &attr) == TS_OK) {
-            result->size_refresh = attr.size > file->size;
-            tilecache_size_learned(datapath, file, attr.size);
+        /* The file may have grown through another mount: meta's size and
+         * where the tiles from here are, in one round trip (the lock let
+         * go meanwhile). */
+        uint64_t size_now;
+        /* A write here meanwhile knows better, unless meta's is larger. */
+        if (tilelocation_size_at(datapath, file, offset, &size_now) == 0 &&
+            (!file->size_dirty || size_now > file->size)) {
+            result->size_refresh = size_now > file->size;
+            tilecache_size_learned(datapath, file, size_now);
         }
     }
     if (offset >= file->size)
@@ -455,24 +448,38 @@ ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t 
     while (filetiles_walk_next(&walk, &segment)) {
         /* Reads see this mount's writes. */
         writebehind_settle(datapath, file, segment.tile);
-        struct read_slot *slot = tilecache_find(file, segment.tile);
-        bool cached = slot != NULL;
-        int error = 0;
         last_tile = segment.tile;
-        bool cache_it = sequential && !(streaming && tile_streams(datapath, file, segment.tile));
+        /*
+         * Where the tile is, when the read may need it: asking meta lets
+         * the lock go, so the slot is looked for after. A tile in the cache
+         * is served even if meta cannot be asked (a stream's reader only
+         * wants to know whether the tile is local).
+         */
+        struct tile_location location = {0};
+        bool located = false;
+        struct read_slot *slot = tilecache_find(file, segment.tile);
+        int error = 0;
+        if (!slot || (sequential && streaming)) {
+            error = tilelocation_get(datapath, file, segment.tile, false, &location);
+            located = error == 0;
+            slot = tilecache_find(file, segment.tile);
+        }
+        if (!slot && !located) {
+            outcome = error;
+            goto out;
+        }
+        bool cached = slot != NULL;
+        bool cache_it =
+            sequential && !(streaming && located && tileread_is_local(datapath, &location));
         through_cache = through_cache || cache_it;
         if (!slot && cache_it) {
-            slot = load_if_written_out(datapath, file, segment.tile, &error);
+            slot = load_if_written_out(datapath, file, segment.tile, &location);
         } else if (!slot && sieving &&
                    sieve_touch(&file->sieve, segment.tile, tiles_in_file, util_monotonic_ms(),
                                buffered)) {
-            slot = load_if_written_out(datapath, file, segment.tile, &error);
+            slot = load_if_written_out(datapath, file, segment.tile, &location);
             if (slot)
                 slot->sieved = true;
-        }
-        if (error != 0) {
-            outcome = error;
-            goto out;
         }
         bool local = false;
         error = slot ? cache_serve(datapath, file, slot, &segment, result, &local) : -EAGAIN;
@@ -482,17 +489,22 @@ ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t 
             if (buffered && !slot->stored && !result->store_slot)
                 result->store_slot = slot; /* pinned by cache_serve */
         }
+        if (error == -EAGAIN && !located) {
+            /* The cached tile could not serve (its load failed): read it. */
+            error = tilelocation_get(datapath, file, segment.tile, false, &location);
+            error = error == 0 ? -EAGAIN : error;
+        }
         if (error == -EAGAIN && streaming)
-            error = pipe_serve(datapath, file, &segment, result, &local);
+            error = pipe_serve(datapath, file, &segment, &location, result, &local);
         if (error == -EAGAIN) {
             if (!result->scratch)
                 result->scratch = malloc(size);
             if (!result->scratch)
                 error = -ENOMEM;
             else if (file->layout.array)
-                error = gathered_serve(datapath, file, &segment, &walk, result, &local);
+                error = gathered_serve(datapath, file, &segment, &location, &walk, result, &local);
             else
-                error = direct_serve(datapath, file, &segment, result, &local);
+                error = direct_serve(datapath, file, &segment, &location, result, &local);
         }
         if (error != 0) {
             outcome = error;

@@ -112,15 +112,11 @@ static struct read_slot *cache_victim(struct datapath *datapath, struct open_fil
 }
 
 struct read_slot *tilecache_load(struct datapath *datapath, struct open_file *file, uint64_t tile,
-                                 int *error)
+                                 const struct tile_location *where)
 {
-    struct tile_location location;
+    struct tile_location location = *where;
     struct read_slot *slot;
 
-    *error = 0;
-    *error = tilelocation_get(datapath, file, tile, false, &location);
-    if (*error != 0)
-        return NULL;
     if (location.node != 0 && !budget_try_take(&datapath->read_budget, file->tile_bytes))
         return NULL;
     struct load_job *job = location.node != 0 ? calloc(1, sizeof(*job)) : NULL;

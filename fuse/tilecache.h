@@ -31,13 +31,15 @@ void tilecache_size_learned(struct datapath *datapath, struct open_file *file, u
 struct read_slot *tilecache_find(struct open_file *file, uint64_t tile);
 
 /*
- * Starts loading a whole tile into the cache. Returns the slot, or NULL when
- * there is no memory or slot for it (the caller reads directly instead).
- * The caller makes sure this mount has no bytes of the tile not yet
- * written out (the load would miss them). Called with file->lock held.
+ * Starts loading a whole tile, found at *location (node 0: a hole), into the
+ * cache. Returns the slot, or NULL when there is no memory or slot for it
+ * (the caller reads directly instead). The caller makes sure this mount has
+ * no bytes of the tile not yet written out (the load would miss them) and
+ * that no slot holds the tile already. Called with file->lock held; never
+ * lets it go.
  */
 struct read_slot *tilecache_load(struct datapath *datapath, struct open_file *file, uint64_t tile,
-                                 int *error);
+                                 const struct tile_location *location);
 
 /* Gives back the memory of every slot of a file being freed (no loads in flight). */
 void tilecache_free(struct datapath *datapath, struct open_file *file);

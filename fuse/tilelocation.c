@@ -12,6 +12,13 @@
  * the file's cache when they finish, under the lock they take anyway. A
  * write job retries inside its job, so the tile stays in `writing` and the
  * next write of that tile waits for it: writes of one tile keep their order.
+ *
+ * Meta is never asked with file->lock held: a slow meta reply would stall
+ * every reader and writer of the file. A lookup lets the lock go while it
+ * asks and keeps the answer only if no truncation or punch forgot the
+ * file's locations meanwhile (`locations_epoch`); otherwise it asks again.
+ * Callers therefore find the file may have changed across the call (other
+ * writes, reads and loads ran), and look up what they need after it.
  */
 #include "tilelocation.h"
 
@@ -94,14 +101,36 @@ void tilelocation_remember(struct open_file *file, uint64_t tile,
 }
 
 /*
+ * Asks meta for the locations of tiles [tile, tile + count) with file->lock
+ * let go, so that one slow meta reply stalls none of the file's other
+ * readers and writers (the caller holds a reference, so the file stays).
+ * *kept: no truncation or punch forgot locations meanwhile; otherwise the
+ * answer may name tiles that are gone, and the caller asks again. *size
+ * (may be NULL): the file's size as meta answered. Returns meta's status.
+ */
+static int tile_map_unlocked(struct datapath *datapath, struct open_file *file, uint64_t tile,
+                             uint32_t count, bool allocate, uint32_t node,
+                             struct tile_location *locations, uint64_t *size, bool *kept)
+{
+    uint64_t epoch = file->locations_epoch;
+    pthread_mutex_unlock(&file->lock);
+    int status = metaclient_tile_map_sized(datapath->meta, file->ino, tile, count, allocate, node,
+                                           locations, size);
+    pthread_mutex_lock(&file->lock);
+    *kept = *kept && file->locations_epoch == epoch;
+    return status;
+}
+
+/*
  * Meta said no datanode is up to take tile: one may be restarting, or meta
  * may have missed their heartbeats for a moment. Asks again every
  * NONODES_RETRY_MS for io_timeout_ms, as long as a silent datanode is
  * waited for, before the write fails. Called with file->lock held; lets it
- * go while sleeping. Returns meta's last status (one tile in *location).
+ * go while sleeping and asking. Returns meta's last status (one tile in
+ * *location).
  */
 static int nodes_wait_and_allocate(struct datapath *datapath, struct open_file *file, uint64_t tile,
-                                   struct tile_location *location)
+                                   struct tile_location *location, bool *kept)
 {
     int64_t deadline_ms = util_monotonic_ms() + datapath->io_timeout_ms;
     int status = TS_ERR_NONODES;
@@ -112,7 +141,7 @@ static int nodes_wait_and_allocate(struct datapath *datapath, struct open_file *
         pthread_mutex_unlock(&file->lock);
         util_sleep_ms(NONODES_RETRY_MS);
         pthread_mutex_lock(&file->lock);
-        status = metaclient_tile_map(datapath->meta, file->ino, tile, 1, true, 0, location);
+        status = tile_map_unlocked(datapath, file, tile, 1, true, 0, location, NULL, kept);
     }
     if (status == TS_OK)
         log_info("inode %llu tile %llu placed on datanode %u after waiting",
@@ -120,51 +149,92 @@ static int nodes_wait_and_allocate(struct datapath *datapath, struct open_file *
     return status;
 }
 
+/* How many tiles from `tile` one TILE_MAP asks for, and the node a dynamic
+ * writer names (0: meta places). May let file->lock go (tileplace_pick). */
+static uint32_t tile_map_batch(struct datapath *datapath, struct open_file *file, uint64_t tile,
+                               bool allocate, uint32_t *node)
+{
+    *node = 0;
+    if (allocate && file->placement == TS_PLACEMENT_DYNAMIC) {
+        *node = tileplace_pick(datapath, file, TILEPLACE_BATCH);
+        return TILEPLACE_BATCH;
+    }
+    if (allocate)
+        return tile == file->last_written_tile + 1 || (tile == 0 && file->size == 0)
+                   ? ALLOCATE_BATCH
+                   : 1;
+    /* Reads go forward: fetch the tiles up to the end of the file too. */
+    uint64_t tiles_in_file = filetiles_tile_count(&file->layout, file->size);
+    if (tiles_in_file <= tile + 1)
+        return 1;
+    return (uint32_t)(tiles_in_file - tile < TILE_MAP_BATCH ? tiles_in_file - tile
+                                                             : TILE_MAP_BATCH);
+}
+
 int tilelocation_get(struct datapath *datapath, struct open_file *file, uint64_t tile,
                      bool allocate, struct tile_location *location)
 {
-    struct cached_location *slot = location_slot(file, tile);
     struct tile_location batch[TILE_MAP_BATCH];
-    uint32_t count = 1;
     int status;
 
-    if (slot->location.node != 0 && slot->tile == tile) {
-        *location = slot->location;
+    for (;;) {
+        struct cached_location *slot = location_slot(file, tile);
+        if (slot->location.node != 0 && slot->tile == tile) {
+            *location = slot->location;
+            return 0;
+        }
+        uint32_t node;
+        uint32_t count = tile_map_batch(datapath, file, tile, allocate, &node);
+        bool kept = true;
+        status = tile_map_unlocked(datapath, file, tile, count, allocate, node, batch, NULL, &kept);
+        if ((status == TS_ERR_NOSPC || status == TS_ERR_NONODES) && (count > 1 || node != 0)) {
+            /* The batch may not fit, or the node may have filled up since
+             * meta last said: one tile, placed by meta. */
+            count = 1;
+            status = tile_map_unlocked(datapath, file, tile, count, allocate, 0, batch, NULL, &kept);
+        }
+        if (status == TS_ERR_NONODES && allocate)
+            status = nodes_wait_and_allocate(datapath, file, tile, batch, &kept);
+        if (status != TS_OK)
+            return errno_of_status(status);
+        if (!kept)
+            continue; /* a truncation came meanwhile: what meta said may be gone */
+        for (uint32_t i = 0; i < count; i++)
+            tilelocation_remember(file, tile + i, &batch[i]);
+        *location = batch[0];
         return 0;
     }
-    uint32_t node = 0;
-    if (allocate && file->placement == TS_PLACEMENT_DYNAMIC) {
-        count = TILEPLACE_BATCH;
-        node = tileplace_pick(datapath, file, count);
-    } else if (allocate) {
-        if (tile == file->last_written_tile + 1 || (tile == 0 && file->size == 0))
-            count = ALLOCATE_BATCH;
-    } else {
-        /* Reads go forward: fetch the tiles up to the end of the file too. */
-        uint64_t tiles_in_file = filetiles_tile_count(&file->layout, file->size);
-        if (tiles_in_file > tile + 1)
-            count = (uint32_t)(tiles_in_file - tile < TILE_MAP_BATCH ? tiles_in_file - tile
-                                                                     : TILE_MAP_BATCH);
-    }
-    status = metaclient_tile_map(datapath->meta, file->ino, tile, count, allocate, node, batch);
-    if ((status == TS_ERR_NOSPC || status == TS_ERR_NONODES) && (count > 1 || node != 0)) {
-        /* The batch may not fit, or the node may have filled up since meta
-         * last said: one tile, placed by meta. */
-        count = 1;
-        status = metaclient_tile_map(datapath->meta, file->ino, tile, count, allocate, 0, batch);
-    }
-    if (status == TS_ERR_NONODES && allocate)
-        status = nodes_wait_and_allocate(datapath, file, tile, batch);
+}
+
+int tilelocation_size_at(struct datapath *datapath, struct open_file *file, uint64_t offset,
+                         uint64_t *size)
+{
+    struct tile_location batch[TILE_MAP_BATCH];
+    struct filetiles_walk walk;
+    struct tile_segment segment;
+    bool kept = true;
+
+    /* An array's tiles cover its bytes; past them it has no tile to ask about. */
+    if (file->layout.array && offset >= file->layout.array->array_bytes)
+        return -ERANGE;
+    filetiles_walk_init(&walk, &file->layout, offset, 1);
+    if (!filetiles_walk_next(&walk, &segment))
+        return -ERANGE;
+    uint32_t count = file->layout.array ? 1 : TILE_MAP_BATCH;
+    int status = tile_map_unlocked(datapath, file, segment.tile, count, false, 0, batch, size,
+                                   &kept);
     if (status != TS_OK)
         return errno_of_status(status);
+    if (!kept)
+        return -EAGAIN;
     for (uint32_t i = 0; i < count; i++)
-        tilelocation_remember(file, tile + i, &batch[i]);
-    *location = batch[0];
+        tilelocation_remember(file, segment.tile + i, &batch[i]);
     return 0;
 }
 
 void tilelocation_forget_from(struct open_file *file, uint64_t first_tile)
 {
+    file->locations_epoch++;
     for (size_t i = 0; i < file->location_slots; i++) {
         if (file->locations[i].tile >= first_tile)
             memset(&file->locations[i], 0, sizeof(file->locations[i]));
@@ -173,6 +243,7 @@ void tilelocation_forget_from(struct open_file *file, uint64_t first_tile)
 
 void tilelocation_forget_range(struct open_file *file, uint64_t first_tile, uint64_t last_tile)
 {
+    file->locations_epoch++;
     for (size_t i = 0; i < file->location_slots; i++) {
         uint64_t tile = file->locations[i].tile;
         if (tile >= first_tile && tile <= last_tile)
@@ -182,6 +253,7 @@ void tilelocation_forget_range(struct open_file *file, uint64_t first_tile, uint
 
 void tilelocation_forget_all(struct open_file *file)
 {
+    file->locations_epoch++;
     memset(file->locations, 0, file->location_slots * sizeof(*file->locations));
 }
 

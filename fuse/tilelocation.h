@@ -21,11 +21,24 @@ void tilelocation_fini(struct open_file *file);
  * The location of `tile`; with allocate, a hole gets a tile placed by meta
  * (with the following tiles too when the writer is sequential, so meta sees
  * one request per batch, not per tile). location->node is 0 for a hole
- * (only without allocate). Called with file->lock held; an allocation may
- * release it while it waits for a datanode with room (tileplace_pick).
+ * (only without allocate). Called with file->lock held; lets it go while
+ * it asks meta (a miss) or waits for a datanode with room (tileplace_pick):
+ * a pointer into the file's slots or buffers taken before may be stale
+ * after it.
  */
 int tilelocation_get(struct datapath *datapath, struct open_file *file, uint64_t tile,
                      bool allocate, struct tile_location *location);
+
+/*
+ * For a read past the end this mount knows: meta's size of the file, with
+ * the locations of the tiles from the one `offset` falls in, in one round
+ * trip (TILE_MAP answers the size). Lets file->lock go while it asks.
+ * Returns 0, -ERANGE when offset is past the bytes an array file can have
+ * (nothing to ask), -EAGAIN when a truncation came meanwhile (the size may
+ * be older than it), or meta's error.
+ */
+int tilelocation_size_at(struct datapath *datapath, struct open_file *file, uint64_t offset,
+                         uint64_t *size);
 
 /* Puts a tile's location in the cache; holes are not kept (another mount
  * may fill them). */

@@ -505,6 +505,7 @@ ssize_t datapath_write(struct datapath *datapath, struct open_file *file, const 
     if (offset + size > file->size)
         file->size = offset + size;
     file->size_dirty = true;
+    file->writes_made++;
     file->mtime = util_now();
 out:
     pthread_mutex_unlock(&file->lock);

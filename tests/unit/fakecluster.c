@@ -57,6 +57,10 @@ struct request_count {
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* fakecluster_meta_hold(): TILE_MAP, GETATTR and COMMIT wait at the gate. */
+static pthread_cond_t gate_opened = PTHREAD_COND_INITIALIZER;
+static bool meta_held;
+static int meta_waiting;
 static uint32_t tile_bytes;
 static uint64_t next_version;
 static struct meta_record records[MAX_RECORDS];
@@ -172,11 +176,52 @@ void fakecluster_map(uint64_t ino, uint64_t tile, const struct tile_location *lo
     pthread_mutex_unlock(&lock);
 }
 
+/* Called with `lock` held: waits while meta is held. */
+static void meta_gate(void)
+{
+    meta_waiting++;
+    while (meta_held)
+        pthread_cond_wait(&gate_opened, &lock);
+    meta_waiting--;
+}
+
+void fakecluster_meta_hold(bool hold)
+{
+    pthread_mutex_lock(&lock);
+    meta_held = hold;
+    pthread_cond_broadcast(&gate_opened);
+    pthread_mutex_unlock(&lock);
+}
+
+bool fakecluster_meta_wait_for_caller(void)
+{
+    for (int i = 0; i < 5000; i++) {
+        pthread_mutex_lock(&lock);
+        int waiting = meta_waiting;
+        pthread_mutex_unlock(&lock);
+        if (waiting > 0)
+            return true;
+        usleep(1000);
+    }
+    return false;
+}
+
 int metaclient_tile_map(struct metaclient *client, uint64_t ino, uint64_t first, uint32_t count,
                         int allocate, uint32_t node, struct tile_location *locations)
 {
+    return metaclient_tile_map_sized(client, ino, first, count, allocate, node, locations, NULL);
+}
+
+int metaclient_tile_map_sized(struct metaclient *client, uint64_t ino, uint64_t first,
+                              uint32_t count, int allocate, uint32_t node,
+                              struct tile_location *locations, uint64_t *size)
+{
     (void)client;
     pthread_mutex_lock(&lock);
+    meta_gate();
+    struct meta_file *file = file_find(ino);
+    if (size)
+        *size = file ? file->size : 0;
     for (uint32_t i = 0; i < count; i++) {
         uint64_t tile = first + i;
         struct meta_record *record = record_find(ino, tile);
@@ -218,6 +263,7 @@ int metaclient_commit(struct metaclient *client, uint64_t ino, uint64_t min_size
     (void)mtime;
     (void)sync;
     pthread_mutex_lock(&lock);
+    meta_gate();
     struct meta_file *file = file_find(ino);
     if (!file) {
         pthread_mutex_unlock(&lock);
@@ -235,6 +281,7 @@ int metaclient_getattr(struct metaclient *client, uint64_t ino, struct ts_attr *
 {
     (void)client;
     pthread_mutex_lock(&lock);
+    meta_gate();
     struct meta_file *file = file_find(ino);
     if (file)
         *attr = attr_of(file);

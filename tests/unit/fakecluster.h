@@ -62,6 +62,11 @@ void fakecluster_fail_writes(uint32_t node, int32_t status);
 /* Each TILE_WRITE takes up to this long (random), so that jobs overlap. */
 void fakecluster_write_delay_us(int max_us);
 
+/* While held, meta's TILE_MAP, GETATTR and COMMIT wait (a slow meta); false lets them go on. */
+void fakecluster_meta_hold(bool hold);
+/* Waits up to five seconds for a call to wait at the hold: true if one does. */
+bool fakecluster_meta_wait_for_caller(void);
+
 /* Requests a datanode got for a tile (op: TS_OP_TILE_READ, ...), whatever it answered. */
 int fakecluster_requests(uint32_t node, uint16_t op, uint64_t ino, uint64_t tile);
 

@@ -11,6 +11,7 @@
 #include "status.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -91,6 +92,64 @@ static void test_read_returns_the_datanodes_bytes(void **state)
     assert_memory_equal(got, file_bytes + 3 * TILE - 1000, 5000);
     assert_int_equal(fakecluster_read(mount, file, got, 2 * TILE, (TILES - 1) * TILE), TILE);
     assert_int_equal(fakecluster_read(mount, file, got, 10, TILES * TILE), 0);
+    datapath_release(mount->datapath, file, false);
+}
+
+struct reader {
+    struct fakecluster_mount *mount;
+    struct open_file *file;
+    uint64_t offset;
+    ssize_t result;
+    uint8_t bytes[64];
+};
+
+static void *reader_main(void *arg)
+{
+    struct reader *reader = arg;
+    reader->result = fakecluster_read(reader->mount, reader->file, reader->bytes,
+                                      sizeof(reader->bytes), reader->offset);
+    return NULL;
+}
+
+/*
+ * A slow meta stalls no other reader of the file: while a read past the
+ * end waits for meta's answer (the file may have grown elsewhere), a read
+ * of a tile whose location is known is served. With the file's lock held
+ * across the meta call it would wait for meta too (and this test hang).
+ */
+static void test_slow_meta_stalls_no_other_reader(void **state)
+{
+    struct fakecluster_mount *mount = *state;
+    tile_put(0, 1, 1);
+    tile_put(1, 2, 1);
+    struct open_file *file = open_reading(mount, 2 * TILE);
+    assert_int_equal(fakecluster_read(mount, file, got, 100, 0), 100); /* locations known */
+
+    fakecluster_meta_hold(true);
+    struct reader past_end = {.mount = mount, .file = file, .offset = 2 * TILE};
+    pthread_t thread;
+    assert_int_equal(pthread_create(&thread, NULL, reader_main, &past_end), 0);
+    assert_true(fakecluster_meta_wait_for_caller());
+    assert_int_equal(fakecluster_read(mount, file, got, 100, TILE + 10), 100);
+    assert_memory_equal(got, file_bytes + TILE + 10, 100);
+    fakecluster_meta_hold(false);
+    assert_int_equal(pthread_join(thread, NULL), 0);
+    assert_int_equal(past_end.result, 0); /* meta says the file did not grow */
+    datapath_release(mount->datapath, file, false);
+}
+
+/* The size a read past the end learns comes with the TILE_MAP: the tiles
+ * of the new end are then read without asking meta again. */
+static void test_read_past_the_end_learns_the_size(void **state)
+{
+    struct fakecluster_mount *mount = *state;
+    tile_put(0, 1, 1);
+    tile_put(1, 2, 1);
+    struct open_file *file = open_reading(mount, TILE);
+    fakecluster_file(INO, 2 * TILE, TS_PLACEMENT_STATIC); /* grown elsewhere since */
+    assert_int_equal(fakecluster_read(mount, file, got, 100, TILE + 10), 100);
+    assert_memory_equal(got, file_bytes + TILE + 10, 100);
+    assert_int_equal(datapath_file_size(mount->datapath, file), 2 * TILE);
     datapath_release(mount->datapath, file, false);
 }
 
@@ -201,6 +260,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_read_returns_the_datanodes_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_sees_unflushed_writes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slow_meta_stalls_no_other_reader, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_past_the_end_learns_the_size, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_of_a_hole_gives_zeros, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_of_a_lost_tile_fails, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_follows_a_moved_tile, setup, teardown),

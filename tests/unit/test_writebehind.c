@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -148,6 +149,58 @@ static void test_truncation_carries_the_commit(void **state)
     datapath_release(mount->datapath, file, true);
 }
 
+struct flusher {
+    struct fakecluster_mount *mount;
+    struct open_file *file;
+    int result;
+};
+
+static void *flusher_main(void *arg)
+{
+    struct flusher *flusher = arg;
+    flusher->result = datapath_flush(flusher->mount->datapath, flusher->file);
+    return NULL;
+}
+
+/*
+ * A COMMIT on its way stalls no writer of the file: while meta takes its
+ * time to answer a flush, a write into a tile already placed goes on; the
+ * write made meanwhile stays to commit, and the next flush commits it.
+ */
+static void test_slow_commit_stalls_no_writer(void **state)
+{
+    struct fakecluster_mount *mount = *state;
+    static uint8_t bytes[3000];
+    fill(bytes, 0, sizeof(bytes), 5);
+
+    struct open_file *file = open_writing(mount, INO, TS_PLACEMENT_STATIC);
+    assert_int_equal(datapath_write(mount->datapath, file, (const char *)bytes, 1000, 0, NULL),
+                     1000);
+    assert_int_equal(datapath_flush(mount->datapath, file), 0); /* tile 0 placed, committed */
+    assert_int_equal(datapath_write(mount->datapath, file, (const char *)bytes + 1000, 1000, 1000,
+                                    NULL),
+                     1000);
+
+    fakecluster_meta_hold(true);
+    struct flusher flusher = {.mount = mount, .file = file};
+    pthread_t thread;
+    assert_int_equal(pthread_create(&thread, NULL, flusher_main, &flusher), 0);
+    assert_true(fakecluster_meta_wait_for_caller()); /* its COMMIT */
+    assert_int_equal(datapath_write(mount->datapath, file, (const char *)bytes + 2000, 1000, 2000,
+                                    NULL),
+                     1000);
+    fakecluster_meta_hold(false);
+    assert_int_equal(pthread_join(thread, NULL), 0);
+    assert_int_equal(flusher.result, 0);
+    assert_int_equal(fakecluster_meta_of(INO).commits, 2);
+    assert_int_equal(fakecluster_meta_of(INO).size, 2000);
+    /* The write made during the COMMIT was not taken for committed. */
+    assert_int_equal(datapath_flush(mount->datapath, file), 0);
+    assert_int_equal(fakecluster_meta_of(INO).commits, 3);
+    assert_int_equal(fakecluster_meta_of(INO).size, 3000);
+    datapath_release(mount->datapath, file, true);
+}
+
 /*
  * Overlapping writes that keep breaking the buffer's run, so that one tile
  * has many write jobs queued while each takes up to 2 ms at the datanode:
@@ -272,6 +325,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_write_lands_in_tiles, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_keeps_tile_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncation_carries_the_commit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slow_commit_stalls_no_writer, setup, teardown),
         cmocka_unit_test_setup_teardown(test_flush_reports_the_error_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_follows_a_moved_tile, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dynamic_placement_spreads_a_stream, setup, teardown),
