@@ -740,7 +740,7 @@ static int handle_node_stats(void *ctx, const struct rpc_request *request,
     struct ts_node_stats_rep reply;
     struct ts_writer ops;
     struct ts_writer tiles;
-    uint8_t op_records[TS_OP_MAX * TS_STATS_OP_RECORD_BYTES];
+    uint8_t op_records[TS_OP_MAX * ts_stats_op_rec_bytes];
     const struct readset_entry *entries = NULL;
     size_t tile_count = 0;
     uint8_t *tile_records;
@@ -751,7 +751,7 @@ static int handle_node_stats(void *ctx, const struct rpc_request *request,
         return handlers_badmsg(response, "NODE_STATS");
     if (stats->tiles_read)
         entries = readset_entries(stats->tiles_read, &tile_count);
-    tile_records = malloc(tile_count ? tile_count * TS_STATS_TILE_RECORD_BYTES : 1);
+    tile_records = malloc(tile_count ? tile_count * ts_stats_tile_rec_bytes : 1);
     if (!tile_records)
         return TS_ERR_NOMEM;
     memset(&reply, 0, sizeof(reply));
@@ -760,17 +760,18 @@ static int handle_node_stats(void *ctx, const struct rpc_request *request,
         uint64_t count = stats->requests[op];
         if (count == 0)
             continue;
-        ts_writer_u32(&ops, op);
-        ts_writer_u64(&ops, count);
+        struct ts_stats_op_rec record = {.opcode = op, .count = count};
+        ts_stats_op_rec_write(&ops, &record);
         reply.op_count++;
         reply.requests += count;
     }
-    ts_writer_init(&tiles, tile_records, tile_count * TS_STATS_TILE_RECORD_BYTES);
+    ts_writer_init(&tiles, tile_records, tile_count * ts_stats_tile_rec_bytes);
     for (size_t i = 0; i < tile_count; i++) {
-        ts_writer_u64(&tiles, entries[i].ino);
-        ts_writer_u64(&tiles, entries[i].tile);
-        ts_writer_u64(&tiles, entries[i].reads);
-        ts_writer_u64(&tiles, entries[i].bytes);
+        struct ts_stats_tile_rec record = {.ino = entries[i].ino,
+                                           .tile = entries[i].tile,
+                                           .reads = entries[i].reads,
+                                           .bytes = entries[i].bytes};
+        ts_stats_tile_rec_write(&tiles, &record);
     }
     reply.failures = stats->failures;
     reply.bytes_read = stats->bytes_read;

@@ -523,14 +523,14 @@ int metaclient_readdir(struct metaclient *client, uint64_t ino, const char *afte
     }
     ts_cursor_init(&cursor, decoded.entries.ptr, decoded.entries.len);
     for (uint32_t i = 0; i < decoded.count; i++) {
-        entries[i].ino = ts_cursor_u64(&cursor);
-        entries[i].mode = ts_cursor_u32(&cursor);
-        struct ts_str name = ts_cursor_str(&cursor);
-        if (cursor.failed || name.len == 0 ||
-            ts_str_copy(name, entries[i].name, sizeof(entries[i].name)) != 0) {
+        struct ts_readdir_rec entry;
+        if (ts_readdir_rec_read(&cursor, &entry) != 0 || entry.name.len == 0 ||
+            ts_str_copy(entry.name, entries[i].name, sizeof(entries[i].name)) != 0) {
             status = TS_ERR_BADMSG;
             goto out;
         }
+        entries[i].ino = entry.ino;
+        entries[i].mode = entry.mode;
     }
     if (cursor.left != 0) {
         status = TS_ERR_BADMSG;
@@ -569,13 +569,14 @@ int metaclient_readdirplus(struct metaclient *client, uint64_t ino, const char *
     }
     ts_cursor_init(&cursor, decoded.entries.ptr, decoded.entries.len);
     for (uint32_t i = 0; i < decoded.count; i++) {
-        ts_cursor_attr(&cursor, &entries[i].attr);
-        struct ts_str name = ts_cursor_str(&cursor);
-        if (cursor.failed || name.len == 0 || memchr(name.ptr, '\0', name.len) ||
-            ts_str_copy(name, entries[i].name, sizeof(entries[i].name)) != 0) {
+        struct ts_readdirplus_rec entry;
+        if (ts_readdirplus_rec_read(&cursor, &entry) != 0 || entry.name.len == 0 ||
+            memchr(entry.name.ptr, '\0', entry.name.len) ||
+            ts_str_copy(entry.name, entries[i].name, sizeof(entries[i].name)) != 0) {
             status = TS_ERR_BADMSG;
             goto out;
         }
+        entries[i].attr = entry.attr;
     }
     if (cursor.left != 0) {
         status = TS_ERR_BADMSG;
@@ -620,7 +621,7 @@ int metaclient_release(struct metaclient *client, uint64_t ino)
 
 int metaclient_release_many(struct metaclient *client, const uint64_t *inos, uint32_t count)
 {
-    size_t records_len = (size_t)count * 8;
+    size_t records_len = (size_t)count * ts_release_rec_bytes;
     size_t cap = records_len + REQUEST_CAP;
     struct ts_writer records;
     uint8_t *buf;
@@ -633,8 +634,10 @@ int metaclient_release_many(struct metaclient *client, const uint64_t *inos, uin
     if (!buf)
         return TS_ERR_NOMEM;
     ts_writer_init(&records, buf, records_len);
-    for (uint32_t i = 0; i < count; i++)
-        ts_writer_u64(&records, inos[i]);
+    for (uint32_t i = 0; i < count; i++) {
+        struct ts_release_rec record = {.ino = inos[i]};
+        ts_release_rec_write(&records, &record);
+    }
     struct ts_release_many_req request = {.count = count,
                                           .inos = {(const char *)buf, (uint32_t)records_len}};
     uint8_t *payload = buf + records_len;
@@ -669,28 +672,29 @@ int metaclient_defer_releases(struct metaclient *client, int delay_ms)
 /* Writes one queued change as its batch request's record (proto.h). */
 typedef void (*record_fn)(struct ts_writer *records, const struct nsqueue_item *item);
 
-/* UNLINK_MANY's record: u64 parent, name. */
+/* UNLINK_MANY's record. */
 static void unlink_record(struct ts_writer *records, const struct nsqueue_item *item)
 {
-    ts_writer_u64(records, item->parent);
-    ts_writer_str(records, ts_str_of(item->name));
+    struct ts_unlink_rec record = {.parent = item->parent, .name = ts_str_of(item->name)};
+    ts_unlink_rec_write(records, &record);
 }
-#define UNLINK_RECORD_MAX (8 + 2 + TS_MAX_NAME)
+#define UNLINK_RECORD_MAX (ts_unlink_rec_bytes + TS_MAX_NAME)
 
 /* CREATE_MANY's record. */
 static void create_record(struct ts_writer *records, const struct nsqueue_item *item)
 {
-    ts_writer_u64(records, item->parent);
-    ts_writer_u64(records, item->ino);
-    ts_writer_u32(records, item->mode);
-    ts_writer_u32(records, item->uid);
-    ts_writer_u32(records, item->gid);
-    ts_writer_i64(records, (int64_t)item->time.tv_sec);
-    ts_writer_u32(records, (uint32_t)item->time.tv_nsec);
-    ts_writer_u32(records, item->open);
-    ts_writer_str(records, ts_str_of(item->name));
+    struct ts_create_rec record = {.parent = item->parent,
+                                   .ino = item->ino,
+                                   .mode = item->mode,
+                                   .uid = item->uid,
+                                   .gid = item->gid,
+                                   .time_sec = (int64_t)item->time.tv_sec,
+                                   .time_nsec = (uint32_t)item->time.tv_nsec,
+                                   .open = item->open,
+                                   .name = ts_str_of(item->name)};
+    ts_create_rec_write(records, &record);
 }
-#define CREATE_RECORD_MAX (8 + 8 + 3 * 4 + 8 + 4 + 4 + 2 + TS_MAX_NAME)
+#define CREATE_RECORD_MAX (ts_create_rec_bytes + TS_MAX_NAME)
 
 /*
  * Sends count queued changes as one batch request (UNLINK_MANY, at most
@@ -721,12 +725,15 @@ static int call_batch(struct metaclient *client, uint16_t op, const struct nsque
         meta_call(client, op, payload, ts_batch_req_encode(&request, payload, request_cap), &reply);
     if (status == TS_OK &&
         (ts_statuses_rep_decode(&decoded, reply.payload, reply.payload_len) != 0 ||
-         decoded.count != count || decoded.statuses.len != count * 4))
+         decoded.count != count || decoded.statuses.len != count * ts_status_rec_bytes))
         status = TS_ERR_BADMSG;
     if (status == TS_OK) {
         ts_cursor_init(&cursor, decoded.statuses.ptr, decoded.statuses.len);
-        for (uint32_t i = 0; i < count; i++)
-            statuses[i] = (int)ts_cursor_u32(&cursor);
+        for (uint32_t i = 0; i < count; i++) {
+            struct ts_status_rec record;
+            (void)ts_status_rec_read(&cursor, &record); /* the length was checked */
+            statuses[i] = (int)record.status;
+        }
     }
     rpc_reply_release(&reply);
     free(buf);
@@ -1011,20 +1018,24 @@ int metaclient_tile_map(struct metaclient *client, uint64_t ino, uint64_t first,
     if (status != TS_OK)
         goto out;
     if (ts_tile_map_rep_decode(&decoded, reply.payload, reply.payload_len) != 0 ||
-        decoded.count != count ||
-        decoded.tiles.len != (uint64_t)count * TS_TILE_RECORD_BYTES) {
+        decoded.count != count) {
         status = TS_ERR_BADMSG;
         goto out;
     }
     ts_cursor_init(&cursor, decoded.tiles.ptr, decoded.tiles.len);
     for (uint32_t i = 0; i < count; i++) {
-        locations[i].node = ts_cursor_u32(&cursor);
-        locations[i].version = ts_cursor_u64(&cursor);
-        locations[i].copies = ts_cursor_u32(&cursor);
-        locations[i].read_node = ts_cursor_u32(&cursor);
-        locations[i].read_version = ts_cursor_u64(&cursor);
-        locations[i].flags = ts_cursor_u32(&cursor);
+        struct ts_tile_map_rec record;
+        if (ts_tile_map_rec_read(&cursor, &record) != 0)
+            break;
+        locations[i] = (struct tile_location){.node = record.node,
+                                              .version = record.version,
+                                              .copies = record.copies,
+                                              .read_node = record.read_node,
+                                              .read_version = record.read_version,
+                                              .flags = record.flags};
     }
+    if (cursor.failed || cursor.left != 0)
+        status = TS_ERR_BADMSG;
 out:
     rpc_reply_release(&reply);
     return status;
@@ -1042,7 +1053,7 @@ int metaclient_tile_uncopy(struct metaclient *client, uint64_t ino, uint64_t fir
 int metaclient_profile_record(struct metaclient *client, const uint8_t *records, uint32_t count,
                               uint32_t *kept)
 {
-    size_t records_len = (size_t)count * TS_PROFILE_RECORD_BYTES;
+    size_t records_len = (size_t)count * ts_profile_count_rec_bytes;
     size_t cap = records_len + REQUEST_CAP;
     struct ts_profile_record_req request = {.machine = ts_str_of(client->machine),
                                             .count = count,
@@ -1104,7 +1115,8 @@ int metaclient_node_list(struct metaclient *client, struct meta_node **nodes, si
     *count = 0;
     if (status != TS_OK)
         goto out;
-    if (ts_node_list_rep_decode(&decoded, reply.payload, reply.payload_len) != 0) {
+    if (ts_node_list_rep_decode(&decoded, reply.payload, reply.payload_len) != 0 ||
+        !ts_records_fit(decoded.count, decoded.nodes.len, ts_node_list_rec_bytes)) {
         status = TS_ERR_BADMSG;
         goto out;
     }
@@ -1116,21 +1128,18 @@ int metaclient_node_list(struct metaclient *client, struct meta_node **nodes, si
     ts_cursor_init(&cursor, decoded.nodes.ptr, decoded.nodes.len);
     for (uint32_t i = 0; i < decoded.count; i++) {
         struct meta_node *node = &(*nodes)[i];
-        node->id = ts_cursor_u32(&cursor);
-        node->state = ts_cursor_u32(&cursor);
-        ts_cursor_u64(&cursor); /* capacity */
-        node->free_bytes = ts_cursor_u64(&cursor);
-        /* used, tiles, age; read, write bytes/s, queue depth, throttle */
-        ts_cursor_bytes(&cursor, 3 * 8 + 8 + 8 + 4 + 8);
-        struct ts_str machine = ts_cursor_str(&cursor);
-        struct ts_str address = ts_cursor_str(&cursor);
-        if (cursor.failed || ts_str_copy(machine, node->machine, sizeof(node->machine)) != 0 ||
-            ts_str_copy(address, node->address, sizeof(node->address)) != 0) {
+        struct ts_node_list_rec record;
+        if (ts_node_list_rec_read(&cursor, &record) != 0 ||
+            ts_str_copy(record.machine, node->machine, sizeof(node->machine)) != 0 ||
+            ts_str_copy(record.address, node->address, sizeof(node->address)) != 0) {
             free(*nodes);
             *nodes = NULL;
             status = TS_ERR_BADMSG;
             goto out;
         }
+        node->id = record.id;
+        node->state = record.state;
+        node->free_bytes = record.free_bytes;
     }
     *count = decoded.count;
 out:

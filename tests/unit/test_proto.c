@@ -232,6 +232,146 @@ static void test_record_sizes(void **state)
         ts_tile_holder_rec_decode(&holder_back, buf, TS_TILE_HOLDER_RECORD_BYTES + 1), 0);
 }
 
+/* ---- records (TS_RECORDS): one test per record, generated ---------------- */
+
+static const char *const sample_names[] = {"alpha", "b", "node-3.example", "x y"};
+
+static void sample_attr(struct ts_attr *attr, uint32_t seed)
+{
+    memset(attr, 0, sizeof(*attr));
+    attr->ino = 0x1000 + seed;
+    attr->mode = 0100644;
+    attr->nlink = 2;
+    attr->uid = 1000 + seed;
+    attr->gid = 2000 + seed;
+    attr->rdev = 5;
+    attr->size = 0x123456789ull;
+    attr->blocks = 8;
+    attr->atime_sec = -1;
+    attr->atime_nsec = 1;
+    attr->mtime_sec = 1700000000;
+    attr->mtime_nsec = 2;
+    attr->ctime_sec = 1700000001;
+    attr->ctime_nsec = 3;
+    attr->generation = 4;
+    attr->tile_bytes = 1 << 20;
+    attr->placement = TS_PLACEMENT_DYNAMIC;
+    attr->copies = 1;
+    attr->flags = TS_ATTR_ARRAY;
+    attr->change = 77;
+}
+
+/*
+ * Every field gets a value no other field has and no zero (strings are not
+ * empty), so a field lost or swapped on the way shows in the bytes written
+ * again from what was read.
+ */
+#define FILL_U32(field) field = 0x01000000u + ++seed
+#define FILL_U64(field) field = 0x0102030400000000ull + ++seed
+#define FILL_I64(field) field = -(int64_t)(1000 + ++seed)
+#define FILL_STR(field) field = ts_str_of(sample_names[++seed % 4])
+#define FILL_BLOB(field) FILL_STR(field)
+#define FILL_ATTR(field) sample_attr(&(field), ++seed)
+#define FILL_FIELD(kind, name) FILL_##kind(record.name);
+
+/*
+ * For each record: the smallest record is exactly ts_NAME_rec_bytes; a full
+ * one reads back to the same fields (written again, the same bytes) and
+ * consumes exactly its bytes; every truncated prefix is refused with the
+ * cursor failed (each prefix in a buffer of its own size, so ASan sees any
+ * read past it); a writer one byte short fails.
+ */
+#define DEFINE_RECORD_TEST(name, fields, version)                                                  \
+    static void test_record_##name(void **state)                                                   \
+    {                                                                                              \
+        struct ts_##name##_rec record, back;                                                       \
+        uint8_t written[1024], again[1024];                                                        \
+        struct ts_writer writer;                                                                   \
+        struct ts_cursor cursor;                                                                   \
+        uint32_t seed = 0;                                                                         \
+        (void)state;                                                                               \
+        memset(&record, 0, sizeof(record));                                                        \
+        ts_writer_init(&writer, written, sizeof(written));                                         \
+        ts_##name##_rec_write(&writer, &record);                                                   \
+        assert_false(writer.failed);                                                               \
+        assert_int_equal(writer.len, ts_##name##_rec_bytes);                                       \
+        fields(FILL_FIELD);                                                                        \
+        ts_writer_init(&writer, written, sizeof(written));                                         \
+        ts_##name##_rec_write(&writer, &record);                                                   \
+        assert_false(writer.failed);                                                               \
+        size_t len = writer.len;                                                                   \
+        assert_true(len >= ts_##name##_rec_bytes);                                                 \
+        ts_cursor_init(&cursor, written, len);                                                     \
+        assert_int_equal(ts_##name##_rec_read(&cursor, &back), 0);                                 \
+        assert_int_equal(cursor.left, 0);                                                          \
+        ts_writer_init(&writer, again, sizeof(again));                                             \
+        ts_##name##_rec_write(&writer, &back);                                                     \
+        assert_int_equal(writer.len, len);                                                         \
+        assert_memory_equal(written, again, len);                                                  \
+        for (size_t cut = 0; cut < len; cut++) {                                                   \
+            uint8_t *prefix = malloc(cut ? cut : 1);                                               \
+            assert_non_null(prefix);                                                               \
+            memcpy(prefix, written, cut);                                                          \
+            ts_cursor_init(&cursor, prefix, cut);                                                  \
+            assert_int_equal(ts_##name##_rec_read(&cursor, &back), -1);                            \
+            assert_true(cursor.failed);                                                            \
+            free(prefix);                                                                          \
+        }                                                                                          \
+        ts_writer_init(&writer, again, len - 1);                                                   \
+        ts_##name##_rec_write(&writer, &record);                                                   \
+        assert_true(writer.failed);                                                                \
+    }
+TS_RECORDS(DEFINE_RECORD_TEST)
+#define REGISTER_RECORD_TEST(name, fields, version) cmocka_unit_test(test_record_##name),
+
+/* Records follow each other: the second starts where the first ended. */
+static void test_records_back_to_back(void **state)
+{
+    uint8_t buf[256];
+    struct ts_writer writer;
+    struct ts_cursor cursor;
+    struct ts_readdir_rec entry;
+    (void)state;
+    ts_writer_init(&writer, buf, sizeof(buf));
+    for (uint64_t i = 0; i < 3; i++) {
+        struct ts_readdir_rec out = {
+            .ino = 10 + i, .mode = 040755, .name = ts_str_of(sample_names[i])};
+        ts_readdir_rec_write(&writer, &out);
+    }
+    assert_false(writer.failed);
+    ts_cursor_init(&cursor, buf, writer.len);
+    for (uint64_t i = 0; i < 3; i++) {
+        assert_int_equal(ts_readdir_rec_read(&cursor, &entry), 0);
+        assert_int_equal(entry.ino, 10 + i);
+        assert_int_equal(entry.name.len, strlen(sample_names[i]));
+        assert_memory_equal(entry.name.ptr, sample_names[i], entry.name.len);
+    }
+    assert_int_equal(cursor.left, 0);
+    /* Past the end: refused, and the cursor stays failed. */
+    assert_int_equal(ts_readdir_rec_read(&cursor, &entry), -1);
+    assert_true(cursor.failed);
+    /* A string longer than its u16 length allows is refused by the writer. */
+    static char long_name[TS_MAX_STRING + 2];
+    memset(long_name, 'n', sizeof(long_name) - 1);
+    struct ts_readdir_rec too_long = {.ino = 1, .name = ts_str_of(long_name)};
+    uint8_t *big = malloc(sizeof(long_name) + 64);
+    assert_non_null(big);
+    ts_writer_init(&writer, big, sizeof(long_name) + 64);
+    ts_readdir_rec_write(&writer, &too_long);
+    assert_true(writer.failed);
+    free(big);
+}
+
+/* The blob-size check a decoder makes before allocating count records. */
+static void test_records_fit(void **state)
+{
+    (void)state;
+    assert_true(ts_records_fit(0, 0, ts_move_rec_bytes));
+    assert_true(ts_records_fit(2, 2 * ts_move_rec_bytes, ts_move_rec_bytes));
+    assert_false(ts_records_fit(3, 2 * ts_move_rec_bytes, ts_move_rec_bytes));
+    assert_false(ts_records_fit(UINT32_MAX, 1u << 20, ts_node_list_rec_bytes));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -245,6 +385,8 @@ int main(void)
         cmocka_unit_test(test_cursor_fails_sticky),
         cmocka_unit_test(test_status_mapping),
         cmocka_unit_test(test_record_sizes),
+        TS_RECORDS(REGISTER_RECORD_TEST) cmocka_unit_test(test_records_back_to_back),
+        cmocka_unit_test(test_records_fit),
     };
     return cmocka_run_group_tests_name("proto", tests, NULL, NULL);
 }
