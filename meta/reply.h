@@ -2,8 +2,8 @@
  * @file reply.h
  * What every meta handler does with its reply: the malformed-request
  * answer, the reply length from a generated encoder's result, and the
- * status of an unexpected store failure. Shared by handlers.c (namespace
- * and placement) and handlers_reloc.c (profiles and relocation).
+ * status of an unexpected store failure. Shared by handlers.c and every
+ * handlers_<area>.c.
  */
 #ifndef TESSERA_META_REPLY_H
 #define TESSERA_META_REPLY_H

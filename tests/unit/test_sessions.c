@@ -7,15 +7,14 @@
  * rpc_pool_set_name makes them) through handlers_table, and restarts and
  * lease expiries driven by service_tick_at().
  */
-#include "handlers.h"
+#include "metafixture.h"
 #include "proto.h"
 #include "service.h"
 #include "sessions.h"
 #include "status.h"
 #include "util.h"
 
-#include <ftw.h>
-#include <limits.h>
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -32,7 +31,6 @@
 #define MOUNT_B 0x2222222222222222ull
 #define NO_MOUNT 0ull /* a sender that does not name itself (a tool) */
 #define TEST_NODE_TIMEOUT_MS 600000
-#define REPLY_CAP (TS_MAX_FRAME_BYTES - TS_HEADER_BYTES)
 
 /* ---- the bookkeeping alone --------------------------------------------- */
 
@@ -70,7 +68,7 @@ static void test_counts_per_mount(void **state)
     sessions_destroy(NULL);
 }
 
-static void test_renew_compares(void **state)
+static void test_renew_compares_fingerprint(void **state)
 {
     (void)state;
     struct sessions *sessions = sessions_new(LEASE_MS);
@@ -114,7 +112,7 @@ static void test_renew_compares(void **state)
     sessions_destroy(&sessions);
 }
 
-static void test_expiry(void **state)
+static void test_unrenewed_sessions_expire(void **state)
 {
     (void)state;
     struct sessions *sessions = sessions_new(LEASE_MS);
@@ -159,96 +157,29 @@ static void test_expiry(void **state)
 
 /* ---- the handlers, on a real store ------------------------------------- */
 
-struct fixture {
-    char dir[PATH_MAX];
-    struct service *service;
-    uint8_t request[1 << 16];
-    uint8_t *reply;
-    size_t reply_len;
-};
-
-static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    (void)st;
-    (void)type;
-    (void)ftw;
-    return remove(path);
-}
-
 static int setup(void **state)
 {
-    struct fixture *f = calloc(1, sizeof(*f));
-    const char *tmp = getenv("TMPDIR");
-    if (!f)
-        return -1;
-    f->reply = malloc(REPLY_CAP);
-    snprintf(f->dir, sizeof(f->dir), "%s/test_sessions.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!f->reply || !mkdtemp(f->dir) ||
-        service_open(f->dir, TEST_NODE_TIMEOUT_MS, &f->service) != 0) {
-        free(f->reply);
-        free(f);
-        return -1;
-    }
-    service_set_mount_lease(f->service, LEASE_MS);
-    *state = f;
-    return 0;
+    return metafixture_setup(state, "test_sessions", TEST_NODE_TIMEOUT_MS, LEASE_MS);
 }
 
 static int teardown(void **state)
 {
-    struct fixture *f = *state;
-    service_close(&f->service);
-    nftw(f->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    free(f->reply);
-    free(f);
-    return 0;
-}
-
-/* A restart of meta: the store stays, sessions are gone, the grace begins. */
-static void restart(struct fixture *f)
-{
-    service_close(&f->service);
-    assert_int_equal(service_open(f->dir, TEST_NODE_TIMEOUT_MS, &f->service), 0);
-    service_set_mount_lease(f->service, LEASE_MS);
+    return metafixture_teardown(state);
 }
 
 /* Calls op as mount (NO_MOUNT: an unnamed sender) with the encoded payload. */
-static int call_as(struct fixture *f, uint64_t mount, uint16_t op, size_t len)
+static int call_as(struct metafixture *f, uint64_t mount, uint16_t op, size_t len)
 {
-    uint8_t peer[1 + 8 + 4] = {'M'};
-    struct rpc_request request;
-    struct rpc_response response;
-    memcpy(peer + 1, &mount, sizeof(mount));
-    memset(&request, 0, sizeof(request));
-    request.header.magic = TS_PROTO_MAGIC;
-    request.header.version = TS_PROTO_VERSION;
-    request.header.type = op;
-    request.header.payload_bytes = (uint32_t)len;
-    request.payload = f->request;
-    request.payload_len = len;
-    if (mount != NO_MOUNT) {
-        request.peer = peer;
-        request.peer_len = sizeof(peer);
-    }
-    memset(&response, 0, sizeof(response));
-    response.payload = f->reply;
-    response.payload_cap = REPLY_CAP;
-    int status = handlers_table[op](f->service, &request, &response);
-    f->reply_len = response.payload_len;
-    return status;
+    metafixture_send_as(f, mount);
+    return metafixture_call(f, op, f->request, len);
 }
 
 #define CALL_AS(f, mount, op, name, message)                                                       \
     call_as((f), (mount), (op),                                                                    \
-            encoded_length(ts_##name##_encode((message), (f)->request, sizeof((f)->request))))
+            metafixture_encoded_length(                                                            \
+                ts_##name##_encode((message), (f)->request, METAFIXTURE_PAYLOAD_CAP)))
 
-static size_t encoded_length(int len)
-{
-    assert_true(len >= 0);
-    return (size_t)len;
-}
-
-static uint64_t make_file(struct fixture *f, const char *name)
+static uint64_t make_file(struct metafixture *f, const char *name)
 {
     struct ts_mknod_req m = {
         .parent = TS_ROOT_INO, .name = ts_str_of(name), .mode = S_IFREG | 0644};
@@ -258,25 +189,25 @@ static uint64_t make_file(struct fixture *f, const char *name)
     return reply.attr.ino;
 }
 
-static int do_open(struct fixture *f, uint64_t mount, uint64_t ino)
+static int do_open(struct metafixture *f, uint64_t mount, uint64_t ino)
 {
     struct ts_open_req m = {.ino = ino};
     return CALL_AS(f, mount, TS_OP_OPEN, open_req, &m);
 }
 
-static int do_release(struct fixture *f, uint64_t mount, uint64_t ino)
+static int do_release(struct metafixture *f, uint64_t mount, uint64_t ino)
 {
     struct ts_release_req m = {.ino = ino};
     return CALL_AS(f, mount, TS_OP_RELEASE, release_req, &m);
 }
 
-static int do_unlink(struct fixture *f, const char *name)
+static int do_unlink(struct metafixture *f, const char *name)
 {
     struct ts_name_req m = {.parent = TS_ROOT_INO, .name = ts_str_of(name)};
     return CALL_AS(f, MOUNT_A, TS_OP_UNLINK, name_req, &m);
 }
 
-static bool exists(struct fixture *f, uint64_t ino)
+static bool exists(struct metafixture *f, uint64_t ino)
 {
     struct ts_getattr_req m = {.ino = ino};
     int status = CALL_AS(f, NO_MOUNT, TS_OP_GETATTR, getattr_req, &m);
@@ -285,7 +216,7 @@ static bool exists(struct fixture *f, uint64_t ino)
 }
 
 /* SESSION_RENEW as mount with the holds given; returns the reply's state. */
-static uint32_t do_renew(struct fixture *f, uint64_t mount, const uint64_t *inos,
+static uint32_t do_renew(struct metafixture *f, uint64_t mount, const uint64_t *inos,
                          const uint32_t *counts, size_t count)
 {
     struct ts_session_renew_rep reply;
@@ -301,7 +232,7 @@ static uint32_t do_renew(struct fixture *f, uint64_t mount, const uint64_t *inos
 }
 
 /* SESSION_HOLDS (first) as mount; returns how many records came back lost. */
-static uint32_t do_holds(struct fixture *f, uint64_t mount, const uint64_t *inos,
+static uint32_t do_holds(struct metafixture *f, uint64_t mount, const uint64_t *inos,
                          const uint32_t *counts, size_t count, uint64_t *lost)
 {
     uint8_t records[16 * TS_HOLD_RECORD_BYTES];
@@ -331,7 +262,7 @@ static uint32_t do_holds(struct fixture *f, uint64_t mount, const uint64_t *inos
 /* Two mounts hold one unlinked file: it goes with the last of them. */
 static void test_two_mounts_one_file(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     uint64_t file = make_file(f, "shared");
     assert_int_equal(do_open(f, MOUNT_A, file), TS_OK);
     assert_int_equal(do_open(f, MOUNT_B, file), TS_OK);
@@ -347,7 +278,7 @@ static void test_two_mounts_one_file(void **state)
 /* A killed mount stops renewing: its opens go, the file with them unless held. */
 static void test_lease_expiry_reaps(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     uint64_t only_a = make_file(f, "a");
     uint64_t both = make_file(f, "b");
     int64_t now = util_monotonic_ms();
@@ -390,7 +321,7 @@ static void test_lease_expiry_reaps(void **state)
 /* A restart keeps orphans a lease; what a mount announces outlives it. */
 static void test_restart_grace(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     uint64_t held = make_file(f, "held");
     uint64_t dropped = make_file(f, "dropped");
     uint64_t linked = make_file(f, "linked");
@@ -401,7 +332,7 @@ static void test_restart_grace(void **state)
     assert_int_equal(do_unlink(f, "held"), TS_OK);
     assert_int_equal(do_unlink(f, "dropped"), TS_OK);
 
-    restart(f);
+    metafixture_restart(f);
     int64_t started = f->service->started_ms;
     service_tick_at(f->service, started + LEASE_MS / 2);
     /* The mounts' sessions start later than meta did, and outlive its grace. */
@@ -438,9 +369,9 @@ static void test_restart_grace(void **state)
     assert_false(exists(f, linked));
 }
 
-static void test_refusals(void **state)
+static void test_session_requests_refused(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     struct ts_session_renew_req renew = {0};
     /* Only a named mount has a session. */
     assert_int_equal(CALL_AS(f, NO_MOUNT, TS_OP_SESSION_RENEW, session_renew_req, &renew),
@@ -468,12 +399,12 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_counts_per_mount),
-        cmocka_unit_test(test_renew_compares),
-        cmocka_unit_test(test_expiry),
+        cmocka_unit_test(test_renew_compares_fingerprint),
+        cmocka_unit_test(test_unrenewed_sessions_expire),
         cmocka_unit_test_setup_teardown(test_two_mounts_one_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lease_expiry_reaps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart_grace, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_session_requests_refused, setup, teardown),
     };
     return cmocka_run_group_tests_name("sessions", tests, NULL, NULL);
 }

@@ -1,12 +1,13 @@
 /*
- * @file test_store.c
+ * @file test_handlers.c
  * Unit tests of tessera-meta against a real LMDB store in a fresh temporary
- * directory per case. Every case goes through the public contract: requests
- * encoded with the generated ts_*_encode, handed to the real handlers
- * through handlers_table exactly as rpc_server_dispatch() would after
- * checking the header, and replies decoded with ts_*_decode.
+ * directory per case (metafixture.h). Every case goes through the public
+ * contract: requests encoded with the generated ts_*_encode, handed to the
+ * real handlers through handlers_table exactly as rpc_server_dispatch()
+ * would after checking the header, and replies decoded with ts_*_decode.
  */
 #include "handlers.h"
+#include "metafixture.h"
 #include "nodes.h"
 #include "proto.h"
 #include "service.h"
@@ -14,8 +15,6 @@
 #include "store.h"
 #include "util.h"
 
-#include <ftw.h>
-#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -32,174 +31,52 @@
 #define TEST_UID 1000
 #define TEST_GID 100
 #define TEST_NODE_TIMEOUT_MS 60000
-#define REPLY_CAP (TS_MAX_FRAME_BYTES - TS_HEADER_BYTES)
-
-struct fixture {
-    char dir[PATH_MAX];
-    struct service *service;
-    uint8_t request[1 << 17];
-    uint8_t *reply;
-    size_t reply_len;
-    char error_text[256];
-};
-
-static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    (void)st;
-    (void)type;
-    (void)ftw;
-    return remove(path);
-}
 
 static int setup(void **state)
 {
-    struct fixture *f = calloc(1, sizeof(*f));
-    const char *tmp = getenv("TMPDIR");
-    if (!f)
-        return -1;
-    f->reply = malloc(REPLY_CAP);
-    snprintf(f->dir, sizeof(f->dir), "%s/test_store.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!f->reply || !mkdtemp(f->dir) ||
-        service_open(f->dir, TEST_NODE_TIMEOUT_MS, &f->service) != 0) {
-        free(f->reply);
-        free(f);
-        return -1;
-    }
-    *state = f;
-    return 0;
+    return metafixture_setup(state, "test_handlers", TEST_NODE_TIMEOUT_MS, 0);
 }
 
 static int teardown(void **state)
 {
-    struct fixture *f = *state;
-    service_close(&f->service);
-    nftw(f->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    free(f->reply);
-    free(f);
-    return 0;
-}
-
-/*
- * Closes and reopens the store, as a restart of meta would; restart()
- * leaves meta in its first mount lease, when no orphan is deleted.
- */
-static void restart(struct fixture *f)
-{
-    service_close(&f->service);
-    assert_int_equal(service_open(f->dir, TEST_NODE_TIMEOUT_MS, &f->service), 0);
-}
-
-/* As restart(), and a mount lease later: no mount announced anything. */
-static void reopen(struct fixture *f)
-{
-    restart(f);
-    service_tick_at(f->service, util_monotonic_ms() + SESSIONS_DEFAULT_LEASE_MS);
+    return metafixture_teardown(state);
 }
 
 /* ---- calling the handlers ----------------------------------------------- */
-
-static int call_raw(struct fixture *f, uint16_t op, const void *payload, size_t len)
-{
-    struct rpc_request request;
-    struct rpc_response response;
-    int status;
-
-    memset(&request, 0, sizeof(request));
-    request.header.magic = TS_PROTO_MAGIC;
-    request.header.version = TS_PROTO_VERSION;
-    request.header.type = op;
-    request.header.request_id = 1;
-    request.header.payload_bytes = (uint32_t)len;
-    request.payload = payload;
-    request.payload_len = len;
-    memset(&response, 0, sizeof(response));
-    response.payload = f->reply;
-    response.payload_cap = REPLY_CAP;
-    assert_non_null(handlers_table[op]);
-    status = handlers_table[op](f->service, &request, &response);
-    f->reply_len = response.payload_len;
-    memcpy(f->error_text, response.error_text, sizeof(f->error_text));
-    if (status == TS_OK)
-        assert_true(response.payload_len <= response.payload_cap);
-    return status;
-}
-
-/* Encodes message `name`, calls op with it. */
-#define CALL(f, op, name, message)                                                                 \
-    call_raw((f), (op), (f)->request,                                                              \
-             encoded_length(ts_##name##_encode((message), (f)->request, sizeof((f)->request))))
-
-static size_t encoded_length(int len)
-{
-    assert_true(len >= 0);
-    return (size_t)len;
-}
 
 static struct ts_str str(const char *s)
 {
     return ts_str_of(s);
 }
 
-/* Field by field: struct padding is not part of the contract. */
-static void assert_attr_equal(const struct ts_attr *a, const struct ts_attr *b)
-{
-    assert_int_equal(a->ino, b->ino);
-    assert_int_equal(a->mode, b->mode);
-    assert_int_equal(a->nlink, b->nlink);
-    assert_int_equal(a->uid, b->uid);
-    assert_int_equal(a->gid, b->gid);
-    assert_int_equal(a->rdev, b->rdev);
-    assert_int_equal(a->size, b->size);
-    assert_int_equal(a->blocks, b->blocks);
-    assert_int_equal(a->atime_sec, b->atime_sec);
-    assert_int_equal(a->atime_nsec, b->atime_nsec);
-    assert_int_equal(a->mtime_sec, b->mtime_sec);
-    assert_int_equal(a->mtime_nsec, b->mtime_nsec);
-    assert_int_equal(a->ctime_sec, b->ctime_sec);
-    assert_int_equal(a->ctime_nsec, b->ctime_nsec);
-    assert_int_equal(a->generation, b->generation);
-    assert_int_equal(a->tile_bytes, b->tile_bytes);
-}
-
-static int attr_call(struct fixture *f, int status, struct ts_attr *attr)
-{
-    struct ts_attr_rep reply;
-    if (status != TS_OK)
-        return status;
-    assert_int_equal(ts_attr_rep_decode(&reply, f->reply, f->reply_len), 0);
-    if (attr)
-        *attr = reply.attr;
-    return status;
-}
-
-static int do_lookup(struct fixture *f, uint64_t parent, const char *name, struct ts_attr *attr)
+static int do_lookup(struct metafixture *f, uint64_t parent, const char *name, struct ts_attr *attr)
 {
     struct ts_lookup_req m = {.parent = parent, .name = str(name)};
-    return attr_call(f, CALL(f, TS_OP_LOOKUP, lookup_req, &m), attr);
+    return metafixture_attr_call(f, CALL(f, TS_OP_LOOKUP, lookup_req, &m), attr);
 }
 
-static int do_getattr(struct fixture *f, uint64_t ino, struct ts_attr *attr)
+static int do_getattr(struct metafixture *f, uint64_t ino, struct ts_attr *attr)
 {
     struct ts_getattr_req m = {.ino = ino};
-    return attr_call(f, CALL(f, TS_OP_GETATTR, getattr_req, &m), attr);
+    return metafixture_attr_call(f, CALL(f, TS_OP_GETATTR, getattr_req, &m), attr);
 }
 
-static int do_mknod(struct fixture *f, uint64_t parent, const char *name, uint32_t mode,
+static int do_mknod(struct metafixture *f, uint64_t parent, const char *name, uint32_t mode,
                     struct ts_attr *attr)
 {
     struct ts_mknod_req m = {
         .parent = parent, .name = str(name), .mode = mode, .uid = TEST_UID, .gid = TEST_GID};
-    return attr_call(f, CALL(f, TS_OP_MKNOD, mknod_req, &m), attr);
+    return metafixture_attr_call(f, CALL(f, TS_OP_MKNOD, mknod_req, &m), attr);
 }
 
-static int do_mkdir(struct fixture *f, uint64_t parent, const char *name, struct ts_attr *attr)
+static int do_mkdir(struct metafixture *f, uint64_t parent, const char *name, struct ts_attr *attr)
 {
     struct ts_mkdir_req m = {
         .parent = parent, .name = str(name), .mode = 0755, .uid = TEST_UID, .gid = TEST_GID};
-    return attr_call(f, CALL(f, TS_OP_MKDIR, mkdir_req, &m), attr);
+    return metafixture_attr_call(f, CALL(f, TS_OP_MKDIR, mkdir_req, &m), attr);
 }
 
-static int do_symlink(struct fixture *f, uint64_t parent, const char *name, const char *target,
+static int do_symlink(struct metafixture *f, uint64_t parent, const char *name, const char *target,
                       struct ts_attr *attr)
 {
     struct ts_symlink_req m = {.parent = parent,
@@ -207,22 +84,22 @@ static int do_symlink(struct fixture *f, uint64_t parent, const char *name, cons
                                .target = str(target),
                                .uid = TEST_UID,
                                .gid = TEST_GID};
-    return attr_call(f, CALL(f, TS_OP_SYMLINK, symlink_req, &m), attr);
+    return metafixture_attr_call(f, CALL(f, TS_OP_SYMLINK, symlink_req, &m), attr);
 }
 
-static int do_unlink(struct fixture *f, uint64_t parent, const char *name)
+static int do_unlink(struct metafixture *f, uint64_t parent, const char *name)
 {
     struct ts_name_req m = {.parent = parent, .name = str(name)};
     return CALL(f, TS_OP_UNLINK, name_req, &m);
 }
 
-static int do_rmdir(struct fixture *f, uint64_t parent, const char *name)
+static int do_rmdir(struct metafixture *f, uint64_t parent, const char *name)
 {
     struct ts_name_req m = {.parent = parent, .name = str(name)};
     return CALL(f, TS_OP_RMDIR, name_req, &m);
 }
 
-static int do_rename(struct fixture *f, uint64_t parent, const char *name, uint64_t new_parent,
+static int do_rename(struct metafixture *f, uint64_t parent, const char *name, uint64_t new_parent,
                      const char *new_name, uint32_t flags)
 {
     struct ts_rename_req m = {.parent = parent,
@@ -233,26 +110,26 @@ static int do_rename(struct fixture *f, uint64_t parent, const char *name, uint6
     return CALL(f, TS_OP_RENAME, rename_req, &m);
 }
 
-static int do_link(struct fixture *f, uint64_t ino, uint64_t new_parent, const char *new_name,
+static int do_link(struct metafixture *f, uint64_t ino, uint64_t new_parent, const char *new_name,
                    struct ts_attr *attr)
 {
     struct ts_link_req m = {.ino = ino, .new_parent = new_parent, .new_name = str(new_name)};
-    return attr_call(f, CALL(f, TS_OP_LINK, link_req, &m), attr);
+    return metafixture_attr_call(f, CALL(f, TS_OP_LINK, link_req, &m), attr);
 }
 
-static int do_open(struct fixture *f, uint64_t ino)
+static int do_open(struct metafixture *f, uint64_t ino)
 {
     struct ts_open_req m = {.ino = ino};
-    return attr_call(f, CALL(f, TS_OP_OPEN, open_req, &m), NULL);
+    return metafixture_attr_call(f, CALL(f, TS_OP_OPEN, open_req, &m), NULL);
 }
 
-static int do_release(struct fixture *f, uint64_t ino)
+static int do_release(struct metafixture *f, uint64_t ino)
 {
     struct ts_release_req m = {.ino = ino};
     return CALL(f, TS_OP_RELEASE, release_req, &m);
 }
 
-static int do_setattr(struct fixture *f, const struct ts_setattr_req *m,
+static int do_setattr(struct metafixture *f, const struct ts_setattr_req *m,
                       struct ts_setattr_rep *reply)
 {
     int status = CALL(f, TS_OP_SETATTR, setattr_req, m);
@@ -261,15 +138,15 @@ static int do_setattr(struct fixture *f, const struct ts_setattr_req *m,
     return status;
 }
 
-static int do_commit(struct fixture *f, uint64_t ino, uint64_t min_size, uint32_t sync,
+static int do_commit(struct metafixture *f, uint64_t ino, uint64_t min_size, uint32_t sync,
                      struct ts_attr *attr)
 {
     struct ts_commit_req m = {.ino = ino, .min_size = min_size, .sync = sync};
-    return attr_call(f, CALL(f, TS_OP_COMMIT, commit_req, &m), attr);
+    return metafixture_attr_call(f, CALL(f, TS_OP_COMMIT, commit_req, &m), attr);
 }
 
 /* TILE_MAP: nodes[]/versions[] get the count records. */
-static int do_tile_map(struct fixture *f, uint64_t ino, uint64_t first, uint32_t count,
+static int do_tile_map(struct metafixture *f, uint64_t ino, uint64_t first, uint32_t count,
                        uint32_t allocate, uint32_t *nodes, uint64_t *versions)
 {
     struct ts_tile_map_req m = {.ino = ino, .first = first, .count = count, .allocate = allocate};
@@ -305,9 +182,10 @@ struct garbage_seen {
  * gives and copies up to `cap` garbage records into garbage[] (their number
  * into *garbage_count).
  */
-static uint32_t do_heartbeat(struct fixture *f, uint32_t id, uint64_t capacity, uint64_t free_bytes,
-                             const struct garbage_seen *deleted, uint32_t deleted_count,
-                             struct garbage_seen *garbage, uint32_t cap, uint32_t *garbage_count)
+static uint32_t do_heartbeat(struct metafixture *f, uint32_t id, uint64_t capacity,
+                             uint64_t free_bytes, const struct garbage_seen *deleted,
+                             uint32_t deleted_count, struct garbage_seen *garbage, uint32_t cap,
+                             uint32_t *garbage_count)
 {
     static uint8_t deleted_blob[TS_MAX_GARBAGE * TS_GARBAGE_RECORD_BYTES];
     struct ts_writer writer;
@@ -346,12 +224,12 @@ static uint32_t do_heartbeat(struct fixture *f, uint32_t id, uint64_t capacity, 
     return reply.node_id;
 }
 
-static uint32_t register_node(struct fixture *f, uint64_t capacity, uint64_t free_bytes)
+static uint32_t register_node(struct metafixture *f, uint64_t capacity, uint64_t free_bytes)
 {
     return do_heartbeat(f, 0, capacity, free_bytes, NULL, 0, NULL, 0, NULL);
 }
 
-static uint32_t garbage_of(struct fixture *f, uint32_t node, struct garbage_seen *garbage,
+static uint32_t garbage_of(struct metafixture *f, uint32_t node, struct garbage_seen *garbage,
                            uint32_t cap)
 {
     uint32_t count = 0;
@@ -359,28 +237,28 @@ static uint32_t garbage_of(struct fixture *f, uint32_t node, struct garbage_seen
     return count;
 }
 
-static uint64_t make_file(struct fixture *f, uint64_t parent, const char *name)
+static uint64_t make_file(struct metafixture *f, uint64_t parent, const char *name)
 {
     struct ts_attr attr = {0};
     assert_int_equal(do_mknod(f, parent, name, 0644, &attr), TS_OK);
     return attr.ino;
 }
 
-static uint64_t make_dir(struct fixture *f, uint64_t parent, const char *name)
+static uint64_t make_dir(struct metafixture *f, uint64_t parent, const char *name)
 {
     struct ts_attr attr = {0};
     assert_int_equal(do_mkdir(f, parent, name, &attr), TS_OK);
     return attr.ino;
 }
 
-static uint32_t nlink_of(struct fixture *f, uint64_t ino)
+static uint32_t nlink_of(struct metafixture *f, uint64_t ino)
 {
     struct ts_attr attr = {0};
     assert_int_equal(do_getattr(f, ino, &attr), TS_OK);
     return attr.nlink;
 }
 
-static uint64_t ino_of(struct fixture *f, uint64_t parent, const char *name)
+static uint64_t ino_of(struct metafixture *f, uint64_t parent, const char *name)
 {
     struct ts_attr attr = {0};
     assert_int_equal(do_lookup(f, parent, name, &attr), TS_OK);
@@ -391,7 +269,7 @@ static uint64_t ino_of(struct fixture *f, uint64_t parent, const char *name)
 
 static void test_create_lookup_getattr(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     struct ts_attr root_before, root_after, attr, found;
     char long_name[TS_MAX_NAME + 2];
 
@@ -415,7 +293,7 @@ static void test_create_lookup_getattr(void **state)
     assert_int_equal(do_lookup(f, TS_ROOT_INO, "a", &found), TS_OK);
     assert_int_equal(found.ino, attr.ino);
     assert_int_equal(do_getattr(f, attr.ino, &found), TS_OK);
-    assert_attr_equal(&found, &attr);
+    metafixture_assert_attr_equal(&found, &attr);
     assert_int_equal(do_lookup(f, TS_ROOT_INO, ".", &found), TS_OK);
     assert_int_equal(found.ino, TS_ROOT_INO);
 
@@ -447,7 +325,7 @@ static void test_create_lookup_getattr(void **state)
 
 static void test_symlink_readlink(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     struct ts_readlink_req m;
     struct ts_readlink_rep reply;
     struct ts_attr attr = {0};
@@ -475,7 +353,7 @@ static void test_symlink_readlink(void **state)
 
 static void test_mkdir_nlink(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     struct ts_attr attr = {0};
     uint64_t d, e;
 
@@ -512,7 +390,7 @@ static void test_mkdir_nlink(void **state)
 
 static void test_setgid_directory(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     struct ts_setattr_req chmod = {.valid = TS_SET_MODE | TS_SET_GID, .mode = 02775, .gid = 50};
     struct ts_attr attr = {0};
 
@@ -526,9 +404,9 @@ static void test_setgid_directory(void **state)
     assert_false(attr.mode & S_ISGID);
 }
 
-static void test_link(void **state)
+static void test_link_counts_names(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     struct ts_attr attr = {0};
     uint64_t file = make_file(f, TS_ROOT_INO, "one");
     uint64_t dir = make_dir(f, TS_ROOT_INO, "dir");
@@ -546,7 +424,7 @@ static void test_link(void **state)
 
 static void test_unlink_deletes_and_queues_garbage(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     struct garbage_seen garbage[8];
     uint32_t nodes[3];
     uint64_t versions[3];
@@ -582,7 +460,7 @@ static void test_unlink_deletes_and_queues_garbage(void **state)
 
 static void test_unlink_while_open(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     struct ts_attr attr = {0};
     uint64_t file = make_file(f, TS_ROOT_INO, "open");
 
@@ -608,7 +486,7 @@ static void test_unlink_while_open(void **state)
     file = make_file(f, TS_ROOT_INO, "open2");
     assert_int_equal(do_open(f, file), TS_OK);
     assert_int_equal(do_unlink(f, TS_ROOT_INO, "open2"), TS_OK);
-    restart(f);
+    metafixture_restart(f);
     service_tick(f->service);
     assert_int_equal(do_getattr(f, file, NULL), TS_OK);
     service_tick_at(f->service, util_monotonic_ms() + SESSIONS_DEFAULT_LEASE_MS);
@@ -618,7 +496,7 @@ static void test_unlink_while_open(void **state)
 /* MKNOD with open = 1 (create(2) in one round trip) holds the file open. */
 static void test_mknod_open(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     struct ts_attr attr = {0};
     struct ts_mknod_req m = {.parent = TS_ROOT_INO,
                              .name = str("created"),
@@ -626,7 +504,7 @@ static void test_mknod_open(void **state)
                              .uid = TEST_UID,
                              .gid = TEST_GID,
                              .open = 1};
-    assert_int_equal(attr_call(f, CALL(f, TS_OP_MKNOD, mknod_req, &m), &attr), TS_OK);
+    assert_int_equal(metafixture_attr_call(f, CALL(f, TS_OP_MKNOD, mknod_req, &m), &attr), TS_OK);
     uint64_t file = attr.ino;
     assert_int_equal(do_unlink(f, TS_ROOT_INO, "created"), TS_OK);
     assert_int_equal(do_getattr(f, file, NULL), TS_OK); /* still open */
@@ -638,7 +516,7 @@ static void test_mknod_open(void **state)
 
 static void test_rename_replace(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     uint64_t a = make_file(f, TS_ROOT_INO, "a");
     uint64_t b = make_file(f, TS_ROOT_INO, "b");
     struct ts_attr attr = {0};
@@ -669,7 +547,7 @@ static void test_rename_replace(void **state)
 
 static void test_rename_flags(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     uint64_t a = make_file(f, TS_ROOT_INO, "a");
     uint64_t b = make_file(f, TS_ROOT_INO, "b");
 
@@ -693,7 +571,7 @@ static void test_rename_flags(void **state)
 
 static void test_rename_directories(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     uint64_t top = make_dir(f, TS_ROOT_INO, "top");
     uint64_t mid = make_dir(f, top, "mid");
     uint64_t low = make_dir(f, mid, "low");
@@ -747,7 +625,7 @@ static void test_rename_directories(void **state)
 
 static void test_readdir_pagination(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     enum { FILES = 1000 };
     static char seen[FILES][TS_MAX_NAME + 1];
     char after[TS_MAX_NAME + 1] = "";
@@ -823,7 +701,7 @@ static void test_readdir_pagination(void **state)
 
 static void test_setattr_shrink(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     struct garbage_seen garbage[8];
     struct ts_setattr_rep reply;
     uint32_t nodes[4];
@@ -912,7 +790,7 @@ static void test_setattr_shrink(void **state)
  * reporting `created` tile files. Returns meta's status; *node_id: the id
  * meta gave (on TS_OK).
  */
-static int heartbeat_identity(struct fixture *f, uint32_t id, uint64_t incarnation,
+static int heartbeat_identity(struct metafixture *f, uint32_t id, uint64_t incarnation,
                               const struct garbage_seen *created, uint32_t created_count,
                               uint32_t *node_id)
 {
@@ -945,7 +823,7 @@ static int heartbeat_identity(struct fixture *f, uint32_t id, uint64_t incarnati
 }
 
 /* The TS_TILE_* flags of the tile's TILE_MAP record. */
-static uint32_t tile_flags(struct fixture *f, uint64_t ino, uint64_t tile)
+static uint32_t tile_flags(struct metafixture *f, uint64_t ino, uint64_t tile)
 {
     struct ts_tile_map_req m = {.ino = ino, .first = tile, .count = 1};
     struct ts_tile_map_rep reply;
@@ -963,11 +841,11 @@ static uint32_t tile_flags(struct fixture *f, uint64_t ino, uint64_t tile)
 /*
  * A tile is TS_TILE_STORED once its holder reports its file at the
  * version meta records; reports of other versions, other nodes and holes
- * change nothing; a move keeps the mark (test_reloc).
+ * change nothing; a move keeps the mark (test_handlers_relocation.c).
  */
 static void test_heartbeat_marks_stored(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     uint32_t nodes[3];
     uint64_t versions[3];
     uint32_t node = 0, other = 0;
@@ -1019,7 +897,7 @@ static void test_heartbeat_marks_stored(void **state)
  */
 static void test_heartbeat_identity(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     uint32_t node = 0, again = 0, legacy = 0, fresh = 0;
 
     assert_int_equal(heartbeat_identity(f, 0, 0xabc, NULL, 0, &node), TS_OK);
@@ -1053,7 +931,7 @@ static void test_heartbeat_identity(void **state)
 
 static void test_tile_map_round_robin(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     enum { TILES = 400, NODES = 4 };
     static uint32_t nodes[TILES], again_nodes[TILES];
     static uint64_t versions[TILES], again_versions[TILES];
@@ -1116,9 +994,9 @@ static void test_tile_map_round_robin(void **state)
     assert_int_equal(do_tile_map(f, other, 0, 1, 1, nodes, versions), TS_ERR_NOSPC);
 }
 
-static void test_commit(void **state)
+static void test_commit_grows_size_and_sets_mtime(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     struct ts_commit_req m;
     struct ts_attr attr = {0};
     uint64_t file = make_file(f, TS_ROOT_INO, "data");
@@ -1137,7 +1015,7 @@ static void test_commit(void **state)
     assert_int_equal(attr.size, 5000);
     assert_true(attr.change > committed_change);
     m = (struct ts_commit_req){.ino = file, .min_size = 6000, .mtime_sec = 777, .mtime_nsec = 9};
-    assert_int_equal(attr_call(f, CALL(f, TS_OP_COMMIT, commit_req, &m), &attr), TS_OK);
+    assert_int_equal(metafixture_attr_call(f, CALL(f, TS_OP_COMMIT, commit_req, &m), &attr), TS_OK);
     assert_int_equal(attr.size, 6000);
     assert_int_equal(attr.mtime_sec, 777);
     assert_int_equal(attr.ctime_sec, 777);
@@ -1151,7 +1029,7 @@ static void test_commit(void **state)
  * never waits for it. A COMMIT with sync flushes before it answers. */
 static void test_background_sync(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     uint64_t file = make_file(f, TS_ROOT_INO, "synced");
     for (int waited_ms = 0; store_dirty(f->service->store) && waited_ms < 10000; waited_ms += 10)
         usleep(10 * 1000);
@@ -1164,14 +1042,15 @@ static void test_background_sync(void **state)
 
 /* ---- xattrs ------------------------------------------------------------- */
 
-static int do_setxattr(struct fixture *f, uint64_t ino, const char *name, const char *value,
+static int do_setxattr(struct metafixture *f, uint64_t ino, const char *name, const char *value,
                        uint32_t flags)
 {
     struct ts_setxattr_req m = {.ino = ino, .name = str(name), .value = str(value), .flags = flags};
     return CALL(f, TS_OP_SETXATTR, setxattr_req, &m);
 }
 
-static int do_getxattr(struct fixture *f, uint64_t ino, const char *name, char *value, size_t cap)
+static int do_getxattr(struct metafixture *f, uint64_t ino, const char *name, char *value,
+                       size_t cap)
 {
     struct ts_getxattr_req m = {.ino = ino, .name = str(name)};
     struct ts_getxattr_rep reply;
@@ -1183,9 +1062,9 @@ static int do_getxattr(struct fixture *f, uint64_t ino, const char *name, char *
     return status;
 }
 
-static void test_xattrs(void **state)
+static void test_user_xattrs_set_get_list_remove(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     struct ts_listxattr_req list = {.ino = make_file(f, TS_ROOT_INO, "x")};
     struct ts_removexattr_req remove = {.ino = list.ino, .name = str("user.a")};
     struct ts_listxattr_rep names;
@@ -1236,14 +1115,14 @@ static void test_xattrs(void **state)
 #define MB 1000000u
 
 /* REMOVEXATTR of name on ino. */
-static int do_removexattr(struct fixture *f, uint64_t ino, const char *name)
+static int do_removexattr(struct metafixture *f, uint64_t ino, const char *name)
 {
     struct ts_removexattr_req m = {.ino = ino, .name = str(name)};
     return CALL(f, TS_OP_REMOVEXATTR, removexattr_req, &m);
 }
 
 /* A heartbeat of a known node that reports its load. */
-static void heartbeat_load(struct fixture *f, uint32_t id, uint64_t free_bytes,
+static void heartbeat_load(struct metafixture *f, uint32_t id, uint64_t free_bytes,
                            uint64_t write_bytes_per_sec, uint32_t queue_depth,
                            uint64_t throttle_bytes_per_sec)
 {
@@ -1262,7 +1141,7 @@ static void heartbeat_load(struct fixture *f, uint32_t id, uint64_t free_bytes,
 }
 
 /* TILE_MAP allocating count tiles from first, naming `node` (0 = none). */
-static int tile_map_named(struct fixture *f, uint64_t ino, uint64_t first, uint32_t count,
+static int tile_map_named(struct metafixture *f, uint64_t ino, uint64_t first, uint32_t count,
                           uint32_t node, uint32_t *nodes)
 {
     struct ts_tile_map_req m = {
@@ -1292,7 +1171,7 @@ static uint32_t count_on(const uint32_t *nodes, uint32_t count, uint32_t id)
 
 static void test_layout_xattr(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     uint64_t file = make_file(f, TS_ROOT_INO, "f");
     struct ts_attr attr = {0};
     char value[128];
@@ -1385,14 +1264,14 @@ static void test_layout_xattr(void **state)
 
     /* The layout lives in the inode record: it survives a restart. */
     assert_int_equal(do_setxattr(f, file, LAYOUT, "tile=256K placement=roundrobin", 0), TS_OK);
-    reopen(f);
+    metafixture_reopen(f);
     assert_int_equal(do_getxattr(f, file, LAYOUT, value, sizeof(value)), TS_OK);
     assert_string_equal(value, "tile=256K copies=1 placement=roundrobin");
 }
 
 static void test_layout_inheritance(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     uint64_t dir = make_dir(f, TS_ROOT_INO, "d");
     uint64_t before = make_file(f, dir, "before");
     struct ts_attr attr = {0};
@@ -1451,7 +1330,7 @@ static void test_layout_inheritance(void **state)
 /* Static placement by measured write throughput, through TILE_MAP. */
 static void test_tile_map_static(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     static uint32_t nodes[300];
     uint32_t fast = register_node(f, 64ull << 30, 32ull << 30);
     uint32_t slow = register_node(f, 64ull << 30, 32ull << 30);
@@ -1482,7 +1361,7 @@ static void test_tile_map_static(void **state)
     /* The measurements reach NODE_LIST. */
     struct ts_node_list_rep list;
     struct ts_cursor cursor;
-    assert_int_equal(call_raw(f, TS_OP_NODE_LIST, NULL, 0), TS_OK);
+    assert_int_equal(metafixture_call(f, TS_OP_NODE_LIST, NULL, 0), TS_OK);
     assert_int_equal(ts_node_list_rep_decode(&list, f->reply, f->reply_len), 0);
     ts_cursor_init(&cursor, list.nodes.ptr, list.nodes.len);
     for (uint32_t i = 0; i < list.count; i++) {
@@ -1506,7 +1385,7 @@ static void test_tile_map_static(void **state)
 /* Dynamic placement: the writer names the node; meta falls back when it cannot. */
 static void test_tile_map_dynamic_named(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     uint32_t nodes[8];
     uint32_t a = register_node(f, 64ull << 30, 32ull << 30);
     uint32_t b = register_node(f, 64ull << 30, 32ull << 30);
@@ -1623,7 +1502,7 @@ static void test_backlog_model(void **state)
 
 static void test_statfs_and_node_list(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     struct ts_statfs_rep statfs;
     struct ts_node_list_rep list;
     struct ts_cursor cursor;
@@ -1639,14 +1518,14 @@ static void test_statfs_and_node_list(void **state)
     assert_true(next > 77);
     assert_int_not_equal(first, next);
 
-    assert_int_equal(call_raw(f, TS_OP_STATFS, NULL, 0), TS_OK);
+    assert_int_equal(metafixture_call(f, TS_OP_STATFS, NULL, 0), TS_OK);
     assert_int_equal(ts_statfs_rep_decode(&statfs, f->reply, f->reply_len), 0);
     assert_int_equal(statfs.total_bytes, 1300);
     assert_int_equal(statfs.free_bytes, 130);
     assert_int_equal(statfs.nodes_up, 3);
     assert_int_equal(statfs.files, 3);
 
-    assert_int_equal(call_raw(f, TS_OP_NODE_LIST, NULL, 0), TS_OK);
+    assert_int_equal(metafixture_call(f, TS_OP_NODE_LIST, NULL, 0), TS_OK);
     assert_int_equal(ts_node_list_rep_decode(&list, f->reply, f->reply_len), 0);
     assert_int_equal(list.count, 3);
     ts_cursor_init(&cursor, list.nodes.ptr, list.nodes.len);
@@ -1675,12 +1554,12 @@ static void test_statfs_and_node_list(void **state)
     assert_int_equal(cursor.left, 0);
 
     /* After a restart nodes are known but down until they heartbeat. */
-    reopen(f);
-    assert_int_equal(call_raw(f, TS_OP_STATFS, NULL, 0), TS_OK);
+    metafixture_reopen(f);
+    assert_int_equal(metafixture_call(f, TS_OP_STATFS, NULL, 0), TS_OK);
     assert_int_equal(ts_statfs_rep_decode(&statfs, f->reply, f->reply_len), 0);
     assert_int_equal(statfs.nodes_up, 0);
     assert_int_equal(statfs.total_bytes, 0);
-    assert_int_equal(call_raw(f, TS_OP_NODE_LIST, NULL, 0), TS_OK);
+    assert_int_equal(metafixture_call(f, TS_OP_NODE_LIST, NULL, 0), TS_OK);
     assert_int_equal(ts_node_list_rep_decode(&list, f->reply, f->reply_len), 0);
     assert_int_equal(list.count, 3);
     ts_cursor_init(&cursor, list.nodes.ptr, list.nodes.len);
@@ -1690,9 +1569,9 @@ static void test_statfs_and_node_list(void **state)
 
 static void test_ping(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     struct ts_ping_rep reply;
-    assert_int_equal(call_raw(f, TS_OP_PING, NULL, 0), TS_OK);
+    assert_int_equal(metafixture_call(f, TS_OP_PING, NULL, 0), TS_OK);
     assert_int_equal(ts_ping_rep_decode(&reply, f->reply, f->reply_len), 0);
     assert_int_equal(reply.role.len, 4);
     assert_memory_equal(reply.role.ptr, "meta", 4);
@@ -1702,34 +1581,34 @@ static void test_ping(void **state)
 /* The cluster id: 32 hex digits, the same after a restart, another for another store. */
 static void test_cluster_id(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     struct ts_cluster_id_rep reply;
     char first[TS_CLUSTER_ID_HEX + 1];
     char other_dir[] = "/tmp/tessera-test-store-other.XXXXXX";
     struct service *other = NULL;
 
-    assert_int_equal(call_raw(f, TS_OP_CLUSTER_ID, NULL, 0), TS_OK);
+    assert_int_equal(metafixture_call(f, TS_OP_CLUSTER_ID, NULL, 0), TS_OK);
     assert_int_equal(ts_cluster_id_rep_decode(&reply, f->reply, f->reply_len), 0);
     assert_int_equal(reply.cluster_id.len, TS_CLUSTER_ID_HEX);
     assert_int_equal(ts_str_copy(reply.cluster_id, first, sizeof(first)), 0);
     assert_int_equal(strspn(first, "0123456789abcdef"), TS_CLUSTER_ID_HEX);
     assert_string_equal(f->service->cluster_id, first);
 
-    reopen(f);
+    metafixture_reopen(f);
     assert_string_equal(f->service->cluster_id, first);
 
     assert_non_null(mkdtemp(other_dir));
     assert_int_equal(service_open(other_dir, TEST_NODE_TIMEOUT_MS, &other), 0);
     assert_string_not_equal(other->cluster_id, first);
     service_close(&other);
-    nftw(other_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    metafixture_remove_tree(other_dir);
 }
 
 /* ---- persistence -------------------------------------------------------- */
 
 static void test_persistence(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     uint32_t nodes[3], again_nodes[3];
     uint64_t versions[3], again_versions[3];
     struct ts_attr file_before, file_after, dir_attr;
@@ -1747,11 +1626,11 @@ static void test_persistence(void **state)
     assert_int_equal(do_getattr(f, file, &file_before), TS_OK);
     assert_int_equal(file_before.size, 3 * MiB);
 
-    reopen(f);
+    metafixture_reopen(f);
     assert_int_equal(ino_of(f, TS_ROOT_INO, "keep"), dir);
     assert_int_equal(ino_of(f, dir, "sub"), sub);
     assert_int_equal(do_lookup(f, sub, "file", &file_after), TS_OK);
-    assert_attr_equal(&file_after, &file_before);
+    metafixture_assert_attr_equal(&file_after, &file_before);
     assert_int_equal(do_getattr(f, dir, &dir_attr), TS_OK);
     assert_int_equal(dir_attr.nlink, 3);
     assert_int_equal(do_getxattr(f, file, "user.k", value, sizeof(value)), TS_OK);
@@ -1980,15 +1859,15 @@ static size_t valid_request(uint16_t op, uint8_t *buf, size_t cap)
     return (size_t)len;
 }
 
-static void expect_bad(struct fixture *f, uint16_t op, const uint8_t *payload, size_t len)
+static void expect_bad(struct metafixture *f, uint16_t op, const uint8_t *payload, size_t len)
 {
-    assert_int_equal(call_raw(f, op, payload, len), TS_ERR_BADMSG);
+    assert_int_equal(metafixture_call(f, op, payload, len), TS_ERR_BADMSG);
     assert_non_null(strstr(f->error_text, ts_op_name(op)));
 }
 
 static void test_malformed_payloads(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     uint8_t valid[512];
     uint8_t garbage[8];
     uint32_t seed = 12345;
@@ -2018,7 +1897,7 @@ static void test_malformed_payloads(void **state)
             expect_bad(f, op, garbage, garbage_len);
         }
         /* The well-formed one gets some answer, never a crash. */
-        (void)call_raw(f, op, valid, len);
+        (void)metafixture_call(f, op, valid, len);
     }
     assert_int_equal(served, 43);
 
@@ -2031,8 +1910,8 @@ static void test_malformed_payloads(void **state)
                                          .address = str("tcp://x:1"),
                                          .deleted_count = 2,
                                          .deleted = {(const char *)valid, TS_GARBAGE_RECORD_BYTES}};
-    size_t heartbeat_len =
-        encoded_length(ts_heartbeat_req_encode(&heartbeat, f->request, sizeof(f->request)));
+    size_t heartbeat_len = metafixture_encoded_length(
+        ts_heartbeat_req_encode(&heartbeat, f->request, METAFIXTURE_PAYLOAD_CAP));
     expect_bad(f, TS_OP_HEARTBEAT, f->request, heartbeat_len);
 
     /* The store still serves after all of it. */
@@ -2048,7 +1927,7 @@ static void test_malformed_payloads(void **state)
 
 static void test_array_xattr(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     uint64_t file = make_file(f, TS_ROOT_INO, "a");
     struct ts_attr attr = {0};
     char value[600];
@@ -2172,7 +2051,7 @@ static void test_array_xattr(void **state)
 
 static void test_array_busy_after_write(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     uint64_t file = make_file(f, TS_ROOT_INO, "written");
     uint32_t nodes[4];
     uint64_t versions[4];
@@ -2196,7 +2075,7 @@ static void test_array_busy_after_write(void **state)
 
 static void test_array_inheritance(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     uint64_t dir = make_dir(f, TS_ROOT_INO, "arrays");
     uint64_t before = make_file(f, dir, "before");
     struct ts_attr attr = {0};
@@ -2233,7 +2112,7 @@ static void test_array_inheritance(void **state)
     assert_int_equal(attr.flags & TS_ATTR_ARRAY, 0);
 
     /* Everything survives a restart. */
-    reopen(f);
+    metafixture_reopen(f);
     assert_int_equal(do_getattr(f, file, &attr), TS_OK);
     assert_int_equal(attr.flags & TS_ATTR_ARRAY, TS_ATTR_ARRAY);
     assert_int_equal(do_getxattr(f, file, ARRAY, value, sizeof(value)), TS_OK);
@@ -2258,7 +2137,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_symlink_readlink, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mkdir_nlink, setup, teardown),
         cmocka_unit_test_setup_teardown(test_setgid_directory, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_link, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_link_counts_names, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unlink_deletes_and_queues_garbage, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unlink_while_open, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mknod_open, setup, teardown),
@@ -2270,9 +2149,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tile_map_round_robin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_heartbeat_marks_stored, setup, teardown),
         cmocka_unit_test_setup_teardown(test_heartbeat_identity, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_commit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_commit_grows_size_and_sets_mtime, setup, teardown),
         cmocka_unit_test_setup_teardown(test_background_sync, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_xattrs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_user_xattrs_set_get_list_remove, setup, teardown),
         cmocka_unit_test_setup_teardown(test_layout_xattr, setup, teardown),
         cmocka_unit_test_setup_teardown(test_layout_inheritance, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tile_map_static, setup, teardown),
@@ -2289,5 +2168,5 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_array_busy_after_write, setup, teardown),
         cmocka_unit_test_setup_teardown(test_array_inheritance, setup, teardown),
     };
-    return cmocka_run_group_tests_name("store", tests, NULL, NULL);
+    return cmocka_run_group_tests_name("handlers", tests, NULL, NULL);
 }

@@ -1,15 +1,15 @@
 /*
- * @file test_readdirplus.c
+ * @file test_handlers_leases_batches.c
  * Unit tests of the metadata requests that serve the mount's statahead,
  * background releases and early unlinks and creates (READDIRPLUS,
  * RELEASE_MANY, UNLINK_MANY, DIR_LEASE, CREATE_MANY), of meta's lease table
  * (leases.c) and of the store's reuse
  * of read transactions, against a real LMDB store in a fresh temporary
- * directory per case, in the manner of test_store.c: requests encoded with
- * the generated encoders, handed to the real handlers through
- * handlers_table, replies decoded with the generated decoders.
+ * directory per case (metafixture.h): requests encoded with the generated
+ * encoders, handed to the real handlers through handlers_table, replies
+ * decoded with the generated decoders.
  */
-#include "handlers.h"
+#include "metafixture.h"
 #include "leases.h"
 #include "proto.h"
 #include "service.h"
@@ -17,8 +17,7 @@
 #include "store.h"
 #include "tile.h"
 
-#include <ftw.h>
-#include <limits.h>
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -31,163 +30,51 @@
 #include <cmocka.h>
 
 #define TEST_NODE_TIMEOUT_MS 60000
-#define REPLY_CAP (TS_MAX_FRAME_BYTES - TS_HEADER_BYTES)
-
-struct fixture {
-    char dir[PATH_MAX];
-    struct service *service;
-    uint8_t request[1 << 16];
-    uint8_t *reply;
-    size_t reply_len;
-    uint8_t peer[13]; /* the sender's routing id; peer_len 0: an unnamed sender */
-    size_t peer_len;
-};
-
-/* Sends the next requests as mount `mount` (0: as a tool, unnamed). */
-static void send_as(struct fixture *f, uint64_t mount)
-{
-    f->peer_len = 0;
-    if (mount == 0)
-        return;
-    f->peer[0] = 'M';
-    memcpy(f->peer + 1, &mount, sizeof(mount));
-    memset(f->peer + 9, 0x5a, 4); /* the socket's serial */
-    f->peer_len = sizeof(f->peer);
-}
-
-static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    (void)st;
-    (void)type;
-    (void)ftw;
-    return remove(path);
-}
 
 static int setup(void **state)
 {
-    struct fixture *f = calloc(1, sizeof(*f));
-    const char *tmp = getenv("TMPDIR");
-    if (!f)
-        return -1;
-    f->reply = malloc(REPLY_CAP);
-    snprintf(f->dir, sizeof(f->dir), "%s/test_readdirplus.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!f->reply || !mkdtemp(f->dir) ||
-        service_open(f->dir, TEST_NODE_TIMEOUT_MS, &f->service) != 0) {
-        free(f->reply);
-        free(f);
-        return -1;
-    }
-    *state = f;
-    return 0;
+    return metafixture_setup(state, "test_handlers_leases_batches", TEST_NODE_TIMEOUT_MS, 0);
 }
 
 static int teardown(void **state)
 {
-    struct fixture *f = *state;
-    service_close(&f->service);
-    nftw(f->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    free(f->reply);
-    free(f);
-    return 0;
+    return metafixture_teardown(state);
 }
 
-static int call_raw(struct fixture *f, uint16_t op, const void *payload, size_t len)
-{
-    struct rpc_request request;
-    struct rpc_response response;
-    memset(&request, 0, sizeof(request));
-    request.peer = f->peer_len ? f->peer : NULL;
-    request.peer_len = f->peer_len;
-    request.header.magic = TS_PROTO_MAGIC;
-    request.header.version = TS_PROTO_VERSION;
-    request.header.type = op;
-    request.header.payload_bytes = (uint32_t)len;
-    request.payload = payload;
-    request.payload_len = len;
-    memset(&response, 0, sizeof(response));
-    response.payload = f->reply;
-    response.payload_cap = REPLY_CAP;
-    assert_non_null(handlers_table[op]);
-    int status = handlers_table[op](f->service, &request, &response);
-    f->reply_len = response.payload_len;
-    return status;
-}
-
-static size_t encoded_length(int len)
-{
-    assert_true(len >= 0);
-    return (size_t)len;
-}
-
-#define CALL(f, op, name, message)                                                                 \
-    call_raw((f), (op), (f)->request,                                                              \
-             encoded_length(ts_##name##_encode((message), (f)->request, sizeof((f)->request))))
-
-static int attr_call(struct fixture *f, int status, struct ts_attr *attr)
-{
-    struct ts_attr_rep reply;
-    if (status != TS_OK)
-        return status;
-    assert_int_equal(ts_attr_rep_decode(&reply, f->reply, f->reply_len), 0);
-    if (attr)
-        *attr = reply.attr;
-    return status;
-}
-
-static uint64_t make(struct fixture *f, uint64_t parent, const char *name, uint32_t mode)
+static uint64_t make(struct metafixture *f, uint64_t parent, const char *name, uint32_t mode)
 {
     struct ts_attr attr = {0};
     struct ts_mknod_req m = {
         .parent = parent, .name = ts_str_of(name), .mode = mode, .uid = 1000, .gid = 100};
-    assert_int_equal(attr_call(f, CALL(f, TS_OP_MKNOD, mknod_req, &m), &attr), TS_OK);
+    assert_int_equal(metafixture_attr_call(f, CALL(f, TS_OP_MKNOD, mknod_req, &m), &attr), TS_OK);
     return attr.ino;
 }
 
-static uint64_t make_dir(struct fixture *f, uint64_t parent, const char *name)
+static uint64_t make_dir(struct metafixture *f, uint64_t parent, const char *name)
 {
     struct ts_attr attr = {0};
     struct ts_mkdir_req m = {
         .parent = parent, .name = ts_str_of(name), .mode = 0755, .uid = 1000, .gid = 100};
-    assert_int_equal(attr_call(f, CALL(f, TS_OP_MKDIR, mkdir_req, &m), &attr), TS_OK);
+    assert_int_equal(metafixture_attr_call(f, CALL(f, TS_OP_MKDIR, mkdir_req, &m), &attr), TS_OK);
     return attr.ino;
 }
 
-static int do_getattr(struct fixture *f, uint64_t ino, struct ts_attr *attr)
+static int do_getattr(struct metafixture *f, uint64_t ino, struct ts_attr *attr)
 {
     struct ts_getattr_req m = {.ino = ino};
-    return attr_call(f, CALL(f, TS_OP_GETATTR, getattr_req, &m), attr);
+    return metafixture_attr_call(f, CALL(f, TS_OP_GETATTR, getattr_req, &m), attr);
 }
 
-static int do_open(struct fixture *f, uint64_t ino)
+static int do_open(struct metafixture *f, uint64_t ino)
 {
     struct ts_open_req m = {.ino = ino};
-    return attr_call(f, CALL(f, TS_OP_OPEN, open_req, &m), NULL);
+    return metafixture_attr_call(f, CALL(f, TS_OP_OPEN, open_req, &m), NULL);
 }
 
-static int do_unlink(struct fixture *f, uint64_t parent, const char *name)
+static int do_unlink(struct metafixture *f, uint64_t parent, const char *name)
 {
     struct ts_name_req m = {.parent = parent, .name = ts_str_of(name)};
     return CALL(f, TS_OP_UNLINK, name_req, &m);
-}
-
-static void assert_attr_equal(const struct ts_attr *a, const struct ts_attr *b)
-{
-    assert_int_equal(a->ino, b->ino);
-    assert_int_equal(a->mode, b->mode);
-    assert_int_equal(a->nlink, b->nlink);
-    assert_int_equal(a->uid, b->uid);
-    assert_int_equal(a->gid, b->gid);
-    assert_int_equal(a->size, b->size);
-    assert_int_equal(a->blocks, b->blocks);
-    assert_int_equal(a->mtime_sec, b->mtime_sec);
-    assert_int_equal(a->mtime_nsec, b->mtime_nsec);
-    assert_int_equal(a->ctime_sec, b->ctime_sec);
-    assert_int_equal(a->ctime_nsec, b->ctime_nsec);
-    assert_int_equal(a->generation, b->generation);
-    assert_int_equal(a->tile_bytes, b->tile_bytes);
-    assert_int_equal(a->placement, b->placement);
-    assert_int_equal(a->copies, b->copies);
-    assert_int_equal(a->flags, b->flags);
 }
 
 struct listed {
@@ -198,7 +85,7 @@ struct listed {
 };
 
 /* READDIRPLUS(dir, from, inclusive, max) into *out; returns the status. */
-static int readdirplus(struct fixture *f, uint64_t dir, const char *from, uint32_t inclusive,
+static int readdirplus(struct metafixture *f, uint64_t dir, const char *from, uint32_t inclusive,
                        uint32_t max, struct listed *out)
 {
     struct ts_readdirplus_req m = {
@@ -227,7 +114,7 @@ static int readdirplus(struct fixture *f, uint64_t dir, const char *from, uint32
 /* Pages of a listing, with every entry's attributes as GETATTR gives them. */
 static void test_readdirplus_pages(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     uint64_t dir = make_dir(f, TS_ROOT_INO, "walk");
     struct listed *page = calloc(1, sizeof(*page));
     struct ts_attr attr = {0};
@@ -248,7 +135,7 @@ static void test_readdirplus_pages(void **state)
         for (uint32_t i = 0; i < page->count; i++) {
             assert_true(strcmp(page->names[i], after) > 0);
             assert_int_equal(do_getattr(f, page->attrs[i].ino, &attr), TS_OK);
-            assert_attr_equal(&page->attrs[i], &attr);
+            metafixture_assert_attr_equal(&page->attrs[i], &attr);
             snprintf(after, sizeof(after), "%s", page->names[i]);
             total++;
         }
@@ -289,12 +176,13 @@ static void test_readdirplus_pages(void **state)
 /* Sizes follow commits; files, not directories, are refused; limits hold. */
 static void test_readdirplus_errors_and_limits(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     struct listed *page = calloc(1, sizeof(*page));
     uint64_t file = make(f, TS_ROOT_INO, "file", S_IFREG | 0644);
     struct ts_commit_req commit = {.ino = file, .min_size = 12345};
 
-    assert_int_equal(attr_call(f, CALL(f, TS_OP_COMMIT, commit_req, &commit), NULL), TS_OK);
+    assert_int_equal(metafixture_attr_call(f, CALL(f, TS_OP_COMMIT, commit_req, &commit), NULL),
+                     TS_OK);
     assert_int_equal(readdirplus(f, TS_ROOT_INO, "file", 1, 1, page), TS_OK);
     assert_int_equal(page->attrs[0].size, 12345);
     assert_int_equal(readdirplus(f, file, "", 0, 16, page), TS_ERR_NOTDIR);
@@ -323,14 +211,15 @@ static void test_readdirplus_errors_and_limits(void **state)
     bad.inclusive = 0;
     bad.after = ts_str_of(long_name);
     assert_int_equal(CALL(f, TS_OP_READDIRPLUS, readdirplus_req, &bad), TS_ERR_INVAL);
-    size_t len = encoded_length(ts_readdirplus_req_encode(&all, f->request, sizeof(f->request)));
+    size_t len = metafixture_encoded_length(
+        ts_readdirplus_req_encode(&all, f->request, METAFIXTURE_PAYLOAD_CAP));
     for (size_t cut = 0; cut < len; cut++)
-        assert_int_equal(call_raw(f, TS_OP_READDIRPLUS, f->request, cut), TS_ERR_BADMSG);
-    assert_int_equal(call_raw(f, TS_OP_READDIRPLUS, f->request, len + 1), TS_ERR_BADMSG);
+        assert_int_equal(metafixture_call(f, TS_OP_READDIRPLUS, f->request, cut), TS_ERR_BADMSG);
+    assert_int_equal(metafixture_call(f, TS_OP_READDIRPLUS, f->request, len + 1), TS_ERR_BADMSG);
     free(page);
 }
 
-static int release_many(struct fixture *f, const uint64_t *inos, uint32_t count)
+static int release_many(struct metafixture *f, const uint64_t *inos, uint32_t count)
 {
     uint8_t records[64 * 8];
     struct ts_writer writer;
@@ -346,7 +235,7 @@ static int release_many(struct fixture *f, const uint64_t *inos, uint32_t count)
 /* RELEASE_MANY counts opens down as one RELEASE per record would. */
 static void test_release_many(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     uint64_t kept = make(f, TS_ROOT_INO, "kept", S_IFREG | 0644);
     uint64_t gone = make(f, TS_ROOT_INO, "gone", S_IFREG | 0644);
 
@@ -380,14 +269,15 @@ static void test_release_many(void **state)
     bad.count = TS_MAX_RELEASES + 1;
     assert_int_equal(CALL(f, TS_OP_RELEASE_MANY, release_many_req, &bad), TS_ERR_BADMSG);
     bad.count = 2;
-    size_t len = encoded_length(ts_release_many_req_encode(&bad, f->request, sizeof(f->request)));
-    assert_int_equal(call_raw(f, TS_OP_RELEASE_MANY, f->request, len), TS_OK);
-    assert_int_equal(call_raw(f, TS_OP_RELEASE_MANY, f->request, len - 1), TS_ERR_BADMSG);
-    assert_int_equal(call_raw(f, TS_OP_RELEASE_MANY, f->request, 0), TS_ERR_BADMSG);
+    size_t len = metafixture_encoded_length(
+        ts_release_many_req_encode(&bad, f->request, METAFIXTURE_PAYLOAD_CAP));
+    assert_int_equal(metafixture_call(f, TS_OP_RELEASE_MANY, f->request, len), TS_OK);
+    assert_int_equal(metafixture_call(f, TS_OP_RELEASE_MANY, f->request, len - 1), TS_ERR_BADMSG);
+    assert_int_equal(metafixture_call(f, TS_OP_RELEASE_MANY, f->request, 0), TS_ERR_BADMSG);
 }
 
 /* UNLINK_MANY(parents[i], names[i]...) into statuses; returns the request's status. */
-static int unlink_many(struct fixture *f, const uint64_t *parents, const char *const *names,
+static int unlink_many(struct metafixture *f, const uint64_t *parents, const char *const *names,
                        uint32_t count, uint32_t *statuses)
 {
     uint8_t records[16 * (8 + 2 + TS_MAX_NAME + 1)];
@@ -414,7 +304,7 @@ static int unlink_many(struct fixture *f, const uint64_t *parents, const char *c
     return status;
 }
 
-static int lookup(struct fixture *f, uint64_t parent, const char *name)
+static int lookup(struct metafixture *f, uint64_t parent, const char *name)
 {
     struct ts_lookup_req m = {.parent = parent, .name = ts_str_of(name)};
     return CALL(f, TS_OP_LOOKUP, lookup_req, &m);
@@ -427,7 +317,7 @@ static int lookup(struct fixture *f, uint64_t parent, const char *name)
  */
 static void test_unlink_many(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     uint64_t dir = make_dir(f, TS_ROOT_INO, "d");
     uint64_t a = make(f, dir, "a", S_IFREG | 0644);
     make(f, dir, "b", S_IFREG | 0644);
@@ -484,9 +374,10 @@ static void test_unlink_many(void **state)
     bad.count = TS_MAX_UNLINKS + 1;
     assert_int_equal(CALL(f, TS_OP_UNLINK_MANY, batch_req, &bad), TS_ERR_BADMSG);
     bad.count = 1;
-    size_t len = encoded_length(ts_batch_req_encode(&bad, f->request, sizeof(f->request)));
+    size_t len =
+        metafixture_encoded_length(ts_batch_req_encode(&bad, f->request, METAFIXTURE_PAYLOAD_CAP));
     for (size_t cut = 0; cut < len; cut++)
-        assert_int_equal(call_raw(f, TS_OP_UNLINK_MANY, f->request, cut), TS_ERR_BADMSG);
+        assert_int_equal(metafixture_call(f, TS_OP_UNLINK_MANY, f->request, cut), TS_ERR_BADMSG);
     assert_int_equal(lookup(f, dir, "c"), TS_OK);
     assert_int_equal(unlink_many(f, c_parent, c_name, 1, statuses), TS_OK);
     assert_int_equal(statuses[0], TS_OK);
@@ -531,7 +422,7 @@ static int probe_body(struct store_txn *txn, void *arg)
  */
 static void test_read_txn_reuse(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     struct read_probe probe = {.store = f->service->store};
 
     for (int round = 0; round < 50; round++) {
@@ -560,7 +451,7 @@ static void test_read_txn_reuse(void **state)
 
 /* ---- leases and early creates ------------------------------------------- */
 
-static int dir_lease(struct fixture *f, uint64_t dir, uint32_t action, uint32_t want,
+static int dir_lease(struct metafixture *f, uint64_t dir, uint32_t action, uint32_t want,
                      struct ts_dir_lease_rep *out)
 {
     struct ts_dir_lease_req m = {.dir = dir, .action = action, .want_inodes = want};
@@ -570,10 +461,11 @@ static int dir_lease(struct fixture *f, uint64_t dir, uint32_t action, uint32_t 
     return status;
 }
 
-static int lookup_attr(struct fixture *f, uint64_t parent, const char *name, struct ts_attr *attr)
+static int lookup_attr(struct metafixture *f, uint64_t parent, const char *name,
+                       struct ts_attr *attr)
 {
     struct ts_lookup_req m = {.parent = parent, .name = ts_str_of(name)};
-    return attr_call(f, CALL(f, TS_OP_LOOKUP, lookup_req, &m), attr);
+    return metafixture_attr_call(f, CALL(f, TS_OP_LOOKUP, lookup_req, &m), attr);
 }
 
 /* The lease table alone, on its own clock. */
@@ -612,7 +504,7 @@ static void test_lease_table(void **state)
 /* While a mount holds a directory's lease, only it reads or changes the directory. */
 static void test_lease_excludes_others(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     uint64_t dir = make_dir(f, TS_ROOT_INO, "d");
     uint64_t sub = make_dir(f, dir, "sub");
     make(f, dir, "x", S_IFREG | 0644);
@@ -620,7 +512,7 @@ static void test_lease_excludes_others(void **state)
     struct listed listed;
 
     assert_int_equal(dir_lease(f, dir, TS_LEASE_GET, 0, NULL), TS_ERR_INVAL); /* not a mount */
-    send_as(f, 1);
+    metafixture_send_as(f, 1);
     assert_int_equal(dir_lease(f, dir, TS_LEASE_GET, 0, &granted), TS_OK);
     assert_int_equal(granted.lease_ms, LEASES_TTL_MS);
     assert_int_equal(granted.template.tile_bytes, TILE_DEFAULT_BYTES);
@@ -630,46 +522,46 @@ static void test_lease_excludes_others(void **state)
     assert_int_equal(readdirplus(f, dir, "", 0, 10, &listed), TS_OK);
     assert_int_equal(do_getattr(f, dir, NULL), TS_OK);
     /* Everyone else waits: lookups, listings, getattr, changes, tools. */
-    send_as(f, 2);
+    metafixture_send_as(f, 2);
     assert_int_equal(dir_lease(f, dir, TS_LEASE_GET, 0, NULL), TS_ERR_BUSY);
     assert_int_equal(lookup(f, dir, "x"), TS_ERR_LEASED);
     assert_int_equal(readdirplus(f, dir, "", 0, 10, &listed), TS_ERR_LEASED);
     assert_int_equal(do_getattr(f, dir, NULL), TS_ERR_LEASED);
     struct ts_mknod_req m = {.parent = dir, .name = ts_str_of("y"), .mode = S_IFREG | 0644};
     assert_int_equal(CALL(f, TS_OP_MKNOD, mknod_req, &m), TS_ERR_LEASED);
-    send_as(f, 0);
+    metafixture_send_as(f, 0);
     struct ts_name_req rmdir_d = {.parent = TS_ROOT_INO, .name = ts_str_of("d")};
     assert_int_equal(CALL(f, TS_OP_RMDIR, name_req, &rmdir_d), TS_ERR_NOTEMPTY);
     /* The holder is asked back for what others touched: renewals fail; it returns it. */
-    send_as(f, 1);
+    metafixture_send_as(f, 1);
     assert_int_equal(dir_lease(f, dir, TS_LEASE_RENEW, 0, NULL), TS_ERR_BUSY);
     assert_int_equal(dir_lease(f, sub, TS_LEASE_RENEW, 0, NULL), TS_OK);
     assert_int_equal(dir_lease(f, dir, TS_LEASE_RETURN, 0, NULL), TS_OK);
-    send_as(f, 2);
+    metafixture_send_as(f, 2);
     assert_int_equal(lookup(f, dir, "x"), TS_OK);
     assert_int_equal(CALL(f, TS_OP_MKNOD, mknod_req, &m), TS_OK);
     /* Removing names does not wait: it cannot make the holder's creates fail,
      * and unlink queues that waited for each other's leases could deadlock. */
-    send_as(f, 1);
+    metafixture_send_as(f, 1);
     assert_int_equal(dir_lease(f, dir, TS_LEASE_GET, 0, NULL), TS_OK);
-    send_as(f, 2);
+    metafixture_send_as(f, 2);
     assert_int_equal(do_unlink(f, dir, "x"), TS_OK);
     const uint64_t parents[] = {dir};
     const char *const names[] = {"y"};
     uint32_t statuses[1];
     assert_int_equal(unlink_many(f, parents, names, 1, statuses), TS_OK);
     assert_int_equal(statuses[0], TS_OK);
-    send_as(f, 1);
+    metafixture_send_as(f, 1);
     assert_int_equal(dir_lease(f, dir, TS_LEASE_RENEW, 0, NULL), TS_OK); /* not recalled */
     assert_int_equal(dir_lease(f, dir, TS_LEASE_RETURN, 0, NULL), TS_OK);
-    send_as(f, 2);
+    metafixture_send_as(f, 2);
     struct ts_name_req rmdir_sub = {.parent = dir, .name = ts_str_of("sub")};
     /* Removing a leased directory waits too: its holder may have creates to send. */
     assert_int_equal(CALL(f, TS_OP_RMDIR, name_req, &rmdir_sub), TS_ERR_LEASED);
-    send_as(f, 1);
+    metafixture_send_as(f, 1);
     assert_int_equal(dir_lease(f, sub, TS_LEASE_RENEW, 0, NULL), TS_ERR_BUSY);
     assert_int_equal(dir_lease(f, sub, TS_LEASE_RETURN, 0, NULL), TS_OK);
-    send_as(f, 2);
+    metafixture_send_as(f, 2);
     assert_int_equal(CALL(f, TS_OP_RMDIR, name_req, &rmdir_sub), TS_OK);
     /* No lease where new files get more than a template says. */
     struct ts_setattr_req setgid = {.ino = dir, .valid = TS_SET_MODE, .mode = 02755};
@@ -693,7 +585,7 @@ static void create_record(struct ts_writer *writer, uint64_t parent, uint64_t in
     ts_writer_str(writer, ts_str_of(name));
 }
 
-static int create_many(struct fixture *f, const uint8_t *records, size_t len, uint32_t count,
+static int create_many(struct metafixture *f, const uint8_t *records, size_t len, uint32_t count,
                        uint32_t *statuses)
 {
     struct ts_batch_req m = {.count = count, .records = {(const char *)records, (uint32_t)len}};
@@ -714,7 +606,7 @@ static int create_many(struct fixture *f, const uint8_t *records, size_t len, ui
 /* Creates a mount made under its lease, with the inode numbers meta granted it. */
 static void test_create_many(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     uint64_t dir = make_dir(f, TS_ROOT_INO, "d");
     make(f, dir, "taken", S_IFREG | 0644);
     struct ts_dir_lease_rep lease, inodes, others;
@@ -722,18 +614,18 @@ static void test_create_many(void **state)
     struct ts_writer writer;
     uint32_t statuses[6];
 
-    send_as(f, 1);
+    metafixture_send_as(f, 1);
     assert_int_equal(dir_lease(f, dir, TS_LEASE_GET, 0, &lease), TS_OK);
     assert_int_equal(dir_lease(f, 0, TS_LEASE_INODES, 0, NULL), TS_ERR_INVAL);
     assert_int_equal(dir_lease(f, 0, TS_LEASE_INODES, TS_MAX_CREATES + 1, NULL), TS_ERR_INVAL);
     assert_int_equal(dir_lease(f, 0, TS_LEASE_INODES, 3, &inodes), TS_OK);
     assert_int_equal(inodes.inode_count, 3);
-    send_as(f, 2);
+    metafixture_send_as(f, 2);
     assert_int_equal(dir_lease(f, 0, TS_LEASE_INODES, 2, &others), TS_OK);
     assert_true(others.first_ino >= inodes.first_ino + 3); /* never handed out twice */
     uint64_t a = inodes.first_ino;
 
-    send_as(f, 1);
+    metafixture_send_as(f, 1);
     ts_writer_init(&writer, records, sizeof(records));
     create_record(&writer, dir, a, "a", 1700000000);
     create_record(&writer, dir, a + 1, "taken", 1700000001);        /* EXIST */
@@ -777,11 +669,11 @@ static void test_create_many(void **state)
     assert_int_equal(create_many(f, records, writer.len, 1, statuses), TS_OK);
     assert_int_equal(statuses[0], TS_ERR_EXIST);
     /* Only named mounts; malformed requests change nothing. */
-    send_as(f, 0);
+    metafixture_send_as(f, 0);
     ts_writer_init(&writer, records, sizeof(records));
     create_record(&writer, dir, a + 1, "f", 1700000006);
     assert_int_equal(create_many(f, records, writer.len, 1, statuses), TS_ERR_INVAL);
-    send_as(f, 1);
+    metafixture_send_as(f, 1);
     assert_int_equal(create_many(f, records, writer.len - 1, 1, statuses), TS_ERR_BADMSG);
     assert_int_equal(create_many(f, records, writer.len, 2, statuses), TS_ERR_BADMSG);
     assert_int_equal(create_many(f, records, writer.len, TS_MAX_CREATES + 1, statuses),
@@ -789,12 +681,12 @@ static void test_create_many(void **state)
     assert_int_equal(lookup(f, dir, "f"), TS_ERR_NOENT);
     /* A directory another mount leased since: that mount's view stands. */
     assert_int_equal(dir_lease(f, dir, TS_LEASE_RETURN, 0, NULL), TS_OK);
-    send_as(f, 2);
+    metafixture_send_as(f, 2);
     assert_int_equal(dir_lease(f, dir, TS_LEASE_GET, 0, NULL), TS_OK);
-    send_as(f, 1);
+    metafixture_send_as(f, 1);
     assert_int_equal(create_many(f, records, writer.len, 1, statuses), TS_OK);
     assert_int_equal(statuses[0], TS_ERR_LEASED);
-    send_as(f, 2);
+    metafixture_send_as(f, 2);
     assert_int_equal(lookup(f, dir, "f"), TS_ERR_NOENT);
 }
 
@@ -810,5 +702,5 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_create_many, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_txn_reuse, setup, teardown),
     };
-    return cmocka_run_group_tests_name("readdirplus", tests, NULL, NULL);
+    return cmocka_run_group_tests_name("handlers_leases_batches", tests, NULL, NULL);
 }

@@ -1,13 +1,13 @@
 /*
- * @file test_reloc.c
+ * @file test_handlers_relocation.c
  * Unit tests of tessera-meta's access profiles, read copies and relocation
  * journal, against a real LMDB store in a fresh temporary directory per
- * case. As test_store.c: requests encoded with the generated ts_*_encode,
+ * case (metafixture.h): requests encoded with the generated ts_*_encode,
  * handed to the real handlers through handlers_table, replies decoded with
  * ts_*_decode. A few checks read the tables directly (through the store's
  * own functions) to see that nothing is left behind.
  */
-#include "handlers.h"
+#include "metafixture.h"
 #include "profiles.h"
 #include "proto.h"
 #include "service.h"
@@ -15,8 +15,6 @@
 #include "status.h"
 #include "store.h"
 
-#include <ftw.h>
-#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -31,112 +29,19 @@
 #define TEST_UID 1000
 #define TEST_GID 100
 #define TEST_NODE_TIMEOUT_MS 60000
-#define REPLY_CAP (TS_MAX_FRAME_BYTES - TS_HEADER_BYTES)
-#define REQUEST_CAP (TS_MAX_FRAME_BYTES - TS_HEADER_BYTES)
 #define TILE_BYTES (1u << 20)
-
-struct fixture {
-    char dir[PATH_MAX];
-    struct service *service;
-    uint8_t *request;
-    uint8_t *reply;
-    size_t reply_len;
-    char error_text[256];
-};
-
-static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    (void)st;
-    (void)type;
-    (void)ftw;
-    return remove(path);
-}
 
 static int setup(void **state)
 {
-    struct fixture *f = calloc(1, sizeof(*f));
-    const char *tmp = getenv("TMPDIR");
-    if (!f)
-        return -1;
-    f->reply = malloc(REPLY_CAP);
-    f->request = malloc(REQUEST_CAP);
-    snprintf(f->dir, sizeof(f->dir), "%s/test_reloc.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!f->reply || !f->request || !mkdtemp(f->dir) ||
-        service_open(f->dir, TEST_NODE_TIMEOUT_MS, &f->service) != 0) {
-        free(f->reply);
-        free(f->request);
-        free(f);
-        return -1;
-    }
-    *state = f;
-    return 0;
+    return metafixture_setup(state, "test_handlers_relocation", TEST_NODE_TIMEOUT_MS, 0);
 }
 
 static int teardown(void **state)
 {
-    struct fixture *f = *state;
-    service_close(&f->service);
-    nftw(f->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    free(f->reply);
-    free(f->request);
-    free(f);
-    return 0;
-}
-
-/*
- * Closes and reopens the store, as a restart of meta would; restart()
- * leaves meta in its first mount lease, when no orphan is deleted.
- */
-static void restart(struct fixture *f)
-{
-    service_close(&f->service);
-    assert_int_equal(service_open(f->dir, TEST_NODE_TIMEOUT_MS, &f->service), 0);
-}
-
-/* As restart(), and a mount lease later: no mount announced anything. */
-static void reopen(struct fixture *f)
-{
-    restart(f);
-    service_tick_at(f->service, util_monotonic_ms() + SESSIONS_DEFAULT_LEASE_MS);
+    return metafixture_teardown(state);
 }
 
 /* ---- calling the handlers ----------------------------------------------- */
-
-static int call_raw(struct fixture *f, uint16_t op, const void *payload, size_t len)
-{
-    struct rpc_request request;
-    struct rpc_response response;
-    int status;
-
-    memset(&request, 0, sizeof(request));
-    request.header.magic = TS_PROTO_MAGIC;
-    request.header.version = TS_PROTO_VERSION;
-    request.header.type = op;
-    request.header.request_id = 1;
-    request.header.payload_bytes = (uint32_t)len;
-    request.payload = payload;
-    request.payload_len = len;
-    memset(&response, 0, sizeof(response));
-    response.payload = f->reply;
-    response.payload_cap = REPLY_CAP;
-    assert_non_null(handlers_table[op]);
-    status = handlers_table[op](f->service, &request, &response);
-    f->reply_len = response.payload_len;
-    memcpy(f->error_text, response.error_text, sizeof(f->error_text));
-    if (status == TS_OK)
-        assert_true(response.payload_len <= response.payload_cap);
-    return status;
-}
-
-static size_t encoded_length(int len)
-{
-    assert_true(len >= 0);
-    return (size_t)len;
-}
-
-#define CALL(f, op, name, message)                                                                 \
-    call_raw((f), (op), (f)->request,                                                              \
-             encoded_length(ts_##name##_encode((message), (f)->request, REQUEST_CAP)))
 
 static struct ts_str str(const char *s)
 {
@@ -144,32 +49,22 @@ static struct ts_str str(const char *s)
 }
 
 /* Asserts the last reply's text mentions `part`. */
-static void assert_text(const struct fixture *f, const char *part)
+static void assert_text(const struct metafixture *f, const char *part)
 {
     if (!strstr(f->error_text, part))
         fail_msg("error text '%s' does not mention '%s'", f->error_text, part);
 }
 
-static int attr_call(struct fixture *f, int status, struct ts_attr *attr)
-{
-    struct ts_attr_rep reply;
-    if (status != TS_OK)
-        return status;
-    assert_int_equal(ts_attr_rep_decode(&reply, f->reply, f->reply_len), 0);
-    if (attr)
-        *attr = reply.attr;
-    return status;
-}
-
-static struct ts_attr getattr(struct fixture *f, uint64_t ino)
+static struct ts_attr getattr(struct metafixture *f, uint64_t ino)
 {
     struct ts_getattr_req m = {.ino = ino};
     struct ts_attr attr = {0};
-    assert_int_equal(attr_call(f, CALL(f, TS_OP_GETATTR, getattr_req, &m), &attr), TS_OK);
+    assert_int_equal(metafixture_attr_call(f, CALL(f, TS_OP_GETATTR, getattr_req, &m), &attr),
+                     TS_OK);
     return attr;
 }
 
-static struct ts_attr make(struct fixture *f, uint64_t parent, const char *name, uint32_t mode)
+static struct ts_attr make(struct metafixture *f, uint64_t parent, const char *name, uint32_t mode)
 {
     struct ts_attr attr = {0};
     int status;
@@ -192,28 +87,28 @@ static struct ts_attr make(struct fixture *f, uint64_t parent, const char *name,
             .parent = parent, .name = str(name), .mode = mode, .uid = TEST_UID, .gid = TEST_GID};
         status = CALL(f, TS_OP_MKNOD, mknod_req, &m);
     }
-    assert_int_equal(attr_call(f, status, &attr), TS_OK);
+    assert_int_equal(metafixture_attr_call(f, status, &attr), TS_OK);
     return attr;
 }
 
-static uint64_t make_file(struct fixture *f, uint64_t parent, const char *name)
+static uint64_t make_file(struct metafixture *f, uint64_t parent, const char *name)
 {
     return make(f, parent, name, S_IFREG | 0644).ino;
 }
 
-static int do_unlink(struct fixture *f, uint64_t parent, const char *name)
+static int do_unlink(struct metafixture *f, uint64_t parent, const char *name)
 {
     struct ts_name_req m = {.parent = parent, .name = str(name)};
     return CALL(f, TS_OP_UNLINK, name_req, &m);
 }
 
-static int truncate_to(struct fixture *f, uint64_t ino, uint64_t size)
+static int truncate_to(struct metafixture *f, uint64_t ino, uint64_t size)
 {
     struct ts_setattr_req m = {.ino = ino, .valid = TS_SET_SIZE, .size = size};
     return CALL(f, TS_OP_SETATTR, setattr_req, &m);
 }
 
-static int do_commit(struct fixture *f, uint64_t ino, uint64_t min_size)
+static int do_commit(struct metafixture *f, uint64_t ino, uint64_t min_size)
 {
     struct ts_commit_req m = {.ino = ino, .min_size = min_size};
     return CALL(f, TS_OP_COMMIT, commit_req, &m);
@@ -232,7 +127,7 @@ struct garbage_seen {
  * up to `cap` of its garbage records into garbage[] (their number into
  * *garbage_count when not NULL).
  */
-static uint32_t heartbeat(struct fixture *f, uint32_t id, const char *machine,
+static uint32_t heartbeat(struct metafixture *f, uint32_t id, const char *machine,
                           struct garbage_seen *garbage, uint32_t cap, uint32_t *garbage_count)
 {
     struct ts_heartbeat_rep reply;
@@ -259,13 +154,13 @@ static uint32_t heartbeat(struct fixture *f, uint32_t id, const char *machine,
     return reply.node_id;
 }
 
-static uint32_t register_node(struct fixture *f, const char *machine)
+static uint32_t register_node(struct metafixture *f, const char *machine)
 {
     return heartbeat(f, 0, machine, NULL, 0, NULL);
 }
 
 /* Whether node has (ino, tile, version) queued for deletion. */
-static bool garbage_has(struct fixture *f, uint32_t node, const char *machine, uint64_t ino,
+static bool garbage_has(struct metafixture *f, uint32_t node, const char *machine, uint64_t ino,
                         uint64_t tile, uint64_t version)
 {
     struct garbage_seen garbage[64];
@@ -277,7 +172,7 @@ static bool garbage_has(struct fixture *f, uint32_t node, const char *machine, u
     return false;
 }
 
-static uint32_t garbage_count_of(struct fixture *f, uint32_t node, const char *machine)
+static uint32_t garbage_count_of(struct metafixture *f, uint32_t node, const char *machine)
 {
     uint32_t count = 0;
     heartbeat(f, node, machine, NULL, 0, &count);
@@ -295,7 +190,7 @@ struct map_record {
     uint32_t flags;
 };
 
-static int tile_map(struct fixture *f, uint64_t ino, uint64_t first, uint32_t count,
+static int tile_map(struct metafixture *f, uint64_t ino, uint64_t first, uint32_t count,
                     uint32_t allocate, uint32_t node, const char *machine,
                     struct map_record *records)
 {
@@ -326,7 +221,7 @@ static int tile_map(struct fixture *f, uint64_t ino, uint64_t first, uint32_t co
 }
 
 /* The tile's record as `machine` sees it. */
-static struct map_record tile_of(struct fixture *f, uint64_t ino, uint64_t tile,
+static struct map_record tile_of(struct metafixture *f, uint64_t ino, uint64_t tile,
                                  const char *machine)
 {
     struct map_record record;
@@ -335,7 +230,7 @@ static struct map_record tile_of(struct fixture *f, uint64_t ino, uint64_t tile,
 }
 
 /* Allocates tiles [0, count) of ino on node (dynamic placement honours the named node). */
-static void place_tiles(struct fixture *f, uint64_t ino, uint32_t count, uint32_t node)
+static void place_tiles(struct metafixture *f, uint64_t ino, uint32_t count, uint32_t node)
 {
     struct map_record records[16];
     assert_true(count <= 16);
@@ -345,7 +240,7 @@ static void place_tiles(struct fixture *f, uint64_t ino, uint32_t count, uint32_
     assert_int_equal(do_commit(f, ino, (uint64_t)count * TILE_BYTES), TS_OK);
 }
 
-static int tile_uncopy(struct fixture *f, uint64_t ino, uint64_t first, uint32_t count)
+static int tile_uncopy(struct metafixture *f, uint64_t ino, uint64_t first, uint32_t count)
 {
     struct ts_tile_uncopy_req m = {.ino = ino, .first = first, .count = count};
     return CALL(f, TS_OP_TILE_UNCOPY, tile_uncopy_req, &m);
@@ -353,7 +248,7 @@ static int tile_uncopy(struct fixture *f, uint64_t ino, uint64_t first, uint32_t
 
 /* ---- profiles ----------------------------------------------------------- */
 
-static int profile_set(struct fixture *f, uint64_t ino, uint32_t action, uint32_t *profiling)
+static int profile_set(struct metafixture *f, uint64_t ino, uint32_t action, uint32_t *profiling)
 {
     struct ts_profile_set_req m = {.ino = ino, .action = action};
     struct ts_profile_set_rep reply;
@@ -390,7 +285,7 @@ static void write_counts(struct ts_writer *writer, const struct count_record *re
 }
 
 /* PROFILE_RECORD of count records from machine; *kept gets the reply's count. */
-static int profile_record(struct fixture *f, const char *machine,
+static int profile_record(struct metafixture *f, const char *machine,
                           const struct count_record *records, uint32_t count, uint32_t *kept)
 {
     static uint8_t blob[TS_MAX_PROFILE_RECORDS * TS_PROFILE_RECORD_BYTES];
@@ -431,8 +326,9 @@ struct profile_page {
 };
 
 /* PROFILE_GET; up to cap rows into rows[]. */
-static int profile_get(struct fixture *f, uint64_t ino, uint64_t first_tile, uint32_t max_records,
-                       struct profile_page *page, struct profile_row *rows, uint32_t cap)
+static int profile_get(struct metafixture *f, uint64_t ino, uint64_t first_tile,
+                       uint32_t max_records, struct profile_page *page, struct profile_row *rows,
+                       uint32_t cap)
 {
     struct ts_profile_get_req m = {
         .ino = ino, .first_tile = first_tile, .max_records = max_records};
@@ -478,7 +374,7 @@ static int table_count_body(struct store_txn *txn, void *arg)
     return store_entries(txn, count->table, &count->rows) == 0 ? TS_OK : TS_ERR_INTERNAL;
 }
 
-static uint64_t rows_of(struct fixture *f, enum store_table table)
+static uint64_t rows_of(struct metafixture *f, enum store_table table)
 {
     struct table_count count = {table, 0};
     assert_int_equal(store_read(f->service->store, table_count_body, &count), TS_OK);
@@ -487,7 +383,7 @@ static uint64_t rows_of(struct fixture *f, enum store_table table)
 
 /* ---- the journal -------------------------------------------------------- */
 
-static int move_begin(struct fixture *f, uint64_t ino, uint64_t tile, uint64_t version,
+static int move_begin(struct metafixture *f, uint64_t ino, uint64_t tile, uint64_t version,
                       uint32_t kind, uint32_t from, uint32_t to, uint64_t *new_version)
 {
     struct ts_move_begin_req m = {.ino = ino,
@@ -506,7 +402,7 @@ static int move_begin(struct fixture *f, uint64_t ino, uint64_t tile, uint64_t v
     return status;
 }
 
-static int move_end(struct fixture *f, uint16_t op, uint64_t ino, uint64_t tile)
+static int move_end(struct metafixture *f, uint16_t op, uint64_t ino, uint64_t tile)
 {
     struct ts_move_tile_req m = {.ino = ino, .tile = tile};
     int status = CALL(f, op, move_tile_req, &m);
@@ -515,31 +411,31 @@ static int move_end(struct fixture *f, uint16_t op, uint64_t ino, uint64_t tile)
     return status;
 }
 
-static int move_commit(struct fixture *f, uint64_t ino, uint64_t tile)
+static int move_commit(struct metafixture *f, uint64_t ino, uint64_t tile)
 {
     return move_end(f, TS_OP_MOVE_COMMIT, ino, tile);
 }
 
-static int move_abort(struct fixture *f, uint64_t ino, uint64_t tile)
+static int move_abort(struct metafixture *f, uint64_t ino, uint64_t tile)
 {
     return move_end(f, TS_OP_MOVE_ABORT, ino, tile);
 }
 
 /* The first MOVE_COMMIT (switches the map) and the second (finishes the entry). */
-static void commit_and_finish(struct fixture *f, uint64_t ino, uint64_t tile)
+static void commit_and_finish(struct metafixture *f, uint64_t ino, uint64_t tile)
 {
     assert_int_equal(move_commit(f, ino, tile), TS_OK);
     assert_int_equal(move_commit(f, ino, tile), TS_OK);
 }
 
 /* OPEN or RELEASE of ino, as a mount sends them. */
-static void open_file(struct fixture *f, uint64_t ino)
+static void open_file(struct metafixture *f, uint64_t ino)
 {
     struct ts_open_req m = {.ino = ino};
     assert_int_equal(CALL(f, TS_OP_OPEN, open_req, &m), TS_OK);
 }
 
-static void release_file(struct fixture *f, uint64_t ino)
+static void release_file(struct metafixture *f, uint64_t ino)
 {
     struct ts_release_req m = {.ino = ino};
     assert_int_equal(CALL(f, TS_OP_RELEASE, release_req, &m), TS_OK);
@@ -558,7 +454,7 @@ struct move_row {
 };
 
 /* MOVE_LIST; up to cap rows into rows[]; *done gets the reply's flag. */
-static uint32_t move_list(struct fixture *f, uint64_t after_ino, uint64_t after_tile,
+static uint32_t move_list(struct metafixture *f, uint64_t after_ino, uint64_t after_tile,
                           uint32_t max_records, struct move_row *rows, uint32_t cap, uint32_t *done)
 {
     struct ts_move_list_req m = {
@@ -589,7 +485,7 @@ static uint32_t move_list(struct fixture *f, uint64_t after_ino, uint64_t after_
 
 static void test_profile_start_inherit_stop(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     uint64_t dir = make(f, TS_ROOT_INO, "d", S_IFDIR | 0755).ino;
     uint64_t outside = make_file(f, TS_ROOT_INO, "outside");
     uint32_t profiling = 9;
@@ -609,10 +505,11 @@ static void test_profile_start_inherit_stop(void **state)
     assert_int_equal(make(f, dir, "fifo", S_IFIFO | 0644).flags & TS_ATTR_PROFILED, 0);
     struct ts_lookup_req lookup = {.parent = dir, .name = str("f")};
     struct ts_attr attr = {0};
-    assert_int_equal(attr_call(f, CALL(f, TS_OP_LOOKUP, lookup_req, &lookup), &attr), TS_OK);
+    assert_int_equal(metafixture_attr_call(f, CALL(f, TS_OP_LOOKUP, lookup_req, &lookup), &attr),
+                     TS_OK);
     assert_true(attr.flags & TS_ATTR_PROFILED);
     struct ts_open_req open = {.ino = file.ino};
-    assert_int_equal(attr_call(f, CALL(f, TS_OP_OPEN, open_req, &open), &attr), TS_OK);
+    assert_int_equal(metafixture_attr_call(f, CALL(f, TS_OP_OPEN, open_req, &open), &attr), TS_OK);
     assert_true(attr.flags & TS_ATTR_PROFILED);
     assert_int_equal(getattr(f, outside).flags & TS_ATTR_PROFILED, 0);
 
@@ -649,7 +546,7 @@ static void test_profile_start_inherit_stop(void **state)
 
 static void test_profile_record_and_get(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     uint64_t file = make_file(f, TS_ROOT_INO, "f");
     uint64_t quiet = make_file(f, TS_ROOT_INO, "quiet");
     uint32_t kept = 99;
@@ -727,7 +624,7 @@ static void test_profile_record_and_get(void **state)
 
 static void test_profile_get_pages_whole_tiles(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     static const char *const machines[] = {"m1", "m2", "m3"};
     uint64_t file = make_file(f, TS_ROOT_INO, "f");
     struct count_record records[10];
@@ -775,7 +672,7 @@ static void test_profile_get_pages_whole_tiles(void **state)
 
 static void test_profile_reset_stop_reopen(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     uint64_t file = make_file(f, TS_ROOT_INO, "f");
     struct profile_page page;
     struct profile_row rows[4];
@@ -788,7 +685,7 @@ static void test_profile_reset_stop_reopen(void **state)
     assert_int_equal(kept, 1);
 
     /* The counts and the flag survive a restart of meta. */
-    reopen(f);
+    metafixture_reopen(f);
     assert_true(getattr(f, file).flags & TS_ATTR_PROFILED);
     assert_int_equal(profile_get(f, file, 0, 0, &page, rows, 4), TS_OK);
     assert_int_equal(page.count, 1);
@@ -822,7 +719,7 @@ static void test_profile_reset_stop_reopen(void **state)
 
 static void test_profile_record_limits(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     uint64_t file = make_file(f, TS_ROOT_INO, "f");
     static struct count_record many[TS_MAX_PROFILE_RECORDS];
     static uint8_t blob[(TS_MAX_PROFILE_RECORDS + 1) * TS_PROFILE_RECORD_BYTES];
@@ -878,7 +775,7 @@ struct cluster {
     uint64_t version[4];
 };
 
-static void make_cluster(struct fixture *f, struct cluster *c, uint32_t tiles)
+static void make_cluster(struct metafixture *f, struct cluster *c, uint32_t tiles)
 {
     c->alpha = register_node(f, "alpha");
     c->beta1 = register_node(f, "beta");
@@ -890,7 +787,7 @@ static void make_cluster(struct fixture *f, struct cluster *c, uint32_t tiles)
 }
 
 /* A committed and finished copy of tile from `from` to `to`; returns the copy's version. */
-static uint64_t add_copy(struct fixture *f, uint64_t ino, uint64_t tile, uint64_t version,
+static uint64_t add_copy(struct metafixture *f, uint64_t ino, uint64_t tile, uint64_t version,
                          uint32_t from, uint32_t to)
 {
     uint64_t new_version = 0;
@@ -903,7 +800,7 @@ static uint64_t add_copy(struct fixture *f, uint64_t ino, uint64_t tile, uint64_
 
 static void test_tile_map_read_node(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     struct cluster c;
     struct map_record record;
 
@@ -952,7 +849,7 @@ static void test_tile_map_read_node(void **state)
     assert_int_equal(record.read_version, copy1);
 
     /* After a restart every node is down until it beats: the primary serves. */
-    reopen(f);
+    metafixture_reopen(f);
     record = tile_of(f, c.file, 0, "beta");
     assert_int_equal(record.copies, 2);
     assert_int_equal(record.read_node, c.alpha);
@@ -964,7 +861,7 @@ static void test_tile_map_read_node(void **state)
 
 static void test_tile_uncopy(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     struct cluster c;
 
     make_cluster(f, &c, 3);
@@ -999,7 +896,7 @@ static void test_tile_uncopy(void **state)
 
 static void test_truncate_drops_copies(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     struct cluster c;
 
     make_cluster(f, &c, 3);
@@ -1023,7 +920,7 @@ static void test_truncate_drops_copies(void **state)
 
 static void test_move_begin_resume_busy_list(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     struct cluster c;
     struct move_row rows[4];
     uint64_t new_version = 0;
@@ -1059,7 +956,7 @@ static void test_move_begin_resume_busy_list(void **state)
     assert_int_equal(rows[0].state, TS_MOVE_BEGUN);
 
     /* The journal survives a restart; the tool resumes where it was. */
-    reopen(f);
+    metafixture_reopen(f);
     assert_int_equal(move_list(f, 0, 0, 0, rows, 4, &done), 1);
     assert_int_equal(rows[0].new_version, new_version);
     assert_int_equal(move_begin(f, c.file, 0, c.version[0], TS_MOVE_MOVE, c.alpha, c.beta1, &again),
@@ -1072,7 +969,7 @@ static void test_move_begin_resume_busy_list(void **state)
 
 static void test_move_begin_checks(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     struct cluster c;
 
     make_cluster(f, &c, 1);
@@ -1116,7 +1013,7 @@ static void test_move_begin_checks(void **state)
 
 static void test_move_commit_move_copy_drop(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     struct cluster c;
     struct map_record record;
     uint64_t moved = 0;
@@ -1178,7 +1075,7 @@ static void test_move_commit_move_copy_drop(void **state)
 }
 
 /* A HEARTBEAT of node reporting tile file (ino, tile, version) created. */
-static void report_created(struct fixture *f, uint32_t node, const char *machine, uint64_t ino,
+static void report_created(struct metafixture *f, uint32_t node, const char *machine, uint64_t ino,
                            uint64_t tile, uint64_t version)
 {
     uint8_t record[TS_GARBAGE_RECORD_BYTES];
@@ -1207,7 +1104,7 @@ static void report_created(struct fixture *f, uint32_t node, const char *machine
  */
 static void test_moves_keep_stored(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     struct cluster c;
     uint64_t moved = 0;
 
@@ -1247,7 +1144,7 @@ static void test_moves_keep_stored(void **state)
 
 static void test_move_committed_until_finished(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     struct cluster c;
     struct move_row rows[2];
     uint64_t moved = 0;
@@ -1281,7 +1178,7 @@ static void test_move_committed_until_finished(void **state)
     assert_int_equal(tile_of(f, c.file, 0, "").node, c.beta1);
 
     /* It outlives a restart; the second commit finishes it. */
-    reopen(f);
+    metafixture_reopen(f);
     assert_int_equal(move_list(f, 0, 0, 0, rows, 2, &done), 1);
     assert_int_equal(rows[0].state, TS_MOVE_COMMITTED);
     assert_int_equal(move_commit(f, c.file, 0), TS_OK);
@@ -1306,7 +1203,7 @@ static void test_move_committed_until_finished(void **state)
 
 static void test_copy_refused_while_open(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     struct cluster c;
     struct move_row rows[2];
     uint64_t copy = 0;
@@ -1354,7 +1251,7 @@ static void test_copy_refused_while_open(void **state)
 
 static void test_move_commit_stale(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     struct cluster c;
     uint64_t target = 0;
     uint32_t done = 0;
@@ -1404,7 +1301,7 @@ static void test_move_commit_stale(void **state)
 
 static void test_move_abort(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     struct cluster c;
     uint64_t target = 0;
 
@@ -1437,7 +1334,7 @@ static void test_move_abort(void **state)
 
 static void test_move_list_paging(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     uint32_t from = register_node(f, "alpha");
     uint32_t to = register_node(f, "beta");
     uint64_t files[5];
@@ -1454,7 +1351,7 @@ static void test_move_list_paging(void **state)
                                         TS_MOVE_COPY, from, to, NULL),
                              TS_OK);
     }
-    reopen(f);
+    metafixture_reopen(f);
     /* Pages of 3 in (ino, tile) order, each after the last one seen. */
     uint64_t after_ino = 0;
     uint64_t after_tile = 0;
@@ -1489,7 +1386,7 @@ static void test_move_list_paging(void **state)
 
 static void test_unlink_drops_everything(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     struct cluster c;
     uint64_t target = 0;
     struct count_record counts[] = {{0, 0, 1, 0, 1, 0, 0, 1}};
@@ -1523,7 +1420,7 @@ static void test_unlink_drops_everything(void **state)
 
 static void test_orphan_reaped_at_start(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     struct cluster c;
     uint64_t target = 0;
 
@@ -1536,7 +1433,7 @@ static void test_orphan_reaped_at_start(void **state)
     assert_int_equal(do_unlink(f, TS_ROOT_INO, "f"), TS_OK);
     /* meta stops with the file open: a lease after the next start, nobody
      * having announced it, it goes with all it had. */
-    reopen(f);
+    metafixture_reopen(f);
     assert_int_equal(rows_of(f, STORE_COPIES), 0);
     assert_int_equal(rows_of(f, STORE_JOURNAL), 0);
     assert_true(garbage_has(f, c.beta1, "beta", c.file, 0, copy));
@@ -1546,7 +1443,7 @@ static void test_orphan_reaped_at_start(void **state)
 /* ---- TILE_RECONCILE and TILE_HOLDERS ------------------------------------- */
 
 /* TILE_RECONCILE of one file held by node; returns its state, *mapped its mapped_version. */
-static uint32_t reconcile_one(struct fixture *f, uint32_t node, uint64_t ino, uint64_t tile,
+static uint32_t reconcile_one(struct metafixture *f, uint32_t node, uint64_t ino, uint64_t tile,
                               uint64_t version, uint64_t *mapped)
 {
     struct ts_tile_file_rec file = {.ino = ino, .tile = tile, .version = version};
@@ -1571,7 +1468,7 @@ static uint32_t reconcile_one(struct fixture *f, uint32_t node, uint64_t ino, ui
 
 static void test_tile_reconcile(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     struct cluster c;
     uint64_t mapped = 0;
 
@@ -1648,7 +1545,7 @@ static void test_tile_reconcile(void **state)
 
 static void test_tile_reconcile_invalid(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     uint8_t records[2 * TS_TILE_FILE_RECORD_BYTES] = {0};
 
     /* A count that does not match the records. */
@@ -1681,7 +1578,7 @@ struct holder_row {
 };
 
 /* TILE_HOLDERS of tiles [first, first+count); returns the number of rows. */
-static uint32_t tile_holders(struct fixture *f, uint64_t ino, uint64_t first, uint32_t count,
+static uint32_t tile_holders(struct metafixture *f, uint64_t ino, uint64_t first, uint32_t count,
                              struct holder_row *rows, uint32_t cap)
 {
     struct ts_tile_holders_req m = {.ino = ino, .first = first, .count = count};
@@ -1704,7 +1601,7 @@ static uint32_t tile_holders(struct fixture *f, uint64_t ino, uint64_t first, ui
 
 static void test_tile_holders(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     struct cluster c;
     struct holder_row rows[8];
 
@@ -1739,27 +1636,29 @@ static void test_tile_holders(void **state)
     assert_int_equal(CALL(f, TS_OP_TILE_HOLDERS, tile_holders_req, &bad), TS_ERR_INVAL);
 }
 
-static void test_malformed(void **state)
+static void test_malformed_payloads_refused(void **state)
 {
-    struct fixture *f = *state;
+    struct metafixture *f = *state;
     static const uint16_t ops[] = {TS_OP_TILE_UNCOPY, TS_OP_PROFILE_SET, TS_OP_PROFILE_RECORD,
                                    TS_OP_PROFILE_GET, TS_OP_MOVE_BEGIN,  TS_OP_MOVE_COMMIT,
                                    TS_OP_MOVE_ABORT,  TS_OP_MOVE_LIST};
     uint8_t bytes[3] = {1, 2, 3};
 
     for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
-        assert_int_equal(call_raw(f, ops[i], bytes, sizeof(bytes)), TS_ERR_BADMSG);
+        assert_int_equal(metafixture_call(f, ops[i], bytes, sizeof(bytes)), TS_ERR_BADMSG);
         assert_text(f, ts_op_name(ops[i]));
-        assert_int_equal(call_raw(f, ops[i], bytes, 0), TS_ERR_BADMSG);
+        assert_int_equal(metafixture_call(f, ops[i], bytes, 0), TS_ERR_BADMSG);
     }
     /* A string length past the end of the frame. */
     uint8_t record[] = {0xff, 0xff, 'a', 0, 0, 0, 0, 0, 0, 0, 0};
-    assert_int_equal(call_raw(f, TS_OP_PROFILE_RECORD, record, sizeof(record)), TS_ERR_BADMSG);
+    assert_int_equal(metafixture_call(f, TS_OP_PROFILE_RECORD, record, sizeof(record)),
+                     TS_ERR_BADMSG);
     /* A MOVE_COMMIT with a trailing byte. */
     struct ts_move_tile_req m = {.ino = 1, .tile = 2};
-    size_t len = encoded_length(ts_move_tile_req_encode(&m, f->request, REQUEST_CAP));
+    size_t len = metafixture_encoded_length(
+        ts_move_tile_req_encode(&m, f->request, METAFIXTURE_PAYLOAD_CAP));
     f->request[len] = 0;
-    assert_int_equal(call_raw(f, TS_OP_MOVE_COMMIT, f->request, len + 1), TS_ERR_BADMSG);
+    assert_int_equal(metafixture_call(f, TS_OP_MOVE_COMMIT, f->request, len + 1), TS_ERR_BADMSG);
     /* The store still serves. */
     assert_int_equal(getattr(f, TS_ROOT_INO).ino, TS_ROOT_INO);
 }
@@ -1789,7 +1688,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tile_reconcile, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tile_reconcile_invalid, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tile_holders, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_malformed_payloads_refused, setup, teardown),
     };
-    return cmocka_run_group_tests_name("reloc", tests, NULL, NULL);
+    return cmocka_run_group_tests_name("handlers_relocation", tests, NULL, NULL);
 }

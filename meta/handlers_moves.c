@@ -1,7 +1,8 @@
 /*
- * @file handlers_reloc.c
- * Access profiles, read copies and the relocation journal: the handlers of
- * handlers_reloc.h, found through handlers_table like every other.
+ * @file handlers_moves.c
+ * Read copies and the relocation journal: TILE_UNCOPY and MOVE_BEGIN,
+ * MOVE_COMMIT, MOVE_ABORT, MOVE_LIST, found through handlers_table like
+ * every other handler.
  *
  * Same shape as handlers.c: decode, check what needs no store, run one
  * transaction body through store_write() or store_read(), encode. Bodies
@@ -25,71 +26,35 @@
  *    (sessions.h): a client that cached the tile without copies would write
  *    the primary without TILE_UNCOPY and leave the copy stale.
  */
-#include "handlers_reloc.h"
+#include "handlers_moves.h"
 
 #include "copies.h"
 #include "garbage.h"
+#include "handlers_i.h"
 #include "inodes.h"
 #include "journal.h"
 #include "log.h"
 #include "nodes.h"
-#include "sessions.h"
-#include "profiles.h"
 #include "reply.h"
 #include "service.h"
+#include "sessions.h"
 #include "status.h"
+#include "store.h"
 #include "tiles.h"
 #include "util.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
-/* PROFILE_GET pages: records when the request asks for none or more. */
-#define RELOC_PROFILE_GET_MAX_RECORDS 8192
 /* MOVE_LIST pages: 16384 records of 56 bytes, well inside a frame. */
-#define RELOC_MOVE_LIST_MAX_RECORDS 16384
-#define RELOC_WHY_MAX 200
-
-/* ---- helpers ----------------------------------------------------------- */
-
-/* Passes a refusal's reason on as the reply's text; returns status. */
-static int refused(int status, const char *why, struct rpc_response *response)
-{
-    if (status != TS_OK && why[0])
-        snprintf(response->error_text, sizeof(response->error_text), "%s", why);
-    return status;
-}
-
-/* Loads inode ino: TS_OK, or TS_ERR_NOENT with why, or a failure status. */
-static int load_inode(struct store_txn *txn, uint64_t ino, struct inodes_record *record, char *why)
-{
-    int err = inodes_get(txn, ino, record);
-    if (err == -ENOENT) {
-        snprintf(why, RELOC_WHY_MAX, "no inode %llu", (unsigned long long)ino);
-        return TS_ERR_NOENT;
-    }
-    return reply_store_status(err);
-}
-
-/* As load_inode(), and TS_ERR_INVAL with why unless it is a regular file. */
-static int load_file(struct store_txn *txn, uint64_t ino, struct inodes_record *record, char *why)
-{
-    int status = load_inode(txn, ino, record, why);
-    if (status == TS_OK && !S_ISREG(record->attr.mode)) {
-        snprintf(why, RELOC_WHY_MAX, "inode %llu is not a regular file: it has no tiles",
-                 (unsigned long long)ino);
-        return TS_ERR_INVAL;
-    }
-    return status;
-}
+#define HANDLERS_MOVE_LIST_MAX_RECORDS 16384
 
 /* ---- TILE_UNCOPY -------------------------------------------------------- */
 
 struct uncopy_op {
     const struct ts_tile_uncopy_req *request;
-    char why[RELOC_WHY_MAX];
+    char why[HANDLERS_WHY_MAX];
 };
 
 static int uncopy_body(struct store_txn *txn, void *arg)
@@ -97,14 +62,14 @@ static int uncopy_body(struct store_txn *txn, void *arg)
     struct uncopy_op *op = arg;
     const struct ts_tile_uncopy_req *request = op->request;
     struct inodes_record record;
-    int status = load_file(txn, request->ino, &record, op->why);
+    int status = handlers_load_file_why(txn, request->ino, &record, op->why);
     if (status != TS_OK)
         return status;
     return reply_store_status(copies_drop(txn, request->ino, request->first,
-                                    request->first + (request->count - 1), NULL));
+                                          request->first + (request->count - 1), NULL));
 }
 
-int handlers_reloc_tile_uncopy(void *ctx, const struct rpc_request *request,
+int handlers_moves_tile_uncopy(void *ctx, const struct rpc_request *request,
                                struct rpc_response *response)
 {
     struct service *service = ctx;
@@ -121,275 +86,7 @@ int handlers_reloc_tile_uncopy(void *ctx, const struct rpc_request *request,
                  TS_MAX_TILES_PER_MAP, (unsigned long long)message.first, message.count);
         return TS_ERR_INVAL;
     }
-    return refused(store_write(service->store, uncopy_body, &op), op.why, response);
-}
-
-/* ---- PROFILE_SET -------------------------------------------------------- */
-
-struct profile_set_op {
-    const struct ts_profile_set_req *request;
-    bool profiling; /* after the call */
-    char why[RELOC_WHY_MAX];
-};
-
-static int profile_set_body(struct store_txn *txn, void *arg)
-{
-    struct profile_set_op *op = arg;
-    const struct ts_profile_set_req *request = op->request;
-    struct inodes_record record;
-    struct ts_attr *attr = &record.attr;
-    uint32_t flags;
-    int status = load_inode(txn, request->ino, &record, op->why);
-    if (status != TS_OK)
-        return status;
-    if (request->action == TS_PROFILE_RESET) {
-        op->profiling = (attr->flags & TS_ATTR_PROFILED) != 0;
-        return reply_store_status(profiles_delete_all(txn, request->ino, NULL));
-    }
-    if (!S_ISREG(attr->mode) && !S_ISDIR(attr->mode)) {
-        snprintf(op->why, sizeof(op->why),
-                 "inode %llu is neither a regular file nor a directory: nothing to profile",
-                 (unsigned long long)request->ino);
-        return TS_ERR_INVAL;
-    }
-    flags = attr->flags;
-    if (request->action == TS_PROFILE_START)
-        attr->flags |= TS_ATTR_PROFILED;
-    else
-        attr->flags &= ~TS_ATTR_PROFILED;
-    op->profiling = (attr->flags & TS_ATTR_PROFILED) != 0;
-    /* Not a change of the file itself: ctime stays. */
-    if (attr->flags == flags)
-        return TS_OK;
-    return reply_store_status(inodes_put(txn, &record));
-}
-
-int handlers_reloc_profile_set(void *ctx, const struct rpc_request *request,
-                               struct rpc_response *response)
-{
-    struct service *service = ctx;
-    struct ts_profile_set_req message;
-    struct profile_set_op op = {.request = &message};
-    struct ts_profile_set_rep reply;
-    int status;
-
-    if (ts_profile_set_req_decode(&message, request->payload, request->payload_len) != 0)
-        return reply_bad_message(response, request->header.type);
-    if (message.action != TS_PROFILE_STOP && message.action != TS_PROFILE_START &&
-        message.action != TS_PROFILE_RESET) {
-        snprintf(response->error_text, sizeof(response->error_text),
-                 "PROFILE_SET: unknown action %u (0 stop, 1 start, 2 reset)", message.action);
-        return TS_ERR_INVAL;
-    }
-    /* Profiling a directory marks its new files: its lease holder's template. */
-    if (leases_refuse(service->leases, message.ino,
-                      leases_mount_of(request->peer, request->peer_len), util_monotonic_ms()))
-        return TS_ERR_LEASED;
-    status = store_write(service->store, profile_set_body, &op);
-    if (status != TS_OK)
-        return refused(status, op.why, response);
-    reply.profiling = op.profiling ? 1 : 0;
-    return REPLY_ENCODE(profile_set_rep, &reply, response);
-}
-
-/* ---- PROFILE_RECORD ----------------------------------------------------- */
-
-struct profile_record_op {
-    const struct ts_profile_record_req *request;
-    uint32_t kept;
-};
-
-static int profile_record_body(struct store_txn *txn, void *arg)
-{
-    struct profile_record_op *op = arg;
-    const struct ts_profile_record_req *request = op->request;
-    struct ts_cursor records;
-    uint64_t known_ino = 0; /* the last inode looked up: a batch comes sorted by file */
-    bool known_profiled = false;
-    bool known = false;
-
-    op->kept = 0;
-    ts_cursor_init(&records, request->records.ptr, request->records.len);
-    for (uint32_t i = 0; i < request->count; i++) {
-        struct profiles_counts counts;
-        uint64_t ino = ts_cursor_u64(&records);
-        uint64_t tile = ts_cursor_u64(&records);
-        counts.reads = ts_cursor_u64(&records);
-        counts.writes = ts_cursor_u64(&records);
-        counts.bytes_read = ts_cursor_u64(&records);
-        counts.bytes_written = ts_cursor_u64(&records);
-        counts.local_bytes = ts_cursor_u64(&records);
-        counts.first_access_ns = ts_cursor_u64(&records);
-        if (!known || ino != known_ino) {
-            struct inodes_record record;
-            int err = inodes_get(txn, ino, &record);
-            if (err < 0 && err != -ENOENT)
-                return reply_store_status(err);
-            known = true;
-            known_ino = ino;
-            /* Gone, or no longer profiled: the counts are dropped. */
-            known_profiled = err == 0 && (record.attr.flags & TS_ATTR_PROFILED);
-        }
-        if (!known_profiled)
-            continue;
-        int err = profiles_add(txn, ino, tile, request->machine, &counts);
-        if (err < 0)
-            return reply_store_status(err);
-        op->kept++;
-    }
-    return records.failed ? TS_ERR_INTERNAL : TS_OK;
-}
-
-int handlers_reloc_profile_record(void *ctx, const struct rpc_request *request,
-                                  struct rpc_response *response)
-{
-    struct service *service = ctx;
-    struct ts_profile_record_req message;
-    struct profile_record_op op = {.request = &message};
-    struct ts_profile_record_rep reply;
-    int status;
-
-    if (ts_profile_record_req_decode(&message, request->payload, request->payload_len) != 0 ||
-        (uint64_t)message.count * TS_PROFILE_RECORD_BYTES != message.records.len) {
-        snprintf(response->error_text, sizeof(response->error_text),
-                 "malformed PROFILE_RECORD request (records must be count x %u bytes)",
-                 TS_PROFILE_RECORD_BYTES);
-        return TS_ERR_BADMSG;
-    }
-    if (message.count > TS_MAX_PROFILE_RECORDS) {
-        snprintf(response->error_text, sizeof(response->error_text),
-                 "PROFILE_RECORD: %u records, at most %u in one request (flush more often)",
-                 message.count, TS_MAX_PROFILE_RECORDS);
-        return TS_ERR_INVAL;
-    }
-    if (message.machine.len == 0 || message.machine.len > PROFILES_MAX_MACHINE ||
-        memchr(message.machine.ptr, '\0', message.machine.len)) {
-        snprintf(response->error_text, sizeof(response->error_text),
-                 "PROFILE_RECORD: the machine name must be 1..%u bytes without NUL (got %u)",
-                 PROFILES_MAX_MACHINE, message.machine.len);
-        return TS_ERR_INVAL;
-    }
-    status = store_write(service->store, profile_record_body, &op);
-    if (status != TS_OK)
-        return status;
-    reply.kept = op.kept;
-    return REPLY_ENCODE(profile_record_rep, &reply, response);
-}
-
-/* ---- PROFILE_GET -------------------------------------------------------- */
-
-struct profile_get_op {
-    const struct ts_profile_get_req *request;
-    uint32_t max_records;
-    struct ts_writer records;
-    uint32_t count;
-    bool profiling;
-    bool done;
-    uint64_t next_tile;
-    /* the tile being listed: where its records start, to take them back whole */
-    bool listing;
-    uint64_t tile;
-    size_t tile_start_len;
-    uint32_t tile_start_count;
-    char why[RELOC_WHY_MAX];
-};
-
-/*
- * Lists whole tiles only: a tile whose records would take the page past
- * max_records or past the buffer is taken back and starts the next page,
- * unless it is the page's first tile, which is listed whole whatever its
- * number of records (TS_ERR_TOOBIG if it does not fit the frame at all).
- */
-static int profile_get_visit(void *arg, uint64_t tile, struct ts_str machine,
-                             const struct profiles_counts *counts)
-{
-    struct profile_get_op *op = arg;
-    if (!op->listing || tile != op->tile) {
-        if (op->count >= op->max_records) {
-            op->next_tile = tile;
-            return 1;
-        }
-        op->listing = true;
-        op->tile = tile;
-        op->tile_start_len = op->records.len;
-        op->tile_start_count = op->count;
-    }
-    ts_writer_u64(&op->records, tile);
-    ts_writer_str(&op->records, machine);
-    ts_writer_u64(&op->records, counts->reads);
-    ts_writer_u64(&op->records, counts->writes);
-    ts_writer_u64(&op->records, counts->bytes_read);
-    ts_writer_u64(&op->records, counts->bytes_written);
-    ts_writer_u64(&op->records, counts->local_bytes);
-    ts_writer_u64(&op->records, counts->first_access_ns);
-    bool full = op->records.failed || op->count + 1 > op->max_records;
-    if (full && op->tile_start_count > 0) {
-        op->records.len = op->tile_start_len;
-        op->records.failed = false;
-        op->count = op->tile_start_count;
-        op->next_tile = tile;
-        return 1;
-    }
-    if (op->records.failed) {
-        snprintf(op->why, sizeof(op->why), "tile %llu alone has more counts than a reply can carry",
-                 (unsigned long long)tile);
-        return -ENOBUFS;
-    }
-    op->count++;
-    return 0;
-}
-
-static int profile_get_body(struct store_txn *txn, void *arg)
-{
-    struct profile_get_op *op = arg;
-    struct inodes_record record;
-    int status = load_inode(txn, op->request->ino, &record, op->why);
-    int result;
-    if (status != TS_OK)
-        return status;
-    op->profiling = (record.attr.flags & TS_ATTR_PROFILED) != 0;
-    op->records.len = 0;
-    op->records.failed = false;
-    op->count = 0;
-    op->listing = false;
-    result = profiles_scan(txn, op->request->ino, op->request->first_tile, profile_get_visit, op);
-    if (result == -ENOBUFS)
-        return TS_ERR_TOOBIG;
-    if (result < 0)
-        return reply_store_status(result);
-    op->done = result == 0;
-    if (op->done && op->listing)
-        op->next_tile = op->tile == UINT64_MAX ? UINT64_MAX : op->tile + 1;
-    else if (op->done)
-        op->next_tile = op->request->first_tile;
-    return TS_OK;
-}
-
-int handlers_reloc_profile_get(void *ctx, const struct rpc_request *request,
-                               struct rpc_response *response)
-{
-    struct service *service = ctx;
-    struct ts_profile_get_req message;
-    struct profile_get_op op = {.request = &message};
-    struct ts_profile_get_rep reply;
-    int status;
-
-    if (ts_profile_get_req_decode(&message, request->payload, request->payload_len) != 0)
-        return reply_bad_message(response, request->header.type);
-    op.max_records = message.max_records;
-    if (op.max_records == 0 || op.max_records > RELOC_PROFILE_GET_MAX_RECORDS)
-        op.max_records = RELOC_PROFILE_GET_MAX_RECORDS;
-    ts_writer_init(&op.records, service->scratch, SERVICE_SCRATCH_BYTES);
-    status = store_read(service->store, profile_get_body, &op);
-    if (status != TS_OK)
-        return refused(status, op.why, response);
-    reply.profiling = op.profiling ? 1 : 0;
-    reply.count = op.count;
-    reply.done = op.done ? 1 : 0;
-    reply.next_tile = op.next_tile;
-    reply.records.ptr = (const char *)service->scratch;
-    reply.records.len = (uint32_t)op.records.len;
-    return REPLY_ENCODE(profile_get_rep, &reply, response);
+    return handlers_refused(store_write(service->store, uncopy_body, &op), op.why, response);
 }
 
 /* ---- the relocation journal: checks --------------------------------------- */
@@ -435,7 +132,7 @@ static int move_holders_get(struct store_txn *txn, const struct journal_entry *e
     memset(holders, 0, sizeof(*holders));
     err = tiles_get(txn, entry->ino, entry->tile, &holders->primary);
     if (err == -ENOENT) {
-        snprintf(why, RELOC_WHY_MAX, "tile %llu of inode %llu is a hole now (truncated?)",
+        snprintf(why, HANDLERS_WHY_MAX, "tile %llu of inode %llu is a hole now (truncated?)",
                  (unsigned long long)entry->tile, (unsigned long long)entry->ino);
         return TS_ERR_STALE;
     }
@@ -466,7 +163,7 @@ static int move_holders_get(struct store_txn *txn, const struct journal_entry *e
 /* TS_ERR_BUSY with why: a copy of a file that is open somewhere. */
 static int move_copy_of_open_file(uint64_t ino, uint64_t tile, char *why)
 {
-    snprintf(why, RELOC_WHY_MAX,
+    snprintf(why, HANDLERS_WHY_MAX,
              "inode %llu (tile %llu) is open on a client; copies are made only of closed "
              "files: run the step again once it is closed",
              (unsigned long long)ino, (unsigned long long)tile);
@@ -476,7 +173,7 @@ static int move_copy_of_open_file(uint64_t ino, uint64_t tile, char *why)
 static void move_not_held(const struct journal_entry *entry, const struct move_holders *holders,
                           char *why)
 {
-    snprintf(why, RELOC_WHY_MAX,
+    snprintf(why, HANDLERS_WHY_MAX,
              "datanode %u does not hold tile %llu of inode %llu at version %llu any more "
              "(primary: node %u version %llu)",
              entry->from_node, (unsigned long long)entry->tile, (unsigned long long)entry->ino,
@@ -492,7 +189,7 @@ struct move_begin_op {
     int64_t now_sec;
     uint64_t new_version;
     bool resumed;
-    char why[RELOC_WHY_MAX];
+    char why[HANDLERS_WHY_MAX];
 };
 
 static int move_node_known(struct store_txn *txn, uint32_t node, char *why)
@@ -500,7 +197,7 @@ static int move_node_known(struct store_txn *txn, uint32_t node, char *why)
     struct nodes_record record;
     int err = nodes_get(txn, node, &record);
     if (err == -ENOENT) {
-        snprintf(why, RELOC_WHY_MAX, "no datanode %u is registered", node);
+        snprintf(why, HANDLERS_WHY_MAX, "no datanode %u is registered", node);
         return TS_ERR_INVAL;
     }
     return reply_store_status(err);
@@ -527,7 +224,7 @@ static int move_begin_body(struct store_txn *txn, void *arg)
     int err;
 
     op->resumed = false;
-    status = load_file(txn, request->ino, &record, op->why);
+    status = handlers_load_file_why(txn, request->ino, &record, op->why);
     if (status != TS_OK)
         return status;
     err = journal_get(txn, request->ino, request->tile, &existing);
@@ -595,8 +292,8 @@ static int move_begin_body(struct store_txn *txn, void *arg)
     return TS_OK;
 }
 
-int handlers_reloc_move_begin(void *ctx, const struct rpc_request *request,
-                              struct rpc_response *response)
+int handlers_moves_begin(void *ctx, const struct rpc_request *request,
+                         struct rpc_response *response)
 {
     struct service *service = ctx;
     struct ts_move_begin_req message;
@@ -628,7 +325,7 @@ int handlers_reloc_move_begin(void *ctx, const struct rpc_request *request,
     op.file_open = sessions_open_count(service->sessions, message.ino) > 0;
     status = store_write(service->store, move_begin_body, &op);
     if (status != TS_OK)
-        return refused(status, op.why, response);
+        return handlers_refused(status, op.why, response);
     if (!op.resumed)
         log_debug("relocation begun: %s of inode %llu tile %llu from node %u to node %u",
                   move_kind_name(message.kind), (unsigned long long)message.ino,
@@ -644,7 +341,7 @@ struct move_tile_op {
     bool file_open; /* MOVE_COMMIT: the inode is open on a client (sessions.h) */
     struct journal_entry entry;
     bool stale; /* the entry was aborted instead of committed */
-    char why[RELOC_WHY_MAX];
+    char why[HANDLERS_WHY_MAX];
 };
 
 /* The journal entry of the request's tile: TS_OK, TS_ERR_NOENT with why, or a failure. */
@@ -721,7 +418,7 @@ static int move_commit_body(struct store_txn *txn, void *arg)
         return reply_store_status(journal_delete(txn, entry->ino, entry->tile));
     if (entry->kind == TS_MOVE_COPY && op->file_open)
         return move_copy_of_open_file(entry->ino, entry->tile, op->why);
-    status = load_inode(txn, entry->ino, &record, op->why);
+    status = handlers_load_inode_why(txn, entry->ino, &record, op->why);
     if (status == TS_OK)
         status = move_holders_get(txn, entry, &holders, op->why);
     if (status == TS_OK && !holders.from_holds) {
@@ -756,8 +453,8 @@ static int move_commit_body(struct store_txn *txn, void *arg)
     return reply_store_status(err);
 }
 
-int handlers_reloc_move_commit(void *ctx, const struct rpc_request *request,
-                               struct rpc_response *response)
+int handlers_moves_commit(void *ctx, const struct rpc_request *request,
+                          struct rpc_response *response)
 {
     struct service *service = ctx;
     struct ts_move_tile_req message;
@@ -776,7 +473,7 @@ int handlers_reloc_move_commit(void *ctx, const struct rpc_request *request,
         return TS_ERR_STALE;
     }
     if (status != TS_OK)
-        return refused(status, op.why, response);
+        return handlers_refused(status, op.why, response);
     /* op.entry is the entry as it was found: BEGUN for a commit, COMMITTED for a finish. */
     log_debug("relocation %s: %s of inode %llu tile %llu from node %u to node %u",
               op.entry.state == TS_MOVE_COMMITTED ? "finished" : "committed",
@@ -807,8 +504,8 @@ static int move_abort_body(struct store_txn *txn, void *arg)
     return reply_store_status(journal_abort(txn, entry));
 }
 
-int handlers_reloc_move_abort(void *ctx, const struct rpc_request *request,
-                              struct rpc_response *response)
+int handlers_moves_abort(void *ctx, const struct rpc_request *request,
+                         struct rpc_response *response)
 {
     struct service *service = ctx;
     struct ts_move_tile_req message;
@@ -819,7 +516,7 @@ int handlers_reloc_move_abort(void *ctx, const struct rpc_request *request,
         return reply_bad_message(response, request->header.type);
     status = store_write(service->store, move_abort_body, &op);
     if (status != TS_OK)
-        return refused(status, op.why, response);
+        return handlers_refused(status, op.why, response);
     log_info("relocation aborted: %s of inode %llu tile %llu from node %u to node %u",
              move_kind_name(op.entry.kind), (unsigned long long)message.ino,
              (unsigned long long)message.tile, op.entry.from_node, op.entry.to_node);
@@ -864,8 +561,7 @@ static int move_list_body(struct store_txn *txn, void *arg)
     return TS_OK;
 }
 
-int handlers_reloc_move_list(void *ctx, const struct rpc_request *request,
-                             struct rpc_response *response)
+int handlers_moves_list(void *ctx, const struct rpc_request *request, struct rpc_response *response)
 {
     struct service *service = ctx;
     struct ts_move_list_req message;
@@ -876,8 +572,8 @@ int handlers_reloc_move_list(void *ctx, const struct rpc_request *request,
     if (ts_move_list_req_decode(&message, request->payload, request->payload_len) != 0)
         return reply_bad_message(response, request->header.type);
     op.max_records = message.max_records;
-    if (op.max_records == 0 || op.max_records > RELOC_MOVE_LIST_MAX_RECORDS)
-        op.max_records = RELOC_MOVE_LIST_MAX_RECORDS;
+    if (op.max_records == 0 || op.max_records > HANDLERS_MOVE_LIST_MAX_RECORDS)
+        op.max_records = HANDLERS_MOVE_LIST_MAX_RECORDS;
     ts_writer_init(&op.records, service->scratch, SERVICE_SCRATCH_BYTES);
     status = store_read(service->store, move_list_body, &op);
     if (status != TS_OK)

@@ -1,0 +1,611 @@
+/*
+ * @file handlers_files.c
+ * A file's data: OPEN and RELEASE (the open counts that keep unlinked files
+ * alive, sessions.h), SETATTR (a truncate drops tiles), TILE_MAP (where
+ * the tiles are, and the placement of new ones), COMMIT (the size and
+ * mtime a writer's tiles make) and PUNCH (dropping a range of tiles). Same
+ * shape as every handler (handlers.c).
+ *
+ * Invariants kept here: tiles_allocated in an inode equals its records in
+ * the tiles table, and every tile that leaves the tiles table enters the
+ * garbage table, and so does every read copy that leaves the copies table
+ * (copies.h).
+ */
+#include "handlers_files.h"
+
+#include "arrayhint.h"
+#include "copies.h"
+#include "handlers_i.h"
+#include "handlers_xattrs.h"
+#include "inodes.h"
+#include "log.h"
+#include "nodes.h"
+#include "placement.h"
+#include "readsource.h"
+#include "reply.h"
+#include "service.h"
+#include "sessions.h"
+#include "status.h"
+#include "store.h"
+#include "tile.h"
+#include "tiles.h"
+#include "util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- OPEN, RELEASE ------------------------------------------------------ */
+
+int handlers_files_open(void *ctx, const struct rpc_request *request, struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct ts_open_req message;
+    struct ts_attr_rep reply;
+    struct handlers_inode_op op;
+    int status;
+
+    if (ts_open_req_decode(&message, request->payload, request->payload_len) != 0)
+        return reply_bad_message(response, request->header.type);
+    op.ino = message.ino;
+    status = store_read(service->store, handlers_getattr_body, &op);
+    if (status != TS_OK)
+        return status;
+    if (sessions_open(service->sessions, handlers_sender_mount(request), message.ino,
+                      util_monotonic_ms()) < 0)
+        return TS_ERR_NOMEM;
+    inodes_attr(&op.found, service->default_placement, &reply.attr);
+    return REPLY_ENCODE(attr_rep, &reply, response);
+}
+
+/*
+ * One release of ino by mount: counts down what mount holds (a release of
+ * an open it does not hold, sent twice or from before a restart of meta,
+ * changes nothing) and deletes the inode after the last close of an
+ * unlinked file.
+ */
+static void release_one(struct service *service, uint64_t mount, uint64_t ino)
+{
+    struct handlers_inode_op op;
+
+    if (!sessions_release(service->sessions, mount, ino) ||
+        sessions_open_count(service->sessions, ino) > 0)
+        return;
+    /* A read first: most last closes are of linked files, which stay. */
+    op.ino = ino;
+    if (store_read(service->store, handlers_getattr_body, &op) != TS_OK || op.found.attr.nlink > 0)
+        return;
+    service_reap(service, &ino, 1, util_monotonic_ms(), NULL);
+}
+
+int handlers_files_release(void *ctx, const struct rpc_request *request,
+                           struct rpc_response *response)
+{
+    struct ts_release_req message;
+
+    if (ts_release_req_decode(&message, request->payload, request->payload_len) != 0)
+        return reply_bad_message(response, request->header.type);
+    release_one(ctx, handlers_sender_mount(request), message.ino);
+    return TS_OK;
+}
+
+int handlers_files_release_many(void *ctx, const struct rpc_request *request,
+                                struct rpc_response *response)
+{
+    struct ts_release_many_req message;
+    struct ts_cursor cursor;
+
+    if (ts_release_many_req_decode(&message, request->payload, request->payload_len) != 0 ||
+        message.count > TS_MAX_RELEASES || message.inos.len != (uint64_t)message.count * 8)
+        return reply_bad_message(response, request->header.type);
+    ts_cursor_init(&cursor, message.inos.ptr, message.inos.len);
+    for (uint32_t i = 0; i < message.count; i++)
+        release_one(ctx, handlers_sender_mount(request), ts_cursor_u64(&cursor));
+    return TS_OK;
+}
+
+/* ---- SETATTR ------------------------------------------------------------ */
+
+struct setattr_op {
+    const struct ts_setattr_req *request;
+    struct timespec now;
+    struct inodes_record record;
+    struct ts_setattr_rep reply;
+    char why[160]; /* why a size change of an array file was refused */
+};
+
+/*
+ * The sizes an array file may take (its tiles are hyper-rectangles, not
+ * byte ranges, so a partial cut has no tile boundary to fall on): 0, which
+ * drops every tile and keeps the layout; its current size (nothing
+ * changes); or anything up to the array's size, growing (the rest reads as
+ * zeros). Shrinking to another size is TS_ERR_INVAL, past the array's size
+ * TS_ERR_FBIG.
+ */
+static int setattr_array_size(struct store_txn *txn, struct setattr_op *op)
+{
+    const struct ts_attr *attr = &op->record.attr;
+    uint64_t size = op->request->size;
+    struct arraylayout *layout;
+    int status = handlers_xattrs_array_load(txn, attr->ino, &layout);
+    if (status != TS_OK)
+        return status;
+    uint64_t array_bytes = layout->array_bytes;
+    free(layout);
+    if (size > array_bytes) {
+        snprintf(op->why, sizeof(op->why),
+                 "size %llu is past the end of the array (%llu bytes, user.tessera.array)",
+                 (unsigned long long)size, (unsigned long long)array_bytes);
+        return TS_ERR_FBIG;
+    }
+    if (size != 0 && size < attr->size) {
+        snprintf(op->why, sizeof(op->why),
+                 "an array file can only be truncated to 0 or grown (asked %llu, size %llu)",
+                 (unsigned long long)size, (unsigned long long)attr->size);
+        return TS_ERR_INVAL;
+    }
+    return TS_OK;
+}
+
+/*
+ * Truncates a regular file's tiles at new_size: drops (into garbage) every
+ * tile wholly past the end and, with `cut`, names the tile the end falls
+ * inside so that the client cuts it on its datanode.
+ */
+static int shrink_tiles(struct store_txn *txn, struct setattr_op *op, uint64_t new_size, bool cut)
+{
+    struct inodes_record *record = &op->record;
+    uint32_t tile_bytes = record->attr.tile_bytes;
+    uint64_t dropped = 0;
+    struct tiles_entry last;
+    int err =
+        tiles_drop_from(txn, record->attr.ino, tile_count_for(new_size, tile_bytes), &dropped);
+    if (err < 0)
+        return reply_store_status(err);
+    record->tiles_allocated =
+        record->tiles_allocated > dropped ? record->tiles_allocated - dropped : 0;
+    if (!cut || new_size % tile_bytes == 0)
+        return TS_OK;
+    /*
+     * The client cuts the primary of the tile the end falls in; its copies
+     * would keep the bytes past the cut (and show them if the file grows).
+     */
+    err = copies_drop(txn, record->attr.ino, new_size / tile_bytes, new_size / tile_bytes, NULL);
+    if (err < 0)
+        return reply_store_status(err);
+    err = tiles_get(txn, record->attr.ino, new_size / tile_bytes, &last);
+    if (err == -ENOENT)
+        return TS_OK;
+    if (err < 0)
+        return reply_store_status(err);
+    op->reply.cut_node = last.node;
+    op->reply.cut_tile = new_size / tile_bytes;
+    op->reply.cut_version = last.version;
+    op->reply.cut_bytes = (uint32_t)(new_size % tile_bytes);
+    return TS_OK;
+}
+
+static int setattr_body(struct store_txn *txn, void *arg)
+{
+    struct setattr_op *op = arg;
+    const struct ts_setattr_req *request = op->request;
+    struct ts_attr *attr = &op->record.attr;
+    uint32_t valid = request->valid;
+    int status;
+
+    memset(&op->reply, 0, sizeof(op->reply));
+    status = handlers_load_inode(txn, request->ino, &op->record);
+    if (status != TS_OK)
+        return status;
+    if (valid & TS_SET_SIZE) {
+        if (S_ISDIR(attr->mode))
+            return TS_ERR_ISDIR;
+        if (!S_ISREG(attr->mode))
+            return TS_ERR_INVAL;
+        if (attr->tile_bytes == 0)
+            return TS_ERR_INTERNAL;
+        if (attr->flags & TS_ATTR_ARRAY) {
+            status = setattr_array_size(txn, op);
+            if (status != TS_OK)
+                return status;
+        }
+    }
+    if (valid & TS_SET_MODE)
+        attr->mode = (attr->mode & S_IFMT) | (request->mode & 07777);
+    if ((valid & TS_SET_KILL_PRIV) && S_ISREG(attr->mode)) {
+        attr->mode &= ~(uint32_t)S_ISUID;
+        if (attr->mode & S_IXGRP)
+            attr->mode &= ~(uint32_t)S_ISGID;
+    }
+    if (valid & TS_SET_UID)
+        attr->uid = request->uid;
+    if (valid & TS_SET_GID)
+        attr->gid = request->gid;
+    /*
+     * Truncating to the current size or below also drops tiles past the end
+     * that a crashed writer allocated but never committed (O_TRUNC of an
+     * empty file clears them). Growing leaves every tile alone: a writer may
+     * have tiles in flight beyond the old end. An array file's tile indices
+     * are not file order: only truncating it to 0 drops tiles (all of them).
+     */
+    bool array = (attr->flags & TS_ATTR_ARRAY) != 0;
+    if ((valid & TS_SET_SIZE) && request->size <= attr->size && (!array || request->size == 0)) {
+        status = shrink_tiles(txn, op, request->size, request->size < attr->size);
+        if (status != TS_OK)
+            return status;
+    }
+    if ((valid & TS_SET_SIZE) && request->size != attr->size) {
+        attr->size = request->size;
+        handlers_time_set(&attr->mtime_sec, &attr->mtime_nsec, op->now);
+    }
+    if (valid & TS_SET_ATIME_NOW)
+        handlers_time_set(&attr->atime_sec, &attr->atime_nsec, op->now);
+    else if (valid & TS_SET_ATIME) {
+        attr->atime_sec = request->atime_sec;
+        attr->atime_nsec = request->atime_nsec;
+    }
+    if (valid & TS_SET_MTIME_NOW)
+        handlers_time_set(&attr->mtime_sec, &attr->mtime_nsec, op->now);
+    else if (valid & TS_SET_MTIME) {
+        attr->mtime_sec = request->mtime_sec;
+        attr->mtime_nsec = request->mtime_nsec;
+    }
+    handlers_time_set(&attr->ctime_sec, &attr->ctime_nsec, op->now);
+    return reply_store_status(inodes_put(txn, &op->record));
+}
+
+int handlers_files_setattr(void *ctx, const struct rpc_request *request,
+                           struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct ts_setattr_req message;
+    struct setattr_op op = {.request = &message};
+    int status;
+
+    if (ts_setattr_req_decode(&message, request->payload, request->payload_len) != 0)
+        return reply_bad_message(response, request->header.type);
+    if ((message.valid & TS_SET_SIZE) && message.size > INT64_MAX)
+        return TS_ERR_FBIG;
+    if (((message.valid & TS_SET_ATIME) && message.atime_nsec >= HANDLERS_NSEC_PER_SEC) ||
+        ((message.valid & TS_SET_MTIME) && message.mtime_nsec >= HANDLERS_NSEC_PER_SEC))
+        return TS_ERR_INVAL;
+    status = handlers_lease_check(service, handlers_sender_mount(request), message.ino);
+    if (status != TS_OK)
+        return status;
+    op.now = util_now();
+    status = store_write(service->store, setattr_body, &op);
+    if (status != TS_OK && op.why[0]) {
+        log_info("setattr of inode %llu refused: %s", (unsigned long long)message.ino, op.why);
+        snprintf(response->error_text, sizeof(response->error_text), "%s", op.why);
+    }
+    if (status != TS_OK)
+        return status;
+    inodes_attr(&op.record, service->default_placement, &op.reply.attr);
+    return REPLY_ENCODE(setattr_rep, &op.reply, response);
+}
+
+/* ---- TILE_MAP ----------------------------------------------------------- */
+
+/*
+ * Placement of new tiles (DESIGN.md "Placement by live throughput"). The
+ * file's policy (its layout, else the cluster's default) decides:
+ * - roundrobin: placement_choose(PLACEMENT_ROUNDROBIN);
+ * - static: earliest finish time over each node's measured write
+ *   throughput and the backlog meta keeps for it (nodes.h);
+ * - dynamic: the writer names the node (request->node) and the tiles go
+ *   there while it is up and has room, the rest by earliest finish time; a
+ *   request naming no node (a writer that does not schedule itself) is
+ *   placed by earliest finish time, the closest meta can come to "the node
+ *   that frees a slot first".
+ * A named node is honoured for dynamic files only: a file that asked for
+ * static or round-robin placement gets it whoever writes it.
+ *
+ * The snapshot of the nodes is built inside the transaction (from the
+ * nodes table and the in-memory backlog) and carries every tile placed by
+ * the request; once the transaction has committed, the handler stores the
+ * grown backlogs back, so an aborted request leaves no trace.
+ */
+
+struct tile_map_op {
+    struct service *service;
+    const struct ts_tile_map_req *request;
+    struct ts_writer records;
+    int64_t now_ms;
+    /* placement snapshot, built on the first missing tile, freed by the handler */
+    struct placement_node *candidates;
+    size_t candidate_count;
+    bool have_candidates;
+    struct arraylayout *array; /* an array file's layout, freed by the handler */
+};
+
+/* The registered nodes: up or not, free space, speed and backlog as of now. */
+static int tile_map_candidates(struct store_txn *txn, struct tile_map_op *op)
+{
+    struct nodes_record *nodes;
+    size_t count;
+    int err = nodes_list(txn, &nodes, &count);
+    if (err < 0)
+        return reply_store_status(err);
+    op->candidates = calloc(count ? count : 1, sizeof(*op->candidates));
+    if (!op->candidates) {
+        free(nodes);
+        return TS_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < count; i++) {
+        struct placement_node *candidate = &op->candidates[i];
+        candidate->id = nodes[i].id;
+        candidate->up = nodes_live_is_up(op->service->live, nodes[i].id, op->now_ms);
+        candidate->free_bytes = nodes[i].free_bytes;
+        candidate->write_bytes_per_sec = nodes[i].write_bytes_per_sec;
+        candidate->backlog_bytes = nodes_live_backlog(op->service->live, nodes[i].id, op->now_ms);
+    }
+    op->candidate_count = count;
+    op->have_candidates = true;
+    free(nodes);
+    return TS_OK;
+}
+
+/* Places tile `tile` of the file on a node and records it. */
+static int tile_map_allocate(struct store_txn *txn, struct tile_map_op *op,
+                             const struct inodes_record *record, uint64_t tile,
+                             struct tiles_entry *entry)
+{
+    /* An array file's tiles differ in size: the placement model weighs each. */
+    uint32_t tile_bytes =
+        op->array ? arraylayout_tile_bytes(op->array, tile) : record->attr.tile_bytes;
+    uint32_t placement =
+        record->attr.placement ? record->attr.placement : op->service->default_placement;
+    uint32_t node = 0;
+    int status;
+    int err;
+
+    if (!op->have_candidates) {
+        status = tile_map_candidates(txn, op);
+        if (status != TS_OK)
+            return status;
+    }
+    if (placement == TS_PLACEMENT_DYNAMIC && op->request->node != 0)
+        err = placement_choose_named(op->request->node, op->candidates, op->candidate_count,
+                                     record->attr.ino, tile, tile_bytes, 1, &node);
+    else
+        err = placement_choose(
+            placement == TS_PLACEMENT_ROUNDROBIN ? PLACEMENT_ROUNDROBIN : PLACEMENT_STATIC,
+            op->candidates, op->candidate_count, record->attr.ino, tile, tile_bytes, 1, &node);
+    if (err == -ENOENT)
+        return TS_ERR_INVAL; /* a node id meta never registered */
+    if (err == -ENOSPC)
+        return TS_ERR_NOSPC;
+    if (err == -ENOMEM)
+        return TS_ERR_NOMEM;
+    if (err < 0)
+        return TS_ERR_NONODES;
+    entry->node = node;
+    err = store_counter_take(txn, STORE_NEXT_VERSION, &entry->version);
+    if (err == 0)
+        err = tiles_put(txn, record->attr.ino, tile, entry);
+    return reply_store_status(err);
+}
+
+static int tile_map_body(struct store_txn *txn, void *arg)
+{
+    struct tile_map_op *op = arg;
+    const struct ts_tile_map_req *request = op->request;
+    struct inodes_record record;
+    struct readsource *source;
+    uint64_t allocated = 0;
+    int status;
+    int err;
+
+    op->records.len = 0;
+    op->records.failed = false;
+    /* A rerun (map growth) starts from a fresh snapshot. */
+    free(op->candidates);
+    op->candidates = NULL;
+    op->have_candidates = false;
+    free(op->array);
+    op->array = NULL;
+    status = handlers_load_inode(txn, request->ino, &record);
+    if (status != TS_OK)
+        return status;
+    if (!S_ISREG(record.attr.mode) || record.attr.tile_bytes == 0)
+        return TS_ERR_INVAL;
+    if (record.attr.flags & TS_ATTR_ARRAY) {
+        /* An array has its tiles, whatever the file's size so far. */
+        status = handlers_xattrs_array_load(txn, request->ino, &op->array);
+        if (status != TS_OK)
+            return status;
+        if (request->first + request->count > arraylayout_tile_count(op->array))
+            return TS_ERR_FBIG;
+    } else if (request->first + (request->count - 1) >
+               (uint64_t)INT64_MAX / record.attr.tile_bytes) {
+        /* The last tile must hold bytes below the largest file size. */
+        return TS_ERR_FBIG;
+    }
+    /* Copies and the asking machine's nodes, for each record's read source. */
+    err = readsource_load(txn, op->service->live, op->now_ms, request->ino, request->first,
+                          request->count, request->machine, &source);
+    if (err < 0)
+        return reply_store_status(err);
+    for (uint32_t i = 0; i < request->count && status == TS_OK; i++) {
+        uint64_t tile = request->first + i;
+        struct tiles_entry entry = {0, 0, 0};
+        err = tiles_get(txn, request->ino, tile, &entry);
+        if (err == -ENOENT && request->allocate) {
+            status = tile_map_allocate(txn, op, &record, tile, &entry);
+            allocated++;
+        } else if (err < 0 && err != -ENOENT) {
+            status = reply_store_status(err);
+        }
+        readsource_record(source, tile, &entry, &op->records);
+    }
+    readsource_free(&source);
+    if (status != TS_OK)
+        return status;
+    if (op->records.failed)
+        return TS_ERR_INTERNAL;
+    if (allocated == 0)
+        return TS_OK;
+    record.tiles_allocated += allocated;
+    return reply_store_status(inodes_put(txn, &record));
+}
+
+int handlers_files_tile_map(void *ctx, const struct rpc_request *request,
+                            struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct ts_tile_map_req message;
+    struct tile_map_op op = {.service = service, .request = &message};
+    struct ts_tile_map_rep reply;
+    int status;
+
+    if (ts_tile_map_req_decode(&message, request->payload, request->payload_len) != 0)
+        return reply_bad_message(response, request->header.type);
+    if (message.count == 0 || message.count > TS_MAX_TILES_PER_MAP)
+        return TS_ERR_INVAL;
+    if (message.first > UINT64_MAX - message.count)
+        return TS_ERR_FBIG;
+    ts_writer_init(&op.records, service->scratch, SERVICE_SCRATCH_BYTES);
+    op.now_ms = util_monotonic_ms();
+    if (message.allocate)
+        status = store_write(service->store, tile_map_body, &op);
+    else
+        status = store_read(service->store, tile_map_body, &op);
+    /* Committed: the tiles just placed are now part of their nodes' backlog. */
+    for (size_t i = 0; status == TS_OK && i < op.candidate_count; i++)
+        nodes_live_set_backlog(service->live, op.candidates[i].id, op.candidates[i].backlog_bytes,
+                               op.now_ms);
+    free(op.candidates);
+    if (status == TS_ERR_FBIG && op.array)
+        snprintf(response->error_text, sizeof(response->error_text),
+                 "TILE_MAP: tiles %llu..%llu asked, the array has %llu",
+                 (unsigned long long)message.first,
+                 (unsigned long long)(message.first + message.count - 1),
+                 (unsigned long long)arraylayout_tile_count(op.array));
+    free(op.array);
+    if (status == TS_ERR_INVAL && message.allocate && message.node != 0)
+        snprintf(response->error_text, sizeof(response->error_text),
+                 "TILE_MAP: no datanode %u is registered (or the file is not a regular file)",
+                 message.node);
+    if (status != TS_OK)
+        return status;
+    reply.count = message.count;
+    reply.tiles.ptr = (const char *)service->scratch;
+    reply.tiles.len = (uint32_t)op.records.len;
+    return REPLY_ENCODE(tile_map_rep, &reply, response);
+}
+
+/* ---- COMMIT ------------------------------------------------------------- */
+
+struct commit_op {
+    const struct ts_commit_req *request;
+    struct timespec now;
+    struct inodes_record record;
+};
+
+static int commit_body(struct store_txn *txn, void *arg)
+{
+    struct commit_op *op = arg;
+    const struct ts_commit_req *request = op->request;
+    struct ts_attr *attr = &op->record.attr;
+    int status = handlers_load_inode(txn, request->ino, &op->record);
+    if (status != TS_OK)
+        return status;
+    if (!S_ISREG(attr->mode))
+        return TS_ERR_INVAL;
+    if ((attr->flags & TS_ATTR_ARRAY) && request->min_size > attr->size) {
+        struct arraylayout *layout;
+        status = handlers_xattrs_array_load(txn, request->ino, &layout);
+        if (status != TS_OK)
+            return status;
+        uint64_t array_bytes = layout->array_bytes;
+        free(layout);
+        if (request->min_size > array_bytes)
+            return TS_ERR_FBIG; /* the client refuses such writes; a bug if it gets here */
+    }
+    if (request->min_size > attr->size)
+        attr->size = request->min_size;
+    if (request->mtime_sec != 0) {
+        attr->mtime_sec = attr->ctime_sec = request->mtime_sec;
+        attr->mtime_nsec = attr->ctime_nsec = request->mtime_nsec;
+    }
+    return reply_store_status(inodes_put(txn, &op->record));
+}
+
+int handlers_files_commit(void *ctx, const struct rpc_request *request,
+                          struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct ts_commit_req message;
+    struct commit_op op = {.request = &message};
+    struct ts_attr_rep reply;
+    int status;
+
+    if (ts_commit_req_decode(&message, request->payload, request->payload_len) != 0)
+        return reply_bad_message(response, request->header.type);
+    if (message.min_size > INT64_MAX)
+        return TS_ERR_FBIG;
+    if (message.mtime_nsec >= HANDLERS_NSEC_PER_SEC)
+        return TS_ERR_INVAL;
+    op.now = util_now();
+    status = store_write(service->store, commit_body, &op);
+    if (status != TS_OK)
+        return status;
+    if (message.sync && store_sync(service->store, true) < 0)
+        return TS_ERR_IO;
+    inodes_attr(&op.record, service->default_placement, &reply.attr);
+    return REPLY_ENCODE(attr_rep, &reply, response);
+}
+
+/* ---- PUNCH -------------------------------------------------------------- */
+
+struct punch_op {
+    const struct ts_punch_req *request;
+    struct inodes_record record;
+    struct timespec now;
+};
+
+static int punch_body(struct store_txn *txn, void *arg)
+{
+    struct punch_op *op = arg;
+    const struct ts_punch_req *request = op->request;
+    struct ts_attr *attr = &op->record.attr;
+    uint64_t dropped = 0;
+    int status = handlers_load_inode(txn, request->ino, &op->record);
+    if (status != TS_OK)
+        return status;
+    if (!S_ISREG(attr->mode))
+        return TS_ERR_INVAL;
+    if (attr->flags & TS_ATTR_ARRAY)
+        return TS_ERR_NOTSUP;
+    int err =
+        tiles_drop_range(txn, request->ino, request->first_tile, request->last_tile, &dropped);
+    if (err < 0)
+        return reply_store_status(err);
+    op->record.tiles_allocated =
+        op->record.tiles_allocated > dropped ? op->record.tiles_allocated - dropped : 0;
+    handlers_time_set(&attr->mtime_sec, &attr->mtime_nsec, op->now);
+    handlers_time_set(&attr->ctime_sec, &attr->ctime_nsec, op->now);
+    return reply_store_status(inodes_put(txn, &op->record));
+}
+
+int handlers_files_punch(void *ctx, const struct rpc_request *request,
+                         struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct ts_punch_req message;
+    struct punch_op op = {.request = &message};
+    struct ts_attr_rep reply;
+
+    if (ts_punch_req_decode(&message, request->payload, request->payload_len) != 0)
+        return reply_bad_message(response, request->header.type);
+    if (message.first_tile > message.last_tile)
+        return TS_ERR_INVAL;
+    op.now = util_now();
+    int status = store_write(service->store, punch_body, &op);
+    if (status != TS_OK)
+        return status;
+    inodes_attr(&op.record, service->default_placement, &reply.attr);
+    return REPLY_ENCODE(attr_rep, &reply, response);
+}

@@ -1,0 +1,389 @@
+/*
+ * @file handlers_nodes.c
+ * The datanodes as meta sees them: HEARTBEAT (a datanode registers, reports
+ * its space and speed, confirms deleted tiles and learns which to delete),
+ * NODE_LIST (the registry with liveness, for the tools) and STATFS (the
+ * space of the nodes that are up). Same shape as every handler
+ * (handlers.c); liveness and backlog are in memory (nodes.h) and change
+ * only after the transaction committed.
+ */
+#include "handlers_nodes.h"
+
+#include "copies.h"
+#include "garbage.h"
+#include "handlers_i.h"
+#include "inodes.h"
+#include "log.h"
+#include "nodes.h"
+#include "reply.h"
+#include "service.h"
+#include "status.h"
+#include "store.h"
+#include "tiles.h"
+#include "util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- STATFS ------------------------------------------------------------- */
+
+struct statfs_op {
+    struct service *service;
+    struct ts_statfs_rep reply;
+};
+
+static int statfs_body(struct store_txn *txn, void *arg)
+{
+    struct statfs_op *op = arg;
+    struct nodes_record *nodes;
+    size_t count;
+    int64_t now_ms = util_monotonic_ms();
+    int err = nodes_list(txn, &nodes, &count);
+    if (err < 0)
+        return reply_store_status(err);
+    memset(&op->reply, 0, sizeof(op->reply));
+    for (size_t i = 0; i < count; i++) {
+        if (!nodes_live_is_up(op->service->live, nodes[i].id, now_ms))
+            continue;
+        op->reply.total_bytes += nodes[i].capacity;
+        op->reply.free_bytes += nodes[i].free_bytes;
+        op->reply.nodes_up++;
+    }
+    free(nodes);
+    return reply_store_status(inodes_count(txn, &op->reply.files));
+}
+
+int handlers_nodes_statfs(void *ctx, const struct rpc_request *request,
+                          struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct statfs_op op = {.service = service};
+    int status;
+
+    if (!handlers_payload_empty(request))
+        return reply_bad_message(response, request->header.type);
+    status = store_read(service->store, statfs_body, &op);
+    if (status != TS_OK)
+        return status;
+    return REPLY_ENCODE(statfs_rep, &op.reply, response);
+}
+
+/* ---- NODE_LIST ---------------------------------------------------------- */
+
+struct node_list_op {
+    struct service *service;
+    struct ts_writer records;
+    uint32_t count;
+};
+
+static int node_list_body(struct store_txn *txn, void *arg)
+{
+    struct node_list_op *op = arg;
+    struct nodes_record *nodes;
+    size_t count;
+    int64_t now_ms = util_monotonic_ms();
+    int err = nodes_list(txn, &nodes, &count);
+    if (err < 0)
+        return reply_store_status(err);
+    for (size_t i = 0; i < count; i++) {
+        int64_t age = nodes_live_age_ms(op->service->live, nodes[i].id, now_ms);
+        bool up = nodes_live_is_up(op->service->live, nodes[i].id, now_ms);
+        ts_writer_u32(&op->records, nodes[i].id);
+        ts_writer_u32(&op->records, up ? TS_NODE_UP : TS_NODE_DOWN);
+        ts_writer_u64(&op->records, nodes[i].capacity);
+        ts_writer_u64(&op->records, nodes[i].free_bytes);
+        ts_writer_u64(&op->records, nodes[i].used_bytes);
+        ts_writer_u64(&op->records, nodes[i].tiles);
+        ts_writer_u64(&op->records, age < 0 ? UINT64_MAX : (uint64_t)age);
+        ts_writer_u64(&op->records, nodes[i].read_bytes_per_sec);
+        ts_writer_u64(&op->records, nodes[i].write_bytes_per_sec);
+        ts_writer_u32(&op->records, nodes[i].queue_depth);
+        ts_writer_u64(&op->records, nodes[i].throttle_bytes_per_sec);
+        ts_writer_str(&op->records, ts_str_of(nodes[i].machine));
+        ts_writer_str(&op->records, ts_str_of(nodes[i].address));
+    }
+    op->count = (uint32_t)count;
+    free(nodes);
+    return op->records.failed ? TS_ERR_TOOBIG : TS_OK;
+}
+
+int handlers_nodes_list(void *ctx, const struct rpc_request *request, struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct node_list_op op = {.service = service};
+    struct ts_node_list_rep reply;
+    int status;
+
+    if (!handlers_payload_empty(request))
+        return reply_bad_message(response, request->header.type);
+    ts_writer_init(&op.records, service->scratch, SERVICE_SCRATCH_BYTES);
+    status = store_read(service->store, node_list_body, &op);
+    if (status != TS_OK)
+        return status;
+    reply.count = op.count;
+    reply.nodes.ptr = (const char *)service->scratch;
+    reply.nodes.len = (uint32_t)op.records.len;
+    return REPLY_ENCODE(node_list_rep, &reply, response);
+}
+
+/* ---- HEARTBEAT ---------------------------------------------------------- */
+
+struct heartbeat_op {
+    const struct ts_heartbeat_req *request;
+    struct ts_writer garbage;
+    uint32_t garbage_count;
+    uint32_t node_id;  /* the id the node has after this heartbeat */
+    uint32_t replaced; /* a new node took the address of this one (0: none) */
+    bool reclaimed;    /* a node without node.id was known by its identity */
+    uint32_t stored;   /* tiles its `created` records marked TS_TILE_STORED */
+    char why[256];     /* why the heartbeat was refused (fits an error reply) */
+};
+
+/*
+ * Whether a heartbeat of a registered node may speak for it: the data
+ * directory must be the one it registered with. A record without an
+ * incarnation (written before identities) takes the first one it is given.
+ */
+static bool heartbeat_identity_matches(const struct nodes_record *known, uint64_t incarnation)
+{
+    return known->incarnation == 0 || known->incarnation == incarnation;
+}
+
+/*
+ * For a node registering anew (no node.id): into *same the registered node
+ * whose data directory it has (its identity), which it then is again, its
+ * node.id lost; else into *previous the registered node that had its
+ * address, if any. A new directory does not hold that node's tiles: only
+ * the log says so, the old node stays registered (down). 0 = none.
+ */
+static int heartbeat_known_directory(struct store_txn *txn, const struct ts_heartbeat_req *request,
+                                     uint32_t *same, uint32_t *previous)
+{
+    struct nodes_record *nodes = NULL;
+    size_t count = 0;
+    *same = 0;
+    *previous = 0;
+    int err = nodes_list(txn, &nodes, &count);
+    if (err < 0)
+        return err;
+    for (size_t i = 0; i < count; i++) {
+        if (request->incarnation != 0 && nodes[i].incarnation == request->incarnation)
+            *same = nodes[i].id;
+        if (strlen(nodes[i].address) == request->address.len &&
+            memcmp(nodes[i].address, request->address.ptr, request->address.len) == 0)
+            *previous = nodes[i].id;
+    }
+    free(nodes);
+    if (*same != 0)
+        *previous = 0;
+    return 0;
+}
+
+/*
+ * Marks the tiles of `created` records (u64 ino, u64 tile, u64 version)
+ * that node holds, as primary or copy at that version, TS_TILE_STORED.
+ * Records of tiles it no longer holds (moved, dropped, deleted since) are
+ * skipped. *stored counts the tiles marked now.
+ */
+static int heartbeat_mark_stored(struct store_txn *txn, uint32_t node, struct ts_str created,
+                                 uint32_t count, uint32_t *stored)
+{
+    struct ts_cursor cursor;
+    ts_cursor_init(&cursor, created.ptr, created.len);
+    *stored = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        uint64_t ino = ts_cursor_u64(&cursor);
+        uint64_t tile = ts_cursor_u64(&cursor);
+        uint64_t version = ts_cursor_u64(&cursor);
+        uint64_t copy_version = 0;
+        struct tiles_entry primary;
+        int err = tiles_get(txn, ino, tile, &primary);
+        if (err == -ENOENT || (err == 0 && (primary.flags & TS_TILE_STORED)))
+            continue;
+        if (err < 0)
+            return err;
+        bool holds = primary.node == node && primary.version == version;
+        if (!holds) {
+            err = copies_get(txn, ino, tile, node, &copy_version);
+            if (err < 0 && err != -ENOENT)
+                return err;
+            holds = err == 0 && copy_version == version;
+        }
+        if (!holds)
+            continue;
+        primary.flags |= TS_TILE_STORED;
+        err = tiles_put(txn, ino, tile, &primary);
+        if (err < 0)
+            return err;
+        (*stored)++;
+    }
+    return 0;
+}
+
+/*
+ * A fresh node id that no registered node has. Ids are u32 on the wire; a
+ * node that adopted a huge id may push the counter past them, so it wraps
+ * to 1 and skips the ids in use.
+ */
+static int heartbeat_new_id(struct store_txn *txn, uint32_t *id)
+{
+    for (uint32_t tries = 0; tries < HANDLERS_WALK_MAX; tries++) {
+        struct nodes_record existing;
+        uint64_t next;
+        int err = store_counter_take(txn, STORE_NEXT_NODE_ID, &next);
+        if (err < 0)
+            return reply_store_status(err);
+        if (next == 0 || next > UINT32_MAX) {
+            err = store_counter_set(txn, STORE_NEXT_NODE_ID, 1);
+            if (err < 0)
+                return reply_store_status(err);
+            continue;
+        }
+        err = nodes_get(txn, (uint32_t)next, &existing);
+        if (err == -ENOENT) {
+            *id = (uint32_t)next;
+            return TS_OK;
+        }
+        if (err < 0)
+            return reply_store_status(err);
+    }
+    log_error("no free datanode id found");
+    return TS_ERR_INTERNAL;
+}
+
+static int heartbeat_body(struct store_txn *txn, void *arg)
+{
+    struct heartbeat_op *op = arg;
+    const struct ts_heartbeat_req *request = op->request;
+    struct nodes_record record;
+    struct ts_cursor deleted;
+    int status;
+    int err;
+
+    op->garbage.len = 0;
+    op->garbage.failed = false;
+    op->node_id = request->node_id;
+    op->replaced = 0;
+    op->stored = 0;
+    op->why[0] = '\0';
+    op->reclaimed = false;
+    if (op->node_id == 0) {
+        uint32_t same = 0;
+        err = heartbeat_known_directory(txn, request, &same, &op->replaced);
+        if (err < 0)
+            return reply_store_status(err);
+        op->reclaimed = same != 0;
+        op->node_id = same;
+        if (!op->reclaimed) {
+            status = heartbeat_new_id(txn, &op->node_id);
+            if (status != TS_OK)
+                return status;
+        }
+    } else {
+        err = nodes_get(txn, op->node_id, &record);
+        if (err < 0 && err != -ENOENT)
+            return reply_store_status(err);
+        if (err == 0 && !heartbeat_identity_matches(&record, request->incarnation)) {
+            snprintf(op->why, sizeof(op->why),
+                     "data directory %016llx of the datanode at %.*s is not the one node %u "
+                     "registered with (%016llx): wiped or replaced, node %u's tiles are not in "
+                     "it; restore it, or delete its node.id to join as a new node",
+                     (unsigned long long)request->incarnation, (int)request->address.len,
+                     request->address.ptr, op->node_id, (unsigned long long)record.incarnation,
+                     op->node_id);
+            return TS_ERR_STALE;
+        }
+        /* An id meta may not know (its store was wiped): take it as given. */
+        err = store_counter_raise(txn, STORE_NEXT_NODE_ID, (uint64_t)op->node_id + 1);
+        if (err < 0)
+            return reply_store_status(err);
+    }
+    memset(&record, 0, sizeof(record));
+    record.id = op->node_id;
+    record.incarnation = request->incarnation;
+    ts_str_copy(request->machine, record.machine, sizeof(record.machine));
+    ts_str_copy(request->address, record.address, sizeof(record.address));
+    record.capacity = request->capacity;
+    record.free_bytes = request->free_bytes;
+    record.used_bytes = request->used_bytes;
+    record.tiles = request->tiles;
+    record.read_bytes_per_sec = request->read_bytes_per_sec;
+    record.write_bytes_per_sec = request->write_bytes_per_sec;
+    record.queue_depth = request->queue_depth;
+    record.throttle_bytes_per_sec = request->throttle_bytes_per_sec;
+    err = nodes_put(txn, &record);
+    if (err < 0)
+        return reply_store_status(err);
+    ts_cursor_init(&deleted, request->deleted.ptr, request->deleted.len);
+    for (uint32_t i = 0; i < request->deleted_count; i++) {
+        struct garbage_record done = {.node = op->node_id};
+        done.ino = ts_cursor_u64(&deleted);
+        done.tile = ts_cursor_u64(&deleted);
+        done.version = ts_cursor_u64(&deleted);
+        err = garbage_remove(txn, &done);
+        if (err < 0 && err != -ENOENT)
+            return reply_store_status(err);
+    }
+    err = heartbeat_mark_stored(txn, op->node_id, request->created, request->created_count,
+                                &op->stored);
+    if (err < 0)
+        return reply_store_status(err);
+    err = garbage_list(txn, op->node_id, TS_MAX_GARBAGE, &op->garbage, &op->garbage_count);
+    return reply_store_status(err);
+}
+
+int handlers_nodes_heartbeat(void *ctx, const struct rpc_request *request,
+                             struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct ts_heartbeat_req message;
+    struct heartbeat_op op = {.request = &message};
+    struct ts_heartbeat_rep reply;
+    int status;
+
+    if (ts_heartbeat_req_decode(&message, request->payload, request->payload_len) != 0 ||
+        (uint64_t)message.deleted_count * TS_GARBAGE_RECORD_BYTES != message.deleted.len ||
+        message.created_count > TS_MAX_CREATED ||
+        (uint64_t)message.created_count * TS_GARBAGE_RECORD_BYTES != message.created.len)
+        return reply_bad_message(response, request->header.type);
+    if (message.machine.len > NODES_MAX_TEXT || message.address.len > NODES_MAX_TEXT ||
+        message.address.len == 0)
+        return TS_ERR_INVAL;
+    ts_writer_init(&op.garbage, service->scratch, SERVICE_SCRATCH_BYTES);
+    status = store_write(service->store, heartbeat_body, &op);
+    if (status == TS_ERR_STALE && op.why[0]) {
+        log_error("refused a heartbeat: %s", op.why);
+        snprintf(response->error_text, sizeof(response->error_text), "%s", op.why);
+    }
+    if (status != TS_OK)
+        return status;
+    if (op.reclaimed)
+        log_warn("the datanode at %.*s has no node.id but the data directory of node %u "
+                 "(identity %016llx): it is node %u again",
+                 (int)message.address.len, message.address.ptr, op.node_id,
+                 (unsigned long long)message.incarnation, op.node_id);
+    else if (message.node_id == 0 && op.replaced != 0)
+        log_warn("new datanode %u at %.*s, where node %u was: a new data directory (identity "
+                 "%016llx), so node %u's tiles are not on it; node %u stays registered, down "
+                 "until its own data directory comes back",
+                 op.node_id, (int)message.address.len, message.address.ptr, op.replaced,
+                 (unsigned long long)message.incarnation, op.replaced, op.replaced);
+    else if (message.node_id == 0)
+        log_info("new datanode %u at %.*s (data directory identity %016llx)", op.node_id,
+                 (int)message.address.len, message.address.ptr,
+                 (unsigned long long)message.incarnation);
+    if (op.stored > 0)
+        log_debug("datanode %u reported %u tiles written", op.node_id, op.stored);
+    int64_t now_ms = util_monotonic_ms();
+    if (nodes_live_beat(service->live, op.node_id, now_ms) < 0)
+        return TS_ERR_NOMEM;
+    nodes_live_load(service->live, op.node_id, message.write_bytes_per_sec, message.queue_depth,
+                    now_ms);
+    reply.node_id = op.node_id;
+    reply.garbage_count = op.garbage_count;
+    reply.garbage.ptr = (const char *)service->scratch;
+    reply.garbage.len = (uint32_t)op.garbage.len;
+    return REPLY_ENCODE(heartbeat_rep, &reply, response);
+}
