@@ -418,7 +418,7 @@ enum ts_lease_action { TS_LEASE_GET = 1, TS_LEASE_RENEW, TS_LEASE_RETURN, TS_LEA
  *   TS_SESSION_ANNOUNCE when meta does not know the session (it restarted,
  *   or the lease expired) or counts other opens under it (a request lost
  *   on its way): the mount then sends SESSION_HOLDS.
- *   SESSION_HOLDS: records hold_record (TS_HOLD_RECORD_BYTES), at most
+ *   SESSION_HOLDS: TS_REC_HOLD records (an inode and its opens), at most
  *   TS_MAX_HOLDS; first = 1 replaces what meta counts under the session, 0
  *   adds to it (the next requests of a longer list). Renews the lease.
  *   Reply: the records of inodes that no longer exist (deleted while the
@@ -429,8 +429,7 @@ enum ts_session_state { TS_SESSION_OK = 0, TS_SESSION_ANNOUNCE = 1 };
 #define TS_MSG_SESSION_RENEW_REQ(X) X(U64, holds) X(U64, fingerprint) X(U32, ending)
 #define TS_MSG_SESSION_RENEW_REP(X) X(U32, lease_ms) X(U32, state)
 #define TS_MAX_HOLDS 65536
-#define TS_HOLD_RECORD_BYTES 12
-#define TS_MSG_HOLD_RECORD(X) X(U64, ino) X(U32, count)
+#define TS_REC_HOLD(X) X(U64, ino) X(U32, count)
 #define TS_MSG_SESSION_HOLDS_REQ(X) X(U32, first) X(U32, count) X(BLOB, records)
 #define TS_MSG_SESSION_HOLDS_REP(X) X(U32, count) X(BLOB, records)
 #define TS_MSG_EMPTY(X)
@@ -469,7 +468,6 @@ enum ts_session_state { TS_SESSION_OK = 0, TS_SESSION_ANNOUNCE = 1 };
  * has lost it, and a read of it is an error, never a hole. Without the
  * flag a missing file is a tile allocated but not written yet (a hole).
  */
-#define TS_TILE_RECORD_BYTES 32 /* meta's encoder; the generated size replaces it */
 #define TS_TILE_STORED 0x1u
 #define TS_MAX_TILES_PER_MAP 4096
 #define TS_MSG_TILE_MAP_REQ(X)                                                                    \
@@ -514,7 +512,6 @@ enum ts_profile_action { TS_PROFILE_STOP = 0, TS_PROFILE_START = 1, TS_PROFILE_R
     X(U64, local_bytes)                                                                            \
     X(U64, first_access_ns)
 #define TS_REC_PROFILE_COUNT(X) X(U64, ino) X(U64, tile) TS_PROFILE_COUNTS(X)
-#define TS_PROFILE_RECORD_BYTES 64 /* meta's decoder; the generated size replaces it */
 #define TS_MAX_PROFILE_RECORDS 16384
 #define TS_MSG_PROFILE_RECORD_REQ(X) X(STR, machine) X(U32, count) X(BLOB, records)
 #define TS_MSG_PROFILE_RECORD_REP(X) X(U32, kept)
@@ -581,7 +578,6 @@ enum ts_move_state { TS_MOVE_BEGUN = 0, TS_MOVE_COMMITTED = 1 };
     X(U64, new_version)                                                                            \
     X(I64, started_sec)                                                                            \
     X(U32, state)
-#define TS_MOVE_RECORD_BYTES 56 /* meta's encoder; the generated size replaces it */
 #define TS_MSG_MOVE_BEGIN_REQ(X)                                                                  \
     X(U64, ino) X(U64, tile) X(U64, version) X(U32, kind) X(U32, from_node) X(U32, to_node)
 #define TS_MSG_MOVE_BEGIN_REP(X) X(U64, new_version)
@@ -637,21 +633,24 @@ enum ts_move_state { TS_MOVE_BEGUN = 0, TS_MOVE_COMMITTED = 1 };
  * second of busy disk time, sync included; 0 = not measured yet);
  * queue_depth: tile requests in service or waiting when the heartbeat left;
  * throttle_bytes_per_sec: its --throttle-mbps cap (0 = none).
- * deleted: records of tiles removed as asked (u64 ino, u64 tile, u64 version).
+ * deleted: the tile files removed as asked, as TS_REC_TILE_FILE records
+ * (one tile file: a tile of an inode at a version).
  * created: tile files the node made since meta last acknowledged (a write
  * that created the file, a pull), and after a start every file it holds,
- * at most TS_MAX_CREATED a heartbeat (same record): meta marks the tiles
- * they are TS_TILE_STORED (TILE_MAP).
+ * at most TS_MAX_CREATED a heartbeat (TS_REC_TILE_FILE): meta marks the
+ * tiles they are TS_TILE_STORED (TILE_MAP).
  * incarnation: the random identity of the node's data directory, made
  * when the directory was first used (0: a datanode that has none). A
  * heartbeat naming a registered node whose recorded incarnation differs
  * is refused with TS_ERR_STALE: another or a wiped directory is not the
  * node that held its tiles. A heartbeat without an id whose incarnation a
  * registered node has gets that node's id back (its node.id was lost).
- * The reply gives the id and up to TS_MAX_GARBAGE tiles to delete (same
- * record), which the datanode confirms in its next heartbeat.
+ * The reply gives the id and up to TS_MAX_GARBAGE tile files to delete
+ * (TS_REC_TILE_FILE), which the datanode confirms in its next heartbeat.
  */
-#define TS_GARBAGE_RECORD_BYTES 24
+#define TS_REC_TILE_FILE(X) X(U64, ino) X(U64, tile) X(U64, version)
+/* Kept for fuse/datapath.c's TILE_SYNC encoder until it uses ts_tile_file_rec_write(). */
+#define TS_GARBAGE_RECORD_BYTES ts_tile_file_rec_bytes
 #define TS_MAX_GARBAGE 4096
 #define TS_MAX_CREATED 4096
 #define TS_MSG_HEARTBEAT_REQ(X)                                                                    \
@@ -696,10 +695,7 @@ enum ts_reconcile_state {
     TS_RECONCILE_UNISSUED = 6,  /* an inode or version this meta never issued */
 };
 #define TS_MAX_RECONCILE_FILES 1024
-#define TS_REC_TILE_FILE(X) X(U64, ino) X(U64, tile) X(U64, version)
-#define TS_TILE_FILE_RECORD_BYTES 24
 #define TS_REC_RECONCILE_VERDICT(X) X(U32, state) X(U64, mapped_version)
-#define TS_RECONCILE_VERDICT_RECORD_BYTES 12
 #define TS_MSG_TILE_RECONCILE_REQ(X) X(U32, node_id) X(U32, count) X(BLOB, files)
 #define TS_MSG_TILE_RECONCILE_REP(X) X(U32, count) X(BLOB, verdicts)
 
@@ -712,7 +708,6 @@ enum ts_reconcile_state {
  */
 enum ts_holder_kind { TS_HOLDER_PRIMARY = 1, TS_HOLDER_COPY = 2 };
 #define TS_REC_TILE_HOLDER(X) X(U64, tile) X(U32, node) X(U64, version) X(U32, kind)
-#define TS_TILE_HOLDER_RECORD_BYTES 24
 #define TS_MSG_TILE_HOLDERS_REQ(X) X(U64, ino) X(U64, first) X(U32, count)
 #define TS_MSG_TILE_HOLDERS_REP(X) X(U32, count) X(BLOB, holders)
 
@@ -725,7 +720,7 @@ enum ts_holder_kind { TS_HOLDER_PRIMARY = 1, TS_HOLDER_COPY = 2 };
     X(U64, version)                                                                                \
     X(U32, offset)                                                                                 \
     X(U32, length)
-/* TILE_SYNC: fsync these tiles (records as garbage records). */
+/* TILE_SYNC: fsync these tile files (TS_REC_TILE_FILE records). */
 #define TS_MSG_TILE_SYNC_REQ(X) X(U32, count) X(BLOB, tiles)
 #define TS_MSG_TILE_TRUNCATE_REQ(X) X(U64, ino) X(U64, tile) X(U64, version) X(U32, length)
 
@@ -876,7 +871,6 @@ enum ts_fence_action { TS_FENCE_LIFT = 0, TS_FENCE_FREEZE = 1, TS_FENCE_RETIRE =
     M(session_renew_rep, TS_MSG_SESSION_RENEW_REP)                                                 \
     M(session_holds_req, TS_MSG_SESSION_HOLDS_REQ)                                                 \
     M(session_holds_rep, TS_MSG_SESSION_HOLDS_REP)                                                 \
-    M(hold_record, TS_MSG_HOLD_RECORD)                                                             \
     M(readdirplus_req, TS_MSG_READDIRPLUS_REQ)                                                     \
     M(readdirplus_rep, TS_MSG_READDIRPLUS_REP)                                                     \
     M(statfs_rep, TS_MSG_STATFS_REP)                                                               \
@@ -907,11 +901,8 @@ enum ts_fence_action { TS_FENCE_LIFT = 0, TS_FENCE_FREEZE = 1, TS_FENCE_RETIRE =
     M(heartbeat_rep, TS_MSG_HEARTBEAT_REP)                                                         \
     M(tile_reconcile_req, TS_MSG_TILE_RECONCILE_REQ)                                               \
     M(tile_reconcile_rep, TS_MSG_TILE_RECONCILE_REP)                                               \
-    M(tile_file_rec, TS_REC_TILE_FILE)                                                             \
-    M(reconcile_verdict_rec, TS_REC_RECONCILE_VERDICT)                                             \
     M(tile_holders_req, TS_MSG_TILE_HOLDERS_REQ)                                                   \
     M(tile_holders_rep, TS_MSG_TILE_HOLDERS_REP)                                                   \
-    M(tile_holder_rec, TS_REC_TILE_HOLDER)                                                         \
     M(tile_write_req, TS_MSG_TILE_WRITE_REQ)                                                       \
     M(tile_read_req, TS_MSG_TILE_READ_REQ)                                                         \
     M(tile_sync_req, TS_MSG_TILE_SYNC_REQ)                                                         \
@@ -1026,6 +1017,10 @@ int ts_str_copy(struct ts_str str, char *out, size_t cap);
     R(profile_get, TS_REC_PROFILE_GET, 0)                                                          \
     R(move, TS_REC_MOVE, 0)                                                                        \
     R(node_list, TS_REC_NODE_LIST, TS_NODE_LIST_REC_VERSION)                                       \
+    R(hold, TS_REC_HOLD, 0)                                                                        \
+    R(tile_file, TS_REC_TILE_FILE, 0)                                                              \
+    R(reconcile_verdict, TS_REC_RECONCILE_VERDICT, 0)                                              \
+    R(tile_holder, TS_REC_TILE_HOLDER, 0)                                                          \
     R(stats_op, TS_REC_STATS_OP, 0)                                                                \
     R(stats_tile, TS_REC_STATS_TILE, 0)
 

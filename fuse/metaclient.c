@@ -1170,7 +1170,7 @@ static int session_announce(struct metaclient *client, uint64_t **lost, size_t *
     size_t sent = 0;
     int status = TS_OK;
     size_t chunk_max = total < TS_MAX_HOLDS ? total : TS_MAX_HOLDS;
-    size_t records_cap = (chunk_max ? chunk_max : 1) * TS_HOLD_RECORD_BYTES;
+    size_t records_cap = (chunk_max ? chunk_max : 1) * ts_hold_rec_bytes;
     uint8_t *buf = malloc(records_cap + records_cap + REQUEST_CAP);
     if (!buf)
         return TS_ERR_NOMEM;
@@ -1179,17 +1179,18 @@ static int session_announce(struct metaclient *client, uint64_t **lost, size_t *
         uint32_t count = 0;
         uint64_t ino;
         uint32_t n;
+        struct ts_writer records;
+        ts_writer_init(&records, buf, records_cap);
         while (count < TS_MAX_HOLDS && inocount_next(client->holds, &at, &ino, &n)) {
-            struct ts_hold_record record = {.ino = ino, .count = n};
-            ts_hold_record_encode(&record, buf + (size_t)count * TS_HOLD_RECORD_BYTES,
-                                  TS_HOLD_RECORD_BYTES);
+            struct ts_hold_rec record = {.ino = ino, .count = n};
+            ts_hold_rec_write(&records, &record);
             count++;
             *announced += n;
         }
         struct ts_session_holds_req request = {
             .first = sent == 0,
             .count = count,
-            .records = {(const char *)buf, count * TS_HOLD_RECORD_BYTES}};
+            .records = {(const char *)buf, (uint32_t)records.len}};
         uint8_t *payload = buf + records_cap;
         struct rpc_reply reply;
         struct ts_session_holds_rep decoded;
@@ -1198,7 +1199,7 @@ static int session_announce(struct metaclient *client, uint64_t **lost, size_t *
             ts_session_holds_req_encode(&request, payload, records_cap + REQUEST_CAP), &reply);
         if (status == TS_OK &&
             (ts_session_holds_rep_decode(&decoded, reply.payload, reply.payload_len) != 0 ||
-             decoded.records.len != (uint64_t)decoded.count * TS_HOLD_RECORD_BYTES))
+             decoded.records.len != (uint64_t)decoded.count * ts_hold_rec_bytes))
             status = TS_ERR_BADMSG;
         if (status == TS_OK && decoded.count > 0) {
             uint64_t *grown = realloc(*lost, (*lost_count + decoded.count) * sizeof(**lost));
@@ -1206,12 +1207,11 @@ static int session_announce(struct metaclient *client, uint64_t **lost, size_t *
                 status = TS_ERR_NOMEM;
             else
                 *lost = grown;
+            struct ts_cursor cursor;
+            ts_cursor_init(&cursor, decoded.records.ptr, decoded.records.len);
             for (uint32_t i = 0; status == TS_OK && i < decoded.count; i++) {
-                struct ts_hold_record record;
-                if (ts_hold_record_decode(&record,
-                                          (const uint8_t *)decoded.records.ptr +
-                                              (size_t)i * TS_HOLD_RECORD_BYTES,
-                                          TS_HOLD_RECORD_BYTES) != 0)
+                struct ts_hold_rec record;
+                if (ts_hold_rec_read(&cursor, &record) != 0)
                     status = TS_ERR_BADMSG;
                 else
                     (*lost)[(*lost_count)++] = record.ino;

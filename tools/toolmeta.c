@@ -235,6 +235,7 @@ int toolmeta_tile_holders(struct rpc_client *client, int timeout_ms, uint64_t in
 {
     struct ts_tile_holders_req request = {.ino = ino, .first = first, .count = count};
     struct ts_tile_holders_rep answer;
+    struct ts_cursor cursor;
     struct rpc_reply reply;
     uint8_t payload[64];
     int status = toolmeta_call(client, TS_OP_TILE_HOLDERS, payload,
@@ -246,7 +247,7 @@ int toolmeta_tile_holders(struct rpc_client *client, int timeout_ms, uint64_t in
     if (status != TS_OK)
         goto out;
     if (ts_tile_holders_rep_decode(&answer, reply.payload, reply.payload_len) != 0 ||
-        (uint64_t)answer.count * TS_TILE_HOLDER_RECORD_BYTES != answer.holders.len) {
+        (uint64_t)answer.count * ts_tile_holder_rec_bytes != answer.holders.len) {
         status = TS_ERR_BADMSG;
         goto out;
     }
@@ -257,14 +258,12 @@ int toolmeta_tile_holders(struct rpc_client *client, int timeout_ms, uint64_t in
         status = TS_ERR_NOMEM;
         goto out;
     }
+    ts_cursor_init(&cursor, answer.holders.ptr, answer.holders.len);
     for (uint32_t i = 0; i < answer.count; i++) {
         struct ts_tile_holder_rec record;
         struct toolmeta_holder *holder = &(*holders)[i];
-        if (ts_tile_holder_rec_decode(&record,
-                                      (const uint8_t *)answer.holders.ptr +
-                                          (size_t)i * TS_TILE_HOLDER_RECORD_BYTES,
-                                      TS_TILE_HOLDER_RECORD_BYTES) != 0 ||
-            record.tile < first || record.tile - first >= count) {
+        if (ts_tile_holder_rec_read(&cursor, &record) != 0 || record.tile < first ||
+            record.tile - first >= count) {
             free(*holders);
             *holders = NULL;
             status = TS_ERR_BADMSG;

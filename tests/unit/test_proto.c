@@ -208,30 +208,6 @@ static void test_status_mapping(void **state)
     assert_string_equal(status_text(-77), "unknown status");
 }
 
-/* Each record's field list encodes to exactly its declared size, and back. */
-static void test_record_sizes(void **state)
-{
-    uint8_t buf[64];
-    (void)state;
-    struct ts_tile_file_rec file = {.ino = 1, .tile = 2, .version = 3}, file_back;
-    assert_int_equal(ts_tile_file_rec_encode(&file, buf, sizeof(buf)), TS_TILE_FILE_RECORD_BYTES);
-    assert_int_equal(ts_tile_file_rec_decode(&file_back, buf, TS_TILE_FILE_RECORD_BYTES), 0);
-    assert_int_equal(file_back.version, 3);
-    struct ts_reconcile_verdict_rec verdict = {.state = TS_RECONCILE_MAPPED, .mapped_version = 9};
-    assert_int_equal(ts_reconcile_verdict_rec_encode(&verdict, buf, sizeof(buf)),
-                     TS_RECONCILE_VERDICT_RECORD_BYTES);
-    struct ts_tile_holder_rec holder = {.tile = 1, .node = 2, .version = 3, .kind = 4}, holder_back;
-    assert_int_equal(ts_tile_holder_rec_encode(&holder, buf, sizeof(buf)),
-                     TS_TILE_HOLDER_RECORD_BYTES);
-    assert_int_equal(ts_tile_holder_rec_decode(&holder_back, buf, TS_TILE_HOLDER_RECORD_BYTES), 0);
-    assert_int_equal(holder_back.kind, 4);
-    /* A slice one byte short or long is refused. */
-    assert_int_not_equal(
-        ts_tile_holder_rec_decode(&holder_back, buf, TS_TILE_HOLDER_RECORD_BYTES - 1), 0);
-    assert_int_not_equal(
-        ts_tile_holder_rec_decode(&holder_back, buf, TS_TILE_HOLDER_RECORD_BYTES + 1), 0);
-}
-
 /* ---- records (TS_RECORDS): one test per record, generated ---------------- */
 
 static const char *const sample_names[] = {"alpha", "b", "node-3.example", "x y"};
@@ -384,7 +360,6 @@ int main(void)
         cmocka_unit_test(test_garbage_never_crashes),
         cmocka_unit_test(test_cursor_fails_sticky),
         cmocka_unit_test(test_status_mapping),
-        cmocka_unit_test(test_record_sizes),
         TS_RECORDS(REGISTER_RECORD_TEST) cmocka_unit_test(test_records_back_to_back),
         cmocka_unit_test(test_records_fit),
     };
