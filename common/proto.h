@@ -27,7 +27,9 @@
 #include <stdint.h>
 
 #define TS_PROTO_MAGIC 0x41525354u /* "TSRA" */
-#define TS_PROTO_VERSION 2 /* 2: ts_attr carries the change counter */
+/* 2: ts_attr carries the change counter; 3: TILE_MAP and NODE_LIST records
+ * carry a record version (TS_RECORDS) */
+#define TS_PROTO_VERSION 3
 #define TS_HEADER_BYTES 32
 #define TS_MAX_FRAME_BYTES (4u << 20) /* frame 0 cap, either direction */
 #define TS_MAX_DATA_BYTES (16u << 20) /* frame 1 cap: one tile at most */
@@ -474,7 +476,8 @@ enum ts_session_state { TS_SESSION_OK = 0, TS_SESSION_ANNOUNCE = 1 };
     X(U64, ino) X(U64, first) X(U32, count) X(U32, allocate) X(U32, node) X(STR, machine)
 #define TS_REC_TILE_MAP(X)                                                                         \
     X(U32, node) X(U64, version) X(U32, copies) X(U32, read_node) X(U64, read_version) X(U32, flags)
-#define TS_TILE_MAP_REC_VERSION 0
+/* Versioned (TS_RECORDS): replica sets will append to it. */
+#define TS_TILE_MAP_REC_VERSION 1
 #define TS_MSG_TILE_MAP_REP(X) X(U32, count) X(BLOB, tiles)
 /*
  * TILE_UNCOPY: drops the read copies of tiles [first, first+count) of ino
@@ -624,7 +627,8 @@ enum ts_move_state { TS_MOVE_BEGUN = 0, TS_MOVE_COMMITTED = 1 };
     X(U64, throttle_bytes_per_sec)                                                                 \
     X(STR, machine)                                                                                \
     X(STR, address)
-#define TS_NODE_LIST_REC_VERSION 0
+/* Versioned (TS_RECORDS): what a node reports keeps growing. */
+#define TS_NODE_LIST_REC_VERSION 1
 #define TS_MSG_NODE_LIST_REP(X) X(U32, count) X(BLOB, nodes)
 
 /*
