@@ -27,9 +27,10 @@
 #include <stdint.h>
 
 #define TS_PROTO_MAGIC 0x41525354u /* "TSRA" */
-/* 2: ts_attr carries the change counter; 3: TILE_MAP and NODE_LIST records
- * carry a record version (TS_RECORDS) */
-#define TS_PROTO_VERSION 3
+/* 2: ts_attr carries the change counter; 3: OPEN truncates and answers an
+ * array file's text, TILE_MAP answers the file's size; 4: TILE_MAP and
+ * NODE_LIST records carry a record version (TS_RECORDS). */
+#define TS_PROTO_VERSION 4
 #define TS_HEADER_BYTES 32
 #define TS_MAX_FRAME_BYTES (4u << 20) /* frame 0 cap, either direction */
 #define TS_MAX_DATA_BYTES (16u << 20) /* frame 1 cap: one tile at most */
@@ -245,6 +246,13 @@ enum ts_node_state { TS_NODE_DOWN = 0, TS_NODE_UP = 1 };
 #define TS_MSG_LOOKUP_REQ(X) X(U64, parent) X(STR, name)
 #define TS_MSG_ATTR_REP(X) X(ATTR, attr)
 #define TS_MSG_GETATTR_REQ(X) X(U64, ino)
+/*
+ * SETATTR. With TS_SET_SIZE it may carry the sender's COMMIT too, applied
+ * first exactly as COMMIT would: min_size (0 = none) the size its writes
+ * not committed yet reach, commit_mtime (sec 0 = none) their mtime. A
+ * writer truncating its own file then needs one round trip, and bytes it
+ * wrote past the new end are cut as if they had been committed.
+ */
 #define TS_MSG_SETATTR_REQ(X)                                                                     \
     X(U64, ino)                                                                                    \
     X(U32, valid)                                                                                  \
@@ -255,7 +263,10 @@ enum ts_node_state { TS_NODE_DOWN = 0, TS_NODE_UP = 1 };
     X(I64, atime_sec)                                                                              \
     X(U32, atime_nsec)                                                                             \
     X(I64, mtime_sec)                                                                              \
-    X(U32, mtime_nsec)
+    X(U32, mtime_nsec)                                                                             \
+    X(U64, min_size)                                                                               \
+    X(I64, commit_mtime_sec)                                                                       \
+    X(U32, commit_mtime_nsec)
 /*
  * SETATTR reply: the new attributes; when the size shrank to inside a tile,
  * that tile's location so the client can cut it on its datanode
@@ -321,8 +332,19 @@ enum ts_node_state { TS_NODE_DOWN = 0, TS_NODE_UP = 1 };
 #define TS_REC_READDIRPLUS(X) X(ATTR, attr) X(STR, name)
 #define TS_MSG_READDIRPLUS_REQ(X) X(U64, ino) X(STR, after) X(U32, inclusive) X(U32, max_entries)
 #define TS_MSG_READDIRPLUS_REP(X) X(U32, count) X(U32, done) X(BLOB, entries)
-/* OPEN holds the inode alive while open (unlinked files stay readable). */
-#define TS_MSG_OPEN_REQ(X) X(U64, ino) X(U32, flags)
+/*
+ * OPEN holds the inode alive while open (unlinked files stay readable).
+ * truncate != 0 is open(O_TRUNC) in the same round trip: first a SETATTR
+ * of size 0 with these TS_SET_* bits (TS_SET_SIZE, TS_SET_MTIME_NOW and
+ * TS_SET_KILL_PRIV only; anything else is TS_ERR_INVAL), in the same
+ * transaction; truncating to 0 drops every tile, so nothing is left to cut.
+ * The reply carries the attributes after it and, for an array file
+ * (TS_ATTR_ARRAY), the canonical text of its layout (user.tessera.array),
+ * so that an open needs no GETXATTR; "" for other files.
+ */
+#define TS_OPEN_TRUNCATE_BITS (TS_SET_SIZE | TS_SET_MTIME_NOW | TS_SET_KILL_PRIV)
+#define TS_MSG_OPEN_REQ(X) X(U64, ino) X(U32, flags) X(U32, truncate)
+#define TS_MSG_OPEN_REP(X) X(ATTR, attr) X(STR, array_spec)
 #define TS_MSG_RELEASE_REQ(X) X(U64, ino)
 /*
  * RELEASE_MANY: one RELEASE per TS_REC_RELEASE record (an inode opened n
@@ -478,7 +500,9 @@ enum ts_session_state { TS_SESSION_OK = 0, TS_SESSION_ANNOUNCE = 1 };
     X(U32, node) X(U64, version) X(U32, copies) X(U32, read_node) X(U64, read_version) X(U32, flags)
 /* Versioned (TS_RECORDS): replica sets will append to it. */
 #define TS_TILE_MAP_REC_VERSION 1
-#define TS_MSG_TILE_MAP_REP(X) X(U32, count) X(BLOB, tiles)
+/* size: the file's size as of the reply, so a reader past the end it knew
+ * learns the new end and where its tiles are in one round trip. */
+#define TS_MSG_TILE_MAP_REP(X) X(U32, count) X(U64, size) X(BLOB, tiles)
 /*
  * TILE_UNCOPY: drops the read copies of tiles [first, first+count) of ino
  * (the primaries stay); meta queues the copies for deletion. A writer calls
@@ -653,8 +677,6 @@ enum ts_move_state { TS_MOVE_BEGUN = 0, TS_MOVE_COMMITTED = 1 };
  * (TS_REC_TILE_FILE), which the datanode confirms in its next heartbeat.
  */
 #define TS_REC_TILE_FILE(X) X(U64, ino) X(U64, tile) X(U64, version)
-/* Kept for fuse/datapath.c's TILE_SYNC encoder until it uses ts_tile_file_rec_write(). */
-#define TS_GARBAGE_RECORD_BYTES ts_tile_file_rec_bytes
 #define TS_MAX_GARBAGE 4096
 #define TS_MAX_CREATED 4096
 #define TS_MSG_HEARTBEAT_REQ(X)                                                                    \
@@ -865,6 +887,7 @@ enum ts_fence_action { TS_FENCE_LIFT = 0, TS_FENCE_FREEZE = 1, TS_FENCE_RETIRE =
     M(readdir_req, TS_MSG_READDIR_REQ)                                                             \
     M(readdir_rep, TS_MSG_READDIR_REP)                                                             \
     M(open_req, TS_MSG_OPEN_REQ)                                                                   \
+    M(open_rep, TS_MSG_OPEN_REP)                                                                   \
     M(release_req, TS_MSG_RELEASE_REQ)                                                             \
     M(release_many_req, TS_MSG_RELEASE_MANY_REQ)                                                   \
     M(batch_req, TS_MSG_BATCH_REQ)                                                                 \

@@ -262,10 +262,10 @@ int rpc_client_call(struct rpc_client *client, uint16_t op, const void *payload,
                                  timeout_ms, reply);
 }
 
-static int rpc_client_call_once(struct rpc_client *client, uint16_t op, const void *payload,
-                                size_t payload_len, const void *data, size_t data_len,
-                                const struct rpc_data_owner *owner, int timeout_ms,
-                                struct rpc_reply *reply)
+int rpc_client_call_owned(struct rpc_client *client, uint16_t op, const void *payload,
+                          size_t payload_len, const void *data, size_t data_len,
+                          const struct rpc_data_owner *owner, int timeout_ms,
+                          struct rpc_reply *reply)
 {
     uint64_t request_id = atomic_fetch_add(&rpc_next_request_id, 1);
     size_t frame_cap = TS_HEADER_BYTES + payload_len;
@@ -333,34 +333,6 @@ out:
     return status;
 }
 
-/* How long a request refused with TS_ERR_LEASED waits before it is sent again. */
-#define RPC_LEASED_RETRY_US 1000
-/* A refused request is sent again only while this much of its time is left:
- * a last try with too little time to be answered would turn the refusal,
- * which names the cause, into a timeout, which blames the server. */
-#define RPC_LEASED_LAST_TRY_MS 100
-
-int rpc_client_call_owned(struct rpc_client *client, uint16_t op, const void *payload,
-                          size_t payload_len, const void *data, size_t data_len,
-                          const struct rpc_data_owner *owner, int timeout_ms,
-                          struct rpc_reply *reply)
-{
-    int64_t deadline = monotonic_ms() + timeout_ms;
-    for (;;) {
-        int status = rpc_client_call_once(client, op, payload, payload_len, data, data_len,
-                                          owner, timeout_ms, reply);
-        /* A directory another mount holds a lease on: that mount gives it
-         * back within milliseconds once asked (meta asked it), so wait and
-         * ask again. Requests with data are never refused so. */
-        int64_t left = deadline - monotonic_ms();
-        if (status != TS_ERR_LEASED || data || left < RPC_LEASED_LAST_TRY_MS)
-            return status;
-        rpc_reply_release(reply);
-        timeout_ms = (int)left;
-        nanosleep(&(struct timespec){0, RPC_LEASED_RETRY_US * 1000}, NULL);
-    }
-}
-
 /*
  * Moves a received reply into `to` (which holds nothing): ZeroMQ keeps a
  * small message inside its zmq_msg_t, so the frames move with
@@ -385,9 +357,8 @@ static void rpc_reply_move(struct rpc_reply *to, struct rpc_reply *from)
     rpc_reply_release(from);
 }
 
-static int rpc_client_call_many_once(struct rpc_client *client, const struct rpc_call *calls,
-                                     size_t count, int timeout_ms, struct rpc_reply *replies,
-                                     int *statuses)
+int rpc_client_call_many(struct rpc_client *client, const struct rpc_call *calls, size_t count,
+                         int timeout_ms, struct rpc_reply *replies, int *statuses)
 {
     uint8_t stack_frame[512];
     uint8_t *frame = stack_frame;
@@ -472,25 +443,6 @@ out:
     if (frame != stack_frame)
         free(frame);
     return status;
-}
-
-int rpc_client_call_many(struct rpc_client *client, const struct rpc_call *calls, size_t count,
-                         int timeout_ms, struct rpc_reply *replies, int *statuses)
-{
-    int64_t deadline = monotonic_ms() + timeout_ms;
-    for (;;) {
-        int status =
-            rpc_client_call_many_once(client, calls, count, timeout_ms, replies, statuses);
-        /* Sent again only when the first call, the one that may change
-         * something, was refused for a lease: then none of it was done. */
-        int64_t left = deadline - monotonic_ms();
-        if (status != TS_OK || statuses[0] != TS_ERR_LEASED || left < RPC_LEASED_LAST_TRY_MS)
-            return status;
-        for (size_t i = 0; i < count; i++)
-            rpc_reply_release(&replies[i]);
-        timeout_ms = (int)left;
-        nanosleep(&(struct timespec){0, RPC_LEASED_RETRY_US * 1000}, NULL);
-    }
 }
 
 /* ---- pool ------------------------------------------------------------- */
@@ -585,9 +537,11 @@ static void rpc_pool_give_back(struct rpc_pool *pool, struct rpc_client *client)
     rpc_client_destroy(&client);
 }
 
-int rpc_pool_call_owned(struct rpc_pool *pool, uint16_t op, const void *payload,
-                        size_t payload_len, const void *data, size_t data_len,
-                        const struct rpc_data_owner *owner, struct rpc_reply *reply)
+/* rpc_pool_call_owned() with a timeout of the caller's. */
+static int rpc_pool_call_owned_within(struct rpc_pool *pool, uint16_t op, const void *payload,
+                                      size_t payload_len, const void *data, size_t data_len,
+                                      const struct rpc_data_owner *owner, int timeout_ms,
+                                      struct rpc_reply *reply)
 {
     struct rpc_client *client = rpc_pool_take(pool);
     int status;
@@ -598,13 +552,28 @@ int rpc_pool_call_owned(struct rpc_pool *pool, uint16_t op, const void *payload,
         return TS_ERR_IO;
     }
     status = rpc_client_call_owned(client, op, payload, payload_len, data, data_len, owner,
-                                   pool->timeout_ms, reply);
+                                   timeout_ms, reply);
     rpc_pool_give_back(pool, client);
     return status;
 }
 
-int rpc_pool_call_many(struct rpc_pool *pool, const struct rpc_call *calls, size_t count,
-                       struct rpc_reply *replies, int *statuses)
+int rpc_pool_call_owned(struct rpc_pool *pool, uint16_t op, const void *payload,
+                        size_t payload_len, const void *data, size_t data_len,
+                        const struct rpc_data_owner *owner, struct rpc_reply *reply)
+{
+    return rpc_pool_call_owned_within(pool, op, payload, payload_len, data, data_len, owner,
+                                      pool->timeout_ms, reply);
+}
+
+int rpc_pool_call_within(struct rpc_pool *pool, uint16_t op, const void *payload,
+                         size_t payload_len, int timeout_ms, struct rpc_reply *reply)
+{
+    return rpc_pool_call_owned_within(pool, op, payload, payload_len, NULL, 0, NULL, timeout_ms,
+                                      reply);
+}
+
+int rpc_pool_call_many_within(struct rpc_pool *pool, const struct rpc_call *calls, size_t count,
+                              int timeout_ms, struct rpc_reply *replies, int *statuses)
 {
     struct rpc_client *client;
     int status;
@@ -618,9 +587,15 @@ int rpc_pool_call_many(struct rpc_pool *pool, const struct rpc_call *calls, size
         }
         return TS_ERR_IO;
     }
-    status = rpc_client_call_many(client, calls, count, pool->timeout_ms, replies, statuses);
+    status = rpc_client_call_many(client, calls, count, timeout_ms, replies, statuses);
     rpc_pool_give_back(pool, client);
     return status;
+}
+
+int rpc_pool_call_many(struct rpc_pool *pool, const struct rpc_call *calls, size_t count,
+                       struct rpc_reply *replies, int *statuses)
+{
+    return rpc_pool_call_many_within(pool, calls, count, pool->timeout_ms, replies, statuses);
 }
 
 /* ---- server ----------------------------------------------------------- */

@@ -49,13 +49,13 @@ void rpc_client_destroy(struct rpc_client **clientp);
 
 /*
  * Sends op with payload (frame 0 after the header) and optional data
- * (frame 1), waits up to timeout_ms for the reply. A request without data
- * that the server refuses with TS_ERR_LEASED (a directory another mount
- * holds a lease on) is sent again every millisecond until it is taken or
- * the time is up (rpc_client_call_many: when its first call is refused). Returns TS_OK, the
- * server's status, TS_ERR_TIMEDOUT, or TS_ERR_BADMSG/TS_ERR_PROTO if the
- * reply itself is malformed. `reply` is filled whenever the server answered;
- * the caller releases it in every case.
+ * (frame 1), waits up to timeout_ms for the reply. Sent once: a caller
+ * that retries a refusal (the mount's meta client, a server's "not now")
+ * does so itself, with rpc_pool_call_within() to keep one deadline.
+ * Returns TS_OK, the server's status, TS_ERR_TIMEDOUT, or
+ * TS_ERR_BADMSG/TS_ERR_PROTO if the reply itself is malformed. `reply` is
+ * filled whenever the server answered; the caller releases it in every
+ * case.
  */
 int rpc_client_call(struct rpc_client *client, uint16_t op, const void *payload,
                     size_t payload_len, const void *data, size_t data_len, int timeout_ms,
@@ -125,6 +125,15 @@ int rpc_pool_call(struct rpc_pool *pool, uint16_t op, const void *payload, size_
 /* As rpc_client_call_many(), from any thread. */
 int rpc_pool_call_many(struct rpc_pool *pool, const struct rpc_call *calls, size_t count,
                        struct rpc_reply *replies, int *statuses);
+/*
+ * As rpc_pool_call() without data and rpc_pool_call_many(), but waiting up
+ * to timeout_ms instead of the pool's timeout: for a caller that spreads
+ * one deadline over several tries.
+ */
+int rpc_pool_call_within(struct rpc_pool *pool, uint16_t op, const void *payload,
+                         size_t payload_len, int timeout_ms, struct rpc_reply *reply);
+int rpc_pool_call_many_within(struct rpc_pool *pool, const struct rpc_call *calls, size_t count,
+                              int timeout_ms, struct rpc_reply *replies, int *statuses);
 /* As rpc_client_call_owned(), from any thread. */
 int rpc_pool_call_owned(struct rpc_pool *pool, uint16_t op, const void *payload,
                         size_t payload_len, const void *data, size_t data_len,

@@ -226,11 +226,21 @@ int datapath_fsync(struct datapath *datapath, struct open_file *file);
 /*
  * SETATTR through the data path: pending writes of the inode, if open here,
  * are written out and committed first (so a later commit cannot undo an
- * explicit mtime or size); a size change then cuts the tile the new end
- * falls in on its datanode.
+ * explicit mtime or size): in the same request for a size change
+ * (SETATTR's min_size and commit_mtime), by a COMMIT before it otherwise;
+ * a size change then cuts the tile the new end falls in on its datanode.
  */
 int datapath_setattr(struct datapath *datapath, const struct ts_setattr_req *request,
                      struct ts_attr *attr);
+/*
+ * open(O_TRUNC) of ino in one meta round trip: metaclient_open() with
+ * truncate bits (TS_OPEN_TRUNCATE_BITS), after this mount's pending writes
+ * of ino, if open here, are written out (not committed: truncating to 0
+ * replaces their size and mtime). Returns 0 with *attr and *array_spec as
+ * metaclient_open() gives them (one RELEASE owed), or a negative errno.
+ */
+int datapath_open_truncating(struct datapath *datapath, uint64_t ino, uint32_t flags,
+                             uint32_t truncate, struct ts_attr *attr, char **array_spec);
 
 /*
  * Settles attributes (from meta or a cache) for a reply to the kernel:

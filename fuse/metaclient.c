@@ -229,15 +229,55 @@ static void holds_take(struct metaclient *client, uint64_t ino, uint32_t n)
     pthread_mutex_unlock(&client->holds_mutex);
 }
 
-/* Sends an encoded request (len < 0: the encoder failed). */
+/*
+ * A request refused with TS_ERR_LEASED touched a directory another mount
+ * holds the lease on (meta/leases.h): meta has asked that mount for it
+ * back and it gives it back within milliseconds, so the request is sent
+ * again after METACLIENT_LEASED_RETRY_US, within the one deadline of the
+ * call (timeout_ms). It is not sent again with less than
+ * METACLIENT_LEASED_LAST_TRY_MS left: a last try with too little time to be
+ * answered would turn the refusal, which names the cause, into a timeout,
+ * which blames meta. (`tessera profile` keeps the same rule for
+ * PROFILE_SET, tools/profile.c: the one request of the tools a lease refuses.)
+ */
+#define METACLIENT_LEASED_RETRY_US 1000
+#define METACLIENT_LEASED_LAST_TRY_MS 100
+
+/*
+ * Whether a request answered `status` is sent again before deadline_ms:
+ * then waits the pause and sets *timeout_ms to the time left.
+ */
+static bool leased_try_again(int status, int64_t deadline_ms, int *timeout_ms)
+{
+    int64_t left = deadline_ms - util_monotonic_ms();
+    if (status != TS_ERR_LEASED || left < METACLIENT_LEASED_LAST_TRY_MS)
+        return false;
+    *timeout_ms = (int)left;
+    nanosleep(&(struct timespec){0, METACLIENT_LEASED_RETRY_US * 1000}, NULL);
+    return true;
+}
+
+/*
+ * Sends an encoded request (len < 0: the encoder failed), again while it
+ * is refused for a lease (leased_try_again).
+ */
 static int meta_call(struct metaclient *client, uint16_t op, const uint8_t *payload, int len,
                      struct rpc_reply *reply)
 {
+    int64_t deadline_ms = util_monotonic_ms() + client->timeout_ms;
+    int timeout_ms = client->timeout_ms;
+    int status;
+
     memset(reply, 0, sizeof(*reply));
     if (len < 0)
         return TS_ERR_INVAL;
     wait_creates(client);
-    int status = rpc_pool_call(client->pool, op, payload, (size_t)len, NULL, 0, reply);
+    for (;;) {
+        status = rpc_pool_call_within(client->pool, op, payload, (size_t)len, timeout_ms, reply);
+        if (!leased_try_again(status, deadline_ms, &timeout_ms))
+            break;
+        rpc_reply_release(reply);
+    }
     if (status == TS_ERR_TIMEDOUT)
         log_warn("%s: tessera-meta at %s did not answer in time (is it running?)",
                  ts_op_name(op), rpc_pool_endpoint(client->pool));
@@ -303,7 +343,18 @@ static int meta_call_with_dirs(struct metaclient *client, uint16_t op, const uin
         int request_len = ts_getattr_req_encode(&request, requests[i], sizeof(requests[i]));
         calls[1 + i] = (struct rpc_call){TS_OP_GETATTR, requests[i], (size_t)request_len};
     }
-    rpc_pool_call_many(client->pool, calls, 1 + count, replies, statuses);
+    /* Sent again only when the first call, the one that may change
+     * something, was refused for a lease: then none of it was done. */
+    int64_t deadline_ms = util_monotonic_ms() + client->timeout_ms;
+    int timeout_ms = client->timeout_ms;
+    for (;;) {
+        int sent = rpc_pool_call_many_within(client->pool, calls, 1 + count, timeout_ms, replies,
+                                             statuses);
+        if (sent != TS_OK || !leased_try_again(statuses[0], deadline_ms, &timeout_ms))
+            break;
+        for (uint32_t i = 0; i < 1 + count; i++)
+            rpc_reply_release(&replies[i]);
+    }
     int status = statuses[0];
     if (status == TS_ERR_TIMEDOUT)
         log_warn("%s: tessera-meta at %s did not answer in time (is it running?)",
@@ -589,17 +640,38 @@ out:
     return status;
 }
 
-int metaclient_open(struct metaclient *client, uint64_t ino, uint32_t flags,
-                    struct ts_attr *attr)
+int metaclient_open(struct metaclient *client, uint64_t ino, uint32_t flags, uint32_t truncate,
+                    struct ts_attr *attr, char **array_spec)
 {
     uint8_t buf[REQUEST_CAP];
-    struct ts_open_req request = {.ino = ino, .flags = flags};
+    struct ts_open_req request = {.ino = ino, .flags = flags, .truncate = truncate};
+    struct ts_open_rep decoded;
+    struct rpc_reply reply;
     int len = ts_open_req_encode(&request, buf, sizeof(buf));
     bool was_sending = holds_enter(client);
-    int status = meta_call_attr(client, TS_OP_OPEN, buf, len, attr);
-    if (status == TS_OK)
+    int status = meta_call(client, TS_OP_OPEN, buf, len, &reply);
+    bool opened = status == TS_OK;
+    if (opened) {
+        /* Held by meta now, whatever follows (undone below on failure). */
         holds_add(client, ino);
+        if (ts_open_rep_decode(&decoded, reply.payload, reply.payload_len) != 0)
+            status = TS_ERR_BADMSG;
+    }
     holds_leave(client, was_sending);
+    *array_spec = NULL;
+    if (status == TS_OK) {
+        *attr = decoded.attr;
+        if ((decoded.attr.flags & TS_ATTR_ARRAY) && decoded.array_spec.len == 0)
+            status = TS_ERR_BADMSG; /* an array file always has its text */
+    }
+    if (status == TS_OK && (decoded.attr.flags & TS_ATTR_ARRAY)) {
+        *array_spec = strndup(decoded.array_spec.ptr, decoded.array_spec.len);
+        if (!*array_spec)
+            status = TS_ERR_NOMEM;
+    }
+    if (opened && status != TS_OK)
+        metaclient_release(client, ino);
+    rpc_reply_release(&reply);
     return status;
 }
 
@@ -1003,6 +1075,13 @@ int metaclient_removexattr(struct metaclient *client, uint64_t ino, const char *
 int metaclient_tile_map(struct metaclient *client, uint64_t ino, uint64_t first, uint32_t count,
                         int allocate, uint32_t node, struct tile_location *locations)
 {
+    return metaclient_tile_map_sized(client, ino, first, count, allocate, node, locations, NULL);
+}
+
+int metaclient_tile_map_sized(struct metaclient *client, uint64_t ino, uint64_t first,
+                              uint32_t count, int allocate, uint32_t node,
+                              struct tile_location *locations, uint64_t *size)
+{
     uint8_t buf[REQUEST_CAP];
     struct ts_tile_map_req request = {.ino = ino,
                                       .first = first,
@@ -1036,6 +1115,8 @@ int metaclient_tile_map(struct metaclient *client, uint64_t ino, uint64_t first,
     }
     if (cursor.failed || cursor.left != 0)
         status = TS_ERR_BADMSG;
+    else if (size)
+        *size = decoded.size;
 out:
     rpc_reply_release(&reply);
     return status;

@@ -4,7 +4,9 @@
  * returning a project status (TS_OK or TS_ERR_*); callers turn it into an
  * errno with status_to_errno(). Safe to call from any thread: requests go
  * through an rpc_pool, each with the meta timeout, so a meta that is down
- * costs at most that long and then TS_ERR_TIMEDOUT.
+ * costs at most that long and then TS_ERR_TIMEDOUT. A request refused
+ * because another mount holds a directory's lease (TS_ERR_LEASED) is sent
+ * again, within that same timeout, until the holder gives the lease back.
  */
 #ifndef TESSERA_METACLIENT_H
 #define TESSERA_METACLIENT_H
@@ -123,12 +125,16 @@ int metaclient_readdirplus(struct metaclient *client, uint64_t ino, const char *
                            int inclusive, struct meta_direntplus *entries, uint32_t max,
                            uint32_t *count, uint32_t *done);
 /*
- * Opens ino in meta: one RELEASE owed. Meta holds the open (an unlinked
- * file stays) only while this client's session lives: start it with
- * metaclient_keep_session().
+ * Opens ino in meta: one RELEASE owed when it returns TS_OK. Meta holds the
+ * open (an unlinked file stays) only while this client's session lives:
+ * start it with metaclient_keep_session(). truncate != 0 (TS_SET_* bits
+ * within TS_OPEN_TRUNCATE_BITS, with TS_SET_SIZE) truncates the file to 0
+ * first, in the same round trip (open(O_TRUNC)). *attr: the attributes
+ * after it. *array_spec: an array file's layout text, malloc'd (caller
+ * frees), NULL for other files and on failure.
  */
-int metaclient_open(struct metaclient *client, uint64_t ino, uint32_t flags,
-                    struct ts_attr *attr);
+int metaclient_open(struct metaclient *client, uint64_t ino, uint32_t flags, uint32_t truncate,
+                    struct ts_attr *attr, char **array_spec);
 /*
  * After metaclient_defer_releases() the release is queued and sent in the
  * background (TS_OK at once); metaclient_destroy() sends what is left.
@@ -193,6 +199,10 @@ int metaclient_removexattr(struct metaclient *client, uint64_t ino, const char *
  */
 int metaclient_tile_map(struct metaclient *client, uint64_t ino, uint64_t first, uint32_t count,
                         int allocate, uint32_t node, struct tile_location *locations);
+/* metaclient_tile_map(), and *size: the file's size as meta answered. */
+int metaclient_tile_map_sized(struct metaclient *client, uint64_t ino, uint64_t first,
+                              uint32_t count, int allocate, uint32_t node,
+                              struct tile_location *locations, uint64_t *size);
 /* Drops the read copies of tiles [first, first + count) (before writing them). */
 int metaclient_tile_uncopy(struct metaclient *client, uint64_t ino, uint64_t first,
                            uint32_t count);

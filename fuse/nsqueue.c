@@ -1,95 +1,34 @@
 /*
  * @file nsqueue.c
- * See nsqueue.h. The outstanding changes are a ring of max_pending items
- * under one mutex: the first `inflight` of them are being sent by the
- * thread (which reads them without the lock: pushes only write past the
- * end, and nothing else moves them), the rest wait their turn. Waiters scan
- * the ring for their directory; `outstanding` lets the common case, nothing
- * pending, skip the lock.
+ * See nsqueue.h. A batchqueue of changes (batchqueue.c: the ring, its
+ * thread, the batching and the waits) whose ring holds max_pending changes
+ * from the start; this file is the rules of namespace changes: which names
+ * are accepted, which outstanding change a request waits for, and which
+ * were creates.
  */
 #include "nsqueue.h"
 
-#include "util.h"
+#include "batchqueue.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct nsqueue {
+    struct batchqueue *batches;
     nsqueue_send_fn send;
     void *ctx;
-    uint32_t max_batch;
-    pthread_t thread;
-    struct nsqueue_item *batch; /* the thread's contiguous copy of a wrapped batch */
-
-    pthread_mutex_t lock; /* protects the fields below */
-    pthread_cond_t wake;  /* to the thread: something queued, or stop */
-    pthread_cond_t sent;  /* from the thread: a batch was sent */
-    struct nsqueue_item *ring;
-    uint32_t cap;
-    uint32_t head;     /* index of the oldest outstanding item */
-    uint32_t count;    /* outstanding items, in flight first */
-    uint32_t inflight; /* of them, being sent now */
-    uint64_t pushed_total;
-    uint64_t sent_total;
-    uint64_t last_create; /* pushed_total right after the last create was pushed */
-    bool stopping;
-    uint32_t waiting; /* threads waiting for sends (waits, pushes into a full ring) */
-    int linger_ms;    /* how long a batch short of max_batch waits for more */
-    atomic_uint outstanding;     /* == count, readable without the lock */
-    atomic_bool creates_pending; /* last_create > sent_total, readable without the lock */
+    /* The serial (batchqueue_push) of the last create pushed, 0 if none:
+     * creates are pending while it is above batchqueue_sent(). */
+    atomic_uint_least64_t last_create;
 };
 
-/*
- * Lets a short batch grow for up to linger_ms, unless someone waits for
- * it: one request for many changes costs meta about what one for a single
- * change does. Called with the lock held.
- */
-static void linger(struct nsqueue *queue)
+static void nsqueue_send_batch(void *ctx, const void *items, uint32_t count)
 {
-    if (queue->linger_ms <= 0)
-        return;
-    struct timespec until = util_monotonic_deadline(queue->linger_ms);
-    while (queue->count < queue->max_batch && queue->waiting == 0 && !queue->stopping)
-        if (pthread_cond_timedwait(&queue->wake, &queue->lock, &until) != 0)
-            break;
-}
-
-static void *nsqueue_run(void *arg)
-{
-    struct nsqueue *queue = arg;
-    pthread_mutex_lock(&queue->lock);
-    for (;;) {
-        while (queue->count == 0 && !queue->stopping)
-            pthread_cond_wait(&queue->wake, &queue->lock);
-        if (queue->count == 0)
-            break; /* stopping with nothing left */
-        linger(queue);
-        uint32_t n = queue->count < queue->max_batch ? queue->count : queue->max_batch;
-        const struct nsqueue_item *items = &queue->ring[queue->head];
-        queue->inflight = n;
-        if (queue->head + n > queue->cap) { /* wrapped: hand send() one array */
-            uint32_t first = queue->cap - queue->head;
-            memcpy(queue->batch, &queue->ring[queue->head], first * sizeof(*items));
-            memcpy(queue->batch + first, queue->ring, (n - first) * sizeof(*items));
-            items = queue->batch;
-        }
-        pthread_mutex_unlock(&queue->lock);
-        queue->send(queue->ctx, items, n);
-        pthread_mutex_lock(&queue->lock);
-        queue->head = (queue->head + n) % queue->cap;
-        queue->count -= n;
-        queue->inflight = 0;
-        queue->sent_total += n;
-        atomic_store(&queue->outstanding, queue->count);
-        atomic_store(&queue->creates_pending, queue->last_create > queue->sent_total);
-        pthread_cond_broadcast(&queue->sent);
-    }
-    pthread_mutex_unlock(&queue->lock);
-    return NULL;
+    struct nsqueue *queue = ctx;
+    queue->send(queue->ctx, items, count);
 }
 
 struct nsqueue *nsqueue_new(nsqueue_send_fn send, void *ctx, uint32_t max_batch,
@@ -100,77 +39,50 @@ struct nsqueue *nsqueue_new(nsqueue_send_fn send, void *ctx, uint32_t max_batch,
         return NULL;
     queue->send = send;
     queue->ctx = ctx;
-    queue->cap = max_pending > 0 ? max_pending : 1;
-    queue->max_batch = max_batch == 0 ? 1 : max_batch > queue->cap ? queue->cap : max_batch;
-    queue->ring = calloc(queue->cap, sizeof(*queue->ring));
-    queue->batch = calloc(queue->max_batch, sizeof(*queue->batch));
-    if (!queue->ring || !queue->batch)
-        goto fail_free;
-    pthread_mutex_init(&queue->lock, NULL);
-    util_cond_init_monotonic(&queue->wake);
-    pthread_cond_init(&queue->sent, NULL);
-    atomic_init(&queue->outstanding, 0);
-    atomic_init(&queue->creates_pending, false);
-    if (pthread_create(&queue->thread, NULL, nsqueue_run, queue) != 0)
-        goto fail_sync;
+    atomic_init(&queue->last_create, 0);
+    struct batchqueue_config config = {
+        .item_size = sizeof(struct nsqueue_item),
+        .max_batch = max_batch,
+        .max_queued = max_pending,
+        .first_slots = 0, /* all at once: a push never fails for memory */
+        .delay_ms = 0,
+        .send = nsqueue_send_batch,
+        .ctx = queue,
+    };
+    queue->batches = batchqueue_new(&config);
+    if (!queue->batches) {
+        free(queue);
+        return NULL;
+    }
     return queue;
+}
 
-fail_sync:
-    pthread_cond_destroy(&queue->sent);
-    pthread_cond_destroy(&queue->wake);
-    pthread_mutex_destroy(&queue->lock);
-fail_free:
-    free(queue->batch);
-    free(queue->ring);
-    free(queue);
-    return NULL;
+void nsqueue_set_linger(struct nsqueue *queue, int linger_ms)
+{
+    batchqueue_set_delay(queue->batches, linger_ms);
 }
 
 void nsqueue_destroy(struct nsqueue **queuep)
 {
     if (!queuep || !*queuep)
         return;
-    struct nsqueue *queue = *queuep;
-    pthread_mutex_lock(&queue->lock);
-    queue->stopping = true;
-    pthread_cond_signal(&queue->wake);
-    pthread_mutex_unlock(&queue->lock);
-    pthread_join(queue->thread, NULL); /* it sends what is left first */
-    pthread_cond_destroy(&queue->sent);
-    pthread_cond_destroy(&queue->wake);
-    pthread_mutex_destroy(&queue->lock);
-    free(queue->batch);
-    free(queue->ring);
-    free(queue);
+    batchqueue_destroy(&(*queuep)->batches); /* sends what is outstanding */
+    free(*queuep);
     *queuep = NULL;
 }
 
-/* Waits for the next send, hurrying the thread past its linger. Lock held. */
-static void wait_sent(struct nsqueue *queue)
+/* Appends *item (its name already checked), waiting while max_pending are outstanding. */
+static int nsqueue_push(struct nsqueue *queue, const struct nsqueue_item *item)
 {
-    queue->waiting++;
-    pthread_cond_signal(&queue->wake);
-    pthread_cond_wait(&queue->sent, &queue->lock);
-    queue->waiting--;
-}
-
-/* Appends *item (its name already checked), waiting while the ring is full. */
-static void nsqueue_push(struct nsqueue *queue, const struct nsqueue_item *item)
-{
-    pthread_mutex_lock(&queue->lock);
-    while (queue->count == queue->cap)
-        wait_sent(queue);
-    queue->ring[(queue->head + queue->count) % queue->cap] = *item;
-    queue->count++;
-    queue->pushed_total++;
-    if (item->kind == NSQUEUE_CREATE) {
-        queue->last_create = queue->pushed_total;
-        atomic_store(&queue->creates_pending, true);
-    }
-    atomic_store(&queue->outstanding, queue->count);
-    if (queue->count == 1 || queue->count == queue->max_batch)
-        pthread_cond_signal(&queue->wake);
-    pthread_mutex_unlock(&queue->lock);
+    uint64_t serial;
+    int rc = batchqueue_push(queue->batches, item, &serial);
+    if (rc != 0 || item->kind != NSQUEUE_CREATE)
+        return rc;
+    /* Pushes race: last_create only grows. */
+    uint64_t last = atomic_load(&queue->last_create);
+    while (last < serial && !atomic_compare_exchange_weak(&queue->last_create, &last, serial))
+        ;
+    return 0;
 }
 
 int nsqueue_push_unlink(struct nsqueue *queue, uint64_t parent, const char *name, uint64_t ino)
@@ -180,79 +92,50 @@ int nsqueue_push_unlink(struct nsqueue *queue, uint64_t parent, const char *name
     if (len > TS_MAX_NAME)
         return -ENAMETOOLONG;
     memcpy(item.name, name, len + 1);
-    nsqueue_push(queue, &item);
-    return 0;
+    return nsqueue_push(queue, &item);
 }
 
 int nsqueue_push_create(struct nsqueue *queue, const struct nsqueue_item *item)
 {
     if (item->kind != NSQUEUE_CREATE || strnlen(item->name, sizeof(item->name)) > TS_MAX_NAME)
         return -ENAMETOOLONG;
-    nsqueue_push(queue, item);
-    return 0;
+    return nsqueue_push(queue, item);
 }
 
-/*
- * Whether an outstanding change matches: with name, one of name in ino;
- * without, one in directory ino or of inode ino. Called with the lock held.
- */
-static bool nsqueue_outstanding(const struct nsqueue *queue, uint64_t ino, const char *name)
-{
-    for (uint32_t i = 0; i < queue->count; i++) {
-        const struct nsqueue_item *item = &queue->ring[(queue->head + i) % queue->cap];
-        if (name ? item->parent == ino && strcmp(item->name, name) == 0
-                 : item->parent == ino || item->ino == ino)
-            return true;
-    }
-    return false;
-}
+/* What a waiter waits for: with name, a change of name in ino; without, one
+ * in directory ino or of inode ino. */
+struct nsqueue_match {
+    uint64_t ino;
+    const char *name;
+};
 
-/* Waits until no outstanding change matches (see nsqueue_outstanding). */
-static void nsqueue_wait_match(struct nsqueue *queue, uint64_t ino, const char *name)
+static bool nsqueue_matches(const void *queued, const void *key)
 {
-    if (atomic_load(&queue->outstanding) == 0)
-        return;
-    pthread_mutex_lock(&queue->lock);
-    while (nsqueue_outstanding(queue, ino, name))
-        wait_sent(queue);
-    pthread_mutex_unlock(&queue->lock);
+    const struct nsqueue_item *item = queued;
+    const struct nsqueue_match *match = key;
+    if (match->name)
+        return item->parent == match->ino && strcmp(item->name, match->name) == 0;
+    return item->parent == match->ino || item->ino == match->ino;
 }
 
 void nsqueue_wait_for(struct nsqueue *queue, uint64_t ino)
 {
-    nsqueue_wait_match(queue, ino, NULL);
+    struct nsqueue_match match = {.ino = ino, .name = NULL};
+    batchqueue_wait_unmatched(queue->batches, nsqueue_matches, &match);
 }
 
 void nsqueue_wait_name(struct nsqueue *queue, uint64_t parent, const char *name)
 {
-    nsqueue_wait_match(queue, parent, name);
+    struct nsqueue_match match = {.ino = parent, .name = name};
+    batchqueue_wait_unmatched(queue->batches, nsqueue_matches, &match);
 }
 
 void nsqueue_wait_all(struct nsqueue *queue)
 {
-    if (atomic_load(&queue->outstanding) == 0)
-        return;
-    pthread_mutex_lock(&queue->lock);
-    uint64_t target = queue->pushed_total;
-    while (queue->sent_total < target)
-        wait_sent(queue);
-    pthread_mutex_unlock(&queue->lock);
+    batchqueue_flush(queue->batches);
 }
 
 void nsqueue_wait_creates(struct nsqueue *queue)
 {
-    if (!atomic_load(&queue->creates_pending))
-        return;
-    pthread_mutex_lock(&queue->lock);
-    uint64_t target = queue->last_create;
-    while (queue->sent_total < target)
-        wait_sent(queue);
-    pthread_mutex_unlock(&queue->lock);
-}
-
-void nsqueue_set_linger(struct nsqueue *queue, int linger_ms)
-{
-    pthread_mutex_lock(&queue->lock);
-    queue->linger_ms = linger_ms;
-    pthread_mutex_unlock(&queue->lock);
+    batchqueue_wait_sent(queue->batches, atomic_load(&queue->last_create));
 }

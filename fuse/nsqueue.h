@@ -74,9 +74,9 @@ struct nsqueue;
 struct nsqueue *nsqueue_new(nsqueue_send_fn send, void *ctx, uint32_t max_batch,
                             uint32_t max_pending);
 /*
- * From now on a batch short of max_batch waits up to linger_ms for more
- * changes before it is sent, unless a thread waits for the queue (0, the
- * default: sent at once).
+ * From now on a batch short of max_batch waits for more changes until
+ * its oldest change has waited linger_ms, unless a thread waits for the
+ * queue (0, the default: sent at once). batchqueue.h has the rule.
  */
 void nsqueue_set_linger(struct nsqueue *queue, int linger_ms);
 /* Sends everything outstanding, stops the thread, frees; accepts NULL, clears *queuep. */

@@ -571,36 +571,36 @@ static void x_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t new_parent, const 
 }
 
 /*
- * Opens ino in meta (unless already_open: MKNOD did it) and in the data
- * path; fills fi. Returns an errno; on failure meta's open is undone.
+ * An array file's layout text into *array_spec (malloc'd), for a file MKNOD
+ * created and opened: only a file created in a directory with an array hint
+ * has one. Returns a project status.
+ */
+static int array_spec_fetch(struct mount_state *state, uint64_t ino, char **array_spec)
+{
+    void *value = NULL;
+    size_t len = 0;
+    int status = metaclient_getxattr(state->meta, ino, "user.tessera.array", &value, &len);
+    *array_spec = status == TS_OK ? strndup(value, len) : NULL;
+    free(value);
+    return status == TS_OK && !*array_spec ? TS_ERR_NOMEM : status;
+}
+
+/*
+ * Opens ino in the data path and fills fi, with meta's open done already
+ * (by OPEN, or by MKNOD: then array_spec is fetched here for an array
+ * file). Takes array_spec. Returns an errno; on failure meta's open is
+ * undone.
  */
 static int open_file(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
-                     struct ts_attr *attr, int already_open)
+                     struct ts_attr *attr, char *array_spec)
 {
     struct mount_state *state = state_of(req);
     struct open_file *file;
-    int status = TS_OK;
-    if (!already_open)
-        status = metaclient_open(state->meta, ino, (uint32_t)fi->flags, attr);
-    if (status != TS_OK)
-        return status_to_errno(status);
-    char *array_spec = NULL;
-    if (attr->flags & TS_ATTR_ARRAY) {
-        /* The array layout travels as text, the same the user set. */
-        void *value = NULL;
-        size_t len = 0;
-        status = metaclient_getxattr(state->meta, ino, "user.tessera.array", &value, &len);
-        if (status == TS_OK) {
-            array_spec = malloc(len + 1);
-            if (array_spec) {
-                memcpy(array_spec, value, len);
-                array_spec[len] = '\0';
-            }
-        }
-        free(value);
-        if (!array_spec) {
+    if ((attr->flags & TS_ATTR_ARRAY) && !array_spec) {
+        int status = array_spec_fetch(state, ino, &array_spec);
+        if (status != TS_OK) {
             metaclient_release(state->meta, ino);
-            return status == TS_OK ? ENOMEM : status_to_errno(status);
+            return status_to_errno(status);
         }
     }
     int error = datapath_open(state->datapath, attr, array_spec, handle_writes(fi), &file);
@@ -648,31 +648,37 @@ static bool caller_keeps_privileges(fuse_req_t req)
 }
 
 /*
- * What truncation at open(O_TRUNC) sets: size 0, and mtime and ctime now
- * even when the file was empty (POSIX, and what make's stamp rules need);
- * set-user-ID and set-group-ID go unless the caller may keep them.
+ * What truncation at open(O_TRUNC) sets (OPEN's truncate bits): size 0,
+ * and mtime and ctime now even when the file was empty (POSIX, and what
+ * make's stamp rules need); set-user-ID and set-group-ID go unless the
+ * caller may keep them.
  */
-static struct ts_setattr_req truncation_at_open(fuse_req_t req, uint64_t ino)
+static uint32_t truncation_at_open(fuse_req_t req)
 {
-    struct ts_setattr_req request = {
-        .ino = ino, .valid = TS_SET_SIZE | TS_SET_MTIME_NOW, .size = 0};
+    uint32_t valid = TS_SET_SIZE | TS_SET_MTIME_NOW;
     if (!caller_keeps_privileges(req))
-        request.valid |= TS_SET_KILL_PRIV;
-    return request;
+        valid |= TS_SET_KILL_PRIV;
+    return valid;
 }
 
 static void x_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     struct ts_attr attr;
     int error = 0;
+    struct mount_state *state = state_of(req);
+    char *array_spec = NULL;
     if (fi->flags & O_TRUNC) {
-        /* libfuse asks for atomic O_TRUNC: the truncation is ours to do. */
-        struct ts_setattr_req request = truncation_at_open(req, ino);
-        error = -datapath_setattr(state_of(req)->datapath, &request, &attr);
-        dentcache_changed(state_of(req)->dentries, ino);
+        /* libfuse asks for atomic O_TRUNC: the truncation is ours to do,
+         * with the open in one round trip. */
+        error = -datapath_open_truncating(state->datapath, ino, (uint32_t)fi->flags,
+                                          truncation_at_open(req), &attr, &array_spec);
+        dentcache_changed(state->dentries, ino);
+    } else {
+        error = status_to_errno(
+            metaclient_open(state->meta, ino, (uint32_t)fi->flags, 0, &attr, &array_spec));
     }
     if (error == 0)
-        error = open_file(req, ino, fi, &attr, 0);
+        error = open_file(req, ino, fi, &attr, array_spec);
     if (error != 0) {
         fuse_reply_err(req, error);
         return;
@@ -719,6 +725,7 @@ static void x_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
             dirlease_note_create(state->leases, parent);
     }
     int created = status == TS_OK;
+    char *array_spec = NULL;
     if (status == TS_ERR_EXIST && !(fi->flags & O_EXCL)) {
         /* The kernel believed the name absent from an answer that was
          * stale (another mount created it since): open(2) without O_EXCL
@@ -727,10 +734,13 @@ static void x_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
         if (status == TS_OK && !S_ISREG(attr.mode))
             status = S_ISDIR(attr.mode) ? TS_ERR_ISDIR : TS_ERR_EXIST;
         if (status == TS_OK && (fi->flags & O_TRUNC)) {
-            struct ts_setattr_req request = truncation_at_open(req, attr.ino);
-            int error = datapath_setattr(state->datapath, &request, &attr);
+            int error = datapath_open_truncating(state->datapath, attr.ino, (uint32_t)fi->flags,
+                                                 truncation_at_open(req), &attr, &array_spec);
             status = error == 0 ? TS_OK : status_from_errno(error);
             dentcache_changed(state->dentries, attr.ino);
+        } else if (status == TS_OK) {
+            status = metaclient_open(state->meta, attr.ino, (uint32_t)fi->flags, 0, &attr,
+                                     &array_spec);
         }
     }
     if (status != TS_OK) {
@@ -739,7 +749,7 @@ static void x_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
     }
     if (created)
         dentcache_added(state->dentries, parent, name, &attr, &dirs, ticket);
-    int error = open_file(req, attr.ino, fi, &attr, created);
+    int error = open_file(req, attr.ino, fi, &attr, array_spec);
     if (error != 0) {
         fuse_reply_err(req, error);
         return;

@@ -39,8 +39,8 @@ void relqueue_destroy(struct relqueue **queuep);
 
 /*
  * Queues one release of ino. Returns 0, or -ENOMEM (nothing queued: the
- * caller sends it itself). Waits while the queue holds RELQUEUE_MAX_QUEUED
- * releases (meta not answering), so memory stays bounded.
+ * caller sends it itself). Waits while RELQUEUE_MAX_QUEUED releases are
+ * queued or being sent (meta not answering), so memory stays bounded.
  */
 int relqueue_push(struct relqueue *queue, uint64_t ino);
 #define RELQUEUE_MAX_QUEUED 65536

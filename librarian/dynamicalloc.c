@@ -9,25 +9,19 @@
 #include <errno.h>
 #include <stdlib.h>
 
-uint32_t dynamicalloc_batch(uint64_t tiles_left, uint64_t tiles_total, uint32_t batch,
-                            uint32_t nodes)
+uint32_t dynamicalloc_pick(const struct dynamicalloc_node *nodes, size_t count, uint32_t start,
+                           uint32_t tiles, int slots)
 {
-    uint64_t per_node = batch ? batch : 1;
-    uint64_t round;
-
-    if (tiles_left == 0 || nodes == 0)
-        return 0;
-    if (tiles_total != 0 && tiles_left < tiles_total) {
-        /* Between 1/m and 1/(m+1) of the write is left. */
-        uint64_t m = tiles_total / tiles_left;
-        per_node = per_node / m;
-        if (per_node == 0)
-            per_node = 1;
+    uint32_t chosen = 0;
+    int best_load = slots;
+    for (size_t k = 0; k < count; k++) {
+        const struct dynamicalloc_node *node = &nodes[((size_t)start + k) % count];
+        if (node->in_flight + (int)tiles <= slots && node->in_flight < best_load) {
+            best_load = node->in_flight;
+            chosen = node->id;
+        }
     }
-    round = per_node * nodes; /* both below 2^32: no overflow */
-    if (round > tiles_left)
-        round = tiles_left;
-    return round > UINT32_MAX ? UINT32_MAX : (uint32_t)round;
+    return chosen;
 }
 
 int dynamicalloc_round(const uint64_t *bytes_per_sec, size_t node_count, uint32_t tile_bytes,

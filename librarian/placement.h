@@ -11,8 +11,9 @@
  * - PLACEMENT_STATIC: Panda's static allocation (staticalloc.h): each tile
  *   to the node that would finish it earliest given its measured write
  *   throughput and its backlog.
- * Dynamic placement is the writer's: it names the node for a batch
- * (placement_choose_named()); its batch sizes come from dynamicalloc.h.
+ * Dynamic placement is the writer's: it picks the node for a batch
+ * (dynamicalloc_pick() in dynamicalloc.h) and meta places the batch there
+ * (placement_choose_named()).
  *
  * A node is usable when it is up and has room for one more tile; full and
  * down nodes never get new tiles.

@@ -37,28 +37,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* ---- OPEN, RELEASE ------------------------------------------------------ */
-
-int handlers_files_open(void *ctx, const struct rpc_request *request, struct rpc_response *response)
-{
-    struct service *service = ctx;
-    struct ts_open_req message;
-    struct ts_attr_rep reply;
-    struct handlers_inode_op op;
-    int status;
-
-    if (ts_open_req_decode(&message, request->payload, request->payload_len) != 0)
-        return reply_bad_message(response, request->header.type);
-    op.ino = message.ino;
-    status = store_read(service->store, handlers_getattr_body, &op);
-    if (status != TS_OK)
-        return status;
-    if (sessions_open(service->sessions, handlers_sender_mount(request), message.ino,
-                      util_monotonic_ms()) < 0)
-        return TS_ERR_NOMEM;
-    inodes_attr(&op.found, service->default_placement, &reply.attr);
-    return REPLY_ENCODE(attr_rep, &reply, response);
-}
+/* ---- RELEASE ---------------------------------------------------------- */
 
 /*
  * One release of ino by mount: counts down what mount holds (a release of
@@ -210,6 +189,15 @@ static int setattr_body(struct store_txn *txn, void *arg)
             return TS_ERR_INVAL;
         if (attr->tile_bytes == 0)
             return TS_ERR_INTERNAL;
+        /* The sender's COMMIT first (proto.h), so what its writes put
+         * past the new end is cut. An array's size only grows to bytes
+         * inside it: the sender refuses writes past its end. */
+        if (request->min_size > attr->size)
+            attr->size = request->min_size;
+        if (request->commit_mtime_sec != 0) {
+            attr->mtime_sec = attr->ctime_sec = request->commit_mtime_sec;
+            attr->mtime_nsec = attr->ctime_nsec = request->commit_mtime_nsec;
+        }
         if (attr->flags & TS_ATTR_ARRAY) {
             status = setattr_array_size(txn, op);
             if (status != TS_OK)
@@ -270,10 +258,11 @@ int handlers_files_setattr(void *ctx, const struct rpc_request *request,
 
     if (ts_setattr_req_decode(&message, request->payload, request->payload_len) != 0)
         return reply_bad_message(response, request->header.type);
-    if ((message.valid & TS_SET_SIZE) && message.size > INT64_MAX)
+    if ((message.valid & TS_SET_SIZE) && (message.size > INT64_MAX || message.min_size > INT64_MAX))
         return TS_ERR_FBIG;
     if (((message.valid & TS_SET_ATIME) && message.atime_nsec >= HANDLERS_NSEC_PER_SEC) ||
-        ((message.valid & TS_SET_MTIME) && message.mtime_nsec >= HANDLERS_NSEC_PER_SEC))
+        ((message.valid & TS_SET_MTIME) && message.mtime_nsec >= HANDLERS_NSEC_PER_SEC) ||
+        message.commit_mtime_nsec >= HANDLERS_NSEC_PER_SEC)
         return TS_ERR_INVAL;
     status = handlers_lease_check(service, handlers_sender_mount(request), message.ino);
     if (status != TS_OK)
@@ -288,6 +277,81 @@ int handlers_files_setattr(void *ctx, const struct rpc_request *request,
         return status;
     inodes_attr(&op.record, service->default_placement, &op.reply.attr);
     return REPLY_ENCODE(setattr_rep, &op.reply, response);
+}
+
+/* ---- OPEN ------------------------------------------------------------- */
+
+/*
+ * OPEN's transaction: the truncation of open(O_TRUNC) when asked (the
+ * SETATTR body, so the same rules hold), then the array text of an array
+ * file.
+ */
+struct open_op {
+    struct setattr_op truncation; /* its record is the inode either way */
+    bool truncate;
+    char array_spec[ARRAYSPEC_TEXT_MAX + 1];
+    size_t array_len;
+};
+
+static int open_body(struct store_txn *txn, void *arg)
+{
+    struct open_op *op = arg;
+    struct inodes_record *record = &op->truncation.record;
+    int status = op->truncate ? setattr_body(txn, &op->truncation)
+                              : handlers_load_inode(txn, op->truncation.request->ino, record);
+    op->array_len = 0;
+    op->array_spec[0] = '\0';
+    if (status != TS_OK || !(record->attr.flags & TS_ATTR_ARRAY))
+        return status;
+    int err = arrayhint_get(txn, record->attr.ino, op->array_spec, sizeof(op->array_spec),
+                            &op->array_len);
+    return err < 0 ? reply_store_status(err) : TS_OK;
+}
+
+int handlers_files_open(void *ctx, const struct rpc_request *request, struct rpc_response *response)
+{
+    struct service *service = ctx;
+    struct ts_open_req message;
+    struct ts_setattr_req truncation = {0};
+    struct open_op *op;
+    struct ts_open_rep reply;
+    int status;
+
+    if (ts_open_req_decode(&message, request->payload, request->payload_len) != 0)
+        return reply_bad_message(response, request->header.type);
+    if (message.truncate != 0 && ((message.truncate & ~TS_OPEN_TRUNCATE_BITS) != 0 ||
+                                  !(message.truncate & TS_SET_SIZE)))
+        return TS_ERR_INVAL;
+    if (message.truncate != 0) {
+        status = handlers_lease_check(service, handlers_sender_mount(request), message.ino);
+        if (status != TS_OK)
+            return status;
+    }
+    op = calloc(1, sizeof(*op));
+    if (!op)
+        return TS_ERR_NOMEM;
+    truncation.ino = message.ino;
+    truncation.valid = message.truncate;
+    op->truncation.request = &truncation;
+    op->truncation.now = util_now();
+    op->truncate = message.truncate != 0;
+    status = op->truncate ? store_write(service->store, open_body, op)
+                          : store_read(service->store, open_body, op);
+    if (status != TS_OK && op->truncation.why[0]) {
+        log_info("open(O_TRUNC) of inode %llu refused: %s", (unsigned long long)message.ino,
+                 op->truncation.why);
+        snprintf(response->error_text, sizeof(response->error_text), "%s", op->truncation.why);
+    }
+    if (status == TS_OK && sessions_open(service->sessions, handlers_sender_mount(request),
+                                         message.ino, util_monotonic_ms()) < 0)
+        status = TS_ERR_NOMEM;
+    if (status == TS_OK) {
+        inodes_attr(&op->truncation.record, service->default_placement, &reply.attr);
+        reply.array_spec = (struct ts_str){.ptr = op->array_spec, .len = (uint32_t)op->array_len};
+        status = REPLY_ENCODE(open_rep, &reply, response);
+    }
+    free(op);
+    return status;
 }
 
 /* ---- TILE_MAP ----------------------------------------------------------- */
@@ -322,6 +386,7 @@ struct tile_map_op {
     size_t candidate_count;
     bool have_candidates;
     struct arraylayout *array; /* an array file's layout, freed by the handler */
+    uint64_t size;             /* the file's size, for the reply */
 };
 
 /* The registered nodes: up or not, free space, speed and backlog as of now. */
@@ -415,6 +480,7 @@ static int tile_map_body(struct store_txn *txn, void *arg)
         return status;
     if (!S_ISREG(record.attr.mode) || record.attr.tile_bytes == 0)
         return TS_ERR_INVAL;
+    op->size = record.attr.size;
     if (record.attr.flags & TS_ATTR_ARRAY) {
         /* An array has its tiles, whatever the file's size so far. */
         status = handlers_xattrs_array_load(txn, request->ino, &op->array);
@@ -495,6 +561,7 @@ int handlers_files_tile_map(void *ctx, const struct rpc_request *request,
     if (status != TS_OK)
         return status;
     reply.count = message.count;
+    reply.size = op.size;
     reply.tiles.ptr = (const char *)service->scratch;
     reply.tiles.len = (uint32_t)op.records.len;
     return REPLY_ENCODE(tile_map_rep, &reply, response);

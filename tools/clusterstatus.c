@@ -7,6 +7,7 @@
  */
 #include "clusterstatus.h"
 
+#include "cliargs.h"
 #include "clusterconf.h"
 #include "fmt.h"
 #include "toolmeta.h"
@@ -24,6 +25,7 @@
 #include <string.h>
 
 #define CLUSTERSTATUS_DEFAULT_TIMEOUT_MS 2000
+#define CLUSTERSTATUS_WHO "tessera status"
 
 struct clusterstatus_options {
     struct metatarget target; /* --state | --meta, --timeout-ms */
@@ -48,44 +50,37 @@ static void clusterstatus_usage(FILE *out)
             CLUSTERSTATUS_DEFAULT_TIMEOUT_MS);
 }
 
-static int clusterstatus_usage_error(const char *message, const char *arg)
+static int clusterstatus_take(void *ctx, int option, const char *value)
 {
-    fprintf(stderr, "tessera status: %s%s%s (see tessera status --help)\n", message, arg ? " " : "",
-            arg ? arg : "");
-    return 2;
+    struct clusterstatus_options *options = ctx;
+    int taken = metatarget_option(&options->target, CLUSTERSTATUS_WHO, option, value);
+    if (taken != CLIARGS_NOT_MINE)
+        return taken;
+    if (option != 'j')
+        return CLIARGS_NOT_MINE;
+    options->json = true;
+    return CLIARGS_GO_ON;
 }
 
-/* Parses argv; returns -1 to go on, else the exit code (help or usage error). */
+/* Parses argv; returns CLIARGS_GO_ON, else the exit code (help or usage error). */
 static int clusterstatus_parse(int argc, char **argv, struct clusterstatus_options *options)
 {
     static const struct option long_options[] = {
-        {"state", required_argument, NULL, 's'}, {"meta", required_argument, NULL, 'm'},
-        {"json", no_argument, NULL, 'j'},        {"timeout-ms", required_argument, NULL, 't'},
-        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
+        METATARGET_LONG_OPTIONS,
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, CLIARGS_HELP},
+        {NULL, 0, NULL, 0},
     };
-    int option;
+    static const struct cliargs_command command = {CLUSTERSTATUS_WHO, clusterstatus_usage,
+                                                   long_options, clusterstatus_take};
+    int operands;
+    int exit_code = cliargs_parse(&command, argc, argv, options, &operands);
 
-    opterr = 0;
-    optind = 1;
-    while ((option = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
-        const char *why = NULL;
-        int taken = metatarget_option(&options->target, option, optarg, &why);
-        if (taken < 0)
-            return clusterstatus_usage_error(why, optarg);
-        if (taken > 0)
-            continue;
-        switch (option) {
-        case 'j': options->json = true; break;
-        case 'h': clusterstatus_usage(stdout); return 0;
-        case ':': return clusterstatus_usage_error("missing value for", argv[optind - 1]);
-        default: return clusterstatus_usage_error("unknown option", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return clusterstatus_usage_error("unexpected argument", argv[optind]);
-    if (metatarget_check(&options->target))
-        return clusterstatus_usage_error(metatarget_check(&options->target), NULL);
-    return -1;
+    if (exit_code == CLIARGS_GO_ON)
+        exit_code = cliargs_no_operands(CLUSTERSTATUS_WHO, argc, argv, operands);
+    if (exit_code == CLIARGS_GO_ON)
+        exit_code = metatarget_check(&options->target, CLUSTERSTATUS_WHO);
+    return exit_code;
 }
 
 static const char *clusterstatus_state_name(uint32_t state)
@@ -289,9 +284,9 @@ int clusterstatus_main(int argc, char **argv)
     struct clusterstatus_options options = {.target.timeout_ms = CLUSTERSTATUS_DEFAULT_TIMEOUT_MS};
     int exit_code = clusterstatus_parse(argc, argv, &options);
 
-    if (exit_code >= 0)
+    if (exit_code != CLIARGS_GO_ON)
         return exit_code;
-    exit_code = metatarget_resolve(&options.target, "tessera status");
+    exit_code = metatarget_resolve(&options.target, CLUSTERSTATUS_WHO);
     if (exit_code != 0)
         return exit_code;
     return clusterstatus_query(&options);

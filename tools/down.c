@@ -8,6 +8,7 @@
  */
 #include "down.h"
 
+#include "cliargs.h"
 #include "cluster.h"
 #include "clusterconf.h"
 #include "fmt.h"
@@ -28,6 +29,7 @@
 
 #define DOWN_STOP_TIMEOUT_MS 10000
 #define DOWN_UNMOUNT_TIMEOUT_MS 5000
+#define DOWN_WHO "tessera down"
 
 /* Stop order: the mount, then the datanodes, then meta. */
 enum down_group { DOWN_MOUNT, DOWN_NODES, DOWN_META, DOWN_GROUPS };
@@ -64,36 +66,33 @@ static void down_usage(FILE *out)
                  "not be stopped or unmounted, 2 usage error.\n");
 }
 
-static int down_usage_error(const char *message, const char *arg)
+static int down_take(void *ctx, int option, const char *value)
 {
-    fprintf(stderr, "tessera down: %s %s (see tessera down --help)\n", message, arg);
-    return 2;
+    const char **state = ctx;
+    if (option != 's')
+        return CLIARGS_NOT_MINE;
+    *state = value;
+    return CLIARGS_GO_ON;
 }
 
-/* Parses argv; returns -1 to go on, else the exit code. */
+/* Parses argv; returns CLIARGS_GO_ON, else the exit code. */
 static int down_parse(int argc, char **argv, const char **state)
 {
     static const struct option long_options[] = {
         {"state", required_argument, NULL, 's'},
-        {"help", no_argument, NULL, 'h'},
+        {"help", no_argument, NULL, CLIARGS_HELP},
         {NULL, 0, NULL, 0},
     };
-    int option;
+    static const struct cliargs_command command = {DOWN_WHO, down_usage, long_options,
+                                                   down_take};
+    int operands;
+    int exit_code;
 
     *state = NULL;
-    opterr = 0;
-    optind = 1;
-    while ((option = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
-        switch (option) {
-        case 's': *state = optarg; break;
-        case 'h': down_usage(stdout); return 0;
-        case ':': return down_usage_error("missing value for", argv[optind - 1]);
-        default: return down_usage_error("unknown option", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return down_usage_error("unexpected argument", argv[optind]);
-    return -1;
+    exit_code = cliargs_parse(&command, argc, argv, (void *)state, &operands);
+    if (exit_code == CLIARGS_GO_ON)
+        exit_code = cliargs_no_operands(DOWN_WHO, argc, argv, operands);
+    return exit_code;
 }
 
 /* Which daemon a pid file name belongs to; false if it is not one. */
@@ -274,13 +273,13 @@ static int down_open_state(struct cluster *cluster, const char *state)
 {
     char run_dir[PATH_MAX];
     struct stat st;
-    int result = cluster_pick_state_dir(cluster, state, "tessera down");
+    int result = cluster_pick_state_dir(cluster, state, DOWN_WHO);
 
     if (result != 0)
         return -1;
     if (stat(cluster->state_dir, &st) != 0 && errno == ENOENT)
         return 1;
-    if (cluster_resolve_state_dir(cluster, "tessera down") != 0 ||
+    if (cluster_resolve_state_dir(cluster, DOWN_WHO) != 0 ||
         fmt_into(run_dir, sizeof(run_dir), "%s/run", cluster->state_dir) != 0)
         return -1;
     result = util_mkdir_p(run_dir, 0755);
@@ -288,7 +287,7 @@ static int down_open_state(struct cluster *cluster, const char *state)
         fprintf(stderr, "tessera down: cannot create %s: %s\n", run_dir, strerror(-result));
         return -1;
     }
-    return cluster_lock(cluster, "tessera down") == 0 ? 0 : -1;
+    return cluster_lock(cluster, DOWN_WHO) == 0 ? 0 : -1;
 }
 
 /*
@@ -321,7 +320,7 @@ int down_main(int argc, char **argv)
     int result;
     int exit_code = down_parse(argc, argv, &state);
 
-    if (exit_code >= 0)
+    if (exit_code != CLIARGS_GO_ON)
         return exit_code;
     cluster_init(&cluster);
     exit_code = down_open_state(&cluster, state);

@@ -8,6 +8,7 @@
 #include "filelayout.h"
 
 #include "arraylayout.h"
+#include "cliargs.h"
 #include "clusterconf.h"
 #include "fmt.h"
 #include "toolmeta.h"
@@ -29,6 +30,7 @@
 #include <sys/xattr.h>
 
 #define FILELAYOUT_DEFAULT_TIMEOUT_MS 2000
+#define FILELAYOUT_WHO "tessera layout"
 #define FILELAYOUT_ARRAY_XATTR "user.tessera.array"
 #define FILELAYOUT_LAYOUT_XATTR "user.tessera.layout"
 #define FILELAYOUT_TEXT_MAX 1024
@@ -81,45 +83,43 @@ static void filelayout_usage(FILE *out)
 
 static int filelayout_usage_error(const char *message, const char *arg)
 {
-    fprintf(stderr, "tessera layout: %s%s%s (see tessera layout --help)\n", message, arg ? " " : "",
-            arg ? arg : "");
-    return 2;
+    return cliargs_usage_error(FILELAYOUT_WHO, message, arg);
 }
 
-/* Parses argv; returns -1 to go on, else the exit code (help or usage error). */
+static int filelayout_take(void *ctx, int option, const char *value)
+{
+    struct filelayout_options *options = ctx;
+    int taken = metatarget_option(&options->target, FILELAYOUT_WHO, option, value);
+    if (taken != CLIARGS_NOT_MINE)
+        return taken;
+    if (option != 'j')
+        return CLIARGS_NOT_MINE;
+    options->json = true;
+    return CLIARGS_GO_ON;
+}
+
+/* Parses argv; returns CLIARGS_GO_ON, else the exit code (help or usage error). */
 static int filelayout_parse(int argc, char **argv, struct filelayout_options *options)
 {
     static const struct option long_options[] = {
         METATARGET_LONG_OPTIONS,
         {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
+        {"help", no_argument, NULL, CLIARGS_HELP},
         {NULL, 0, NULL, 0},
     };
-    int option;
+    static const struct cliargs_command command = {FILELAYOUT_WHO, filelayout_usage, long_options,
+                                                   filelayout_take};
+    int operands;
     int positional;
+    int exit_code =
+        metatarget_parse(&command, &options->target, argc, argv, options, &operands);
 
-    opterr = 0;
-    optind = 1;
-    while ((option = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
-        const char *why = NULL;
-        int taken = metatarget_option(&options->target, option, optarg, &why);
-        if (taken < 0)
-            return filelayout_usage_error(why, optarg);
-        if (taken > 0)
-            continue;
-        switch (option) {
-        case 'j': options->json = true; break;
-        case 'h': filelayout_usage(stdout); return 0;
-        case ':': return filelayout_usage_error("missing value for", argv[optind - 1]);
-        default: return filelayout_usage_error("unknown option", argv[optind - 1]);
-        }
-    }
-    if (metatarget_check(&options->target))
-        return filelayout_usage_error(metatarget_check(&options->target), NULL);
-    positional = argc - optind;
+    if (exit_code != CLIARGS_GO_ON)
+        return exit_code;
+    positional = argc - operands;
     if (positional < 1)
         return filelayout_usage_error("missing FILE", NULL);
-    const char *first = argv[optind];
+    const char *first = argv[operands];
     if (strcmp(first, "set") == 0) {
         if (positional != 3)
             return filelayout_usage_error(
@@ -127,17 +127,17 @@ static int filelayout_parse(int argc, char **argv, struct filelayout_options *op
                 "BLOCK,BLOCK mesh=2x2\"",
                 NULL);
         options->action = FILELAYOUT_SET;
-        options->path = argv[optind + 1];
-        options->spec = argv[optind + 2];
+        options->path = argv[operands + 1];
+        options->spec = argv[operands + 2];
     } else if (strcmp(first, "unset") == 0) {
         if (positional != 2)
             return filelayout_usage_error("unset wants one FILE", NULL);
         options->action = FILELAYOUT_UNSET;
-        options->path = argv[optind + 1];
+        options->path = argv[operands + 1];
     } else if (strcmp(first, "show") == 0) {
         if (positional != 2)
             return filelayout_usage_error("show wants one FILE", NULL);
-        options->path = argv[optind + 1];
+        options->path = argv[operands + 1];
     } else {
         if (positional != 1)
             return filelayout_usage_error("unknown action (set, unset, show) or extra argument:",
@@ -146,7 +146,7 @@ static int filelayout_parse(int argc, char **argv, struct filelayout_options *op
     }
     if (options->json && options->action != FILELAYOUT_SHOW)
         return filelayout_usage_error("--json goes with show", NULL);
-    return -1;
+    return CLIARGS_GO_ON;
 }
 
 /* Whether SPEC is KEY=VALUE tokens (user.tessera.layout) rather than an array. */
@@ -568,11 +568,11 @@ int filelayout_main(int argc, char **argv)
     struct filelayout_options options = {.target.timeout_ms = FILELAYOUT_DEFAULT_TIMEOUT_MS};
     int exit_code = filelayout_parse(argc, argv, &options);
 
-    if (exit_code >= 0)
+    if (exit_code != CLIARGS_GO_ON)
         return exit_code;
     if (options.action != FILELAYOUT_SHOW)
         return filelayout_set(&options);
-    exit_code = metatarget_resolve_path(&options.target, options.path, "tessera layout");
+    exit_code = metatarget_resolve_path(&options.target, options.path, FILELAYOUT_WHO);
     if (exit_code != 0)
         return exit_code;
     return filelayout_show(&options);

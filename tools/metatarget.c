@@ -6,6 +6,7 @@
  */
 #include "metatarget.h"
 
+#include "cliargs.h"
 #include "clusterconf.h"
 #include "fmt.h"
 #include "toolmeta.h"
@@ -22,36 +23,39 @@
 
 #define METATARGET_MAX_TIMEOUT_MS 600000
 
-int metatarget_option(struct metatarget *target, int option, const char *arg, const char **why)
+int metatarget_option(struct metatarget *target, const char *who, int option, const char *value)
 {
     switch (option) {
     case METATARGET_OPT_STATE:
-        if (fmt_into(target->state_dir, sizeof(target->state_dir), "%s", arg) != 0) {
-            *why = "state directory name too long:";
-            return -1;
-        }
-        return 1;
+        if (fmt_into(target->state_dir, sizeof(target->state_dir), "%s", value) != 0)
+            return cliargs_usage_error(who, "state directory name too long:", value);
+        return CLIARGS_GO_ON;
     case METATARGET_OPT_META:
-        if (fmt_into(target->endpoint, sizeof(target->endpoint), "%s", arg) != 0) {
-            *why = "endpoint too long:";
-            return -1;
-        }
-        return 1;
+        if (fmt_into(target->endpoint, sizeof(target->endpoint), "%s", value) != 0)
+            return cliargs_usage_error(who, "endpoint too long:", value);
+        return CLIARGS_GO_ON;
     case METATARGET_OPT_TIMEOUT:
-        if (util_parse_long(arg, 1, METATARGET_MAX_TIMEOUT_MS, &target->timeout_ms) != 0) {
-            *why = "--timeout-ms wants 1..600000, got";
-            return -1;
-        }
-        return 1;
-    default: return 0;
+        if (util_parse_long(value, 1, METATARGET_MAX_TIMEOUT_MS, &target->timeout_ms) != 0)
+            return cliargs_usage_error(who, "--timeout-ms wants 1..600000, got", value);
+        return CLIARGS_GO_ON;
+    default: return CLIARGS_NOT_MINE;
     }
 }
 
-const char *metatarget_check(const struct metatarget *target)
+int metatarget_check(const struct metatarget *target, const char *who)
 {
     if (target->state_dir[0] && target->endpoint[0])
-        return "give --state or --meta, not both";
-    return NULL;
+        return cliargs_usage_error(who, "give --state or --meta, not both", NULL);
+    return CLIARGS_GO_ON;
+}
+
+int metatarget_parse(const struct cliargs_command *command, struct metatarget *target, int argc,
+                     char **argv, void *ctx, int *first_operand)
+{
+    int exit_code = cliargs_parse(command, argc, argv, ctx, first_operand);
+    if (exit_code != CLIARGS_GO_ON)
+        return exit_code;
+    return metatarget_check(target, command->who);
 }
 
 int metatarget_resolve(struct metatarget *target, const char *who)

@@ -4,12 +4,15 @@
  * options --state DIR | --meta ENDPOINT and --timeout-ms MS that every
  * command asking meta takes, parsed and resolved in one place.
  *
- * A command lists METATARGET_LONG_OPTIONS among its getopt_long options,
- * hands each option to metatarget_option() before its own switch, calls
- * metatarget_check() once parsing is done, then metatarget_resolve().
+ * A command lists METATARGET_LONG_OPTIONS among its options (cliargs.h),
+ * hands each option to metatarget_option() before its own switch, parses
+ * with metatarget_parse() (or calls metatarget_check() once parsing is
+ * done), then calls metatarget_resolve().
  */
 #ifndef TESSERA_TOOLS_METATARGET_H
 #define TESSERA_TOOLS_METATARGET_H
+
+#include "cliargs.h"
 
 #include <getopt.h>
 #include <limits.h>
@@ -36,14 +39,22 @@ struct metatarget {
 };
 
 /*
- * Takes getopt's `option` if it is one of the three: returns 1 when taken,
- * 0 when it is not one of them, -1 when its value is bad (*why then says
- * what is wanted; the caller prints it with the value).
+ * Takes getopt's `option` if it is one of the three, as a cliargs option
+ * handler does: CLIARGS_GO_ON when taken, CLIARGS_NOT_MINE when it is not
+ * one of them, CLIARGS_EXIT_USAGE after saying (`who` first) what its
+ * value should be.
  */
-int metatarget_option(struct metatarget *target, int option, const char *arg, const char **why);
+int metatarget_option(struct metatarget *target, const char *who, int option, const char *value);
 
-/* After parsing: NULL, or the usage error to print (both --state and --meta). */
-const char *metatarget_check(const struct metatarget *target);
+/*
+ * After parsing: CLIARGS_GO_ON, or CLIARGS_EXIT_USAGE after saying that
+ * --state and --meta were both given.
+ */
+int metatarget_check(const struct metatarget *target, const char *who);
+
+/* cliargs_parse(), then metatarget_check() of target: what it returns. */
+int metatarget_parse(const struct cliargs_command *command, struct metatarget *target, int argc,
+                     char **argv, void *ctx, int *first_operand);
 
 /*
  * Fills the endpoint from the state directory's cluster.conf unless --meta

@@ -7,6 +7,7 @@
  */
 #include "nodeadmin.h"
 
+#include "cliargs.h"
 #include "clusterconf.h"
 #include "fmt.h"
 #include "toolmeta.h"
@@ -27,6 +28,7 @@
 #include <string.h>
 
 #define NODEADMIN_DEFAULT_TIMEOUT_MS 2000
+#define NODEADMIN_WHO "tessera node"
 #define NODEADMIN_MB 1000000.0
 #define NODEADMIN_MAX_MBPS 1000000.0
 
@@ -74,9 +76,7 @@ static void nodeadmin_usage(FILE *out)
 
 static int nodeadmin_usage_error(const char *message, const char *arg)
 {
-    fprintf(stderr, "tessera node: %s%s%s (see tessera node --help)\n", message, arg ? " " : "",
-            arg ? arg : "");
-    return 2;
+    return cliargs_usage_error(NODEADMIN_WHO, message, arg);
 }
 
 /* "off", or MB/s above 0: into bytes per second (0 = off). 0 or -EINVAL. */
@@ -98,63 +98,64 @@ static int nodeadmin_parse_rate(const char *text, uint64_t *bytes_per_sec)
     return *bytes_per_sec > 0 ? 0 : -EINVAL;
 }
 
-/* Parses argv; returns -1 to go on, else the exit code (help or usage error). */
+static int nodeadmin_take(void *ctx, int option, const char *value)
+{
+    struct nodeadmin_options *options = ctx;
+    int taken = metatarget_option(&options->target, NODEADMIN_WHO, option, value);
+    if (taken != CLIARGS_NOT_MINE)
+        return taken;
+    switch (option) {
+    case 'j': options->json = true; return CLIARGS_GO_ON;
+    case 'r': options->reset = true; return CLIARGS_GO_ON;
+    default: return CLIARGS_NOT_MINE;
+    }
+}
+
+/* Parses argv; returns CLIARGS_GO_ON, else the exit code (help or usage error). */
 static int nodeadmin_parse(int argc, char **argv, struct nodeadmin_options *options)
 {
     static const struct option long_options[] = {
         METATARGET_LONG_OPTIONS,
         {"json", no_argument, NULL, 'j'},
         {"reset", no_argument, NULL, 'r'},
-        {"help", no_argument, NULL, 'h'},
+        {"help", no_argument, NULL, CLIARGS_HELP},
         {NULL, 0, NULL, 0},
     };
-    int option;
+    static const struct cliargs_command command = {NODEADMIN_WHO, nodeadmin_usage, long_options,
+                                                   nodeadmin_take};
+    /* In the order of enum nodeadmin_action. */
+    static const char *const actions[] = {"throttle", "stats"};
+    size_t action = 0;
+    int operands;
+    int exit_code =
+        metatarget_parse(&command, &options->target, argc, argv, options, &operands);
 
-    opterr = 0;
-    optind = 1;
-    while ((option = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
-        const char *why = NULL;
-        int taken = metatarget_option(&options->target, option, optarg, &why);
-        if (taken < 0)
-            return nodeadmin_usage_error(why, optarg);
-        if (taken > 0)
-            continue;
-        switch (option) {
-        case 'j': options->json = true; break;
-        case 'r': options->reset = true; break;
-        case 'h': nodeadmin_usage(stdout); return 0;
-        case ':': return nodeadmin_usage_error("missing value for", argv[optind - 1]);
-        default: return nodeadmin_usage_error("unknown option", argv[optind - 1]);
-        }
-    }
-    if (metatarget_check(&options->target))
-        return nodeadmin_usage_error(metatarget_check(&options->target), NULL);
-    if (optind >= argc)
-        return nodeadmin_usage_error("missing action: throttle ID R|off, or stats ID", NULL);
-    if (strcmp(argv[optind], "stats") == 0) {
-        options->action = NODEADMIN_STATS;
-        if (argc - optind != 2)
+    if (exit_code == CLIARGS_GO_ON)
+        exit_code = cliargs_action(NODEADMIN_WHO, actions, 2, argc, argv, operands, &action);
+    if (exit_code != CLIARGS_GO_ON)
+        return exit_code;
+    options->action = (enum nodeadmin_action)action;
+    if (options->action == NODEADMIN_STATS) {
+        if (argc - operands != 2)
             return nodeadmin_usage_error("stats wants a node id, e.g. tessera node stats 2", NULL);
-        if (util_parse_long(argv[optind + 1], 1, UINT32_MAX, &options->node_id) != 0)
+        if (util_parse_long(argv[operands + 1], 1, UINT32_MAX, &options->node_id) != 0)
             return nodeadmin_usage_error("node id must be a number as tessera status shows, got",
-                                         argv[optind + 1]);
-        return -1;
+                                         argv[operands + 1]);
+        return CLIARGS_GO_ON;
     }
-    if (strcmp(argv[optind], "throttle") != 0)
-        return nodeadmin_usage_error("unknown action (throttle or stats):", argv[optind]);
     if (options->json || options->reset)
         return nodeadmin_usage_error("--json and --reset go with stats, not throttle", NULL);
-    if (argc - optind != 3)
+    if (argc - operands != 3)
         return nodeadmin_usage_error("throttle wants a node id and a rate, e.g. "
                                      "tessera node throttle 2 20 (or: ... 2 off)",
                                      NULL);
-    if (util_parse_long(argv[optind + 1], 1, UINT32_MAX, &options->node_id) != 0)
+    if (util_parse_long(argv[operands + 1], 1, UINT32_MAX, &options->node_id) != 0)
         return nodeadmin_usage_error("node id must be a number as tessera status shows, got",
-                                     argv[optind + 1]);
-    if (nodeadmin_parse_rate(argv[optind + 2], &options->bytes_per_sec) != 0)
+                                     argv[operands + 1]);
+    if (nodeadmin_parse_rate(argv[operands + 2], &options->bytes_per_sec) != 0)
         return nodeadmin_usage_error("rate must be MB/s above 0 (e.g. 20 or 2.5) or off, got",
-                                     argv[optind + 2]);
-    return -1;
+                                     argv[operands + 2]);
+    return CLIARGS_GO_ON;
 }
 
 /* The node's entry in NODE_LIST into *node; returns 0 or the exit code. */
@@ -201,50 +202,27 @@ out:
     return exit_code;
 }
 
-/* Sends NODE_THROTTLE to the node; returns the exit code. */
-static int nodeadmin_throttle(const struct nodeadmin_options *options,
-                              const struct toolmeta_node *node)
+/*
+ * Sends op with payload (len < 0: its encoder failed) to the node and
+ * waits for the reply: returns 0 with *status the call's (reply released
+ * by the caller in every case), or exit code 1 after saying the node's
+ * address is unusable.
+ */
+static int nodeadmin_call(const struct nodeadmin_options *options,
+                          const struct toolmeta_node *node, uint16_t op, const uint8_t *payload,
+                          int len, struct rpc_reply *reply, int *status)
 {
-    struct ts_node_throttle request = {.bytes_per_sec = options->bytes_per_sec};
-    struct ts_node_throttle answer;
-    struct rpc_reply reply;
-    uint8_t payload[16];
-    char error_text[256];
-    int len = ts_node_throttle_encode(&request, payload, sizeof(payload));
-    struct rpc_client *client = rpc_client_new(node->address);
-    int status;
+    struct rpc_client *client = len < 0 ? NULL : rpc_client_new(node->address);
 
-    if (!client || len < 0) {
+    memset(reply, 0, sizeof(*reply));
+    if (!client) {
         fprintf(stderr, "tessera node: datanode %" PRIu32 " has an unusable address '%s'\n",
                 node->id, node->address);
-        rpc_client_destroy(&client);
         return 1;
     }
-    status = rpc_client_call(client, TS_OP_NODE_THROTTLE, payload, (size_t)len, NULL, 0,
-                             (int)options->target.timeout_ms, &reply);
-    if (status == TS_OK && ts_node_throttle_decode(&answer, reply.payload, reply.payload_len) != 0)
-        status = TS_ERR_BADMSG;
-    if (status != TS_OK) {
-        rpc_reply_error_text(&reply, error_text, sizeof(error_text));
-        if (status == TS_ERR_TIMEDOUT)
-            fprintf(stderr,
-                    "tessera node: datanode %" PRIu32 " at %s did not answer within %ld ms%s\n",
-                    node->id, node->address, options->target.timeout_ms,
-                    node->state == TS_NODE_UP ? "" : " (meta lists it as down)");
-        else
-            fprintf(stderr, "tessera node: datanode %" PRIu32 " at %s answered: %s%s%s\n", node->id,
-                    node->address, status_text(status), error_text[0] ? ": " : "", error_text);
-        rpc_reply_release(&reply);
-        rpc_client_destroy(&client);
-        return 1;
-    }
-    if (answer.bytes_per_sec == 0)
-        printf("datanode %" PRIu32 " (%s): throttle off\n", node->id, node->address);
-    else
-        printf("datanode %" PRIu32 " (%s): throttle %.1f MB/s\n", node->id, node->address,
-               (double)answer.bytes_per_sec / NODEADMIN_MB);
-    rpc_reply_release(&reply);
-    rpc_client_destroy(&client);
+    *status = rpc_client_call(client, op, payload, (size_t)len, NULL, 0,
+                              (int)options->target.timeout_ms, reply);
+    rpc_client_destroy(&client); /* the reply's frames are its own */
     return 0;
 }
 
@@ -263,6 +241,35 @@ static int nodeadmin_call_failed(const struct nodeadmin_options *options,
         fprintf(stderr, "tessera node: datanode %" PRIu32 " at %s answered: %s%s%s\n", node->id,
                 node->address, status_text(status), error_text[0] ? ": " : "", error_text);
     return 1;
+}
+
+/* Sends NODE_THROTTLE to the node; returns the exit code. */
+static int nodeadmin_throttle(const struct nodeadmin_options *options,
+                              const struct toolmeta_node *node)
+{
+    struct ts_node_throttle request = {.bytes_per_sec = options->bytes_per_sec};
+    struct ts_node_throttle answer;
+    struct rpc_reply reply;
+    uint8_t payload[16];
+    int len = ts_node_throttle_encode(&request, payload, sizeof(payload));
+    int status;
+
+    if (nodeadmin_call(options, node, TS_OP_NODE_THROTTLE, payload, len, &reply, &status) != 0)
+        return 1;
+    if (status == TS_OK && ts_node_throttle_decode(&answer, reply.payload, reply.payload_len) != 0)
+        status = TS_ERR_BADMSG;
+    if (status != TS_OK) {
+        nodeadmin_call_failed(options, node, status, &reply);
+        rpc_reply_release(&reply);
+        return 1;
+    }
+    if (answer.bytes_per_sec == 0)
+        printf("datanode %" PRIu32 " (%s): throttle off\n", node->id, node->address);
+    else
+        printf("datanode %" PRIu32 " (%s): throttle %.1f MB/s\n", node->id, node->address,
+               (double)answer.bytes_per_sec / NODEADMIN_MB);
+    rpc_reply_release(&reply);
+    return 0;
 }
 
 /* Prints a NODE_STATS reply whose blobs were checked; text or JSON. */
@@ -330,18 +337,11 @@ static int nodeadmin_stats(const struct nodeadmin_options *options,
     struct rpc_reply reply;
     uint8_t payload[16];
     int len = ts_node_stats_req_encode(&request, payload, sizeof(payload));
-    struct rpc_client *client = rpc_client_new(node->address);
     int exit_code = 0;
     int status;
 
-    if (!client || len < 0) {
-        fprintf(stderr, "tessera node: datanode %" PRIu32 " has an unusable address '%s'\n",
-                node->id, node->address);
-        rpc_client_destroy(&client);
+    if (nodeadmin_call(options, node, TS_OP_NODE_STATS, payload, len, &reply, &status) != 0)
         return 1;
-    }
-    status = rpc_client_call(client, TS_OP_NODE_STATS, payload, (size_t)len, NULL, 0,
-                             (int)options->target.timeout_ms, &reply);
     if (status == TS_OK &&
         (ts_node_stats_rep_decode(&stats, reply.payload, reply.payload_len) != 0 ||
          (uint64_t)stats.op_count * ts_stats_op_rec_bytes != stats.ops.len ||
@@ -352,7 +352,6 @@ static int nodeadmin_stats(const struct nodeadmin_options *options,
     else
         nodeadmin_print_stats(options, node, &stats);
     rpc_reply_release(&reply);
-    rpc_client_destroy(&client);
     return exit_code;
 }
 
@@ -362,7 +361,7 @@ int nodeadmin_main(int argc, char **argv)
     struct toolmeta_node node;
     int exit_code = nodeadmin_parse(argc, argv, &options);
 
-    if (exit_code >= 0)
+    if (exit_code != CLIARGS_GO_ON)
         return exit_code;
     exit_code = metatarget_resolve(&options.target, "tessera node");
     if (exit_code != 0)

@@ -6,6 +6,7 @@
  */
 #include "profile.h"
 
+#include "cliargs.h"
 #include "clusterconf.h"
 #include "fmt.h"
 #include "toolmeta.h"
@@ -26,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #define PROFILE_DEFAULT_TIMEOUT_MS 2000
 #define PROFILE_WHO "tessera profile"
@@ -76,61 +78,52 @@ static void profile_usage(FILE *out)
             PROFILE_DEFAULT_TIMEOUT_MS);
 }
 
-static int profile_usage_error(const char *message, const char *arg)
+static int profile_take(void *ctx, int option, const char *value)
 {
-    fprintf(stderr, "%s: %s%s%s (see tessera profile --help)\n", PROFILE_WHO, message,
-            arg ? " " : "", arg ? arg : "");
-    return 2;
+    struct profile_options *options = ctx;
+    int taken = metatarget_option(&options->target, PROFILE_WHO, option, value);
+    if (taken != CLIARGS_NOT_MINE)
+        return taken;
+    switch (option) {
+    case 'j': options->json = true; return CLIARGS_GO_ON;
+    case 'g': options->svg_path = value; return CLIARGS_GO_ON;
+    default: return CLIARGS_NOT_MINE;
+    }
 }
 
-/* Parses argv; returns -1 to go on, else the exit code (help or usage error). */
+/* Parses argv; returns CLIARGS_GO_ON, else the exit code (help or usage error). */
 static int profile_parse(int argc, char **argv, struct profile_options *options)
 {
     static const struct option long_options[] = {
         METATARGET_LONG_OPTIONS,
         {"json", no_argument, NULL, 'j'},
         {"svg", required_argument, NULL, 'g'},
-        {"help", no_argument, NULL, 'h'},
+        {"help", no_argument, NULL, CLIARGS_HELP},
         {NULL, 0, NULL, 0},
     };
+    static const struct cliargs_command command = {PROFILE_WHO, profile_usage, long_options,
+                                                   profile_take};
+    /* In the order of enum profile_action. */
     static const char *const actions[] = {"start", "stop", "reset", "show"};
-    int option;
-
-    opterr = 0;
-    optind = 1;
-    while ((option = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
-        const char *why = NULL;
-        int taken = metatarget_option(&options->target, option, optarg, &why);
-        if (taken < 0)
-            return profile_usage_error(why, optarg);
-        if (taken > 0)
-            continue;
-        switch (option) {
-        case 'j': options->json = true; break;
-        case 'g': options->svg_path = optarg; break;
-        case 'h': profile_usage(stdout); return 0;
-        case ':': return profile_usage_error("missing value for", argv[optind - 1]);
-        default: return profile_usage_error("unknown option", argv[optind - 1]);
-        }
-    }
-    if (metatarget_check(&options->target))
-        return profile_usage_error(metatarget_check(&options->target), NULL);
-    if (optind >= argc)
-        return profile_usage_error("missing action: start, stop, reset or show", NULL);
     size_t action = 0;
-    while (action < 4 && strcmp(argv[optind], actions[action]) != 0)
-        action++;
-    if (action == 4)
-        return profile_usage_error("unknown action (start, stop, reset, show):", argv[optind]);
+    int operands;
+    int exit_code =
+        metatarget_parse(&command, &options->target, argc, argv, options, &operands);
+
+    if (exit_code == CLIARGS_GO_ON)
+        exit_code = cliargs_action(PROFILE_WHO, actions, 4, argc, argv, operands, &action);
+    if (exit_code != CLIARGS_GO_ON)
+        return exit_code;
     options->action = (enum profile_action)action;
-    if (argc - optind != 2)
-        return profile_usage_error("the action wants one PATH, e.g. tessera profile start "
+    if (argc - operands != 2)
+        return cliargs_usage_error(PROFILE_WHO,
+                                   "the action wants one PATH, e.g. tessera profile start "
                                    "/mnt/tessera/app",
                                    NULL);
-    options->path = argv[optind + 1];
+    options->path = argv[operands + 1];
     if ((options->json || options->svg_path) && options->action != PROFILE_SHOW)
-        return profile_usage_error("--json and --svg go with show", NULL);
-    return -1;
+        return cliargs_usage_error(PROFILE_WHO, "--json and --svg go with show", NULL);
+    return CLIARGS_GO_ON;
 }
 
 /* Prints a failed request to meta; returns exit code 1. */
@@ -160,6 +153,35 @@ struct profile_set_walk {
     size_t directories;
 };
 
+/*
+ * PROFILE_SET of a directory a mount holds the lease on is refused
+ * (TS_ERR_LEASED) until that mount gives the lease back, which meta has
+ * asked it to do and which takes milliseconds. So it is sent again every
+ * PROFILE_LEASED_RETRY_US within the one timeout, but not with less than
+ * PROFILE_LEASED_LAST_TRY_MS left: a last try with too little time to be
+ * answered would turn the refusal, which names the cause, into a timeout.
+ * The mount's meta client keeps the same rule (fuse/metaclient.c).
+ */
+#define PROFILE_LEASED_RETRY_US 1000
+#define PROFILE_LEASED_LAST_TRY_MS 100
+
+/* toolmeta_profile_set(), sent again while refused for a lease. */
+static int profile_set_leased_retried(struct rpc_client *meta, int timeout_ms, uint64_t ino,
+                                      uint32_t action, uint32_t *profiling, char *error_text,
+                                      size_t error_cap)
+{
+    int64_t deadline_ms = util_monotonic_ms() + timeout_ms;
+    for (;;) {
+        int status = toolmeta_profile_set(meta, timeout_ms, ino, action, profiling, error_text,
+                                          error_cap);
+        int64_t left = deadline_ms - util_monotonic_ms();
+        if (status != TS_ERR_LEASED || left < PROFILE_LEASED_LAST_TRY_MS)
+            return status;
+        timeout_ms = (int)left;
+        nanosleep(&(struct timespec){0, PROFILE_LEASED_RETRY_US * 1000}, NULL);
+    }
+}
+
 static int profile_set_visit(void *ctx, const char *path, const struct stat *st)
 {
     struct profile_set_walk *walk = ctx;
@@ -170,8 +192,9 @@ static int profile_set_visit(void *ctx, const char *path, const struct stat *st)
     if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode))
         return 0; /* links, devices, sockets: nothing to count */
     status =
-        toolmeta_profile_set(walk->meta, (int)walk->options->target.timeout_ms, (uint64_t)st->st_ino,
-                               walk->action, &profiling, peer, sizeof(peer));
+        profile_set_leased_retried(walk->meta, (int)walk->options->target.timeout_ms,
+                                   (uint64_t)st->st_ino, walk->action, &profiling, peer,
+                                   sizeof(peer));
     if (status != TS_OK)
         return profile_meta_failed(walk->options, "PROFILE_SET", path, status, peer);
     if (S_ISDIR(st->st_mode))
@@ -360,7 +383,7 @@ int profile_main(int argc, char **argv)
     struct rpc_client *meta;
     int exit_code = profile_parse(argc, argv, &options);
 
-    if (exit_code >= 0)
+    if (exit_code != CLIARGS_GO_ON)
         return exit_code;
     exit_code = metatarget_resolve_path(&options.target, options.path, PROFILE_WHO);
     if (exit_code != 0)

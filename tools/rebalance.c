@@ -12,6 +12,7 @@
 #include "rebalance.h"
 
 #include "applyrun.h"
+#include "cliargs.h"
 #include "clusterconf.h"
 #include "fmt.h"
 #include "toolmeta.h"
@@ -120,9 +121,7 @@ static void rebalance_usage(FILE *out)
 
 static int rebalance_usage_error(const char *message, const char *arg)
 {
-    fprintf(stderr, "%s: %s%s%s (see tessera rebalance --help)\n", REBALANCE_WHO, message,
-            arg ? " " : "", arg ? arg : "");
-    return 2;
+    return cliargs_usage_error(REBALANCE_WHO, message, arg);
 }
 
 /* MB/s above 0 into bytes per second; 0 or -EINVAL. */
@@ -139,7 +138,7 @@ static int rebalance_parse_mbps(const char *text, uint64_t *bytes_per_sec)
     return *bytes_per_sec > 0 ? 0 : -EINVAL;
 }
 
-/* Checks which options go with which action; -1 to go on, else exit code 2. */
+/* Checks which options go with which action; CLIARGS_GO_ON, else exit code 2. */
 static int rebalance_check(const struct rebalance_options *options, int positional,
                            bool apply_only_given, bool copies_given)
 {
@@ -160,10 +159,57 @@ static int rebalance_check(const struct rebalance_options *options, int position
         return rebalance_usage_error("--concurrency and --max-mbps go with apply", NULL);
     if (options->json && options->action != REBALANCE_PLAN && options->action != REBALANCE_STATUS)
         return rebalance_usage_error("--json goes with plan and status", NULL);
-    return -1;
+    return CLIARGS_GO_ON;
 }
 
-/* Parses argv; returns -1 to go on, else the exit code (help or usage error). */
+/* What the options handler fills: the options, and which kinds were given. */
+struct rebalance_given {
+    struct rebalance_options *options;
+    bool apply_only; /* --concurrency, --max-mbps */
+    bool copies;     /* --max-copies, --network-mbps */
+};
+
+static int rebalance_take(void *ctx, int option, const char *value)
+{
+    struct rebalance_given *given = ctx;
+    struct rebalance_options *options = given->options;
+    int taken = metatarget_option(&options->target, REBALANCE_WHO, option, value);
+    if (taken != CLIARGS_NOT_MINE)
+        return taken;
+    switch (option) {
+    case 'p':
+        if (plan_policy_parse(value, &options->policy) != 0)
+            return rebalance_usage_error("--policy wants frequent or balanced, got", value);
+        options->policy_given = true;
+        return CLIARGS_GO_ON;
+    case 'c':
+        if (util_parse_long(value, 1, PLAN_MAX_COPIES, &options->max_copies) != 0)
+            return rebalance_usage_error("--max-copies wants 1..8, got", value);
+        given->copies = true;
+        return CLIARGS_GO_ON;
+    case 'n':
+        if (util_parse_long(value, 1, REBALANCE_MAX_CONCURRENCY, &options->concurrency) != 0)
+            return rebalance_usage_error("--concurrency wants 1..256, got", value);
+        given->apply_only = true;
+        return CLIARGS_GO_ON;
+    case 'r':
+        if (rebalance_parse_mbps(value, &options->max_bytes_per_sec) != 0)
+            return rebalance_usage_error("--max-mbps wants MB/s above 0 (e.g. 50 or 2.5), got",
+                                         value);
+        given->apply_only = true;
+        return CLIARGS_GO_ON;
+    case 'w':
+        if (rebalance_parse_mbps(value, &options->network_bytes_per_sec) != 0)
+            return rebalance_usage_error(
+                "--network-mbps wants MB/s above 0 (e.g. 125 for 1 Gbit/s), got", value);
+        given->copies = true; /* a planning option, as --max-copies */
+        return CLIARGS_GO_ON;
+    case 'j': options->json = true; return CLIARGS_GO_ON;
+    default: return CLIARGS_NOT_MINE;
+    }
+}
+
+/* Parses argv; returns CLIARGS_GO_ON, else the exit code (help or usage error). */
 static int rebalance_parse(int argc, char **argv, struct rebalance_options *options)
 {
     static const struct option long_options[] = {
@@ -174,69 +220,27 @@ static int rebalance_parse(int argc, char **argv, struct rebalance_options *opti
         {"max-mbps", required_argument, NULL, 'r'},
         {"network-mbps", required_argument, NULL, 'w'},
         {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
+        {"help", no_argument, NULL, CLIARGS_HELP},
         {NULL, 0, NULL, 0},
     };
+    static const struct cliargs_command command = {REBALANCE_WHO, rebalance_usage, long_options,
+                                                   rebalance_take};
+    /* In the order of enum rebalance_action. */
     static const char *const actions[] = {"plan", "apply", "status", "abort"};
-    bool apply_only_given = false, copies_given = false;
-    int option;
-
-    opterr = 0;
-    optind = 1;
-    while ((option = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
-        const char *why = NULL;
-        int taken = metatarget_option(&options->target, option, optarg, &why);
-        if (taken < 0)
-            return rebalance_usage_error(why, optarg);
-        if (taken > 0)
-            continue;
-        switch (option) {
-        case 'p':
-            if (plan_policy_parse(optarg, &options->policy) != 0)
-                return rebalance_usage_error("--policy wants frequent or balanced, got", optarg);
-            options->policy_given = true;
-            break;
-        case 'c':
-            if (util_parse_long(optarg, 1, PLAN_MAX_COPIES, &options->max_copies) != 0)
-                return rebalance_usage_error("--max-copies wants 1..8, got", optarg);
-            copies_given = true;
-            break;
-        case 'n':
-            if (util_parse_long(optarg, 1, REBALANCE_MAX_CONCURRENCY, &options->concurrency) != 0)
-                return rebalance_usage_error("--concurrency wants 1..256, got", optarg);
-            apply_only_given = true;
-            break;
-        case 'r':
-            if (rebalance_parse_mbps(optarg, &options->max_bytes_per_sec) != 0)
-                return rebalance_usage_error("--max-mbps wants MB/s above 0 (e.g. 50 or 2.5), got",
-                                             optarg);
-            apply_only_given = true;
-            break;
-        case 'w':
-            if (rebalance_parse_mbps(optarg, &options->network_bytes_per_sec) != 0)
-                return rebalance_usage_error(
-                    "--network-mbps wants MB/s above 0 (e.g. 125 for 1 Gbit/s), got", optarg);
-            copies_given = true; /* a planning option, as --max-copies */
-            break;
-        case 'j': options->json = true; break;
-        case 'h': rebalance_usage(stdout); return 0;
-        case ':': return rebalance_usage_error("missing value for", argv[optind - 1]);
-        default: return rebalance_usage_error("unknown option", argv[optind - 1]);
-        }
-    }
-    if (metatarget_check(&options->target))
-        return rebalance_usage_error(metatarget_check(&options->target), NULL);
-    if (optind >= argc)
-        return rebalance_usage_error("missing action: plan, apply, status or abort", NULL);
+    struct rebalance_given given = {.options = options};
     size_t action = 0;
-    while (action < 4 && strcmp(argv[optind], actions[action]) != 0)
-        action++;
-    if (action == 4)
-        return rebalance_usage_error("unknown action (plan, apply, status, abort):", argv[optind]);
+    int operands;
+    int exit_code =
+        metatarget_parse(&command, &options->target, argc, argv, &given, &operands);
+
+    if (exit_code == CLIARGS_GO_ON)
+        exit_code = cliargs_action(REBALANCE_WHO, actions, 4, argc, argv, operands, &action);
+    if (exit_code != CLIARGS_GO_ON)
+        return exit_code;
     options->action = (enum rebalance_action)action;
-    if (argc - optind >= 2)
-        options->path = argv[optind + 1];
-    return rebalance_check(options, argc - optind - 1, apply_only_given, copies_given);
+    if (argc - operands >= 2)
+        options->path = argv[operands + 1];
+    return rebalance_check(options, argc - operands - 1, given.apply_only, given.copies);
 }
 
 /* Prints a failed request to meta (what, for which subject); returns 1. */
@@ -641,7 +645,7 @@ int rebalance_main(int argc, char **argv)
     struct rpc_client *meta;
     int exit_code = rebalance_parse(argc, argv, &options);
 
-    if (exit_code >= 0)
+    if (exit_code != CLIARGS_GO_ON)
         return exit_code;
     /* A path names its cluster; status and abort act on --state or --meta's. */
     exit_code = options.path ? metatarget_resolve_path(&options.target, options.path, REBALANCE_WHO)

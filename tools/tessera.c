@@ -2,9 +2,10 @@
  * @file tessera.c
  * The `tessera` command: finds the subcommand in argv[1] and hands it the
  * rest of the arguments (argv[0] becomes the subcommand's name). Each
- * subcommand parses its own options, prints its own --help, and returns the
- * exit code: 0 ok, 1 runtime failure, 2 usage error.
+ * subcommand parses its own options (with cliargs.h), prints its own --help,
+ * and returns the exit code: 0 ok, 1 runtime failure, 2 usage error.
  */
+#include "cliargs.h"
 #include "clusterstatus.h"
 #include "down.h"
 #include "filelayout.h"
@@ -67,17 +68,15 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc < 2) {
         tessera_usage(stderr);
-        return 2;
+        return CLIARGS_EXIT_USAGE;
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
         tessera_usage(stdout);
-        return 0;
+        return CLIARGS_EXIT_OK;
     }
     command = tessera_find(argv[1]);
-    if (!command) {
-        fprintf(stderr, "tessera: unknown command '%s' (see tessera --help)\n", argv[1]);
-        return 2;
-    }
+    if (!command)
+        return cliargs_usage_error("tessera", "unknown command", argv[1]);
     return command->run(argc - 1, argv + 1);
 }

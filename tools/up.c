@@ -14,6 +14,7 @@
 #include "up.h"
 
 #include "bindir.h"
+#include "cliargs.h"
 #include "cluster.h"
 #include "clusterconf.h"
 #include "fmt.h"
@@ -43,6 +44,7 @@
 #define UP_PROBE_TIMEOUT_MS 500
 #define UP_LOG_TAIL_LINES 20
 #define UP_MAX_ARGS 16
+#define UP_WHO "tessera up"
 
 struct up_options {
     const char *state;        /* --state, NULL = the default */
@@ -64,7 +66,6 @@ enum up_option {
     UP_ALLOW_OTHER,
     UP_LOG_LEVEL,
     UP_READY_TIMEOUT,
-    UP_HELP,
 };
 
 static void up_usage(FILE *out)
@@ -101,12 +102,10 @@ static void up_usage(FILE *out)
 
 static int up_usage_error(const char *message, const char *arg)
 {
-    fprintf(stderr, "tessera up: %s%s%s (see tessera up --help)\n", message, arg ? " " : "",
-            arg ? arg : "");
-    return 2;
+    return cliargs_usage_error(UP_WHO, message, arg);
 }
 
-/* Stores one numeric flag; returns -1 on success, 2 after a usage error. */
+/* Stores one numeric flag; returns CLIARGS_GO_ON, or 2 after a usage error. */
 static int up_parse_number(const char *flag, const char *text, long min, long max, long *value,
                            bool *has)
 {
@@ -116,7 +115,7 @@ static int up_parse_number(const char *flag, const char *text, long min, long ma
         return up_usage_error(message, text);
     }
     *has = true;
-    return -1;
+    return CLIARGS_GO_ON;
 }
 
 /*
@@ -132,7 +131,7 @@ static bool up_text_savable(const char *text, bool word)
     return true;
 }
 
-/* Stores one text flag; returns -1 on success, 2 after a usage error. */
+/* Stores one text flag; returns CLIARGS_GO_ON, or 2 after a usage error. */
 static int up_parse_text(const char *flag, const char *text, char *out, size_t cap, bool *has)
 {
     char message[128];
@@ -150,7 +149,7 @@ static int up_parse_text(const char *flag, const char *text, char *out, size_t c
         return up_usage_error(message, text);
     }
     *has = true;
-    return -1;
+    return CLIARGS_GO_ON;
 }
 
 static int up_parse_log_level(const char *text, struct up_options *options)
@@ -162,41 +161,40 @@ static int up_parse_log_level(const char *text, struct up_options *options)
                          sizeof(options->given.log_level), &options->has_log_level);
 }
 
-/* Handles one parsed option; returns -1 to go on, else an exit code. */
-static int up_parse_option(int option, char **argv, struct up_options *options)
+/* Takes one option (cliargs.h): CLIARGS_GO_ON, CLIARGS_NOT_MINE or an exit code. */
+static int up_take(void *ctx, int option, const char *value)
 {
+    struct up_options *options = ctx;
     struct clusterconf *given = &options->given;
     bool ignored;
 
     switch (option) {
     case UP_NODES:
-        return up_parse_number("--nodes", optarg, 1, CLUSTERCONF_MAX_NODES, &given->nodes,
+        return up_parse_number("--nodes", value, 1, CLUSTERCONF_MAX_NODES, &given->nodes,
                                &options->has_nodes);
     case UP_PORT:
-        return up_parse_number("--port", optarg, 1, 65535, &given->port, &options->has_port);
+        return up_parse_number("--port", value, 1, 65535, &given->port, &options->has_port);
     case UP_IO_TIMEOUT:
-        return up_parse_number("--io-timeout-ms", optarg, 1, 3600000, &given->io_timeout_ms,
+        return up_parse_number("--io-timeout-ms", value, 1, 3600000, &given->io_timeout_ms,
                                &options->has_io_timeout);
     case UP_READY_TIMEOUT:
-        return up_parse_number("--ready-timeout-ms", optarg, 100, 3600000,
+        return up_parse_number("--ready-timeout-ms", value, 100, 3600000,
                                &options->ready_timeout_ms, &ignored);
     case UP_MOUNT:
-        return up_parse_text("--mount", optarg, given->mount, sizeof(given->mount),
+        return up_parse_text("--mount", value, given->mount, sizeof(given->mount),
                              &options->has_mount);
     case UP_HOST:
-        return up_parse_text("--host", optarg, given->host, sizeof(given->host),
+        return up_parse_text("--host", value, given->host, sizeof(given->host),
                              &options->has_host);
-    case UP_STATE: options->state = optarg; return -1;
-    case UP_LOG_LEVEL: return up_parse_log_level(optarg, options);
-    case UP_NO_MOUNT: options->no_mount = true; return -1;
-    case UP_ALLOW_OTHER: options->allow_other = true; return -1;
-    case UP_HELP: up_usage(stdout); return 0;
-    case ':': return up_usage_error("missing value for", argv[optind - 1]);
-    default: return up_usage_error("unknown option", argv[optind - 1]);
+    case UP_STATE: options->state = value; return CLIARGS_GO_ON;
+    case UP_LOG_LEVEL: return up_parse_log_level(value, options);
+    case UP_NO_MOUNT: options->no_mount = true; return CLIARGS_GO_ON;
+    case UP_ALLOW_OTHER: options->allow_other = true; return CLIARGS_GO_ON;
+    default: return CLIARGS_NOT_MINE;
     }
 }
 
-/* Parses argv; returns -1 to go on, else the exit code. */
+/* Parses argv; returns CLIARGS_GO_ON, else the exit code. */
 static int up_parse(int argc, char **argv, struct up_options *options)
 {
     static const struct option long_options[] = {
@@ -210,23 +208,19 @@ static int up_parse(int argc, char **argv, struct up_options *options)
         {"allow-other", no_argument, NULL, UP_ALLOW_OTHER},
         {"log-level", required_argument, NULL, UP_LOG_LEVEL},
         {"ready-timeout-ms", required_argument, NULL, UP_READY_TIMEOUT},
-        {"help", no_argument, NULL, UP_HELP},
+        {"help", no_argument, NULL, CLIARGS_HELP},
         {NULL, 0, NULL, 0},
     };
-    int option;
+    static const struct cliargs_command command = {UP_WHO, up_usage, long_options, up_take};
+    int operands;
+    int exit_code;
 
     memset(options, 0, sizeof(*options));
     options->ready_timeout_ms = UP_READY_TIMEOUT_MS;
-    opterr = 0;
-    optind = 1;
-    while ((option = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
-        int exit_code = up_parse_option(option == 'h' ? UP_HELP : option, argv, options);
-        if (exit_code >= 0)
-            return exit_code;
-    }
-    if (optind < argc)
-        return up_usage_error("unexpected argument", argv[optind]);
-    return -1;
+    exit_code = cliargs_parse(&command, argc, argv, options, &operands);
+    if (exit_code == CLIARGS_GO_ON)
+        exit_code = cliargs_no_operands(UP_WHO, argc, argv, operands);
+    return exit_code;
 }
 
 /* ---- configuration -------------------------------------------------- */
@@ -236,13 +230,13 @@ static int up_open_state(struct cluster *cluster, const struct up_options *optio
 {
     static const char *const subdirs[] = {"run", "logs"};
     char path[PATH_MAX];
-    int result = cluster_pick_state_dir(cluster, options->state, "tessera up");
+    int result = cluster_pick_state_dir(cluster, options->state, UP_WHO);
 
     if (result != 0)
         return result;
     result = util_mkdir_p(cluster->state_dir, 0755);
     if (result == 0)
-        result = cluster_resolve_state_dir(cluster, "tessera up");
+        result = cluster_resolve_state_dir(cluster, UP_WHO);
     for (size_t i = 0; i < 2 && result == 0; i++) {
         result = fmt_into(path, sizeof(path), "%s/%s", cluster->state_dir, subdirs[i]);
         if (result == 0)
@@ -253,7 +247,7 @@ static int up_open_state(struct cluster *cluster, const struct up_options *optio
                 cluster->state_dir, strerror(-result));
         return result;
     }
-    return cluster_lock(cluster, "tessera up");
+    return cluster_lock(cluster, UP_WHO);
 }
 
 /* Reads cluster.conf (or the defaults); the mount defaults to STATE/mnt. */
@@ -362,7 +356,7 @@ static int up_configure(const struct up_options *options, struct cluster *cluste
     if (result != 0)
         return 1;
     wanted = cluster->conf;
-    if (up_apply_flags(options, &wanted) != 0 || clusterconf_check(&wanted, "tessera up") != 0)
+    if (up_apply_flags(options, &wanted) != 0 || clusterconf_check(&wanted, UP_WHO) != 0)
         return 1;
     if (cluster_daemons_init(cluster) != 0)
         goto too_long;
@@ -941,7 +935,7 @@ int up_main(int argc, char **argv)
     struct cluster cluster;
     int exit_code = up_parse(argc, argv, &options);
 
-    if (exit_code >= 0)
+    if (exit_code != CLIARGS_GO_ON)
         return exit_code;
     cluster_init(&cluster);
     exit_code = up_configure(&options, &cluster);

@@ -582,6 +582,51 @@ static int test_open_trunc(const char *dir)
     return 0;
 }
 
+/*
+ * Truncations of a file this mount is still writing (its writes not yet
+ * committed to meta): ftruncate below what was written, then growing again,
+ * must read zeros past the cut, never the bytes written there; open(O_TRUNC)
+ * from another descriptor empties it, and the writer's close must not grow
+ * it back.
+ */
+static int test_truncate_while_writing(const char *dir)
+{
+    char path[PATH_MAX];
+    unsigned char data[5000];
+    unsigned char expected[6000];
+    struct stat st;
+
+    path_in(path, dir, "writing");
+    fill_pattern(data, sizeof(data), 0, 7);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    CHECK(fd >= 0);
+    CHECK_EQ(pwrite(fd, data, sizeof(data), 0), (ssize_t)sizeof(data));
+    CHECK(ftruncate(fd, 3000) == 0);
+    CHECK(ftruncate(fd, 6000) == 0);
+    CHECK(fstat(fd, &st) == 0);
+    CHECK_EQ(st.st_size, 6000);
+    memcpy(expected, data, 3000);
+    memset(expected + 3000, 0, sizeof(expected) - 3000);
+    CHECK(check_fd_content(fd, expected, sizeof(expected)) == 0);
+    CHECK(close(fd) == 0);
+    CHECK(check_file_content(path, expected, sizeof(expected)) == 0);
+
+    /* open(O_TRUNC) while another descriptor has writes in flight. */
+    int writer = open(path, O_WRONLY);
+    CHECK(writer >= 0);
+    CHECK_EQ(pwrite(writer, data, sizeof(data), 2 << 20), (ssize_t)sizeof(data));
+    int truncating = open(path, O_WRONLY | O_TRUNC);
+    CHECK(truncating >= 0);
+    CHECK(fstat(truncating, &st) == 0);
+    CHECK_EQ(st.st_size, 0);
+    CHECK(close(truncating) == 0);
+    CHECK(close(writer) == 0);
+    CHECK(stat(path, &st) == 0);
+    CHECK_EQ(st.st_size, 0);
+    CHECK(check_file_content(path, NULL, 0) == 0);
+    return 0;
+}
+
 static int test_open_append(const char *dir)
 {
     char path[PATH_MAX];
@@ -2908,6 +2953,7 @@ static const struct test_case {
 } tests[] = {
     {"create_excl", test_create_excl, false},
     {"open_trunc", test_open_trunc, false},
+    {"truncate_while_writing", test_truncate_while_writing, false},
     {"open_append", test_open_append, false},
     {"open_trunc_times", test_open_trunc_times, false},
     {"kill_privileges", test_kill_privileges, false},

@@ -152,6 +152,23 @@ int metafixture_attr_call(struct metafixture *f, int status, struct ts_attr *att
     return status;
 }
 
+int metafixture_open_call(struct metafixture *f, int status, struct ts_attr *attr,
+                          char *array_spec, size_t cap)
+{
+    struct ts_open_rep reply;
+    if (status != TS_OK)
+        return status;
+    assert_int_equal(ts_open_rep_decode(&reply, f->reply, f->reply_len), 0);
+    if (attr)
+        *attr = reply.attr;
+    if (array_spec) {
+        assert_true(reply.array_spec.len < cap);
+        memcpy(array_spec, reply.array_spec.ptr, reply.array_spec.len);
+        array_spec[reply.array_spec.len] = '\0';
+    }
+    return status;
+}
+
 void metafixture_assert_attr_equal(const struct ts_attr *a, const struct ts_attr *b)
 {
     assert_int_equal(a->ino, b->ino);

@@ -80,6 +80,10 @@ size_t metafixture_encoded_length(int len);
 
 /* An ATTR_REP call: on TS_OK decodes the reply's attributes into *attr (if not NULL). */
 int metafixture_attr_call(struct metafixture *f, int status, struct ts_attr *attr);
+/* As metafixture_attr_call, for OPEN's reply: attributes and the array
+ * text (into array_spec[cap], NUL-terminated; may be NULL). */
+int metafixture_open_call(struct metafixture *f, int status, struct ts_attr *attr,
+                          char *array_spec, size_t cap);
 
 /* Asserts two attributes are equal field by field: struct padding is not part of the contract. */
 void metafixture_assert_attr_equal(const struct ts_attr *a, const struct ts_attr *b);

@@ -120,7 +120,7 @@ static int do_link(struct metafixture *f, uint64_t ino, uint64_t new_parent, con
 static int do_open(struct metafixture *f, uint64_t ino)
 {
     struct ts_open_req m = {.ino = ino};
-    return metafixture_attr_call(f, CALL(f, TS_OP_OPEN, open_req, &m), NULL);
+    return metafixture_open_call(f, CALL(f, TS_OP_OPEN, open_req, &m), NULL, NULL, 0);
 }
 
 static int do_release(struct metafixture *f, uint64_t ino)
@@ -782,6 +782,116 @@ static void test_setattr_shrink(void **state)
     assert_int_equal(do_setattr(f, &truncate, NULL), TS_ERR_ISDIR);
     truncate.ino = 999999;
     assert_int_equal(do_setattr(f, &truncate, NULL), TS_ERR_NOENT);
+}
+
+/*
+ * open(O_TRUNC) in one round trip: OPEN with truncate bits truncates to 0
+ * (every tile to garbage, mtime now, set-user-ID gone with KILL_PRIV) in
+ * the same transaction as the open, and refuses bits that are not a
+ * truncation.
+ */
+static void test_open_truncates(void **state)
+{
+    struct metafixture *f = *state;
+    struct garbage_seen garbage[8];
+    uint32_t nodes[3];
+    uint64_t versions[3];
+    uint32_t node = register_node(f, 64ull << 30, 32ull << 30);
+    uint64_t file = make_file(f, TS_ROOT_INO, "truncated");
+    struct ts_setattr_req setuid = {.ino = file, .valid = TS_SET_MODE, .mode = 04755};
+    struct ts_setattr_rep set;
+    struct ts_attr before;
+    struct ts_attr after;
+
+    assert_int_equal(do_setattr(f, &setuid, &set), TS_OK);
+    assert_int_equal(do_tile_map(f, file, 0, 3, 1, nodes, versions), TS_OK);
+    assert_int_equal(do_commit(f, file, 3 * MiB, 0, &before), TS_OK);
+
+    struct ts_open_req bad = {.ino = file, .truncate = TS_SET_SIZE | TS_SET_MODE};
+    assert_int_equal(CALL(f, TS_OP_OPEN, open_req, &bad), TS_ERR_INVAL);
+    bad.truncate = TS_SET_MTIME_NOW; /* no size: not a truncation */
+    assert_int_equal(CALL(f, TS_OP_OPEN, open_req, &bad), TS_ERR_INVAL);
+    assert_int_equal(do_getattr(f, file, &after), TS_OK);
+    assert_int_equal(after.size, 3 * MiB); /* refused: nothing changed */
+
+    struct ts_open_req open = {
+        .ino = file, .truncate = TS_SET_SIZE | TS_SET_MTIME_NOW | TS_SET_KILL_PRIV};
+    char spec[8] = "x";
+    assert_int_equal(
+        metafixture_open_call(f, CALL(f, TS_OP_OPEN, open_req, &open), &after, spec, sizeof(spec)),
+        TS_OK);
+    assert_string_equal(spec, ""); /* not an array file */
+    assert_int_equal(after.size, 0);
+    assert_int_equal(after.blocks, 0);
+    assert_int_equal(after.mode, S_IFREG | 0755);
+    assert_true(after.change > before.change);
+    assert_true(after.mtime_sec > before.mtime_sec ||
+                (after.mtime_sec == before.mtime_sec && after.mtime_nsec > before.mtime_nsec));
+    assert_int_equal(do_tile_map(f, file, 0, 3, 0, nodes, versions), TS_OK);
+    assert_int_equal(nodes[0] | nodes[1] | nodes[2], 0);
+    assert_int_equal(garbage_of(f, node, garbage, 8), 3);
+    /* Opened too: one release owed. */
+    assert_int_equal(do_release(f, file), TS_OK);
+}
+
+/*
+ * A writer truncating its own file sends its COMMIT with the SETATTR
+ * (min_size, commit_mtime): applied first, so bytes its writes put past the
+ * new end are cut as if committed, and mtime is the truncation's.
+ */
+static void test_setattr_carries_commit(void **state)
+{
+    struct metafixture *f = *state;
+    uint32_t nodes[2];
+    uint64_t versions[2];
+    uint32_t node = register_node(f, 64ull << 30, 32ull << 30);
+    uint64_t file = make_file(f, TS_ROOT_INO, "written");
+    struct ts_setattr_rep reply;
+
+    /* Meta knows size 0; the writer has 1.5 MiB written, then truncates to 1000. */
+    assert_int_equal(do_tile_map(f, file, 0, 2, 1, nodes, versions), TS_OK);
+    struct ts_setattr_req truncate = {.ino = file,
+                                      .valid = TS_SET_SIZE,
+                                      .size = 1000,
+                                      .min_size = MiB + MiB / 2,
+                                      .commit_mtime_sec = 1000,
+                                      .commit_mtime_nsec = 5};
+    assert_int_equal(do_setattr(f, &truncate, &reply), TS_OK);
+    assert_int_equal(reply.attr.size, 1000);
+    assert_int_equal(reply.cut_node, node);
+    assert_int_equal(reply.cut_tile, 0);
+    assert_int_equal(reply.cut_bytes, 1000);
+    assert_true(reply.attr.mtime_sec > 1000); /* the size changed after the commit: now */
+    assert_int_equal(do_tile_map(f, file, 0, 2, 0, nodes, versions), TS_OK);
+    assert_int_equal(nodes[1], 0); /* tile 1 held only bytes past the new end */
+
+    /* Truncating to the size the writes reached keeps their mtime. */
+    truncate.size = 3000;
+    truncate.min_size = 3000;
+    assert_int_equal(do_setattr(f, &truncate, &reply), TS_OK);
+    assert_int_equal(reply.attr.size, 3000);
+    assert_int_equal(reply.attr.mtime_sec, 1000);
+    assert_int_equal(reply.attr.mtime_nsec, 5);
+    assert_int_equal(reply.cut_node, 0);
+
+    truncate.commit_mtime_nsec = 1000000000;
+    assert_int_equal(do_setattr(f, &truncate, NULL), TS_ERR_INVAL);
+}
+
+/* TILE_MAP answers the file's size with the records. */
+static void test_tile_map_answers_size(void **state)
+{
+    struct metafixture *f = *state;
+    register_node(f, 64ull << 30, 32ull << 30);
+    uint64_t file = make_file(f, TS_ROOT_INO, "sized");
+    struct ts_tile_map_req m = {.ino = file, .first = 0, .count = 1, .allocate = 1};
+    struct ts_tile_map_rep reply;
+    struct ts_attr attr;
+
+    assert_int_equal(do_commit(f, file, 12345, 0, &attr), TS_OK);
+    assert_int_equal(CALL(f, TS_OP_TILE_MAP, tile_map_req, &m), TS_OK);
+    assert_int_equal(ts_tile_map_rep_decode(&reply, f->reply, f->reply_len), 0);
+    assert_int_equal(reply.size, 12345);
 }
 
 /* ---- tile map ----------------------------------------------------------- */
@@ -1971,6 +2081,14 @@ static void test_array_xattr(void **state)
     assert_int_equal(do_getxattr(f, file, ARRAY, value, sizeof(value)), TS_OK);
     assert_string_equal(value,
                         "f32 64x64x64 BLOCK,BLOCK,BLOCK mesh=2x2x2 subchunk=same threshold=128K");
+    /* OPEN answers the same text, so an open needs no GETXATTR. */
+    struct ts_open_req open = {.ino = file};
+    assert_int_equal(metafixture_open_call(f, CALL(f, TS_OP_OPEN, open_req, &open), &attr, value,
+                                           sizeof(value)),
+                     TS_OK);
+    assert_string_equal(value,
+                        "f32 64x64x64 BLOCK,BLOCK,BLOCK mesh=2x2x2 subchunk=same threshold=128K");
+    assert_int_equal(do_release(f, file), TS_OK);
     /* 1 MiB of f32 in 8 chunks of 128 KiB: 8 tiles of 32x32x32. */
 
     /* Not listed, like user.tessera.layout. */
@@ -2135,6 +2253,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rename_directories, setup, teardown),
         cmocka_unit_test_setup_teardown(test_readdir_pagination, setup, teardown),
         cmocka_unit_test_setup_teardown(test_setattr_shrink, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_open_truncates, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_setattr_carries_commit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tile_map_answers_size, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tile_map_round_robin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_heartbeat_marks_stored, setup, teardown),
         cmocka_unit_test_setup_teardown(test_heartbeat_identity, setup, teardown),

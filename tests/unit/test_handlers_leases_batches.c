@@ -68,7 +68,7 @@ static int do_getattr(struct metafixture *f, uint64_t ino, struct ts_attr *attr)
 static int do_open(struct metafixture *f, uint64_t ino)
 {
     struct ts_open_req m = {.ino = ino};
-    return metafixture_attr_call(f, CALL(f, TS_OP_OPEN, open_req, &m), NULL);
+    return metafixture_open_call(f, CALL(f, TS_OP_OPEN, open_req, &m), NULL, NULL, 0);
 }
 
 static int do_unlink(struct metafixture *f, uint64_t parent, const char *name)

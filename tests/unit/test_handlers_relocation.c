@@ -443,7 +443,8 @@ static void test_profile_start_inherit_stop(void **state)
                      TS_OK);
     assert_true(attr.flags & TS_ATTR_PROFILED);
     struct ts_open_req open = {.ino = file.ino};
-    assert_int_equal(metafixture_attr_call(f, CALL(f, TS_OP_OPEN, open_req, &open), &attr), TS_OK);
+    assert_int_equal(
+        metafixture_open_call(f, CALL(f, TS_OP_OPEN, open_req, &open), &attr, NULL, 0), TS_OK);
     assert_true(attr.flags & TS_ATTR_PROFILED);
     assert_int_equal(getattr(f, outside).flags & TS_ATTR_PROFILED, 0);
 

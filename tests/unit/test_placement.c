@@ -1,8 +1,9 @@
 /*
  * @file test_placement.c
  * Unit tests of Panda's allocation in librarian/: static allocation
- * (staticalloc.c) and the dynamic batch schedule (dynamicalloc.c) against
- * the worked examples of seed 000 section 3.2, and placement_choose()'s
+ * (staticalloc.c) and dynamic allocation (dynamicalloc.c: the writer's
+ * pick of a node with room, a round split by speed) against the worked
+ * examples of seed 000 section 3.2, and placement_choose()'s
  * policies on snapshots with fast, slow, unmeasured, full and down nodes.
  * Speeds are in the paper's units: 1 MB = 10^6 bytes, tiles of 1 MB.
  */
@@ -86,76 +87,105 @@ static void test_static_ties_and_errors(void **state)
 /*
  * The paper's dynamic example: 128 tiles, speeds 5 and 3 MB/s, N = 20.
  * Rounds 1 and 2 hand out 40 tiles each, 25 + 15; round 3 (48 left, about
- * a third) hands out 20 = 10 x 2 nodes.
+ * a third) hands out 20 = 10 x 2 nodes, split by finish time.
  */
-static void test_dynamic_paper_example(void **state)
+static void test_dynamic_round_paper_example(void **state)
 {
     (void)state;
     const uint64_t speeds[2] = {5 * MB, 3 * MB};
     uint32_t counts[2];
-    uint64_t left = 128;
 
-    assert_int_equal(dynamicalloc_batch(left, 128, 20, 2), 40);
     assert_int_equal(dynamicalloc_round(speeds, 2, MB, 40, counts), 0);
     assert_int_equal(counts[0], 25);
     assert_int_equal(counts[1], 15);
-    left -= 40;
-
-    assert_int_equal(left, 88); /* over half of the data: still N per node */
-    assert_int_equal(dynamicalloc_batch(left, 128, 20, 2), 40);
-    assert_int_equal(dynamicalloc_round(speeds, 2, MB, 40, counts), 0);
-    assert_int_equal(counts[0], 25);
-    assert_int_equal(counts[1], 15);
-    left -= 40;
-
-    assert_int_equal(left, 48); /* between 1/2 and 1/3 left: m = 2, N/m = 10 per node */
-    assert_int_equal(dynamicalloc_batch(left, 128, 20, 2), 20);
     assert_int_equal(dynamicalloc_round(speeds, 2, MB, 20, counts), 0);
     assert_int_equal(counts[0] + counts[1], 20);
     assert_int_equal(counts[0], 13); /* 12.5 : 7.5 by finish time */
     assert_int_equal(counts[1], 7);
-}
 
-/* "Continuing in this manner, eventually all subchunks are assigned." */
-static void test_dynamic_schedule_to_the_end(void **state)
-{
-    (void)state;
-    const uint32_t expected[] = {40, 40, 20, 10, 4, 4, 2, 2, 2, 2, 2};
-    uint64_t left = 128;
-    size_t rounds = 0;
-    while (left > 0) {
-        uint32_t round = dynamicalloc_batch(left, 128, 20, 2);
-        assert_true(round >= 1);
-        assert_true(round <= left);
-        assert_true(rounds < sizeof(expected) / sizeof(expected[0]));
-        assert_int_equal(round, expected[rounds]);
-        left -= round;
-        rounds++;
-    }
-    assert_int_equal(rounds, sizeof(expected) / sizeof(expected[0]));
-}
-
-static void test_dynamic_batch_edges(void **state)
-{
-    (void)state;
-    assert_int_equal(dynamicalloc_batch(0, 128, 20, 2), 0);
-    assert_int_equal(dynamicalloc_batch(5, 128, 20, 0), 0);
-    /* One node's batch. */
-    assert_int_equal(dynamicalloc_batch(100, 100, 20, 1), 20);
-    assert_int_equal(dynamicalloc_batch(30, 100, 20, 1), 6); /* m = 3 */
-    assert_int_equal(dynamicalloc_batch(1, 100, 20, 1), 1);  /* max(1, 20/100) */
-    assert_int_equal(dynamicalloc_batch(1, 128, 20, 2), 1);  /* never more than is left */
-    /* Unknown size: N per node every round. */
-    assert_int_equal(dynamicalloc_batch(UINT64_MAX, 0, 20, 4), 80);
-    assert_int_equal(dynamicalloc_batch(7, 0, 20, 4), 7);
-    /* More left than the total (the caller's totals drifted): m = 1. */
-    assert_int_equal(dynamicalloc_batch(200, 100, 20, 1), 20);
-    assert_int_equal(dynamicalloc_batch(100, 100, 0, 3), 3); /* batch 0 = 1 */
-    assert_int_equal(dynamicalloc_batch(UINT64_MAX, 0, UINT32_MAX, UINT32_MAX), UINT32_MAX);
-    uint32_t counts[1];
     const uint64_t zero[1] = {0};
     assert_int_equal(dynamicalloc_round(zero, 1, MB, 3, counts), -EINVAL);
     assert_int_equal(dynamicalloc_round(zero, 0, MB, 3, counts), -EINVAL);
+}
+
+/* The writer's pick: the least loaded node with room for the whole batch. */
+static void test_dynamic_pick_least_loaded_with_room(void **state)
+{
+    (void)state;
+    struct dynamicalloc_node nodes[3] = {{11, 3}, {12, 1}, {13, 2}};
+    assert_int_equal(dynamicalloc_pick(nodes, 3, 0, 2, 4), 12);
+    /* A batch of 3 fits only node 12 (1 + 3 <= 4); of 4, none. */
+    assert_int_equal(dynamicalloc_pick(nodes, 3, 0, 3, 4), 12);
+    assert_int_equal(dynamicalloc_pick(nodes, 3, 0, 4, 4), 0);
+    /* Node 12 fills up: 13 is next, then 11 for a single tile, then none. */
+    nodes[1].in_flight = 4;
+    assert_int_equal(dynamicalloc_pick(nodes, 3, 0, 2, 4), 13);
+    nodes[2].in_flight = 4;
+    assert_int_equal(dynamicalloc_pick(nodes, 3, 0, 2, 4), 0);
+    assert_int_equal(dynamicalloc_pick(nodes, 3, 0, 1, 4), 11);
+    assert_int_equal(dynamicalloc_pick(nodes, 0, 0, 1, 4), 0);
+}
+
+/* Equally loaded nodes take turns as the caller advances `start`. */
+static void test_dynamic_pick_ties_rotate(void **state)
+{
+    (void)state;
+    struct dynamicalloc_node nodes[3] = {{1, 0}, {2, 0}, {3, 0}};
+    assert_int_equal(dynamicalloc_pick(nodes, 3, 0, 2, 4), 1);
+    assert_int_equal(dynamicalloc_pick(nodes, 3, 1, 2, 4), 2);
+    assert_int_equal(dynamicalloc_pick(nodes, 3, 2, 2, 4), 3);
+    assert_int_equal(dynamicalloc_pick(nodes, 3, 3, 2, 4), 1);
+    assert_int_equal(dynamicalloc_pick(nodes, 3, UINT32_MAX, 2, 4), 1); /* 2^32 - 1 = 0 mod 3 */
+    /* A less loaded node wins wherever the rotation starts. */
+    nodes[2].in_flight = 0;
+    nodes[0].in_flight = nodes[1].in_flight = 1;
+    assert_int_equal(dynamicalloc_pick(nodes, 3, 0, 2, 4), 3);
+}
+
+/*
+ * DESIGN.md's dynamic placement: the writer keeps at most 4 tiles in
+ * flight per node and hands a batch of 2 to a node with room, so nodes
+ * pull work at their own pace. Simulated with the paper's speeds, 5 and
+ * 3 MB/s (a tile takes 3 and 5 time units): the 128 tiles split about
+ * 5:3 (80 and 48) and both nodes finish within a batch of the slow node's
+ * time of each other, with no size known ahead and no speed measured.
+ */
+static void test_dynamic_pick_nodes_pull_at_their_pace(void **state)
+{
+    (void)state;
+    const uint64_t tile_time[2] = {3, 5};
+    struct dynamicalloc_node nodes[2] = {{1, 0}, {2, 0}};
+    uint64_t finish[2][4]; /* the finish times of each node's tiles in flight, in order */
+    uint64_t busy_until[2] = {0, 0};
+    uint32_t tiles_written[2] = {0, 0};
+    uint64_t now = 0;
+    uint32_t start = 0;
+    uint32_t left = 128;
+
+    while (left > 0) {
+        uint32_t id = dynamicalloc_pick(nodes, 2, start, 2, 4);
+        if (id != 0) {
+            size_t i = id - 1;
+            for (int t = 0; t < 2; t++) {
+                busy_until[i] = (busy_until[i] > now ? busy_until[i] : now) + tile_time[i];
+                finish[i][nodes[i].in_flight++] = busy_until[i];
+            }
+            tiles_written[i] += 2;
+            left -= 2;
+            start++;
+            continue;
+        }
+        /* Every node is full: time moves to the next tile that finishes. */
+        size_t first = finish[0][0] <= finish[1][0] ? 0 : 1;
+        now = finish[first][0];
+        memmove(&finish[first][0], &finish[first][1], 3 * sizeof(finish[first][0]));
+        nodes[first].in_flight--;
+    }
+    assert_int_equal(tiles_written[0] + tiles_written[1], 128);
+    assert_in_range(tiles_written[0], 76, 84);
+    uint64_t spread = busy_until[0] > busy_until[1] ? busy_until[0] - busy_until[1]
+                                                    : busy_until[1] - busy_until[0];
+    assert_true(spread <= 2 * tile_time[1]);
 }
 
 /* ---- placement_choose ---------------------------------------------------- */
@@ -288,9 +318,10 @@ int main(void)
         cmocka_unit_test(test_static_paper_example_all_tiles),
         cmocka_unit_test(test_static_backlog),
         cmocka_unit_test(test_static_ties_and_errors),
-        cmocka_unit_test(test_dynamic_paper_example),
-        cmocka_unit_test(test_dynamic_schedule_to_the_end),
-        cmocka_unit_test(test_dynamic_batch_edges),
+        cmocka_unit_test(test_dynamic_round_paper_example),
+        cmocka_unit_test(test_dynamic_pick_least_loaded_with_room),
+        cmocka_unit_test(test_dynamic_pick_ties_rotate),
+        cmocka_unit_test(test_dynamic_pick_nodes_pull_at_their_pace),
         cmocka_unit_test(test_choose_static_by_speed),
         cmocka_unit_test(test_choose_static_unmeasured),
         cmocka_unit_test(test_choose_skips_down_and_full),

@@ -5,7 +5,7 @@
  * staging files; and TILE_PULL through nodehandlers_table with a real puller
  * that has no threads (so queued jobs stay queued and the queue bound can
  * be reached). Pulls over real sockets between real datanodes are
- * test_pull.c's.
+ * tests/integration/test_tile_pull.c's.
  *
  * The cases with a source run a second store behind a real rpc_server on
  * an inproc:// endpoint, served by a thread of the test, so the puller's

@@ -320,8 +320,12 @@ static void test_pipeline_full(void **state)
     rpc_pool_destroy(&pool);
 }
 
-/* A named pool's sockets carry its name; a request refused for a lease is sent again. */
-static void test_named_pool_and_lease_retry(void **state)
+/*
+ * A named pool's sockets carry its name; a refusal (here TS_ERR_LEASED) is
+ * the caller's to retry: the request is sent once (fuse/metaclient.c
+ * retries lease refusals).
+ */
+static void test_named_pool_and_refusal_sent_once(void **state)
 {
     (void)state;
     struct rpc_pool *pool = rpc_pool_new(ENDPOINT, 300);
@@ -334,36 +338,34 @@ static void test_named_pool_and_lease_retry(void **state)
     assert_int_equal(rpc_pool_set_name(pool, "\0x", 2), TS_ERR_INVAL);
     assert_int_equal(rpc_pool_set_name(pool, name, sizeof(name)), TS_OK);
 
-    /* Refused three times, taken the fourth, from the caller's view one call. */
     lookups = 0;
     atomic_store(&leased_left, 3);
     assert_int_equal(rpc_pool_call(pool, TS_OP_LOOKUP, request, (size_t)len, NULL, 0, &reply),
-                     TS_OK);
+                     TS_ERR_LEASED);
     rpc_reply_release(&reply);
-    assert_int_equal(lookups, 4);
+    assert_int_equal(lookups, 1);
     assert_int_equal(last_peer_len, sizeof(name) + 4);
     assert_memory_equal(last_peer, name, sizeof(name));
 
-    /* In a pipeline: sent again when its first call was refused. */
+    /* In a pipeline: each call's own status, nothing sent again. */
     struct rpc_call calls[2] = {{TS_OP_LOOKUP, request, (size_t)len},
                                 {TS_OP_LOOKUP, request, (size_t)len}};
     struct rpc_reply replies[2];
     int statuses[2];
     lookups = 0;
     atomic_store(&leased_left, 1);
-    assert_int_equal(rpc_pool_call_many(pool, calls, 2, replies, statuses), TS_OK);
-    assert_int_equal(statuses[0], TS_OK);
+    assert_int_equal(rpc_pool_call_many_within(pool, calls, 2, 300, replies, statuses), TS_OK);
+    assert_int_equal(statuses[0], TS_ERR_LEASED);
     assert_int_equal(statuses[1], TS_OK);
     rpc_reply_release(&replies[0]);
     rpc_reply_release(&replies[1]);
-    assert_int_equal(lookups, 4); /* the pair twice: the later calls are reads (getattrs) */
+    assert_int_equal(lookups, 2);
 
-    /* A lease never given back: the refusal, once the time is up. */
-    atomic_store(&leased_left, 1000000);
-    assert_int_equal(rpc_pool_call(pool, TS_OP_LOOKUP, request, (size_t)len, NULL, 0, &reply),
-                     TS_ERR_LEASED);
-    rpc_reply_release(&reply);
+    /* With a timeout of the caller's. */
     atomic_store(&leased_left, 0);
+    assert_int_equal(rpc_pool_call_within(pool, TS_OP_LOOKUP, request, (size_t)len, 300, &reply),
+                     TS_OK);
+    rpc_reply_release(&reply);
     rpc_pool_destroy(&pool);
 }
 
@@ -372,7 +374,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pipeline_in_order), cmocka_unit_test(test_pipeline_statuses),
         cmocka_unit_test(test_pipeline_timeout),  cmocka_unit_test(test_gate_holds_requests),
-        cmocka_unit_test(test_pipeline_full),     cmocka_unit_test(test_named_pool_and_lease_retry),
+        cmocka_unit_test(test_pipeline_full),
+        cmocka_unit_test(test_named_pool_and_refusal_sent_once),
     };
     return cmocka_run_group_tests_name("rpc", tests, group_setup, group_teardown);
 }

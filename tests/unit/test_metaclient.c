@@ -1,6 +1,7 @@
 /*
- * @file test_metasession.c
- * The mount's side of its session with meta (fuse/metaclient.c): a real
+ * @file test_metaclient.c
+ * The mount's meta client (fuse/metaclient.c), its session with meta and
+ * its retries of requests a directory lease refuses: a real
  * metaclient talks over ZeroMQ (ipc://) to meta's real handlers on a real
  * LMDB store in a temporary directory, served by a thread of this test.
  * "Restarting meta" closes the service and opens it again on the same
@@ -101,7 +102,7 @@ static int setup(void **state)
     const char *tmp = getenv("TMPDIR");
     if (!f)
         return -1;
-    snprintf(f->dir, sizeof(f->dir), "%s/test_metasession.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    snprintf(f->dir, sizeof(f->dir), "%s/test_metaclient.XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(f->dir)) {
         free(f);
         return -1;
@@ -158,12 +159,13 @@ static void test_restart_keeps_held_orphans(void **state)
     struct fixture *f = *state;
     uint64_t created = make_orphan(f, "created");
     struct ts_attr attr;
+    char *spec = NULL;
     assert_int_equal(
         metaclient_mknod(f->client, TS_ROOT_INO, "twice", S_IFREG | 0644, 0, 0, 0, 0, &attr, NULL),
         TS_OK);
     uint64_t twice = attr.ino;
-    assert_int_equal(metaclient_open(f->client, twice, 0, &attr), TS_OK);
-    assert_int_equal(metaclient_open(f->client, twice, 0, &attr), TS_OK);
+    assert_int_equal(metaclient_open(f->client, twice, 0, 0, &attr, &spec), TS_OK);
+    assert_int_equal(metaclient_open(f->client, twice, 0, 0, &attr, &spec), TS_OK);
     assert_int_equal(metaclient_unlink(f->client, TS_ROOT_INO, "twice", NULL), TS_OK);
     /* Released while meta is down: the announcement leaves it out. */
     uint64_t closed = make_orphan(f, "closed");
@@ -203,11 +205,97 @@ static void test_deleted_meanwhile_is_lost(void **state)
     assert_int_equal(metaclient_release(f->client, orphan), TS_OK);
 }
 
+/* Another mount, which holds a directory's lease and gives it back late. */
+struct lease_holder {
+    struct metaclient *mount;
+    uint64_t dir;
+    int return_after_ms; /* < 0: never */
+    pthread_t thread;
+};
+
+static void *lease_holder_return(void *arg)
+{
+    struct lease_holder *holder = arg;
+    struct ts_dir_lease_rep reply;
+    util_sleep_ms(holder->return_after_ms);
+    assert_int_equal(
+        metaclient_dir_lease(holder->mount, holder->dir, TS_LEASE_RETURN, 0, &reply), TS_OK);
+    return NULL;
+}
+
+/* Makes holder's mount take dir's lease and, unless never, give it back later. */
+static void lease_holder_start(struct fixture *f, struct lease_holder *holder, uint64_t dir,
+                               int return_after_ms)
+{
+    struct ts_dir_lease_rep reply;
+    holder->mount = metaclient_new(f->endpoint, META_TIMEOUT_MS, "other");
+    assert_non_null(holder->mount);
+    holder->dir = dir;
+    holder->return_after_ms = return_after_ms;
+    assert_int_equal(metaclient_dir_lease(holder->mount, dir, TS_LEASE_GET, 0, &reply), TS_OK);
+    if (return_after_ms >= 0)
+        assert_int_equal(pthread_create(&holder->thread, NULL, lease_holder_return, holder), 0);
+}
+
+static void lease_holder_stop(struct lease_holder *holder)
+{
+    if (holder->return_after_ms >= 0)
+        pthread_join(holder->thread, NULL);
+    metaclient_destroy(&holder->mount);
+}
+
+/*
+ * A request about a directory another mount holds the lease on is refused
+ * until that mount gives it back; the meta client sends it again, so the
+ * caller sees one call that took as long as the holder did.
+ */
+static void test_leased_directory_retried(void **state)
+{
+    struct fixture *f = *state;
+    struct lease_holder holder;
+    struct ts_attr attr;
+
+    lease_holder_start(f, &holder, TS_ROOT_INO, 50);
+    int64_t started = util_monotonic_ms();
+    assert_int_equal(metaclient_getattr(f->client, TS_ROOT_INO, &attr), TS_OK);
+    assert_true(util_monotonic_ms() - started >= 40);
+    lease_holder_stop(&holder);
+
+    /* A pipelined call (mkdir with its parent's attributes) too. */
+    struct metaclient_dirs dirs = {.count = 1, .ino = {TS_ROOT_INO}};
+    lease_holder_start(f, &holder, TS_ROOT_INO, 50);
+    started = util_monotonic_ms();
+    assert_int_equal(
+        metaclient_mkdir(f->client, TS_ROOT_INO, "made", S_IFDIR | 0755, 0, 0, &attr, &dirs),
+        TS_OK);
+    assert_true(util_monotonic_ms() - started >= 40);
+    assert_int_equal(dirs.status[0], TS_OK);
+    lease_holder_stop(&holder);
+}
+
+/* A lease never given back: the refusal, not a timeout, once the time is up. */
+static void test_leased_directory_gives_up(void **state)
+{
+    struct fixture *f = *state;
+    struct lease_holder holder;
+    struct ts_attr attr;
+
+    lease_holder_start(f, &holder, TS_ROOT_INO, -1);
+    int64_t started = util_monotonic_ms();
+    assert_int_equal(metaclient_getattr(f->client, TS_ROOT_INO, &attr), TS_ERR_LEASED);
+    int64_t took = util_monotonic_ms() - started;
+    assert_true(took >= META_TIMEOUT_MS - 100 - 10);
+    assert_true(took <= META_TIMEOUT_MS + 200);
+    lease_holder_stop(&holder);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_restart_keeps_held_orphans, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deleted_meanwhile_is_lost, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_leased_directory_retried, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_leased_directory_gives_up, setup, teardown),
     };
-    return cmocka_run_group_tests_name("metasession", tests, NULL, NULL);
+    return cmocka_run_group_tests_name("metaclient", tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 /*
- * @file test_pull.c
+ * @file test_tile_pull.c
  * Peer-to-peer tile relocation between real daemons: one tessera-meta and
  * two tessera-datanodes (A and B) started from the build directory
  * (TESSERA_META, TESSERA_DATANODE) in a fresh temporary directory, talking
@@ -10,7 +10,7 @@
  * TILE_WRITE to A, TILE_PULL on B until it is done, the bytes compared
  * on disk, TILE_FENCE freeze/lift/retire on A (the retirement across a
  * restart), a pull from a dead source, and two nodes pulling from each
- * other while both keep answering. TEST_PULL_KEEP=1 keeps the directory.
+ * other while both keep answering. TEST_TILE_PULL_KEEP=1 keeps the directory.
  */
 #include "crc32c.h"
 #include "proto.h"
@@ -257,7 +257,7 @@ static int teardown(void **state)
     stop(cluster, &cluster->node_a);
     stop(cluster, &cluster->node_b);
     stop(cluster, &cluster->meta);
-    const char *keep = getenv("TEST_PULL_KEEP");
+    const char *keep = getenv("TEST_TILE_PULL_KEEP");
     if (keep && strcmp(keep, "1") == 0)
         fprintf(stderr, "kept %s\n", cluster->dir);
     else
@@ -677,5 +677,5 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pull_from_dead_source, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mutual_pulls, setup, teardown),
     };
-    return cmocka_run_group_tests_name("pull", tests, NULL, NULL);
+    return cmocka_run_group_tests_name("tile_pull", tests, NULL, NULL);
 }

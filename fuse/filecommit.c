@@ -1,0 +1,188 @@
+/*
+ * @file filecommit.c
+ * See filecommit.h. flush writes the file's buffers out, waits for its
+ * write jobs and commits; fsync has every datanode written to since the
+ * last fsync sync those tiles (TILE_SYNC, all datanodes in parallel on
+ * the sync threads) before its commit asks meta for durability too.
+ */
+#include "filecommit.h"
+
+#include "metaclient.h"
+#include "proto.h"
+#include "tilecache.h"
+#include "writebehind.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+void filecommit_note(struct datapath *datapath, const struct ts_attr *attr)
+{
+    attrguard_record(datapath->guard, attr);
+    if (datapath->committed)
+        datapath->committed(datapath->committed_context, attr->ino);
+}
+
+int filecommit_size(struct datapath *datapath, struct open_file *file, int sync)
+{
+    struct ts_attr attr;
+    int status;
+    if (!file->size_dirty && !sync)
+        return 0;
+    status = metaclient_commit(datapath->meta, file->ino, file->size,
+                               file->size_dirty ? &file->mtime : NULL, sync, &attr);
+    if (status != TS_OK)
+        return errno_of_status(status);
+    /* Recorded before size_dirty is cleared: an attribute reply being put
+     * together meanwhile finds the size here or is refused as older. */
+    if (file->size_dirty)
+        filecommit_note(datapath, &attr);
+    file->size_dirty = false;
+    tilecache_size_learned(datapath, file, attr.size);
+    return 0;
+}
+
+/* One TILE_SYNC request: all tiles of one datanode. */
+struct sync_job {
+    struct worker_job job;
+    struct datapath *datapath;
+    uint32_t node;
+    uint8_t *payload;
+    size_t payload_len;
+    int status;
+    /* completion: shared by the sync jobs of one fsync */
+    pthread_mutex_t *lock;
+    pthread_cond_t *done;
+    int *pending;
+};
+
+static void sync_job_run(struct worker_job *worker_job)
+{
+    struct sync_job *job = (struct sync_job *)worker_job;
+    struct rpc_reply reply;
+    job->status = nodedir_call(job->datapath->nodes, job->node, TS_OP_TILE_SYNC, job->payload,
+                               job->payload_len, NULL, 0, &reply);
+    rpc_reply_release(&reply);
+    pthread_mutex_lock(job->lock);
+    (*job->pending)--;
+    pthread_cond_broadcast(job->done);
+    pthread_mutex_unlock(job->lock);
+}
+
+/* Encodes a TILE_SYNC request for the dirty tiles on `node`. */
+static int sync_job_prepare(struct open_file *file, uint32_t node, struct sync_job *job)
+{
+    size_t count = 0;
+    for (size_t i = 0; i < file->dirty_count; i++)
+        count += file->dirty[i].node == node;
+    size_t records_len = count * ts_tile_file_rec_bytes;
+    uint8_t *records = malloc(records_len + 1);
+    job->payload_len = records_len + 16;
+    job->payload = malloc(job->payload_len);
+    if (!records || !job->payload) {
+        free(records);
+        return -ENOMEM;
+    }
+    struct ts_writer writer;
+    ts_writer_init(&writer, records, records_len);
+    for (size_t i = 0; i < file->dirty_count; i++) {
+        if (file->dirty[i].node != node)
+            continue;
+        struct ts_tile_file_rec record = {
+            .ino = file->ino, .tile = file->dirty[i].tile, .version = file->dirty[i].version};
+        ts_tile_file_rec_write(&writer, &record);
+    }
+    struct ts_tile_sync_req request = {.count = (uint32_t)count,
+                                       .tiles = {(const char *)records, (uint32_t)writer.len}};
+    int len = ts_tile_sync_req_encode(&request, job->payload, job->payload_len);
+    free(records);
+    if (len < 0)
+        return -EINVAL;
+    job->payload_len = (size_t)len;
+    job->node = node;
+    return 0;
+}
+
+/*
+ * Has every datanode sync the tiles written to it since the last fsync, all
+ * nodes in parallel. Called with file->lock held (no writes in flight).
+ */
+static int sync_dirty_tiles(struct datapath *datapath, struct open_file *file)
+{
+    uint32_t nodes[64];
+    size_t node_count = 0;
+    struct sync_job jobs[64];
+    pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t done = PTHREAD_COND_INITIALIZER;
+    int pending = 0;
+    int result = 0;
+
+    for (size_t i = 0; i < file->dirty_count; i++) {
+        size_t known = 0;
+        while (known < node_count && nodes[known] != file->dirty[i].node)
+            known++;
+        if (known == node_count && node_count < 64)
+            nodes[node_count++] = file->dirty[i].node;
+    }
+    memset(jobs, 0, sizeof(jobs));
+    for (size_t n = 0; n < node_count; n++) {
+        if (sync_job_prepare(file, nodes[n], &jobs[n]) != 0) {
+            result = -ENOMEM;
+            break;
+        }
+        jobs[n].job.run = sync_job_run;
+        jobs[n].datapath = datapath;
+        jobs[n].lock = &lock;
+        jobs[n].done = &done;
+        jobs[n].pending = &pending;
+        pthread_mutex_lock(&lock);
+        pending++;
+        pthread_mutex_unlock(&lock);
+        workers_submit(datapath->sync_workers, &jobs[n].job);
+    }
+    pthread_mutex_lock(&lock);
+    while (pending > 0)
+        pthread_cond_wait(&done, &lock);
+    pthread_mutex_unlock(&lock);
+    for (size_t n = 0; n < node_count; n++) {
+        /* STALE: a tile moved since it was written; the move's pull stored
+         * it synced on its new datanode. */
+        if (result == 0 && jobs[n].payload && jobs[n].status != TS_OK &&
+            jobs[n].status != TS_ERR_STALE)
+            result = errno_of_status(jobs[n].status);
+        free(jobs[n].payload);
+    }
+    if (result == 0)
+        file->dirty_count = 0;
+    return result;
+}
+
+/*
+ * flush (sync 0) and fsync (sync 1): writes out the file's buffers and
+ * waits for its write jobs; fsync then has the datanodes sync the tiles;
+ * both commit. Returns the first error pending or met.
+ */
+static int write_out_and_commit(struct datapath *datapath, struct open_file *file, int sync)
+{
+    int result;
+    if (atomic_load(&file->lost))
+        return -EIO;
+    pthread_mutex_lock(&file->lock);
+    result = writebehind_drain(datapath, file);
+    if (result == 0 && sync)
+        result = sync_dirty_tiles(datapath, file);
+    if (result == 0)
+        result = filecommit_size(datapath, file, sync);
+    pthread_mutex_unlock(&file->lock);
+    return result;
+}
+
+int datapath_flush(struct datapath *datapath, struct open_file *file)
+{
+    return write_out_and_commit(datapath, file, 0);
+}
+
+int datapath_fsync(struct datapath *datapath, struct open_file *file)
+{
+    return write_out_and_commit(datapath, file, 1);
+}

@@ -1,0 +1,162 @@
+/*
+ * @file tilecache.c
+ * See tilecache.h. A slot is LOADING while a worker fills it (nobody else
+ * touches it then), READY or FAILED after; readers pin a READY slot while
+ * the kernel copies from it, and a slot whose bytes went stale meanwhile is
+ * marked `discard` and cleared by the loader or the last reader. A hole is
+ * READY at once with no bytes. Loads never hold file->lock while they
+ * read.
+ */
+#include "tilecache.h"
+
+#include "tile.h"
+#include "tileread.h"
+#include "tilelocation.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void tilecache_slot_clear(struct datapath *datapath, struct open_file *file, struct read_slot *slot)
+{
+    rpc_reply_release(&slot->reply);
+    if (slot->holds_budget)
+        budget_give(&datapath->read_budget, file->tile_bytes);
+    memset(slot, 0, sizeof(*slot));
+}
+
+void tilecache_forget_range(struct datapath *datapath, struct open_file *file, uint64_t first,
+                            uint64_t last)
+{
+    for (int i = 0; i < READ_SLOTS; i++) {
+        struct read_slot *slot = &file->slots[i];
+        if (slot->state == SLOT_EMPTY || slot->tile < first || slot->tile > last)
+            continue;
+        if (slot->state == SLOT_LOADING || slot->pins > 0)
+            slot->discard = true; /* the loader or the last reader clears it */
+        else
+            tilecache_slot_clear(datapath, file, slot);
+    }
+}
+
+void tilecache_size_learned(struct datapath *datapath, struct open_file *file, uint64_t size)
+{
+    if (size > file->size) {
+        uint64_t first = file->layout.array ? 0 : tile_index_of(file->size, file->tile_bytes);
+        tilecache_forget_range(datapath, file, first, UINT64_MAX);
+    }
+    file->size = size;
+}
+
+struct read_slot *tilecache_find(struct open_file *file, uint64_t tile)
+{
+    for (int i = 0; i < READ_SLOTS; i++) {
+        struct read_slot *slot = &file->slots[i];
+        if (slot->state != SLOT_EMPTY && !slot->discard && slot->tile == tile)
+            return slot;
+    }
+    return NULL;
+}
+
+struct load_job {
+    struct worker_job job;
+    struct datapath *datapath;
+    struct open_file *file;
+    struct read_slot *slot;
+    struct tile_location location;
+    uint64_t tile;
+};
+
+static void load_job_run(struct worker_job *worker_job)
+{
+    struct load_job *job = (struct load_job *)worker_job;
+    struct open_file *file = job->file;
+    struct read_slot *slot = job->slot;
+    struct tile_location location = job->location;
+    /* Nobody else touches a LOADING slot, so the reply goes straight into
+     * it: a zmq_msg_t must not be copied (small messages live inside it). */
+    int error =
+        tileread_fetch(job->datapath, file->ino, job->tile, 0,
+                       filetiles_tile_bytes(&file->layout, job->tile), &location, &slot->reply);
+    bool local =
+        error == 0 && job->datapath->profile && tileread_is_local(job->datapath, &location);
+    pthread_mutex_lock(&file->lock);
+    tilelocation_replace(file, job->tile, &job->location, &location);
+    slot->local = local;
+    slot->state = error == 0 ? SLOT_READY : SLOT_FAILED;
+    slot->error = error;
+    slot->length = error == 0 ? (uint32_t)slot->reply.data_len : 0;
+    if (slot->discard)
+        tilecache_slot_clear(job->datapath, file, slot);
+    file->loads_in_flight--;
+    pthread_cond_broadcast(&file->changed);
+    pthread_mutex_unlock(&file->lock);
+    free(job);
+}
+
+/* A slot to load a tile into: a free one, else the least recently used. */
+static struct read_slot *cache_victim(struct datapath *datapath, struct open_file *file)
+{
+    struct read_slot *victim = NULL;
+    for (int i = 0; i < READ_SLOTS; i++) {
+        struct read_slot *slot = &file->slots[i];
+        if (slot->state == SLOT_EMPTY)
+            return slot;
+        if (slot->state == SLOT_LOADING || slot->pins > 0 || slot->discard)
+            continue;
+        if (!victim || slot->last_use < victim->last_use)
+            victim = slot;
+    }
+    if (victim)
+        tilecache_slot_clear(datapath, file, victim);
+    return victim;
+}
+
+struct read_slot *tilecache_load(struct datapath *datapath, struct open_file *file, uint64_t tile,
+                                 int *error)
+{
+    struct tile_location location;
+    struct read_slot *slot;
+
+    *error = 0;
+    *error = tilelocation_get(datapath, file, tile, false, &location);
+    if (*error != 0)
+        return NULL;
+    if (location.node != 0 && !budget_try_take(&datapath->read_budget, file->tile_bytes))
+        return NULL;
+    struct load_job *job = location.node != 0 ? calloc(1, sizeof(*job)) : NULL;
+    slot = (location.node == 0 || job) ? cache_victim(datapath, file) : NULL;
+    if (!slot) {
+        free(job);
+        if (location.node != 0)
+            budget_give(&datapath->read_budget, file->tile_bytes);
+        return NULL;
+    }
+    slot->tile = tile;
+    slot->last_use = ++file->use_clock;
+    slot->generation = file->generation;
+    if (location.node == 0) { /* a hole: nothing to fetch */
+        slot->state = SLOT_READY;
+        slot->length = 0;
+        return slot;
+    }
+    slot->holds_budget = true;
+    slot->state = SLOT_LOADING;
+    job->job.run = load_job_run;
+    job->datapath = datapath;
+    job->file = file;
+    job->slot = slot;
+    job->location = location;
+    job->tile = tile;
+    file->loads_in_flight++;
+    workers_submit(datapath->workers, &job->job);
+    return slot;
+}
+
+void tilecache_free(struct datapath *datapath, struct open_file *file)
+{
+    for (int i = 0; i < READ_SLOTS; i++) {
+        rpc_reply_release(&file->slots[i].reply);
+        if (file->slots[i].holds_budget)
+            budget_give(&datapath->read_budget, file->tile_bytes);
+    }
+}

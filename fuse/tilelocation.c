@@ -1,0 +1,297 @@
+/*
+ * @file tilelocation.c
+ * See tilelocation.h.
+ *
+ * Relocation: every tile request (read, write, truncate) that a datanode
+ * answers with TS_ERR_STALE goes through tilelocation_relocate(), which asks meta
+ * for the tile's location now and sleeps 5, 10, 20.. up to 100 ms between
+ * tries while meta still gives the same one (a move not yet committed, or
+ * a frozen tile), until io_timeout_ms have passed: then EIO. Workers never
+ * take file->lock to do so (a thread may hold it while it waits for budget
+ * the worker holds): they ask meta directly and put the new location into
+ * the file's cache when they finish, under the lock they take anyway. A
+ * write job retries inside its job, so the tile stays in `writing` and the
+ * next write of that tile waits for it: writes of one tile keep their order.
+ */
+#include "tilelocation.h"
+
+#include "log.h"
+#include "metaclient.h"
+#include "tileplace.h"
+#include "util.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Tile locations remembered per open file, direct-mapped by tile index: a
+ * few KiB for small files, so that many open files stay cheap, growing with
+ * the file up to a cap (random readers of a big file then find every
+ * location without asking meta again). */
+#define LOCATION_CACHE_MIN 256
+#define LOCATION_CACHE_MAX 65536
+/* Tiles asked of meta at once when reading. */
+#define TILE_MAP_BATCH 64
+/* Tiles allocated at once for a sequential writer. */
+#define ALLOCATE_BATCH 16
+/* Backoff between tries of a tile whose datanode says it is stale while
+ * meta still names it (a move about to commit): doubling, capped. */
+#define STALE_FIRST_DELAY_MS 5
+#define STALE_MAX_DELAY_MS 100
+/* How often a write asks meta again while no datanode is up. */
+#define NONODES_RETRY_MS 200
+
+static struct cached_location *location_slot(struct open_file *file, uint64_t tile)
+{
+    return &file->locations[tile & (file->location_slots - 1)];
+}
+
+/* Grows the location cache to hold `tiles` tiles (up to the cap). */
+static void location_cache_grow(struct open_file *file, uint64_t tiles)
+{
+    size_t slots = file->location_slots;
+    while (slots < tiles && slots < LOCATION_CACHE_MAX)
+        slots *= 2;
+    if (slots == file->location_slots)
+        return;
+    struct cached_location *grown = calloc(slots, sizeof(*grown));
+    if (!grown)
+        return; /* a smaller cache only costs meta round trips */
+    for (size_t i = 0; i < file->location_slots; i++) {
+        struct cached_location *old = &file->locations[i];
+        if (old->location.node != 0)
+            grown[old->tile & (slots - 1)] = *old;
+    }
+    free(file->locations);
+    file->locations = grown;
+    file->location_slots = slots;
+}
+
+int tilelocation_init(struct open_file *file)
+{
+    file->locations = calloc(LOCATION_CACHE_MIN, sizeof(*file->locations));
+    if (!file->locations)
+        return -ENOMEM;
+    file->location_slots = LOCATION_CACHE_MIN;
+    return 0;
+}
+
+void tilelocation_fini(struct open_file *file)
+{
+    free(file->locations);
+}
+
+void tilelocation_remember(struct open_file *file, uint64_t tile,
+                           const struct tile_location *location)
+{
+    if (location->node == 0)
+        return; /* holes are asked again: another mount may fill them */
+    if (tile >= file->location_slots)
+        location_cache_grow(file, tile + 1);
+    struct cached_location *slot = location_slot(file, tile);
+    slot->tile = tile;
+    slot->location = *location;
+}
+
+/*
+ * Meta said no datanode is up to take tile: one may be restarting, or meta
+ * may have missed their heartbeats for a moment. Asks again every
+ * NONODES_RETRY_MS for io_timeout_ms, as long as a silent datanode is
+ * waited for, before the write fails. Called with file->lock held; lets it
+ * go while sleeping. Returns meta's last status (one tile in *location).
+ */
+static int nodes_wait_and_allocate(struct datapath *datapath, struct open_file *file, uint64_t tile,
+                                   struct tile_location *location)
+{
+    int64_t deadline_ms = util_monotonic_ms() + datapath->io_timeout_ms;
+    int status = TS_ERR_NONODES;
+
+    log_warn("no datanode is up to take inode %llu tile %llu; waiting up to %d ms for one",
+             (unsigned long long)file->ino, (unsigned long long)tile, datapath->io_timeout_ms);
+    while (status == TS_ERR_NONODES && util_monotonic_ms() < deadline_ms) {
+        pthread_mutex_unlock(&file->lock);
+        util_sleep_ms(NONODES_RETRY_MS);
+        pthread_mutex_lock(&file->lock);
+        status = metaclient_tile_map(datapath->meta, file->ino, tile, 1, true, 0, location);
+    }
+    if (status == TS_OK)
+        log_info("inode %llu tile %llu placed on datanode %u after waiting",
+                 (unsigned long long)file->ino, (unsigned long long)tile, location->node);
+    return status;
+}
+
+int tilelocation_get(struct datapath *datapath, struct open_file *file, uint64_t tile,
+                     bool allocate, struct tile_location *location)
+{
+    struct cached_location *slot = location_slot(file, tile);
+    struct tile_location batch[TILE_MAP_BATCH];
+    uint32_t count = 1;
+    int status;
+
+    if (slot->location.node != 0 && slot->tile == tile) {
+        *location = slot->location;
+        return 0;
+    }
+    uint32_t node = 0;
+    if (allocate && file->placement == TS_PLACEMENT_DYNAMIC) {
+        count = TILEPLACE_BATCH;
+        node = tileplace_pick(datapath, file, count);
+    } else if (allocate) {
+        if (tile == file->last_written_tile + 1 || (tile == 0 && file->size == 0))
+            count = ALLOCATE_BATCH;
+    } else {
+        /* Reads go forward: fetch the tiles up to the end of the file too. */
+        uint64_t tiles_in_file = filetiles_tile_count(&file->layout, file->size);
+        if (tiles_in_file > tile + 1)
+            count = (uint32_t)(tiles_in_file - tile < TILE_MAP_BATCH ? tiles_in_file - tile
+                                                                     : TILE_MAP_BATCH);
+    }
+    status = metaclient_tile_map(datapath->meta, file->ino, tile, count, allocate, node, batch);
+    if ((status == TS_ERR_NOSPC || status == TS_ERR_NONODES) && (count > 1 || node != 0)) {
+        /* The batch may not fit, or the node may have filled up since meta
+         * last said: one tile, placed by meta. */
+        count = 1;
+        status = metaclient_tile_map(datapath->meta, file->ino, tile, count, allocate, 0, batch);
+    }
+    if (status == TS_ERR_NONODES && allocate)
+        status = nodes_wait_and_allocate(datapath, file, tile, batch);
+    if (status != TS_OK)
+        return errno_of_status(status);
+    for (uint32_t i = 0; i < count; i++)
+        tilelocation_remember(file, tile + i, &batch[i]);
+    *location = batch[0];
+    return 0;
+}
+
+void tilelocation_forget_from(struct open_file *file, uint64_t first_tile)
+{
+    for (size_t i = 0; i < file->location_slots; i++) {
+        if (file->locations[i].tile >= first_tile)
+            memset(&file->locations[i], 0, sizeof(file->locations[i]));
+    }
+}
+
+void tilelocation_forget_range(struct open_file *file, uint64_t first_tile, uint64_t last_tile)
+{
+    for (size_t i = 0; i < file->location_slots; i++) {
+        uint64_t tile = file->locations[i].tile;
+        if (tile >= first_tile && tile <= last_tile)
+            memset(&file->locations[i], 0, sizeof(file->locations[i]));
+    }
+}
+
+void tilelocation_forget_all(struct open_file *file)
+{
+    memset(file->locations, 0, file->location_slots * sizeof(*file->locations));
+}
+
+static bool location_equal(const struct tile_location *a, const struct tile_location *b)
+{
+    return a->node == b->node && a->version == b->version && a->copies == b->copies &&
+           a->read_node == b->read_node && a->read_version == b->read_version &&
+           a->flags == b->flags;
+}
+
+void tilelocation_replace(struct open_file *file, uint64_t tile, const struct tile_location *before,
+                          const struct tile_location *now)
+{
+    struct cached_location *slot = location_slot(file, tile);
+    if (location_equal(before, now))
+        return;
+    if (slot->location.node != 0 && slot->tile == tile && !location_equal(&slot->location, before))
+        return;
+    if (now->node == 0) { /* a hole now: asked again next time */
+        if (slot->tile == tile)
+            memset(slot, 0, sizeof(*slot));
+        return;
+    }
+    tilelocation_remember(file, tile, now);
+}
+
+void tilelocation_read_source(const struct tile_location *location, uint32_t *node,
+                              uint64_t *version)
+{
+    if (location->read_node != 0) {
+        *node = location->read_node;
+        *version = location->read_version;
+    } else {
+        *node = location->node;
+        *version = location->version;
+    }
+}
+
+static const char *access_name(enum tile_access access)
+{
+    return access == TILE_ACCESS_READ ? "read" : access == TILE_ACCESS_WRITE ? "write" : "truncate";
+}
+
+bool tilelocation_same_for(enum tile_access access, const struct tile_location *a,
+                           const struct tile_location *b)
+{
+    uint32_t a_node, b_node;
+    uint64_t a_version, b_version;
+    if (access != TILE_ACCESS_READ)
+        return a->node == b->node && a->version == b->version;
+    tilelocation_read_source(a, &a_node, &a_version);
+    tilelocation_read_source(b, &b_node, &b_version);
+    return a_node == b_node && a_version == b_version;
+}
+
+int tilelocation_relocate(struct datapath *datapath, uint64_t ino, uint64_t tile,
+                          enum tile_access access, struct stale_retry *retry,
+                          struct tile_location *location)
+{
+    struct tile_location now;
+    int64_t now_ms = util_monotonic_ms();
+
+    if (!retry->started) {
+        retry->started = true;
+        retry->deadline_ms = now_ms + datapath->io_timeout_ms;
+        retry->delay_ms = STALE_FIRST_DELAY_MS;
+    }
+    if (now_ms >= retry->deadline_ms) {
+        log_error("%s of inode %llu tile %llu: datanode %u still refuses the tile as moved or "
+                  "being moved, and meta still places it there, after %d ms (a relocation "
+                  "stuck? see `tessera rebalance`); failing with EIO",
+                  access_name(access), (unsigned long long)ino, (unsigned long long)tile,
+                  location->node, datapath->io_timeout_ms);
+        return -EIO;
+    }
+    int status =
+        metaclient_tile_map(datapath->meta, ino, tile, 1, access == TILE_ACCESS_WRITE, 0, &now);
+    if (status != TS_OK) {
+        log_error("%s of inode %llu tile %llu: the tile moved and meta cannot say where: %s",
+                  access_name(access), (unsigned long long)ino, (unsigned long long)tile,
+                  status_text(status));
+        return errno_of_status(status);
+    }
+    bool same = tilelocation_same_for(access, location, &now);
+    *location = now;
+    if (same) {
+        int64_t left = retry->deadline_ms - now_ms;
+        util_sleep_ms(retry->delay_ms < left ? retry->delay_ms : left);
+        retry->delay_ms =
+            retry->delay_ms * 2 < STALE_MAX_DELAY_MS ? retry->delay_ms * 2 : STALE_MAX_DELAY_MS;
+    } else {
+        log_debug("%s of inode %llu tile %llu: the tile moved to datanode %u", access_name(access),
+                  (unsigned long long)ino, (unsigned long long)tile, now.node);
+    }
+    return 0;
+}
+
+int tilelocation_uncopy(struct datapath *datapath, uint64_t ino, uint64_t tile,
+                        struct tile_location *location)
+{
+    int status = metaclient_tile_uncopy(datapath->meta, ino, tile, 1);
+    if (status != TS_OK) {
+        log_error("inode %llu tile %llu: meta could not drop the tile's %u read copies before "
+                  "a write: %s",
+                  (unsigned long long)ino, (unsigned long long)tile, location->copies,
+                  status_text(status));
+        return errno_of_status(status);
+    }
+    location->copies = 0;
+    location->read_node = location->node;
+    location->read_version = location->version;
+    return 0;
+}
