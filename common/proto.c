@@ -225,6 +225,104 @@ int ts_str_copy(struct ts_str str, char *out, size_t cap)
     }
 TS_MESSAGES(DEFINE_MESSAGE)
 
+/* ---- generated record codecs ------------------------------------------ */
+
+/*
+ * Starts a record of the given version: for version > 0 writes the prefix
+ * with a body length of 0, which record_write_end() fills in. Returns where
+ * the body starts.
+ */
+static size_t record_write_begin(struct ts_writer *writer, uint16_t version)
+{
+    if (version > 0) {
+        ts_writer_u16(writer, version);
+        ts_writer_u32(writer, 0);
+    }
+    return writer->len;
+}
+
+static void record_write_end(struct ts_writer *writer, uint16_t version, size_t body_start)
+{
+    if (version == 0 || writer->failed)
+        return;
+    size_t body_bytes = writer->len - body_start;
+    if (body_bytes > UINT32_MAX) {
+        writer->failed = true;
+        return;
+    }
+    for (size_t i = 0; i < 4; i++)
+        writer->buf[body_start - 4 + i] = (uint8_t)(body_bytes >> (8 * i));
+}
+
+/*
+ * Opens a record of the reader's version: for version 0 the body is the
+ * rest of the cursor, else the body_bytes the prefix announces. Returns the
+ * record's version, or -1 (cursor failed) for bytes that end inside the
+ * record or a version older than the reader's.
+ */
+static int record_read_begin(struct ts_cursor *cursor, uint16_t version, struct ts_cursor *body)
+{
+    if (version == 0) {
+        *body = *cursor;
+        return cursor->failed ? -1 : 0;
+    }
+    uint16_t record_version = ts_cursor_u16(cursor);
+    uint32_t body_bytes = ts_cursor_u32(cursor);
+    const uint8_t *at = ts_cursor_bytes(cursor, body_bytes);
+    if (!at || record_version < version) {
+        cursor->failed = true;
+        return -1;
+    }
+    ts_cursor_init(body, at, body_bytes);
+    return record_version;
+}
+
+/*
+ * Ends a record read through body: a record of version 0 moves the cursor
+ * past its fields; a versioned one must have held every field the reader
+ * knows, and, when of the reader's own version, nothing else (a newer
+ * record's further fields are skipped). Returns 0 or -1 (cursor failed).
+ */
+static int record_read_end(struct ts_cursor *cursor, uint16_t version, int record_version,
+                           const struct ts_cursor *body)
+{
+    if (version == 0) {
+        *cursor = *body;
+        return cursor->failed ? -1 : 0;
+    }
+    if (body->failed || (record_version == version && body->left != 0)) {
+        cursor->failed = true;
+        return -1;
+    }
+    return 0;
+}
+
+#define WRITE_RECORD_FIELD(kind, name) WRITE_FIELD_##kind(writer, r->name);
+#define READ_RECORD_FIELD(kind, name) READ_FIELD_##kind(&body, r->name);
+
+#define DEFINE_RECORD(name, fields, version)                                                       \
+    void ts_##name##_rec_write(struct ts_writer *writer, const struct ts_##name##_rec *r)          \
+    {                                                                                              \
+        size_t body_start = record_write_begin(writer, (version));                                 \
+        fields(WRITE_RECORD_FIELD) record_write_end(writer, (version), body_start);                \
+    }                                                                                              \
+    int ts_##name##_rec_read(struct ts_cursor *cursor, struct ts_##name##_rec *r)                  \
+    {                                                                                              \
+        struct ts_cursor body;                                                                     \
+        memset(r, 0, sizeof(*r));                                                                  \
+        int record_version = record_read_begin(cursor, (version), &body);                          \
+        if (record_version < 0)                                                                    \
+            return -1;                                                                             \
+        fields(READ_RECORD_FIELD) return record_read_end(cursor, (version), record_version,        \
+                                                         &body);                                   \
+    }
+TS_RECORDS(DEFINE_RECORD)
+
+bool ts_records_fit(uint32_t count, size_t len, size_t min_record_bytes)
+{
+    return (uint64_t)count * min_record_bytes <= len;
+}
+
 /* ---- the tile stream --------------------------------------------- */
 
 static const uint32_t stream_magics[] = {

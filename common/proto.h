@@ -28,8 +28,9 @@
 
 #define TS_PROTO_MAGIC 0x41525354u /* "TSRA" */
 /* 2: ts_attr carries the change counter; 3: OPEN truncates and answers an
- * array file's text, TILE_MAP answers the file's size. */
-#define TS_PROTO_VERSION 3
+ * array file's text, TILE_MAP answers the file's size; 4: TILE_MAP and
+ * NODE_LIST records carry a record version (TS_RECORDS). */
+#define TS_PROTO_VERSION 4
 #define TS_HEADER_BYTES 32
 #define TS_MAX_FRAME_BYTES (4u << 20) /* frame 0 cap, either direction */
 #define TS_MAX_DATA_BYTES (16u << 20) /* frame 1 cap: one tile at most */
@@ -208,11 +209,10 @@ enum ts_node_state { TS_NODE_DOWN = 0, TS_NODE_UP = 1 };
 
 /*
  * Field lists. X(kind, name) with kind one of U32, U64, I64, STR, BLOB, ATTR.
- * Arrays travel as a count field and a BLOB of fixed-size records whose
- * layout is given beside the message (decoded with ts_cursor), or, for
- * newer messages, as a record field list TS_REC_<NAME> of its own, listed
- * in TS_MESSAGES like a message (struct ts_<name>_rec, encoded and decoded
- * one record at a time into a slice of TS_<NAME>_RECORD_BYTES).
+ * Arrays travel as a count field and a BLOB of records back to back; each
+ * kind of record has a field list TS_REC_<NAME> of its own beside its
+ * message, listed in TS_RECORDS below, which generates its struct, its
+ * size, a writer and a reader (see "records" below).
  */
 
 /* ERROR: any reply with a non-zero status. */
@@ -313,21 +313,23 @@ enum ts_node_state { TS_NODE_DOWN = 0, TS_NODE_UP = 1 };
 #define TS_MSG_READLINK_REP(X) X(STR, target)
 /*
  * READDIR: entries of directory `ino` whose names sort after `after`
- * ("" = from the start), at most max_entries. Record: u64 ino, u32 mode,
- * u16 name length, name bytes. `done` = 1 when the listing is complete.
+ * ("" = from the start), at most max_entries, as TS_REC_READDIR records.
+ * `done` = 1 when the listing is complete.
  */
+#define TS_REC_READDIR(X) X(U64, ino) X(U32, mode) X(STR, name)
 #define TS_MSG_READDIR_REQ(X) X(U64, ino) X(STR, after) X(U32, max_entries)
 #define TS_MSG_READDIR_REP(X) X(U32, count) X(U32, done) X(BLOB, entries)
 /*
  * READDIRPLUS: READDIR with the attributes of each entry, for a client
  * that answers the lookups of a directory walk from one reply (statahead)
  * or serves readdirplus. Entries of directory `ino` whose names sort after
- * `after`, or at or after it when inclusive = 1, at most max_entries.
- * Record: ts_attr (TS_ATTR_WIRE_BYTES), u16 name length, name bytes.
- * done = 1 when no entry sorts after the last one returned, so the reply
- * also proves that no name between `after` and the last entry (or, with
- * done, after `after` at all) exists at the time of the reply.
+ * `after`, or at or after it when inclusive = 1, at most max_entries, as
+ * TS_REC_READDIRPLUS records. done = 1 when no entry sorts after the last
+ * one returned, so the reply also proves that no name between `after` and
+ * the last entry (or, with done, after `after` at all) exists at the time
+ * of the reply.
  */
+#define TS_REC_READDIRPLUS(X) X(ATTR, attr) X(STR, name)
 #define TS_MSG_READDIRPLUS_REQ(X) X(U64, ino) X(STR, after) X(U32, inclusive) X(U32, max_entries)
 #define TS_MSG_READDIRPLUS_REP(X) X(U32, count) X(U32, done) X(BLOB, entries)
 /*
@@ -345,26 +347,28 @@ enum ts_node_state { TS_NODE_DOWN = 0, TS_NODE_UP = 1 };
 #define TS_MSG_OPEN_REP(X) X(ATTR, attr) X(STR, array_spec)
 #define TS_MSG_RELEASE_REQ(X) X(U64, ino)
 /*
- * RELEASE_MANY: one RELEASE per record (u64 ino; an inode opened n times
- * appears n times), at most TS_MAX_RELEASES. A client sends its releases
+ * RELEASE_MANY: one RELEASE per TS_REC_RELEASE record (an inode opened n
+ * times appears n times), at most TS_MAX_RELEASES. A client sends its releases
  * in the background, batched, since nothing waits for them. Reply:
  * TS_MSG_EMPTY.
  */
 #define TS_MAX_RELEASES 4096
+#define TS_REC_RELEASE(X) X(U64, ino)
 #define TS_MSG_RELEASE_MANY_REQ(X) X(U32, count) X(BLOB, inos)
 /*
  * UNLINK_MANY: the UNLINKs a client queued (answered before meta had them),
- * in one request and one metadata transaction. Record: u64 parent, u16 name
- * length, name bytes; at most TS_MAX_UNLINKS. The names go in order, each as
- * UNLINK would; one that cannot be removed (no such name, a directory, a bad
- * name) does not stop the others. Reply: count, then one u32 status per
- * record, in order. A failure of the whole request (its status) changed
- * nothing.
+ * in one request and one metadata transaction, as TS_REC_UNLINK records; at
+ * most TS_MAX_UNLINKS. The names go in order, each as UNLINK would; one that
+ * cannot be removed (no such name, a directory, a bad name) does not stop
+ * the others. Reply: count, then one TS_REC_STATUS per record, in order. A
+ * failure of the whole request (its status) changed nothing.
  */
 #define TS_MAX_UNLINKS 256
+#define TS_REC_UNLINK(X) X(U64, parent) X(STR, name)
 /* The request of UNLINK_MANY and CREATE_MANY: count records. */
 #define TS_MSG_BATCH_REQ(X) X(U32, count) X(BLOB, records)
-/* The reply of UNLINK_MANY and CREATE_MANY: one u32 status per record. */
+/* The reply of UNLINK_MANY and CREATE_MANY: one status per record. */
+#define TS_REC_STATUS(X) X(U32, status)
 #define TS_MSG_STATUSES_REP(X) X(U32, count) X(BLOB, statuses)
 /*
  * DIR_LEASE: a mount's lease on directory `dir`, under which it answers
@@ -397,15 +401,25 @@ enum ts_lease_action { TS_LEASE_GET = 1, TS_LEASE_RENEW, TS_LEASE_RETURN, TS_LEA
     X(ATTR, template)
 /*
  * CREATE_MANY: creates a mount answered under its leases, in order, in one
- * transaction. Record: u64 parent, u64 ino (granted to this mount by
- * DIR_LEASE INODES), u32 mode (a regular file's), u32 uid, u32 gid,
- * i64 time_sec, u32 time_nsec (the creation time the mount answered with),
- * u32 open (1: the file is open, as MKNOD's open), u16 name length, name
- * bytes; at most TS_MAX_CREATES. One that cannot be made (EXIST, an inode
- * not granted to the sender or already used, a bad name) does not stop the
- * others. Reply: count, then one u32 status per record, in order.
+ * transaction, as TS_REC_CREATE records: ino granted to this mount by
+ * DIR_LEASE INODES, mode a regular file's, time_sec and time_nsec the
+ * creation time the mount answered with, open = 1: the file is open, as
+ * MKNOD's open; at most TS_MAX_CREATES. One that cannot be made (EXIST, an
+ * inode not granted to the sender or already used, a bad name) does not
+ * stop the others. Reply: count, then one TS_REC_STATUS per record, in
+ * order.
  */
 #define TS_MAX_CREATES 256
+#define TS_REC_CREATE(X)                                                                           \
+    X(U64, parent)                                                                                 \
+    X(U64, ino)                                                                                    \
+    X(U32, mode)                                                                                   \
+    X(U32, uid)                                                                                    \
+    X(U32, gid)                                                                                    \
+    X(I64, time_sec)                                                                               \
+    X(U32, time_nsec)                                                                              \
+    X(U32, open)                                                                                   \
+    X(STR, name)
 /*
  * Mount sessions (meta/sessions.h): meta counts every open (OPEN, MKNOD and
  * CREATE_MANY with open = 1) under the session of the mount that made it,
@@ -428,7 +442,7 @@ enum ts_lease_action { TS_LEASE_GET = 1, TS_LEASE_RENEW, TS_LEASE_RETURN, TS_LEA
  *   TS_SESSION_ANNOUNCE when meta does not know the session (it restarted,
  *   or the lease expired) or counts other opens under it (a request lost
  *   on its way): the mount then sends SESSION_HOLDS.
- *   SESSION_HOLDS: records hold_record (TS_HOLD_RECORD_BYTES), at most
+ *   SESSION_HOLDS: TS_REC_HOLD records (an inode and its opens), at most
  *   TS_MAX_HOLDS; first = 1 replaces what meta counts under the session, 0
  *   adds to it (the next requests of a longer list). Renews the lease.
  *   Reply: the records of inodes that no longer exist (deleted while the
@@ -439,8 +453,7 @@ enum ts_session_state { TS_SESSION_OK = 0, TS_SESSION_ANNOUNCE = 1 };
 #define TS_MSG_SESSION_RENEW_REQ(X) X(U64, holds) X(U64, fingerprint) X(U32, ending)
 #define TS_MSG_SESSION_RENEW_REP(X) X(U32, lease_ms) X(U32, state)
 #define TS_MAX_HOLDS 65536
-#define TS_HOLD_RECORD_BYTES 12
-#define TS_MSG_HOLD_RECORD(X) X(U64, ino) X(U32, count)
+#define TS_REC_HOLD(X) X(U64, ino) X(U32, count)
 #define TS_MSG_SESSION_HOLDS_REQ(X) X(U32, first) X(U32, count) X(BLOB, records)
 #define TS_MSG_SESSION_HOLDS_REP(X) X(U32, count) X(BLOB, records)
 #define TS_MSG_EMPTY(X)
@@ -466,24 +479,27 @@ enum ts_session_state { TS_SESSION_OK = 0, TS_SESSION_ANNOUNCE = 1 };
  * named (earliest finish time), so the records, not the request, say where
  * each tile went; a node id meta never registered is TS_ERR_INVAL.
  * machine: the asking client's machine name ("" = none); it picks read_node.
- * Record (TS_TILE_RECORD_BYTES):
- *   u32 node (primary: writes go here; 0 = hole, no tile), u64 version,
- *   u32 copies (read copies besides the primary; a writer must TILE_UNCOPY
- *   the tile before writing it while this is non-zero),
- *   u32 read_node, u64 read_version: where this machine should read the tile
+ * Reply: one TS_REC_TILE_MAP record per tile:
+ *   node: the primary, writes go here; 0 = hole, no tile;
+ *   copies: read copies besides the primary; a writer must TILE_UNCOPY
+ *   the tile before writing it while this is non-zero;
+ *   read_node, read_version: where this machine should read the tile
  *   from: a copy or the primary on a datanode of `machine` when there is
- *   one (ViPIOS buddy access), else the primary (read_node = node),
- *   u32 flags (TS_TILE_*).
+ *   one (ViPIOS buddy access), else the primary (read_node = node);
+ *   flags: TS_TILE_*.
  * TS_TILE_STORED: a holder of the tile reported its file (HEARTBEAT
  * `created`), so the tile has bytes somewhere: a holder without its file
  * has lost it, and a read of it is an error, never a hole. Without the
  * flag a missing file is a tile allocated but not written yet (a hole).
  */
-#define TS_TILE_RECORD_BYTES 32
 #define TS_TILE_STORED 0x1u
 #define TS_MAX_TILES_PER_MAP 4096
 #define TS_MSG_TILE_MAP_REQ(X)                                                                    \
     X(U64, ino) X(U64, first) X(U32, count) X(U32, allocate) X(U32, node) X(STR, machine)
+#define TS_REC_TILE_MAP(X)                                                                         \
+    X(U32, node) X(U64, version) X(U32, copies) X(U32, read_node) X(U64, read_version) X(U32, flags)
+/* Versioned (TS_RECORDS): replica sets will append to it. */
+#define TS_TILE_MAP_REC_VERSION 1
 /* size: the file's size as of the reply, so a reader past the end it knew
  * learns the new end and where its tiles are in one round trip. */
 #define TS_MSG_TILE_MAP_REP(X) X(U32, count) X(U64, size) X(BLOB, tiles)
@@ -510,22 +526,30 @@ enum ts_profile_action { TS_PROFILE_STOP = 0, TS_PROFILE_START = 1, TS_PROFILE_R
  * PROFILE_RECORD: a client's counts since its last flush (it flushes every
  * second), added to meta's. machine: the client's machine. Records of
  * inodes not profiled (any more) are dropped; `kept` counts the others.
- * Record (TS_PROFILE_RECORD_BYTES): u64 ino, u64 tile, u64 reads,
- * u64 writes, u64 bytes_read, u64 bytes_written, u64 local_bytes (bytes of
- * those reads and writes served by a datanode on the client's machine),
- * u64 first_access_ns (wall clock, CLOCK_REALTIME; meta keeps the smallest).
+ * Records: TS_REC_PROFILE_COUNT, a tile's TS_PROFILE_COUNTS; local_bytes:
+ * the bytes of those reads and writes served by a datanode on the client's
+ * machine; first_access_ns: wall clock, CLOCK_REALTIME (meta keeps the
+ * smallest).
  */
-#define TS_PROFILE_RECORD_BYTES 64
+#define TS_PROFILE_COUNTS(X)                                                                       \
+    X(U64, reads)                                                                                  \
+    X(U64, writes)                                                                                 \
+    X(U64, bytes_read)                                                                             \
+    X(U64, bytes_written)                                                                          \
+    X(U64, local_bytes)                                                                            \
+    X(U64, first_access_ns)
+#define TS_REC_PROFILE_COUNT(X) X(U64, ino) X(U64, tile) TS_PROFILE_COUNTS(X)
 #define TS_MAX_PROFILE_RECORDS 16384
 #define TS_MSG_PROFILE_RECORD_REQ(X) X(STR, machine) X(U32, count) X(BLOB, records)
 #define TS_MSG_PROFILE_RECORD_REP(X) X(U32, kept)
 /*
  * PROFILE_GET: the counts of ino's tiles from first_tile on, whole tiles
  * only, at most about max_records records. Reply: profiling (the inode's
- * state), done = 1 when no tile >= next_tile has counts. Record:
- * u64 tile, u16 machine length, machine, u64 reads, u64 writes,
- * u64 bytes_read, u64 bytes_written, u64 local_bytes, u64 first_access_ns.
+ * state), done = 1 when no tile >= next_tile has counts. Records:
+ * TS_REC_PROFILE_GET, one per tile and machine, the counts as
+ * PROFILE_RECORD's.
  */
+#define TS_REC_PROFILE_GET(X) X(U64, tile) X(STR, machine) TS_PROFILE_COUNTS(X)
 #define TS_MSG_PROFILE_GET_REQ(X) X(U64, ino) X(U64, first_tile) X(U32, max_records)
 #define TS_MSG_PROFILE_GET_REP(X)                                                                 \
     X(U32, profiling) X(U32, count) X(U32, done) X(U64, next_tile) X(BLOB, records)
@@ -566,13 +590,21 @@ enum ts_profile_action { TS_PROFILE_STOP = 0, TS_PROFILE_START = 1, TS_PROFILE_R
  * first MOVE_COMMIT of a TS_MOVE_COPY are TS_ERR_BUSY while the inode is
  * open on any client (an entry already BEGUN stays: the caller aborts it,
  * or commits once the file is closed).
- * Journal record (TS_MOVE_RECORD_BYTES): u64 ino, u64 tile, u32 kind,
- * u32 from_node, u32 to_node, u64 version, u64 new_version,
- * i64 started_sec (wall clock), u32 state (enum ts_move_state).
+ * MOVE_LIST answers journal entries as TS_REC_MOVE records: started_sec
+ * is wall clock, state an enum ts_move_state.
  */
 enum ts_move_kind { TS_MOVE_COPY = 1, TS_MOVE_MOVE = 2, TS_MOVE_DROP = 3 };
 enum ts_move_state { TS_MOVE_BEGUN = 0, TS_MOVE_COMMITTED = 1 };
-#define TS_MOVE_RECORD_BYTES 56
+#define TS_REC_MOVE(X)                                                                             \
+    X(U64, ino)                                                                                    \
+    X(U64, tile)                                                                                   \
+    X(U32, kind)                                                                                   \
+    X(U32, from_node)                                                                              \
+    X(U32, to_node)                                                                                \
+    X(U64, version)                                                                                \
+    X(U64, new_version)                                                                            \
+    X(I64, started_sec)                                                                            \
+    X(U32, state)
 #define TS_MSG_MOVE_BEGIN_REQ(X)                                                                  \
     X(U64, ino) X(U64, tile) X(U64, version) X(U32, kind) X(U32, from_node) X(U32, to_node)
 #define TS_MSG_MOVE_BEGIN_REP(X) X(U64, new_version)
@@ -599,12 +631,28 @@ enum ts_move_state { TS_MOVE_BEGUN = 0, TS_MOVE_COMMITTED = 1 };
  */
 #define TS_MSG_PUNCH_REQ(X) X(U64, ino) X(U64, first_tile) X(U64, last_tile)
 /*
- * NODE_LIST record: u32 id, u32 state, u64 capacity, u64 free, u64 used,
- * u64 tiles, u64 heartbeat_age_ms, u64 read_bytes_per_sec,
- * u64 write_bytes_per_sec, u32 queue_depth, u64 throttle_bytes_per_sec,
- * u16 machine length, machine, u16 address length, address. The four
- * measurement fields are what the node last reported (HEARTBEAT).
+ * NODE_LIST: every registered datanode, one TS_REC_NODE_LIST record each;
+ * state: enum ts_node_state; heartbeat_age_ms: UINT64_MAX for a node never
+ * heard from. The four measurement fields (read and write bytes per
+ * second, queue depth, throttle) are what the node last reported
+ * (HEARTBEAT).
  */
+#define TS_REC_NODE_LIST(X)                                                                        \
+    X(U32, id)                                                                                     \
+    X(U32, state)                                                                                  \
+    X(U64, capacity)                                                                               \
+    X(U64, free_bytes)                                                                             \
+    X(U64, used_bytes)                                                                             \
+    X(U64, tiles)                                                                                  \
+    X(U64, heartbeat_age_ms)                                                                       \
+    X(U64, read_bytes_per_sec)                                                                     \
+    X(U64, write_bytes_per_sec)                                                                    \
+    X(U32, queue_depth)                                                                            \
+    X(U64, throttle_bytes_per_sec)                                                                 \
+    X(STR, machine)                                                                                \
+    X(STR, address)
+/* Versioned (TS_RECORDS): what a node reports keeps growing. */
+#define TS_NODE_LIST_REC_VERSION 1
 #define TS_MSG_NODE_LIST_REP(X) X(U32, count) X(BLOB, nodes)
 
 /*
@@ -613,21 +661,22 @@ enum ts_move_state { TS_MOVE_BEGUN = 0, TS_MOVE_COMMITTED = 1 };
  * second of busy disk time, sync included; 0 = not measured yet);
  * queue_depth: tile requests in service or waiting when the heartbeat left;
  * throttle_bytes_per_sec: its --throttle-mbps cap (0 = none).
- * deleted: records of tiles removed as asked (u64 ino, u64 tile, u64 version).
+ * deleted: the tile files removed as asked, as TS_REC_TILE_FILE records
+ * (one tile file: a tile of an inode at a version).
  * created: tile files the node made since meta last acknowledged (a write
  * that created the file, a pull), and after a start every file it holds,
- * at most TS_MAX_CREATED a heartbeat (same record): meta marks the tiles
- * they are TS_TILE_STORED (TILE_MAP).
+ * at most TS_MAX_CREATED a heartbeat (TS_REC_TILE_FILE): meta marks the
+ * tiles they are TS_TILE_STORED (TILE_MAP).
  * incarnation: the random identity of the node's data directory, made
  * when the directory was first used (0: a datanode that has none). A
  * heartbeat naming a registered node whose recorded incarnation differs
  * is refused with TS_ERR_STALE: another or a wiped directory is not the
  * node that held its tiles. A heartbeat without an id whose incarnation a
  * registered node has gets that node's id back (its node.id was lost).
- * The reply gives the id and up to TS_MAX_GARBAGE tiles to delete (same
- * record), which the datanode confirms in its next heartbeat.
+ * The reply gives the id and up to TS_MAX_GARBAGE tile files to delete
+ * (TS_REC_TILE_FILE), which the datanode confirms in its next heartbeat.
  */
-#define TS_GARBAGE_RECORD_BYTES 24
+#define TS_REC_TILE_FILE(X) X(U64, ino) X(U64, tile) X(U64, version)
 #define TS_MAX_GARBAGE 4096
 #define TS_MAX_CREATED 4096
 #define TS_MSG_HEARTBEAT_REQ(X)                                                                    \
@@ -672,10 +721,7 @@ enum ts_reconcile_state {
     TS_RECONCILE_UNISSUED = 6,  /* an inode or version this meta never issued */
 };
 #define TS_MAX_RECONCILE_FILES 1024
-#define TS_REC_TILE_FILE(X) X(U64, ino) X(U64, tile) X(U64, version)
-#define TS_TILE_FILE_RECORD_BYTES 24
 #define TS_REC_RECONCILE_VERDICT(X) X(U32, state) X(U64, mapped_version)
-#define TS_RECONCILE_VERDICT_RECORD_BYTES 12
 #define TS_MSG_TILE_RECONCILE_REQ(X) X(U32, node_id) X(U32, count) X(BLOB, files)
 #define TS_MSG_TILE_RECONCILE_REP(X) X(U32, count) X(BLOB, verdicts)
 
@@ -688,7 +734,6 @@ enum ts_reconcile_state {
  */
 enum ts_holder_kind { TS_HOLDER_PRIMARY = 1, TS_HOLDER_COPY = 2 };
 #define TS_REC_TILE_HOLDER(X) X(U64, tile) X(U32, node) X(U64, version) X(U32, kind)
-#define TS_TILE_HOLDER_RECORD_BYTES 24
 #define TS_MSG_TILE_HOLDERS_REQ(X) X(U64, ino) X(U64, first) X(U32, count)
 #define TS_MSG_TILE_HOLDERS_REP(X) X(U32, count) X(BLOB, holders)
 
@@ -701,7 +746,7 @@ enum ts_holder_kind { TS_HOLDER_PRIMARY = 1, TS_HOLDER_COPY = 2 };
     X(U64, version)                                                                                \
     X(U32, offset)                                                                                 \
     X(U32, length)
-/* TILE_SYNC: fsync these tiles (records as garbage records). */
+/* TILE_SYNC: fsync these tile files (TS_REC_TILE_FILE records). */
 #define TS_MSG_TILE_SYNC_REQ(X) X(U32, count) X(BLOB, tiles)
 #define TS_MSG_TILE_TRUNCATE_REQ(X) X(U64, ino) X(U64, tile) X(U64, version) X(U32, length)
 
@@ -786,16 +831,16 @@ enum ts_fence_action { TS_FENCE_LIFT = 0, TS_FENCE_FREEZE = 1, TS_FENCE_RETIRE =
  * status (every opcode, NODE_STATS itself included);
  * bytes_read/bytes_written: tile bytes sent by TILE_READ, stored by
  * TILE_WRITE.
- * ops: one record per opcode served at least once: u32 opcode, u64 count.
+ * ops: one TS_REC_STATS_OP per opcode served at least once.
  * tiles: the distinct tiles TILE_READ touched, in first-read order, at most
- * TS_MAX_STATS_TILES: u64 ino, u64 tile, u64 reads, u64 bytes;
+ * TS_MAX_STATS_TILES, as TS_REC_STATS_TILE records;
  * tiles_dropped counts the reads of tiles past that bound (not listed).
  * tiles_reclaimed, bytes_reclaimed: tile files that meta maps nowhere
  * deleted by the datanode's reclaimer (datanode/reclaim.h), their bytes;
  * reclaim_passes: its passes over the tile directory completed.
  */
-#define TS_STATS_OP_RECORD_BYTES 12
-#define TS_STATS_TILE_RECORD_BYTES 32
+#define TS_REC_STATS_OP(X) X(U32, opcode) X(U64, count)
+#define TS_REC_STATS_TILE(X) X(U64, ino) X(U64, tile) X(U64, reads) X(U64, bytes)
 #define TS_MAX_STATS_TILES 16384
 #define TS_MSG_NODE_STATS_REQ(X) X(U32, reset)
 #define TS_MSG_NODE_STATS_REP(X)                                                                  \
@@ -853,7 +898,6 @@ enum ts_fence_action { TS_FENCE_LIFT = 0, TS_FENCE_FREEZE = 1, TS_FENCE_RETIRE =
     M(session_renew_rep, TS_MSG_SESSION_RENEW_REP)                                                 \
     M(session_holds_req, TS_MSG_SESSION_HOLDS_REQ)                                                 \
     M(session_holds_rep, TS_MSG_SESSION_HOLDS_REP)                                                 \
-    M(hold_record, TS_MSG_HOLD_RECORD)                                                             \
     M(readdirplus_req, TS_MSG_READDIRPLUS_REQ)                                                     \
     M(readdirplus_rep, TS_MSG_READDIRPLUS_REP)                                                     \
     M(statfs_rep, TS_MSG_STATFS_REP)                                                               \
@@ -884,11 +928,8 @@ enum ts_fence_action { TS_FENCE_LIFT = 0, TS_FENCE_FREEZE = 1, TS_FENCE_RETIRE =
     M(heartbeat_rep, TS_MSG_HEARTBEAT_REP)                                                         \
     M(tile_reconcile_req, TS_MSG_TILE_RECONCILE_REQ)                                               \
     M(tile_reconcile_rep, TS_MSG_TILE_RECONCILE_REP)                                               \
-    M(tile_file_rec, TS_REC_TILE_FILE)                                                             \
-    M(reconcile_verdict_rec, TS_REC_RECONCILE_VERDICT)                                             \
     M(tile_holders_req, TS_MSG_TILE_HOLDERS_REQ)                                                   \
     M(tile_holders_rep, TS_MSG_TILE_HOLDERS_REP)                                                   \
-    M(tile_holder_rec, TS_REC_TILE_HOLDER)                                                         \
     M(tile_write_req, TS_MSG_TILE_WRITE_REQ)                                                       \
     M(tile_read_req, TS_MSG_TILE_READ_REQ)                                                         \
     M(tile_sync_req, TS_MSG_TILE_SYNC_REQ)                                                         \
@@ -971,6 +1012,87 @@ void ts_writer_attr(struct ts_writer *writer, const struct ts_attr *attr);
 struct ts_str ts_str_of(const char *s);
 /* Copies str into out (cap bytes incl. NUL); returns -1 if it does not fit. */
 int ts_str_copy(struct ts_str str, char *out, size_t cap);
+
+/* ---- records: the repeated entries of a message's BLOB ---------------- */
+
+/*
+ * Every kind of record that travels back to back in a BLOB, with its field
+ * list and its record version: R(name, fields, version).
+ *
+ * Version 0: the fields follow each other with nothing around them, as a
+ * message's do; the layout can only change with TS_PROTO_VERSION.
+ *
+ * Version v > 0, for a record likely to grow: the fields are preceded by
+ *   u16 version (the writer's), u32 body_bytes (the fields' bytes),
+ * and a record's layout only ever grows by appending fields, each append
+ * raising the version. A reader takes the fields it knows from the front of
+ * the body and skips the rest of a newer record, so a reader of version v
+ * reads every record of version >= v; a record older than the reader (its
+ * body lacks fields the reader needs), or whose body is shorter than the
+ * reader's fields, is refused. A change that is not an append changes
+ * TS_PROTO_VERSION instead.
+ */
+#define TS_RECORDS(R)                                                                              \
+    R(readdir, TS_REC_READDIR, 0)                                                                  \
+    R(readdirplus, TS_REC_READDIRPLUS, 0)                                                          \
+    R(release, TS_REC_RELEASE, 0)                                                                  \
+    R(unlink, TS_REC_UNLINK, 0)                                                                    \
+    R(create, TS_REC_CREATE, 0)                                                                    \
+    R(status, TS_REC_STATUS, 0)                                                                    \
+    R(tile_map, TS_REC_TILE_MAP, TS_TILE_MAP_REC_VERSION)                                          \
+    R(profile_count, TS_REC_PROFILE_COUNT, 0)                                                      \
+    R(profile_get, TS_REC_PROFILE_GET, 0)                                                          \
+    R(move, TS_REC_MOVE, 0)                                                                        \
+    R(node_list, TS_REC_NODE_LIST, TS_NODE_LIST_REC_VERSION)                                       \
+    R(hold, TS_REC_HOLD, 0)                                                                        \
+    R(tile_file, TS_REC_TILE_FILE, 0)                                                              \
+    R(reconcile_verdict, TS_REC_RECONCILE_VERDICT, 0)                                              \
+    R(tile_holder, TS_REC_TILE_HOLDER, 0)                                                          \
+    R(stats_op, TS_REC_STATS_OP, 0)                                                                \
+    R(stats_tile, TS_REC_STATS_TILE, 0)
+
+/* The version prefix of a record of version > 0: u16 version, u32 body_bytes. */
+#define TS_REC_PREFIX_BYTES 6
+
+#define TS_FIELD_WIRE_BYTES_U32 4
+#define TS_FIELD_WIRE_BYTES_U64 8
+#define TS_FIELD_WIRE_BYTES_I64 8
+#define TS_FIELD_WIRE_BYTES_STR 2  /* an empty string */
+#define TS_FIELD_WIRE_BYTES_BLOB 4 /* an empty blob */
+#define TS_FIELD_WIRE_BYTES_ATTR TS_ATTR_WIRE_BYTES
+#define TS_FIELD_WIRE_BYTES(kind, name) +TS_FIELD_WIRE_BYTES_##kind
+
+/*
+ * For each record NAME: struct ts_NAME_rec (strings point into the bytes
+ * read), and
+ *   ts_NAME_rec_bytes: its encoded size in bytes, exact for a record of
+ *     fixed-size fields, the smallest one (every string empty) for a record
+ *     with strings; a blob of n records holds at least n times this.
+ *   void ts_NAME_rec_write(struct ts_writer *writer, const struct ts_NAME_rec *r)
+ *     appends one record; an overflow or a string longer than its length
+ *     field allows sets writer->failed.
+ *   int ts_NAME_rec_read(struct ts_cursor *cursor, struct ts_NAME_rec *r)
+ *     reads one record (zeros first); returns 0, or -1 with cursor->failed
+ *     set when the bytes end inside it or its version is refused (above).
+ */
+#define TS_DECLARE_RECORD(name, fields, version)                                                   \
+    struct ts_##name##_rec {                                                                       \
+        fields(TS_STRUCT_FIELD)                                                                    \
+    };                                                                                             \
+    enum {                                                                                         \
+        ts_##name##_rec_bytes =                                                                    \
+            ((version) > 0 ? TS_REC_PREFIX_BYTES : 0) fields(TS_FIELD_WIRE_BYTES)                  \
+    };                                                                                             \
+    void ts_##name##_rec_write(struct ts_writer *writer, const struct ts_##name##_rec *r);         \
+    int ts_##name##_rec_read(struct ts_cursor *cursor, struct ts_##name##_rec *r);
+TS_RECORDS(TS_DECLARE_RECORD)
+
+/*
+ * Whether a blob of len bytes can hold count records of at least
+ * min_record_bytes each: what a decoder checks before it allocates room
+ * for count of them, so a bogus count fails before any allocation.
+ */
+bool ts_records_fit(uint32_t count, size_t len, size_t min_record_bytes);
 
 /* ---- header ----------------------------------------------------------- */
 

@@ -53,7 +53,7 @@
 #include <zmq.h>
 
 #define HEARTBEAT_PAYLOAD_CAP                                                                      \
-    (1024 + TS_MAX_GARBAGE * TS_GARBAGE_RECORD_BYTES + TS_MAX_CREATED * TS_GARBAGE_RECORD_BYTES)
+    (1024 + TS_MAX_GARBAGE * ts_tile_file_rec_bytes + TS_MAX_CREATED * ts_tile_file_rec_bytes)
 /* The longest one reply's garbage is deleted for before requests are
  * served again. Deleting the 512 tiles a 2 GiB file left on each of 4
  * datanodes took about a second on a busy disk, during which every write
@@ -187,8 +187,8 @@ int heartbeat_new(const struct heartbeat_config *config, struct tilestore *store
     heartbeat->load_arg = config->load_arg;
     heartbeat->next_request_id = 1;
     heartbeat->due_ms = 0; /* the first heartbeat goes out at once */
-    heartbeat->deleted = malloc((size_t)TS_MAX_GARBAGE * TS_GARBAGE_RECORD_BYTES);
-    heartbeat->created = malloc((size_t)TS_MAX_CREATED * TS_GARBAGE_RECORD_BYTES);
+    heartbeat->deleted = malloc((size_t)TS_MAX_GARBAGE * ts_tile_file_rec_bytes);
+    heartbeat->created = malloc((size_t)TS_MAX_CREATED * ts_tile_file_rec_bytes);
     heartbeat->frame = malloc(TS_HEADER_BYTES + HEARTBEAT_PAYLOAD_CAP);
     if (!heartbeat->deleted || !heartbeat->created || !heartbeat->frame)
         goto fail;
@@ -329,11 +329,11 @@ static void heartbeat_send(struct heartbeat *heartbeat, int64_t now_ms)
         .throttle_bytes_per_sec = load.throttle_bytes_per_sec,
         .deleted_count = heartbeat->deleted_count,
         .deleted = {(const char *)heartbeat->deleted,
-                    heartbeat->deleted_count * TS_GARBAGE_RECORD_BYTES},
+                    heartbeat->deleted_count * ts_tile_file_rec_bytes},
         .incarnation = heartbeat->incarnation,
         .created_count = heartbeat->created_count,
         .created = {(const char *)heartbeat->created,
-                    heartbeat->created_count * TS_GARBAGE_RECORD_BYTES},
+                    heartbeat->created_count * ts_tile_file_rec_bytes},
     };
     int len = ts_heartbeat_req_encode(&req, payload, HEARTBEAT_PAYLOAD_CAP);
     struct ts_header header = {
@@ -390,18 +390,14 @@ static uint32_t heartbeat_collect_garbage(struct heartbeat *heartbeat,
 
     ts_cursor_init(&cursor, rep->garbage.ptr, rep->garbage.len);
     for (uint32_t i = 0; i < rep->garbage_count; i++) {
-        const uint8_t *record = ts_cursor_bytes(&cursor, TS_GARBAGE_RECORD_BYTES);
-        struct ts_cursor fields;
-        ts_cursor_init(&fields, record, TS_GARBAGE_RECORD_BYTES);
-        uint64_t ino = ts_cursor_u64(&fields);
-        uint64_t tile = ts_cursor_u64(&fields);
-        uint64_t version = ts_cursor_u64(&fields);
+        struct ts_tile_file_rec record;
+        (void)ts_tile_file_rec_read(&cursor, &record); /* the caller checked the length */
         if (heartbeat->deleted_count >= TS_MAX_GARBAGE ||
             (i > 0 && util_monotonic_ms() >= slice_end_ms) ||
             (!heartbeat->space_low && heartbeat->delete_allowance < 1.0))
             break; /* unconfirmed garbage comes back in a later reply */
         heartbeat->delete_allowance -= 1.0;
-        int rc = tilestore_delete(heartbeat->store, ino, tile, version);
+        int rc = tilestore_delete(heartbeat->store, record.ino, record.tile, record.version);
         /* An invalid record names no file that could exist: confirm it too. */
         if (rc != 0 && rc != -EINVAL) {
             if (failed == 0)
@@ -409,8 +405,12 @@ static uint32_t heartbeat_collect_garbage(struct heartbeat *heartbeat,
             failed++;
             continue;
         }
-        memcpy(heartbeat->deleted + (size_t)heartbeat->deleted_count * TS_GARBAGE_RECORD_BYTES,
-               record, TS_GARBAGE_RECORD_BYTES);
+        struct ts_writer deleted;
+        ts_writer_init(&deleted,
+                       heartbeat->deleted +
+                           (size_t)heartbeat->deleted_count * ts_tile_file_rec_bytes,
+                       ts_tile_file_rec_bytes);
+        ts_tile_file_rec_write(&deleted, &record);
         heartbeat->deleted_count++;
         confirmed++;
     }
@@ -449,8 +449,8 @@ static void heartbeat_acknowledge(struct heartbeat *heartbeat, const struct ts_h
     /* Meta has the confirmations this heartbeat carried; keep only later ones. */
     uint32_t kept = heartbeat->deleted_count - heartbeat->deleted_in_flight;
     memmove(heartbeat->deleted,
-            heartbeat->deleted + (size_t)heartbeat->deleted_in_flight * TS_GARBAGE_RECORD_BYTES,
-            (size_t)kept * TS_GARBAGE_RECORD_BYTES);
+            heartbeat->deleted + (size_t)heartbeat->deleted_in_flight * ts_tile_file_rec_bytes,
+            (size_t)kept * ts_tile_file_rec_bytes);
     heartbeat->deleted_count = kept;
     heartbeat->deleted_in_flight = 0;
     /* The created list changes only while no heartbeat is in flight. */
@@ -534,7 +534,7 @@ static int heartbeat_receive(struct heartbeat *heartbeat, int64_t now_ms)
         }
     } else if (ts_heartbeat_rep_decode(&rep, data + TS_HEADER_BYTES, header.payload_bytes) != 0 ||
                rep.garbage_count > TS_MAX_GARBAGE ||
-               (uint64_t)rep.garbage_count * TS_GARBAGE_RECORD_BYTES != rep.garbage.len ||
+               (uint64_t)rep.garbage_count * ts_tile_file_rec_bytes != rep.garbage.len ||
                rep.node_id == 0) {
         heartbeat_failed(heartbeat, "malformed reply from meta");
     } else {

@@ -450,23 +450,17 @@ int nodehandlers_stream_request(struct nodehandlers_context *context, const uint
     return status < 0 ? -1 : 0;
 }
 
-/* One (ino, tile, version) record of a TILE_SYNC. */
-struct sync_record {
-    uint64_t ino, tile, version;
-};
-
-static struct sync_record sync_record_next(struct ts_cursor *cursor)
+/* The next record of a TILE_SYNC, whose length the handler checked. */
+static struct ts_tile_file_rec sync_record_next(struct ts_cursor *cursor)
 {
-    struct sync_record record;
-    record.ino = ts_cursor_u64(cursor);
-    record.tile = ts_cursor_u64(cursor);
-    record.version = ts_cursor_u64(cursor);
+    struct ts_tile_file_rec record;
+    (void)ts_tile_file_rec_read(cursor, &record);
     return record;
 }
 
 /* Keeps the first failure as the answer. */
 static void sync_note(struct rpc_response *response, int *first_status,
-                      const struct sync_record *record, int rc)
+                      const struct ts_tile_file_rec *record, int rc)
 {
     if (rc != 0 && *first_status == TS_OK)
         *first_status =
@@ -482,7 +476,7 @@ static int handle_tile_sync(void *ctx, const struct rpc_request *request,
     int first_status = TS_OK;
 
     if (ts_tile_sync_req_decode(&req, request->payload, request->payload_len) != 0 ||
-        (uint64_t)req.count * TS_GARBAGE_RECORD_BYTES != req.tiles.len)
+        (uint64_t)req.count * ts_tile_file_rec_bytes != req.tiles.len)
         return handlers_badmsg(response, "TILE_SYNC");
     /* Every tile even after a failure; the first failure is the answer.
      * The files' fsyncs wait for the disk, for hundreds of tiles maybe:
@@ -494,7 +488,7 @@ static int handle_tile_sync(void *ctx, const struct rpc_request *request,
     pthread_mutex_unlock(&context->lock);
     ts_cursor_init(&cursor, req.tiles.ptr, req.tiles.len);
     for (uint32_t i = 0; i < req.count; i++) {
-        struct sync_record record = sync_record_next(&cursor);
+        struct ts_tile_file_rec record = sync_record_next(&cursor);
         int rc = batched
                      ? tilestore_wait_file(context->store, record.ino, record.tile, record.version)
                      : tilestore_sync_file(context->store, record.ino, record.tile, record.version);
@@ -504,14 +498,14 @@ static int handle_tile_sync(void *ctx, const struct rpc_request *request,
         int rc = tilestore_sync_filesystem(context->store);
         if (rc != 0 && first_status == TS_OK) {
             ts_cursor_init(&cursor, req.tiles.ptr, req.tiles.len);
-            struct sync_record record = sync_record_next(&cursor);
+            struct ts_tile_file_rec record = sync_record_next(&cursor);
             sync_note(response, &first_status, &record, rc);
         }
     }
     pthread_mutex_lock(&context->lock);
     ts_cursor_init(&cursor, req.tiles.ptr, req.tiles.len);
     for (uint32_t i = 0; i < req.count; i++) {
-        struct sync_record record = sync_record_next(&cursor);
+        struct ts_tile_file_rec record = sync_record_next(&cursor);
         sync_note(response, &first_status, &record,
                   tilestore_sync_names(context->store, record.ino));
     }
@@ -740,7 +734,7 @@ static int handle_node_stats(void *ctx, const struct rpc_request *request,
     struct ts_node_stats_rep reply;
     struct ts_writer ops;
     struct ts_writer tiles;
-    uint8_t op_records[TS_OP_MAX * TS_STATS_OP_RECORD_BYTES];
+    uint8_t op_records[TS_OP_MAX * ts_stats_op_rec_bytes];
     const struct readset_entry *entries = NULL;
     size_t tile_count = 0;
     uint8_t *tile_records;
@@ -751,7 +745,7 @@ static int handle_node_stats(void *ctx, const struct rpc_request *request,
         return handlers_badmsg(response, "NODE_STATS");
     if (stats->tiles_read)
         entries = readset_entries(stats->tiles_read, &tile_count);
-    tile_records = malloc(tile_count ? tile_count * TS_STATS_TILE_RECORD_BYTES : 1);
+    tile_records = malloc(tile_count ? tile_count * ts_stats_tile_rec_bytes : 1);
     if (!tile_records)
         return TS_ERR_NOMEM;
     memset(&reply, 0, sizeof(reply));
@@ -760,17 +754,18 @@ static int handle_node_stats(void *ctx, const struct rpc_request *request,
         uint64_t count = stats->requests[op];
         if (count == 0)
             continue;
-        ts_writer_u32(&ops, op);
-        ts_writer_u64(&ops, count);
+        struct ts_stats_op_rec record = {.opcode = op, .count = count};
+        ts_stats_op_rec_write(&ops, &record);
         reply.op_count++;
         reply.requests += count;
     }
-    ts_writer_init(&tiles, tile_records, tile_count * TS_STATS_TILE_RECORD_BYTES);
+    ts_writer_init(&tiles, tile_records, tile_count * ts_stats_tile_rec_bytes);
     for (size_t i = 0; i < tile_count; i++) {
-        ts_writer_u64(&tiles, entries[i].ino);
-        ts_writer_u64(&tiles, entries[i].tile);
-        ts_writer_u64(&tiles, entries[i].reads);
-        ts_writer_u64(&tiles, entries[i].bytes);
+        struct ts_stats_tile_rec record = {.ino = entries[i].ino,
+                                           .tile = entries[i].tile,
+                                           .reads = entries[i].reads,
+                                           .bytes = entries[i].bytes};
+        ts_stats_tile_rec_write(&tiles, &record);
     }
     reply.failures = stats->failures;
     reply.bytes_read = stats->bytes_read;

@@ -32,7 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define RECLAIM_PAYLOAD_CAP (64 + RECLAIM_BATCH_FILES * TS_TILE_FILE_RECORD_BYTES)
+#define RECLAIM_PAYLOAD_CAP (64 + RECLAIM_BATCH_FILES * ts_tile_file_rec_bytes)
 
 enum reclaim_verdict reclaim_decide(const struct reclaim_facts *facts)
 {
@@ -95,7 +95,7 @@ struct reclaim {
     struct reclaim_file files[RECLAIM_BATCH_FILES];
     uint32_t file_count;
     uint8_t payload[RECLAIM_PAYLOAD_CAP];
-    uint8_t records[RECLAIM_BATCH_FILES * TS_TILE_FILE_RECORD_BYTES];
+    uint8_t records[RECLAIM_BATCH_FILES * ts_tile_file_rec_bytes];
     struct reclaim_counts pass;
     uint64_t passes;
 };
@@ -180,20 +180,22 @@ static bool reclaim_ask_meta(struct reclaim *reclaim, uint32_t node_id, uint32_t
     struct ts_tile_reconcile_req request = {.node_id = node_id, .count = reclaim->file_count};
     struct ts_tile_reconcile_rep answer;
     struct rpc_reply reply;
+    struct ts_writer records;
+    struct ts_cursor verdicts;
     char why[300];
     bool answered = false;
 
+    ts_writer_init(&records, reclaim->records, sizeof(reclaim->records));
     for (uint32_t i = 0; i < reclaim->file_count; i++) {
         struct ts_tile_file_rec record = {.ino = reclaim->files[i].ino,
                                           .tile = reclaim->files[i].tile,
                                           .version = reclaim->files[i].version};
-        if (ts_tile_file_rec_encode(&record,
-                                    reclaim->records + (size_t)i * TS_TILE_FILE_RECORD_BYTES,
-                                    TS_TILE_FILE_RECORD_BYTES) != TS_TILE_FILE_RECORD_BYTES)
-            return false; /* cannot happen: the slice fits the record */
+        ts_tile_file_rec_write(&records, &record);
     }
+    if (records.failed)
+        return false; /* cannot happen: the buffer fits a batch */
     request.files.ptr = (const char *)reclaim->records;
-    request.files.len = reclaim->file_count * TS_TILE_FILE_RECORD_BYTES;
+    request.files.len = (uint32_t)records.len;
     int len = ts_tile_reconcile_req_encode(&request, reclaim->payload, sizeof(reclaim->payload));
     if (len < 0)
         return false;
@@ -212,17 +214,14 @@ static bool reclaim_ask_meta(struct reclaim *reclaim, uint32_t node_id, uint32_t
         reclaim_meta_failed(reclaim, why);
     } else if (ts_tile_reconcile_rep_decode(&answer, reply.payload, reply.payload_len) != 0 ||
                answer.count != reclaim->file_count ||
-               (uint64_t)answer.count * TS_RECONCILE_VERDICT_RECORD_BYTES != answer.verdicts.len) {
+               (uint64_t)answer.count * ts_reconcile_verdict_rec_bytes != answer.verdicts.len) {
         reclaim_meta_failed(reclaim, "malformed reply");
     } else {
         answered = true;
+        ts_cursor_init(&verdicts, answer.verdicts.ptr, answer.verdicts.len);
         for (uint32_t i = 0; i < answer.count && answered; i++) {
             struct ts_reconcile_verdict_rec verdict;
-            answered =
-                ts_reconcile_verdict_rec_decode(&verdict,
-                                                (const uint8_t *)answer.verdicts.ptr +
-                                                    (size_t)i * TS_RECONCILE_VERDICT_RECORD_BYTES,
-                                                TS_RECONCILE_VERDICT_RECORD_BYTES) == 0;
+            answered = ts_reconcile_verdict_rec_read(&verdicts, &verdict) == 0;
             states[i] = verdict.state;
         }
         if (reclaim->meta_failing)

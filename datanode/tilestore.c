@@ -97,8 +97,8 @@ struct tilestore {
     bool created_dropped; /* out of memory once: logged */
 };
 
-/* Bytes of one created record: as TS_GARBAGE_RECORD_BYTES. */
-#define TILESTORE_CREATED_BYTES 24
+/* Bytes of one created record (TS_REC_TILE_FILE). */
+#define TILESTORE_CREATED_BYTES ts_tile_file_rec_bytes
 
 /* -errno of the last failure, with a full quota reported as a full disk. */
 static int tilestore_errno(void)
@@ -200,9 +200,8 @@ static void tilestore_note_created(struct tilestore *store, uint64_t ino, uint64
     struct ts_writer writer;
     ts_writer_init(&writer, store->created + store->created_count * TILESTORE_CREATED_BYTES,
                    TILESTORE_CREATED_BYTES);
-    ts_writer_u64(&writer, ino);
-    ts_writer_u64(&writer, tile);
-    ts_writer_u64(&writer, version);
+    struct ts_tile_file_rec record = {.ino = ino, .tile = tile, .version = version};
+    ts_tile_file_rec_write(&writer, &record);
     store->created_count++;
 }
 

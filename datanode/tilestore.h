@@ -175,8 +175,8 @@ void tilestore_count_installed(struct tilestore *store, uint64_t ino, uint64_t t
                                uint64_t version, uint64_t bytes);
 
 /*
- * Moves up to max of the oldest queued created records (u64 ino, u64 tile,
- * u64 version little-endian, TS_GARBAGE_RECORD_BYTES each) into records
+ * Moves up to max of the oldest queued created records (TS_REC_TILE_FILE,
+ * ts_tile_file_rec_bytes each) into records
  * and returns how many: the tile files found at open and made since, for
  * the heartbeat to report (meta then knows those tiles were written, and
  * that a missing file of theirs is lost, not a hole). Taken records are

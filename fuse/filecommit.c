@@ -98,7 +98,7 @@ static int sync_job_prepare(struct open_file *file, uint32_t node, struct sync_j
     size_t count = 0;
     for (size_t i = 0; i < file->dirty_count; i++)
         count += file->dirty[i].node == node;
-    size_t records_len = count * TS_GARBAGE_RECORD_BYTES;
+    size_t records_len = count * ts_tile_file_rec_bytes;
     uint8_t *records = malloc(records_len + 1);
     job->payload_len = records_len + 16;
     job->payload = malloc(job->payload_len);
@@ -111,9 +111,9 @@ static int sync_job_prepare(struct open_file *file, uint32_t node, struct sync_j
     for (size_t i = 0; i < file->dirty_count; i++) {
         if (file->dirty[i].node != node)
             continue;
-        ts_writer_u64(&writer, file->ino);
-        ts_writer_u64(&writer, file->dirty[i].tile);
-        ts_writer_u64(&writer, file->dirty[i].version);
+        struct ts_tile_file_rec record = {
+            .ino = file->ino, .tile = file->dirty[i].tile, .version = file->dirty[i].version};
+        ts_tile_file_rec_write(&writer, &record);
     }
     struct ts_tile_sync_req request = {.count = (uint32_t)count,
                                        .tiles = {(const char *)records, (uint32_t)writer.len}};

@@ -574,14 +574,14 @@ int metaclient_readdir(struct metaclient *client, uint64_t ino, const char *afte
     }
     ts_cursor_init(&cursor, decoded.entries.ptr, decoded.entries.len);
     for (uint32_t i = 0; i < decoded.count; i++) {
-        entries[i].ino = ts_cursor_u64(&cursor);
-        entries[i].mode = ts_cursor_u32(&cursor);
-        struct ts_str name = ts_cursor_str(&cursor);
-        if (cursor.failed || name.len == 0 ||
-            ts_str_copy(name, entries[i].name, sizeof(entries[i].name)) != 0) {
+        struct ts_readdir_rec entry;
+        if (ts_readdir_rec_read(&cursor, &entry) != 0 || entry.name.len == 0 ||
+            ts_str_copy(entry.name, entries[i].name, sizeof(entries[i].name)) != 0) {
             status = TS_ERR_BADMSG;
             goto out;
         }
+        entries[i].ino = entry.ino;
+        entries[i].mode = entry.mode;
     }
     if (cursor.left != 0) {
         status = TS_ERR_BADMSG;
@@ -620,13 +620,14 @@ int metaclient_readdirplus(struct metaclient *client, uint64_t ino, const char *
     }
     ts_cursor_init(&cursor, decoded.entries.ptr, decoded.entries.len);
     for (uint32_t i = 0; i < decoded.count; i++) {
-        ts_cursor_attr(&cursor, &entries[i].attr);
-        struct ts_str name = ts_cursor_str(&cursor);
-        if (cursor.failed || name.len == 0 || memchr(name.ptr, '\0', name.len) ||
-            ts_str_copy(name, entries[i].name, sizeof(entries[i].name)) != 0) {
+        struct ts_readdirplus_rec entry;
+        if (ts_readdirplus_rec_read(&cursor, &entry) != 0 || entry.name.len == 0 ||
+            memchr(entry.name.ptr, '\0', entry.name.len) ||
+            ts_str_copy(entry.name, entries[i].name, sizeof(entries[i].name)) != 0) {
             status = TS_ERR_BADMSG;
             goto out;
         }
+        entries[i].attr = entry.attr;
     }
     if (cursor.left != 0) {
         status = TS_ERR_BADMSG;
@@ -692,7 +693,7 @@ int metaclient_release(struct metaclient *client, uint64_t ino)
 
 int metaclient_release_many(struct metaclient *client, const uint64_t *inos, uint32_t count)
 {
-    size_t records_len = (size_t)count * 8;
+    size_t records_len = (size_t)count * ts_release_rec_bytes;
     size_t cap = records_len + REQUEST_CAP;
     struct ts_writer records;
     uint8_t *buf;
@@ -705,8 +706,10 @@ int metaclient_release_many(struct metaclient *client, const uint64_t *inos, uin
     if (!buf)
         return TS_ERR_NOMEM;
     ts_writer_init(&records, buf, records_len);
-    for (uint32_t i = 0; i < count; i++)
-        ts_writer_u64(&records, inos[i]);
+    for (uint32_t i = 0; i < count; i++) {
+        struct ts_release_rec record = {.ino = inos[i]};
+        ts_release_rec_write(&records, &record);
+    }
     struct ts_release_many_req request = {.count = count,
                                           .inos = {(const char *)buf, (uint32_t)records_len}};
     uint8_t *payload = buf + records_len;
@@ -741,28 +744,29 @@ int metaclient_defer_releases(struct metaclient *client, int delay_ms)
 /* Writes one queued change as its batch request's record (proto.h). */
 typedef void (*record_fn)(struct ts_writer *records, const struct nsqueue_item *item);
 
-/* UNLINK_MANY's record: u64 parent, name. */
+/* UNLINK_MANY's record. */
 static void unlink_record(struct ts_writer *records, const struct nsqueue_item *item)
 {
-    ts_writer_u64(records, item->parent);
-    ts_writer_str(records, ts_str_of(item->name));
+    struct ts_unlink_rec record = {.parent = item->parent, .name = ts_str_of(item->name)};
+    ts_unlink_rec_write(records, &record);
 }
-#define UNLINK_RECORD_MAX (8 + 2 + TS_MAX_NAME)
+#define UNLINK_RECORD_MAX (ts_unlink_rec_bytes + TS_MAX_NAME)
 
 /* CREATE_MANY's record. */
 static void create_record(struct ts_writer *records, const struct nsqueue_item *item)
 {
-    ts_writer_u64(records, item->parent);
-    ts_writer_u64(records, item->ino);
-    ts_writer_u32(records, item->mode);
-    ts_writer_u32(records, item->uid);
-    ts_writer_u32(records, item->gid);
-    ts_writer_i64(records, (int64_t)item->time.tv_sec);
-    ts_writer_u32(records, (uint32_t)item->time.tv_nsec);
-    ts_writer_u32(records, item->open);
-    ts_writer_str(records, ts_str_of(item->name));
+    struct ts_create_rec record = {.parent = item->parent,
+                                   .ino = item->ino,
+                                   .mode = item->mode,
+                                   .uid = item->uid,
+                                   .gid = item->gid,
+                                   .time_sec = (int64_t)item->time.tv_sec,
+                                   .time_nsec = (uint32_t)item->time.tv_nsec,
+                                   .open = item->open,
+                                   .name = ts_str_of(item->name)};
+    ts_create_rec_write(records, &record);
 }
-#define CREATE_RECORD_MAX (8 + 8 + 3 * 4 + 8 + 4 + 4 + 2 + TS_MAX_NAME)
+#define CREATE_RECORD_MAX (ts_create_rec_bytes + TS_MAX_NAME)
 
 /*
  * Sends count queued changes as one batch request (UNLINK_MANY, at most
@@ -793,12 +797,15 @@ static int call_batch(struct metaclient *client, uint16_t op, const struct nsque
         meta_call(client, op, payload, ts_batch_req_encode(&request, payload, request_cap), &reply);
     if (status == TS_OK &&
         (ts_statuses_rep_decode(&decoded, reply.payload, reply.payload_len) != 0 ||
-         decoded.count != count || decoded.statuses.len != count * 4))
+         decoded.count != count || decoded.statuses.len != count * ts_status_rec_bytes))
         status = TS_ERR_BADMSG;
     if (status == TS_OK) {
         ts_cursor_init(&cursor, decoded.statuses.ptr, decoded.statuses.len);
-        for (uint32_t i = 0; i < count; i++)
-            statuses[i] = (int)ts_cursor_u32(&cursor);
+        for (uint32_t i = 0; i < count; i++) {
+            struct ts_status_rec record;
+            (void)ts_status_rec_read(&cursor, &record); /* the length was checked */
+            statuses[i] = (int)record.status;
+        }
     }
     rpc_reply_release(&reply);
     free(buf);
@@ -1090,21 +1097,25 @@ int metaclient_tile_map_sized(struct metaclient *client, uint64_t ino, uint64_t 
     if (status != TS_OK)
         goto out;
     if (ts_tile_map_rep_decode(&decoded, reply.payload, reply.payload_len) != 0 ||
-        decoded.count != count ||
-        decoded.tiles.len != (uint64_t)count * TS_TILE_RECORD_BYTES) {
+        decoded.count != count) {
         status = TS_ERR_BADMSG;
         goto out;
     }
     ts_cursor_init(&cursor, decoded.tiles.ptr, decoded.tiles.len);
     for (uint32_t i = 0; i < count; i++) {
-        locations[i].node = ts_cursor_u32(&cursor);
-        locations[i].version = ts_cursor_u64(&cursor);
-        locations[i].copies = ts_cursor_u32(&cursor);
-        locations[i].read_node = ts_cursor_u32(&cursor);
-        locations[i].read_version = ts_cursor_u64(&cursor);
-        locations[i].flags = ts_cursor_u32(&cursor);
+        struct ts_tile_map_rec record;
+        if (ts_tile_map_rec_read(&cursor, &record) != 0)
+            break;
+        locations[i] = (struct tile_location){.node = record.node,
+                                              .version = record.version,
+                                              .copies = record.copies,
+                                              .read_node = record.read_node,
+                                              .read_version = record.read_version,
+                                              .flags = record.flags};
     }
-    if (size)
+    if (cursor.failed || cursor.left != 0)
+        status = TS_ERR_BADMSG;
+    else if (size)
         *size = decoded.size;
 out:
     rpc_reply_release(&reply);
@@ -1123,7 +1134,7 @@ int metaclient_tile_uncopy(struct metaclient *client, uint64_t ino, uint64_t fir
 int metaclient_profile_record(struct metaclient *client, const uint8_t *records, uint32_t count,
                               uint32_t *kept)
 {
-    size_t records_len = (size_t)count * TS_PROFILE_RECORD_BYTES;
+    size_t records_len = (size_t)count * ts_profile_count_rec_bytes;
     size_t cap = records_len + REQUEST_CAP;
     struct ts_profile_record_req request = {.machine = ts_str_of(client->machine),
                                             .count = count,
@@ -1185,7 +1196,8 @@ int metaclient_node_list(struct metaclient *client, struct meta_node **nodes, si
     *count = 0;
     if (status != TS_OK)
         goto out;
-    if (ts_node_list_rep_decode(&decoded, reply.payload, reply.payload_len) != 0) {
+    if (ts_node_list_rep_decode(&decoded, reply.payload, reply.payload_len) != 0 ||
+        !ts_records_fit(decoded.count, decoded.nodes.len, ts_node_list_rec_bytes)) {
         status = TS_ERR_BADMSG;
         goto out;
     }
@@ -1197,21 +1209,18 @@ int metaclient_node_list(struct metaclient *client, struct meta_node **nodes, si
     ts_cursor_init(&cursor, decoded.nodes.ptr, decoded.nodes.len);
     for (uint32_t i = 0; i < decoded.count; i++) {
         struct meta_node *node = &(*nodes)[i];
-        node->id = ts_cursor_u32(&cursor);
-        node->state = ts_cursor_u32(&cursor);
-        ts_cursor_u64(&cursor); /* capacity */
-        node->free_bytes = ts_cursor_u64(&cursor);
-        /* used, tiles, age; read, write bytes/s, queue depth, throttle */
-        ts_cursor_bytes(&cursor, 3 * 8 + 8 + 8 + 4 + 8);
-        struct ts_str machine = ts_cursor_str(&cursor);
-        struct ts_str address = ts_cursor_str(&cursor);
-        if (cursor.failed || ts_str_copy(machine, node->machine, sizeof(node->machine)) != 0 ||
-            ts_str_copy(address, node->address, sizeof(node->address)) != 0) {
+        struct ts_node_list_rec record;
+        if (ts_node_list_rec_read(&cursor, &record) != 0 ||
+            ts_str_copy(record.machine, node->machine, sizeof(node->machine)) != 0 ||
+            ts_str_copy(record.address, node->address, sizeof(node->address)) != 0) {
             free(*nodes);
             *nodes = NULL;
             status = TS_ERR_BADMSG;
             goto out;
         }
+        node->id = record.id;
+        node->state = record.state;
+        node->free_bytes = record.free_bytes;
     }
     *count = decoded.count;
 out:
@@ -1242,7 +1251,7 @@ static int session_announce(struct metaclient *client, uint64_t **lost, size_t *
     size_t sent = 0;
     int status = TS_OK;
     size_t chunk_max = total < TS_MAX_HOLDS ? total : TS_MAX_HOLDS;
-    size_t records_cap = (chunk_max ? chunk_max : 1) * TS_HOLD_RECORD_BYTES;
+    size_t records_cap = (chunk_max ? chunk_max : 1) * ts_hold_rec_bytes;
     uint8_t *buf = malloc(records_cap + records_cap + REQUEST_CAP);
     if (!buf)
         return TS_ERR_NOMEM;
@@ -1251,17 +1260,18 @@ static int session_announce(struct metaclient *client, uint64_t **lost, size_t *
         uint32_t count = 0;
         uint64_t ino;
         uint32_t n;
+        struct ts_writer records;
+        ts_writer_init(&records, buf, records_cap);
         while (count < TS_MAX_HOLDS && inocount_next(client->holds, &at, &ino, &n)) {
-            struct ts_hold_record record = {.ino = ino, .count = n};
-            ts_hold_record_encode(&record, buf + (size_t)count * TS_HOLD_RECORD_BYTES,
-                                  TS_HOLD_RECORD_BYTES);
+            struct ts_hold_rec record = {.ino = ino, .count = n};
+            ts_hold_rec_write(&records, &record);
             count++;
             *announced += n;
         }
         struct ts_session_holds_req request = {
             .first = sent == 0,
             .count = count,
-            .records = {(const char *)buf, count * TS_HOLD_RECORD_BYTES}};
+            .records = {(const char *)buf, (uint32_t)records.len}};
         uint8_t *payload = buf + records_cap;
         struct rpc_reply reply;
         struct ts_session_holds_rep decoded;
@@ -1270,7 +1280,7 @@ static int session_announce(struct metaclient *client, uint64_t **lost, size_t *
             ts_session_holds_req_encode(&request, payload, records_cap + REQUEST_CAP), &reply);
         if (status == TS_OK &&
             (ts_session_holds_rep_decode(&decoded, reply.payload, reply.payload_len) != 0 ||
-             decoded.records.len != (uint64_t)decoded.count * TS_HOLD_RECORD_BYTES))
+             decoded.records.len != (uint64_t)decoded.count * ts_hold_rec_bytes))
             status = TS_ERR_BADMSG;
         if (status == TS_OK && decoded.count > 0) {
             uint64_t *grown = realloc(*lost, (*lost_count + decoded.count) * sizeof(**lost));
@@ -1278,12 +1288,11 @@ static int session_announce(struct metaclient *client, uint64_t **lost, size_t *
                 status = TS_ERR_NOMEM;
             else
                 *lost = grown;
+            struct ts_cursor cursor;
+            ts_cursor_init(&cursor, decoded.records.ptr, decoded.records.len);
             for (uint32_t i = 0; status == TS_OK && i < decoded.count; i++) {
-                struct ts_hold_record record;
-                if (ts_hold_record_decode(&record,
-                                          (const uint8_t *)decoded.records.ptr +
-                                              (size_t)i * TS_HOLD_RECORD_BYTES,
-                                          TS_HOLD_RECORD_BYTES) != 0)
+                struct ts_hold_rec record;
+                if (ts_hold_rec_read(&cursor, &record) != 0)
                     status = TS_ERR_BADMSG;
                 else
                     (*lost)[(*lost_count)++] = record.ino;

@@ -207,7 +207,7 @@ int metaclient_tile_map_sized(struct metaclient *client, uint64_t ino, uint64_t 
 int metaclient_tile_uncopy(struct metaclient *client, uint64_t ino, uint64_t first,
                            uint32_t count);
 /*
- * Adds `count` PROFILE_RECORD records (TS_PROFILE_RECORD_BYTES each, as
+ * Adds `count` PROFILE_RECORD records (ts_profile_count_rec_bytes each, as
  * proto.h lays them out) to meta's counts, as this client's machine.
  * count <= TS_MAX_PROFILE_RECORDS. *kept: the records meta kept (those of
  * inodes still profiled).

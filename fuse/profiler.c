@@ -224,14 +224,15 @@ void profiler_batch_commit(struct profiler *profile, struct profiler_batch *batc
 
 static void encode_entry(struct ts_writer *writer, const struct profile_entry *entry)
 {
-    ts_writer_u64(writer, entry->ino);
-    ts_writer_u64(writer, entry->tile);
-    ts_writer_u64(writer, entry->counts.reads);
-    ts_writer_u64(writer, entry->counts.writes);
-    ts_writer_u64(writer, entry->counts.bytes_read);
-    ts_writer_u64(writer, entry->counts.bytes_written);
-    ts_writer_u64(writer, entry->counts.local_bytes);
-    ts_writer_u64(writer, entry->counts.first_access_ns);
+    struct ts_profile_count_rec record = {.ino = entry->ino,
+                                          .tile = entry->tile,
+                                          .reads = entry->counts.reads,
+                                          .writes = entry->counts.writes,
+                                          .bytes_read = entry->counts.bytes_read,
+                                          .bytes_written = entry->counts.bytes_written,
+                                          .local_bytes = entry->counts.local_bytes,
+                                          .first_access_ns = entry->counts.first_access_ns};
+    ts_profile_count_rec_write(writer, &record);
 }
 
 /* Puts the spare's keys from slot `from` on back into the active table. */
@@ -257,7 +258,7 @@ static int send_spare(struct profiler *profile)
     int status = TS_OK;
 
     ts_writer_init(&writer, profile->message,
-                   (size_t)profile->max_records * TS_PROFILE_RECORD_BYTES);
+                   (size_t)profile->max_records * ts_profile_count_rec_bytes);
     for (uint64_t index = 0; index <= spare->mask; index++) {
         const struct profile_entry *entry = &spare->entries[index];
         if (entry->ino == 0)
@@ -276,7 +277,7 @@ static int send_spare(struct profiler *profile)
         pthread_mutex_unlock(&profile->lock);
         count = 0;
         ts_writer_init(&writer, profile->message,
-                       (size_t)profile->max_records * TS_PROFILE_RECORD_BYTES);
+                       (size_t)profile->max_records * ts_profile_count_rec_bytes);
     }
     if (status == TS_OK && count > 0) {
         status = profile->send(profile->send_context, profile->message, count);
@@ -371,7 +372,7 @@ struct profiler *profiler_new(const struct profiler_config *config)
     profile->interval_ms = config->interval_ms;
     profile->send = config->send;
     profile->send_context = config->send_context;
-    profile->message = malloc((size_t)config->max_records * TS_PROFILE_RECORD_BYTES);
+    profile->message = malloc((size_t)config->max_records * ts_profile_count_rec_bytes);
     if (!profile->message || table_init(&profile->tables[0], slots) != 0 ||
         table_init(&profile->tables[1], slots) != 0)
         goto fail;

@@ -37,7 +37,7 @@ struct profiler_counts {
 };
 
 /*
- * Sends `count` wire records (TS_PROFILE_RECORD_BYTES each) to meta.
+ * Sends `count` wire records (PROFILE_RECORD's, ts_profile_count_rec_bytes each) to meta.
  * Returns TS_OK or a status; on failure the records are kept for later.
  */
 typedef int (*profile_send_fn)(void *context, const uint8_t *records, uint32_t count);

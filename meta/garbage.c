@@ -67,9 +67,10 @@ int garbage_list(struct store_txn *txn, uint32_t node, uint32_t max, struct ts_w
         const uint8_t *bytes = key.mv_data;
         if (key.mv_size != GARBAGE_KEY_BYTES || store_be32_get(bytes) != node)
             break;
-        ts_writer_u64(out, store_be64_get(bytes + 4));
-        ts_writer_u64(out, store_be64_get(bytes + 12));
-        ts_writer_u64(out, store_be64_get(bytes + 20));
+        struct ts_tile_file_rec file = {.ino = store_be64_get(bytes + 4),
+                                        .tile = store_be64_get(bytes + 12),
+                                        .version = store_be64_get(bytes + 20)};
+        ts_tile_file_rec_write(out, &file);
         if (out->failed) {
             err = -ENOBUFS;
             break;

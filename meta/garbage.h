@@ -30,7 +30,7 @@ int garbage_has(struct store_txn *txn, const struct garbage_record *record);
 int garbage_remove(struct store_txn *txn, const struct garbage_record *record);
 /*
  * Appends up to `max` of node's queued tiles to `out` as wire records
- * (u64 ino, u64 tile, u64 version, TS_GARBAGE_RECORD_BYTES each) and sets
+ * (TS_REC_TILE_FILE, ts_tile_file_rec_bytes each) and sets
  * *count. Returns 0, -ENOBUFS if `out` filled up first, or a negative errno.
  */
 int garbage_list(struct store_txn *txn, uint32_t node, uint32_t max, struct ts_writer *out,

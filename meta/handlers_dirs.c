@@ -44,12 +44,11 @@ struct readdir_op {
 static int readdir_visit(void *arg, struct ts_str name, const struct dirents_entry *entry)
 {
     struct readdir_op *op = arg;
-    size_t record_bytes = 8 + 4 + 2 + name.len;
+    size_t record_bytes = ts_readdir_rec_bytes + name.len;
     if (op->count >= op->max_entries || op->entries.len + record_bytes > HANDLERS_READDIR_MAX_BYTES)
         return 1;
-    ts_writer_u64(&op->entries, entry->ino);
-    ts_writer_u32(&op->entries, entry->mode);
-    ts_writer_str(&op->entries, name);
+    struct ts_readdir_rec record = {.ino = entry->ino, .mode = entry->mode, .name = name};
+    ts_readdir_rec_write(&op->entries, &record);
     if (op->entries.failed)
         return -ENOBUFS;
     op->count++;
@@ -120,16 +119,15 @@ struct readdirplus_op {
 static int readdirplus_visit(void *arg, struct ts_str name, const struct dirents_entry *entry)
 {
     struct readdirplus_op *op = arg;
-    struct ts_attr attr;
-    size_t record_bytes = TS_ATTR_WIRE_BYTES + 2 + name.len;
+    struct ts_readdirplus_rec record = {.name = name};
+    size_t record_bytes = ts_readdirplus_rec_bytes + name.len;
     if (op->count >= op->max_entries || op->entries.len + record_bytes > HANDLERS_READDIR_MAX_BYTES)
         return 1;
     int status = handlers_load_child(op->txn, entry, &op->child);
     if (status != TS_OK)
         return status == TS_ERR_NOMEM ? -ENOMEM : -EIO;
-    inodes_attr(&op->child, op->default_placement, &attr);
-    ts_writer_attr(&op->entries, &attr);
-    ts_writer_str(&op->entries, name);
+    inodes_attr(&op->child, op->default_placement, &record.attr);
+    ts_readdirplus_rec_write(&op->entries, &record);
     if (op->entries.failed)
         return -ENOBUFS;
     op->count++;

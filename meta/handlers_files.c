@@ -77,11 +77,15 @@ int handlers_files_release_many(void *ctx, const struct rpc_request *request,
     struct ts_cursor cursor;
 
     if (ts_release_many_req_decode(&message, request->payload, request->payload_len) != 0 ||
-        message.count > TS_MAX_RELEASES || message.inos.len != (uint64_t)message.count * 8)
+        message.count > TS_MAX_RELEASES ||
+        message.inos.len != (uint64_t)message.count * ts_release_rec_bytes)
         return reply_bad_message(response, request->header.type);
     ts_cursor_init(&cursor, message.inos.ptr, message.inos.len);
-    for (uint32_t i = 0; i < message.count; i++)
-        release_one(ctx, handlers_sender_mount(request), ts_cursor_u64(&cursor));
+    for (uint32_t i = 0; i < message.count; i++) {
+        struct ts_release_rec record;
+        (void)ts_release_rec_read(&cursor, &record); /* the length was checked */
+        release_one(ctx, handlers_sender_mount(request), record.ino);
+    }
     return TS_OK;
 }
 

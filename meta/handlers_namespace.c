@@ -384,11 +384,13 @@ int handlers_namespace_symlink(void *ctx, const struct rpc_request *request,
 /* The reply of a batch: count (<= 256) statuses, one per record (STATUSES_REP). */
 static int reply_statuses(const uint32_t *statuses, uint32_t count, struct rpc_response *response)
 {
-    uint8_t blob[256 * 4];
+    uint8_t blob[256 * ts_status_rec_bytes];
     struct ts_writer writer;
     ts_writer_init(&writer, blob, sizeof(blob));
-    for (uint32_t i = 0; i < count; i++)
-        ts_writer_u32(&writer, statuses[i]);
+    for (uint32_t i = 0; i < count; i++) {
+        struct ts_status_rec record = {.status = statuses[i]};
+        ts_status_rec_write(&writer, &record);
+    }
     if (writer.failed)
         return TS_ERR_INTERNAL;
     struct ts_statuses_rep reply = {.count = count,
@@ -561,10 +563,12 @@ int handlers_namespace_unlink_many(void *ctx, const struct rpc_request *request,
     op->count = message.count;
     ts_cursor_init(&cursor, message.records.ptr, message.records.len);
     for (uint32_t i = 0; i < message.count; i++) {
-        op->parents[i] = ts_cursor_u64(&cursor);
-        op->names[i] = ts_cursor_str(&cursor);
-        if (!cursor.failed)
-            op->name_statuses[i] = check_name(op->names[i]);
+        struct ts_unlink_rec record;
+        if (ts_unlink_rec_read(&cursor, &record) != 0)
+            break;
+        op->parents[i] = record.parent;
+        op->names[i] = record.name;
+        op->name_statuses[i] = check_name(record.name);
     }
     if (cursor.failed || cursor.left != 0) {
         free(op);
@@ -888,22 +892,11 @@ int handlers_namespace_readlink(void *ctx, const struct rpc_request *request,
 /* ---- CREATE_MANY -------------------------------------------------------- */
 
 /* One CREATE_MANY record, as create_body() takes it but for `created`. */
-struct create_record {
-    uint64_t parent;
-    uint64_t ino;
-    uint32_t mode;
-    uint32_t uid;
-    uint32_t gid;
-    struct timespec now;
-    uint32_t open;
-    struct ts_str name;
-};
-
 struct create_many_op {
     struct service *service;
     uint64_t sender;
     uint32_t count;
-    struct create_record records[TS_MAX_CREATES];
+    struct ts_create_rec records[TS_MAX_CREATES];
     struct create_op scratch;          /* the create being made */
     int checks[TS_MAX_CREATES];        /* verdicts found before the transaction */
     uint32_t statuses[TS_MAX_CREATES]; /* the outcomes, set by the body */
@@ -920,18 +913,19 @@ static int create_many_body(struct store_txn *txn, void *arg)
 {
     struct create_many_op *op = arg;
     for (uint32_t i = 0; i < op->count; i++) {
-        const struct create_record *record = &op->records[i];
+        const struct ts_create_rec *record = &op->records[i];
         int status = op->checks[i];
         if (status == TS_OK) {
-            op->scratch = (struct create_op){.service = op->service,
-                                             .parent = record->parent,
-                                             .name = record->name,
-                                             .mode = record->mode,
-                                             .uid = record->uid,
-                                             .gid = record->gid,
-                                             .now = record->now,
-                                             .sender = op->sender,
-                                             .granted_ino = record->ino};
+            op->scratch = (struct create_op){
+                .service = op->service,
+                .parent = record->parent,
+                .name = record->name,
+                .mode = record->mode,
+                .uid = record->uid,
+                .gid = record->gid,
+                .now = {.tv_sec = (time_t)record->time_sec, .tv_nsec = (long)record->time_nsec},
+                .sender = op->sender,
+                .granted_ino = record->ino};
             status = create_body(txn, &op->scratch);
         }
         if (status != TS_OK && status != op->checks[i] && !refused_before_create(status))
@@ -947,19 +941,10 @@ static bool create_many_parse(struct create_many_op *op, const struct ts_batch_r
     struct ts_cursor cursor;
     ts_cursor_init(&cursor, message->records.ptr, message->records.len);
     for (uint32_t i = 0; i < op->count; i++) {
-        struct create_record *record = &op->records[i];
-        record->parent = ts_cursor_u64(&cursor);
-        record->ino = ts_cursor_u64(&cursor);
-        record->mode = ts_cursor_u32(&cursor);
-        record->uid = ts_cursor_u32(&cursor);
-        record->gid = ts_cursor_u32(&cursor);
-        record->now.tv_sec = (time_t)ts_cursor_i64(&cursor);
-        record->now.tv_nsec = (long)ts_cursor_u32(&cursor);
-        record->open = ts_cursor_u32(&cursor);
-        record->name = ts_cursor_str(&cursor);
-        if (cursor.failed)
+        struct ts_create_rec *record = &op->records[i];
+        if (ts_create_rec_read(&cursor, record) != 0)
             return false;
-        if ((record->mode & S_IFMT) != S_IFREG || record->now.tv_nsec >= HANDLERS_NSEC_PER_SEC ||
+        if ((record->mode & S_IFMT) != S_IFREG || record->time_nsec >= HANDLERS_NSEC_PER_SEC ||
             record->ino == 0 || record->open > 1)
             op->checks[i] = TS_ERR_INVAL;
         else

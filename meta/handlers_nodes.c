@@ -90,19 +90,20 @@ static int node_list_body(struct store_txn *txn, void *arg)
     for (size_t i = 0; i < count; i++) {
         int64_t age = nodes_live_age_ms(op->service->live, nodes[i].id, now_ms);
         bool up = nodes_live_is_up(op->service->live, nodes[i].id, now_ms);
-        ts_writer_u32(&op->records, nodes[i].id);
-        ts_writer_u32(&op->records, up ? TS_NODE_UP : TS_NODE_DOWN);
-        ts_writer_u64(&op->records, nodes[i].capacity);
-        ts_writer_u64(&op->records, nodes[i].free_bytes);
-        ts_writer_u64(&op->records, nodes[i].used_bytes);
-        ts_writer_u64(&op->records, nodes[i].tiles);
-        ts_writer_u64(&op->records, age < 0 ? UINT64_MAX : (uint64_t)age);
-        ts_writer_u64(&op->records, nodes[i].read_bytes_per_sec);
-        ts_writer_u64(&op->records, nodes[i].write_bytes_per_sec);
-        ts_writer_u32(&op->records, nodes[i].queue_depth);
-        ts_writer_u64(&op->records, nodes[i].throttle_bytes_per_sec);
-        ts_writer_str(&op->records, ts_str_of(nodes[i].machine));
-        ts_writer_str(&op->records, ts_str_of(nodes[i].address));
+        struct ts_node_list_rec record = {.id = nodes[i].id,
+                                          .state = up ? TS_NODE_UP : TS_NODE_DOWN,
+                                          .capacity = nodes[i].capacity,
+                                          .free_bytes = nodes[i].free_bytes,
+                                          .used_bytes = nodes[i].used_bytes,
+                                          .tiles = nodes[i].tiles,
+                                          .heartbeat_age_ms = age < 0 ? UINT64_MAX : (uint64_t)age,
+                                          .read_bytes_per_sec = nodes[i].read_bytes_per_sec,
+                                          .write_bytes_per_sec = nodes[i].write_bytes_per_sec,
+                                          .queue_depth = nodes[i].queue_depth,
+                                          .throttle_bytes_per_sec = nodes[i].throttle_bytes_per_sec,
+                                          .machine = ts_str_of(nodes[i].machine),
+                                          .address = ts_str_of(nodes[i].address)};
+        ts_node_list_rec_write(&op->records, &record);
     }
     op->count = (uint32_t)count;
     free(nodes);
@@ -182,10 +183,9 @@ static int heartbeat_known_directory(struct store_txn *txn, const struct ts_hear
 }
 
 /*
- * Marks the tiles of `created` records (u64 ino, u64 tile, u64 version)
- * that node holds, as primary or copy at that version, TS_TILE_STORED.
- * Records of tiles it no longer holds (moved, dropped, deleted since) are
- * skipped. *stored counts the tiles marked now.
+ * Marks the tiles of `created` records (TS_REC_TILE_FILE) that node holds, as primary or copy at
+ * that version, TS_TILE_STORED. Records of tiles it no longer holds (moved, dropped, deleted since)
+ * are skipped. *stored counts the tiles marked now.
  */
 static int heartbeat_mark_stored(struct store_txn *txn, uint32_t node, struct ts_str created,
                                  uint32_t count, uint32_t *stored)
@@ -194,9 +194,11 @@ static int heartbeat_mark_stored(struct store_txn *txn, uint32_t node, struct ts
     ts_cursor_init(&cursor, created.ptr, created.len);
     *stored = 0;
     for (uint32_t i = 0; i < count; i++) {
-        uint64_t ino = ts_cursor_u64(&cursor);
-        uint64_t tile = ts_cursor_u64(&cursor);
-        uint64_t version = ts_cursor_u64(&cursor);
+        struct ts_tile_file_rec file;
+        (void)ts_tile_file_rec_read(&cursor, &file); /* the handler checked the length */
+        uint64_t ino = file.ino;
+        uint64_t tile = file.tile;
+        uint64_t version = file.version;
         uint64_t copy_version = 0;
         struct tiles_entry primary;
         int err = tiles_get(txn, ino, tile, &primary);
@@ -318,10 +320,10 @@ static int heartbeat_body(struct store_txn *txn, void *arg)
         return reply_store_status(err);
     ts_cursor_init(&deleted, request->deleted.ptr, request->deleted.len);
     for (uint32_t i = 0; i < request->deleted_count; i++) {
-        struct garbage_record done = {.node = op->node_id};
-        done.ino = ts_cursor_u64(&deleted);
-        done.tile = ts_cursor_u64(&deleted);
-        done.version = ts_cursor_u64(&deleted);
+        struct ts_tile_file_rec file;
+        (void)ts_tile_file_rec_read(&deleted, &file); /* the handler checked the length */
+        struct garbage_record done = {
+            .node = op->node_id, .ino = file.ino, .tile = file.tile, .version = file.version};
         err = garbage_remove(txn, &done);
         if (err < 0 && err != -ENOENT)
             return reply_store_status(err);
@@ -344,9 +346,9 @@ int handlers_nodes_heartbeat(void *ctx, const struct rpc_request *request,
     int status;
 
     if (ts_heartbeat_req_decode(&message, request->payload, request->payload_len) != 0 ||
-        (uint64_t)message.deleted_count * TS_GARBAGE_RECORD_BYTES != message.deleted.len ||
+        (uint64_t)message.deleted_count * ts_tile_file_rec_bytes != message.deleted.len ||
         message.created_count > TS_MAX_CREATED ||
-        (uint64_t)message.created_count * TS_GARBAGE_RECORD_BYTES != message.created.len)
+        (uint64_t)message.created_count * ts_tile_file_rec_bytes != message.created.len)
         return reply_bad_message(response, request->header.type);
     if (message.machine.len > NODES_MAX_TEXT || message.address.len > NODES_MAX_TEXT ||
         message.address.len == 0)

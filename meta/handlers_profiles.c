@@ -113,15 +113,16 @@ static int profile_record_body(struct store_txn *txn, void *arg)
     op->kept = 0;
     ts_cursor_init(&records, request->records.ptr, request->records.len);
     for (uint32_t i = 0; i < request->count; i++) {
-        struct profiles_counts counts;
-        uint64_t ino = ts_cursor_u64(&records);
-        uint64_t tile = ts_cursor_u64(&records);
-        counts.reads = ts_cursor_u64(&records);
-        counts.writes = ts_cursor_u64(&records);
-        counts.bytes_read = ts_cursor_u64(&records);
-        counts.bytes_written = ts_cursor_u64(&records);
-        counts.local_bytes = ts_cursor_u64(&records);
-        counts.first_access_ns = ts_cursor_u64(&records);
+        struct ts_profile_count_rec record;
+        (void)ts_profile_count_rec_read(&records, &record); /* a failure is checked below */
+        uint64_t ino = record.ino;
+        uint64_t tile = record.tile;
+        struct profiles_counts counts = {.reads = record.reads,
+                                         .writes = record.writes,
+                                         .bytes_read = record.bytes_read,
+                                         .bytes_written = record.bytes_written,
+                                         .local_bytes = record.local_bytes,
+                                         .first_access_ns = record.first_access_ns};
         if (!known || ino != known_ino) {
             struct inodes_record record;
             int err = inodes_get(txn, ino, &record);
@@ -152,10 +153,10 @@ int handlers_profiles_record(void *ctx, const struct rpc_request *request,
     int status;
 
     if (ts_profile_record_req_decode(&message, request->payload, request->payload_len) != 0 ||
-        (uint64_t)message.count * TS_PROFILE_RECORD_BYTES != message.records.len) {
+        (uint64_t)message.count * ts_profile_count_rec_bytes != message.records.len) {
         snprintf(response->error_text, sizeof(response->error_text),
                  "malformed PROFILE_RECORD request (records must be count x %u bytes)",
-                 TS_PROFILE_RECORD_BYTES);
+                 ts_profile_count_rec_bytes);
         return TS_ERR_BADMSG;
     }
     if (message.count > TS_MAX_PROFILE_RECORDS) {
@@ -216,14 +217,15 @@ static int profile_get_visit(void *arg, uint64_t tile, struct ts_str machine,
         op->tile_start_len = op->records.len;
         op->tile_start_count = op->count;
     }
-    ts_writer_u64(&op->records, tile);
-    ts_writer_str(&op->records, machine);
-    ts_writer_u64(&op->records, counts->reads);
-    ts_writer_u64(&op->records, counts->writes);
-    ts_writer_u64(&op->records, counts->bytes_read);
-    ts_writer_u64(&op->records, counts->bytes_written);
-    ts_writer_u64(&op->records, counts->local_bytes);
-    ts_writer_u64(&op->records, counts->first_access_ns);
+    struct ts_profile_get_rec record = {.tile = tile,
+                                        .machine = machine,
+                                        .reads = counts->reads,
+                                        .writes = counts->writes,
+                                        .bytes_read = counts->bytes_read,
+                                        .bytes_written = counts->bytes_written,
+                                        .local_bytes = counts->local_bytes,
+                                        .first_access_ns = counts->first_access_ns};
+    ts_profile_get_rec_write(&op->records, &record);
     bool full = op->records.failed || op->count + 1 > op->max_records;
     if (full && op->tile_start_count > 0) {
         op->records.len = op->tile_start_len;

@@ -96,12 +96,11 @@ static int holds_parse(struct holds_op *op, const struct ts_session_holds_req *m
     op->exists = calloc(op->count ? op->count : 1, sizeof(*op->exists));
     if (!op->inos || !op->counts || !op->exists)
         return TS_ERR_NOMEM;
+    struct ts_cursor cursor;
+    ts_cursor_init(&cursor, message->records.ptr, message->records.len);
     for (size_t i = 0; i < op->count; i++) {
-        struct ts_hold_record record;
-        if (ts_hold_record_decode(&record,
-                                  (const uint8_t *)message->records.ptr + i * TS_HOLD_RECORD_BYTES,
-                                  TS_HOLD_RECORD_BYTES) != 0 ||
-            record.ino == 0 || record.count == 0)
+        struct ts_hold_rec record;
+        if (ts_hold_rec_read(&cursor, &record) != 0 || record.ino == 0 || record.count == 0)
             return TS_ERR_BADMSG;
         op->inos[i] = record.ino;
         op->counts[i] = record.count;
@@ -113,15 +112,17 @@ static int holds_parse(struct holds_op *op, const struct ts_session_holds_req *m
 static int holds_reply_lost(struct holds_op *op, struct rpc_response *response)
 {
     uint8_t *blob = NULL;
+    struct ts_writer records;
     uint32_t lost = 0;
     size_t kept = 0;
     for (size_t i = 0; i < op->count; i++)
         lost += !op->exists[i];
     if (lost > 0) {
-        blob = malloc((size_t)lost * TS_HOLD_RECORD_BYTES);
+        blob = malloc((size_t)lost * ts_hold_rec_bytes);
         if (!blob)
             return TS_ERR_NOMEM;
     }
+    ts_writer_init(&records, blob, (size_t)lost * ts_hold_rec_bytes);
     lost = 0;
     for (size_t i = 0; i < op->count; i++) {
         if (op->exists[i]) {
@@ -129,13 +130,13 @@ static int holds_reply_lost(struct holds_op *op, struct rpc_response *response)
             op->counts[kept++] = op->counts[i];
             continue;
         }
-        struct ts_hold_record record = {.ino = op->inos[i], .count = op->counts[i]};
-        ts_hold_record_encode(&record, blob + (size_t)lost++ * TS_HOLD_RECORD_BYTES,
-                              TS_HOLD_RECORD_BYTES);
+        struct ts_hold_rec record = {.ino = op->inos[i], .count = op->counts[i]};
+        ts_hold_rec_write(&records, &record);
+        lost++;
     }
     op->count = kept;
-    struct ts_session_holds_rep reply = {
-        .count = lost, .records = {(const char *)blob, lost * TS_HOLD_RECORD_BYTES}};
+    struct ts_session_holds_rep reply = {.count = lost,
+                                         .records = {(const char *)blob, (uint32_t)records.len}};
     int status = REPLY_ENCODE(session_holds_rep, &reply, response);
     free(blob);
     return status;
@@ -153,7 +154,7 @@ int handlers_session_holds(void *ctx, const struct rpc_request *request,
 
     if (ts_session_holds_req_decode(&message, request->payload, request->payload_len) != 0 ||
         message.count > TS_MAX_HOLDS ||
-        message.records.len != (uint64_t)message.count * TS_HOLD_RECORD_BYTES)
+        message.records.len != (uint64_t)message.count * ts_hold_rec_bytes)
         return reply_bad_message(response, request->header.type);
     mount = session_mount_of(request, response);
     if (mount == 0)

@@ -37,8 +37,8 @@
 struct reconcile_op {
     uint32_t node;
     uint32_t count;
-    const uint8_t *files; /* count TS_REC_TILE_FILE records */
-    uint8_t *verdicts;    /* count TS_REC_RECONCILE_VERDICT records */
+    struct ts_cursor files;    /* count TS_REC_TILE_FILE records */
+    struct ts_writer verdicts; /* count TS_REC_RECONCILE_VERDICT records */
 };
 
 /* copies_scan visitor: stops (1) at a copy of exactly *arg's version. */
@@ -135,13 +135,12 @@ static int reconcile_body(struct store_txn *txn, void *arg)
     for (uint32_t i = 0; err == 0 && i < op->count; i++) {
         struct ts_tile_file_rec file;
         struct ts_reconcile_verdict_rec verdict;
-        if (ts_tile_file_rec_decode(&file, op->files + (size_t)i * TS_TILE_FILE_RECORD_BYTES,
-                                    TS_TILE_FILE_RECORD_BYTES) != 0)
+        if (ts_tile_file_rec_read(&op->files, &file) != 0)
             return TS_ERR_BADMSG; /* cannot happen: the handler checked the length */
         err = reconcile_file(txn, op->node, next_ino, next_version, &file, &verdict);
-        if (err == 0 && ts_reconcile_verdict_rec_encode(
-                            &verdict, op->verdicts + (size_t)i * TS_RECONCILE_VERDICT_RECORD_BYTES,
-                            TS_RECONCILE_VERDICT_RECORD_BYTES) != TS_RECONCILE_VERDICT_RECORD_BYTES)
+        if (err == 0)
+            ts_reconcile_verdict_rec_write(&op->verdicts, &verdict);
+        if (op->verdicts.failed)
             return TS_ERR_INTERNAL;
     }
     return reply_store_status(err);
@@ -157,7 +156,7 @@ int handlers_tiles_reconcile(void *ctx, const struct rpc_request *request,
     int status;
 
     if (ts_tile_reconcile_req_decode(&message, request->payload, request->payload_len) != 0 ||
-        (uint64_t)message.count * TS_TILE_FILE_RECORD_BYTES != message.files.len)
+        (uint64_t)message.count * ts_tile_file_rec_bytes != message.files.len)
         return reply_bad_message(response, request->header.type);
     if (message.node_id == 0 || message.count > TS_MAX_RECONCILE_FILES) {
         snprintf(response->error_text, sizeof(response->error_text),
@@ -168,8 +167,8 @@ int handlers_tiles_reconcile(void *ctx, const struct rpc_request *request,
     }
     op.node = message.node_id;
     op.count = message.count;
-    op.files = (const uint8_t *)message.files.ptr;
-    op.verdicts = service->scratch;
+    ts_cursor_init(&op.files, message.files.ptr, message.files.len);
+    ts_writer_init(&op.verdicts, service->scratch, SERVICE_SCRATCH_BYTES);
     status = store_read(service->store, reconcile_body, &op);
     if (status == TS_ERR_NOENT)
         snprintf(response->error_text, sizeof(response->error_text),
@@ -178,7 +177,7 @@ int handlers_tiles_reconcile(void *ctx, const struct rpc_request *request,
         return status;
     reply.count = message.count;
     reply.verdicts.ptr = (const char *)service->scratch;
-    reply.verdicts.len = message.count * TS_RECONCILE_VERDICT_RECORD_BYTES;
+    reply.verdicts.len = (uint32_t)op.verdicts.len;
     return REPLY_ENCODE(tile_reconcile_rep, &reply, response);
 }
 
@@ -196,12 +195,7 @@ static void holders_append(struct holders_op *op, uint64_t tile, uint32_t node, 
 {
     struct ts_tile_holder_rec record = {
         .tile = tile, .node = node, .version = version, .kind = kind};
-    uint8_t bytes[TS_TILE_HOLDER_RECORD_BYTES];
-    if (ts_tile_holder_rec_encode(&record, bytes, sizeof(bytes)) != (int)sizeof(bytes)) {
-        op->holders.failed = true;
-        return;
-    }
-    ts_writer_bytes(&op->holders, bytes, sizeof(bytes));
+    ts_tile_holder_rec_write(&op->holders, &record);
     op->count++;
 }
 

@@ -155,13 +155,14 @@ int journal_drop_inode(struct store_txn *txn, uint64_t ino)
 
 void journal_write_record(struct ts_writer *writer, const struct journal_entry *entry)
 {
-    ts_writer_u64(writer, entry->ino);
-    ts_writer_u64(writer, entry->tile);
-    ts_writer_u32(writer, entry->kind);
-    ts_writer_u32(writer, entry->from_node);
-    ts_writer_u32(writer, entry->to_node);
-    ts_writer_u64(writer, entry->version);
-    ts_writer_u64(writer, entry->new_version);
-    ts_writer_i64(writer, entry->started_sec);
-    ts_writer_u32(writer, entry->state);
+    struct ts_move_rec record = {.ino = entry->ino,
+                                 .tile = entry->tile,
+                                 .kind = entry->kind,
+                                 .from_node = entry->from_node,
+                                 .to_node = entry->to_node,
+                                 .version = entry->version,
+                                 .new_version = entry->new_version,
+                                 .started_sec = entry->started_sec,
+                                 .state = entry->state};
+    ts_move_rec_write(writer, &record);
 }

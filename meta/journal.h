@@ -65,7 +65,7 @@ int journal_scan_after(struct store_txn *txn, uint64_t after_ino, uint64_t after
 /* Removes (journal_abort()) every entry of ino: the inode is being deleted. */
 int journal_drop_inode(struct store_txn *txn, uint64_t ino);
 
-/* Appends entry as a MOVE_LIST record (TS_MOVE_RECORD_BYTES). */
+/* Appends entry as a MOVE_LIST record (TS_REC_MOVE). */
 void journal_write_record(struct ts_writer *writer, const struct journal_entry *entry);
 
 #endif

@@ -137,12 +137,13 @@ void readsource_record(const struct readsource *source, uint64_t tile,
             }
         }
     }
-    ts_writer_u32(writer, primary->node);
-    ts_writer_u64(writer, primary->node ? primary->version : 0);
-    ts_writer_u32(writer, copies);
-    ts_writer_u32(writer, read_node);
-    ts_writer_u64(writer, primary->node ? read_version : 0);
-    ts_writer_u32(writer, primary->node ? primary->flags : 0);
+    struct ts_tile_map_rec record = {.node = primary->node,
+                                     .version = primary->node ? primary->version : 0,
+                                     .copies = copies,
+                                     .read_node = read_node,
+                                     .read_version = primary->node ? read_version : 0,
+                                     .flags = primary->node ? primary->flags : 0};
+    ts_tile_map_rec_write(writer, &record);
 }
 
 void readsource_free(struct readsource **sourcep)

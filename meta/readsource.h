@@ -37,7 +37,7 @@ int readsource_load(struct store_txn *txn, const struct nodes_live *live, int64_
                     struct readsource **sourcep);
 
 /*
- * Appends tile's TILE_MAP record (TS_TILE_RECORD_BYTES) to writer: primary
+ * Appends tile's TILE_MAP record (TS_REC_TILE_MAP) to writer: primary
  * (node 0 = hole: all fields 0), copies, read source, the primary's flags
  * (TS_TILE_STORED). tile must lie in the
  * loaded range.

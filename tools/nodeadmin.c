@@ -291,12 +291,12 @@ static void nodeadmin_print_stats(const struct nodeadmin_options *options,
                stats->bytes_written);
     ts_cursor_init(&cursor, stats->ops.ptr, stats->ops.len);
     for (uint32_t i = 0; i < stats->op_count; i++) {
-        uint32_t op = ts_cursor_u32(&cursor);
-        uint64_t count = ts_cursor_u64(&cursor);
+        struct ts_stats_op_rec op;
+        (void)ts_stats_op_rec_read(&cursor, &op); /* nodeadmin_stats checked the blob */
         if (json)
-            printf("%s\"%s\": %" PRIu64, i ? ", " : "", ts_op_name((uint16_t)op), count);
+            printf("%s\"%s\": %" PRIu64, i ? ", " : "", ts_op_name((uint16_t)op.opcode), op.count);
         else
-            printf("  %-14s %" PRIu64 "\n", ts_op_name((uint16_t)op), count);
+            printf("  %-14s %" PRIu64 "\n", ts_op_name((uint16_t)op.opcode), op.count);
     }
     if (json)
         printf("}, \"tiles_reclaimed\": %" PRIu64 ", \"bytes_reclaimed\": %" PRIu64
@@ -314,17 +314,15 @@ static void nodeadmin_print_stats(const struct nodeadmin_options *options,
         printf("  %-12s %-10s %-8s %s\n", "ino", "tile", "reads", "bytes");
     ts_cursor_init(&cursor, stats->tiles.ptr, stats->tiles.len);
     for (uint32_t i = 0; i < stats->tile_count; i++) {
-        uint64_t ino = ts_cursor_u64(&cursor);
-        uint64_t tile = ts_cursor_u64(&cursor);
-        uint64_t reads = ts_cursor_u64(&cursor);
-        uint64_t bytes = ts_cursor_u64(&cursor);
+        struct ts_stats_tile_rec tile;
+        (void)ts_stats_tile_rec_read(&cursor, &tile); /* nodeadmin_stats checked the blob */
         if (json)
             printf("%s\n  {\"ino\": %" PRIu64 ", \"tile\": %" PRIu64 ", \"reads\": %" PRIu64
                    ", \"bytes\": %" PRIu64 "}",
-                   i ? "," : "", ino, tile, reads, bytes);
+                   i ? "," : "", tile.ino, tile.tile, tile.reads, tile.bytes);
         else
-            printf("  %-12" PRIu64 " %-10" PRIu64 " %-8" PRIu64 " %" PRIu64 "\n", ino, tile, reads,
-                   bytes);
+            printf("  %-12" PRIu64 " %-10" PRIu64 " %-8" PRIu64 " %" PRIu64 "\n", tile.ino,
+                   tile.tile, tile.reads, tile.bytes);
     }
     if (json)
         printf("%s]}\n", stats->tile_count ? "\n" : "");
@@ -346,8 +344,8 @@ static int nodeadmin_stats(const struct nodeadmin_options *options,
         return 1;
     if (status == TS_OK &&
         (ts_node_stats_rep_decode(&stats, reply.payload, reply.payload_len) != 0 ||
-         (uint64_t)stats.op_count * TS_STATS_OP_RECORD_BYTES != stats.ops.len ||
-         (uint64_t)stats.tile_count * TS_STATS_TILE_RECORD_BYTES != stats.tiles.len))
+         (uint64_t)stats.op_count * ts_stats_op_rec_bytes != stats.ops.len ||
+         (uint64_t)stats.tile_count * ts_stats_tile_rec_bytes != stats.tiles.len))
         status = TS_ERR_BADMSG;
     if (status != TS_OK)
         exit_code = nodeadmin_call_failed(options, node, status, &reply);

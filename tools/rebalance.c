@@ -295,7 +295,7 @@ static int rebalance_make_plan(const struct rebalance_options *options,
 }
 
 /* A journal entry as a step (its size is not known). */
-static void rebalance_journal_step(const struct toolmeta_move *move, struct relocate_step *step)
+static void rebalance_journal_step(const struct ts_move_rec *move, struct relocate_step *step)
 {
     memset(step, 0, sizeof(*step));
     step->kind = (enum plan_action_kind)move->kind;
@@ -308,8 +308,7 @@ static void rebalance_journal_step(const struct toolmeta_move *move, struct relo
 }
 
 /* Journal entries as steps. */
-static struct relocate_step *rebalance_journal_steps(const struct toolmeta_move *moves,
-                                                     size_t count)
+static struct relocate_step *rebalance_journal_steps(const struct ts_move_rec *moves, size_t count)
 {
     struct relocate_step *steps = calloc(count ? count : 1, sizeof(*steps));
     if (!steps)
@@ -323,7 +322,7 @@ static struct relocate_step *rebalance_journal_steps(const struct toolmeta_move 
 static int rebalance_resume(const struct rebalance_options *options, struct rpc_client *meta,
                             struct relocnet *net)
 {
-    struct toolmeta_move *moves = NULL;
+    struct ts_move_rec *moves = NULL;
     struct relocate_step *steps = NULL;
     struct relocate_progress progress;
     size_t count = 0, valid = 0, committed = 0;
@@ -481,7 +480,7 @@ static const char *rebalance_state_name(uint32_t state)
 
 static int rebalance_status(const struct rebalance_options *options, struct rpc_client *meta)
 {
-    struct toolmeta_move *moves = NULL;
+    struct ts_move_rec *moves = NULL;
     size_t count = 0;
     char peer[256], age[16];
     time_t now = time(NULL);
@@ -498,7 +497,7 @@ static int rebalance_status(const struct rebalance_options *options, struct rpc_
         printf("%-12s %-8s %-5s %-6s    %-6s %-12s %-12s %-9s %s\n", "inode", "tile", "kind",
                "from", "to", "version", "new_version", "state", "age");
     for (size_t i = 0; i < count; i++) {
-        const struct toolmeta_move *move = &moves[i];
+        const struct ts_move_rec *move = &moves[i];
         double seconds = move->started_sec > 0 ? difftime(now, (time_t)move->started_sec) : -1;
         const char *kind = plan_action_kind_name((enum plan_action_kind)move->kind);
         const char *state = rebalance_state_name(move->state);
@@ -532,7 +531,7 @@ static int rebalance_status(const struct rebalance_options *options, struct rpc_
  * MOVE_COMMIT) with the executor's own step; true when it is gone.
  */
 static bool rebalance_finish_entry(const struct relocate_transport *transport, void *worker,
-                                   const struct toolmeta_move *move)
+                                   const struct ts_move_rec *move)
 {
     struct relocate_step step;
     struct relocate_result result;
@@ -550,7 +549,7 @@ static bool rebalance_finish_entry(const struct relocate_transport *transport, v
 
 /* Aborts a begun entry (LIFT on the source, then MOVE_ABORT); true when it is gone. */
 static bool rebalance_abort_entry(const struct relocate_transport *transport, void *worker,
-                                  const struct toolmeta_move *move)
+                                  const struct ts_move_rec *move)
 {
     char peer[256];
     uint64_t bytes;
@@ -576,7 +575,7 @@ static bool rebalance_abort_entry(const struct relocate_transport *transport, vo
 static int rebalance_abort(const struct rebalance_options *options, struct rpc_client *meta)
 {
     struct toolmeta_node *nodes = NULL;
-    struct toolmeta_move *moves = NULL;
+    struct ts_move_rec *moves = NULL;
     struct relocnet *net = NULL;
     struct relocate_transport transport;
     void *worker = NULL;
@@ -605,7 +604,7 @@ static int rebalance_abort(const struct rebalance_options *options, struct rpc_c
     }
     /* A committed step cannot be undone (the map switched): it is finished instead. */
     for (size_t i = 0; i < count; i++) {
-        const struct toolmeta_move *move = &moves[i];
+        const struct ts_move_rec *move = &moves[i];
         bool committed = move->state == TS_MOVE_COMMITTED;
         bool gone = committed ? rebalance_finish_entry(&transport, worker, move)
                               : rebalance_abort_entry(&transport, worker, move);

@@ -45,7 +45,7 @@ struct rebalancefetch_walk {
     struct rebalanceinput *input;
     const char **machines; /* the cluster's distinct machine names */
     size_t machine_count;
-    struct toolmeta_tile *records; /* TS_MAX_TILES_PER_MAP */
+    struct ts_tile_map_rec *records; /* TS_MAX_TILES_PER_MAP */
 };
 
 /* TILE_MAP of every range of file `index` from `machine` (NULL: primaries). */

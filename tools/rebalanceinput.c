@@ -296,7 +296,7 @@ static uint64_t rebalanceinput_tile_bytes(const struct rebalanceinput_file *file
 }
 
 int rebalanceinput_add_tiles(struct rebalanceinput *input, size_t index, uint64_t first,
-                             const struct toolmeta_tile *records, uint32_t count,
+                             const struct ts_tile_map_rec *records, uint32_t count,
                              bool *has_copies)
 {
     struct rebalanceinput_file *file = &input->files[index];
@@ -356,7 +356,7 @@ static size_t rebalanceinput_find_tile(const struct rebalanceinput *input,
 }
 
 int rebalanceinput_add_copies(struct rebalanceinput *input, size_t index, uint64_t first,
-                              const struct toolmeta_tile *records, uint32_t count)
+                              const struct ts_tile_map_rec *records, uint32_t count)
 {
     const struct rebalanceinput_file *file = &input->files[index];
 

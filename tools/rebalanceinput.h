@@ -111,7 +111,7 @@ int rebalanceinput_ranges(const struct rebalanceinput *input, size_t index,
  * Returns 0 or -ENOMEM.
  */
 int rebalanceinput_add_tiles(struct rebalanceinput *input, size_t index, uint64_t first,
-                             const struct toolmeta_tile *records, uint32_t count,
+                             const struct ts_tile_map_rec *records, uint32_t count,
                              bool *has_copies);
 
 /*
@@ -119,7 +119,7 @@ int rebalanceinput_add_tiles(struct rebalanceinput *input, size_t index, uint64_
  * one machine. Holders past PLAN_MAX_COPIES are left out. Returns 0.
  */
 int rebalanceinput_add_copies(struct rebalanceinput *input, size_t index, uint64_t first,
-                              const struct toolmeta_tile *records, uint32_t count);
+                              const struct ts_tile_map_rec *records, uint32_t count);
 
 /* The planner's views of the input (pointing into it). */
 void rebalanceinput_views(const struct rebalanceinput *input, struct plan_cluster *cluster,

@@ -169,7 +169,7 @@ static int relocnet_move_begin(void *handle, const struct relocate_step *step,
                                uint64_t *new_version, char *why, size_t cap)
 {
     struct relocnet_worker *worker = handle;
-    struct toolmeta_move move = {
+    struct ts_move_rec move = {
         .ino = step->ino,
         .tile = step->tile,
         .kind = (uint32_t)step->kind,

@@ -1,8 +1,9 @@
 /*
  * @file toolmeta.c
- * See toolmeta.h. NODE_LIST records are read through a ts_cursor and the
- * whole blob must be consumed exactly, so a reply from a meta with another
- * record layout is reported as malformed instead of shown as garbage.
+ * See toolmeta.h. Replies' records are read with proto.h's record readers
+ * and the whole blob must be consumed exactly, so a reply from a meta with
+ * another record layout is reported as malformed instead of shown as
+ * garbage.
  */
 #include "toolmeta.h"
 
@@ -16,8 +17,6 @@
 
 /* Meta never lists more datanodes than this; a bigger count is a bad reply. */
 #define TOOLMETA_MAX_NODES 100000u
-/* The smallest record: fixed fields and two empty strings. */
-#define TOOLMETA_MIN_RECORD_BYTES (4 + 4 + 8 * 5 + 8 + 8 + 4 + 8 + 2 + 2)
 
 int toolmeta_ping(struct rpc_client *client, int timeout_ms)
 {
@@ -49,19 +48,21 @@ static void toolmeta_copy_text(struct ts_str text, char *out, size_t cap)
 
 static void toolmeta_read_node(struct ts_cursor *cursor, struct toolmeta_node *node)
 {
-    node->id = ts_cursor_u32(cursor);
-    node->state = ts_cursor_u32(cursor);
-    node->capacity = ts_cursor_u64(cursor);
-    node->free_bytes = ts_cursor_u64(cursor);
-    node->used_bytes = ts_cursor_u64(cursor);
-    node->tiles = ts_cursor_u64(cursor);
-    node->heartbeat_age_ms = ts_cursor_u64(cursor);
-    node->read_bytes_per_sec = ts_cursor_u64(cursor);
-    node->write_bytes_per_sec = ts_cursor_u64(cursor);
-    node->queue_depth = ts_cursor_u32(cursor);
-    node->throttle_bytes_per_sec = ts_cursor_u64(cursor);
-    toolmeta_copy_text(ts_cursor_str(cursor), node->machine, sizeof(node->machine));
-    toolmeta_copy_text(ts_cursor_str(cursor), node->address, sizeof(node->address));
+    struct ts_node_list_rec record;
+    (void)ts_node_list_rec_read(cursor, &record); /* the caller checks the cursor */
+    node->id = record.id;
+    node->state = record.state;
+    node->capacity = record.capacity;
+    node->free_bytes = record.free_bytes;
+    node->used_bytes = record.used_bytes;
+    node->tiles = record.tiles;
+    node->heartbeat_age_ms = record.heartbeat_age_ms;
+    node->read_bytes_per_sec = record.read_bytes_per_sec;
+    node->write_bytes_per_sec = record.write_bytes_per_sec;
+    node->queue_depth = record.queue_depth;
+    node->throttle_bytes_per_sec = record.throttle_bytes_per_sec;
+    toolmeta_copy_text(record.machine, node->machine, sizeof(node->machine));
+    toolmeta_copy_text(record.address, node->address, sizeof(node->address));
 }
 
 /* Decodes the records; TS_OK or TS_ERR_BADMSG / TS_ERR_NOMEM. */
@@ -72,7 +73,7 @@ static int toolmeta_decode_nodes(const struct ts_node_list_rep *list,
     struct toolmeta_node *array;
 
     if (list->count > TOOLMETA_MAX_NODES ||
-        (uint64_t)list->count * TOOLMETA_MIN_RECORD_BYTES > list->nodes.len)
+        !ts_records_fit(list->count, list->nodes.len, ts_node_list_rec_bytes))
         return TS_ERR_BADMSG;
     if (list->count == 0)
         return list->nodes.len == 0 ? TS_OK : TS_ERR_BADMSG;
@@ -151,48 +152,6 @@ int toolmeta_getattr(struct rpc_client *client, int timeout_ms, uint64_t ino,
     return status;
 }
 
-int toolmeta_tile_map(struct rpc_client *client, int timeout_ms, uint64_t ino, uint64_t first,
-                        uint32_t count, uint32_t *nodes, uint64_t *versions, uint32_t *flags,
-                        char *error_text, size_t error_cap)
-{
-    struct ts_tile_map_req request = {.ino = ino, .first = first, .count = count};
-    struct ts_tile_map_rep answer;
-    struct ts_cursor cursor;
-    struct rpc_reply reply;
-    uint8_t payload[64];
-    int len = ts_tile_map_req_encode(&request, payload, sizeof(payload));
-    int status;
-
-    if (error_text && error_cap > 0)
-        error_text[0] = '\0';
-    if (len < 0)
-        return TS_ERR_INTERNAL;
-    status =
-        rpc_client_call(client, TS_OP_TILE_MAP, payload, (size_t)len, NULL, 0, timeout_ms, &reply);
-    if (status != TS_OK) {
-        if (error_text)
-            rpc_reply_error_text(&reply, error_text, error_cap);
-        goto out;
-    }
-    if (ts_tile_map_rep_decode(&answer, reply.payload, reply.payload_len) != 0 ||
-        answer.count != count || answer.tiles.len != (uint64_t)count * TS_TILE_RECORD_BYTES) {
-        status = TS_ERR_BADMSG;
-        goto out;
-    }
-    ts_cursor_init(&cursor, answer.tiles.ptr, answer.tiles.len);
-    for (uint32_t i = 0; i < count; i++) {
-        nodes[i] = ts_cursor_u32(&cursor);
-        versions[i] = ts_cursor_u64(&cursor);
-        ts_cursor_bytes(&cursor, 4 + 4 + 8); /* copies, read source */
-        uint32_t tile_flags = ts_cursor_u32(&cursor);
-        if (flags)
-            flags[i] = tile_flags;
-    }
-out:
-    rpc_reply_release(&reply);
-    return status;
-}
-
 /*
  * One request with a payload. On failure error_text (if not NULL) gets
  * meta's text. The caller decodes reply on TS_OK and releases it always.
@@ -216,8 +175,8 @@ static int toolmeta_call(struct rpc_client *client, uint16_t op, const uint8_t *
 }
 
 int toolmeta_tile_records(struct rpc_client *client, int timeout_ms, uint64_t ino, uint64_t first,
-                            uint32_t count, const char *machine, struct toolmeta_tile *tiles,
-                            char *error_text, size_t error_cap)
+                          uint32_t count, const char *machine, struct ts_tile_map_rec *tiles,
+                          char *error_text, size_t error_cap)
 {
     struct ts_tile_map_req request = {
         .ino = ino, .first = first, .count = count, .machine = ts_str_of(machine ? machine : "")};
@@ -232,21 +191,41 @@ int toolmeta_tile_records(struct rpc_client *client, int timeout_ms, uint64_t in
     if (status != TS_OK)
         goto out;
     if (ts_tile_map_rep_decode(&answer, reply.payload, reply.payload_len) != 0 ||
-        answer.count != count || answer.tiles.len != (uint64_t)count * TS_TILE_RECORD_BYTES) {
+        answer.count != count) {
         status = TS_ERR_BADMSG;
         goto out;
     }
     ts_cursor_init(&cursor, answer.tiles.ptr, answer.tiles.len);
-    for (uint32_t i = 0; i < count; i++) {
-        tiles[i].node = ts_cursor_u32(&cursor);
-        tiles[i].version = ts_cursor_u64(&cursor);
-        tiles[i].copies = ts_cursor_u32(&cursor);
-        tiles[i].read_node = ts_cursor_u32(&cursor);
-        tiles[i].read_version = ts_cursor_u64(&cursor);
-        tiles[i].flags = ts_cursor_u32(&cursor);
-    }
+    for (uint32_t i = 0; i < count; i++)
+        (void)ts_tile_map_rec_read(&cursor, &tiles[i]); /* a failure stays in the cursor */
+    if (cursor.failed || cursor.left != 0)
+        status = TS_ERR_BADMSG;
 out:
     rpc_reply_release(&reply);
+    return status;
+}
+
+int toolmeta_tile_map(struct rpc_client *client, int timeout_ms, uint64_t ino, uint64_t first,
+                      uint32_t count, uint32_t *nodes, uint64_t *versions, uint32_t *flags,
+                      char *error_text, size_t error_cap)
+{
+    struct ts_tile_map_rec *tiles = malloc((count ? count : 1) * sizeof(*tiles));
+    int status;
+
+    if (!tiles) {
+        if (error_text && error_cap > 0)
+            error_text[0] = '\0';
+        return TS_ERR_NOMEM;
+    }
+    status = toolmeta_tile_records(client, timeout_ms, ino, first, count, "", tiles, error_text,
+                                   error_cap);
+    for (uint32_t i = 0; status == TS_OK && i < count; i++) {
+        nodes[i] = tiles[i].node;
+        versions[i] = tiles[i].version;
+        if (flags)
+            flags[i] = tiles[i].flags;
+    }
+    free(tiles);
     return status;
 }
 
@@ -256,6 +235,7 @@ int toolmeta_tile_holders(struct rpc_client *client, int timeout_ms, uint64_t in
 {
     struct ts_tile_holders_req request = {.ino = ino, .first = first, .count = count};
     struct ts_tile_holders_rep answer;
+    struct ts_cursor cursor;
     struct rpc_reply reply;
     uint8_t payload[64];
     int status = toolmeta_call(client, TS_OP_TILE_HOLDERS, payload,
@@ -267,7 +247,7 @@ int toolmeta_tile_holders(struct rpc_client *client, int timeout_ms, uint64_t in
     if (status != TS_OK)
         goto out;
     if (ts_tile_holders_rep_decode(&answer, reply.payload, reply.payload_len) != 0 ||
-        (uint64_t)answer.count * TS_TILE_HOLDER_RECORD_BYTES != answer.holders.len) {
+        (uint64_t)answer.count * ts_tile_holder_rec_bytes != answer.holders.len) {
         status = TS_ERR_BADMSG;
         goto out;
     }
@@ -278,14 +258,12 @@ int toolmeta_tile_holders(struct rpc_client *client, int timeout_ms, uint64_t in
         status = TS_ERR_NOMEM;
         goto out;
     }
+    ts_cursor_init(&cursor, answer.holders.ptr, answer.holders.len);
     for (uint32_t i = 0; i < answer.count; i++) {
         struct ts_tile_holder_rec record;
         struct toolmeta_holder *holder = &(*holders)[i];
-        if (ts_tile_holder_rec_decode(&record,
-                                      (const uint8_t *)answer.holders.ptr +
-                                          (size_t)i * TS_TILE_HOLDER_RECORD_BYTES,
-                                      TS_TILE_HOLDER_RECORD_BYTES) != 0 ||
-            record.tile < first || record.tile - first >= count) {
+        if (ts_tile_holder_rec_read(&cursor, &record) != 0 || record.tile < first ||
+            record.tile - first >= count) {
             free(*holders);
             *holders = NULL;
             status = TS_ERR_BADMSG;
@@ -322,9 +300,6 @@ int toolmeta_profile_set(struct rpc_client *client, int timeout_ms, uint64_t ino
     return status;
 }
 
-/* The smallest PROFILE_GET record: an empty machine name. */
-#define TOOLMETA_MIN_PROFILE_RECORD (8 + 2 + 6 * 8)
-
 int toolmeta_profile_decode(const struct ts_profile_get_rep *reply,
                               struct toolmeta_access **records, size_t *count)
 {
@@ -333,7 +308,7 @@ int toolmeta_profile_decode(const struct ts_profile_get_rep *reply,
 
     *records = NULL;
     *count = 0;
-    if ((uint64_t)reply->count * TOOLMETA_MIN_PROFILE_RECORD > reply->records.len)
+    if (!ts_records_fit(reply->count, reply->records.len, ts_profile_get_rec_bytes))
         return TS_ERR_BADMSG;
     if (reply->count == 0)
         return reply->records.len == 0 ? TS_OK : TS_ERR_BADMSG;
@@ -343,14 +318,17 @@ int toolmeta_profile_decode(const struct ts_profile_get_rep *reply,
     ts_cursor_init(&cursor, reply->records.ptr, reply->records.len);
     for (uint32_t i = 0; i < reply->count; i++) {
         struct toolmeta_access *record = &array[i];
-        record->tile = ts_cursor_u64(&cursor);
-        toolmeta_copy_text(ts_cursor_str(&cursor), record->machine, sizeof(record->machine));
-        record->reads = ts_cursor_u64(&cursor);
-        record->writes = ts_cursor_u64(&cursor);
-        record->bytes_read = ts_cursor_u64(&cursor);
-        record->bytes_written = ts_cursor_u64(&cursor);
-        record->local_bytes = ts_cursor_u64(&cursor);
-        record->first_access_ns = ts_cursor_u64(&cursor);
+        struct ts_profile_get_rec wire;
+        if (ts_profile_get_rec_read(&cursor, &wire) != 0)
+            break;
+        record->tile = wire.tile;
+        toolmeta_copy_text(wire.machine, record->machine, sizeof(record->machine));
+        record->reads = wire.reads;
+        record->writes = wire.writes;
+        record->bytes_read = wire.bytes_read;
+        record->bytes_written = wire.bytes_written;
+        record->local_bytes = wire.local_bytes;
+        record->first_access_ns = wire.first_access_ns;
     }
     if (cursor.failed || cursor.left != 0) {
         free(array);
@@ -434,9 +412,8 @@ int toolmeta_profile_all(struct rpc_client *client, int timeout_ms, uint64_t ino
     return TS_OK;
 }
 
-int toolmeta_move_begin(struct rpc_client *client, int timeout_ms,
-                          const struct toolmeta_move *move, uint64_t *new_version,
-                          char *error_text, size_t error_cap)
+int toolmeta_move_begin(struct rpc_client *client, int timeout_ms, const struct ts_move_rec *move,
+                        uint64_t *new_version, char *error_text, size_t error_cap)
 {
     struct ts_move_begin_req request = {
         .ino = move->ino,
@@ -474,33 +451,27 @@ int toolmeta_move_end(struct rpc_client *client, int timeout_ms, uint64_t ino, u
     return status;
 }
 
-int toolmeta_move_decode(const struct ts_move_list_rep *reply, struct toolmeta_move **moves,
-                           size_t *count)
+int toolmeta_move_decode(const struct ts_move_list_rep *reply, struct ts_move_rec **moves,
+                         size_t *count)
 {
     struct ts_cursor cursor;
-    struct toolmeta_move *array;
+    struct ts_move_rec *array;
 
     *moves = NULL;
     *count = 0;
-    if ((uint64_t)reply->count * TS_MOVE_RECORD_BYTES != reply->records.len)
+    if (!ts_records_fit(reply->count, reply->records.len, ts_move_rec_bytes))
         return TS_ERR_BADMSG;
     if (reply->count == 0)
-        return TS_OK;
+        return reply->records.len == 0 ? TS_OK : TS_ERR_BADMSG;
     array = calloc(reply->count, sizeof(*array));
     if (!array)
         return TS_ERR_NOMEM;
     ts_cursor_init(&cursor, reply->records.ptr, reply->records.len);
-    for (uint32_t i = 0; i < reply->count; i++) {
-        struct toolmeta_move *move = &array[i];
-        move->ino = ts_cursor_u64(&cursor);
-        move->tile = ts_cursor_u64(&cursor);
-        move->kind = ts_cursor_u32(&cursor);
-        move->from_node = ts_cursor_u32(&cursor);
-        move->to_node = ts_cursor_u32(&cursor);
-        move->version = ts_cursor_u64(&cursor);
-        move->new_version = ts_cursor_u64(&cursor);
-        move->started_sec = ts_cursor_i64(&cursor);
-        move->state = ts_cursor_u32(&cursor);
+    for (uint32_t i = 0; i < reply->count; i++)
+        (void)ts_move_rec_read(&cursor, &array[i]); /* a failure stays in the cursor */
+    if (cursor.failed || cursor.left != 0) {
+        free(array);
+        return TS_ERR_BADMSG;
     }
     *moves = array;
     *count = reply->count;
@@ -510,8 +481,8 @@ int toolmeta_move_decode(const struct ts_move_list_rep *reply, struct toolmeta_m
 /* Journal entries asked for per MOVE_LIST page. */
 #define TOOLMETA_MOVE_PAGE 4096
 
-int toolmeta_move_list(struct rpc_client *client, int timeout_ms, struct toolmeta_move **moves,
-                         size_t *count, char *error_text, size_t error_cap)
+int toolmeta_move_list(struct rpc_client *client, int timeout_ms, struct ts_move_rec **moves,
+                       size_t *count, char *error_text, size_t error_cap)
 {
     void *all = NULL;
     size_t all_count = 0, all_cap = 0;
@@ -524,7 +495,7 @@ int toolmeta_move_list(struct rpc_client *client, int timeout_ms, struct toolmet
         struct ts_move_list_req request = {
             .after_ino = after_ino, .after_tile = after_tile, .max_records = TOOLMETA_MOVE_PAGE};
         struct ts_move_list_rep answer;
-        struct toolmeta_move *page = NULL;
+        struct ts_move_rec *page = NULL;
         size_t page_count = 0;
         struct rpc_reply reply;
         uint8_t payload[32];

@@ -67,23 +67,14 @@ int toolmeta_tile_map(struct rpc_client *client, int timeout_ms, uint64_t ino, u
                         uint32_t count, uint32_t *nodes, uint64_t *versions, uint32_t *flags,
                         char *error_text, size_t error_cap);
 
-/* One TILE_MAP record (proto.h, TS_TILE_RECORD_BYTES). */
-struct toolmeta_tile {
-    uint32_t node; /* primary; 0 = hole */
-    uint64_t version;
-    uint32_t copies;    /* read copies besides the primary */
-    uint32_t read_node; /* where `machine` should read from */
-    uint64_t read_version;
-    uint32_t flags; /* TS_TILE_* */
-};
-
 /*
  * TILE_MAP without allocating, as seen from `machine` ("" = none), with
- * the whole records: tiles[count] (count <= TS_MAX_TILES_PER_MAP).
+ * the whole records (proto.h, TS_REC_TILE_MAP): tiles[count]
+ * (count <= TS_MAX_TILES_PER_MAP).
  */
 int toolmeta_tile_records(struct rpc_client *client, int timeout_ms, uint64_t ino, uint64_t first,
-                            uint32_t count, const char *machine, struct toolmeta_tile *tiles,
-                            char *error_text, size_t error_cap);
+                          uint32_t count, const char *machine, struct ts_tile_map_rec *tiles,
+                          char *error_text, size_t error_cap);
 
 /* One holder of a tile (TILE_HOLDERS, proto.h). */
 struct toolmeta_holder {
@@ -139,23 +130,15 @@ int toolmeta_profile_all(struct rpc_client *client, int timeout_ms, uint64_t ino
                            struct toolmeta_access **records, size_t *count, uint32_t *profiling,
                            char *error_text, size_t error_cap);
 
-/* A relocation journal entry (proto.h, TS_MOVE_RECORD_BYTES). */
-struct toolmeta_move {
-    uint64_t ino;
-    uint64_t tile;
-    uint32_t kind; /* enum ts_move_kind */
-    uint32_t from_node;
-    uint32_t to_node;
-    uint64_t version;     /* from_node's file */
-    uint64_t new_version; /* to_node's new file; 0 for a drop */
-    int64_t started_sec;  /* wall clock */
-    uint32_t state;       /* enum ts_move_state */
-};
+/*
+ * Relocation journal entries travel as MOVE_LIST records (proto.h,
+ * TS_REC_MOVE): version is from_node's file, new_version to_node's new
+ * file (0 for a drop).
+ */
 
 /* MOVE_BEGIN of move's ino, tile, version, kind, from and to. */
-int toolmeta_move_begin(struct rpc_client *client, int timeout_ms,
-                          const struct toolmeta_move *move, uint64_t *new_version,
-                          char *error_text, size_t error_cap);
+int toolmeta_move_begin(struct rpc_client *client, int timeout_ms, const struct ts_move_rec *move,
+                        uint64_t *new_version, char *error_text, size_t error_cap);
 /*
  * MOVE_COMMIT (abort = 0: commits a BEGUN entry, finishes a COMMITTED one)
  * or MOVE_ABORT (abort = 1) of the tile's entry.
@@ -164,11 +147,11 @@ int toolmeta_move_end(struct rpc_client *client, int timeout_ms, uint64_t ino, u
                         int abort, char *error_text, size_t error_cap);
 
 /* Decodes MOVE_LIST records (pure); as toolmeta_profile_decode(). */
-int toolmeta_move_decode(const struct ts_move_list_rep *reply, struct toolmeta_move **moves,
-                           size_t *count);
+int toolmeta_move_decode(const struct ts_move_list_rep *reply, struct ts_move_rec **moves,
+                         size_t *count);
 
 /* Every journal entry (MOVE_LIST, page after page); *moves malloc'd. */
-int toolmeta_move_list(struct rpc_client *client, int timeout_ms, struct toolmeta_move **moves,
-                         size_t *count, char *error_text, size_t error_cap);
+int toolmeta_move_list(struct rpc_client *client, int timeout_ms, struct ts_move_rec **moves,
+                       size_t *count, char *error_text, size_t error_cap);
 
 #endif

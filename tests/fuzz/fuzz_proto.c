@@ -1,5 +1,6 @@
 /*
- * libFuzzer target: every decoder of the wire protocol on arbitrary bytes.
+ * libFuzzer target: every decoder of the wire protocol, messages and
+ * records, on arbitrary bytes.
  * The decoders must never read outside the input (ASan watches) and a
  * successful decode must only point inside it.
  */
@@ -42,5 +43,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct ts_readdir_rep readdir;
     if (ts_readdir_rep_decode(&readdir, data, size) == 0)
         check_inside(readdir.entries, data, size);
+
+#define CHECK_FIELD_U32(field)
+#define CHECK_FIELD_U64(field)
+#define CHECK_FIELD_I64(field)
+#define CHECK_FIELD_ATTR(field)
+#define CHECK_FIELD_STR(field) check_inside(field, data, size);
+#define CHECK_FIELD_BLOB(field) check_inside(field, data, size);
+#define CHECK_FIELD(kind, name) CHECK_FIELD_##kind(record.name)
+#define FUZZ_RECORDS(name, fields, version)                                                        \
+    {                                                                                              \
+        struct ts_cursor cursor;                                                                   \
+        struct ts_##name##_rec record;                                                             \
+        ts_cursor_init(&cursor, data, size);                                                       \
+        while (cursor.left > 0 && ts_##name##_rec_read(&cursor, &record) == 0) {                   \
+            fields(CHECK_FIELD)                                                                    \
+        }                                                                                          \
+    }
+    /* Every record kind, read back to back until the bytes run out or one
+     * is refused; each string a record read points inside the input. */
+    TS_RECORDS(FUZZ_RECORDS)
+#undef FUZZ_RECORDS
     return 0;
 }

@@ -88,11 +88,9 @@ static int node_address(const char *meta, uint32_t node, char *out, size_t cap)
         status = TS_ERR_NOENT;
         ts_cursor_init(&cursor, list.nodes.ptr, list.nodes.len);
         for (uint32_t i = 0; i < list.count && !cursor.failed; i++) {
-            uint32_t id = ts_cursor_u32(&cursor);
-            ts_cursor_bytes(&cursor, 4 + 7 * 8 + 4 + 8); /* state .. throttle */
-            ts_cursor_str(&cursor);                      /* machine */
-            struct ts_str address = ts_cursor_str(&cursor);
-            if (!cursor.failed && id == node && ts_str_copy(address, out, cap) == 0)
+            struct ts_node_list_rec record;
+            if (ts_node_list_rec_read(&cursor, &record) == 0 && record.id == node &&
+                ts_str_copy(record.address, out, cap) == 0)
                 status = TS_OK;
         }
     }
@@ -102,16 +100,8 @@ static int node_address(const char *meta, uint32_t node, char *out, size_t cap)
     return status;
 }
 
-struct record {
-    uint32_t node;
-    uint64_t version;
-    uint32_t copies;
-    uint32_t read_node;
-    uint64_t read_version;
-};
-
 static int tile_map(const char *meta, uint64_t ino, uint64_t tile, const char *machine,
-                    struct record *record)
+                    struct ts_tile_map_rec *record)
 {
     uint8_t buf[512];
     struct ts_tile_map_req request = {
@@ -121,16 +111,13 @@ static int tile_map(const char *meta, uint64_t ino, uint64_t tile, const char *m
     struct ts_cursor cursor;
     int status =
         call(meta, TS_OP_TILE_MAP, buf, ts_tile_map_req_encode(&request, buf, sizeof(buf)), &reply);
-    if (status == TS_OK && (ts_tile_map_rep_decode(&map, reply.payload, reply.payload_len) != 0 ||
-                            map.count != 1 || map.tiles.len != TS_TILE_RECORD_BYTES))
+    if (status == TS_OK &&
+        (ts_tile_map_rep_decode(&map, reply.payload, reply.payload_len) != 0 || map.count != 1))
         status = TS_ERR_BADMSG;
     if (status == TS_OK) {
         ts_cursor_init(&cursor, map.tiles.ptr, map.tiles.len);
-        record->node = ts_cursor_u32(&cursor);
-        record->version = ts_cursor_u64(&cursor);
-        record->copies = ts_cursor_u32(&cursor);
-        record->read_node = ts_cursor_u32(&cursor);
-        record->read_version = ts_cursor_u64(&cursor);
+        if (ts_tile_map_rec_read(&cursor, record) != 0 || cursor.left != 0)
+            status = TS_ERR_BADMSG;
     }
     rpc_reply_release(&reply);
     return status;
@@ -164,7 +151,7 @@ static int move_tile_op(const char *meta, uint16_t op, uint64_t ino, uint64_t ti
 static int do_move(const char *meta, uint64_t ino, uint64_t tile, uint32_t to_node, bool copy,
                    bool unfinished)
 {
-    struct record record;
+    struct ts_tile_map_rec record;
     char source[256], target[256];
     uint8_t buf[512];
     struct rpc_reply reply;
@@ -275,17 +262,14 @@ static int do_profile_get(const char *meta, uint64_t ino)
         }
         ts_cursor_init(&cursor, got.records.ptr, got.records.len);
         for (uint32_t i = 0; i < got.count; i++) {
-            uint64_t tile = ts_cursor_u64(&cursor);
-            struct ts_str machine = ts_cursor_str(&cursor);
-            uint64_t counts[6];
-            for (int k = 0; k < 6; k++)
-                counts[k] = ts_cursor_u64(&cursor);
-            if (cursor.failed)
+            struct ts_profile_get_rec record;
+            if (ts_profile_get_rec_read(&cursor, &record) != 0)
                 break;
             printf("%" PRIu64 " %.*s %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
                    " %" PRIu64 "\n",
-                   tile, (int)machine.len, machine.ptr, counts[0], counts[1], counts[2], counts[3],
-                   counts[4], counts[5]);
+                   record.tile, (int)record.machine.len, record.machine.ptr, record.reads,
+                   record.writes, record.bytes_read, record.bytes_written, record.local_bytes,
+                   record.first_access_ns);
         }
         bool done = got.done || got.count == 0;
         first = got.next_tile;
@@ -431,7 +415,7 @@ static uint64_t number(const char *text)
 int main(int argc, char **argv)
 {
     if (argc == 6 && strcmp(argv[1], "map") == 0) {
-        struct record record;
+        struct ts_tile_map_rec record;
         if (tile_map(argv[2], number(argv[3]), number(argv[4]), argv[5], &record) != TS_OK)
             return 1;
         printf("%u %" PRIu64 " %u %u %" PRIu64 "\n", record.node, record.version, record.copies,
@@ -444,7 +428,7 @@ int main(int argc, char **argv)
         return do_move(argv[2], number(argv[3]), number(argv[4]), (uint32_t)number(argv[5]),
                        strcmp(argv[6], "copy") == 0, argc == 8);
     if (argc == 6 && strcmp(argv[1], "freeze") == 0) {
-        struct record record;
+        struct ts_tile_map_rec record;
         char address[256];
         struct ts_tile_fence_rep fenced;
         uint64_t ino = number(argv[3]), tile = number(argv[4]);

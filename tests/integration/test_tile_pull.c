@@ -305,12 +305,11 @@ static int tile_write(struct daemon *node, uint64_t ino, uint64_t tile, uint64_t
     if (status == TS_OK) {
         /* Durable, as a client's close would make it. */
         struct ts_tile_sync_req sync = {.count = 1};
-        uint8_t record[24];
+        uint8_t record[ts_tile_file_rec_bytes];
         struct ts_writer writer;
+        struct ts_tile_file_rec file = {.ino = ino, .tile = tile, .version = version};
         ts_writer_init(&writer, record, sizeof(record));
-        ts_writer_u64(&writer, ino);
-        ts_writer_u64(&writer, tile);
-        ts_writer_u64(&writer, version);
+        ts_tile_file_rec_write(&writer, &file);
         sync.tiles.ptr = (const char *)record;
         sync.tiles.len = sizeof(record);
         status = call(node, TS_OP_TILE_SYNC, payload,

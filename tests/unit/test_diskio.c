@@ -296,8 +296,8 @@ static void node_stats(struct fixture *fixture, uint32_t reset, struct ts_node_s
                              reply, cap, &reply_len),
                      TS_OK);
     assert_int_equal(ts_node_stats_rep_decode(stats, reply, reply_len), 0);
-    assert_int_equal(stats->ops.len, (size_t)stats->op_count * TS_STATS_OP_RECORD_BYTES);
-    assert_int_equal(stats->tiles.len, (size_t)stats->tile_count * TS_STATS_TILE_RECORD_BYTES);
+    assert_int_equal(stats->ops.len, (size_t)stats->op_count * ts_stats_op_rec_bytes);
+    assert_int_equal(stats->tiles.len, (size_t)stats->tile_count * ts_stats_tile_rec_bytes);
 }
 
 static void test_node_stats(void **state)
@@ -323,18 +323,23 @@ static void test_node_stats(void **state)
     uint32_t expected_ops[3][2] = {
         {TS_OP_TILE_WRITE, 2}, {TS_OP_TILE_READ, 3}, {TS_OP_NODE_STATS, 1}};
     for (int i = 0; i < 3; i++) {
-        assert_int_equal(ts_cursor_u32(&cursor), expected_ops[i][0]);
-        assert_int_equal(ts_cursor_u64(&cursor), expected_ops[i][1]);
+        struct ts_stats_op_rec op;
+        assert_int_equal(ts_stats_op_rec_read(&cursor, &op), 0);
+        assert_int_equal(op.opcode, expected_ops[i][0]);
+        assert_int_equal(op.count, expected_ops[i][1]);
     }
     /* Distinct tiles, in first-read order, with their reads and bytes. */
     assert_int_equal(stats.tile_count, 2);
     assert_int_equal(stats.tiles_dropped, 0);
     ts_cursor_init(&cursor, stats.tiles.ptr, stats.tiles.len);
     uint64_t expected_tiles[2][4] = {{7, 3, 2, 4106}, {7, 1, 1, 50}};
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 2; i++) {
+        struct ts_stats_tile_rec tile;
+        assert_int_equal(ts_stats_tile_rec_read(&cursor, &tile), 0);
+        uint64_t fields[4] = {tile.ino, tile.tile, tile.reads, tile.bytes};
         for (int j = 0; j < 4; j++)
-            assert_int_equal(ts_cursor_u64(&cursor), expected_tiles[i][j]);
-    assert_false(cursor.failed);
+            assert_int_equal(fields[j], expected_tiles[i][j]);
+    }
 
     /* After the reset only what came since counts. */
     tile_io(fixture, TS_OP_TILE_READ, 7, 1, 100);
@@ -344,9 +349,11 @@ static void test_node_stats(void **state)
     assert_int_equal(stats.bytes_written, 0);
     assert_int_equal(stats.tile_count, 1);
     ts_cursor_init(&cursor, stats.tiles.ptr, stats.tiles.len);
-    assert_int_equal(ts_cursor_u64(&cursor), 7);
-    assert_int_equal(ts_cursor_u64(&cursor), 1);
-    assert_int_equal(ts_cursor_u64(&cursor), 1);
+    struct ts_stats_tile_rec tile;
+    assert_int_equal(ts_stats_tile_rec_read(&cursor, &tile), 0);
+    assert_int_equal(tile.ino, 7);
+    assert_int_equal(tile.tile, 1);
+    assert_int_equal(tile.reads, 1);
 
     /* Malformed requests are refused (and counted as failures). */
     assert_int_equal(call_op(fixture, TS_OP_NODE_STATS, fixture->payload, 3, NULL, 0, reply,

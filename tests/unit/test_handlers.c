@@ -157,17 +157,17 @@ static int do_tile_map(struct metafixture *f, uint64_t ino, uint64_t first, uint
         return status;
     assert_int_equal(ts_tile_map_rep_decode(&reply, f->reply, f->reply_len), 0);
     assert_int_equal(reply.count, count);
-    assert_int_equal(reply.tiles.len, (size_t)count * TS_TILE_RECORD_BYTES);
+    assert_int_equal(reply.tiles.len, (size_t)count * ts_tile_map_rec_bytes);
     ts_cursor_init(&cursor, reply.tiles.ptr, reply.tiles.len);
     for (uint32_t i = 0; i < count; i++) {
-        nodes[i] = ts_cursor_u32(&cursor);
-        versions[i] = ts_cursor_u64(&cursor);
-        assert_int_equal(ts_cursor_u32(&cursor), 0);        /* copies */
-        assert_int_equal(ts_cursor_u32(&cursor), nodes[i]); /* read_node */
-        assert_int_equal(ts_cursor_u64(&cursor), versions[i]);
-        ts_cursor_u32(&cursor); /* flags */
+        struct ts_tile_map_rec record;
+        assert_int_equal(ts_tile_map_rec_read(&cursor, &record), 0);
+        nodes[i] = record.node;
+        versions[i] = record.version;
+        assert_int_equal(record.copies, 0);
+        assert_int_equal(record.read_node, record.node);
+        assert_int_equal(record.read_version, record.version);
     }
-    assert_false(cursor.failed);
     return status;
 }
 
@@ -187,16 +187,16 @@ static uint32_t do_heartbeat(struct metafixture *f, uint32_t id, uint64_t capaci
                              uint32_t deleted_count, struct garbage_seen *garbage, uint32_t cap,
                              uint32_t *garbage_count)
 {
-    static uint8_t deleted_blob[TS_MAX_GARBAGE * TS_GARBAGE_RECORD_BYTES];
+    static uint8_t deleted_blob[TS_MAX_GARBAGE * ts_tile_file_rec_bytes];
     struct ts_writer writer;
     struct ts_heartbeat_rep reply;
     struct ts_cursor cursor;
 
     ts_writer_init(&writer, deleted_blob, sizeof(deleted_blob));
     for (uint32_t i = 0; i < deleted_count; i++) {
-        ts_writer_u64(&writer, deleted[i].ino);
-        ts_writer_u64(&writer, deleted[i].tile);
-        ts_writer_u64(&writer, deleted[i].version);
+        struct ts_tile_file_rec file = {
+            .ino = deleted[i].ino, .tile = deleted[i].tile, .version = deleted[i].version};
+        ts_tile_file_rec_write(&writer, &file);
     }
     struct ts_heartbeat_req m = {
         .node_id = id,
@@ -211,12 +211,13 @@ static uint32_t do_heartbeat(struct metafixture *f, uint32_t id, uint64_t capaci
     };
     assert_int_equal(CALL(f, TS_OP_HEARTBEAT, heartbeat_req, &m), TS_OK);
     assert_int_equal(ts_heartbeat_rep_decode(&reply, f->reply, f->reply_len), 0);
-    assert_int_equal(reply.garbage.len, (size_t)reply.garbage_count * TS_GARBAGE_RECORD_BYTES);
+    assert_int_equal(reply.garbage.len, (size_t)reply.garbage_count * ts_tile_file_rec_bytes);
     ts_cursor_init(&cursor, reply.garbage.ptr, reply.garbage.len);
     for (uint32_t i = 0; i < reply.garbage_count && i < cap; i++) {
-        garbage[i].ino = ts_cursor_u64(&cursor);
-        garbage[i].tile = ts_cursor_u64(&cursor);
-        garbage[i].version = ts_cursor_u64(&cursor);
+        struct ts_tile_file_rec file;
+        assert_int_equal(ts_tile_file_rec_read(&cursor, &file), 0);
+        garbage[i] =
+            (struct garbage_seen){.ino = file.ino, .tile = file.tile, .version = file.version};
     }
     if (garbage_count)
         *garbage_count = reply.garbage_count;
@@ -649,17 +650,17 @@ static void test_readdir_pagination(void **state)
         assert_int_equal(ts_readdir_rep_decode(&reply, f->reply, f->reply_len), 0);
         assert_true(reply.count <= 64);
         /* Keep the entries: the lookups below reuse the reply buffer. */
-        static uint8_t entries[64 * (14 + TS_MAX_NAME)];
+        static uint8_t entries[64 * (ts_readdir_rec_bytes + TS_MAX_NAME)];
         assert_true(reply.entries.len <= sizeof(entries));
         memcpy(entries, reply.entries.ptr, reply.entries.len);
         ts_cursor_init(&cursor, entries, reply.entries.len);
         for (uint32_t i = 0; i < reply.count; i++) {
-            uint64_t ino = ts_cursor_u64(&cursor);
-            uint32_t mode = ts_cursor_u32(&cursor);
-            struct ts_str name = ts_cursor_str(&cursor);
+            struct ts_readdir_rec entry;
+            assert_int_equal(ts_readdir_rec_read(&cursor, &entry), 0);
+            uint64_t ino = entry.ino;
+            uint32_t mode = entry.mode;
             char text[TS_MAX_NAME + 1];
-            assert_false(cursor.failed);
-            assert_int_equal(ts_str_copy(name, text, sizeof(text)), 0);
+            assert_int_equal(ts_str_copy(entry.name, text, sizeof(text)), 0);
             assert_true(strcmp(text, after) > 0);
             if (strcmp(text, "sub") == 0) {
                 assert_int_equal(mode, S_IFDIR);
@@ -904,15 +905,15 @@ static int heartbeat_identity(struct metafixture *f, uint32_t id, uint64_t incar
                               const struct garbage_seen *created, uint32_t created_count,
                               uint32_t *node_id)
 {
-    static uint8_t created_blob[TS_MAX_CREATED * TS_GARBAGE_RECORD_BYTES];
+    static uint8_t created_blob[TS_MAX_CREATED * ts_tile_file_rec_bytes];
     struct ts_writer writer;
     struct ts_heartbeat_rep reply;
 
     ts_writer_init(&writer, created_blob, sizeof(created_blob));
     for (uint32_t i = 0; i < created_count; i++) {
-        ts_writer_u64(&writer, created[i].ino);
-        ts_writer_u64(&writer, created[i].tile);
-        ts_writer_u64(&writer, created[i].version);
+        struct ts_tile_file_rec file = {
+            .ino = created[i].ino, .tile = created[i].tile, .version = created[i].version};
+        ts_tile_file_rec_write(&writer, &file);
     }
     struct ts_heartbeat_req m = {
         .node_id = id,
@@ -940,12 +941,11 @@ static uint32_t tile_flags(struct metafixture *f, uint64_t ino, uint64_t tile)
     struct ts_cursor cursor;
     assert_int_equal(CALL(f, TS_OP_TILE_MAP, tile_map_req, &m), TS_OK);
     assert_int_equal(ts_tile_map_rep_decode(&reply, f->reply, f->reply_len), 0);
-    assert_int_equal(reply.tiles.len, TS_TILE_RECORD_BYTES);
+    assert_int_equal(reply.tiles.len, ts_tile_map_rec_bytes);
     ts_cursor_init(&cursor, reply.tiles.ptr, reply.tiles.len);
-    ts_cursor_bytes(&cursor, TS_TILE_RECORD_BYTES - 4);
-    uint32_t flags = ts_cursor_u32(&cursor);
-    assert_false(cursor.failed);
-    return flags;
+    struct ts_tile_map_rec record;
+    assert_int_equal(ts_tile_map_rec_read(&cursor, &record), 0);
+    return record.flags;
 }
 
 /*
@@ -1264,10 +1264,10 @@ static int tile_map_named(struct metafixture *f, uint64_t ino, uint64_t first, u
     assert_int_equal(ts_tile_map_rep_decode(&reply, f->reply, f->reply_len), 0);
     ts_cursor_init(&cursor, reply.tiles.ptr, reply.tiles.len);
     for (uint32_t i = 0; i < count; i++) {
-        nodes[i] = ts_cursor_u32(&cursor);
-        ts_cursor_bytes(&cursor, TS_TILE_RECORD_BYTES - 4);
+        struct ts_tile_map_rec record;
+        assert_int_equal(ts_tile_map_rec_read(&cursor, &record), 0);
+        nodes[i] = record.node;
     }
-    assert_false(cursor.failed);
     return status;
 }
 
@@ -1475,19 +1475,13 @@ static void test_tile_map_static(void **state)
     assert_int_equal(ts_node_list_rep_decode(&list, f->reply, f->reply_len), 0);
     ts_cursor_init(&cursor, list.nodes.ptr, list.nodes.len);
     for (uint32_t i = 0; i < list.count; i++) {
-        uint32_t id = ts_cursor_u32(&cursor);
-        ts_cursor_bytes(&cursor, 4 + 5 * 8); /* state, capacity, free, used, tiles, age */
-        uint64_t read_rate = ts_cursor_u64(&cursor);
-        uint64_t write_rate = ts_cursor_u64(&cursor);
-        uint32_t depth = ts_cursor_u32(&cursor);
-        uint64_t throttle = ts_cursor_u64(&cursor);
-        ts_cursor_str(&cursor);
-        ts_cursor_str(&cursor);
-        assert_false(cursor.failed);
-        assert_int_equal(write_rate, id == slow ? 20 * MB : 40 * MB);
-        assert_int_equal(read_rate, 2 * write_rate);
-        assert_int_equal(depth, 0);
-        assert_int_equal(throttle, id == other ? 0 : write_rate);
+        struct ts_node_list_rec node;
+        assert_int_equal(ts_node_list_rec_read(&cursor, &node), 0);
+        assert_int_equal(node.write_bytes_per_sec, node.id == slow ? 20 * MB : 40 * MB);
+        assert_int_equal(node.read_bytes_per_sec, 2 * node.write_bytes_per_sec);
+        assert_int_equal(node.queue_depth, 0);
+        assert_int_equal(node.throttle_bytes_per_sec,
+                         node.id == other ? 0 : node.write_bytes_per_sec);
     }
     assert_int_equal(cursor.left, 0);
 }
@@ -1640,26 +1634,18 @@ static void test_statfs_and_node_list(void **state)
     assert_int_equal(list.count, 3);
     ts_cursor_init(&cursor, list.nodes.ptr, list.nodes.len);
     for (uint32_t i = 0; i < list.count; i++) {
-        uint32_t id = ts_cursor_u32(&cursor);
-        uint32_t state_up = ts_cursor_u32(&cursor);
-        uint64_t capacity = ts_cursor_u64(&cursor);
-        ts_cursor_u64(&cursor); /* free */
-        ts_cursor_u64(&cursor); /* used */
-        ts_cursor_u64(&cursor); /* tiles */
-        uint64_t age = ts_cursor_u64(&cursor);
-        assert_int_equal(ts_cursor_u64(&cursor), 0); /* read bytes/s: not reported */
-        assert_int_equal(ts_cursor_u64(&cursor), 0); /* write bytes/s */
-        assert_int_equal(ts_cursor_u32(&cursor), 0); /* queue depth */
-        assert_int_equal(ts_cursor_u64(&cursor), 0); /* throttle */
-        struct ts_str machine = ts_cursor_str(&cursor);
-        struct ts_str address = ts_cursor_str(&cursor);
-        assert_false(cursor.failed);
-        assert_int_equal(state_up, TS_NODE_UP);
-        assert_true(age < TEST_NODE_TIMEOUT_MS);
-        assert_int_equal(machine.len, strlen("machine"));
-        assert_int_equal(address.len, strlen("tcp://127.0.0.1:7401"));
-        if (id == 77)
-            assert_int_equal(capacity, 200);
+        struct ts_node_list_rec node;
+        assert_int_equal(ts_node_list_rec_read(&cursor, &node), 0);
+        assert_int_equal(node.read_bytes_per_sec, 0); /* not reported */
+        assert_int_equal(node.write_bytes_per_sec, 0);
+        assert_int_equal(node.queue_depth, 0);
+        assert_int_equal(node.throttle_bytes_per_sec, 0);
+        assert_int_equal(node.state, TS_NODE_UP);
+        assert_true(node.heartbeat_age_ms < TEST_NODE_TIMEOUT_MS);
+        assert_int_equal(node.machine.len, strlen("machine"));
+        assert_int_equal(node.address.len, strlen("tcp://127.0.0.1:7401"));
+        if (node.id == 77)
+            assert_int_equal(node.capacity, 200);
     }
     assert_int_equal(cursor.left, 0);
 
@@ -1673,8 +1659,9 @@ static void test_statfs_and_node_list(void **state)
     assert_int_equal(ts_node_list_rep_decode(&list, f->reply, f->reply_len), 0);
     assert_int_equal(list.count, 3);
     ts_cursor_init(&cursor, list.nodes.ptr, list.nodes.len);
-    ts_cursor_u32(&cursor);
-    assert_int_equal(ts_cursor_u32(&cursor), TS_NODE_DOWN);
+    struct ts_node_list_rec down;
+    assert_int_equal(ts_node_list_rec_read(&cursor, &down), 0);
+    assert_int_equal(down.state, TS_NODE_DOWN);
 }
 
 static void test_ping(void **state)
@@ -1889,9 +1876,11 @@ static size_t valid_request(uint16_t op, uint8_t *buf, size_t cap)
         break;
     }
     case TS_OP_SESSION_HOLDS: {
-        uint8_t record[TS_HOLD_RECORD_BYTES];
-        struct ts_hold_record hold = {.ino = 1, .count = 1};
-        ts_hold_record_encode(&hold, record, sizeof(record));
+        uint8_t record[ts_hold_rec_bytes];
+        struct ts_hold_rec hold = {.ino = 1, .count = 1};
+        struct ts_writer writer;
+        ts_writer_init(&writer, record, sizeof(record));
+        ts_hold_rec_write(&writer, &hold);
         struct ts_session_holds_req m = {
             .first = 1, .count = 1, .records = {(const char *)record, sizeof(record)}};
         len = ts_session_holds_req_encode(&m, buf, cap);
@@ -2019,7 +2008,7 @@ static void test_malformed_payloads(void **state)
     struct ts_heartbeat_req heartbeat = {.machine = str("m"),
                                          .address = str("tcp://x:1"),
                                          .deleted_count = 2,
-                                         .deleted = {(const char *)valid, TS_GARBAGE_RECORD_BYTES}};
+                                         .deleted = {(const char *)valid, ts_tile_file_rec_bytes}};
     size_t heartbeat_len = metafixture_encoded_length(
         ts_heartbeat_req_encode(&heartbeat, f->request, METAFIXTURE_PAYLOAD_CAP));
     expect_bad(f, TS_OP_HEARTBEAT, f->request, heartbeat_len);

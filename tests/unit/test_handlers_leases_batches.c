@@ -100,10 +100,10 @@ static int readdirplus(struct metafixture *f, uint64_t dir, const char *from, ui
     assert_true(reply.count <= 64);
     ts_cursor_init(&cursor, reply.entries.ptr, reply.entries.len);
     for (uint32_t i = 0; i < reply.count; i++) {
-        ts_cursor_attr(&cursor, &out->attrs[i]);
-        struct ts_str name = ts_cursor_str(&cursor);
-        assert_false(cursor.failed);
-        assert_int_equal(ts_str_copy(name, out->names[i], sizeof(out->names[i])), 0);
+        struct ts_readdirplus_rec entry;
+        assert_int_equal(ts_readdirplus_rec_read(&cursor, &entry), 0);
+        out->attrs[i] = entry.attr;
+        assert_int_equal(ts_str_copy(entry.name, out->names[i], sizeof(out->names[i])), 0);
     }
     assert_int_equal(cursor.left, 0);
     out->count = reply.count;
@@ -221,11 +221,13 @@ static void test_readdirplus_errors_and_limits(void **state)
 
 static int release_many(struct metafixture *f, const uint64_t *inos, uint32_t count)
 {
-    uint8_t records[64 * 8];
+    uint8_t records[64 * ts_release_rec_bytes];
     struct ts_writer writer;
     ts_writer_init(&writer, records, sizeof(records));
-    for (uint32_t i = 0; i < count; i++)
-        ts_writer_u64(&writer, inos[i]);
+    for (uint32_t i = 0; i < count; i++) {
+        struct ts_release_rec record = {.ino = inos[i]};
+        ts_release_rec_write(&writer, &record);
+    }
     assert_false(writer.failed);
     struct ts_release_many_req m = {.count = count,
                                     .inos = {(const char *)records, (uint32_t)writer.len}};
@@ -277,30 +279,38 @@ static void test_release_many(void **state)
 }
 
 /* UNLINK_MANY(parents[i], names[i]...) into statuses; returns the request's status. */
+/* The STATUSES_REP of a batch of count records into statuses[]. */
+static void read_statuses(struct metafixture *f, uint32_t count, uint32_t *statuses)
+{
+    struct ts_statuses_rep reply;
+    struct ts_cursor cursor;
+    assert_int_equal(ts_statuses_rep_decode(&reply, f->reply, f->reply_len), 0);
+    assert_int_equal(reply.count, count);
+    ts_cursor_init(&cursor, reply.statuses.ptr, reply.statuses.len);
+    for (uint32_t i = 0; i < count; i++) {
+        struct ts_status_rec record;
+        assert_int_equal(ts_status_rec_read(&cursor, &record), 0);
+        statuses[i] = record.status;
+    }
+    assert_int_equal(cursor.left, 0);
+}
+
 static int unlink_many(struct metafixture *f, const uint64_t *parents, const char *const *names,
                        uint32_t count, uint32_t *statuses)
 {
-    uint8_t records[16 * (8 + 2 + TS_MAX_NAME + 1)];
+    uint8_t records[16 * (ts_unlink_rec_bytes + TS_MAX_NAME + 1)];
     struct ts_writer writer;
-    struct ts_statuses_rep reply;
-    struct ts_cursor cursor;
     ts_writer_init(&writer, records, sizeof(records));
     for (uint32_t i = 0; i < count; i++) {
-        ts_writer_u64(&writer, parents[i]);
-        ts_writer_str(&writer, ts_str_of(names[i]));
+        struct ts_unlink_rec record = {.parent = parents[i], .name = ts_str_of(names[i])};
+        ts_unlink_rec_write(&writer, &record);
     }
     assert_false(writer.failed);
     struct ts_batch_req m = {.count = count,
                                    .records = {(const char *)records, (uint32_t)writer.len}};
     int status = CALL(f, TS_OP_UNLINK_MANY, batch_req, &m);
-    if (status != TS_OK)
-        return status;
-    assert_int_equal(ts_statuses_rep_decode(&reply, f->reply, f->reply_len), 0);
-    assert_int_equal(reply.count, count);
-    assert_int_equal(reply.statuses.len, count * 4);
-    ts_cursor_init(&cursor, reply.statuses.ptr, reply.statuses.len);
-    for (uint32_t i = 0; i < count; i++)
-        statuses[i] = ts_cursor_u32(&cursor);
+    if (status == TS_OK)
+        read_statuses(f, count, statuses);
     return status;
 }
 
@@ -361,8 +371,8 @@ static void test_unlink_many(void **state)
     uint8_t records[64];
     struct ts_writer writer;
     ts_writer_init(&writer, records, sizeof(records));
-    ts_writer_u64(&writer, dir);
-    ts_writer_str(&writer, ts_str_of("c"));
+    struct ts_unlink_rec c_record = {.parent = dir, .name = ts_str_of("c")};
+    ts_unlink_rec_write(&writer, &c_record);
     struct ts_batch_req bad = {.count = 1,
                                      .records = {(const char *)records, (uint32_t)writer.len - 1}};
     assert_int_equal(CALL(f, TS_OP_UNLINK_MANY, batch_req, &bad), TS_ERR_BADMSG);
@@ -574,32 +584,25 @@ static void test_lease_excludes_others(void **state)
 static void create_record(struct ts_writer *writer, uint64_t parent, uint64_t ino,
                           const char *name, int64_t sec)
 {
-    ts_writer_u64(writer, parent);
-    ts_writer_u64(writer, ino);
-    ts_writer_u32(writer, S_IFREG | 0640);
-    ts_writer_u32(writer, 1000);
-    ts_writer_u32(writer, 100);
-    ts_writer_i64(writer, sec);
-    ts_writer_u32(writer, 5);
-    ts_writer_u32(writer, 0);
-    ts_writer_str(writer, ts_str_of(name));
+    struct ts_create_rec record = {.parent = parent,
+                                   .ino = ino,
+                                   .mode = S_IFREG | 0640,
+                                   .uid = 1000,
+                                   .gid = 100,
+                                   .time_sec = sec,
+                                   .time_nsec = 5,
+                                   .open = 0,
+                                   .name = ts_str_of(name)};
+    ts_create_rec_write(writer, &record);
 }
 
 static int create_many(struct metafixture *f, const uint8_t *records, size_t len, uint32_t count,
                        uint32_t *statuses)
 {
     struct ts_batch_req m = {.count = count, .records = {(const char *)records, (uint32_t)len}};
-    struct ts_statuses_rep reply;
-    struct ts_cursor cursor;
     int status = CALL(f, TS_OP_CREATE_MANY, batch_req, &m);
-    if (status != TS_OK)
-        return status;
-    assert_int_equal(ts_statuses_rep_decode(&reply, f->reply, f->reply_len), 0);
-    assert_int_equal(reply.count, count);
-    ts_cursor_init(&cursor, reply.statuses.ptr, reply.statuses.len);
-    for (uint32_t i = 0; i < count; i++)
-        statuses[i] = ts_cursor_u32(&cursor);
-    assert_int_equal(cursor.left, 0);
+    if (status == TS_OK)
+        read_statuses(f, count, statuses);
     return status;
 }
 

@@ -116,19 +116,13 @@ static int do_commit(struct metafixture *f, uint64_t ino, uint64_t min_size)
 
 /* ---- datanodes and garbage ---------------------------------------------- */
 
-struct garbage_seen {
-    uint64_t ino;
-    uint64_t tile;
-    uint64_t version;
-};
-
 /*
  * HEARTBEAT as node `id` (0 = new) of `machine`; returns its id and copies
  * up to `cap` of its garbage records into garbage[] (their number into
  * *garbage_count when not NULL).
  */
 static uint32_t heartbeat(struct metafixture *f, uint32_t id, const char *machine,
-                          struct garbage_seen *garbage, uint32_t cap, uint32_t *garbage_count)
+                          struct ts_tile_file_rec *garbage, uint32_t cap, uint32_t *garbage_count)
 {
     struct ts_heartbeat_rep reply;
     struct ts_cursor cursor;
@@ -144,11 +138,8 @@ static uint32_t heartbeat(struct metafixture *f, uint32_t id, const char *machin
     assert_int_equal(CALL(f, TS_OP_HEARTBEAT, heartbeat_req, &m), TS_OK);
     assert_int_equal(ts_heartbeat_rep_decode(&reply, f->reply, f->reply_len), 0);
     ts_cursor_init(&cursor, reply.garbage.ptr, reply.garbage.len);
-    for (uint32_t i = 0; i < reply.garbage_count && i < cap; i++) {
-        garbage[i].ino = ts_cursor_u64(&cursor);
-        garbage[i].tile = ts_cursor_u64(&cursor);
-        garbage[i].version = ts_cursor_u64(&cursor);
-    }
+    for (uint32_t i = 0; i < reply.garbage_count && i < cap; i++)
+        assert_int_equal(ts_tile_file_rec_read(&cursor, &garbage[i]), 0);
     if (garbage_count)
         *garbage_count = reply.garbage_count;
     return reply.node_id;
@@ -163,7 +154,7 @@ static uint32_t register_node(struct metafixture *f, const char *machine)
 static bool garbage_has(struct metafixture *f, uint32_t node, const char *machine, uint64_t ino,
                         uint64_t tile, uint64_t version)
 {
-    struct garbage_seen garbage[64];
+    struct ts_tile_file_rec garbage[64];
     uint32_t count = 0;
     heartbeat(f, node, machine, garbage, 64, &count);
     for (uint32_t i = 0; i < count && i < 64; i++)
@@ -181,18 +172,9 @@ static uint32_t garbage_count_of(struct metafixture *f, uint32_t node, const cha
 
 /* ---- TILE_MAP ----------------------------------------------------------- */
 
-struct map_record {
-    uint32_t node;
-    uint64_t version;
-    uint32_t copies;
-    uint32_t read_node;
-    uint64_t read_version;
-    uint32_t flags;
-};
-
 static int tile_map(struct metafixture *f, uint64_t ino, uint64_t first, uint32_t count,
                     uint32_t allocate, uint32_t node, const char *machine,
-                    struct map_record *records)
+                    struct ts_tile_map_rec *records)
 {
     struct ts_tile_map_req m = {.ino = ino,
                                 .first = first,
@@ -206,25 +188,18 @@ static int tile_map(struct metafixture *f, uint64_t ino, uint64_t first, uint32_
     if (status != TS_OK)
         return status;
     assert_int_equal(ts_tile_map_rep_decode(&reply, f->reply, f->reply_len), 0);
-    assert_int_equal(reply.tiles.len, (size_t)count * TS_TILE_RECORD_BYTES);
+    assert_int_equal(reply.tiles.len, (size_t)count * ts_tile_map_rec_bytes);
     ts_cursor_init(&cursor, reply.tiles.ptr, reply.tiles.len);
-    for (uint32_t i = 0; i < count; i++) {
-        records[i].node = ts_cursor_u32(&cursor);
-        records[i].version = ts_cursor_u64(&cursor);
-        records[i].copies = ts_cursor_u32(&cursor);
-        records[i].read_node = ts_cursor_u32(&cursor);
-        records[i].read_version = ts_cursor_u64(&cursor);
-        records[i].flags = ts_cursor_u32(&cursor);
-    }
-    assert_false(cursor.failed);
+    for (uint32_t i = 0; i < count; i++)
+        assert_int_equal(ts_tile_map_rec_read(&cursor, &records[i]), 0);
     return status;
 }
 
 /* The tile's record as `machine` sees it. */
-static struct map_record tile_of(struct metafixture *f, uint64_t ino, uint64_t tile,
-                                 const char *machine)
+static struct ts_tile_map_rec tile_of(struct metafixture *f, uint64_t ino, uint64_t tile,
+                                      const char *machine)
 {
-    struct map_record record;
+    struct ts_tile_map_rec record;
     assert_int_equal(tile_map(f, ino, tile, 1, 0, 0, machine, &record), TS_OK);
     return record;
 }
@@ -232,7 +207,7 @@ static struct map_record tile_of(struct metafixture *f, uint64_t ino, uint64_t t
 /* Allocates tiles [0, count) of ino on node (dynamic placement honours the named node). */
 static void place_tiles(struct metafixture *f, uint64_t ino, uint32_t count, uint32_t node)
 {
-    struct map_record records[16];
+    struct ts_tile_map_rec records[16];
     assert_true(count <= 16);
     assert_int_equal(tile_map(f, ino, 0, count, 1, node, "", records), TS_OK);
     for (uint32_t i = 0; i < count; i++)
@@ -261,39 +236,17 @@ static int profile_set(struct metafixture *f, uint64_t ino, uint32_t action, uin
     return status;
 }
 
-struct count_record {
-    uint64_t ino;
-    uint64_t tile;
-    uint64_t reads;
-    uint64_t writes;
-    uint64_t bytes_read;
-    uint64_t bytes_written;
-    uint64_t local_bytes;
-    uint64_t first_access_ns;
-};
-
-static void write_counts(struct ts_writer *writer, const struct count_record *record)
-{
-    ts_writer_u64(writer, record->ino);
-    ts_writer_u64(writer, record->tile);
-    ts_writer_u64(writer, record->reads);
-    ts_writer_u64(writer, record->writes);
-    ts_writer_u64(writer, record->bytes_read);
-    ts_writer_u64(writer, record->bytes_written);
-    ts_writer_u64(writer, record->local_bytes);
-    ts_writer_u64(writer, record->first_access_ns);
-}
-
 /* PROFILE_RECORD of count records from machine; *kept gets the reply's count. */
 static int profile_record(struct metafixture *f, const char *machine,
-                          const struct count_record *records, uint32_t count, uint32_t *kept)
+                          const struct ts_profile_count_rec *records, uint32_t count,
+                          uint32_t *kept)
 {
-    static uint8_t blob[TS_MAX_PROFILE_RECORDS * TS_PROFILE_RECORD_BYTES];
+    static uint8_t blob[TS_MAX_PROFILE_RECORDS * ts_profile_count_rec_bytes];
     struct ts_writer writer;
     struct ts_profile_record_rep reply;
     ts_writer_init(&writer, blob, sizeof(blob));
     for (uint32_t i = 0; i < count; i++)
-        write_counts(&writer, &records[i]);
+        ts_profile_count_rec_write(&writer, &records[i]);
     assert_false(writer.failed);
     struct ts_profile_record_req m = {.machine = str(machine),
                                       .count = count,
@@ -345,15 +298,16 @@ static int profile_get(struct metafixture *f, uint64_t ino, uint64_t first_tile,
     ts_cursor_init(&cursor, reply.records.ptr, reply.records.len);
     for (uint32_t i = 0; i < reply.count; i++) {
         struct profile_row row;
-        row.tile = ts_cursor_u64(&cursor);
-        struct ts_str machine = ts_cursor_str(&cursor);
-        assert_int_equal(ts_str_copy(machine, row.machine, sizeof(row.machine)), 0);
-        row.reads = ts_cursor_u64(&cursor);
-        row.writes = ts_cursor_u64(&cursor);
-        row.bytes_read = ts_cursor_u64(&cursor);
-        row.bytes_written = ts_cursor_u64(&cursor);
-        row.local_bytes = ts_cursor_u64(&cursor);
-        row.first_access_ns = ts_cursor_u64(&cursor);
+        struct ts_profile_get_rec record;
+        assert_int_equal(ts_profile_get_rec_read(&cursor, &record), 0);
+        row.tile = record.tile;
+        assert_int_equal(ts_str_copy(record.machine, row.machine, sizeof(row.machine)), 0);
+        row.reads = record.reads;
+        row.writes = record.writes;
+        row.bytes_read = record.bytes_read;
+        row.bytes_written = record.bytes_written;
+        row.local_bytes = record.local_bytes;
+        row.first_access_ns = record.first_access_ns;
         if (i < cap)
             rows[i] = row;
     }
@@ -441,21 +395,10 @@ static void release_file(struct metafixture *f, uint64_t ino)
     assert_int_equal(CALL(f, TS_OP_RELEASE, release_req, &m), TS_OK);
 }
 
-struct move_row {
-    uint64_t ino;
-    uint64_t tile;
-    uint32_t kind;
-    uint32_t from_node;
-    uint32_t to_node;
-    uint64_t version;
-    uint64_t new_version;
-    int64_t started_sec;
-    uint32_t state;
-};
-
 /* MOVE_LIST; up to cap rows into rows[]; *done gets the reply's flag. */
 static uint32_t move_list(struct metafixture *f, uint64_t after_ino, uint64_t after_tile,
-                          uint32_t max_records, struct move_row *rows, uint32_t cap, uint32_t *done)
+                          uint32_t max_records, struct ts_move_rec *rows, uint32_t cap,
+                          uint32_t *done)
 {
     struct ts_move_list_req m = {
         .after_ino = after_ino, .after_tile = after_tile, .max_records = max_records};
@@ -463,19 +406,10 @@ static uint32_t move_list(struct metafixture *f, uint64_t after_ino, uint64_t af
     struct ts_cursor cursor;
     assert_int_equal(CALL(f, TS_OP_MOVE_LIST, move_list_req, &m), TS_OK);
     assert_int_equal(ts_move_list_rep_decode(&reply, f->reply, f->reply_len), 0);
-    assert_int_equal(reply.records.len, (size_t)reply.count * TS_MOVE_RECORD_BYTES);
+    assert_int_equal(reply.records.len, (size_t)reply.count * ts_move_rec_bytes);
     ts_cursor_init(&cursor, reply.records.ptr, reply.records.len);
-    for (uint32_t i = 0; i < reply.count && i < cap; i++) {
-        rows[i].ino = ts_cursor_u64(&cursor);
-        rows[i].tile = ts_cursor_u64(&cursor);
-        rows[i].kind = ts_cursor_u32(&cursor);
-        rows[i].from_node = ts_cursor_u32(&cursor);
-        rows[i].to_node = ts_cursor_u32(&cursor);
-        rows[i].version = ts_cursor_u64(&cursor);
-        rows[i].new_version = ts_cursor_u64(&cursor);
-        rows[i].started_sec = ts_cursor_i64(&cursor);
-        rows[i].state = ts_cursor_u32(&cursor);
-    }
+    for (uint32_t i = 0; i < reply.count && i < cap; i++)
+        assert_int_equal(ts_move_rec_read(&cursor, &rows[i]), 0);
     if (done)
         *done = reply.done;
     return reply.count;
@@ -555,7 +489,7 @@ static void test_profile_record_and_get(void **state)
     struct profile_row rows[8];
 
     assert_int_equal(profile_set(f, file, TS_PROFILE_START, NULL), TS_OK);
-    struct count_record first[] = {
+    struct ts_profile_count_rec first[] = {
         {file, 0, 1, 0, 4096, 0, 4096, 5000},
         {file, 1, 2, 1, 8192, 100, 0, 7000},
         {quiet, 0, 5, 5, 5, 5, 5, 5}, /* not profiled: dropped */
@@ -564,13 +498,13 @@ static void test_profile_record_and_get(void **state)
     };
     assert_int_equal(profile_record(f, "alpha", first, 5, &kept), TS_OK);
     assert_int_equal(kept, 3);
-    struct count_record second[] = {
+    struct ts_profile_count_rec second[] = {
         {file, 0, 1, 0, 100, 0, 0, 4000}, /* earlier: the first access moves back */
         {file, 1, 1, 0, 10, 0, 0, 0},     /* 0 = not known: the first access stays */
     };
     assert_int_equal(profile_record(f, "alpha", second, 2, &kept), TS_OK);
     assert_int_equal(kept, 2);
-    struct count_record other[] = {{file, 1, 4, 0, 40, 0, 40, 9000}};
+    struct ts_profile_count_rec other[] = {{file, 1, 4, 0, 40, 0, 40, 9000}};
     assert_int_equal(profile_record(f, "beta", other, 1, &kept), TS_OK);
     assert_int_equal(kept, 1);
     /* An empty batch is fine. */
@@ -628,14 +562,14 @@ static void test_profile_get_pages_whole_tiles(void **state)
     struct metafixture *f = *state;
     static const char *const machines[] = {"m1", "m2", "m3"};
     uint64_t file = make_file(f, TS_ROOT_INO, "f");
-    struct count_record records[10];
+    struct ts_profile_count_rec records[10];
     struct profile_page page;
     struct profile_row rows[16];
 
     assert_int_equal(profile_set(f, file, TS_PROFILE_START, NULL), TS_OK);
     for (int m = 0; m < 3; m++) {
         for (uint64_t tile = 0; tile < 10; tile++)
-            records[tile] = (struct count_record){file, tile, tile + 1, 0, 1, 0, 0, 1};
+            records[tile] = (struct ts_profile_count_rec){file, tile, tile + 1, 0, 1, 0, 0, 1};
         assert_int_equal(profile_record(f, machines[m], records, 10, NULL), TS_OK);
     }
     /* max 7: two whole tiles (6 records) a page, never a split tile. */
@@ -679,7 +613,7 @@ static void test_profile_reset_stop_reopen(void **state)
     struct profile_row rows[4];
     uint32_t profiling = 9;
     uint32_t kept = 9;
-    struct count_record counts[] = {{file, 3, 1, 1, 10, 10, 0, 123}};
+    struct ts_profile_count_rec counts[] = {{file, 3, 1, 1, 10, 10, 0, 123}};
 
     assert_int_equal(profile_set(f, file, TS_PROFILE_START, NULL), TS_OK);
     assert_int_equal(profile_record(f, "alpha", counts, 1, &kept), TS_OK);
@@ -722,8 +656,8 @@ static void test_profile_record_limits(void **state)
 {
     struct metafixture *f = *state;
     uint64_t file = make_file(f, TS_ROOT_INO, "f");
-    static struct count_record many[TS_MAX_PROFILE_RECORDS];
-    static uint8_t blob[(TS_MAX_PROFILE_RECORDS + 1) * TS_PROFILE_RECORD_BYTES];
+    static struct ts_profile_count_rec many[TS_MAX_PROFILE_RECORDS];
+    static uint8_t blob[(TS_MAX_PROFILE_RECORDS + 1) * ts_profile_count_rec_bytes];
     char long_name[PROFILES_MAX_MACHINE + 2];
     uint32_t kept = 0;
     struct profile_page page;
@@ -731,7 +665,7 @@ static void test_profile_record_limits(void **state)
     assert_int_equal(profile_set(f, file, TS_PROFILE_START, NULL), TS_OK);
     /* The largest batch goes in one transaction. */
     for (uint32_t i = 0; i < TS_MAX_PROFILE_RECORDS; i++)
-        many[i] = (struct count_record){file, i, 1, 0, 512, 0, 0, 1};
+        many[i] = (struct ts_profile_count_rec){file, i, 1, 0, 512, 0, 0, 1};
     assert_int_equal(profile_record(f, "alpha", many, TS_MAX_PROFILE_RECORDS, &kept), TS_OK);
     assert_int_equal(kept, TS_MAX_PROFILE_RECORDS);
     assert_int_equal(rows_of(f, STORE_PROFILES), TS_MAX_PROFILE_RECORDS);
@@ -749,10 +683,10 @@ static void test_profile_record_limits(void **state)
     assert_text(f, "at most 16384");
     /* A blob that does not match its count. */
     m.count = 2;
-    m.records.len = TS_PROFILE_RECORD_BYTES * 3;
+    m.records.len = ts_profile_count_rec_bytes * 3;
     assert_int_equal(CALL(f, TS_OP_PROFILE_RECORD, profile_record_req, &m), TS_ERR_BADMSG);
     assert_text(f, "PROFILE_RECORD");
-    m.records.len = TS_PROFILE_RECORD_BYTES * 2 - 1;
+    m.records.len = ts_profile_count_rec_bytes * 2 - 1;
     assert_int_equal(CALL(f, TS_OP_PROFILE_RECORD, profile_record_req, &m), TS_ERR_BADMSG);
     /* Machine names: 1..255 bytes. */
     assert_int_equal(profile_record(f, "", many, 1, NULL), TS_ERR_INVAL);
@@ -803,7 +737,7 @@ static void test_tile_map_read_node(void **state)
 {
     struct metafixture *f = *state;
     struct cluster c;
-    struct map_record record;
+    struct ts_tile_map_rec record;
 
     make_cluster(f, &c, 2);
     record = tile_of(f, c.file, 0, "beta");
@@ -831,7 +765,7 @@ static void test_tile_map_read_node(void **state)
     assert_int_equal(record.copies, 1);
 
     /* A map over several tiles and a hole: each record its own. */
-    struct map_record records[3];
+    struct ts_tile_map_rec records[3];
     assert_int_equal(tile_map(f, c.file, 0, 3, 0, 0, "beta", records), TS_OK);
     assert_int_equal(records[0].read_node, c.beta2);
     assert_int_equal(records[1].copies, 0);
@@ -923,7 +857,7 @@ static void test_move_begin_resume_busy_list(void **state)
 {
     struct metafixture *f = *state;
     struct cluster c;
-    struct move_row rows[4];
+    struct ts_move_rec rows[4];
     uint64_t new_version = 0;
     uint64_t again = 0;
     uint32_t done = 0;
@@ -1016,7 +950,7 @@ static void test_move_commit_move_copy_drop(void **state)
 {
     struct metafixture *f = *state;
     struct cluster c;
-    struct map_record record;
+    struct ts_tile_map_rec record;
     uint64_t moved = 0;
 
     make_cluster(f, &c, 1);
@@ -1079,12 +1013,11 @@ static void test_move_commit_move_copy_drop(void **state)
 static void report_created(struct metafixture *f, uint32_t node, const char *machine, uint64_t ino,
                            uint64_t tile, uint64_t version)
 {
-    uint8_t record[TS_GARBAGE_RECORD_BYTES];
+    uint8_t record[ts_tile_file_rec_bytes];
     struct ts_writer writer;
     ts_writer_init(&writer, record, sizeof(record));
-    ts_writer_u64(&writer, ino);
-    ts_writer_u64(&writer, tile);
-    ts_writer_u64(&writer, version);
+    struct ts_tile_file_rec file = {.ino = ino, .tile = tile, .version = version};
+    ts_tile_file_rec_write(&writer, &file);
     struct ts_heartbeat_req m = {
         .node_id = node,
         .machine = str(machine),
@@ -1147,7 +1080,7 @@ static void test_move_committed_until_finished(void **state)
 {
     struct metafixture *f = *state;
     struct cluster c;
-    struct move_row rows[2];
+    struct ts_move_rec rows[2];
     uint64_t moved = 0;
     uint32_t done = 0;
 
@@ -1206,7 +1139,7 @@ static void test_copy_refused_while_open(void **state)
 {
     struct metafixture *f = *state;
     struct cluster c;
-    struct move_row rows[2];
+    struct ts_move_rec rows[2];
     uint64_t copy = 0;
     uint32_t done = 0;
 
@@ -1256,7 +1189,7 @@ static void test_move_commit_stale(void **state)
     struct cluster c;
     uint64_t target = 0;
     uint32_t done = 0;
-    struct move_row rows[2];
+    struct ts_move_rec rows[2];
 
     make_cluster(f, &c, 2);
     /* Truncated between begin and commit: a hole now. */
@@ -1339,7 +1272,7 @@ static void test_move_list_paging(void **state)
     uint32_t from = register_node(f, "alpha");
     uint32_t to = register_node(f, "beta");
     uint64_t files[5];
-    struct move_row rows[16];
+    struct ts_move_rec rows[16];
     uint32_t done = 0;
     char name[16];
 
@@ -1390,7 +1323,7 @@ static void test_unlink_drops_everything(void **state)
     struct metafixture *f = *state;
     struct cluster c;
     uint64_t target = 0;
-    struct count_record counts[] = {{0, 0, 1, 0, 1, 0, 0, 1}};
+    struct ts_profile_count_rec counts[] = {{0, 0, 1, 0, 1, 0, 0, 1}};
 
     make_cluster(f, &c, 2);
     assert_int_equal(profile_set(f, c.file, TS_PROFILE_START, NULL), TS_OK);
@@ -1448,20 +1381,23 @@ static uint32_t reconcile_one(struct metafixture *f, uint32_t node, uint64_t ino
                               uint64_t version, uint64_t *mapped)
 {
     struct ts_tile_file_rec file = {.ino = ino, .tile = tile, .version = version};
-    uint8_t record[TS_TILE_FILE_RECORD_BYTES];
+    uint8_t record[ts_tile_file_rec_bytes];
     struct ts_tile_reconcile_rep reply;
     struct ts_reconcile_verdict_rec verdict;
+    struct ts_writer writer;
+    struct ts_cursor cursor;
 
-    assert_int_equal(ts_tile_file_rec_encode(&file, record, sizeof(record)), sizeof(record));
+    ts_writer_init(&writer, record, sizeof(record));
+    ts_tile_file_rec_write(&writer, &file);
+    assert_int_equal(writer.len, sizeof(record));
     struct ts_tile_reconcile_req m = {
         .node_id = node, .count = 1, .files = {(const char *)record, sizeof(record)}};
     assert_int_equal(CALL(f, TS_OP_TILE_RECONCILE, tile_reconcile_req, &m), TS_OK);
     assert_int_equal(ts_tile_reconcile_rep_decode(&reply, f->reply, f->reply_len), 0);
     assert_int_equal(reply.count, 1);
-    assert_int_equal(reply.verdicts.len, TS_RECONCILE_VERDICT_RECORD_BYTES);
-    assert_int_equal(ts_reconcile_verdict_rec_decode(&verdict, (const uint8_t *)reply.verdicts.ptr,
-                                                     reply.verdicts.len),
-                     0);
+    assert_int_equal(reply.verdicts.len, ts_reconcile_verdict_rec_bytes);
+    ts_cursor_init(&cursor, reply.verdicts.ptr, reply.verdicts.len);
+    assert_int_equal(ts_reconcile_verdict_rec_read(&cursor, &verdict), 0);
     if (mapped)
         *mapped = verdict.mapped_version;
     return verdict.state;
@@ -1510,17 +1446,14 @@ static void test_tile_reconcile(void **state)
     assert_int_equal(move_commit(f, c.file, 1), TS_OK);
     assert_int_equal(reconcile_one(f, c.alpha, c.file, 1, c.version[1], NULL), TS_RECONCILE_QUEUED);
     /* Once the node confirms the deletion, the name is free: unmapped. */
-    struct garbage_seen garbage[16];
+    struct ts_tile_file_rec garbage[16];
     uint32_t garbage_count = 0;
     heartbeat(f, c.alpha, "alpha", garbage, 16, &garbage_count);
-    uint8_t deleted[16 * TS_GARBAGE_RECORD_BYTES];
+    uint8_t deleted[16 * ts_tile_file_rec_bytes];
     struct ts_writer writer;
     ts_writer_init(&writer, deleted, sizeof(deleted));
-    for (uint32_t i = 0; i < garbage_count && i < 16; i++) {
-        ts_writer_u64(&writer, garbage[i].ino);
-        ts_writer_u64(&writer, garbage[i].tile);
-        ts_writer_u64(&writer, garbage[i].version);
-    }
+    for (uint32_t i = 0; i < garbage_count && i < 16; i++)
+        ts_tile_file_rec_write(&writer, &garbage[i]);
     struct ts_heartbeat_req confirm = {
         .node_id = c.alpha,
         .machine = str("alpha"),
@@ -1547,7 +1480,7 @@ static void test_tile_reconcile(void **state)
 static void test_tile_reconcile_invalid(void **state)
 {
     struct metafixture *f = *state;
-    uint8_t records[2 * TS_TILE_FILE_RECORD_BYTES] = {0};
+    uint8_t records[2 * ts_tile_file_rec_bytes] = {0};
 
     /* A count that does not match the records. */
     struct ts_tile_reconcile_req m = {
@@ -1586,15 +1519,13 @@ static uint32_t tile_holders(struct metafixture *f, uint64_t ino, uint64_t first
     struct ts_tile_holders_rep reply;
     assert_int_equal(CALL(f, TS_OP_TILE_HOLDERS, tile_holders_req, &m), TS_OK);
     assert_int_equal(ts_tile_holders_rep_decode(&reply, f->reply, f->reply_len), 0);
-    assert_int_equal(reply.holders.len, reply.count * TS_TILE_HOLDER_RECORD_BYTES);
+    assert_int_equal(reply.holders.len, reply.count * ts_tile_holder_rec_bytes);
     assert_true(reply.count <= cap);
+    struct ts_cursor cursor;
+    ts_cursor_init(&cursor, reply.holders.ptr, reply.holders.len);
     for (uint32_t i = 0; i < reply.count; i++) {
         struct ts_tile_holder_rec record;
-        assert_int_equal(ts_tile_holder_rec_decode(&record,
-                                                   (const uint8_t *)reply.holders.ptr +
-                                                       (size_t)i * TS_TILE_HOLDER_RECORD_BYTES,
-                                                   TS_TILE_HOLDER_RECORD_BYTES),
-                         0);
+        assert_int_equal(ts_tile_holder_rec_read(&cursor, &record), 0);
         rows[i] = (struct holder_row){record.tile, record.node, record.version, record.kind};
     }
     return reply.count;

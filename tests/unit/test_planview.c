@@ -47,7 +47,7 @@ static int setup(void **statep)
         {.tile = 0, .machine = "beta", .reads = 3, .bytes_read = 3 * MIB},
         {.tile = 1, .machine = "beta", .reads = 1, .bytes_read = MIB / 2},
     };
-    struct toolmeta_tile tiles[2] = {
+    struct ts_tile_map_rec tiles[2] = {
         {.node = 1, .version = 5, .read_node = 1, .read_version = 5},
         {.node = 1, .version = 6, .read_node = 1, .read_version = 6},
     };

@@ -65,17 +65,19 @@ static int sink_send(void *context, const uint8_t *records, uint32_t count)
     sink->messages++;
     if (count > sink->largest)
         sink->largest = count;
-    ts_cursor_init(&cursor, records, (size_t)count * TS_PROFILE_RECORD_BYTES);
+    ts_cursor_init(&cursor, records, (size_t)count * ts_profile_count_rec_bytes);
     for (uint32_t i = 0; i < count && sink->count < MAX_CAPTURED; i++) {
         struct record *record = &sink->records[sink->count++];
-        record->ino = ts_cursor_u64(&cursor);
-        record->tile = ts_cursor_u64(&cursor);
-        record->counts.reads = ts_cursor_u64(&cursor);
-        record->counts.writes = ts_cursor_u64(&cursor);
-        record->counts.bytes_read = ts_cursor_u64(&cursor);
-        record->counts.bytes_written = ts_cursor_u64(&cursor);
-        record->counts.local_bytes = ts_cursor_u64(&cursor);
-        record->counts.first_access_ns = ts_cursor_u64(&cursor);
+        struct ts_profile_count_rec wire;
+        (void)ts_profile_count_rec_read(&cursor, &wire);
+        record->ino = wire.ino;
+        record->tile = wire.tile;
+        record->counts = (struct profiler_counts){.reads = wire.reads,
+                                                  .writes = wire.writes,
+                                                  .bytes_read = wire.bytes_read,
+                                                  .bytes_written = wire.bytes_written,
+                                                  .local_bytes = wire.local_bytes,
+                                                  .first_access_ns = wire.first_access_ns};
     }
     if (cursor.failed || cursor.left != 0)
         status = TS_ERR_BADMSG;

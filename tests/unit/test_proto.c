@@ -2,6 +2,8 @@
  * Unit tests of the wire protocol (common/proto.c, common/status.c): every
  * message kind round-trips, and truncated, padded or garbage input is
  * refused without reading out of bounds (run under ASan to prove the last).
+ * Every record of TS_RECORDS gets a generated test of its own (round trip,
+ * size, every truncated prefix), and the record versions theirs.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -208,28 +210,246 @@ static void test_status_mapping(void **state)
     assert_string_equal(status_text(-77), "unknown status");
 }
 
-/* Each record's field list encodes to exactly its declared size, and back. */
-static void test_record_sizes(void **state)
+/* ---- records (TS_RECORDS): one test per record, generated ---------------- */
+
+static const char *const sample_names[] = {"alpha", "b", "node-3.example", "x y"};
+
+static void sample_attr(struct ts_attr *attr, uint32_t seed)
+{
+    memset(attr, 0, sizeof(*attr));
+    attr->ino = 0x1000 + seed;
+    attr->mode = 0100644;
+    attr->nlink = 2;
+    attr->uid = 1000 + seed;
+    attr->gid = 2000 + seed;
+    attr->rdev = 5;
+    attr->size = 0x123456789ull;
+    attr->blocks = 8;
+    attr->atime_sec = -1;
+    attr->atime_nsec = 1;
+    attr->mtime_sec = 1700000000;
+    attr->mtime_nsec = 2;
+    attr->ctime_sec = 1700000001;
+    attr->ctime_nsec = 3;
+    attr->generation = 4;
+    attr->tile_bytes = 1 << 20;
+    attr->placement = TS_PLACEMENT_DYNAMIC;
+    attr->copies = 1;
+    attr->flags = TS_ATTR_ARRAY;
+    attr->change = 77;
+}
+
+/*
+ * Every field gets a value no other field has and no zero (strings are not
+ * empty), so a field lost or swapped on the way shows in the bytes written
+ * again from what was read.
+ */
+#define FILL_U32(field) field = 0x01000000u + ++seed
+#define FILL_U64(field) field = 0x0102030400000000ull + ++seed
+#define FILL_I64(field) field = -(int64_t)(1000 + ++seed)
+#define FILL_STR(field) field = ts_str_of(sample_names[++seed % 4])
+#define FILL_BLOB(field) FILL_STR(field)
+#define FILL_ATTR(field) sample_attr(&(field), ++seed)
+#define FILL_FIELD(kind, name) FILL_##kind(record.name);
+
+/*
+ * For each record: the smallest record is exactly ts_NAME_rec_bytes; a full
+ * one reads back to the same fields (written again, the same bytes) and
+ * consumes exactly its bytes; every truncated prefix is refused with the
+ * cursor failed (each prefix in a buffer of its own size, so ASan sees any
+ * read past it); a writer one byte short fails.
+ */
+#define DEFINE_RECORD_TEST(name, fields, version)                                                  \
+    static void test_record_##name(void **state)                                                   \
+    {                                                                                              \
+        struct ts_##name##_rec record, back;                                                       \
+        uint8_t written[1024], again[1024];                                                        \
+        struct ts_writer writer;                                                                   \
+        struct ts_cursor cursor;                                                                   \
+        uint32_t seed = 0;                                                                         \
+        (void)state;                                                                               \
+        memset(&record, 0, sizeof(record));                                                        \
+        ts_writer_init(&writer, written, sizeof(written));                                         \
+        ts_##name##_rec_write(&writer, &record);                                                   \
+        assert_false(writer.failed);                                                               \
+        assert_int_equal(writer.len, ts_##name##_rec_bytes);                                       \
+        fields(FILL_FIELD);                                                                        \
+        ts_writer_init(&writer, written, sizeof(written));                                         \
+        ts_##name##_rec_write(&writer, &record);                                                   \
+        assert_false(writer.failed);                                                               \
+        size_t len = writer.len;                                                                   \
+        assert_true(len >= ts_##name##_rec_bytes);                                                 \
+        ts_cursor_init(&cursor, written, len);                                                     \
+        assert_int_equal(ts_##name##_rec_read(&cursor, &back), 0);                                 \
+        assert_int_equal(cursor.left, 0);                                                          \
+        ts_writer_init(&writer, again, sizeof(again));                                             \
+        ts_##name##_rec_write(&writer, &back);                                                     \
+        assert_int_equal(writer.len, len);                                                         \
+        assert_memory_equal(written, again, len);                                                  \
+        for (size_t cut = 0; cut < len; cut++) {                                                   \
+            uint8_t *prefix = malloc(cut ? cut : 1);                                               \
+            assert_non_null(prefix);                                                               \
+            memcpy(prefix, written, cut);                                                          \
+            ts_cursor_init(&cursor, prefix, cut);                                                  \
+            assert_int_equal(ts_##name##_rec_read(&cursor, &back), -1);                            \
+            assert_true(cursor.failed);                                                            \
+            free(prefix);                                                                          \
+        }                                                                                          \
+        ts_writer_init(&writer, again, len - 1);                                                   \
+        ts_##name##_rec_write(&writer, &record);                                                   \
+        assert_true(writer.failed);                                                                \
+    }
+TS_RECORDS(DEFINE_RECORD_TEST)
+#define REGISTER_RECORD_TEST(name, fields, version) cmocka_unit_test(test_record_##name),
+
+/* Records follow each other: the second starts where the first ended. */
+static void test_records_back_to_back(void **state)
+{
+    uint8_t buf[256];
+    struct ts_writer writer;
+    struct ts_cursor cursor;
+    struct ts_readdir_rec entry;
+    (void)state;
+    ts_writer_init(&writer, buf, sizeof(buf));
+    for (uint64_t i = 0; i < 3; i++) {
+        struct ts_readdir_rec out = {
+            .ino = 10 + i, .mode = 040755, .name = ts_str_of(sample_names[i])};
+        ts_readdir_rec_write(&writer, &out);
+    }
+    assert_false(writer.failed);
+    ts_cursor_init(&cursor, buf, writer.len);
+    for (uint64_t i = 0; i < 3; i++) {
+        assert_int_equal(ts_readdir_rec_read(&cursor, &entry), 0);
+        assert_int_equal(entry.ino, 10 + i);
+        assert_int_equal(entry.name.len, strlen(sample_names[i]));
+        assert_memory_equal(entry.name.ptr, sample_names[i], entry.name.len);
+    }
+    assert_int_equal(cursor.left, 0);
+    /* Past the end: refused, and the cursor stays failed. */
+    assert_int_equal(ts_readdir_rec_read(&cursor, &entry), -1);
+    assert_true(cursor.failed);
+    /* A string longer than its u16 length allows is refused by the writer. */
+    static char long_name[TS_MAX_STRING + 2];
+    memset(long_name, 'n', sizeof(long_name) - 1);
+    struct ts_readdir_rec too_long = {.ino = 1, .name = ts_str_of(long_name)};
+    uint8_t *big = malloc(sizeof(long_name) + 64);
+    assert_non_null(big);
+    ts_writer_init(&writer, big, sizeof(long_name) + 64);
+    ts_readdir_rec_write(&writer, &too_long);
+    assert_true(writer.failed);
+    free(big);
+}
+
+/* A TILE_MAP record on the wire: u16 version, u32 body bytes, the fields. */
+static void test_tile_map_record_layout(void **state)
 {
     uint8_t buf[64];
+    struct ts_writer writer;
+    struct ts_tile_map_rec record = {.node = 0x11223344,
+                                     .version = 0x0102030405060708ull,
+                                     .copies = 2,
+                                     .read_node = 5,
+                                     .read_version = 6,
+                                     .flags = TS_TILE_STORED};
     (void)state;
-    struct ts_tile_file_rec file = {.ino = 1, .tile = 2, .version = 3}, file_back;
-    assert_int_equal(ts_tile_file_rec_encode(&file, buf, sizeof(buf)), TS_TILE_FILE_RECORD_BYTES);
-    assert_int_equal(ts_tile_file_rec_decode(&file_back, buf, TS_TILE_FILE_RECORD_BYTES), 0);
-    assert_int_equal(file_back.version, 3);
-    struct ts_reconcile_verdict_rec verdict = {.state = TS_RECONCILE_MAPPED, .mapped_version = 9};
-    assert_int_equal(ts_reconcile_verdict_rec_encode(&verdict, buf, sizeof(buf)),
-                     TS_RECONCILE_VERDICT_RECORD_BYTES);
-    struct ts_tile_holder_rec holder = {.tile = 1, .node = 2, .version = 3, .kind = 4}, holder_back;
-    assert_int_equal(ts_tile_holder_rec_encode(&holder, buf, sizeof(buf)),
-                     TS_TILE_HOLDER_RECORD_BYTES);
-    assert_int_equal(ts_tile_holder_rec_decode(&holder_back, buf, TS_TILE_HOLDER_RECORD_BYTES), 0);
-    assert_int_equal(holder_back.kind, 4);
-    /* A slice one byte short or long is refused. */
-    assert_int_not_equal(
-        ts_tile_holder_rec_decode(&holder_back, buf, TS_TILE_HOLDER_RECORD_BYTES - 1), 0);
-    assert_int_not_equal(
-        ts_tile_holder_rec_decode(&holder_back, buf, TS_TILE_HOLDER_RECORD_BYTES + 1), 0);
+    ts_writer_init(&writer, buf, sizeof(buf));
+    ts_tile_map_rec_write(&writer, &record);
+    assert_int_equal(writer.len, ts_tile_map_rec_bytes);
+    assert_int_equal(ts_tile_map_rec_bytes, TS_REC_PREFIX_BYTES + 32);
+    const uint8_t prefix[] = {TS_TILE_MAP_REC_VERSION, 0, 32, 0, 0, 0};
+    assert_memory_equal(buf, prefix, sizeof(prefix));
+    const uint8_t node[] = {0x44, 0x33, 0x22, 0x11, 0x08, 0x07};
+    assert_memory_equal(buf + TS_REC_PREFIX_BYTES, node, sizeof(node));
+    assert_int_equal(buf[ts_tile_map_rec_bytes - 4], TS_TILE_STORED);
+}
+
+/*
+ * Record versions (proto.h, TS_RECORDS): a newer record's further fields
+ * are skipped and the next record read where it starts; an older record,
+ * a body too short for the reader's fields and a record of the reader's
+ * own version with bytes left over are refused.
+ */
+static void test_record_versions(void **state)
+{
+    uint8_t buf[256];
+    struct ts_writer writer;
+    struct ts_cursor cursor;
+    struct ts_tile_map_rec record = {.node = 3, .version = 9, .read_node = 3, .read_version = 9};
+    struct ts_tile_map_rec back;
+    const uint32_t body = ts_tile_map_rec_bytes - TS_REC_PREFIX_BYTES;
+    (void)state;
+
+    /* A newer record: version + 1, eight bytes of a field this reader does
+     * not know, then a record of this version. */
+    ts_writer_init(&writer, buf, sizeof(buf));
+    ts_tile_map_rec_write(&writer, &record);
+    const uint8_t unknown_field[8] = {0xee, 0xee, 0xee, 0xee, 0xee, 0xee, 0xee, 0xee};
+    ts_writer_bytes(&writer, unknown_field, sizeof(unknown_field));
+    record.node = 4;
+    ts_tile_map_rec_write(&writer, &record);
+    assert_false(writer.failed);
+    size_t len = writer.len;
+    buf[0] = TS_TILE_MAP_REC_VERSION + 1;
+    buf[2] = (uint8_t)(body + sizeof(unknown_field));
+    ts_cursor_init(&cursor, buf, len);
+    assert_int_equal(ts_tile_map_rec_read(&cursor, &back), 0);
+    assert_int_equal(back.node, 3);
+    assert_int_equal(back.version, 9);
+    assert_int_equal(back.read_version, 9);
+    assert_int_equal(ts_tile_map_rec_read(&cursor, &back), 0);
+    assert_int_equal(back.node, 4);
+    assert_int_equal(cursor.left, 0);
+
+    /* The same bytes claiming this reader's version: the extra field is
+     * not skipped but refused. */
+    buf[0] = TS_TILE_MAP_REC_VERSION;
+    ts_cursor_init(&cursor, buf, len);
+    assert_int_equal(ts_tile_map_rec_read(&cursor, &back), -1);
+    assert_true(cursor.failed);
+
+    /* An older record: its body lacks fields this reader needs. */
+    ts_writer_init(&writer, buf, sizeof(buf));
+    ts_tile_map_rec_write(&writer, &record);
+    buf[0] = TS_TILE_MAP_REC_VERSION - 1;
+    ts_cursor_init(&cursor, buf, writer.len);
+    assert_int_equal(ts_tile_map_rec_read(&cursor, &back), -1);
+    assert_true(cursor.failed);
+
+    /* A newer record whose body is shorter than the fields this reader
+     * knows (the bytes after it are the next record's). */
+    buf[0] = TS_TILE_MAP_REC_VERSION + 1;
+    buf[2] = (uint8_t)(body - 4);
+    ts_cursor_init(&cursor, buf, writer.len);
+    assert_int_equal(ts_tile_map_rec_read(&cursor, &back), -1);
+    assert_true(cursor.failed);
+
+    /* A body length past the end of the bytes. */
+    buf[2] = 0xff;
+    ts_cursor_init(&cursor, buf, writer.len);
+    assert_int_equal(ts_tile_map_rec_read(&cursor, &back), -1);
+    assert_true(cursor.failed);
+
+    /* A versioned record with strings: its body length counts them. */
+    struct ts_node_list_rec node = {.id = 7, .machine = ts_str_of("m1"), .address = ts_str_of("a")};
+    struct ts_node_list_rec node_back;
+    ts_writer_init(&writer, buf, sizeof(buf));
+    ts_node_list_rec_write(&writer, &node);
+    assert_int_equal(writer.len, ts_node_list_rec_bytes + 3);
+    assert_int_equal(buf[2], ts_node_list_rec_bytes - TS_REC_PREFIX_BYTES + 3);
+    ts_cursor_init(&cursor, buf, writer.len);
+    assert_int_equal(ts_node_list_rec_read(&cursor, &node_back), 0);
+    assert_int_equal(node_back.id, 7);
+    assert_int_equal(node_back.address.len, 1);
+}
+
+/* The blob-size check a decoder makes before allocating count records. */
+static void test_records_fit(void **state)
+{
+    (void)state;
+    assert_true(ts_records_fit(0, 0, ts_move_rec_bytes));
+    assert_true(ts_records_fit(2, 2 * ts_move_rec_bytes, ts_move_rec_bytes));
+    assert_false(ts_records_fit(3, 2 * ts_move_rec_bytes, ts_move_rec_bytes));
+    assert_false(ts_records_fit(UINT32_MAX, 1u << 20, ts_node_list_rec_bytes));
 }
 
 int main(void)
@@ -244,7 +464,10 @@ int main(void)
         cmocka_unit_test(test_garbage_never_crashes),
         cmocka_unit_test(test_cursor_fails_sticky),
         cmocka_unit_test(test_status_mapping),
-        cmocka_unit_test(test_record_sizes),
+        TS_RECORDS(REGISTER_RECORD_TEST) cmocka_unit_test(test_records_back_to_back),
+        cmocka_unit_test(test_records_fit),
+        cmocka_unit_test(test_tile_map_record_layout),
+        cmocka_unit_test(test_record_versions),
     };
     return cmocka_run_group_tests_name("proto", tests, NULL, NULL);
 }

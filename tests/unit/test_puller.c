@@ -535,7 +535,7 @@ static void test_pull_of_missing_source_stores_nothing(void **state)
     struct source *source = fixture->source;
     struct puller_result result;
     uint64_t tiles = 7, used = 7, bytes = 0;
-    uint8_t records[4 * TS_GARBAGE_RECORD_BYTES];
+    uint8_t records[4 * ts_tile_file_rec_bytes];
 
     source_start(source);
     struct puller_job job = {.ino = 903,

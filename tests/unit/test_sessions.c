@@ -235,25 +235,26 @@ static uint32_t do_renew(struct metafixture *f, uint64_t mount, const uint64_t *
 static uint32_t do_holds(struct metafixture *f, uint64_t mount, const uint64_t *inos,
                          const uint32_t *counts, size_t count, uint64_t *lost)
 {
-    uint8_t records[16 * TS_HOLD_RECORD_BYTES];
+    uint8_t records[16 * ts_hold_rec_bytes];
     struct ts_session_holds_rep reply;
+    struct ts_writer writer;
+    struct ts_cursor cursor;
     assert_true(count <= 16);
+    ts_writer_init(&writer, records, sizeof(records));
     for (size_t i = 0; i < count; i++) {
-        struct ts_hold_record record = {.ino = inos[i], .count = counts[i]};
-        ts_hold_record_encode(&record, records + i * TS_HOLD_RECORD_BYTES, TS_HOLD_RECORD_BYTES);
+        struct ts_hold_rec record = {.ino = inos[i], .count = counts[i]};
+        ts_hold_rec_write(&writer, &record);
     }
     struct ts_session_holds_req m = {
         .first = 1,
         .count = (uint32_t)count,
-        .records = {(const char *)records, (uint32_t)(count * TS_HOLD_RECORD_BYTES)}};
+        .records = {(const char *)records, (uint32_t)(count * ts_hold_rec_bytes)}};
     assert_int_equal(CALL_AS(f, mount, TS_OP_SESSION_HOLDS, session_holds_req, &m), TS_OK);
     assert_int_equal(ts_session_holds_rep_decode(&reply, f->reply, f->reply_len), 0);
+    ts_cursor_init(&cursor, reply.records.ptr, reply.records.len);
     for (uint32_t i = 0; i < reply.count; i++) {
-        struct ts_hold_record record;
-        assert_int_equal(ts_hold_record_decode(
-                             &record, (const uint8_t *)reply.records.ptr + i * TS_HOLD_RECORD_BYTES,
-                             TS_HOLD_RECORD_BYTES),
-                         0);
+        struct ts_hold_rec record;
+        assert_int_equal(ts_hold_rec_read(&cursor, &record), 0);
         lost[i] = record.ino;
     }
     return reply.count;
@@ -377,18 +378,20 @@ static void test_session_requests_refused(void **state)
     assert_int_equal(CALL_AS(f, NO_MOUNT, TS_OP_SESSION_RENEW, session_renew_req, &renew),
                      TS_ERR_INVAL);
     /* A record count that does not match its bytes, an ino 0, a count 0. */
-    uint8_t records[2 * TS_HOLD_RECORD_BYTES] = {0};
+    uint8_t records[2 * ts_hold_rec_bytes] = {0};
     struct ts_session_holds_req holds = {
-        .first = 1, .count = 2, .records = {(const char *)records, TS_HOLD_RECORD_BYTES}};
+        .first = 1, .count = 2, .records = {(const char *)records, ts_hold_rec_bytes}};
     assert_int_equal(CALL_AS(f, MOUNT_A, TS_OP_SESSION_HOLDS, session_holds_req, &holds),
                      TS_ERR_BADMSG);
     holds.records.len = sizeof(records);
     assert_int_equal(CALL_AS(f, MOUNT_A, TS_OP_SESSION_HOLDS, session_holds_req, &holds),
                      TS_ERR_BADMSG);
-    struct ts_hold_record zero_count = {.ino = 5, .count = 0};
-    ts_hold_record_encode(&zero_count, records, TS_HOLD_RECORD_BYTES);
+    struct ts_hold_rec zero_count = {.ino = 5, .count = 0};
+    struct ts_writer writer;
+    ts_writer_init(&writer, records, sizeof(records));
+    ts_hold_rec_write(&writer, &zero_count);
     holds.count = 1;
-    holds.records.len = TS_HOLD_RECORD_BYTES;
+    holds.records.len = ts_hold_rec_bytes;
     assert_int_equal(CALL_AS(f, MOUNT_A, TS_OP_SESSION_HOLDS, session_holds_req, &holds),
                      TS_ERR_BADMSG);
     assert_int_equal(call_as(f, MOUNT_A, TS_OP_SESSION_HOLDS, 3), TS_ERR_BADMSG);

@@ -345,20 +345,21 @@ static void test_usage_counters(void **state)
 /* Takes every queued created record; returns how many, decoded into out. */
 static uint32_t take_all_created(struct tilestore *store, uint64_t out[][3], uint32_t cap)
 {
-    static uint8_t records[64 * TS_GARBAGE_RECORD_BYTES];
+    static uint8_t records[64 * ts_tile_file_rec_bytes];
     uint32_t total = 0;
     uint32_t taken;
     /* Two at a time: the queue is drained in pieces, oldest first. */
     while ((taken = tilestore_take_created(store, records, 2)) > 0) {
         struct ts_cursor cursor;
-        ts_cursor_init(&cursor, records, (size_t)taken * TS_GARBAGE_RECORD_BYTES);
+        ts_cursor_init(&cursor, records, (size_t)taken * ts_tile_file_rec_bytes);
         for (uint32_t i = 0; i < taken; i++, total++) {
+            struct ts_tile_file_rec file;
             assert_true(total < cap);
-            out[total][0] = ts_cursor_u64(&cursor);
-            out[total][1] = ts_cursor_u64(&cursor);
-            out[total][2] = ts_cursor_u64(&cursor);
+            assert_int_equal(ts_tile_file_rec_read(&cursor, &file), 0);
+            out[total][0] = file.ino;
+            out[total][1] = file.tile;
+            out[total][2] = file.version;
         }
-        assert_false(cursor.failed);
     }
     return total;
 }
@@ -679,12 +680,11 @@ static void test_handler_write_then_read(void **state)
     assert_non_null(strstr(response.error_text, "ask meta"));
 
     /* Sync and truncate through the table too. */
-    uint8_t records[TS_GARBAGE_RECORD_BYTES];
+    uint8_t records[ts_tile_file_rec_bytes];
     struct ts_writer writer;
     ts_writer_init(&writer, records, sizeof(records));
-    ts_writer_u64(&writer, 99);
-    ts_writer_u64(&writer, 2);
-    ts_writer_u64(&writer, 3);
+    struct ts_tile_file_rec file = {.ino = 99, .tile = 2, .version = 3};
+    ts_tile_file_rec_write(&writer, &file);
     struct ts_tile_sync_req sync_req = {.count = 1,
                                         .tiles = {(const char *)records, sizeof(records)}};
     len = ts_tile_sync_req_encode(&sync_req, fixture->payload, sizeof(fixture->payload));
@@ -726,17 +726,16 @@ static void test_handler_write_without_data(void **state)
 /* Encodes a TILE_SYNC of count tiles of ino (tiles 0.., version 1) and calls it. */
 static int call_sync(struct fixture *fixture, uint64_t ino, uint32_t count)
 {
-    uint8_t records[32 * TS_GARBAGE_RECORD_BYTES];
+    uint8_t records[32 * ts_tile_file_rec_bytes];
     struct ts_writer writer;
     assert_true(count <= 32);
     ts_writer_init(&writer, records, sizeof(records));
     for (uint32_t i = 0; i < count; i++) {
-        ts_writer_u64(&writer, ino);
-        ts_writer_u64(&writer, i);
-        ts_writer_u64(&writer, 1);
+        struct ts_tile_file_rec file = {.ino = ino, .tile = i, .version = 1};
+        ts_tile_file_rec_write(&writer, &file);
     }
     struct ts_tile_sync_req sync_req = {
-        .count = count, .tiles = {(const char *)records, count * TS_GARBAGE_RECORD_BYTES}};
+        .count = count, .tiles = {(const char *)records, count * ts_tile_file_rec_bytes}};
     int len = ts_tile_sync_req_encode(&sync_req, fixture->payload, sizeof(fixture->payload));
     assert_true(len > 0);
     struct rpc_request request =
@@ -814,7 +813,7 @@ static void test_handler_malformed(void **state)
     assert_int_equal(call(fixture, &request, &response), TS_ERR_BADMSG);
 
     /* TILE_SYNC whose count does not match its records. */
-    uint8_t records[2 * TS_GARBAGE_RECORD_BYTES] = {0};
+    uint8_t records[2 * ts_tile_file_rec_bytes] = {0};
     struct ts_tile_sync_req bad_sync = {.count = 3,
                                         .tiles = {(const char *)records, sizeof(records)}};
     int len = ts_tile_sync_req_encode(&bad_sync, fixture->payload, sizeof(fixture->payload));

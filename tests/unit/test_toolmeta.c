@@ -19,10 +19,15 @@
 static void write_profile_record(struct ts_writer *writer, uint64_t tile, const char *machine,
                                  uint64_t base)
 {
-    ts_writer_u64(writer, tile);
-    ts_writer_str(writer, ts_str_of(machine));
-    for (uint64_t i = 0; i < 6; i++)
-        ts_writer_u64(writer, base + i);
+    struct ts_profile_get_rec record = {.tile = tile,
+                                        .machine = ts_str_of(machine),
+                                        .reads = base,
+                                        .writes = base + 1,
+                                        .bytes_read = base + 2,
+                                        .bytes_written = base + 3,
+                                        .local_bytes = base + 4,
+                                        .first_access_ns = base + 5};
+    ts_profile_get_rec_write(writer, &record);
 }
 
 static void test_profile_records(void **state)
@@ -97,23 +102,24 @@ static void test_long_machine_names_are_cut(void **state)
 
 static void test_move_records(void **state)
 {
-    uint8_t blob[2 * TS_MOVE_RECORD_BYTES];
+    uint8_t blob[2 * ts_move_rec_bytes];
     struct ts_writer writer;
-    struct toolmeta_move *moves = NULL;
+    struct ts_move_rec *moves = NULL;
     size_t count = 0;
     (void)state;
 
     ts_writer_init(&writer, blob, sizeof(blob));
     for (uint64_t i = 0; i < 2; i++) {
-        ts_writer_u64(&writer, 100 + i);
-        ts_writer_u64(&writer, 7);
-        ts_writer_u32(&writer, TS_MOVE_MOVE);
-        ts_writer_u32(&writer, 1);
-        ts_writer_u32(&writer, 3);
-        ts_writer_u64(&writer, 5);
-        ts_writer_u64(&writer, 99);
-        ts_writer_i64(&writer, 1700000000);
-        ts_writer_u32(&writer, i == 0 ? TS_MOVE_BEGUN : TS_MOVE_COMMITTED);
+        struct ts_move_rec move = {.ino = 100 + i,
+                                   .tile = 7,
+                                   .kind = TS_MOVE_MOVE,
+                                   .from_node = 1,
+                                   .to_node = 3,
+                                   .version = 5,
+                                   .new_version = 99,
+                                   .started_sec = 1700000000,
+                                   .state = i == 0 ? TS_MOVE_BEGUN : TS_MOVE_COMMITTED};
+        ts_move_rec_write(&writer, &move);
     }
     assert_false(writer.failed);
     assert_int_equal(writer.len, sizeof(blob));
@@ -133,6 +139,10 @@ static void test_move_records(void **state)
     assert_int_equal(moves[1].state, TS_MOVE_COMMITTED);
     free(moves);
     reply.count = 3;
+    assert_int_equal(toolmeta_move_decode(&reply, &moves, &count), TS_ERR_BADMSG);
+    assert_null(moves);
+    /* Bytes left over after the records. */
+    reply.count = 1;
     assert_int_equal(toolmeta_move_decode(&reply, &moves, &count), TS_ERR_BADMSG);
     assert_null(moves);
 }
