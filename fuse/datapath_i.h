@@ -22,6 +22,11 @@
  * file; waits for jobs use file->changed, which releases it. Workers give
  * budget back before they take file->lock, so a thread waiting for budget
  * while holding file->lock cannot block the workers that would free it.
+ * Meta is not asked with file->lock held on the paths every read and write
+ * takes (tile lookups, COMMIT, the size of a read past the end): they let
+ * it go while meta answers, so anything looked up before such a call is
+ * looked up again after it (tilelocation.h). SETATTR, OPEN with a
+ * truncation and PUNCH still hold it: the file must not change under them.
  */
 #ifndef TESSERA_DATAPATH_I_H
 #define TESSERA_DATAPATH_I_H
