@@ -221,7 +221,12 @@ static bool handle_writes(const struct fuse_file_info *fi)
 /* A write-only handle writes past the kernel's page cache (see open_file). */
 static bool handle_direct(const struct fuse_file_info *fi)
 {
-    return (fi->flags & O_ACCMODE) == O_WRONLY;
+    /* O_DIRECT too: without FOPEN_DIRECT_IO the kernel finishes a direct
+     * read that came back shorter than the size it caches through the page
+     * cache (generic_file_read_iter), whose pages may hold the zero fill of
+     * an older short read: a reader on another mount then saw zeros where
+     * a growing file had bytes (tests/integration/test_append_coherence.sh). */
+    return (fi->flags & O_ACCMODE) == O_WRONLY || (fi->flags & O_DIRECT);
 }
 
 static void x_init(void *userdata, struct fuse_conn_info *conn)
@@ -622,7 +627,9 @@ static int open_file(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
     /* A write-only handle (dd, cp, shell redirections) writes past the page
      * cache: one copy of the bytes instead of two (dd writes ~25 % faster).
      * It cannot read or mmap, so nothing it does needs the cache; pages
-     * other handles cached are dropped by x_write. */
+     * other handles cached are dropped by x_write. An O_DIRECT handle asked
+     * for no cache (see handle_direct; it cannot mmap either, as with
+     * direct_io on any FUSE mount of kernels before 6.6). */
     fi->direct_io = handle_direct(fi);
     return 0;
 }
