@@ -90,7 +90,8 @@ static int truncation_begin(struct datapath *datapath, uint64_t ino, bool size,
         pagestore_wait(datapath, file);
     }
     int result = writebehind_drain(datapath, file);
-    filecommit_wait(file); /* the change must reach meta after a COMMIT on its way */
+    if (result == 0) /* the change must reach meta after a COMMIT on its way */
+        result = filecommit_wait(datapath, file);
     return result;
 }
 

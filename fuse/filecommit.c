@@ -23,16 +23,25 @@ void filecommit_note(struct datapath *datapath, const struct ts_attr *attr)
         datapath->committed(datapath->committed_context, attr->ino);
 }
 
-void filecommit_wait(struct open_file *file)
+int filecommit_wait(struct datapath *datapath, struct open_file *file)
 {
-    while (file->committing)
+    while (file->committing) {
         pthread_cond_wait(&file->changed, &file->lock);
+        /* The wait let the lock go: bytes written meanwhile go out first,
+         * so that no size reaches meta ahead of its bytes. */
+        int error = writebehind_drain(datapath, file);
+        if (error != 0)
+            return error;
+    }
+    return 0;
 }
 
 int filecommit_size(struct datapath *datapath, struct open_file *file, int sync)
 {
     struct ts_attr attr;
-    filecommit_wait(file);
+    int error = filecommit_wait(datapath, file);
+    if (error != 0)
+        return error;
     if (!file->size_dirty && !sync)
         return 0;
     /* What is committed is taken now; the COMMIT goes with the lock let go,

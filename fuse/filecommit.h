@@ -20,8 +20,12 @@ void filecommit_note(struct datapath *datapath, const struct ts_attr *attr);
  */
 int filecommit_size(struct datapath *datapath, struct open_file *file, int sync);
 
-/* Waits until no COMMIT of the file is on its way: a truncation or punch
- * must reach meta after it. Called with file->lock held. */
-void filecommit_wait(struct open_file *file);
+/*
+ * Waits until no COMMIT of the file is on its way (a truncation or punch
+ * must reach meta after it), writing out what was written while it waited.
+ * Called with file->lock held, after writebehind_drain(). Returns 0 or the
+ * writes' error.
+ */
+int filecommit_wait(struct datapath *datapath, struct open_file *file);
 
 #endif
