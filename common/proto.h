@@ -112,6 +112,11 @@ enum ts_op {
 
     /* tool -> meta */
     TS_OP_TILE_HOLDERS = 63, /* every holder of tiles: the primary and the read copies */
+    TS_OP_NODE_ADMIN = 64,   /* drain, remove or reactivate a datanode */
+    TS_OP_HEALTH = 65,       /* HEALTHY / DEGRADED / UNAVAILABLE, repair progress */
+
+    /* meta's repairer -> meta */
+    TS_OP_REPAIR_SCAN = 66, /* the next repair steps, from a cursor over the tile map */
 
     /* client -> datanode */
     TS_OP_TILE_WRITE = 80,
@@ -650,9 +655,10 @@ enum ts_move_state { TS_MOVE_BEGUN = 0, TS_MOVE_COMMITTED = 1 };
     X(U32, queue_depth)                                                                            \
     X(U64, throttle_bytes_per_sec)                                                                 \
     X(STR, machine)                                                                                \
-    X(STR, address)
-/* Versioned (TS_RECORDS): what a node reports keeps growing. */
-#define TS_NODE_LIST_REC_VERSION 1
+    X(STR, address)                                                                                \
+    X(U32, admin)
+/* Versioned (TS_RECORDS): what a node reports keeps growing. 2: admin. */
+#define TS_NODE_LIST_REC_VERSION 2
 #define TS_MSG_NODE_LIST_REP(X) X(U32, count) X(BLOB, nodes)
 
 /*
@@ -736,6 +742,82 @@ enum ts_holder_kind { TS_HOLDER_PRIMARY = 1, TS_HOLDER_COPY = 2 };
 #define TS_REC_TILE_HOLDER(X) X(U64, tile) X(U32, node) X(U64, version) X(U32, kind)
 #define TS_MSG_TILE_HOLDERS_REQ(X) X(U64, ino) X(U64, first) X(U32, count)
 #define TS_MSG_TILE_HOLDERS_REP(X) X(U32, count) X(BLOB, holders)
+
+/*
+ * NODE_ADMIN: an operator's decision about datanode node_id, kept in meta's
+ * nodes table (so it outlives restarts) and shown as NODE_LIST `admin`:
+ *   ACTIVE   - the default: takes new tiles, its replicas count;
+ *   DRAINING - online decommission: no new tiles; its replicas no longer
+ *              count toward a tile's copies, so the repairer copies each
+ *              tile elsewhere (from it while it is up) and then drops its
+ *              replica; once it holds nothing it is drained;
+ *   REMOVED  - as DRAINING, for a node that is gone for good: its
+ *              replicas are replaced at once, without --replace-after.
+ * A node never registered is TS_ERR_NOENT. Reply: TS_MSG_EMPTY.
+ */
+enum ts_node_admin { TS_NODE_ACTIVE = 0, TS_NODE_DRAINING = 1, TS_NODE_REMOVED = 2 };
+#define TS_MSG_NODE_ADMIN_REQ(X) X(U32, node_id) X(U32, admin)
+
+/*
+ * REPAIR_SCAN: meta's repairer asks for the next repair steps, visiting
+ * the tile map from (after_ino, after_tile) exclusive ((0, 0) starts a
+ * pass; meta starts the pass's health counts then). A tile needs repair
+ * when fewer of its replicas are good (on an up, ACTIVE node) than its
+ * file's copies. Replicas on nodes down for less than replace_after_ms
+ * are waited for (they count for health as missing, for repair as
+ * present); replicas on nodes down longer, DRAINING or REMOVED are
+ * replaced: TS_REC_REPAIR_STEP COPY steps from an up replica to new
+ * targets (distinct machines first), then DROP steps of the replaced
+ * ones. A tile with a relocation journal entry is left alone. At most
+ * max_steps steps (1..TS_MAX_REPAIR_STEPS); steps of one tile are never
+ * split across replies. done = 1 when the pass reached the end of the
+ * map (next_* then 0): the pass's counts become what HEALTH reports.
+ */
+#define TS_MAX_REPAIR_STEPS 1024
+#define TS_REC_REPAIR_STEP(X)                                                                      \
+    X(U32, kind) /* TS_MOVE_COPY or TS_MOVE_DROP */                                                \
+    X(U64, ino)                                                                                    \
+    X(U64, tile)                                                                                   \
+    X(U64, version) /* from_node's file of the tile */                                             \
+    X(U32, from_node)                                                                              \
+    X(U32, to_node)                                                                                \
+    X(U64, tile_bytes)
+#define TS_MSG_REPAIR_SCAN_REQ(X)                                                                 \
+    X(U64, after_ino) X(U64, after_tile) X(U32, max_steps) X(U64, replace_after_ms)
+#define TS_MSG_REPAIR_SCAN_REP(X)                                                                 \
+    X(U32, count) X(U32, done) X(U64, next_ino) X(U64, next_tile) X(BLOB, steps)
+
+/*
+ * HEALTH: the cluster's data health as of meta's last complete pass over
+ * the tile map (REPAIR_SCAN), plus the repairer's progress now.
+ * state: enum ts_health. tiles: mapped tiles; degraded_*: tiles (and their
+ * bytes) with fewer good replicas than their copies but one up at least;
+ * unavailable_tiles: tiles with no replica on an up node. The first
+ * unavailable files (at most TS_MAX_HEALTH_FILES) are named as
+ * TS_REC_HEALTH_FILE records (path "" when meta found no name).
+ * pass_age_ms: since that pass ended (UINT64_MAX: no pass yet).
+ * repair_*: the repairer's steps and bytes done since meta started, its
+ * rate now (bytes per second, over the last few seconds), the steps
+ * waiting (found by the running pass, not run yet) and its failures.
+ */
+enum ts_health { TS_HEALTHY = 0, TS_DEGRADED = 1, TS_UNAVAILABLE = 2 };
+#define TS_MAX_HEALTH_FILES 16
+#define TS_REC_HEALTH_FILE(X) X(U64, ino) X(U64, tiles) X(STR, path)
+#define TS_MSG_HEALTH_REP(X)                                                                      \
+    X(U32, state)                                                                                  \
+    X(U64, tiles)                                                                                  \
+    X(U64, degraded_tiles)                                                                         \
+    X(U64, degraded_bytes)                                                                         \
+    X(U64, unavailable_tiles)                                                                      \
+    X(U64, pass_age_ms)                                                                            \
+    X(U64, repair_steps_done)                                                                      \
+    X(U64, repair_bytes_done)                                                                      \
+    X(U64, repair_bytes_per_sec)                                                                   \
+    X(U64, repair_steps_waiting)                                                                   \
+    X(U64, repair_bytes_waiting)                                                                   \
+    X(U64, repair_steps_failed)                                                                    \
+    X(U32, file_count)                                                                             \
+    X(BLOB, files)
 
 /* Tile I/O. The tile's bytes travel in frame 1 (write request, read reply). */
 #define TS_MSG_TILE_WRITE_REQ(X) X(U64, ino) X(U64, tile) X(U64, version) X(U32, offset)
@@ -930,6 +1012,10 @@ enum ts_fence_action { TS_FENCE_LIFT = 0, TS_FENCE_FREEZE = 1, TS_FENCE_RETIRE =
     M(tile_reconcile_rep, TS_MSG_TILE_RECONCILE_REP)                                               \
     M(tile_holders_req, TS_MSG_TILE_HOLDERS_REQ)                                                   \
     M(tile_holders_rep, TS_MSG_TILE_HOLDERS_REP)                                                   \
+    M(node_admin_req, TS_MSG_NODE_ADMIN_REQ)                                                       \
+    M(repair_scan_req, TS_MSG_REPAIR_SCAN_REQ)                                                     \
+    M(repair_scan_rep, TS_MSG_REPAIR_SCAN_REP)                                                     \
+    M(health_rep, TS_MSG_HEALTH_REP)                                                               \
     M(tile_write_req, TS_MSG_TILE_WRITE_REQ)                                                       \
     M(tile_read_req, TS_MSG_TILE_READ_REQ)                                                         \
     M(tile_sync_req, TS_MSG_TILE_SYNC_REQ)                                                         \
@@ -1048,6 +1134,8 @@ int ts_str_copy(struct ts_str str, char *out, size_t cap);
     R(tile_file, TS_REC_TILE_FILE, 0)                                                              \
     R(reconcile_verdict, TS_REC_RECONCILE_VERDICT, 0)                                              \
     R(tile_holder, TS_REC_TILE_HOLDER, 0)                                                          \
+    R(repair_step, TS_REC_REPAIR_STEP, 0)                                                          \
+    R(health_file, TS_REC_HEALTH_FILE, 0)                                                          \
     R(stats_op, TS_REC_STATS_OP, 0)                                                                \
     R(stats_tile, TS_REC_STATS_TILE, 0)
 

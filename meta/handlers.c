@@ -29,6 +29,7 @@
 #include "handlers_namespace.h"
 #include "handlers_nodes.h"
 #include "handlers_profiles.h"
+#include "handlers_repair.h"
 #include "handlers_session.h"
 #include "handlers_tiles.h"
 #include "handlers_xattrs.h"
@@ -201,6 +202,9 @@ const rpc_handler_fn handlers_table[TS_OP_MAX] = {
     [TS_OP_HEARTBEAT] = handlers_nodes_heartbeat,
     [TS_OP_TILE_RECONCILE] = handlers_tiles_reconcile,
     [TS_OP_TILE_HOLDERS] = handlers_tiles_holders,
+    [TS_OP_NODE_ADMIN] = handlers_repair_node_admin,
+    [TS_OP_REPAIR_SCAN] = handlers_repair_scan,
+    [TS_OP_HEALTH] = handlers_repair_health,
     [TS_OP_TILE_UNCOPY] = handlers_moves_tile_uncopy,
     [TS_OP_PUNCH] = handlers_files_punch,
     [TS_OP_PROFILE_SET] = handlers_profiles_set,

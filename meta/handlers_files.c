@@ -405,7 +405,9 @@ static int tile_map_candidates(struct store_txn *txn, struct tile_map_op *op)
     for (size_t i = 0; i < count; i++) {
         struct placement_node *candidate = &op->candidates[i];
         candidate->id = nodes[i].id;
-        candidate->up = nodes_live_is_up(op->service->live, nodes[i].id, op->now_ms);
+        /* A draining or removed node takes no new tiles (NODE_ADMIN). */
+        candidate->up = nodes[i].admin == TS_NODE_ACTIVE &&
+                        nodes_live_is_up(op->service->live, nodes[i].id, op->now_ms);
         candidate->free_bytes = nodes[i].free_bytes;
         candidate->write_bytes_per_sec = nodes[i].write_bytes_per_sec;
         candidate->backlog_bytes = nodes_live_backlog(op->service->live, nodes[i].id, op->now_ms);

@@ -102,7 +102,8 @@ static int node_list_body(struct store_txn *txn, void *arg)
                                           .queue_depth = nodes[i].queue_depth,
                                           .throttle_bytes_per_sec = nodes[i].throttle_bytes_per_sec,
                                           .machine = ts_str_of(nodes[i].machine),
-                                          .address = ts_str_of(nodes[i].address)};
+                                          .address = ts_str_of(nodes[i].address),
+                                          .admin = nodes[i].admin};
         ts_node_list_rec_write(&op->records, &record);
     }
     op->count = (uint32_t)count;
@@ -302,8 +303,16 @@ static int heartbeat_body(struct store_txn *txn, void *arg)
         if (err < 0)
             return reply_store_status(err);
     }
+    /* The operator's drain or removal outlives what the node reports. */
+    uint32_t admin = TS_NODE_ACTIVE;
+    err = nodes_get(txn, op->node_id, &record);
+    if (err < 0 && err != -ENOENT)
+        return reply_store_status(err);
+    if (err == 0)
+        admin = record.admin;
     memset(&record, 0, sizeof(record));
     record.id = op->node_id;
+    record.admin = admin;
     record.incarnation = request->incarnation;
     ts_str_copy(request->machine, record.machine, sizeof(record.machine));
     ts_str_copy(request->address, record.address, sizeof(record.address));

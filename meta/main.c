@@ -13,6 +13,7 @@
 #include "handlers.h"
 #include "layout.h"
 #include "log.h"
+#include "repairer.h"
 #include "rpc.h"
 #include "service.h"
 #include "util.h"
@@ -35,6 +36,9 @@ struct meta_options {
     long mount_lease_ms;
     uint32_t placement; /* enum ts_placement: the cluster's default */
     enum log_level log_level;
+    int64_t replace_after_ms;
+    uint64_t repair_bytes_per_sec; /* 0 = unlimited */
+    bool repair;                   /* run the repairer (--no-repair: off) */
 };
 
 static volatile sig_atomic_t meta_stop_signal;
@@ -62,9 +66,39 @@ static void meta_usage(FILE *out)
             "                          (default %d)\n"
             "  --placement POLICY      where new tiles go unless a file's layout says:\n"
             "                          dynamic (default), static or roundrobin\n"
+            "  --replace-after TIME    a datanode down this long has its replicas made\n"
+            "                          again elsewhere: seconds, or with s, m or h\n"
+            "                          (default 10m)\n"
+            "  --repair-mbps RATE      pace of that repair, in MB/s over the cluster;\n"
+            "                          0 = unlimited (default %llu)\n"
+            "  --no-repair             do not repair (replicas below their copies stay so)\n"
             "  --log-level LEVEL       error, warn, info or debug (default info)\n"
             "  --help                  show this and exit\n",
-            META_DEFAULT_LISTEN, SERVICE_DEFAULT_NODE_TIMEOUT_MS, SESSIONS_DEFAULT_LEASE_MS);
+            META_DEFAULT_LISTEN, SERVICE_DEFAULT_NODE_TIMEOUT_MS, SESSIONS_DEFAULT_LEASE_MS,
+            (unsigned long long)(REPAIRER_DEFAULT_BYTES_PER_SEC / 1000000));
+}
+
+/* "90", "90s", "15m", "2h" into milliseconds, up to 30 days. 0 or -EINVAL. */
+static int meta_parse_duration(const char *text, int64_t *ms)
+{
+    char *end;
+    errno = 0;
+    long long value = strtoll(text, &end, 10);
+    long long unit = 1000;
+    if (errno != 0 || end == text || value < 0)
+        return -EINVAL;
+    if (*end == 'm')
+        unit = 60 * 1000;
+    else if (*end == 'h')
+        unit = 3600 * 1000;
+    else if (*end != 's' && *end != '\0')
+        return -EINVAL;
+    if (*end != '\0' && end[1] != '\0')
+        return -EINVAL;
+    if (value > 30LL * 24 * 3600 * 1000 / unit)
+        return -EINVAL;
+    *ms = value * unit;
+    return 0;
 }
 
 /* Returns 0 to run, 1 to exit 0 (--help), 2 to exit 2 (message printed). */
@@ -77,6 +111,9 @@ static int meta_parse(int argc, char **argv, struct meta_options *options)
         {"mount-lease-ms", required_argument, NULL, 'm'},
         {"placement", required_argument, NULL, 'p'},
         {"log-level", required_argument, NULL, 'v'},
+        {"replace-after", required_argument, NULL, 'r'},
+        {"repair-mbps", required_argument, NULL, 'R'},
+        {"no-repair", no_argument, NULL, 'N'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -88,12 +125,35 @@ static int meta_parse(int argc, char **argv, struct meta_options *options)
     options->mount_lease_ms = SESSIONS_DEFAULT_LEASE_MS;
     options->placement = SERVICE_DEFAULT_PLACEMENT;
     options->log_level = LOG_LEVEL_INFO;
+    options->replace_after_ms = REPAIRER_DEFAULT_REPLACE_AFTER_MS;
+    options->repair_bytes_per_sec = REPAIRER_DEFAULT_BYTES_PER_SEC;
+    options->repair = true;
     opterr = 0;
     /* The leading ':' makes a missing value return ':' instead of '?'. */
     while ((option = getopt_long(argc, argv, ":", long_options, NULL)) != -1) {
         switch (option) {
         case 'l': options->listen = optarg; break;
         case 'd': options->data_dir = optarg; break;
+        case 'r':
+            if (meta_parse_duration(optarg, &options->replace_after_ms) < 0) {
+                fprintf(stderr,
+                        "tessera-meta: --replace-after '%s': want seconds (0..30 days), "
+                        "optionally with s, m or h, e.g. 10m\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 'R': {
+            long mbps;
+            if (util_parse_long(optarg, 0, 1000000, &mbps) < 0) {
+                fprintf(stderr, "tessera-meta: --repair-mbps '%s': want MB/s, 0..1000000\n",
+                        optarg);
+                return 2;
+            }
+            options->repair_bytes_per_sec = (uint64_t)mbps * 1000000;
+            break;
+        }
+        case 'N': options->repair = false; break;
         case 't':
             if (util_parse_long(optarg, 100, 3600000, &options->node_timeout_ms) < 0) {
                 fprintf(stderr,
@@ -187,6 +247,7 @@ int main(int argc, char **argv)
     struct meta_options options;
     struct service *service = NULL;
     struct rpc_server *server = NULL;
+    struct repairer *repairer = NULL;
     struct sigaction action;
     sigset_t stop_signals;
     int exit_code = 1;
@@ -213,6 +274,18 @@ int main(int argc, char **argv)
     server = rpc_server_new(options.listen, handlers_table, service);
     if (!server)
         goto out;
+    if (options.repair) {
+        struct repairer_config repair = {.meta_endpoint = options.listen,
+                                         .replace_after_ms = options.replace_after_ms,
+                                         .max_bytes_per_sec = options.repair_bytes_per_sec};
+        int err = repairer_start(&repair, &repairer);
+        if (err < 0) {
+            log_error("cannot start the repairer: %s", strerror(-err));
+            goto out;
+        }
+        service->repair_progress = repairer_progress;
+        service->repair_progress_ctx = repairer;
+    }
     pthread_sigmask(SIG_UNBLOCK, &stop_signals, NULL);
     log_info("ready: listening on %s, store in %s, default placement %s, mount lease %ld ms",
              options.listen, options.data_dir, layout_placement_name(options.placement),
@@ -220,6 +293,12 @@ int main(int argc, char **argv)
     exit_code = meta_serve(server, service);
 
 out:
+    if (repairer) {
+        /* Ends the repairer's calls at once (they would wait for their deadlines). */
+        zmq_ctx_shutdown(rpc_context());
+        service->repair_progress = NULL;
+        repairer_stop(&repairer);
+    }
     rpc_server_destroy(&server);
     service_close(&service);
     return exit_code;

@@ -3,9 +3,9 @@
  * See nodes.h. Record value (little-endian like the wire): u64 capacity,
  * u64 free, u64 used, u64 tiles, u16-length machine, u16-length address,
  * then u64 read_bytes_per_sec, u64 write_bytes_per_sec, u32 queue_depth,
- * u64 throttle_bytes_per_sec, u64 incarnation (records written before
- * those existed end after the address, or after the throttle, and read as
- * zeros).
+ * u64 throttle_bytes_per_sec, u64 incarnation, u32 admin (records
+ * written before those existed end after the address, the throttle or the
+ * incarnation, and read as zeros).
  * The liveness table is a small array sorted by id: there is one entry per
  * datanode, a few hundred at most, and it is read far more than written.
  */
@@ -21,8 +21,10 @@
 
 #define NODES_LOAD_BYTES (3 * 8 + 4)
 #define NODES_INCARNATION_BYTES 8
+#define NODES_ADMIN_BYTES 4
 #define NODES_VALUE_MAX                                                                            \
-    (4 * 8 + 2 * (2 + NODES_MAX_TEXT) + NODES_LOAD_BYTES + NODES_INCARNATION_BYTES)
+    (4 * 8 + 2 * (2 + NODES_MAX_TEXT) + NODES_LOAD_BYTES + NODES_INCARNATION_BYTES +              \
+     NODES_ADMIN_BYTES)
 
 int nodes_get(struct store_txn *txn, uint32_t id, struct nodes_record *record)
 {
@@ -47,14 +49,18 @@ int nodes_get(struct store_txn *txn, uint32_t id, struct nodes_record *record)
     machine = ts_cursor_str(&cursor);
     address = ts_cursor_str(&cursor);
     if (cursor.left == NODES_LOAD_BYTES ||
-        cursor.left == NODES_LOAD_BYTES + NODES_INCARNATION_BYTES) {
+        cursor.left == NODES_LOAD_BYTES + NODES_INCARNATION_BYTES ||
+        cursor.left == NODES_LOAD_BYTES + NODES_INCARNATION_BYTES + NODES_ADMIN_BYTES) {
         record->read_bytes_per_sec = ts_cursor_u64(&cursor);
         record->write_bytes_per_sec = ts_cursor_u64(&cursor);
         record->queue_depth = ts_cursor_u32(&cursor);
         record->throttle_bytes_per_sec = ts_cursor_u64(&cursor);
     }
-    if (cursor.left == NODES_INCARNATION_BYTES)
+    if (cursor.left == NODES_INCARNATION_BYTES ||
+        cursor.left == NODES_INCARNATION_BYTES + NODES_ADMIN_BYTES)
         record->incarnation = ts_cursor_u64(&cursor);
+    if (cursor.left == NODES_ADMIN_BYTES)
+        record->admin = ts_cursor_u32(&cursor);
     if (cursor.failed || cursor.left != 0 ||
         ts_str_copy(machine, record->machine, sizeof(record->machine)) < 0 ||
         ts_str_copy(address, record->address, sizeof(record->address)) < 0) {
@@ -83,6 +89,7 @@ int nodes_put(struct store_txn *txn, const struct nodes_record *record)
     ts_writer_u32(&writer, record->queue_depth);
     ts_writer_u64(&writer, record->throttle_bytes_per_sec);
     ts_writer_u64(&writer, record->incarnation);
+    ts_writer_u32(&writer, record->admin);
     if (writer.failed)
         return -EINVAL;
     return store_put(txn, STORE_NODES, key, sizeof(key), value, writer.len);

@@ -46,6 +46,8 @@ struct nodes_record {
     /* The random identity of the data directory it registered with (HEARTBEAT
      * incarnation); 0 = not known yet (a record older than identities). */
     uint64_t incarnation;
+    /* enum ts_node_admin: the operator's drain or removal (NODE_ADMIN). */
+    uint32_t admin;
 };
 
 /* How fast an unmeasured node's backlog drains. */

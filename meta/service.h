@@ -13,6 +13,7 @@
 #include "leases.h"
 #include "nodes.h"
 #include "proto.h"
+#include "repairpass.h"
 #include "sessions.h"
 #include "store.h"
 
@@ -40,6 +41,10 @@ struct service {
     int64_t started_ms;
     int64_t reap_after_ms;
     bool fresh_store; /* made by this start: no grace */
+    struct repairpass repair_pass; /* health as REPAIR_SCAN found it (repairpass.h) */
+    /* The repairer's progress for HEALTH; NULL when none runs (tests). Any thread. */
+    void (*repair_progress)(void *ctx, struct repairpass_progress *out);
+    void *repair_progress_ctx;
     bool orphans_swept;
 };
 

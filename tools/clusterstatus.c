@@ -10,6 +10,7 @@
 #include "cliargs.h"
 #include "clusterconf.h"
 #include "fmt.h"
+#include "healthview.h"
 #include "toolmeta.h"
 #include "metatarget.h"
 #include "status.h"
@@ -83,9 +84,14 @@ static int clusterstatus_parse(int argc, char **argv, struct clusterstatus_optio
     return exit_code;
 }
 
-static const char *clusterstatus_state_name(uint32_t state)
+static const char *clusterstatus_state_name(const struct toolmeta_node *node)
 {
-    return state == TS_NODE_UP ? "up" : "down";
+    bool up = node->state == TS_NODE_UP;
+    switch (node->admin) {
+    case TS_NODE_DRAINING: return up ? "up,draining" : "down,draining";
+    case TS_NODE_REMOVED: return up ? "up,removed" : "down,removed";
+    default: return up ? "up" : "down";
+    }
 }
 
 /* "0.4s", "12s", "3m", "2h": how long ago meta heard from a node. */
@@ -146,9 +152,9 @@ static void clusterstatus_print_row(const struct toolmeta_node *node, int machin
         snprintf(throttle, sizeof(throttle), "off");
     else
         clusterstatus_rate(node->throttle_bytes_per_sec, throttle, sizeof(throttle));
-    printf("%-4" PRIu32 " %-*s %-*s %-5s %8" PRIu64 " %7s %7s %9s %8s %8s %8" PRIu32 " %8s\n",
+    printf("%-4" PRIu32 " %-*s %-*s %-13s %8" PRIu64 " %7s %7s %9s %8s %8s %8" PRIu32 " %8s\n",
            node->id, machine_width, node->machine, address_width, node->address,
-           clusterstatus_state_name(node->state), node->tiles, used, free_text, age, read_rate,
+           clusterstatus_state_name(node), node->tiles, used, free_text, age, read_rate,
            write_rate, node->queue_depth, throttle);
 }
 
@@ -166,7 +172,7 @@ static void clusterstatus_print_table(const struct toolmeta_node *nodes, size_t 
     char total_text[16];
 
     clusterstatus_widths(nodes, count, &machine_width, &address_width);
-    printf("%-4s %-*s %-*s %-5s %8s %7s %7s %9s %8s %8s %8s %8s\n", "ID", machine_width, "MACHINE",
+    printf("%-4s %-*s %-*s %-13s %8s %7s %7s %9s %8s %8s %8s %8s\n", "ID", machine_width, "MACHINE",
            address_width, "ADDRESS", "STATE", "TILES", "USED", "FREE", "HEARTBEAT", "READ", "WRITE",
            "INFLIGHT", "THROTTLE");
     for (size_t i = 0; i < count; i++) {
@@ -217,10 +223,14 @@ static void clusterstatus_print_json(const struct toolmeta_node *nodes, size_t c
         printf(", \"state\": \"%s\", \"capacity\": %" PRIu64 ", \"free\": %" PRIu64
                ", \"used\": %" PRIu64 ", \"tiles\": %" PRIu64 ", \"heartbeat_age_ms\": %" PRIu64
                ", \"read_bytes_per_sec\": %" PRIu64 ", \"write_bytes_per_sec\": %" PRIu64
-               ", \"queue_depth\": %" PRIu32 ", \"throttle_bytes_per_sec\": %" PRIu64 "}",
-               clusterstatus_state_name(node->state), node->capacity, node->free_bytes,
+               ", \"queue_depth\": %" PRIu32 ", \"throttle_bytes_per_sec\": %" PRIu64
+               ", \"admin\": \"%s\"}",
+               node->state == TS_NODE_UP ? "up" : "down", node->capacity, node->free_bytes,
                node->used_bytes, node->tiles, node->heartbeat_age_ms, node->read_bytes_per_sec,
-               node->write_bytes_per_sec, node->queue_depth, node->throttle_bytes_per_sec);
+               node->write_bytes_per_sec, node->queue_depth, node->throttle_bytes_per_sec,
+               node->admin == TS_NODE_DRAINING  ? "draining"
+               : node->admin == TS_NODE_REMOVED ? "removed"
+                                                : "active");
     }
     printf("%s]\n", count ? "\n" : "");
 }
@@ -269,6 +279,13 @@ static int clusterstatus_query(const struct clusterstatus_options *options)
         clusterstatus_print_json(nodes, count);
         goto out;
     }
+    struct healthview health;
+    status = healthview_fetch(client, (int)options->target.timeout_ms, &health, error_text,
+                              sizeof(error_text));
+    if (status == TS_OK)
+        healthview_print(stdout, &health);
+    else
+        fprintf(stderr, "tessera status: HEALTH failed: %s\n", status_text(status));
     status = toolmeta_statfs(client, (int)options->target.timeout_ms, &totals);
     clusterstatus_print_table(nodes, count, &totals, status == TS_OK);
     if (status != TS_OK)

@@ -32,7 +32,13 @@
 #define NODEADMIN_MB 1000000.0
 #define NODEADMIN_MAX_MBPS 1000000.0
 
-enum nodeadmin_action { NODEADMIN_THROTTLE, NODEADMIN_STATS };
+enum nodeadmin_action {
+    NODEADMIN_THROTTLE,
+    NODEADMIN_STATS,
+    NODEADMIN_DRAIN,
+    NODEADMIN_REMOVE,
+    NODEADMIN_ACTIVATE,
+};
 
 struct nodeadmin_options {
     struct metatarget target; /* --state | --meta, --timeout-ms */
@@ -50,6 +56,15 @@ static void nodeadmin_usage(FILE *out)
             "                                    [--timeout-ms MS]\n"
             "       tessera node stats ID [--json] [--reset] [--state DIR | --meta ENDPOINT]\n"
             "                                    [--timeout-ms MS]\n"
+            "       tessera node drain|remove|activate ID [--state DIR | --meta ENDPOINT]\n"
+            "                                    [--timeout-ms MS]\n"
+            "\n"
+            "drain: online decommission of datanode ID: it takes no new tiles, and meta's\n"
+            "repairer copies each of its replicas to another node (from it, while it is up)\n"
+            "before dropping it; `tessera health` shows the progress. remove: the same for a\n"
+            "node that is gone for good: its replicas are made again from the others at\n"
+            "once, without waiting for tessera-meta --replace-after. activate: undoes either.\n"
+            "The decision is kept by meta across restarts.\n"
             "\n"
             "throttle: caps the disk I/O of datanode ID (as `tessera status` lists it) at\n"
             "R MB/s (10^6 bytes/s; fractions allowed), or lifts the cap with `off`. It takes\n"
@@ -124,17 +139,28 @@ static int nodeadmin_parse(int argc, char **argv, struct nodeadmin_options *opti
     static const struct cliargs_command command = {NODEADMIN_WHO, nodeadmin_usage, long_options,
                                                    nodeadmin_take};
     /* In the order of enum nodeadmin_action. */
-    static const char *const actions[] = {"throttle", "stats"};
+    static const char *const actions[] = {"throttle", "stats", "drain", "remove", "activate"};
     size_t action = 0;
     int operands;
     int exit_code =
         metatarget_parse(&command, &options->target, argc, argv, options, &operands);
 
     if (exit_code == CLIARGS_GO_ON)
-        exit_code = cliargs_action(NODEADMIN_WHO, actions, 2, argc, argv, operands, &action);
+        exit_code = cliargs_action(NODEADMIN_WHO, actions, sizeof(actions) / sizeof(actions[0]),
+                                   argc, argv, operands, &action);
     if (exit_code != CLIARGS_GO_ON)
         return exit_code;
     options->action = (enum nodeadmin_action)action;
+    if (options->action >= NODEADMIN_DRAIN) {
+        if (options->json || options->reset)
+            return nodeadmin_usage_error("--json and --reset go with stats", NULL);
+        if (argc - operands != 2)
+            return nodeadmin_usage_error("wants a node id, e.g. tessera node drain 2", NULL);
+        if (util_parse_long(argv[operands + 1], 1, UINT32_MAX, &options->node_id) != 0)
+            return nodeadmin_usage_error("node id must be a number as tessera status shows, got",
+                                         argv[operands + 1]);
+        return CLIARGS_GO_ON;
+    }
     if (options->action == NODEADMIN_STATS) {
         if (argc - operands != 2)
             return nodeadmin_usage_error("stats wants a node id, e.g. tessera node stats 2", NULL);
@@ -355,6 +381,45 @@ static int nodeadmin_stats(const struct nodeadmin_options *options,
     return exit_code;
 }
 
+/* NODE_ADMIN to meta: drain, remove or activate the node. Returns the exit code. */
+static int nodeadmin_admin(const struct nodeadmin_options *options,
+                           const struct toolmeta_node *node)
+{
+    static const uint32_t admin_of[] = {[NODEADMIN_DRAIN] = TS_NODE_DRAINING,
+                                        [NODEADMIN_REMOVE] = TS_NODE_REMOVED,
+                                        [NODEADMIN_ACTIVATE] = TS_NODE_ACTIVE};
+    static const char *const done_text[] = {
+        [NODEADMIN_DRAIN] = "is draining: its replicas are being copied elsewhere "
+                            "(tessera health shows the progress)",
+        [NODEADMIN_REMOVE] = "is removed: its replicas are being made again from the others",
+        [NODEADMIN_ACTIVATE] = "is active again: it takes new tiles and its replicas count"};
+    struct ts_node_admin_req request = {.node_id = node->id, .admin = admin_of[options->action]};
+    uint8_t payload[16];
+    struct rpc_reply reply;
+    char error_text[256];
+    int len = ts_node_admin_req_encode(&request, payload, sizeof(payload));
+    struct rpc_client *client = rpc_client_new(options->target.endpoint);
+
+    if (!client || len < 0) {
+        rpc_client_destroy(&client);
+        fprintf(stderr, "tessera node: cannot use endpoint %s\n", options->target.endpoint);
+        return 1;
+    }
+    int status = rpc_client_call(client, TS_OP_NODE_ADMIN, payload, (size_t)len, NULL, 0,
+                                 (int)options->target.timeout_ms, &reply);
+    rpc_reply_error_text(&reply, error_text, sizeof(error_text));
+    rpc_reply_release(&reply);
+    rpc_client_destroy(&client);
+    if (status != TS_OK) {
+        fprintf(stderr, "tessera node: tessera-meta at %s answered: %s%s%s\n",
+                options->target.endpoint, status_text(status), error_text[0] ? ": " : "",
+                error_text);
+        return 1;
+    }
+    printf("datanode %" PRIu32 " (%s) %s\n", node->id, node->machine, done_text[options->action]);
+    return 0;
+}
+
 int nodeadmin_main(int argc, char **argv)
 {
     struct nodeadmin_options options = {.target.timeout_ms = NODEADMIN_DEFAULT_TIMEOUT_MS};
@@ -371,5 +436,7 @@ int nodeadmin_main(int argc, char **argv)
         return exit_code;
     if (options.action == NODEADMIN_STATS)
         return nodeadmin_stats(&options, &node);
+    if (options.action >= NODEADMIN_DRAIN)
+        return nodeadmin_admin(&options, &node);
     return nodeadmin_throttle(&options, &node);
 }

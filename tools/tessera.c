@@ -7,6 +7,7 @@
  */
 #include "cliargs.h"
 #include "clusterstatus.h"
+#include "healthview.h"
 #include "down.h"
 #include "filelayout.h"
 #include "log.h"
@@ -28,7 +29,9 @@ static const struct tessera_command tessera_commands[] = {
     {"up", up_main, "start a local cluster (meta, datanodes, mount) and wait for it"},
     {"down", down_main, "unmount and stop the local cluster"},
     {"status", clusterstatus_main, "show the datanodes and totals tessera-meta knows"},
-    {"node", nodeadmin_main, "administer one datanode: throttle ID R|off, stats ID"},
+    {"node", nodeadmin_main,
+     "administer one datanode: throttle ID R|off, stats ID, drain|remove|activate ID"},
+    {"health", healthview_main, "HEALTHY, DEGRADED or UNAVAILABLE, and the repair's progress"},
     {"layout", filelayout_main, "set or show a file's layout and its tile map"},
     {"profile", profile_main, "count who accesses which tiles: start, stop, reset, show"},
     {"rebalance", rebalance_main, "move tiles to their users: plan, apply, status, abort"},

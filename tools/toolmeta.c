@@ -52,6 +52,7 @@ static void toolmeta_read_node(struct ts_cursor *cursor, struct toolmeta_node *n
     (void)ts_node_list_rec_read(cursor, &record); /* the caller checks the cursor */
     node->id = record.id;
     node->state = record.state;
+    node->admin = record.admin;
     node->capacity = record.capacity;
     node->free_bytes = record.free_bytes;
     node->used_bytes = record.used_bytes;

@@ -34,6 +34,7 @@ struct toolmeta_node {
     uint64_t throttle_bytes_per_sec; /* 0 = none */
     char machine[256];               /* longer names are cut */
     char address[256];
+    uint32_t admin; /* enum ts_node_admin: drained or removed by the operator */
 };
 
 /* PING; TS_OK when meta answered. */
