@@ -53,6 +53,7 @@ struct up_options {
     bool no_mount;
     bool allow_other;
     long ready_timeout_ms;
+    const char *replace_after; /* tessera-meta --replace-after, NULL = its default */
 };
 
 enum up_option {
@@ -66,6 +67,7 @@ enum up_option {
     UP_ALLOW_OTHER,
     UP_LOG_LEVEL,
     UP_READY_TIMEOUT,
+    UP_REPLACE_AFTER,
 };
 
 static void up_usage(FILE *out)
@@ -73,7 +75,7 @@ static void up_usage(FILE *out)
     fprintf(out,
             "Usage: tessera up [--nodes N] [--mount DIR] [--state DIR] [--port BASE]\n"
             "                  [--host ADDR] [--io-timeout-ms MS] [--no-mount] [--allow-other]\n"
-            "                  [--log-level L] [--ready-timeout-ms MS]\n"
+            "                  [--log-level L] [--ready-timeout-ms MS] [--replace-after T]\n"
             "\n"
             "Starts a Tessera cluster on this machine: tessera-meta, N tessera-datanode and a\n"
             "tessera-mount, and waits until each one serves. Daemons already running are left\n"
@@ -91,6 +93,9 @@ static void up_usage(FILE *out)
             "  --allow-other          let other users use the mount (always on for root)\n"
             "  --log-level L          error, warn, info or debug for meta and datanodes\n"
             "  --ready-timeout-ms MS  how long each daemon may take to get ready (default %d)\n"
+            "  --replace-after T      tessera-meta --replace-after for the meta this run\n"
+            "                         starts (not saved): a datanode down this long has its\n"
+            "                         replicas made again elsewhere (default 10m)\n"
             "  -h, --help             this help\n"
             "\n"
             "Logs are appended to STATE/logs/<daemon>.log, pids kept in STATE/run/.\n"
@@ -177,6 +182,7 @@ static int up_take(void *ctx, int option, const char *value)
     case UP_IO_TIMEOUT:
         return up_parse_number("--io-timeout-ms", value, 1, 3600000, &given->io_timeout_ms,
                                &options->has_io_timeout);
+    case UP_REPLACE_AFTER: options->replace_after = value; return CLIARGS_GO_ON;
     case UP_READY_TIMEOUT:
         return up_parse_number("--ready-timeout-ms", value, 100, 3600000,
                                &options->ready_timeout_ms, &ignored);
@@ -208,6 +214,7 @@ static int up_parse(int argc, char **argv, struct up_options *options)
         {"allow-other", no_argument, NULL, UP_ALLOW_OTHER},
         {"log-level", required_argument, NULL, UP_LOG_LEVEL},
         {"ready-timeout-ms", required_argument, NULL, UP_READY_TIMEOUT},
+        {"replace-after", required_argument, NULL, UP_REPLACE_AFTER},
         {"help", no_argument, NULL, CLIARGS_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -553,6 +560,10 @@ static void up_daemon_argv(const struct cluster *cluster, const struct cluster_d
     up_arg(args, daemon->data_dir);
     up_arg(args, "--log-level");
     up_arg(args, cluster->conf.log_level);
+    if (daemon->role == CLUSTER_META && options->replace_after) {
+        up_arg(args, "--replace-after");
+        up_arg(args, options->replace_after);
+    }
 }
 
 /* Starts one daemon and writes its pid file. 0 or -errno (printed). */
