@@ -152,6 +152,7 @@ void repairplan_tile(struct repairplan_node *nodes, size_t node_count,
             .from_node = tile->holders[i].node,
             .version = tile->holders[i].version,
             .to_node = 0,
+            .node_down = !node || !node->up,
         };
     }
 }

@@ -17,7 +17,8 @@
  * on a machine no kept or new replica is on when there is one, then the
  * earliest to finish (bytes already planned on it this pass over its
  * measured write throughput). Then one DROP step per replaced replica,
- * only if the good, waited-for and new replicas reach copies without it.
+ * only if the good, waited-for and new replicas reach copies without it;
+ * node_down marks those of nodes that are down.
  * The executor runs a tile's steps in order and stops at the first that
  * fails, so a replica is never dropped before its replacement exists.
  */
@@ -53,6 +54,10 @@ struct repairplan_step {
     uint32_t from_node;
     uint64_t version; /* from_node's file */
     uint32_t to_node; /* 0 for a drop */
+    /* A drop of a replica whose node is down: nothing to freeze or retire
+     * there, so meta drops it from the map itself (the executor's fence
+     * would wait for a node that does not answer). */
+    bool node_down;
 };
 
 struct repairplan_tile {

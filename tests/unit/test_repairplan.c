@@ -93,6 +93,7 @@ static void test_long_outage_copies_then_drops(void **state)
     assert_int_equal(steps[1].kind, REPAIRPLAN_DROP);
     assert_int_equal(steps[1].from_node, 2);
     assert_int_equal(steps[1].version, 11);
+    assert_true(steps[1].node_down);
     assert_int_equal(nodes[3].planned_bytes, MB);
 }
 
@@ -164,6 +165,7 @@ static void test_draining_holder_is_source_then_dropped(void **state)
     assert_int_not_equal(steps[0].to_node, 3);
     assert_int_equal(steps[1].kind, REPAIRPLAN_DROP);
     assert_int_equal(steps[1].from_node, 3);
+    assert_false(steps[1].node_down); /* up: frozen and retired by the executor */
 }
 
 static void test_no_target_no_drop(void **state)
