@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+#
+# repair.sh: how fast self-healing makes lost replicas again (issue 29),
+# on the multi-host harness (tests/multihost/lib.sh: network namespaces,
+# links capped with tc).
+#
+# Four hosts, copies=2. Host 1 writes SIZE MiB into the cluster; then host
+# 4's datanode is killed and its data directory deleted. Meta (started with
+# --replace-after 2s and an unlimited repair rate) makes every replica host 4
+# held again on hosts 1..3, peer to peer. The table gives the bytes to
+# repair (host 4's share), the time from the kill until `tessera health`
+# says HEALTHY (minus the replace-after wait), the repair rate, and that
+# rate as a share of min(link, disk): every repaired byte crosses one
+# link out of a survivor and one into a target, so with three survivors
+# the links' sum, not one link, is the bound; the share printed is against
+# one link's cap (what a single pair would get) and against the three.
+#
+# Not part of `meson test`. Needs root, network namespaces and FUSE.
+set -euo pipefail
+exec </dev/null
+
+usage() {
+    cat <<'USAGE'
+usage: bench/repair.sh [--size MIB] [--link MBPS] [--disk MBPS]
+
+  --size MIB    data written before the loss (default 512)
+  --link MBPS   cap of every host's link, MB/s = 10^6 B/s (default 25)
+  --disk MBPS   every datanode's --throttle-mbps, 0 = none (default 0)
+  -h, --help    this text
+
+Environment: TESSERA_BUILD=DIR (default ./build).
+USAGE
+}
+
+size=512
+link=25
+disk=0
+while [ $# -gt 0 ]; do
+    case $1 in
+    -h | --help) usage; exit 0 ;;
+    --size) size=${2:?--size needs MiB}; shift 2 ;;
+    --link) link=${2:?--link needs MB/s}; shift 2 ;;
+    --disk) disk=${2:?--disk needs MB/s}; shift 2 ;;
+    *) echo "repair.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export TESSERA_BUILD=${TESSERA_BUILD:-$repo/build}
+[ -x "$TESSERA_BUILD/tools/tessera" ] ||
+    { echo "repair.sh: $TESSERA_BUILD/tools/tessera not found; build first (ninja -C build)" >&2; exit 2; }
+# shellcheck source=tests/multihost/lib.sh
+source "$repo/tests/multihost/lib.sh"
+
+replace_after_s=2
+MH_LINK_MBPS=$link
+MH_META_ARGS="--replace-after ${replace_after_s}s --repair-mbps 0"
+if [ "$disk" != 0 ]; then MH_NODE_ARGS="--throttle-mbps $disk"; fi
+mh_up 4
+
+health_rc() {
+    local rc=0
+    mh_exec 1 "$MH_TOOL" health --meta "$MH_META" >/dev/null 2>&1 || rc=$?
+    echo "$rc"
+}
+src=$(mh_random_file "${size}M")
+mh_exec 1 dd if="$src" of="${MH_MNT[1]}/data" bs=1M conv=fsync status=none
+mh_wait_for 60 "health HEALTHY after the write" eval '[ "$(health_rc)" = 0 ]'
+ino=$(mh_exec 1 stat -c %i "${MH_MNT[1]}/data")
+lost_tiles=$(mh_tiles_on 4 "$ino" | wc -l)
+lost_bytes=$((lost_tiles * 1048576))
+
+t0=$(mh_now_ms)
+mh_stop_node 4 KILL
+rm -rf "${MH_DATA[4]}"
+mh_wait_for 3600 "health HEALTHY after the repair" eval '[ "$(health_rc)" = 0 ]'
+elapsed_ms=$(($(mh_now_ms) - t0 - replace_after_s * 1000))
+mh_drop_cache 2 "${MH_MNT[2]}/data"
+mh_exec 2 cmp "$src" "${MH_MNT[2]}/data" || mh_fail "the file differs after the repair"
+
+bound=$link
+if [ "$disk" != 0 ] && [ "$disk" -lt "$bound" ]; then bound=$disk; fi
+awk -v bytes="$lost_bytes" -v ms="$elapsed_ms" -v bound="$bound" -v tiles="$lost_tiles" 'BEGIN {
+    rate = bytes / ms / 1000
+    printf "| lost replicas | bytes | repair time | rate MB/s | vs min(link, disk) | vs 3 links |\n"
+    printf "|---:|---:|---:|---:|---:|---:|\n"
+    printf "| %d | %.1f MB | %.1f s | %.1f | %.2f | %.2f |\n", tiles, bytes / 1e6, ms / 1000, rate, rate / bound, rate / (3 * bound)
+}'
+mh_down
