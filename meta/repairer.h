@@ -33,7 +33,7 @@
 #define REPAIRER_DEFAULT_BYTES_PER_SEC (64ull * 1000 * 1000)
 #define REPAIRER_PASS_INTERVAL_MS 2000 /* between passes that found nothing to do */
 #define REPAIRER_STEPS_PER_SCAN 256
-#define REPAIRER_CONCURRENCY 2
+#define REPAIRER_CONCURRENCY 8 /* steps at once: each waits on a pull and a few meta calls */
 #define REPAIRER_TIMEOUT_MS 10000
 
 struct repairer_config {
