@@ -467,7 +467,7 @@ const char *ts_op_name(uint16_t type)
     case TS_OP_TILE_MAP: return "TILE_MAP";
     case TS_OP_COMMIT: return "COMMIT";
     case TS_OP_NODE_LIST: return "NODE_LIST";
-    case TS_OP_TILE_UNCOPY: return "TILE_UNCOPY";
+    case TS_OP_REPLICA_DROP: return "REPLICA_DROP";
     case TS_OP_PROFILE_SET: return "PROFILE_SET";
     case TS_OP_PROFILE_RECORD: return "PROFILE_RECORD";
     case TS_OP_PROFILE_GET: return "PROFILE_GET";

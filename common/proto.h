@@ -29,8 +29,9 @@
 #define TS_PROTO_MAGIC 0x41525354u /* "TSRA" */
 /* 2: ts_attr carries the change counter; 3: OPEN truncates and answers an
  * array file's text, TILE_MAP answers the file's size; 4: TILE_MAP and
- * NODE_LIST records carry a record version (TS_RECORDS). */
-#define TS_PROTO_VERSION 4
+ * NODE_LIST records carry a record version (TS_RECORDS); 5: replica sets:
+ * TILE_MAP records list every holder, REPLICA_DROP replaces TILE_UNCOPY. */
+#define TS_PROTO_VERSION 5
 #define TS_HEADER_BYTES 32
 #define TS_MAX_FRAME_BYTES (4u << 20) /* frame 0 cap, either direction */
 #define TS_MAX_DATA_BYTES (16u << 20) /* frame 1 cap: one tile at most */
@@ -92,7 +93,7 @@ enum ts_op {
     TS_OP_TILE_MAP = 40,
     TS_OP_COMMIT,
     TS_OP_NODE_LIST,
-    TS_OP_TILE_UNCOPY, /* before writing a tile that has read copies */
+    TS_OP_REPLICA_DROP, /* a holder failed a write: it leaves the tile's replica set */
     TS_OP_PUNCH,       /* fallocate(PUNCH_HOLE, ZERO_RANGE): whole tiles dropped */
 
     /* client or tool -> meta: access profiles */
@@ -111,7 +112,7 @@ enum ts_op {
     TS_OP_TILE_RECONCILE = 62, /* which of the tile files it holds meta still maps to it */
 
     /* tool -> meta */
-    TS_OP_TILE_HOLDERS = 63, /* every holder of tiles: the primary and the read copies */
+    TS_OP_TILE_HOLDERS = 63, /* every holder of tiles: the primary and the replicas */
     TS_OP_NODE_ADMIN = 64,   /* drain, remove or reactivate a datanode */
     TS_OP_HEALTH = 65,       /* HEALTHY / DEGRADED / UNAVAILABLE, repair progress */
 
@@ -158,7 +159,7 @@ struct ts_attr {
     uint64_t generation;
     uint32_t tile_bytes; /* the file's layout: subchunk size */
     uint32_t placement;  /* enum ts_placement in effect for new tiles */
-    uint32_t copies;     /* datanodes holding each tile */
+    uint32_t copies;     /* datanodes holding each new tile (replicas), 1..TS_MAX_COPIES */
     uint32_t flags;      /* TS_ATTR_* */
     /* Meta's change counter of the inode (NFSv4's change attribute): it
      * grows with every change meta makes to the inode, so of two sets of
@@ -484,13 +485,24 @@ enum ts_session_state { TS_SESSION_OK = 0, TS_SESSION_ANNOUNCE = 1 };
  * named (earliest finish time), so the records, not the request, say where
  * each tile went; a node id meta never registered is TS_ERR_INVAL.
  * machine: the asking client's machine name ("" = none); it picks read_node.
- * Reply: one TS_REC_TILE_MAP record per tile:
- *   node: the primary, writes go here; 0 = hole, no tile;
- *   copies: read copies besides the primary; a writer must TILE_UNCOPY
- *   the tile before writing it while this is non-zero;
- *   read_node, read_version: where this machine should read the tile
- *   from: a copy or the primary on a datanode of `machine` when there is
- *   one (ViPIOS buddy access), else the primary (read_node = node);
+ * A tile is a replica set (DESIGN.md "Replicas and integrity"): the
+ * primary (the first holder placement chose) and further holders, each a
+ * datanode with a tile file of its own version. A new tile gets the file's
+ * `copies` holders, each on a machine none of the others is on, failing
+ * that on a datanode none of the others is, among the nodes up with room;
+ * with fewer such nodes it gets as many as there are (under-replicated,
+ * never refused for it).
+ * Reply: per tile one TS_REC_TILE_MAP record, then `holders` TS_REC_REPLICA
+ * records:
+ *   node, version: the primary; 0 = hole, no tile (and no holders);
+ *   holders: how many TS_REC_REPLICA records follow (1..TS_MAX_HOLDERS
+ *   for a tile, 0 for a hole): every holder, the primary included, the
+ *   best to read from for `machine` first (a datanode of that machine,
+ *   then the fastest by measured read throughput), holders on datanodes
+ *   meta counts as down last (state TS_REPLICA_DOWN). A write goes to
+ *   every holder (to a down one only when no other is up);
+ *   read_node, read_version: the first holder, where this machine reads
+ *   the tile first;
  *   flags: TS_TILE_*.
  * TS_TILE_STORED: a holder of the tile reported its file (HEARTBEAT
  * `created`), so the tile has bytes somewhere: a holder without its file
@@ -502,19 +514,32 @@ enum ts_session_state { TS_SESSION_OK = 0, TS_SESSION_ANNOUNCE = 1 };
 #define TS_MSG_TILE_MAP_REQ(X)                                                                    \
     X(U64, ino) X(U64, first) X(U32, count) X(U32, allocate) X(U32, node) X(STR, machine)
 #define TS_REC_TILE_MAP(X)                                                                         \
-    X(U32, node) X(U64, version) X(U32, copies) X(U32, read_node) X(U64, read_version) X(U32, flags)
-/* Versioned (TS_RECORDS): replica sets will append to it. */
-#define TS_TILE_MAP_REC_VERSION 1
+    X(U32, node) X(U64, version) X(U32, holders) X(U32, read_node) X(U64, read_version) X(U32, flags)
+/* Versioned (TS_RECORDS): holder states may append to it. */
+#define TS_TILE_MAP_REC_VERSION 2
+/* Replicas a file may ask for (user.tessera.layout copies=N). */
+#define TS_MAX_COPIES 4
+/* Holders one tile may have: its copies, plus read copies `tessera
+ * rebalance` adds above them (TS_MOVE_COPY), which meta refuses past this. */
+#define TS_MAX_HOLDERS 8
+enum ts_replica_state { TS_REPLICA_UP = 0, TS_REPLICA_DOWN = 1 };
+#define TS_REC_REPLICA(X) X(U32, node) X(U64, version) X(U32, state)
 /* size: the file's size as of the reply, so a reader past the end it knew
  * learns the new end and where its tiles are in one round trip. */
 #define TS_MSG_TILE_MAP_REP(X) X(U32, count) X(U64, size) X(BLOB, tiles)
 /*
- * TILE_UNCOPY: drops the read copies of tiles [first, first+count) of ino
- * (the primaries stay); meta queues the copies for deletion. A writer calls
- * it before writing a tile whose record showed copies, so no reader is
- * served a copy older than the primary. Reply: TS_MSG_EMPTY.
+ * REPLICA_DROP: a client's write, sync or truncation of tile `tile` of ino
+ * failed on holder (node, version) while another holder took it: meta
+ * removes exactly that holder from the replica set if it still holds that
+ * version (a holder already replaced or dropped is left alone: the answer
+ * is the set as it is), queues its file for deletion, and when it was the
+ * primary makes the lowest-node replica the primary, all in one
+ * transaction. The last holder of a tile is never dropped (TS_ERR_BUSY):
+ * the client's write fails instead. Reply: TS_MSG_TILE_MAP_REP of the one
+ * tile as it is now, read source for `machine`.
  */
-#define TS_MSG_TILE_UNCOPY_REQ(X) X(U64, ino) X(U64, first) X(U32, count)
+#define TS_MSG_REPLICA_DROP_REQ(X)                                                                \
+    X(U64, ino) X(U64, tile) X(U32, node) X(U64, version) X(STR, machine)
 
 /*
  * PROFILE_SET: action TS_PROFILE_STOP/START/RESET on one inode (the tool
@@ -991,7 +1016,7 @@ enum ts_fence_action { TS_FENCE_LIFT = 0, TS_FENCE_FREEZE = 1, TS_FENCE_RETIRE =
     M(removexattr_req, TS_MSG_REMOVEXATTR_REQ)                                                     \
     M(tile_map_req, TS_MSG_TILE_MAP_REQ)                                                           \
     M(tile_map_rep, TS_MSG_TILE_MAP_REP)                                                           \
-    M(tile_uncopy_req, TS_MSG_TILE_UNCOPY_REQ)                                                     \
+    M(replica_drop_req, TS_MSG_REPLICA_DROP_REQ)                                                   \
     M(profile_set_req, TS_MSG_PROFILE_SET_REQ)                                                     \
     M(profile_set_rep, TS_MSG_PROFILE_SET_REP)                                                     \
     M(profile_record_req, TS_MSG_PROFILE_RECORD_REQ)                                               \
@@ -1126,6 +1151,7 @@ int ts_str_copy(struct ts_str str, char *out, size_t cap);
     R(create, TS_REC_CREATE, 0)                                                                    \
     R(status, TS_REC_STATUS, 0)                                                                    \
     R(tile_map, TS_REC_TILE_MAP, TS_TILE_MAP_REC_VERSION)                                          \
+    R(replica, TS_REC_REPLICA, 0)                                                                  \
     R(profile_count, TS_REC_PROFILE_COUNT, 0)                                                      \
     R(profile_get, TS_REC_PROFILE_GET, 0)                                                          \
     R(move, TS_REC_MOVE, 0)                                                                        \

@@ -17,6 +17,9 @@
 
 /* Threads for TILE_SYNC requests: one per datanode of a small cluster. */
 #define SYNC_THREADS 4
+/* Sends to a tile's further holders: one per write job a file may have in
+ * flight, so that each job's holders are written at once. */
+#define REPLICA_THREADS MAX_WRITES_IN_FLIGHT
 
 /*
  * Meta deleted ino while this mount's lease had expired: the bytes are gone
@@ -43,9 +46,11 @@ struct datapath *datapath_new(struct metaclient *meta, struct nodedir *nodes,
     datapath->nodes = nodes;
     datapath->workers = workers;
     datapath->sync_workers = workers_new(SYNC_THREADS);
+    datapath->replica_workers = workers_new(REPLICA_THREADS);
     datapath->guard = config->guard;
-    if (!datapath->sync_workers || !datapath->guard) {
+    if (!datapath->sync_workers || !datapath->replica_workers || !datapath->guard) {
         workers_destroy(&datapath->sync_workers);
+        workers_destroy(&datapath->replica_workers);
         free(datapath);
         return NULL;
     }
@@ -87,6 +92,7 @@ void datapath_destroy(struct datapath **datapathp)
                  (unsigned long long)datapath->buffers_reclaimed);
     openfiles_free_all(datapath);
     workers_destroy(&datapath->sync_workers);
+    workers_destroy(&datapath->replica_workers);
     budget_fini(&datapath->write_budget);
     budget_fini(&datapath->read_budget);
     pthread_cond_destroy(&datapath->load_dropped);

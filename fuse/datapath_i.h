@@ -56,7 +56,8 @@ struct cached_location {
     struct tile_location location; /* node 0: slot empty */
 };
 
-/* A tile written since the last fsync, to be synced on its datanode. */
+/* A tile written since the last fsync, to be synced on its datanode: one
+ * per holder that took the bytes. */
 struct dirty_tile {
     uint32_t node;
     uint64_t tile;
@@ -181,6 +182,9 @@ struct datapath {
      * file's lock held, and every thread of `workers` may be a load of that
      * file waiting for the same lock to finish. */
     struct workers *sync_workers;
+    /* The sends of a write job to the holders of its tile after the first
+     * (writebehind.c): the job waits for them, so they cannot share its pool. */
+    struct workers *replica_workers;
     struct budget write_budget;
     struct budget read_budget;
     uint32_t readahead_tiles;

@@ -22,52 +22,83 @@
 
 #include <string.h>
 
+/* Cuts one holder's file of the tile to `length` bytes. Returns a status. */
+static int cut_holder(struct datapath *datapath, uint64_t ino, uint64_t tile, uint32_t length,
+                      const struct tile_holder *holder)
+{
+    struct rpc_reply node_reply;
+    uint8_t payload[64];
+    struct ts_tile_truncate_req request = {
+        .ino = ino, .tile = tile, .version = holder->version, .length = length};
+    int len = ts_tile_truncate_req_encode(&request, payload, sizeof(payload));
+    int status = nodedir_call(datapath->nodes, holder->node, TS_OP_TILE_TRUNCATE, payload,
+                              (size_t)len, NULL, 0, &node_reply);
+    rpc_reply_release(&node_reply);
+    return status;
+}
+
 /*
- * Cuts the tile the new end falls in, as meta's SETATTR reply says. The
- * tile's read copies would keep the bytes cut off: they are dropped first
- * (meta is asked whether there are any). A tile that moves is followed.
+ * Cuts the tile the new end falls in, as meta's SETATTR reply says, on
+ * every holder (meta is asked for them): a replica left uncut would keep
+ * the bytes cut off and show them if the file grows. A holder that fails
+ * while another was cut leaves the replica set (REPLICA_DROP); none cut is
+ * the error. A tile that moves is followed.
  */
 static int cut_tile(struct datapath *datapath, uint64_t ino, const struct ts_setattr_rep *reply)
 {
-    struct rpc_reply node_reply;
     struct stale_retry retry = {0};
     struct tile_location location = {.node = reply->cut_node, .version = reply->cut_version};
-    uint8_t payload[64];
-    int status;
-    int error = 0;
+    int status = TS_OK;
 
     if (reply->cut_node == 0)
         return 0;
-    if (metaclient_tile_map(datapath->meta, ino, reply->cut_tile, 1, 0, 0, &location) != TS_OK)
-        location = (struct tile_location){.node = reply->cut_node, .version = reply->cut_version};
+    status = metaclient_tile_map(datapath->meta, ino, reply->cut_tile, 1, 0, 0, &location);
+    if (status != TS_OK) {
+        /* Without the holders a replica could keep the cut bytes: fail loudly. */
+        log_error("truncate of inode %llu tile %llu: meta could not name its holders: %s",
+                  (unsigned long long)ino, (unsigned long long)reply->cut_tile,
+                  status_text(status));
+        return errno_of_status(status);
+    }
     for (;;) {
+        int statuses[TS_MAX_HOLDERS];
+        uint32_t cut = 0;
+        bool stale = false;
         if (location.node == 0)
             return 0; /* the tile went meanwhile: nothing to cut */
-        if (location.copies > 0) {
-            error = tilelocation_uncopy(datapath, ino, reply->cut_tile, &location);
+        status = TS_OK;
+        for (uint32_t i = 0; i < location.holder_count; i++) {
+            statuses[i] = cut_holder(datapath, ino, reply->cut_tile, reply->cut_bytes,
+                                     &location.holders[i]);
+            cut += statuses[i] == TS_OK;
+            stale = stale || statuses[i] == TS_ERR_STALE;
+            if (statuses[i] != TS_OK && status == TS_OK)
+                status = statuses[i];
+        }
+        if (stale) {
+            int error = tilelocation_relocate(datapath, ino, reply->cut_tile,
+                                              TILE_ACCESS_TRUNCATE, &retry, &location);
+            if (error != 0)
+                return error;
+            continue;
+        }
+        if (cut == 0) {
+            log_error("truncate of inode %llu tile %llu failed on every holder: %s",
+                      (unsigned long long)ino, (unsigned long long)reply->cut_tile,
+                      status_text(status));
+            return errno_of_status(status);
+        }
+        struct tile_location before = location;
+        for (uint32_t i = 0; i < before.holder_count; i++) {
+            if (statuses[i] == TS_OK)
+                continue;
+            int error = tilelocation_drop_holder(datapath, ino, reply->cut_tile,
+                                                 &before.holders[i], statuses[i], &location);
             if (error != 0)
                 return error;
         }
-        struct ts_tile_truncate_req request = {.ino = ino,
-                                               .tile = reply->cut_tile,
-                                               .version = location.version,
-                                               .length = reply->cut_bytes};
-        int len = ts_tile_truncate_req_encode(&request, payload, sizeof(payload));
-        status = nodedir_call(datapath->nodes, location.node, TS_OP_TILE_TRUNCATE, payload,
-                              (size_t)len, NULL, 0, &node_reply);
-        rpc_reply_release(&node_reply);
-        if (status != TS_ERR_STALE)
-            break;
-        error = tilelocation_relocate(datapath, ino, reply->cut_tile, TILE_ACCESS_TRUNCATE, &retry,
-                                      &location);
-        if (error != 0)
-            return error;
+        return 0;
     }
-    if (status != TS_OK)
-        log_error("truncate of inode %llu tile %llu on datanode %u failed: %s",
-                  (unsigned long long)ino, (unsigned long long)reply->cut_tile, location.node,
-                  status_text(status));
-    return errno_of_status(status);
 }
 
 /*

@@ -1078,6 +1078,40 @@ int metaclient_tile_map(struct metaclient *client, uint64_t ino, uint64_t first,
     return metaclient_tile_map_sized(client, ino, first, count, allocate, node, locations, NULL);
 }
 
+/*
+ * Decodes `count` tiles of a TILE_MAP reply (each record, then its holder
+ * records) into locations[]: 0, or -1 when the bytes are not exactly that
+ * (a holder count over TS_MAX_HOLDERS, a hole with holders, a tile without
+ * any, bytes left over).
+ */
+static int metaclient_tile_records(struct ts_cursor *cursor, uint32_t count,
+                                   struct tile_location *locations)
+{
+    for (uint32_t i = 0; i < count; i++) {
+        struct ts_tile_map_rec record;
+        if (ts_tile_map_rec_read(cursor, &record) != 0 || record.holders > TS_MAX_HOLDERS ||
+            (record.node == 0) != (record.holders == 0))
+            return -1;
+        struct tile_location *location = &locations[i];
+        memset(location, 0, sizeof(*location));
+        location->node = record.node;
+        location->version = record.version;
+        location->holder_count = record.holders;
+        location->read_node = record.read_node;
+        location->read_version = record.read_version;
+        location->flags = record.flags;
+        for (uint32_t h = 0; h < record.holders; h++) {
+            struct ts_replica_rec holder;
+            if (ts_replica_rec_read(cursor, &holder) != 0 || holder.node == 0)
+                return -1;
+            location->holders[h] =
+                (struct tile_holder){.node = holder.node, .state = holder.state,
+                                     .version = holder.version};
+        }
+    }
+    return cursor->failed || cursor->left != 0 ? -1 : 0;
+}
+
 int metaclient_tile_map_sized(struct metaclient *client, uint64_t ino, uint64_t first,
                               uint32_t count, int allocate, uint32_t node,
                               struct tile_location *locations, uint64_t *size)
@@ -1102,18 +1136,7 @@ int metaclient_tile_map_sized(struct metaclient *client, uint64_t ino, uint64_t 
         goto out;
     }
     ts_cursor_init(&cursor, decoded.tiles.ptr, decoded.tiles.len);
-    for (uint32_t i = 0; i < count; i++) {
-        struct ts_tile_map_rec record;
-        if (ts_tile_map_rec_read(&cursor, &record) != 0)
-            break;
-        locations[i] = (struct tile_location){.node = record.node,
-                                              .version = record.version,
-                                              .copies = record.copies,
-                                              .read_node = record.read_node,
-                                              .read_version = record.read_version,
-                                              .flags = record.flags};
-    }
-    if (cursor.failed || cursor.left != 0)
+    if (metaclient_tile_records(&cursor, count, locations) != 0)
         status = TS_ERR_BADMSG;
     else if (size)
         *size = decoded.size;
@@ -1122,13 +1145,30 @@ out:
     return status;
 }
 
-int metaclient_tile_uncopy(struct metaclient *client, uint64_t ino, uint64_t first,
-                           uint32_t count)
+int metaclient_replica_drop(struct metaclient *client, uint64_t ino, uint64_t tile, uint32_t node,
+                            uint64_t version, struct tile_location *location)
 {
     uint8_t buf[REQUEST_CAP];
-    struct ts_tile_uncopy_req request = {.ino = ino, .first = first, .count = count};
-    return meta_call_empty(client, TS_OP_TILE_UNCOPY, buf,
-                           ts_tile_uncopy_req_encode(&request, buf, sizeof(buf)));
+    struct ts_replica_drop_req request = {.ino = ino,
+                                          .tile = tile,
+                                          .node = node,
+                                          .version = version,
+                                          .machine = ts_str_of(client->machine)};
+    struct ts_tile_map_rep decoded;
+    struct rpc_reply reply;
+    struct ts_cursor cursor;
+    int status = meta_call(client, TS_OP_REPLICA_DROP, buf,
+                           ts_replica_drop_req_encode(&request, buf, sizeof(buf)), &reply);
+    if (status == TS_OK && (ts_tile_map_rep_decode(&decoded, reply.payload, reply.payload_len) != 0 ||
+                            decoded.count != 1))
+        status = TS_ERR_BADMSG;
+    if (status == TS_OK) {
+        ts_cursor_init(&cursor, decoded.tiles.ptr, decoded.tiles.len);
+        if (metaclient_tile_records(&cursor, 1, location) != 0)
+            status = TS_ERR_BADMSG;
+    }
+    rpc_reply_release(&reply);
+    return status;
 }
 
 int metaclient_profile_record(struct metaclient *client, const uint8_t *records, uint32_t count,

@@ -23,11 +23,21 @@ struct metaclient;
 
 /* Where a tile lives; node 0 means a hole (no tile stored). */
 /* One TILE_MAP record (proto.h): the primary, and where to read from. */
-struct tile_location {
-    uint32_t node; /* primary: writes go here; 0 = a hole */
+/* One holder of a tile (proto.h TS_REC_REPLICA). */
+struct tile_holder {
+    uint32_t node;
+    uint32_t state; /* enum ts_replica_state: TS_REPLICA_DOWN if meta counts it down */
     uint64_t version;
-    uint32_t copies;    /* read copies besides the primary */
-    uint32_t read_node; /* this machine's best source: a local copy, else node */
+};
+
+struct tile_location {
+    uint32_t node; /* the primary; 0 = a hole */
+    uint64_t version;
+    /* Every holder (the primary too), in the order this machine reads them
+     * (meta's): writes go to all of them, reads to the first that answers. */
+    uint32_t holder_count;
+    struct tile_holder holders[TS_MAX_HOLDERS];
+    uint32_t read_node; /* where this machine reads first (a failover moves it on) */
     uint64_t read_version;
     /* TS_TILE_STORED: a holder reported the tile's file, so a holder without
      * it lost it (an error); else a missing file is a hole (zeros). */
@@ -203,9 +213,14 @@ int metaclient_tile_map(struct metaclient *client, uint64_t ino, uint64_t first,
 int metaclient_tile_map_sized(struct metaclient *client, uint64_t ino, uint64_t first,
                               uint32_t count, int allocate, uint32_t node,
                               struct tile_location *locations, uint64_t *size);
-/* Drops the read copies of tiles [first, first + count) (before writing them). */
-int metaclient_tile_uncopy(struct metaclient *client, uint64_t ino, uint64_t first,
-                           uint32_t count);
+/*
+ * REPLICA_DROP: holder (node, version) of the tile failed a write, sync or
+ * cut that another holder took; meta drops it (if it still holds that
+ * version) and *location becomes the tile's location now. TS_ERR_BUSY:
+ * it is the tile's last holder (kept).
+ */
+int metaclient_replica_drop(struct metaclient *client, uint64_t ino, uint64_t tile, uint32_t node,
+                            uint64_t version, struct tile_location *location);
 /*
  * Adds `count` PROFILE_RECORD records (ts_profile_count_rec_bytes each, as
  * proto.h lays them out) to meta's counts, as this client's machine.

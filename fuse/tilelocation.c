@@ -257,11 +257,23 @@ void tilelocation_forget_all(struct open_file *file)
     memset(file->locations, 0, file->location_slots * sizeof(*file->locations));
 }
 
+/* Whether two locations name the same holders (node and version each, in order). */
+static bool holders_equal(const struct tile_location *a, const struct tile_location *b)
+{
+    if (a->node != b->node || a->version != b->version || a->holder_count != b->holder_count)
+        return false;
+    for (uint32_t i = 0; i < a->holder_count; i++) {
+        if (a->holders[i].node != b->holders[i].node ||
+            a->holders[i].version != b->holders[i].version)
+            return false;
+    }
+    return true;
+}
+
 static bool location_equal(const struct tile_location *a, const struct tile_location *b)
 {
-    return a->node == b->node && a->version == b->version && a->copies == b->copies &&
-           a->read_node == b->read_node && a->read_version == b->read_version &&
-           a->flags == b->flags;
+    return holders_equal(a, b) && a->read_node == b->read_node &&
+           a->read_version == b->read_version && a->flags == b->flags;
 }
 
 void tilelocation_replace(struct open_file *file, uint64_t tile, const struct tile_location *before,
@@ -303,7 +315,7 @@ bool tilelocation_same_for(enum tile_access access, const struct tile_location *
     uint32_t a_node, b_node;
     uint64_t a_version, b_version;
     if (access != TILE_ACCESS_READ)
-        return a->node == b->node && a->version == b->version;
+        return holders_equal(a, b);
     tilelocation_read_source(a, &a_node, &a_version);
     tilelocation_read_source(b, &b_node, &b_version);
     return a_node == b_node && a_version == b_version;
@@ -351,19 +363,41 @@ int tilelocation_relocate(struct datapath *datapath, uint64_t ino, uint64_t tile
     return 0;
 }
 
-int tilelocation_uncopy(struct datapath *datapath, uint64_t ino, uint64_t tile,
-                        struct tile_location *location)
+bool tilelocation_read_next(struct tile_location *location, uint32_t *tried)
 {
-    int status = metaclient_tile_uncopy(datapath->meta, ino, tile, 1);
+    for (uint32_t i = 0; i < location->holder_count; i++) {
+        if (location->holders[i].node == location->read_node &&
+            location->holders[i].version == location->read_version)
+            *tried |= 1u << i;
+    }
+    for (uint32_t i = 0; i < location->holder_count; i++) {
+        if (!(*tried & (1u << i))) {
+            location->read_node = location->holders[i].node;
+            location->read_version = location->holders[i].version;
+            return true;
+        }
+    }
+    return false;
+}
+
+int tilelocation_drop_holder(struct datapath *datapath, uint64_t ino, uint64_t tile,
+                             const struct tile_holder *holder, int failure,
+                             struct tile_location *location)
+{
+    struct tile_location now;
+    int status = metaclient_replica_drop(datapath->meta, ino, tile, holder->node, holder->version,
+                                         &now);
     if (status != TS_OK) {
-        log_error("inode %llu tile %llu: meta could not drop the tile's %u read copies before "
-                  "a write: %s",
-                  (unsigned long long)ino, (unsigned long long)tile, location->copies,
-                  status_text(status));
+        log_error("inode %llu tile %llu: datanode %u failed (%s) and meta could not drop it "
+                  "from the tile's replicas: %s",
+                  (unsigned long long)ino, (unsigned long long)tile, holder->node,
+                  status_text(failure), status_text(status));
         return errno_of_status(status);
     }
-    location->copies = 0;
-    location->read_node = location->node;
-    location->read_version = location->version;
+    log_warn("inode %llu tile %llu: datanode %u failed (%s); it left the tile's replicas, "
+             "%u holder(s) remain",
+             (unsigned long long)ino, (unsigned long long)tile, holder->node,
+             status_text(failure), now.holder_count);
+    *location = now;
     return 0;
 }

@@ -2,7 +2,8 @@
  * @file tilelocation.h
  * The location of each tile of an open file: a cache of what meta said,
  * asked again (and allocated, for writes) when missing, and followed when
- * a datanode answers that a tile moved. Private to the data path.
+ * a datanode answers that a tile moved, and the replica set's changes a
+ * failed holder makes (REPLICA_DROP). Private to the data path.
  * Functions that take an open file are called with its lock held.
  */
 #ifndef TESSERA_TILELOCATION_H
@@ -60,7 +61,7 @@ void tilelocation_forget_all(struct open_file *file);
 void tilelocation_replace(struct open_file *file, uint64_t tile, const struct tile_location *before,
                           const struct tile_location *now);
 
-/* Where this machine reads a tile: a copy here, or the primary. */
+/* Where this machine reads a tile first: meta's first holder, or the one a failover moved on to. */
 void tilelocation_read_source(const struct tile_location *location, uint32_t *node,
                               uint64_t *version);
 
@@ -74,7 +75,7 @@ struct stale_retry {
     int delay_ms;
 };
 
-/* The place a request of this kind goes to: the read source, or the primary. */
+/* The place a request of this kind goes to: the read source, or every holder (writes, cuts). */
 bool tilelocation_same_for(enum tile_access access, const struct tile_location *a,
                            const struct tile_location *b);
 
@@ -93,11 +94,22 @@ int tilelocation_relocate(struct datapath *datapath, uint64_t ino, uint64_t tile
                           struct tile_location *location);
 
 /*
- * Has meta drop the read copies of a tile about to be written (so no
- * reader is served a copy older than the primary) and makes *location say
- * so. Takes no lock of the data path.
+ * A read of the tile from location->read_node failed: moves the read
+ * source on to the next holder (meta's order) not in *tried, marking the
+ * failed one in *tried (a bit per index of location->holders). False when
+ * every holder has been tried.
  */
-int tilelocation_uncopy(struct datapath *datapath, uint64_t ino, uint64_t tile,
-                        struct tile_location *location);
+bool tilelocation_read_next(struct tile_location *location, uint32_t *tried);
+
+/*
+ * Holder `holder` of the tile failed a write, sync or cut (failure: its
+ * status) that another holder took: has meta drop it (REPLICA_DROP) so no
+ * reader is ever served its bytes, and puts the tile's location now in
+ * *location. Returns 0, or meta's error (the holder may still be in the
+ * set: the caller's operation must fail). Takes no lock of the data path.
+ */
+int tilelocation_drop_holder(struct datapath *datapath, uint64_t ino, uint64_t tile,
+                             const struct tile_holder *holder, int failure,
+                             struct tile_location *location);
 
 #endif

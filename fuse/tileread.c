@@ -1,8 +1,11 @@
 /*
  * @file tileread.c
- * See tileread.h. A datanode that has no file for a tile is asked about
- * once per read: meta says whether the tile moved, was never written (a
- * hole) or was written and is lost there (EIO, never zeros).
+ * See tileread.h. A read goes to the tile's holders in meta's order, the
+ * next one after each failure (failover: the application sees no error
+ * while one holder answers). A datanode that has no file for a tile is
+ * asked about once per read: meta says whether the tile moved, was never
+ * written (a hole) or was written and is lost there (the next holder, and
+ * EIO when none is left, never zeros).
  */
 #include "tileread.h"
 
@@ -20,13 +23,13 @@
  * (read from `node`, the tile's read source in *location). Without
  * TS_TILE_STORED the tile was placed but never written: a hole, 0. With
  * it, a holder reported the file, so this one lost it (deleted, a disk
- * that lost it, a data directory replaced): a lost copy is logged and
- * given up for the primary (-EAGAIN: read again), a lost primary is
- * logged (file, tile, datanode id and address) and fails with -EIO, never
- * read as zeros. Takes no lock of the data path.
+ * that lost it, a data directory replaced): it is logged (file, tile,
+ * datanode id and address) and the read moves on to the next holder
+ * (-EAGAIN: read again); with none left it fails with -EIO, never read as
+ * zeros. Takes no lock of the data path.
  */
 static int read_missing(struct datapath *datapath, uint64_t ino, uint64_t tile, uint32_t node,
-                        struct tile_location *location)
+                        struct tile_location *location, uint32_t *tried)
 {
     char endpoint[128];
     if (!(location->flags & TS_TILE_STORED))
@@ -34,22 +37,21 @@ static int read_missing(struct datapath *datapath, uint64_t ino, uint64_t tile, 
     /* Another node may answer at its address now (nodedir_call refuses it then). */
     nodedir_suspect(datapath->nodes);
     nodedir_endpoint(datapath->nodes, node, endpoint, sizeof(endpoint));
-    if (node != location->node) {
-        log_error("inode %llu tile %llu: its read copy on datanode %u (%s) has no file, though "
-                  "the tile was written: the copy is lost there; reading the primary on "
-                  "datanode %u",
+    uint64_t version = location->read_version;
+    if (tilelocation_read_next(location, tried)) {
+        log_error("inode %llu tile %llu: datanode %u (%s) has no file for it (version %llu), "
+                  "though the tile was written: its replica is lost there; reading the one "
+                  "on datanode %u",
                   (unsigned long long)ino, (unsigned long long)tile, node, endpoint,
-                  location->node);
-        location->read_node = location->node;
-        location->read_version = location->version;
+                  (unsigned long long)version, location->read_node);
         return -EAGAIN;
     }
     log_error("read of inode %llu tile %llu failed: datanode %u (%s) has no file for it "
-              "(version %llu), though the tile was written: the tile is lost there (its file "
-              "deleted, or the datanode's data directory wiped or replaced); failing with EIO, "
-              "not reading zeros",
+              "(version %llu), though the tile was written, and no other holder could be read: "
+              "the tile is lost (its files deleted, or the datanodes' data directories wiped or "
+              "replaced); failing with EIO, not reading zeros",
               (unsigned long long)ino, (unsigned long long)tile, node, endpoint,
-              (unsigned long long)location->version);
+              (unsigned long long)version);
     return -EIO;
 }
 
@@ -58,6 +60,7 @@ int tileread_fetch(struct datapath *datapath, uint64_t ino, uint64_t tile, uint3
 {
     struct stale_retry retry = {0};
     bool asked_missing = false;
+    uint32_t tried = 0; /* holders (bits of location->holders) that failed this read */
     uint8_t payload[64];
 
     for (;;) {
@@ -82,12 +85,13 @@ int tileread_fetch(struct datapath *datapath, uint64_t ino, uint64_t tile, uint3
                 tilelocation_relocate(datapath, ino, tile, TILE_ACCESS_READ, &retry, location);
             if (error != 0)
                 return error;
+            tried = 0; /* another set, or the same one again: every holder may be tried */
             continue;
         }
         if (status == TS_ERR_NOENT && !asked_missing) {
             /*
              * No file there: a tile placed but not written yet (a hole), a
-             * copy or old place deleted after this mount cached it, or a
+             * holder or old place deleted after this mount cached it, or a
              * lost file. Meta tells which: another place is retried; at the
              * same place it says whether a holder ever reported the file
              * (cached records may predate that report).
@@ -98,29 +102,31 @@ int tileread_fetch(struct datapath *datapath, uint64_t ino, uint64_t tile, uint3
             if (status != TS_OK)
                 return errno_of_status(status);
             memset(reply, 0, sizeof(*reply));
-            bool same = tilelocation_same_for(TILE_ACCESS_READ, location, &now);
-            *location = now;
-            if (!same)
+            if (!tilelocation_same_for(TILE_ACCESS_WRITE, location, &now)) {
+                *location = now; /* another set: every holder may be tried */
+                tried = 0;
                 continue;
+            }
+            /* The same holders: the failover keeps its place, the flags are meta's now. */
+            location->flags = now.flags;
             status = TS_ERR_NOENT;
         }
         if (status == TS_ERR_NOENT) {
             /* Meta names this place now: read_missing() says what that means. */
-            int error = read_missing(datapath, ino, tile, node, location);
+            int error = read_missing(datapath, ino, tile, node, location, &tried);
             if (error != -EAGAIN)
                 return error;
             continue;
         }
-        if (node != location->node) {
-            log_warn("read of inode %llu tile %llu from its copy on datanode %u failed: %s; "
-                     "reading the primary on datanode %u",
+        if (tilelocation_read_next(location, &tried)) {
+            log_warn("read of inode %llu tile %llu from datanode %u failed: %s; reading its "
+                     "replica on datanode %u",
                      (unsigned long long)ino, (unsigned long long)tile, node, status_text(status),
-                     location->node);
-            location->read_node = location->node;
-            location->read_version = location->version;
+                     location->read_node);
             continue;
         }
-        log_error("read of inode %llu tile %llu from datanode %u failed: %s",
+        log_error("read of inode %llu tile %llu from datanode %u failed: %s, and no other holder "
+                  "could be read",
                   (unsigned long long)ino, (unsigned long long)tile, node, status_text(status));
         return errno_of_status(status);
     }

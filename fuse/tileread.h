@@ -1,8 +1,8 @@
 /*
  * @file tileread.h
- * Reading bytes of a tile from where this machine reads it (a copy here,
- * else the primary), following the tile if it moves and telling a hole
- * from a lost tile. Private to the data path; takes none of its locks.
+ * Reading bytes of a tile from where this machine reads it (meta's first
+ * holder for it), failing over to its other holders, following the tile
+ * if it moves and telling a hole from a lost tile. Private to the data path; takes none of its locks.
  */
 #ifndef TESSERA_TILEREAD_H
 #define TESSERA_TILEREAD_H
@@ -18,8 +18,9 @@
  * the tile if it moves: *location ends as the place it was read from
  * (node 0: the tile became a hole, and reply is empty). A tile whose file
  * its datanode lacks is a hole only if meta says it was never written
- * (read_missing(): else -EIO). A read copy that fails for another reason
- * is given up for the primary. The caller
+ * (read_missing(): else the next holder). A holder that fails for another
+ * reason is given up for the next; -EIO (or the last failure) only when
+ * every holder failed. The caller
  * releases reply in every case. Takes no lock of the data path.
  */
 int tileread_fetch(struct datapath *datapath, uint64_t ino, uint64_t tile, uint32_t tile_offset,

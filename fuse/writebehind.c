@@ -9,7 +9,10 @@
  * when its slot is needed for another tile, it becomes a write job for the
  * worker pool. Up to
  * max_writes_in_flight jobs per file run at once, to all the datanodes in
- * parallel; buffers become jobs in the order they were taken for writing out
+ * parallel; each job sends its bytes to every holder of its tile at once
+ * (fanned out from the mount over replica_workers), and a holder that
+ * fails while another takes them leaves the tile's replica set
+ * (write_replicated); buffers become jobs in the order they were taken for writing out
  * (whichever thread took them: a writer, a reader settling a tile, flush) and
  * two jobs for the same tile never run together, so writes to one tile land
  * in order. The buffer is handed to ZeroMQ without a copy and its
@@ -35,9 +38,10 @@
 
 static int dirty_remember(struct open_file *file, uint32_t node, uint64_t tile, uint64_t version)
 {
-    if (file->dirty_count > 0) {
-        struct dirty_tile *last = &file->dirty[file->dirty_count - 1];
-        if (last->node == node && last->tile == tile && last->version == version)
+    /* A tile written again is likely among the last entries, one per holder. */
+    for (size_t back = 1; back <= TS_MAX_HOLDERS && back <= file->dirty_count; back++) {
+        const struct dirty_tile *recent = &file->dirty[file->dirty_count - back];
+        if (recent->node == node && recent->tile == tile && recent->version == version)
             return 0;
     }
     if (file->dirty_count == file->dirty_cap) {
@@ -103,21 +107,21 @@ static void write_buffer_hold(void *hint)
     atomic_fetch_add(&job->refs, 1);
 }
 
-/* Sends the job's bytes to the primary of *location. Returns a status. */
-static int write_send(struct write_job *job, const struct tile_location *location)
+/* Sends the job's bytes to one holder of the tile. Returns a status. */
+static int write_send(struct write_job *job, const struct tile_holder *holder)
 {
     uint8_t payload[64];
     struct rpc_reply reply;
     struct rpc_data_owner owner = {write_buffer_free, job, write_buffer_hold};
     struct ts_tile_write_req request = {.ino = job->file->ino,
                                         .tile = job->tile,
-                                        .version = location->version,
+                                        .version = holder->version,
                                         .offset = job->offset};
     int len = ts_tile_write_req_encode(&request, payload, sizeof(payload));
 
     if (job->datapath->streams) {
         int32_t status = TS_OK;
-        if (tilestream_write(job->datapath->streams, location->node, &request,
+        if (tilestream_write(job->datapath->streams, holder->node, &request,
                              job->buffer + job->offset, job->length, &status) == 0 &&
             status == TS_OK)
             return TS_OK;
@@ -125,10 +129,89 @@ static int write_send(struct write_job *job, const struct tile_location *locatio
     }
     atomic_fetch_add(&job->refs, 1); /* ZeroMQ's, dropped by write_buffer_free */
     int status =
-        nodedir_call_owned(job->datapath->nodes, location->node, TS_OP_TILE_WRITE, payload,
+        nodedir_call_owned(job->datapath->nodes, holder->node, TS_OP_TILE_WRITE, payload,
                            (size_t)len, job->buffer + job->offset, job->length, &owner, &reply);
     rpc_reply_release(&reply);
     return status;
+}
+
+/* The sends of one write job to the holders of its tile, all at once. */
+struct fanout {
+    pthread_mutex_t lock;
+    pthread_cond_t done;
+    int pending; /* sends still running on replica_workers */
+};
+
+/* One holder's send: the first runs on the job's own thread, the others on replica_workers. */
+struct holder_send {
+    struct worker_job job;
+    struct write_job *write;
+    struct fanout *fanout;
+    struct tile_holder holder;
+    int status;
+};
+
+static void holder_send_run(struct worker_job *worker_job)
+{
+    struct holder_send *send = (struct holder_send *)worker_job;
+    struct fanout *fanout = send->fanout;
+    send->status = write_send(send->write, &send->holder);
+    pthread_mutex_lock(&fanout->lock);
+    if (--fanout->pending == 0)
+        pthread_cond_signal(&fanout->done);
+    pthread_mutex_unlock(&fanout->lock);
+}
+
+/*
+ * Which holders of *location a write goes to, into sends[] (their count
+ * returned), and which it skips, into skipped[] (*skipped_count): the
+ * holders meta counts as down are skipped unless no holder is up (then
+ * all are tried: meta may be wrong, and a write that reaches none fails).
+ */
+static size_t write_targets(const struct tile_location *location, struct holder_send *sends,
+                            struct tile_holder *skipped, size_t *skipped_count)
+{
+    size_t count = 0;
+    size_t up = 0;
+    *skipped_count = 0;
+    for (uint32_t i = 0; i < location->holder_count; i++)
+        up += location->holders[i].state != TS_REPLICA_DOWN;
+    for (uint32_t i = 0; i < location->holder_count; i++) {
+        if (up > 0 && location->holders[i].state == TS_REPLICA_DOWN)
+            skipped[(*skipped_count)++] = location->holders[i];
+        else
+            sends[count++].holder = location->holders[i];
+    }
+    if (location->holder_count == 0 && location->node != 0) /* a record without holders */
+        sends[count++].holder = (struct tile_holder){location->node, TS_REPLICA_UP,
+                                                     location->version};
+    return count;
+}
+
+/*
+ * Sends the job's bytes to every holder in sends[0..count) in parallel (the
+ * first from this thread) and waits for all of them: a tile is as slow as
+ * its slowest holder, not the sum of them.
+ */
+static void write_fan_out(struct write_job *job, struct holder_send *sends, size_t count)
+{
+    struct fanout fanout = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    if (count == 0)
+        return;
+    fanout.pending = (int)count - 1;
+    for (size_t i = 1; i < count; i++) {
+        sends[i].job.run = holder_send_run;
+        sends[i].write = job;
+        sends[i].fanout = &fanout;
+        workers_submit(job->datapath->replica_workers, &sends[i].job);
+    }
+    sends[0].status = write_send(job, &sends[0].holder);
+    pthread_mutex_lock(&fanout.lock);
+    while (fanout.pending > 0)
+        pthread_cond_wait(&fanout.done, &fanout.lock);
+    pthread_mutex_unlock(&fanout.lock);
+    pthread_mutex_destroy(&fanout.lock);
+    pthread_cond_destroy(&fanout.done);
 }
 
 static bool tile_is_being_written(const struct open_file *file, uint64_t tile)
@@ -140,6 +223,75 @@ static bool tile_is_being_written(const struct open_file *file, uint64_t tile)
     return false;
 }
 
+/*
+ * The job's write on every holder (DESIGN.md "Replicas and integrity").
+ * STALE from any holder: the tile moved; the whole write is redone on the
+ * set meta names now. Another failure of some holders while others took
+ * the bytes: each failed (or skipped, down) holder is dropped from the set
+ * (REPLICA_DROP) and the write succeeds. No holder took them, or a failed
+ * holder could not be dropped (it would serve old bytes): the write fails.
+ * written[] (*written_count) gets the holders that have the bytes.
+ */
+static int write_replicated(struct write_job *job, struct tile_location *location,
+                            struct tile_holder *written, size_t *written_count, int *status)
+{
+    struct holder_send sends[TS_MAX_HOLDERS + 1];
+    struct tile_holder skipped[TS_MAX_HOLDERS];
+    struct stale_retry retry = {0};
+    struct datapath *datapath = job->datapath;
+    uint64_t ino = job->file->ino;
+
+    for (;;) {
+        size_t skipped_count;
+        size_t count = write_targets(location, sends, skipped, &skipped_count);
+        bool stale = false;
+        int failure = TS_OK;
+        write_fan_out(job, sends, count);
+        *written_count = 0;
+        for (size_t i = 0; i < count; i++) {
+            if (sends[i].status == TS_OK)
+                written[(*written_count)++] = sends[i].holder;
+            else if (sends[i].status == TS_ERR_STALE)
+                stale = true;
+            else if (failure == TS_OK)
+                failure = sends[i].status;
+        }
+        if (stale) {
+            int error =
+                tilelocation_relocate(datapath, ino, job->tile, TILE_ACCESS_WRITE, &retry, location);
+            if (error != 0) {
+                *status = TS_ERR_STALE;
+                return error;
+            }
+            continue;
+        }
+        if (*written_count == 0) {
+            *status = failure;
+            return errno_of_status(failure);
+        }
+        *status = TS_OK;
+        for (size_t i = 0; i < count; i++) {
+            if (sends[i].status == TS_OK)
+                continue;
+            log_error("write of inode %llu tile %llu to datanode %u failed: %s; going on with "
+                      "the tile's other holders",
+                      (unsigned long long)ino, (unsigned long long)job->tile,
+                      sends[i].holder.node, status_text(sends[i].status));
+            int error = tilelocation_drop_holder(datapath, ino, job->tile, &sends[i].holder,
+                                                 sends[i].status, location);
+            if (error != 0)
+                return error;
+        }
+        for (size_t i = 0; i < skipped_count; i++) {
+            int error = tilelocation_drop_holder(datapath, ino, job->tile, &skipped[i],
+                                                 TS_ERR_TIMEDOUT, location);
+            if (error != 0)
+                return error;
+        }
+        return 0;
+    }
+}
+
 static void write_job_run(struct worker_job *worker_job)
 {
     struct write_job *job = (struct write_job *)worker_job;
@@ -148,37 +300,23 @@ static void write_job_run(struct worker_job *worker_job)
     uint64_t ino = file->ino;
     uint64_t tile = job->tile;
     uint64_t profiled_bytes = job->profiled_bytes;
+    uint32_t counted_node = job->location.node; /* its tileplace load, taken at write-out */
     struct tile_location planned = job->location; /* as the file's cache had it */
     struct tile_location location = job->location;
-    struct stale_retry retry = {0};
+    struct tile_holder written[TS_MAX_HOLDERS + 1];
+    size_t written_count = 0;
     int status;
-    int error = 0;
 
-    for (;;) {
-        status = write_send(job, &location);
-        if (status != TS_ERR_STALE)
-            break;
-        uint32_t old_node = location.node;
-        error = tilelocation_relocate(datapath, ino, tile, TILE_ACCESS_WRITE, &retry, &location);
-        if (error == 0 && location.copies > 0)
-            error = tilelocation_uncopy(datapath, ino, tile, &location);
-        if (error != 0)
-            break;
-        if (location.node != old_node) {
-            tileplace_load_change(datapath, old_node, -1);
-            tileplace_load_change(datapath, location.node, +1);
-        }
-    }
-    if (error == 0)
-        error = errno_of_status(status);
-    tileplace_load_change(datapath, location.node, -1);
+    int error = write_replicated(job, &location, written, &written_count, &status);
+    tileplace_load_change(datapath, counted_node, -1);
     write_job_unref(job); /* before file->lock: see the top */
-    if (error != 0 && status != TS_ERR_STALE)
-        log_error("write of inode %llu tile %llu to datanode %u failed: %s",
-                  (unsigned long long)ino, (unsigned long long)tile, location.node,
-                  status_text(status));
-    bool local = error == 0 && profiled_bytes > 0 && datapath->profile &&
-                 nodedir_is_local(datapath->nodes, location.node);
+    if (error != 0 && status != TS_OK && status != TS_ERR_STALE)
+        log_error("write of inode %llu tile %llu failed on every holder: %s",
+                  (unsigned long long)ino, (unsigned long long)tile, status_text(status));
+    bool local = false;
+    for (size_t i = 0; error == 0 && profiled_bytes > 0 && datapath->profile && i < written_count;
+         i++)
+        local = local || nodedir_is_local(datapath->nodes, written[i].node);
 
     pthread_mutex_lock(&file->lock);
     for (int i = 0; i < file->writes_in_flight; i++) {
@@ -187,8 +325,8 @@ static void write_job_run(struct worker_job *worker_job)
             break;
         }
     }
-    if (error == 0)
-        error = dirty_remember(file, location.node, tile, location.version);
+    for (size_t i = 0; error == 0 && i < written_count; i++)
+        error = dirty_remember(file, written[i].node, tile, written[i].version);
     tilelocation_replace(file, tile, &planned, &location);
     record_error(file, error);
     pthread_cond_broadcast(&file->changed);
@@ -248,11 +386,6 @@ void writebehind_write_out(struct datapath *datapath, struct open_file *file,
     if (error != 0)
         log_error("no tile for inode %llu tile %llu: %s", (unsigned long long)file->ino,
                   (unsigned long long)job->tile, strerror(-error));
-    if (error == 0 && location.copies > 0) {
-        error = tilelocation_uncopy(datapath, file->ino, job->tile, &location);
-        if (error == 0)
-            tilelocation_remember(file, job->tile, &location);
-    }
     file->writeouts_waiting--;
     file->writeout_turn++;
     pthread_cond_broadcast(&file->changed);

@@ -140,6 +140,79 @@ int placement_choose(enum placement_policy policy, struct placement_node *nodes,
     return placement_roundrobin(nodes, node_count, ino, first_tile, tile_bytes, count, out);
 }
 
+/* Whether node is on the machine of one of the holders, or is one. */
+static bool placement_near_holders(const struct placement_node *nodes, size_t node_count,
+                                   const struct placement_node *node, const uint32_t *holders,
+                                   size_t holder_count, bool *is_holder)
+{
+    bool near = false;
+    *is_holder = false;
+    for (size_t h = 0; h < holder_count; h++) {
+        if (holders[h] == node->id)
+            *is_holder = true;
+        for (size_t i = 0; i < node_count; i++) {
+            if (nodes[i].id == holders[h] && nodes[i].machine == node->machine)
+                near = true;
+        }
+    }
+    return near || *is_holder;
+}
+
+int placement_choose_replicas(struct placement_node *nodes, size_t node_count, uint64_t ino,
+                              uint64_t tile, uint32_t tile_bytes, const uint32_t *held,
+                              size_t held_count, size_t wanted, uint32_t *out)
+{
+    size_t holder_count = held_count + wanted;
+    uint32_t *holders = calloc(holder_count ? holder_count : 1, sizeof(*holders));
+    struct placement_node *eligible = calloc(node_count ? node_count : 1, sizeof(*eligible));
+    struct staticalloc_node *queues = calloc(node_count ? node_count : 1, sizeof(*queues));
+    size_t *map = calloc(node_count ? node_count : 1, sizeof(*map));
+    size_t *index = calloc(node_count ? node_count : 1, sizeof(*index));
+    size_t chosen = 0;
+    int rc;
+
+    if (!holders || !eligible || !queues || !map || !index) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (size_t h = 0; h < held_count; h++)
+        holders[h] = held[h];
+    while (chosen < wanted) {
+        /* Distinct machines first; failing that, distinct datanodes. */
+        size_t usable = 0;
+        for (int tier = 0; tier < 2 && usable == 0; tier++) {
+            size_t count = 0;
+            for (size_t i = 0; i < node_count; i++) {
+                bool is_holder;
+                bool near = placement_near_holders(nodes, node_count, &nodes[i], holders,
+                                                   held_count + chosen, &is_holder);
+                if (is_holder || (tier == 0 && near))
+                    continue;
+                index[count] = i;
+                eligible[count++] = nodes[i];
+            }
+            usable = placement_queues(eligible, count, tile_bytes, queues, map);
+        }
+        if (usable == 0)
+            break; /* under-replicated: fewer usable nodes than copies */
+        size_t first = (size_t)((ino % usable + tile % usable) % usable);
+        size_t k = staticalloc_pick(queues, usable, tile_bytes, first);
+        struct placement_node *node = &nodes[index[map[k]]];
+        out[chosen] = node->id;
+        holders[held_count + chosen] = node->id;
+        placement_take(node, tile_bytes);
+        chosen++;
+    }
+    rc = (int)chosen;
+out:
+    free(holders);
+    free(eligible);
+    free(queues);
+    free(map);
+    free(index);
+    return rc;
+}
+
 int placement_choose_named(uint32_t named, struct placement_node *nodes, size_t node_count,
                            uint64_t ino, uint64_t first_tile, uint32_t tile_bytes, size_t count,
                            uint32_t *out)

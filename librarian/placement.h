@@ -33,6 +33,7 @@ struct placement_node {
     uint64_t free_bytes;          /* free space it last reported */
     uint64_t write_bytes_per_sec; /* measured write throughput, 0 = not measured yet */
     uint64_t backlog_bytes;       /* work queued on it (the caller's estimate) */
+    uint32_t machine;             /* nodes on one machine share it (placement_choose_replicas) */
 };
 
 /*
@@ -66,5 +67,21 @@ int placement_choose(enum placement_policy policy, struct placement_node *nodes,
 int placement_choose_named(uint32_t named, struct placement_node *nodes, size_t node_count,
                            uint64_t ino, uint64_t first_tile, uint32_t tile_bytes, size_t count,
                            uint32_t *out);
+
+/*
+ * The further holders of one tile whose first holders are held[0..held_count)
+ * (node ids; the primary first): up to `wanted` more nodes, written to
+ * out[], each usable, none already a holder, each on a machine no holder
+ * (chosen before it or given) is on; when no usable node is on another
+ * machine, on a node that is not a holder yet. Among those, the one that
+ * would finish the tile earliest (as PLACEMENT_STATIC), ties rotating with
+ * (ino + tile). Books each on the snapshot as placement_choose() does.
+ * Returns how many were chosen (0..wanted: fewer when too few nodes are
+ * usable; the tile is then under-replicated, which is not an error), or
+ * -ENOMEM.
+ */
+int placement_choose_replicas(struct placement_node *nodes, size_t node_count, uint64_t ino,
+                              uint64_t tile, uint32_t tile_bytes, const uint32_t *held,
+                              size_t held_count, size_t wanted, uint32_t *out);
 
 #endif

@@ -106,7 +106,7 @@ int handlers_dirs_readdir(void *ctx, const struct rpc_request *request,
 
 struct readdirplus_op {
     const struct ts_readdirplus_req *request;
-    uint32_t default_placement;
+    const struct layout_defaults *defaults;
     uint32_t max_entries;
     struct ts_writer entries;
     uint32_t count;
@@ -126,7 +126,7 @@ static int readdirplus_visit(void *arg, struct ts_str name, const struct dirents
     int status = handlers_load_child(op->txn, entry, &op->child);
     if (status != TS_OK)
         return status == TS_ERR_NOMEM ? -ENOMEM : -EIO;
-    inodes_attr(&op->child, op->default_placement, &record.attr);
+    inodes_attr(&op->child, op->defaults, &record.attr);
     ts_readdirplus_rec_write(&op->entries, &record);
     if (op->entries.failed)
         return -ENOBUFS;
@@ -175,7 +175,7 @@ int handlers_dirs_readdirplus(void *ctx, const struct rpc_request *request,
     if (!op)
         return TS_ERR_NOMEM;
     op->request = &message;
-    op->default_placement = service->default_placement;
+    op->defaults = &service->defaults;
     op->max_entries = message.max_entries;
     if (op->max_entries == 0 || op->max_entries > HANDLERS_READDIR_MAX_ENTRIES)
         op->max_entries = HANDLERS_READDIR_MAX_ENTRIES;
@@ -196,7 +196,7 @@ int handlers_dirs_readdirplus(void *ctx, const struct rpc_request *request,
 
 struct lease_template_op {
     uint64_t dir;
-    uint32_t default_placement;
+    const struct layout_defaults *defaults;
     struct ts_attr template;
 };
 
@@ -226,7 +226,7 @@ static int lease_template_body(struct store_txn *txn, void *arg)
         inodes_inherit_layout(created, &parent);
         if (parent.attr.flags & TS_ATTR_PROFILED)
             created->attr.flags |= TS_ATTR_PROFILED;
-        inodes_attr(created, op->default_placement, &op->template);
+        inodes_attr(created, op->defaults, &op->template);
     }
     free(created);
     return status;
@@ -266,7 +266,7 @@ int handlers_dirs_lease(void *ctx, const struct rpc_request *request, struct rpc
     switch (message.action) {
     case TS_LEASE_GET: {
         struct lease_template_op op = {.dir = message.dir,
-                                       .default_placement = service->default_placement};
+                                       .defaults = &service->defaults};
         status = store_read(service->store, lease_template_body, &op);
         if (status == TS_OK && leases_get(service->leases, message.dir, mount, now_ms) < 0)
             status = TS_ERR_BUSY;

@@ -8,8 +8,9 @@
  *
  * Invariants kept here: tiles_allocated in an inode equals its records in
  * the tiles table, and every tile that leaves the tiles table enters the
- * garbage table, and so does every read copy that leaves the copies table
- * (copies.h).
+ * garbage table, and so does every replica that leaves the copies table
+ * (copies.h). A tile placed here gets its file's `copies` holders
+ * (placement_choose_replicas), fewer only when too few nodes are usable.
  */
 #include "handlers_files.h"
 
@@ -152,12 +153,10 @@ static int shrink_tiles(struct store_txn *txn, struct setattr_op *op, uint64_t n
     if (!cut || new_size % tile_bytes == 0)
         return TS_OK;
     /*
-     * The client cuts the primary of the tile the end falls in; its copies
-     * would keep the bytes past the cut (and show them if the file grows).
+     * The client cuts every holder of the tile the end falls in (it asks
+     * TILE_MAP for them): a replica left uncut would keep the bytes past
+     * the end and show them if the file grows.
      */
-    err = copies_drop(txn, record->attr.ino, new_size / tile_bytes, new_size / tile_bytes, NULL);
-    if (err < 0)
-        return reply_store_status(err);
     err = tiles_get(txn, record->attr.ino, new_size / tile_bytes, &last);
     if (err == -ENOENT)
         return TS_OK;
@@ -275,7 +274,7 @@ int handlers_files_setattr(void *ctx, const struct rpc_request *request,
     }
     if (status != TS_OK)
         return status;
-    inodes_attr(&op.record, service->default_placement, &op.reply.attr);
+    inodes_attr(&op.record, &service->defaults, &op.reply.attr);
     return REPLY_ENCODE(setattr_rep, &op.reply, response);
 }
 
@@ -346,7 +345,7 @@ int handlers_files_open(void *ctx, const struct rpc_request *request, struct rpc
                                          message.ino, util_monotonic_ms()) < 0)
         status = TS_ERR_NOMEM;
     if (status == TS_OK) {
-        inodes_attr(&op->truncation.record, service->default_placement, &reply.attr);
+        inodes_attr(&op->truncation.record, &service->defaults, &reply.attr);
         reply.array_spec = (struct ts_str){.ptr = op->array_spec, .len = (uint32_t)op->array_len};
         status = REPLY_ENCODE(open_rep, &reply, response);
     }
@@ -387,6 +386,7 @@ struct tile_map_op {
     bool have_candidates;
     struct arraylayout *array; /* an array file's layout, freed by the handler */
     uint64_t size;             /* the file's size, for the reply */
+    bool under_replicated_logged; /* one log line per request */
 };
 
 /* The registered nodes: up or not, free space, speed and backlog as of now. */
@@ -411,6 +411,14 @@ static int tile_map_candidates(struct store_txn *txn, struct tile_map_op *op)
         candidate->free_bytes = nodes[i].free_bytes;
         candidate->write_bytes_per_sec = nodes[i].write_bytes_per_sec;
         candidate->backlog_bytes = nodes_live_backlog(op->service->live, nodes[i].id, op->now_ms);
+        /* Nodes of one machine share a number; a node that named none is a machine of its own. */
+        candidate->machine = (uint32_t)i + 1;
+        for (size_t j = 0; j < i && nodes[i].machine[0] != '\0'; j++) {
+            if (strcmp(nodes[j].machine, nodes[i].machine) == 0) {
+                candidate->machine = op->candidates[j].machine;
+                break;
+            }
+        }
     }
     op->candidate_count = count;
     op->have_candidates = true;
@@ -418,7 +426,43 @@ static int tile_map_candidates(struct store_txn *txn, struct tile_map_op *op)
     return TS_OK;
 }
 
-/* Places tile `tile` of the file on a node and records it. */
+/*
+ * Gives a newly placed tile (its primary in *entry) the file's further
+ * replicas, up to copies - 1 of them, each with a version of its own
+ * (placement_choose_replicas: distinct machines, then distinct nodes). Too
+ * few usable nodes leave the tile under-replicated; the write goes on.
+ */
+static int tile_map_replicate(struct store_txn *txn, struct tile_map_op *op, uint64_t ino,
+                              uint64_t tile, uint32_t tile_bytes, uint32_t copies,
+                              const struct tiles_entry *entry)
+{
+    uint32_t chosen[TS_MAX_COPIES];
+    if (copies <= 1)
+        return TS_OK;
+    if (copies > TS_MAX_COPIES)
+        copies = TS_MAX_COPIES;
+    int found = placement_choose_replicas(op->candidates, op->candidate_count, ino, tile,
+                                          tile_bytes, &entry->node, 1, copies - 1, chosen);
+    if (found < 0)
+        return TS_ERR_NOMEM;
+    if ((uint32_t)found < copies - 1 && !op->under_replicated_logged) {
+        op->under_replicated_logged = true;
+        log_warn("inode %llu tile %llu: %d of %u holders placed (too few datanodes up with "
+                 "room); the tile is under-replicated",
+                 (unsigned long long)ino, (unsigned long long)tile, found + 1, copies);
+    }
+    for (int i = 0; i < found; i++) {
+        struct copies_entry replica = {tile, chosen[i], 0};
+        int err = store_counter_take(txn, STORE_NEXT_VERSION, &replica.version);
+        if (err == 0)
+            err = copies_put(txn, ino, &replica);
+        if (err < 0)
+            return reply_store_status(err);
+    }
+    return TS_OK;
+}
+
+/* Places tile `tile` of the file on its nodes (primary and replicas) and records it. */
 static int tile_map_allocate(struct store_txn *txn, struct tile_map_op *op,
                              const struct inodes_record *record, uint64_t tile,
                              struct tiles_entry *entry)
@@ -427,7 +471,7 @@ static int tile_map_allocate(struct store_txn *txn, struct tile_map_op *op,
     uint32_t tile_bytes =
         op->array ? arraylayout_tile_bytes(op->array, tile) : record->attr.tile_bytes;
     uint32_t placement =
-        record->attr.placement ? record->attr.placement : op->service->default_placement;
+        record->attr.placement ? record->attr.placement : op->service->defaults.placement;
     uint32_t node = 0;
     int status;
     int err;
@@ -456,7 +500,11 @@ static int tile_map_allocate(struct store_txn *txn, struct tile_map_op *op,
     err = store_counter_take(txn, STORE_NEXT_VERSION, &entry->version);
     if (err == 0)
         err = tiles_put(txn, record->attr.ino, tile, entry);
-    return reply_store_status(err);
+    if (err < 0)
+        return reply_store_status(err);
+    struct layout layout;
+    inodes_layout(record, &op->service->defaults, &layout);
+    return tile_map_replicate(txn, op, record->attr.ino, tile, tile_bytes, layout.copies, entry);
 }
 
 static int tile_map_body(struct store_txn *txn, void *arg)
@@ -495,7 +543,20 @@ static int tile_map_body(struct store_txn *txn, void *arg)
         /* The last tile must hold bytes below the largest file size. */
         return TS_ERR_FBIG;
     }
-    /* Copies and the asking machine's nodes, for each record's read source. */
+    /* Tiles are placed first: the records list every holder of each. */
+    for (uint32_t i = 0; request->allocate && i < request->count && status == TS_OK; i++) {
+        struct tiles_entry entry = {0, 0, 0}; /* a new tile: no flags yet */
+        err = tiles_get(txn, request->ino, request->first + i, &entry);
+        if (err == -ENOENT) {
+            status = tile_map_allocate(txn, op, &record, request->first + i, &entry);
+            allocated++;
+        } else if (err < 0) {
+            status = reply_store_status(err);
+        }
+    }
+    if (status != TS_OK)
+        return status;
+    /* The replicas and the nodes, for each record's holders in read order. */
     err = readsource_load(txn, op->service->live, op->now_ms, request->ino, request->first,
                           request->count, request->machine, &source);
     if (err < 0)
@@ -504,12 +565,8 @@ static int tile_map_body(struct store_txn *txn, void *arg)
         uint64_t tile = request->first + i;
         struct tiles_entry entry = {0, 0, 0};
         err = tiles_get(txn, request->ino, tile, &entry);
-        if (err == -ENOENT && request->allocate) {
-            status = tile_map_allocate(txn, op, &record, tile, &entry);
-            allocated++;
-        } else if (err < 0 && err != -ENOENT) {
+        if (err < 0 && err != -ENOENT)
             status = reply_store_status(err);
-        }
         readsource_record(source, tile, &entry, &op->records);
     }
     readsource_free(&source);
@@ -627,7 +684,7 @@ int handlers_files_commit(void *ctx, const struct rpc_request *request,
         return status;
     if (message.sync && store_sync(service->store, true) < 0)
         return TS_ERR_IO;
-    inodes_attr(&op.record, service->default_placement, &reply.attr);
+    inodes_attr(&op.record, &service->defaults, &reply.attr);
     return REPLY_ENCODE(attr_rep, &reply, response);
 }
 
@@ -679,6 +736,6 @@ int handlers_files_punch(void *ctx, const struct rpc_request *request,
     int status = store_write(service->store, punch_body, &op);
     if (status != TS_OK)
         return status;
-    inodes_attr(&op.record, service->default_placement, &reply.attr);
+    inodes_attr(&op.record, &service->defaults, &reply.attr);
     return REPLY_ENCODE(attr_rep, &reply, response);
 }

@@ -1,6 +1,6 @@
 /*
  * @file handlers_moves.c
- * Read copies and the relocation journal: TILE_UNCOPY and MOVE_BEGIN,
+ * Replica sets and the relocation journal: REPLICA_DROP and MOVE_BEGIN,
  * MOVE_COMMIT, MOVE_ABORT, MOVE_LIST, found through handlers_table like
  * every other handler.
  *
@@ -35,6 +35,8 @@
 #include "journal.h"
 #include "log.h"
 #include "nodes.h"
+#include "readsource.h"
+#include "replicaset.h"
 #include "reply.h"
 #include "service.h"
 #include "sessions.h"
@@ -50,43 +52,81 @@
 /* MOVE_LIST pages: 16384 records of 56 bytes, well inside a frame. */
 #define HANDLERS_MOVE_LIST_MAX_RECORDS 16384
 
-/* ---- TILE_UNCOPY -------------------------------------------------------- */
+/* ---- REPLICA_DROP ------------------------------------------------------- */
 
-struct uncopy_op {
-    const struct ts_tile_uncopy_req *request;
+struct replica_drop_op {
+    const struct ts_replica_drop_req *request;
+    struct ts_writer records; /* the tile's TILE_MAP record as it is after */
+    int64_t now_ms;
+    const struct nodes_live *live;
+    bool dropped;
     char why[HANDLERS_WHY_MAX];
 };
 
-static int uncopy_body(struct store_txn *txn, void *arg)
+static int replica_drop_body(struct store_txn *txn, void *arg)
 {
-    struct uncopy_op *op = arg;
-    const struct ts_tile_uncopy_req *request = op->request;
+    struct replica_drop_op *op = arg;
+    const struct ts_replica_drop_req *request = op->request;
     struct inodes_record record;
+    struct readsource *source;
+    struct tiles_entry primary = {0, 0, 0};
+
+    op->records.len = 0;
+    op->records.failed = false;
     int status = handlers_load_file_why(txn, request->ino, &record, op->why);
     if (status != TS_OK)
         return status;
-    return reply_store_status(copies_drop(txn, request->ino, request->first,
-                                          request->first + (request->count - 1), NULL));
+    int err = replicaset_drop(txn, request->ino, request->tile, request->node, request->version,
+                              &op->dropped);
+    if (err == -EBUSY) {
+        snprintf(op->why, sizeof(op->why),
+                 "datanode %u is the last holder of tile %llu of inode %llu: not dropped",
+                 request->node, (unsigned long long)request->tile,
+                 (unsigned long long)request->ino);
+        return TS_ERR_BUSY;
+    }
+    if (err == 0)
+        err = tiles_get(txn, request->ino, request->tile, &primary);
+    if (err == -ENOENT)
+        err = 0; /* a hole now (truncated): an empty record says so */
+    if (err == 0)
+        err = readsource_load(txn, op->live, op->now_ms, request->ino, request->tile, 1,
+                              request->machine, &source);
+    if (err < 0)
+        return reply_store_status(err);
+    readsource_record(source, request->tile, &primary, &op->records);
+    readsource_free(&source);
+    return op->records.failed ? TS_ERR_INTERNAL : TS_OK;
 }
 
-int handlers_moves_tile_uncopy(void *ctx, const struct rpc_request *request,
-                               struct rpc_response *response)
+int handlers_moves_replica_drop(void *ctx, const struct rpc_request *request,
+                                struct rpc_response *response)
 {
     struct service *service = ctx;
-    struct ts_tile_uncopy_req message;
-    struct uncopy_op op = {.request = &message};
+    struct ts_replica_drop_req message;
+    struct replica_drop_op op = {.request = &message};
+    struct ts_tile_map_rep reply;
 
-    if (ts_tile_uncopy_req_decode(&message, request->payload, request->payload_len) != 0)
+    if (ts_replica_drop_req_decode(&message, request->payload, request->payload_len) != 0)
         return reply_bad_message(response, request->header.type);
-    if (message.count == 0 || message.count > TS_MAX_TILES_PER_MAP ||
-        message.first > UINT64_MAX - message.count) {
-        snprintf(response->error_text, sizeof(response->error_text),
-                 "TILE_UNCOPY: count must be 1..%u and the range end below 2^64 (first %llu, "
-                 "count %u)",
-                 TS_MAX_TILES_PER_MAP, (unsigned long long)message.first, message.count);
+    if (message.node == 0)
         return TS_ERR_INVAL;
-    }
-    return handlers_refused(store_write(service->store, uncopy_body, &op), op.why, response);
+    ts_writer_init(&op.records, service->scratch, SERVICE_SCRATCH_BYTES);
+    op.now_ms = util_monotonic_ms();
+    op.live = service->live;
+    int status = store_write(service->store, replica_drop_body, &op);
+    if (status != TS_OK)
+        return handlers_refused(status, op.why, response);
+    if (op.dropped)
+        log_warn("inode %llu tile %llu: datanode %u (version %llu) failed a client's write and "
+                 "left the tile's replica set",
+                 (unsigned long long)message.ino, (unsigned long long)message.tile, message.node,
+                 (unsigned long long)message.version);
+    reply.count = 1;
+    reply.size = 0;
+    reply.tiles.ptr = (const char *)service->scratch;
+    reply.tiles.len = (uint32_t)op.records.len;
+    return REPLY_ENCODE(tile_map_rep, &reply, response);
 }
 
 /* ---- the relocation journal: checks --------------------------------------- */

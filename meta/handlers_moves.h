@@ -1,7 +1,7 @@
 /*
  * @file handlers_moves.h
- * The requests of read copies and the relocation journal (proto.h:
- * TILE_UNCOPY, MOVE_BEGIN, MOVE_COMMIT, MOVE_ABORT, MOVE_LIST). Same
+ * The requests that change a tile's replica set (proto.h: REPLICA_DROP,
+ * MOVE_BEGIN, MOVE_COMMIT, MOVE_ABORT, MOVE_LIST). Same
  * contract as every handler of handlers.h, whose table lists them: ctx is
  * the struct service, one transaction per request, TS_ERR_BADMSG for a
  * malformed payload, and a refusal names its cause in
@@ -12,8 +12,8 @@
 
 #include "rpc.h"
 
-int handlers_moves_tile_uncopy(void *ctx, const struct rpc_request *request,
-                               struct rpc_response *response);
+int handlers_moves_replica_drop(void *ctx, const struct rpc_request *request,
+                                struct rpc_response *response);
 int handlers_moves_begin(void *ctx, const struct rpc_request *request,
                          struct rpc_response *response);
 int handlers_moves_commit(void *ctx, const struct rpc_request *request,

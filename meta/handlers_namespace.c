@@ -178,7 +178,7 @@ int handlers_namespace_lookup(void *ctx, const struct rpc_request *request,
     status = store_read(service->store, lookup_body, &op);
     if (status != TS_OK)
         return status;
-    inodes_attr(&op.found, service->default_placement, &reply.attr);
+    inodes_attr(&op.found, &service->defaults, &reply.attr);
     return REPLY_ENCODE(attr_rep, &reply, response);
 }
 
@@ -200,7 +200,7 @@ int handlers_namespace_getattr(void *ctx, const struct rpc_request *request,
     status = store_read(service->store, handlers_getattr_body, &op);
     if (status != TS_OK)
         return status;
-    inodes_attr(&op.found, service->default_placement, &reply.attr);
+    inodes_attr(&op.found, &service->defaults, &reply.attr);
     return REPLY_ENCODE(attr_rep, &reply, response);
 }
 
@@ -303,7 +303,7 @@ static int create_run(struct service *service, const struct rpc_request *request
     status = store_write(service->store, create_body, op);
     if (status != TS_OK)
         return status;
-    inodes_attr(&op->created, service->default_placement, &reply.attr);
+    inodes_attr(&op->created, &service->defaults, &reply.attr);
     return REPLY_ENCODE(attr_rep, &reply, response);
 }
 
@@ -854,7 +854,7 @@ int handlers_namespace_link(void *ctx, const struct rpc_request *request,
     status = store_write(service->store, link_body, &op);
     if (status != TS_OK)
         return status;
-    inodes_attr(&op.linked, service->default_placement, &reply.attr);
+    inodes_attr(&op.linked, &service->defaults, &reply.attr);
     return REPLY_ENCODE(attr_rep, &reply, response);
 }
 

@@ -1,21 +1,26 @@
 /*
  * @file handlers_repair.c
  * See handlers_repair.h. REPAIR_SCAN walks the tiles table from a cursor in
- * one read transaction, gathers each tile's replicas (the primary and its
- * entries in the copies table), and asks librarian/repairplan.h what the
- * tile needs; it stops early at max_steps, or after REPAIR_SCAN_TILES
- * tiles, so one request never holds the loop for long on a big map.
+ * one read transaction, gathers each tile's replica set (replicaset.h), and
+ * asks librarian/repairplan.h what the tile needs; it stops early at
+ * max_steps, or after REPAIR_SCAN_TILES tiles, so one request never holds
+ * the loop for long on a big map. The drops of replicas whose nodes are
+ * down are not steps: nothing there can be frozen or retired, and the
+ * executor would wait out a timeout for each; meta drops them itself, in
+ * one write transaction after the scan (replicaset_drop: garbage-queued for
+ * the node, should it ever come back).
  */
 #include "handlers_repair.h"
 
-#include "copies.h"
 #include "handlers_i.h"
 #include "inodepath.h"
 #include "inodes.h"
+#include "layout.h"
 #include "journal.h"
 #include "log.h"
 #include "nodes.h"
 #include "repairplan.h"
+#include "replicaset.h"
 #include "reply.h"
 #include "service.h"
 #include "status.h"
@@ -29,7 +34,7 @@
 #include <string.h>
 
 #define REPAIR_SCAN_TILES 65536 /* tiles visited per request at most */
-#define REPAIR_MAX_HOLDERS 16
+#define REPAIR_MAX_DIRECT_DROPS 1024 /* replicas of down nodes dropped per request */
 
 /* ---- NODE_ADMIN ----------------------------------------------------------- */
 
@@ -93,10 +98,13 @@ struct repair_scan_op {
     bool have_inode;
     uint32_t copies;
     uint64_t tile_bytes;
-    /* the replicas of the tile being visited */
-    struct repairplan_holder holders[REPAIR_MAX_HOLDERS];
-    size_t holder_count;
     struct store_txn *txn; /* the scan's, for the visitor */
+    /* replicas of down nodes to drop after the scan */
+    struct repair_direct_drop {
+        uint64_t ino, tile, version;
+        uint32_t node;
+    } drops[REPAIR_MAX_DIRECT_DROPS];
+    size_t drop_count;
 };
 
 static int repair_scan_nodes(struct store_txn *txn, struct repair_scan_op *op)
@@ -124,19 +132,12 @@ static int repair_scan_nodes(struct store_txn *txn, struct repair_scan_op *op)
     return 0;
 }
 
-static int repair_scan_holder(void *arg, const struct copies_entry *entry)
-{
-    struct repair_scan_op *op = arg;
-    if (op->holder_count < REPAIR_MAX_HOLDERS)
-        op->holders[op->holder_count++] =
-            (struct repairplan_holder){.node = entry->node, .version = entry->version};
-    return 0;
-}
-
-/* The tile (ino, tile) with primary: its health counted, its steps written. */
+/* The tile (ino, tile): its health counted, its steps written. */
 static int repair_scan_tile(struct store_txn *txn, struct repair_scan_op *op, uint64_t ino,
-                            uint64_t tile, const struct tiles_entry *primary)
+                            uint64_t tile)
 {
+    struct replicaset set;
+    struct repairplan_holder holders[TS_MAX_HOLDERS];
     struct repairplan_step steps[REPAIRPLAN_MAX_STEPS];
     struct repairplan_verdict verdict;
     struct journal_entry move;
@@ -149,21 +150,24 @@ static int repair_scan_tile(struct store_txn *txn, struct repair_scan_op *op, ui
         if (err < 0 && err != -ENOENT)
             return err;
         op->have_inode = err == 0;
-        op->copies = err == 0 && inode.attr.copies > 0 ? inode.attr.copies : 1;
-        op->tile_bytes = err == 0 ? inode.attr.tile_bytes : 0;
-        if (!op->have_inode)
-            return 0; /* tiles of an inode being deleted: its garbage goes anyway */
+        if (op->have_inode) {
+            struct layout layout;
+            inodes_layout(&inode, &op->service->defaults, &layout);
+            op->copies = layout.copies;
+            op->tile_bytes = layout.tile_bytes;
+        }
     }
     if (!op->have_inode)
+        return 0; /* tiles of an inode being deleted: its garbage goes anyway */
+    err = replicaset_get(txn, ino, tile, &set);
+    if (err == -ENOENT)
         return 0;
-    op->holder_count = 0;
-    op->holders[op->holder_count++] =
-        (struct repairplan_holder){.node = primary->node, .version = primary->version};
-    err = copies_scan(txn, ino, tile, tile, repair_scan_holder, op);
     if (err < 0)
         return err;
-    struct repairplan_tile planned = {.holders = op->holders,
-                                      .holder_count = op->holder_count,
+    for (size_t i = 0; i < set.count; i++)
+        holders[i] = (struct repairplan_holder){set.holders[i].node, set.holders[i].version};
+    struct repairplan_tile planned = {.holders = holders,
+                                      .holder_count = set.count,
                                       .copies = op->copies,
                                       .tile_bytes = op->tile_bytes};
     repairplan_tile(op->nodes, op->node_count, &planned,
@@ -175,6 +179,12 @@ static int repair_scan_tile(struct store_txn *txn, struct repair_scan_op *op, ui
     if (err == 0)
         return 0; /* a relocation owns the tile now; the next pass sees it again */
     for (size_t i = 0; i < verdict.steps; i++) {
+        if (steps[i].kind == REPAIRPLAN_DROP && steps[i].node_down) {
+            if (op->drop_count < REPAIR_MAX_DIRECT_DROPS)
+                op->drops[op->drop_count++] = (struct repair_direct_drop){
+                    ino, tile, steps[i].version, steps[i].from_node};
+            continue;
+        }
         struct ts_repair_step_rec record = {.kind = (uint32_t)steps[i].kind,
                                             .ino = ino,
                                             .tile = tile,
@@ -195,7 +205,6 @@ static int repair_scan_tile(struct store_txn *txn, struct repair_scan_op *op, ui
 static int repair_scan_visit(void *arg, const MDB_val *key, const MDB_val *value)
 {
     struct repair_scan_op *op = arg;
-    struct tiles_entry primary;
     (void)value;
 
     if (key->mv_size != 16)
@@ -203,13 +212,12 @@ static int repair_scan_visit(void *arg, const MDB_val *key, const MDB_val *value
     uint64_t ino = store_be64_get(key->mv_data);
     uint64_t tile = store_be64_get((const uint8_t *)key->mv_data + 8);
     if (op->step_count + REPAIRPLAN_MAX_STEPS > op->request->max_steps ||
+        op->drop_count + REPAIRPLAN_MAX_STEPS > REPAIR_MAX_DIRECT_DROPS ||
         op->visited >= REPAIR_SCAN_TILES) {
         op->stopped = true;
         return 1;
     }
-    int err = tiles_get(op->txn, ino, tile, &primary);
-    if (err == 0)
-        err = repair_scan_tile(op->txn, op, ino, tile, &primary);
+    int err = repair_scan_tile(op->txn, op, ino, tile);
     if (err < 0)
         return err;
     op->visited++;
@@ -229,6 +237,7 @@ static int repair_scan_body(struct store_txn *txn, void *arg)
     op->steps.len = 0;
     op->steps.failed = false;
     op->step_count = 0;
+    op->drop_count = 0;
     op->visited = 0;
     op->stopped = false;
     op->have_inode = false;
@@ -252,6 +261,19 @@ static int repair_scan_body(struct store_txn *txn, void *arg)
     int err = store_scan(txn, STORE_TILES, start, sizeof(start), repair_scan_visit, op);
     if (err < 0)
         return reply_store_status(err);
+    return TS_OK;
+}
+
+static int repair_drops_body(struct store_txn *txn, void *arg)
+{
+    struct repair_scan_op *op = arg;
+    for (size_t i = 0; i < op->drop_count; i++) {
+        const struct repair_direct_drop *drop = &op->drops[i];
+        bool dropped = false;
+        int err = replicaset_drop(txn, drop->ino, drop->tile, drop->node, drop->version, &dropped);
+        if (err < 0 && err != -EBUSY)
+            return reply_store_status(err);
+    }
     return TS_OK;
 }
 
@@ -280,6 +302,13 @@ int handlers_repair_scan(void *ctx, const struct rpc_request *request,
     int status = store_read(service->store, repair_scan_body, &op);
     free(op.nodes);
     free(op.records);
+    if (status == TS_OK && op.drop_count > 0) {
+        status = store_write(service->store, repair_drops_body, &op);
+        if (status == TS_OK)
+            log_info("repair: dropped %zu replicas of datanodes down longer than %llu ms "
+                     "(or removed) from the tile map",
+                     op.drop_count, (unsigned long long)message.replace_after_ms);
+    }
     if (status != TS_OK) {
         pass->running = before;
         return status;

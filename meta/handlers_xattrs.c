@@ -124,7 +124,7 @@ static int layout_get_body(struct store_txn *txn, void *arg)
         return status;
     if (!S_ISREG(record.attr.mode) && !S_ISDIR(record.attr.mode))
         return TS_ERR_NODATA;
-    inodes_layout(&record, op->service->default_placement, &layout);
+    inodes_layout(&record, &op->service->defaults, &layout);
     return layout_format(&layout, op->text, sizeof(op->text)) < 0 ? TS_ERR_INTERNAL : TS_OK;
 }
 
@@ -152,16 +152,16 @@ static int layout_set_body(struct store_txn *txn, void *arg)
     if (op->remove) {
         bool dir = S_ISDIR(attr->mode);
         stored.tile_bytes = dir ? 0 : TILE_DEFAULT_BYTES;
-        stored.copies = dir ? 0 : 1;
+        stored.copies = 0; /* the cluster's default */
         stored.placement = TS_PLACEMENT_DEFAULT;
     } else {
         layout_apply(&stored, &op->given);
     }
-    inodes_layout(&record, op->service->default_placement, &before);
+    inodes_layout(&record, &op->service->defaults, &before);
     attr->tile_bytes = stored.tile_bytes;
     attr->copies = stored.copies;
     attr->placement = stored.placement;
-    inodes_layout(&record, op->service->default_placement, &after);
+    inodes_layout(&record, &op->service->defaults, &after);
     /* A file's layout is fixed once it has tiles; setting the same one again is harmless. */
     if (S_ISREG(attr->mode) && record.tiles_allocated > 0) {
         if (layout_same(&before, &after))
@@ -255,7 +255,7 @@ static bool array_xattr(struct ts_str name)
 static uint32_t array_tile_bytes(const struct service *service, const struct inodes_record *record)
 {
     struct layout layout;
-    inodes_layout(record, service->default_placement, &layout);
+    inodes_layout(record, &service->defaults, &layout);
     return layout.tile_bytes;
 }
 

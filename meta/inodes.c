@@ -7,15 +7,15 @@
  *   placement, u32 copies,] [format >= 3: u32 flags (TS_ATTR_*),]
  *   [format 4: u64 change,] then the symlink target (the rest of the value).
  * Records are written in format 4; format 1 records (before layouts could
- * be set) read as placement "default" and copies 0 (= 1), format 1 and 2
+ * be set) read as placement "default" and copies 0 (the cluster's default), format 1 and 2
  * records (before array files) as flags 0, records before format 4 (before
  * the change counter) as change 0. Every put adds one to the change counter
  * (ts_attr.change), so it grows with each change of the inode.
  *
  * Layout fields as stored: a regular file's tile_bytes is never 0; a
- * directory's tile_bytes and copies are 0 until a layout is set on it, and
+ * directory's tile_bytes is 0 until a layout is set on it; copies 0 and
  * placement 0 (TS_PLACEMENT_DEFAULT) means "the cluster's default", looked
- * up when the value is used, so changing tessera-meta --placement changes
+ * up when the value is used, so changing tessera-meta --placement or --copies changes
  * every file that never chose.
  */
 #include "inodes.h"
@@ -150,7 +150,7 @@ void inodes_init(struct inodes_record *record, uint64_t ino, uint64_t generation
     attr->generation = generation;
     attr->tile_bytes = S_ISREG(mode) ? TILE_DEFAULT_BYTES : 0;
     attr->placement = TS_PLACEMENT_DEFAULT;
-    attr->copies = S_ISREG(mode) ? 1 : 0;
+    attr->copies = 0; /* the cluster's default, looked up when used */
 }
 
 int inodes_new(struct store_txn *txn, uint32_t mode, uint32_t uid, uint32_t gid,
@@ -263,7 +263,7 @@ void inodes_inherit_layout(struct inodes_record *record, const struct inodes_rec
         return;
     if (S_ISREG(attr->mode)) {
         attr->tile_bytes = from->tile_bytes ? from->tile_bytes : TILE_DEFAULT_BYTES;
-        attr->copies = from->copies ? from->copies : 1;
+        attr->copies = from->copies; /* 0: the cluster's default */
         attr->placement = from->placement;
     } else if (S_ISDIR(attr->mode)) {
         attr->tile_bytes = from->tile_bytes;
@@ -272,17 +272,17 @@ void inodes_inherit_layout(struct inodes_record *record, const struct inodes_rec
     }
 }
 
-void inodes_layout(const struct inodes_record *record, uint32_t default_placement,
+void inodes_layout(const struct inodes_record *record, const struct layout_defaults *defaults,
                    struct layout *layout)
 {
     const struct ts_attr *attr = &record->attr;
     memset(layout, 0, sizeof(*layout));
     layout->tile_bytes = attr->tile_bytes ? attr->tile_bytes : TILE_DEFAULT_BYTES;
-    layout->copies = attr->copies ? attr->copies : 1;
-    layout->placement = attr->placement ? attr->placement : default_placement;
+    layout->copies = attr->copies ? attr->copies : defaults->copies;
+    layout->placement = attr->placement ? attr->placement : defaults->placement;
 }
 
-void inodes_attr(const struct inodes_record *record, uint32_t default_placement,
+void inodes_attr(const struct inodes_record *record, const struct layout_defaults *defaults,
                  struct ts_attr *attr)
 {
     uint64_t held = record->attr.size;
@@ -296,7 +296,7 @@ void inodes_attr(const struct inodes_record *record, uint32_t default_placement,
         held = 0;
     attr->blocks = held / 512 + (held % 512 != 0);
     /* The effective layout: what new tiles (or new files, for a directory) get. */
-    inodes_layout(record, default_placement, &layout);
+    inodes_layout(record, defaults, &layout);
     attr->placement = layout.placement;
     attr->copies = layout.copies;
     if (S_ISREG(attr->mode) || S_ISDIR(attr->mode))

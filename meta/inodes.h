@@ -70,10 +70,10 @@ int inodes_count(struct store_txn *txn, uint64_t *count);
 void inodes_inherit_layout(struct inodes_record *record, const struct inodes_record *parent);
 /*
  * The effective layout of an inode: its own values, with the defaults
- * filled in (tile TILE_DEFAULT_BYTES, 1 copy, default_placement). `given`
+ * filled in (tile TILE_DEFAULT_BYTES, the cluster's copies and placement, `defaults`). `given`
  * is 0.
  */
-void inodes_layout(const struct inodes_record *record, uint32_t default_placement,
+void inodes_layout(const struct inodes_record *record, const struct layout_defaults *defaults,
                    struct layout *layout);
 /*
  * The attributes as they travel: the record's attr with blocks = bytes held
@@ -81,7 +81,7 @@ void inodes_layout(const struct inodes_record *record, uint32_t default_placemen
  * effective layout (inodes_layout(); tile_bytes stays 0 for inodes that
  * hold no data: symlinks and special files).
  */
-void inodes_attr(const struct inodes_record *record, uint32_t default_placement,
+void inodes_attr(const struct inodes_record *record, const struct layout_defaults *defaults,
                  struct ts_attr *attr);
 
 #endif

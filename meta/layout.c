@@ -138,7 +138,7 @@ static int layout_token(const char *token, size_t len, struct layout *layout, ch
             return -EINVAL;
         }
         if (number < 1 || number > LAYOUT_MAX_COPIES) {
-            snprintf(why, cap, "copies=%.*s: only %d copy per tile is supported", (int)value_len,
+            snprintf(why, cap, "copies=%.*s: 1 to %d copies per tile", (int)value_len,
                      value, LAYOUT_MAX_COPIES);
             return -EINVAL;
         }

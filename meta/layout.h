@@ -12,7 +12,8 @@
  *   tile=SIZE        subchunk size: bytes, or a number with K or M (binary
  *                    units, "KiB"/"MiB" also accepted), a multiple of 4 KiB
  *                    between LAYOUT_MIN_TILE_BYTES and LAYOUT_MAX_TILE_BYTES
- *   copies=N         datanodes holding each tile; only 1 is supported yet
+ *   copies=N         datanodes holding each tile (replicas), 1..LAYOUT_MAX_COPIES
+ *                    (default = the cluster's, tessera-meta --copies)
  *   placement=P      default | roundrobin | static | dynamic
  *                    (default = the cluster's, tessera-meta --placement)
  *
@@ -31,7 +32,7 @@
 #define LAYOUT_XATTR "user.tessera.layout"
 #define LAYOUT_MIN_TILE_BYTES 4096u
 #define LAYOUT_MAX_TILE_BYTES TS_MAX_DATA_BYTES
-#define LAYOUT_MAX_COPIES 1
+#define LAYOUT_MAX_COPIES TS_MAX_COPIES
 #define LAYOUT_TEXT_MAX 256 /* longest text layout_parse() accepts */
 
 /* Which fields a parsed text gave. */
@@ -46,11 +47,18 @@ struct layout {
     unsigned given;     /* LAYOUT_GIVEN_* (layout_parse) */
 };
 
+/* What a file that names no placement or copies gets (tessera-meta
+ * --placement, --copies). */
+struct layout_defaults {
+    uint32_t placement; /* enum ts_placement, never TS_PLACEMENT_DEFAULT */
+    uint32_t copies;    /* 1..LAYOUT_MAX_COPIES */
+};
+
 /*
  * Parses text[len] (not NUL-terminated) into *layout, setting `given` for
  * each key present and leaving the other fields 0. Returns 0, or -EINVAL
- * with a one-line reason in why[cap] ("copies=3: only 1 copy is
- * supported", ...).
+ * with a one-line reason in why[cap] ("copies=9: 1 to 4 copies per
+ * tile", ...).
  */
 int layout_parse(const char *text, size_t len, struct layout *layout, char *why, size_t cap);
 

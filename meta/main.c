@@ -35,6 +35,7 @@ struct meta_options {
     long node_timeout_ms;
     long mount_lease_ms;
     uint32_t placement; /* enum ts_placement: the cluster's default */
+    long copies;        /* replicas per tile: the cluster's default */
     enum log_level log_level;
     int64_t replace_after_ms;
     uint64_t repair_bytes_per_sec; /* 0 = unlimited */
@@ -66,6 +67,9 @@ static void meta_usage(FILE *out)
             "                          (default %d)\n"
             "  --placement POLICY      where new tiles go unless a file's layout says:\n"
             "                          dynamic (default), static or roundrobin\n"
+            "  --copies N              replicas each tile keeps unless a file's layout says\n"
+            "                          (user.tessera.layout copies=N): 1 to %d, on distinct\n"
+            "                          machines, then distinct datanodes (default %d)\n"
             "  --replace-after TIME    a datanode down this long has its replicas made\n"
             "                          again elsewhere: seconds, or with s, m or h\n"
             "                          (default 10m)\n"
@@ -75,6 +79,7 @@ static void meta_usage(FILE *out)
             "  --log-level LEVEL       error, warn, info or debug (default info)\n"
             "  --help                  show this and exit\n",
             META_DEFAULT_LISTEN, SERVICE_DEFAULT_NODE_TIMEOUT_MS, SESSIONS_DEFAULT_LEASE_MS,
+            LAYOUT_MAX_COPIES, SERVICE_DEFAULT_COPIES,
             (unsigned long long)(REPAIRER_DEFAULT_BYTES_PER_SEC / 1000000));
 }
 
@@ -110,6 +115,7 @@ static int meta_parse(int argc, char **argv, struct meta_options *options)
         {"node-timeout-ms", required_argument, NULL, 't'},
         {"mount-lease-ms", required_argument, NULL, 'm'},
         {"placement", required_argument, NULL, 'p'},
+        {"copies", required_argument, NULL, 'c'},
         {"log-level", required_argument, NULL, 'v'},
         {"replace-after", required_argument, NULL, 'r'},
         {"repair-mbps", required_argument, NULL, 'R'},
@@ -124,6 +130,7 @@ static int meta_parse(int argc, char **argv, struct meta_options *options)
     options->node_timeout_ms = SERVICE_DEFAULT_NODE_TIMEOUT_MS;
     options->mount_lease_ms = SESSIONS_DEFAULT_LEASE_MS;
     options->placement = SERVICE_DEFAULT_PLACEMENT;
+    options->copies = SERVICE_DEFAULT_COPIES;
     options->log_level = LOG_LEVEL_INFO;
     options->replace_after_ms = REPAIRER_DEFAULT_REPLACE_AFTER_MS;
     options->repair_bytes_per_sec = REPAIRER_DEFAULT_BYTES_PER_SEC;
@@ -180,6 +187,13 @@ static int meta_parse(int argc, char **argv, struct meta_options *options)
                 fprintf(stderr,
                         "tessera-meta: --placement wants dynamic, static or roundrobin, not '%s'\n",
                         optarg);
+                return 2;
+            }
+            break;
+        case 'c':
+            if (util_parse_long(optarg, 1, LAYOUT_MAX_COPIES, &options->copies) < 0) {
+                fprintf(stderr, "tessera-meta: --copies wants a number from 1 to %d, not '%s'\n",
+                        LAYOUT_MAX_COPIES, optarg);
                 return 2;
             }
             break;
@@ -269,7 +283,8 @@ int main(int argc, char **argv)
 
     if (service_open(options.data_dir, options.node_timeout_ms, &service) < 0)
         goto out;
-    service->default_placement = options.placement;
+    service->defaults.placement = options.placement;
+    service->defaults.copies = (uint32_t)options.copies;
     service_set_mount_lease(service, options.mount_lease_ms);
     server = rpc_server_new(options.listen, handlers_table, service);
     if (!server)
@@ -287,9 +302,10 @@ int main(int argc, char **argv)
         service->repair_progress_ctx = repairer;
     }
     pthread_sigmask(SIG_UNBLOCK, &stop_signals, NULL);
-    log_info("ready: listening on %s, store in %s, default placement %s, mount lease %ld ms",
+    log_info("ready: listening on %s, store in %s, default placement %s, copies %ld, mount "
+             "lease %ld ms",
              options.listen, options.data_dir, layout_placement_name(options.placement),
-             options.mount_lease_ms);
+             options.copies, options.mount_lease_ms);
     exit_code = meta_serve(server, service);
 
 out:

@@ -1,8 +1,8 @@
 /*
  * @file readsource.c
- * See readsource.h. The copies of the range are kept in scan order, (tile,
- * node), so a tile's copies are found by binary search; the nodes of the
- * machine are few (the datanodes of one host), so they are a plain array.
+ * See readsource.h. The replicas of the range are kept in scan order,
+ * (tile, node), so a tile's replicas are found by binary search, and so
+ * are the nodes (nodes_list() answers them in id order).
  */
 #include "readsource.h"
 
@@ -16,14 +16,16 @@
 struct readsource_node {
     uint32_t id;
     bool up;
+    bool local; /* on the asking machine */
+    uint64_t read_bytes_per_sec;
 };
 
 struct readsource {
     struct copies_entry *copies;
     size_t copy_count;
     size_t copy_cap;
-    struct readsource_node *local; /* the datanodes of the asking machine */
-    size_t local_count;
+    struct readsource_node *nodes; /* every registered node, id order */
+    size_t node_count;
 };
 
 static int readsource_keep_copy(void *arg, const struct copies_entry *entry)
@@ -50,19 +52,20 @@ static int readsource_load_nodes(struct store_txn *txn, struct readsource *sourc
     int err = nodes_list(txn, &nodes, &count);
     if (err < 0)
         return err;
-    source->local = calloc(count ? count : 1, sizeof(*source->local));
-    if (!source->local) {
+    source->nodes = calloc(count ? count : 1, sizeof(*source->nodes));
+    if (!source->nodes) {
         free(nodes);
         return -ENOMEM;
     }
     for (size_t i = 0; i < count; i++) {
-        if (strlen(nodes[i].machine) != machine.len ||
-            memcmp(nodes[i].machine, machine.ptr, machine.len) != 0)
-            continue;
-        source->local[source->local_count].id = nodes[i].id;
-        source->local[source->local_count].up = nodes_live_is_up(live, nodes[i].id, now_ms);
-        source->local_count++;
+        struct readsource_node *node = &source->nodes[i];
+        node->id = nodes[i].id;
+        node->up = nodes_live_is_up(live, nodes[i].id, now_ms);
+        node->local = machine.len > 0 && strlen(nodes[i].machine) == machine.len &&
+                      memcmp(nodes[i].machine, machine.ptr, machine.len) == 0;
+        node->read_bytes_per_sec = nodes[i].read_bytes_per_sec;
     }
+    source->node_count = count;
     free(nodes);
     return 0;
 }
@@ -81,8 +84,7 @@ int readsource_load(struct store_txn *txn, const struct nodes_live *live, int64_
     if (!source)
         return -ENOMEM;
     err = copies_scan(txn, ino, first, first + (count - 1), readsource_keep_copy, source);
-    /* Without copies every tile reads from its primary: no need for the nodes. */
-    if (err == 0 && machine.len > 0 && source->copy_count > 0)
+    if (err == 0)
         err = readsource_load_nodes(txn, source, live, now_ms, machine);
     if (err < 0) {
         readsource_free(&source);
@@ -107,43 +109,87 @@ static size_t readsource_first_copy(const struct readsource *source, uint64_t ti
     return low;
 }
 
-static const struct readsource_node *readsource_local(const struct readsource *source,
-                                                      uint32_t node)
+/* The node's entry (the nodes are in id order), or NULL: a node meta does not know. */
+static const struct readsource_node *readsource_node(const struct readsource *source, uint32_t id)
 {
-    for (size_t i = 0; i < source->local_count; i++)
-        if (source->local[i].id == node)
-            return &source->local[i];
-    return NULL;
+    size_t low = 0;
+    size_t high = source->node_count;
+    while (low < high) {
+        size_t middle = low + (high - low) / 2;
+        if (source->nodes[middle].id < id)
+            low = middle + 1;
+        else
+            high = middle;
+    }
+    return low < source->node_count && source->nodes[low].id == id ? &source->nodes[low] : NULL;
+}
+
+/* A holder with what orders it: rank (0 local and up, 1 up, 2 down), speed, place in the set. */
+struct readsource_holder {
+    uint32_t node;
+    uint64_t version;
+    int rank;
+    uint64_t speed;
+    size_t order;
+};
+
+static bool readsource_before(const struct readsource_holder *a, const struct readsource_holder *b)
+{
+    if (a->rank != b->rank)
+        return a->rank < b->rank;
+    if (a->rank == 1 && a->speed != b->speed)
+        return a->speed > b->speed;
+    return a->order < b->order;
+}
+
+static void readsource_add(const struct readsource *source, struct readsource_holder *holders,
+                           size_t *count, uint32_t node, uint64_t version)
+{
+    const struct readsource_node *known = readsource_node(source, node);
+    struct readsource_holder holder = {node, version, 2, 0, *count};
+    if (known && known->up) {
+        holder.rank = known->local ? 0 : 1;
+        holder.speed = known->read_bytes_per_sec;
+    }
+    /* Insertion sort: a tile has a handful of holders. */
+    size_t at = *count;
+    while (at > 0 && readsource_before(&holder, &holders[at - 1])) {
+        holders[at] = holders[at - 1];
+        at--;
+    }
+    holders[at] = holder;
+    (*count)++;
 }
 
 void readsource_record(const struct readsource *source, uint64_t tile,
                        const struct tiles_entry *primary, struct ts_writer *writer)
 {
-    uint32_t copies = 0;
-    uint32_t read_node = primary->node;
-    uint64_t read_version = primary->version;
+    struct readsource_holder holders[TS_MAX_HOLDERS];
+    size_t count = 0;
 
     if (primary->node != 0) {
+        readsource_add(source, holders, &count, primary->node, primary->version);
         size_t at = readsource_first_copy(source, tile);
-        bool chosen = readsource_local(source, primary->node) != NULL;
-        for (size_t i = at; i < source->copy_count && source->copies[i].tile == tile; i++) {
-            const struct copies_entry *copy = &source->copies[i];
-            const struct readsource_node *local = readsource_local(source, copy->node);
-            copies++;
-            if (!chosen && local && local->up) {
-                chosen = true;
-                read_node = copy->node;
-                read_version = copy->version;
-            }
-        }
+        for (size_t i = at; i < source->copy_count && source->copies[i].tile == tile &&
+                            count < TS_MAX_HOLDERS;
+             i++)
+            readsource_add(source, holders, &count, source->copies[i].node,
+                           source->copies[i].version);
     }
     struct ts_tile_map_rec record = {.node = primary->node,
                                      .version = primary->node ? primary->version : 0,
-                                     .copies = copies,
-                                     .read_node = read_node,
-                                     .read_version = primary->node ? read_version : 0,
+                                     .holders = (uint32_t)count,
+                                     .read_node = count ? holders[0].node : 0,
+                                     .read_version = count ? holders[0].version : 0,
                                      .flags = primary->node ? primary->flags : 0};
     ts_tile_map_rec_write(writer, &record);
+    for (size_t i = 0; i < count; i++) {
+        struct ts_replica_rec holder = {.node = holders[i].node,
+                                        .version = holders[i].version,
+                                        .state = holders[i].rank == 2 ? TS_REPLICA_DOWN
+                                                                      : TS_REPLICA_UP};
+        ts_replica_rec_write(writer, &holder);
+    }
 }
 
 void readsource_free(struct readsource **sourcep)
@@ -151,7 +197,7 @@ void readsource_free(struct readsource **sourcep)
     if (!sourcep || !*sourcep)
         return;
     free((*sourcep)->copies);
-    free((*sourcep)->local);
+    free((*sourcep)->nodes);
     free(*sourcep);
     *sourcep = NULL;
 }

@@ -1,17 +1,20 @@
 /*
  * @file readsource.h
  * Where a client reads each tile from (proto.h TILE_MAP, ViPIOS buddy
- * access): the TILE_MAP record of a tile, with its number of read copies
- * and its read source for the asking client's machine:
- *  - the primary, when the primary's datanode runs on that machine;
- *  - else a copy on a datanode of that machine that is up (the lowest node
- *    id of those);
- *  - else the primary.
- * A node's machine is what its heartbeats report (nodes table); whether it
- * is up is meta's in-memory liveness.
+ * access): the TILE_MAP record of a tile, followed by its holders (the
+ * primary and the replicas) in the order the asking client's machine
+ * should try them:
+ *  - holders up on a datanode of that machine (primary first, then node
+ *    order);
+ *  - then the other holders that are up, the fastest by measured read
+ *    throughput first (the primary first among equals, then node order);
+ *  - then holders on datanodes meta counts as down (TS_REPLICA_DOWN).
+ * The first is the record's read source. A node's machine is what its
+ * heartbeats report (nodes table); whether it is up is meta's in-memory
+ * liveness; a holder on a node meta does not know counts as down.
  *
  * One struct readsource serves one TILE_MAP request: it is loaded once,
- * inside the request's transaction (one scan of the copies of the whole
+ * inside the request's transaction (one scan of the replicas of the whole
  * range, one read of the nodes table), then asked tile by tile.
  */
 #ifndef TESSERA_META_READSOURCE_H
@@ -27,9 +30,9 @@
 struct readsource;
 
 /*
- * Loads what tiles first..first+count-1 of ino need: their copies, and the
- * nodes of `machine` ("" = none: every tile reads from its primary) with
- * their liveness at now_ms. 0 or a negative errno; *sourcep is NULL on
+ * Loads what tiles first..first+count-1 of ino need: their replicas, and
+ * every node with its liveness at now_ms, its read throughput and whether
+ * it is on `machine` ("" = none: no holder is local). 0 or a negative errno; *sourcep is NULL on
  * failure.
  */
 int readsource_load(struct store_txn *txn, const struct nodes_live *live, int64_t now_ms,
@@ -37,10 +40,10 @@ int readsource_load(struct store_txn *txn, const struct nodes_live *live, int64_
                     struct readsource **sourcep);
 
 /*
- * Appends tile's TILE_MAP record (TS_REC_TILE_MAP) to writer: primary
- * (node 0 = hole: all fields 0), copies, read source, the primary's flags
- * (TS_TILE_STORED). tile must lie in the
- * loaded range.
+ * Appends tile's TILE_MAP record (TS_REC_TILE_MAP) and its holders
+ * (TS_REC_REPLICA, in the order above) to writer: primary (node 0 = hole:
+ * all fields 0, no holders), holder count, read source, the tile's flags
+ * (TS_TILE_STORED). tile must lie in the loaded range.
  */
 void readsource_record(const struct readsource *source, uint64_t tile,
                        const struct tiles_entry *primary, struct ts_writer *writer);

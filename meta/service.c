@@ -46,7 +46,8 @@ int service_open(const char *data_dir, int64_t node_timeout_ms, struct service *
     if (!service)
         return -ENOMEM;
     service->node_timeout_ms = node_timeout_ms;
-    service->default_placement = SERVICE_DEFAULT_PLACEMENT;
+    service->defaults.placement = SERVICE_DEFAULT_PLACEMENT;
+    service->defaults.copies = SERVICE_DEFAULT_COPIES;
     service->sessions = sessions_new(SESSIONS_DEFAULT_LEASE_MS);
     service->leases = leases_new();
     service->live = nodes_live_new(node_timeout_ms);

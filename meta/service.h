@@ -10,6 +10,7 @@
 #ifndef TESSERA_META_SERVICE_H
 #define TESSERA_META_SERVICE_H
 
+#include "layout.h"
 #include "leases.h"
 #include "nodes.h"
 #include "proto.h"
@@ -29,7 +30,9 @@ struct service {
     struct leases *leases;     /* directory leases of mounts (leases.h) */
     struct nodes_live *live;
     int64_t node_timeout_ms;
-    uint32_t default_placement; /* enum ts_placement for files that name none */
+    /* The cluster defaults of files that name none: placement (enum
+     * ts_placement) and copies (replicas per tile). */
+    struct layout_defaults defaults;
     uint8_t *scratch;           /* SERVICE_SCRATCH_BYTES, for array blobs of replies */
     char cluster_id[TS_CLUSTER_ID_HEX + 1]; /* the store's (clusterid.h), read at start */
     /*
@@ -50,6 +53,9 @@ struct service {
 
 /* The cluster's placement policy unless tessera-meta --placement says otherwise. */
 #define SERVICE_DEFAULT_PLACEMENT TS_PLACEMENT_DYNAMIC
+/* Replicas per tile unless tessera-meta --copies says otherwise: one lost
+ * disk loses no file (DESIGN.md "Replicas and integrity"). */
+#define SERVICE_DEFAULT_COPIES 2
 
 /* Large enough for any array blob that fits in one reply frame. */
 #define SERVICE_SCRATCH_BYTES (TS_MAX_FRAME_BYTES - TS_HEADER_BYTES - 64)
@@ -60,8 +66,8 @@ struct service {
  * first service_tick() a mount lease (SESSIONS_DEFAULT_LEASE_MS, or
  * service_set_mount_lease()) after this call, unless a mount announced
  * it still holds them open; until then no orphan is deleted (but in a
- * store this call made). default_placement starts as
- * SERVICE_DEFAULT_PLACEMENT; the caller may change it before serving.
+ * store this call made). defaults start as
+ * SERVICE_DEFAULT_PLACEMENT and SERVICE_DEFAULT_COPIES; the caller may change it before serving.
  * Returns 0 or a negative errno (logged).
  */
 int service_open(const char *data_dir, int64_t node_timeout_ms, struct service **servicep);

@@ -332,7 +332,7 @@ int rebalanceinput_add_tiles(struct rebalanceinput *input, size_t index, uint64_
         input->holder_versions[input->tile_count][0] = records[i].version;
         input->tile_count++;
         file->tile_entries++;
-        if (records[i].copies > 0)
+        if (records[i].holders > 1)
             *has_copies = true;
     }
     return 0;
@@ -362,7 +362,7 @@ int rebalanceinput_add_copies(struct rebalanceinput *input, size_t index, uint64
 
     for (uint32_t i = 0; i < count; i++) {
         uint32_t holder = records[i].read_node;
-        if (records[i].copies == 0 || holder == 0 || holder == records[i].node)
+        if (records[i].holders <= 1 || holder == 0 || holder == records[i].node)
             continue;
         size_t entry_index = rebalanceinput_find_tile(input, file, first + i);
         if (entry_index == SIZE_MAX)

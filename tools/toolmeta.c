@@ -197,8 +197,16 @@ int toolmeta_tile_records(struct rpc_client *client, int timeout_ms, uint64_t in
         goto out;
     }
     ts_cursor_init(&cursor, answer.tiles.ptr, answer.tiles.len);
-    for (uint32_t i = 0; i < count; i++)
+    for (uint32_t i = 0; i < count && !cursor.failed; i++) {
         (void)ts_tile_map_rec_read(&cursor, &tiles[i]); /* a failure stays in the cursor */
+        if (tiles[i].holders > TS_MAX_HOLDERS)
+            cursor.failed = true;
+        /* Every holder is TILE_HOLDERS's to tell (toolmeta_tile_holders): skipped here. */
+        for (uint32_t h = 0; h < tiles[i].holders && !cursor.failed; h++) {
+            struct ts_replica_rec holder;
+            (void)ts_replica_rec_read(&cursor, &holder);
+        }
+    }
     if (cursor.failed || cursor.left != 0)
         status = TS_ERR_BADMSG;
 out:

@@ -116,7 +116,11 @@ static int tile_map(const char *meta, uint64_t ino, uint64_t tile, const char *m
         status = TS_ERR_BADMSG;
     if (status == TS_OK) {
         ts_cursor_init(&cursor, map.tiles.ptr, map.tiles.len);
-        if (ts_tile_map_rec_read(&cursor, record) != 0 || cursor.left != 0)
+        struct ts_replica_rec holder;
+        bool bad = ts_tile_map_rec_read(&cursor, record) != 0;
+        for (uint32_t h = 0; !bad && h < record->holders; h++)
+            bad = ts_replica_rec_read(&cursor, &holder) != 0;
+        if (bad || cursor.left != 0)
             status = TS_ERR_BADMSG;
     }
     rpc_reply_release(&reply);
@@ -418,8 +422,9 @@ int main(int argc, char **argv)
         struct ts_tile_map_rec record;
         if (tile_map(argv[2], number(argv[3]), number(argv[4]), argv[5], &record) != TS_OK)
             return 1;
-        printf("%u %" PRIu64 " %u %u %" PRIu64 "\n", record.node, record.version, record.copies,
-               record.read_node, record.read_version);
+        /* Third: the holders besides the primary. */
+        printf("%u %" PRIu64 " %u %u %" PRIu64 "\n", record.node, record.version,
+               record.holders > 0 ? record.holders - 1 : 0, record.read_node, record.read_version);
         return 0;
     }
     if ((argc == 7 || (argc == 8 && strcmp(argv[7], "unfinished") == 0)) &&

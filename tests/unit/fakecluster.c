@@ -72,6 +72,9 @@ static size_t tile_count;
 static struct request_count counts[MAX_COUNTS];
 static size_t count_count;
 static int32_t write_failure[FAKECLUSTER_NODES + 1];
+static int32_t read_failure[FAKECLUSTER_NODES + 1];
+static uint32_t copies = 1; /* holders of each new tile */
+static int replica_drops;
 static int write_delay_us;
 
 void fakecluster_free(void)
@@ -91,6 +94,9 @@ void fakecluster_reset(uint32_t bytes)
     next_version = 1;
     record_count = file_count = count_count = 0;
     memset(write_failure, 0, sizeof(write_failure));
+    memset(read_failure, 0, sizeof(read_failure));
+    copies = 1;
+    replica_drops = 0;
     write_delay_us = 0;
     pthread_mutex_unlock(&lock);
 }
@@ -113,7 +119,7 @@ static struct ts_attr attr_of(const struct meta_file *file)
                             .size = file->size,
                             .tile_bytes = tile_bytes,
                             .placement = file->placement,
-                            .copies = 1};
+                            .copies = copies};
 }
 
 struct ts_attr fakecluster_file(uint64_t ino, uint64_t size, uint32_t placement)
@@ -231,9 +237,18 @@ int metaclient_tile_map_sized(struct metaclient *client, uint64_t ino, uint64_t 
                 pthread_mutex_unlock(&lock);
                 return TS_ERR_NOSPC;
             }
-            record->location = (struct tile_location){
-                .node = node != 0 ? node : (uint32_t)((ino + tile) % FAKECLUSTER_NODES) + 1,
-                .version = next_version++};
+            uint32_t primary =
+                node != 0 ? node : (uint32_t)((ino + tile) % FAKECLUSTER_NODES) + 1;
+            struct tile_location *location = &record->location;
+            *location = (struct tile_location){.node = primary, .version = next_version};
+            /* Further holders on the next nodes, each with a version of its own. */
+            for (uint32_t h = 0; h < copies; h++) {
+                location->holders[h].node = (primary - 1 + h) % FAKECLUSTER_NODES + 1;
+                location->holders[h].version = next_version++;
+            }
+            location->holder_count = copies;
+            location->read_node = primary;
+            location->read_version = location->version;
         }
         locations[i] = record ? record->location : (struct tile_location){0};
     }
@@ -241,19 +256,60 @@ int metaclient_tile_map_sized(struct metaclient *client, uint64_t ino, uint64_t 
     return TS_OK;
 }
 
-int metaclient_tile_uncopy(struct metaclient *client, uint64_t ino, uint64_t first, uint32_t count)
+int metaclient_replica_drop(struct metaclient *client, uint64_t ino, uint64_t tile, uint32_t node,
+                            uint64_t version, struct tile_location *location)
 {
     (void)client;
     pthread_mutex_lock(&lock);
-    for (uint32_t i = 0; i < count; i++) {
-        struct meta_record *record = record_find(ino, first + i);
-        if (record) {
-            record->location.copies = 0;
-            record->location.read_node = 0;
-        }
+    struct meta_record *record = record_find(ino, tile);
+    if (!record) {
+        pthread_mutex_unlock(&lock);
+        return TS_ERR_NOENT;
     }
+    struct tile_location *now = &record->location;
+    for (uint32_t h = 0; h < now->holder_count; h++) {
+        if (now->holders[h].node != node || now->holders[h].version != version)
+            continue;
+        if (now->holder_count == 1) {
+            pthread_mutex_unlock(&lock);
+            return TS_ERR_BUSY;
+        }
+        memmove(&now->holders[h], &now->holders[h + 1],
+                (now->holder_count - h - 1) * sizeof(now->holders[0]));
+        now->holder_count--;
+        now->node = now->holders[0].node; /* a dropped primary: the next one is primary */
+        now->version = now->holders[0].version;
+        now->read_node = now->node;
+        now->read_version = now->version;
+        replica_drops++;
+        break;
+    }
+    *location = *now;
     pthread_mutex_unlock(&lock);
     return TS_OK;
+}
+
+void fakecluster_set_copies(uint32_t holders)
+{
+    pthread_mutex_lock(&lock);
+    copies = holders;
+    pthread_mutex_unlock(&lock);
+}
+
+int fakecluster_replica_drops(void)
+{
+    pthread_mutex_lock(&lock);
+    int drops = replica_drops;
+    pthread_mutex_unlock(&lock);
+    return drops;
+}
+
+void fakecluster_fail_reads(uint32_t node, int32_t status)
+{
+    pthread_mutex_lock(&lock);
+    if (node <= FAKECLUSTER_NODES)
+        read_failure[node] = status;
+    pthread_mutex_unlock(&lock);
 }
 
 int metaclient_commit(struct metaclient *client, uint64_t ino, uint64_t min_size,
@@ -473,6 +529,8 @@ static int32_t tile_read(uint32_t node, const uint8_t *payload, size_t payload_l
     if (ts_tile_read_req_decode(&request, payload, payload_len) != 0)
         return TS_ERR_BADMSG;
     request_counted(node, TS_OP_TILE_READ, request.ino, request.tile);
+    if (read_failure[node] != TS_OK)
+        return read_failure[node];
     struct tile_file *file = tile_find(node, request.ino, request.tile);
     if (file && file->moved_away)
         return TS_ERR_STALE;

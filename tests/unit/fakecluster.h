@@ -59,6 +59,13 @@ void fakecluster_store(uint32_t node, uint64_t ino, uint64_t tile, uint64_t vers
 void fakecluster_moved_away(uint32_t node, uint64_t ino, uint64_t tile);
 /* A datanode answers every TILE_WRITE with `status` (TS_OK: normally again). */
 void fakecluster_fail_writes(uint32_t node, int32_t status);
+/* New tiles get `holders` holders (1..FAKECLUSTER_NODES; 1 after a reset):
+ * the node placement names, then the next ones, each a version of its own. */
+void fakecluster_set_copies(uint32_t holders);
+/* REPLICA_DROPs that removed a holder since the reset. */
+int fakecluster_replica_drops(void);
+/* A datanode answers every TILE_READ with `status` (TS_OK: normally again). */
+void fakecluster_fail_reads(uint32_t node, int32_t status);
 /* Each TILE_WRITE takes up to this long (random), so that jobs overlap. */
 void fakecluster_write_delay_us(int max_us);
 

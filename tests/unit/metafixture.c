@@ -40,6 +40,9 @@ static int open_service(struct metafixture *f)
         return -1;
     if (f->mount_lease_ms != 0)
         service_set_mount_lease(f->service, f->mount_lease_ms);
+    /* One holder per tile unless a case asks for more (service->defaults.copies,
+     * or a layout): most cases are about placement and moves of one holder. */
+    f->service->defaults.copies = 1;
     return 0;
 }
 

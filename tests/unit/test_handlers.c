@@ -157,14 +157,20 @@ static int do_tile_map(struct metafixture *f, uint64_t ino, uint64_t first, uint
         return status;
     assert_int_equal(ts_tile_map_rep_decode(&reply, f->reply, f->reply_len), 0);
     assert_int_equal(reply.count, count);
-    assert_int_equal(reply.tiles.len, (size_t)count * ts_tile_map_rec_bytes);
     ts_cursor_init(&cursor, reply.tiles.ptr, reply.tiles.len);
     for (uint32_t i = 0; i < count; i++) {
         struct ts_tile_map_rec record;
+        struct ts_replica_rec holder;
         assert_int_equal(ts_tile_map_rec_read(&cursor, &record), 0);
         nodes[i] = record.node;
         versions[i] = record.version;
-        assert_int_equal(record.copies, 0);
+        /* The fixture's files keep one holder: the primary, listed as the only one. */
+        assert_int_equal(record.holders, record.node != 0 ? 1 : 0);
+        if (record.holders == 1) {
+            assert_int_equal(ts_replica_rec_read(&cursor, &holder), 0);
+            assert_int_equal(holder.node, record.node);
+            assert_int_equal(holder.version, record.version);
+        }
         assert_int_equal(record.read_node, record.node);
         assert_int_equal(record.read_version, record.version);
     }
@@ -941,7 +947,6 @@ static uint32_t tile_flags(struct metafixture *f, uint64_t ino, uint64_t tile)
     struct ts_cursor cursor;
     assert_int_equal(CALL(f, TS_OP_TILE_MAP, tile_map_req, &m), TS_OK);
     assert_int_equal(ts_tile_map_rep_decode(&reply, f->reply, f->reply_len), 0);
-    assert_int_equal(reply.tiles.len, ts_tile_map_rec_bytes);
     ts_cursor_init(&cursor, reply.tiles.ptr, reply.tiles.len);
     struct ts_tile_map_rec record;
     assert_int_equal(ts_tile_map_rec_read(&cursor, &record), 0);
@@ -1050,7 +1055,7 @@ static void test_tile_map_round_robin(void **state)
     uint64_t file;
     struct ts_attr attr = {0};
 
-    f->service->default_placement = TS_PLACEMENT_ROUNDROBIN;
+    f->service->defaults.placement = TS_PLACEMENT_ROUNDROBIN;
     file = make_file(f, TS_ROOT_INO, "striped");
     /* No datanode yet. */
     assert_int_equal(do_tile_map(f, file, 0, 1, 1, nodes, versions), TS_ERR_NONODES);
@@ -1265,8 +1270,11 @@ static int tile_map_named(struct metafixture *f, uint64_t ino, uint64_t first, u
     ts_cursor_init(&cursor, reply.tiles.ptr, reply.tiles.len);
     for (uint32_t i = 0; i < count; i++) {
         struct ts_tile_map_rec record;
+        struct ts_replica_rec holder;
         assert_int_equal(ts_tile_map_rec_read(&cursor, &record), 0);
         nodes[i] = record.node;
+        for (uint32_t h = 0; h < record.holders; h++)
+            assert_int_equal(ts_replica_rec_read(&cursor, &holder), 0);
     }
     return status;
 }
@@ -1310,7 +1318,7 @@ static void test_layout_xattr(void **state)
         "tile=+4K",
         "tile=4KB",
         "tile=1M tile=2M",
-        "copies=2",
+        "copies=5",
         "copies=0",
         "copies=1x",
         "placement=fast",
@@ -1427,7 +1435,7 @@ static void test_layout_inheritance(void **state)
     assert_string_equal(value, "tile=1M copies=1 placement=dynamic");
 
     /* "default" follows the cluster's default, an explicit policy does not. */
-    f->service->default_placement = TS_PLACEMENT_STATIC;
+    f->service->defaults.placement = TS_PLACEMENT_STATIC;
     assert_int_equal(do_getattr(f, plain, &attr), TS_OK);
     assert_int_equal(attr.placement, TS_PLACEMENT_STATIC);
     assert_int_equal(do_getattr(f, file, &attr), TS_OK);
@@ -1917,9 +1925,9 @@ static size_t valid_request(uint16_t op, uint8_t *buf, size_t cap)
         len = ts_heartbeat_req_encode(&m, buf, cap);
         break;
     }
-    case TS_OP_TILE_UNCOPY: {
-        struct ts_tile_uncopy_req m = {.ino = 1, .count = 1};
-        len = ts_tile_uncopy_req_encode(&m, buf, cap);
+    case TS_OP_REPLICA_DROP: {
+        struct ts_replica_drop_req m = {.ino = 1, .node = 1};
+        len = ts_replica_drop_req_encode(&m, buf, cap);
         break;
     }
     case TS_OP_PROFILE_SET: {

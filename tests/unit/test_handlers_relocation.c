@@ -188,10 +188,19 @@ static int tile_map(struct metafixture *f, uint64_t ino, uint64_t first, uint32_
     if (status != TS_OK)
         return status;
     assert_int_equal(ts_tile_map_rep_decode(&reply, f->reply, f->reply_len), 0);
-    assert_int_equal(reply.tiles.len, (size_t)count * ts_tile_map_rec_bytes);
     ts_cursor_init(&cursor, reply.tiles.ptr, reply.tiles.len);
-    for (uint32_t i = 0; i < count; i++)
+    for (uint32_t i = 0; i < count; i++) {
         assert_int_equal(ts_tile_map_rec_read(&cursor, &records[i]), 0);
+        for (uint32_t h = 0; h < records[i].holders; h++) {
+            struct ts_replica_rec holder;
+            assert_int_equal(ts_replica_rec_read(&cursor, &holder), 0);
+            if (h == 0) { /* the first holder is the read source */
+                assert_int_equal(holder.node, records[i].read_node);
+                assert_int_equal(holder.version, records[i].read_version);
+            }
+        }
+    }
+    assert_int_equal(cursor.left, 0);
     return status;
 }
 
@@ -215,10 +224,45 @@ static void place_tiles(struct metafixture *f, uint64_t ino, uint32_t count, uin
     assert_int_equal(do_commit(f, ino, (uint64_t)count * TILE_BYTES), TS_OK);
 }
 
-static int tile_uncopy(struct metafixture *f, uint64_t ino, uint64_t first, uint32_t count)
+static int replica_drop(struct metafixture *f, uint64_t ino, uint64_t tile, uint32_t node,
+                        uint64_t version)
 {
-    struct ts_tile_uncopy_req m = {.ino = ino, .first = first, .count = count};
-    return CALL(f, TS_OP_TILE_UNCOPY, tile_uncopy_req, &m);
+    struct ts_replica_drop_req m = {
+        .ino = ino, .tile = tile, .node = node, .version = version, .machine = str("")};
+    return CALL(f, TS_OP_REPLICA_DROP, replica_drop_req, &m);
+}
+
+/* The holders of a tile as TILE_MAP lists them for no machine: their count. */
+static uint32_t holders_of(struct metafixture *f, uint64_t ino, uint64_t tile,
+                           struct ts_replica_rec *holders)
+{
+    struct ts_tile_map_req m = {.ino = ino, .first = tile, .count = 1, .machine = str("")};
+    struct ts_tile_map_rep reply;
+    struct ts_tile_map_rec record;
+    struct ts_cursor cursor;
+    assert_int_equal(CALL(f, TS_OP_TILE_MAP, tile_map_req, &m), TS_OK);
+    assert_int_equal(ts_tile_map_rep_decode(&reply, f->reply, f->reply_len), 0);
+    ts_cursor_init(&cursor, reply.tiles.ptr, reply.tiles.len);
+    assert_int_equal(ts_tile_map_rec_read(&cursor, &record), 0);
+    for (uint32_t h = 0; h < record.holders; h++)
+        assert_int_equal(ts_replica_rec_read(&cursor, &holders[h]), 0);
+    return record.holders;
+}
+
+/* Drops every replica but the primary of tiles first..first+count-1 (what a
+ * writer's TILE_UNCOPY did before replica sets). */
+static void drop_replicas(struct metafixture *f, uint64_t ino, uint64_t first, uint32_t count)
+{
+    for (uint64_t tile = first; tile < first + count; tile++) {
+        struct ts_replica_rec holders[TS_MAX_HOLDERS];
+        uint32_t n = holders_of(f, ino, tile, holders);
+        uint32_t primary = tile_of(f, ino, tile, "").node;
+        for (uint32_t h = 0; h < n; h++) {
+            if (holders[h].node != primary)
+                assert_int_equal(replica_drop(f, ino, tile, holders[h].node, holders[h].version),
+                                 TS_OK);
+        }
+    }
 }
 
 /* ---- profiles ----------------------------------------------------------- */
@@ -742,7 +786,7 @@ static void test_tile_map_read_node(void **state)
     make_cluster(f, &c, 2);
     record = tile_of(f, c.file, 0, "beta");
     assert_int_equal(record.node, c.alpha);
-    assert_int_equal(record.copies, 0);
+    assert_int_equal(record.holders, 1);
     assert_int_equal(record.read_node, c.alpha);
     assert_int_equal(record.read_version, c.version[0]);
 
@@ -751,42 +795,42 @@ static void test_tile_map_read_node(void **state)
     record = tile_of(f, c.file, 0, "beta");
     assert_int_equal(record.node, c.alpha);
     assert_int_equal(record.version, c.version[0]);
-    assert_int_equal(record.copies, 1);
+    assert_int_equal(record.holders, 2);
     assert_int_equal(record.read_node, c.beta2);
     assert_int_equal(record.read_version, copy);
     record = tile_of(f, c.file, 0, "alpha");
-    assert_int_equal(record.copies, 1);
+    assert_int_equal(record.holders, 2);
     assert_int_equal(record.read_node, c.alpha);
     assert_int_equal(record.read_version, c.version[0]);
     record = tile_of(f, c.file, 0, "gamma");
     assert_int_equal(record.read_node, c.alpha);
     record = tile_of(f, c.file, 0, "");
     assert_int_equal(record.read_node, c.alpha);
-    assert_int_equal(record.copies, 1);
+    assert_int_equal(record.holders, 2);
 
     /* A map over several tiles and a hole: each record its own. */
     struct ts_tile_map_rec records[3];
     assert_int_equal(tile_map(f, c.file, 0, 3, 0, 0, "beta", records), TS_OK);
     assert_int_equal(records[0].read_node, c.beta2);
-    assert_int_equal(records[1].copies, 0);
+    assert_int_equal(records[1].holders, 1);
     assert_int_equal(records[1].read_node, c.alpha);
     assert_int_equal(records[1].read_version, c.version[1]);
     assert_int_equal(records[2].node, 0);
-    assert_int_equal(records[2].copies, 0);
+    assert_int_equal(records[2].holders, 0);
     assert_int_equal(records[2].read_node, 0);
     assert_int_equal(records[2].read_version, 0);
 
     /* Two copies on beta: the lower node id serves. */
     uint64_t copy1 = add_copy(f, c.file, 0, c.version[0], c.alpha, c.beta1);
     record = tile_of(f, c.file, 0, "beta");
-    assert_int_equal(record.copies, 2);
+    assert_int_equal(record.holders, 3);
     assert_int_equal(record.read_node, c.beta1);
     assert_int_equal(record.read_version, copy1);
 
     /* After a restart every node is down until it beats: the primary serves. */
     metafixture_reopen(f);
     record = tile_of(f, c.file, 0, "beta");
-    assert_int_equal(record.copies, 2);
+    assert_int_equal(record.holders, 3);
     assert_int_equal(record.read_node, c.alpha);
     heartbeat(f, c.beta2, "beta", NULL, 0, NULL);
     record = tile_of(f, c.file, 0, "beta");
@@ -794,7 +838,7 @@ static void test_tile_map_read_node(void **state)
     assert_int_equal(record.read_version, copy);
 }
 
-static void test_tile_uncopy(void **state)
+static void test_replica_drop(void **state)
 {
     struct metafixture *f = *state;
     struct cluster c;
@@ -805,11 +849,11 @@ static void test_tile_uncopy(void **state)
     uint64_t copy2 = add_copy(f, c.file, 2, c.version[2], c.alpha, c.beta2);
     assert_int_equal(garbage_count_of(f, c.beta1, "beta"), 0);
 
-    assert_int_equal(tile_uncopy(f, c.file, 1, 2), TS_OK);
-    assert_int_equal(tile_of(f, c.file, 0, "beta").copies, 1);
-    assert_int_equal(tile_of(f, c.file, 1, "beta").copies, 0);
+    drop_replicas(f, c.file, 1, 2);
+    assert_int_equal(tile_of(f, c.file, 0, "beta").holders, 2);
+    assert_int_equal(tile_of(f, c.file, 1, "beta").holders, 1);
     assert_int_equal(tile_of(f, c.file, 1, "beta").read_node, c.alpha);
-    assert_int_equal(tile_of(f, c.file, 2, "beta").copies, 0);
+    assert_int_equal(tile_of(f, c.file, 2, "beta").holders, 1);
     /* The primaries stay; the copies go to their nodes' garbage. */
     assert_int_equal(tile_of(f, c.file, 1, "").node, c.alpha);
     assert_true(garbage_has(f, c.beta1, "beta", c.file, 1, copy1));
@@ -817,19 +861,42 @@ static void test_tile_uncopy(void **state)
     assert_true(garbage_has(f, c.beta2, "beta", c.file, 2, copy2));
     assert_int_equal(garbage_count_of(f, c.alpha, "alpha"), 0);
     /* Again: nothing left to drop, still fine. */
-    assert_int_equal(tile_uncopy(f, c.file, 1, 2), TS_OK);
+    drop_replicas(f, c.file, 1, 2);
+
+    /* A stale version changes nothing and answers the set as it is. */
+    assert_int_equal(replica_drop(f, c.file, 0, c.beta1, copy0 + 1000), TS_OK);
+    assert_int_equal(tile_of(f, c.file, 0, "").holders, 2);
+    assert_false(garbage_has(f, c.beta1, "beta", c.file, 0, copy0));
+    /* The primary leaves: its replica becomes the primary, keeping the flags. */
+    uint32_t flags = tile_of(f, c.file, 0, "").flags;
+    assert_int_equal(replica_drop(f, c.file, 0, c.alpha, c.version[0]), TS_OK);
+    struct ts_tile_map_rep reply;
+    struct ts_tile_map_rec answered;
+    struct ts_cursor cursor;
+    assert_int_equal(ts_tile_map_rep_decode(&reply, f->reply, f->reply_len), 0);
+    ts_cursor_init(&cursor, reply.tiles.ptr, reply.tiles.len);
+    assert_int_equal(ts_tile_map_rec_read(&cursor, &answered), 0);
+    assert_int_equal(answered.node, c.beta1);
+    assert_int_equal(answered.version, copy0);
+    assert_int_equal(answered.holders, 1);
+    assert_int_equal(answered.flags, flags);
+    assert_int_equal(tile_of(f, c.file, 0, "").node, c.beta1);
+    assert_true(garbage_has(f, c.alpha, "alpha", c.file, 0, c.version[0]));
+    /* The last holder stays: the client's write fails instead. */
+    assert_int_equal(replica_drop(f, c.file, 0, c.beta1, copy0), TS_ERR_BUSY);
+    assert_text(f, "last holder");
+    assert_int_equal(tile_of(f, c.file, 0, "").node, c.beta1);
 
     /* Refusals. */
-    assert_int_equal(tile_uncopy(f, c.file, 0, 0), TS_ERR_INVAL);
-    assert_text(f, "count");
-    assert_int_equal(tile_uncopy(f, c.file, UINT64_MAX, 2), TS_ERR_INVAL);
-    assert_int_equal(tile_uncopy(f, c.file, 0, TS_MAX_TILES_PER_MAP + 1), TS_ERR_INVAL);
-    assert_int_equal(tile_uncopy(f, TS_ROOT_INO, 0, 1), TS_ERR_INVAL);
+    assert_int_equal(replica_drop(f, c.file, 0, 0, copy0), TS_ERR_INVAL);
+    assert_int_equal(replica_drop(f, TS_ROOT_INO, 0, c.alpha, 1), TS_ERR_INVAL);
     assert_text(f, "not a regular file");
-    assert_int_equal(tile_uncopy(f, 4242, 0, 1), TS_ERR_NOENT);
+    assert_int_equal(replica_drop(f, 4242, 0, c.alpha, 1), TS_ERR_NOENT);
 }
 
-static void test_truncate_drops_copies(void **state)
+/* A truncation drops the replicas of the tiles past the end with them and
+ * keeps those of the tile it cuts: the client cuts every holder of it. */
+static void test_truncate_keeps_replicas_of_cut_tile(void **state)
 {
     struct metafixture *f = *state;
     struct cluster c;
@@ -838,17 +905,17 @@ static void test_truncate_drops_copies(void **state)
     uint64_t copy0 = add_copy(f, c.file, 0, c.version[0], c.alpha, c.beta1);
     uint64_t copy1 = add_copy(f, c.file, 1, c.version[1], c.alpha, c.beta1);
     uint64_t copy2 = add_copy(f, c.file, 2, c.version[2], c.alpha, c.beta1);
-    /* Into tile 1: tile 2 goes with its copy, tile 1 is cut and loses its copy. */
+    /* Into tile 1: tile 2 goes with its replica, tile 1 keeps both holders. */
     assert_int_equal(truncate_to(f, c.file, TILE_BYTES + 100), TS_OK);
-    assert_int_equal(tile_of(f, c.file, 0, "beta").copies, 1);
-    assert_int_equal(tile_of(f, c.file, 1, "beta").copies, 0);
+    assert_int_equal(tile_of(f, c.file, 0, "beta").holders, 2);
+    assert_int_equal(tile_of(f, c.file, 1, "beta").holders, 2);
     assert_int_equal(tile_of(f, c.file, 1, "beta").node, c.alpha);
     assert_int_equal(tile_of(f, c.file, 2, "beta").node, 0);
-    assert_true(garbage_has(f, c.beta1, "beta", c.file, 1, copy1));
+    assert_false(garbage_has(f, c.beta1, "beta", c.file, 1, copy1));
     assert_true(garbage_has(f, c.beta1, "beta", c.file, 2, copy2));
     assert_false(garbage_has(f, c.beta1, "beta", c.file, 0, copy0));
     assert_true(garbage_has(f, c.alpha, "alpha", c.file, 2, c.version[2]));
-    assert_int_equal(rows_of(f, STORE_COPIES), 1);
+    assert_int_equal(rows_of(f, STORE_COPIES), 2);
 }
 
 /* ---- the relocation journal --------------------------------------------- */
@@ -961,7 +1028,7 @@ static void test_move_commit_move_copy_drop(void **state)
     record = tile_of(f, c.file, 0, "alpha");
     assert_int_equal(record.node, c.beta1);
     assert_int_equal(record.version, moved);
-    assert_int_equal(record.copies, 0);
+    assert_int_equal(record.holders, 1);
     assert_true(garbage_has(f, c.alpha, "alpha", c.file, 0, c.version[0]));
     assert_int_equal(garbage_count_of(f, c.beta1, "beta"), 0);
 
@@ -976,7 +1043,7 @@ static void test_move_commit_move_copy_drop(void **state)
     record = tile_of(f, c.file, 0, "alpha");
     assert_int_equal(record.node, c.beta1); /* the primary stays */
     assert_int_equal(record.version, moved);
-    assert_int_equal(record.copies, 1);
+    assert_int_equal(record.holders, 2);
     assert_int_equal(record.read_node, c.beta1);
     assert_true(garbage_has(f, c.alpha, "alpha", c.file, 0, copy));
 
@@ -986,7 +1053,7 @@ static void test_move_commit_move_copy_drop(void **state)
     record = tile_of(f, c.file, 0, "");
     assert_int_equal(record.node, c.beta2);
     assert_int_equal(record.version, copy_moved);
-    assert_int_equal(record.copies, 0);
+    assert_int_equal(record.holders, 1);
     assert_true(garbage_has(f, c.beta1, "beta", c.file, 0, moved));
     assert_false(garbage_has(f, c.beta2, "beta", c.file, 0, copy_moved));
 
@@ -998,7 +1065,7 @@ static void test_move_commit_move_copy_drop(void **state)
     commit_and_finish(f, c.file, 0);
     record = tile_of(f, c.file, 0, "alpha");
     assert_int_equal(record.node, c.beta2);
-    assert_int_equal(record.copies, 0);
+    assert_int_equal(record.holders, 1);
     assert_int_equal(record.read_node, c.beta2);
     assert_true(garbage_has(f, c.alpha, "alpha", c.file, 0, extra));
     assert_int_equal(rows_of(f, STORE_JOURNAL), 0);
@@ -1166,7 +1233,7 @@ static void test_copy_refused_while_open(void **state)
     open_file(f, c.file);
     assert_int_equal(move_commit(f, c.file, 0), TS_ERR_BUSY);
     assert_text(f, "copies are made only of closed files");
-    assert_int_equal(tile_of(f, c.file, 0, "beta").copies, 0);
+    assert_int_equal(tile_of(f, c.file, 0, "beta").holders, 1);
     assert_int_equal(move_list(f, 0, 0, 0, rows, 2, &done), 1);
     assert_int_equal(rows[0].state, TS_MOVE_BEGUN);
     /* Resuming it is refused too while the file is open. */
@@ -1174,7 +1241,7 @@ static void test_copy_refused_while_open(void **state)
                      TS_ERR_BUSY);
     release_file(f, c.file);
     assert_int_equal(move_commit(f, c.file, 0), TS_OK);
-    assert_int_equal(tile_of(f, c.file, 0, "beta").copies, 1);
+    assert_int_equal(tile_of(f, c.file, 0, "beta").holders, 2);
     assert_int_equal(tile_of(f, c.file, 0, "beta").read_version, copy);
     /* Finishing a committed copy is no new copy: an open file does not stop it. */
     open_file(f, c.file);
@@ -1211,21 +1278,21 @@ static void test_move_commit_stale(void **state)
     assert_int_equal(move_commit(f, c.file, 0), TS_ERR_STALE);
     assert_text(f, "does not hold");
     assert_true(garbage_has(f, c.beta2, "beta", c.file, 0, target));
-    assert_int_equal(tile_of(f, c.file, 0, "beta").copies, 0);
+    assert_int_equal(tile_of(f, c.file, 0, "beta").holders, 1);
 
     /* A copy source uncopied by a writer in between. */
     uint64_t v = tile_of(f, c.file, 0, "").version;
     uint64_t copy = add_copy(f, c.file, 0, v, c.alpha, c.beta1);
     assert_int_equal(move_begin(f, c.file, 0, copy, TS_MOVE_COPY, c.beta1, c.beta2, &target),
                      TS_OK);
-    assert_int_equal(tile_uncopy(f, c.file, 0, 1), TS_OK);
+    drop_replicas(f, c.file, 0, 1);
     assert_int_equal(move_commit(f, c.file, 0), TS_ERR_STALE);
     assert_true(garbage_has(f, c.beta2, "beta", c.file, 0, target));
 
     /* A drop of the primary whose copies went away in between. */
     copy = add_copy(f, c.file, 0, v, c.alpha, c.beta1);
     assert_int_equal(move_begin(f, c.file, 0, v, TS_MOVE_DROP, c.alpha, 0, NULL), TS_OK);
-    assert_int_equal(tile_uncopy(f, c.file, 0, 1), TS_OK);
+    drop_replicas(f, c.file, 0, 1);
     assert_int_equal(move_commit(f, c.file, 0), TS_ERR_STALE);
     assert_text(f, "lose");
     assert_int_equal(tile_of(f, c.file, 0, "").node, c.alpha);
@@ -1559,7 +1626,7 @@ static void test_tile_holders(void **state)
     assert_int_equal(tile_holders(f, c.file, 1, 1, rows, 8), 1);
     assert_int_equal(rows[0].tile, 1);
     /* Uncopied: the primary alone. */
-    assert_int_equal(tile_uncopy(f, c.file, 0, 1), TS_OK);
+    drop_replicas(f, c.file, 0, 1);
     assert_int_equal(tile_holders(f, c.file, 0, 1, rows, 8), 1);
 
     struct ts_tile_holders_req bad = {.ino = c.file, .first = 0, .count = 0};
@@ -1571,7 +1638,7 @@ static void test_tile_holders(void **state)
 static void test_malformed_payloads_refused(void **state)
 {
     struct metafixture *f = *state;
-    static const uint16_t ops[] = {TS_OP_TILE_UNCOPY, TS_OP_PROFILE_SET, TS_OP_PROFILE_RECORD,
+    static const uint16_t ops[] = {TS_OP_REPLICA_DROP, TS_OP_PROFILE_SET, TS_OP_PROFILE_RECORD,
                                    TS_OP_PROFILE_GET, TS_OP_MOVE_BEGIN,  TS_OP_MOVE_COMMIT,
                                    TS_OP_MOVE_ABORT,  TS_OP_MOVE_LIST};
     uint8_t bytes[3] = {1, 2, 3};
@@ -1604,8 +1671,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_profile_reset_stop_reopen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_record_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tile_map_read_node, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_tile_uncopy, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_truncate_drops_copies, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_replica_drop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_truncate_keeps_replicas_of_cut_tile, setup, teardown),
         cmocka_unit_test_setup_teardown(test_move_begin_resume_busy_list, setup, teardown),
         cmocka_unit_test_setup_teardown(test_move_begin_checks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_move_commit_move_copy_drop, setup, teardown),

@@ -347,7 +347,7 @@ static void test_tile_map_record_layout(void **state)
     struct ts_writer writer;
     struct ts_tile_map_rec record = {.node = 0x11223344,
                                      .version = 0x0102030405060708ull,
-                                     .copies = 2,
+                                     .holders = 2,
                                      .read_node = 5,
                                      .read_version = 6,
                                      .flags = TS_TILE_STORED};

@@ -161,14 +161,14 @@ static void test_tiles_holes_sizes_and_copies(void **statep)
     struct ts_attr attr = file_attr(50, 3 * MIB + MIB / 2);
     struct ts_tile_map_rec primaries[4] = {
         {.node = 1, .version = 7, .read_node = 1, .read_version = 7},
-        {.node = 1, .version = 8, .copies = 1, .read_node = 1, .read_version = 8},
+        {.node = 1, .version = 8, .holders = 2, .read_node = 1, .read_version = 8},
         {.node = 0},
         {.node = 2, .version = 9, .read_node = 2, .read_version = 9},
     };
     /* Seen from beta, tile 1 is read from its copy on node 2 (file version 12). */
     struct ts_tile_map_rec from_beta[4] = {
         {.node = 1, .version = 7, .read_node = 1, .read_version = 7},
-        {.node = 1, .version = 8, .copies = 1, .read_node = 2, .read_version = 12},
+        {.node = 1, .version = 8, .holders = 2, .read_node = 2, .read_version = 12},
         {.node = 0},
         {.node = 2, .version = 9, .read_node = 2, .read_version = 9},
     };
@@ -217,11 +217,11 @@ static void test_plan_steps_name_the_source_version(void **statep)
     struct ts_attr attr = file_attr(60, 2 * MIB);
     struct ts_tile_map_rec primaries[2] = {
         {.node = 1, .version = 3, .read_node = 1, .read_version = 3},
-        {.node = 1, .version = 4, .copies = 1, .read_node = 1, .read_version = 4},
+        {.node = 1, .version = 4, .holders = 2, .read_node = 1, .read_version = 4},
     };
     struct ts_tile_map_rec from_beta[2] = {
         {.node = 1, .version = 3, .read_node = 1, .read_version = 3},
-        {.node = 1, .version = 4, .copies = 1, .read_node = 2, .read_version = 21},
+        {.node = 1, .version = 4, .holders = 2, .read_node = 2, .read_version = 21},
     };
     size_t index, count = 0;
     bool has_copies = false;
