@@ -22,6 +22,24 @@ node_tiles() {
         python3 -c "import json,sys; print([n['tiles'] for n in json.load(sys.stdin) if n['id']==$1][0])"
 }
 healthy() { health >/dev/null; }
+# node_dir ID: the directory under $STATE of datanode ID (node<i> listens on BASE+i).
+node_dir() {
+    local port
+    port=$("$TESSERA_TOOL" status --state "$STATE" --json |
+        python3 -c "import json,sys; print([n['address'] for n in json.load(sys.stdin) if n['id']==$1][0].rsplit(':',1)[1])")
+    echo "node$((port - BASE))"
+}
+# The id of the datanode holding most tiles, once the heartbeats report them all.
+busiest_node() {
+    "$TESSERA_TOOL" status --state "$STATE" --json |
+        python3 -c "import json,sys; n=json.load(sys.stdin); print(max(n, key=lambda x: x['tiles'])['id'])"
+}
+all_tiles_reported() {
+    local total
+    total=$("$TESSERA_TOOL" status --state "$STATE" --json |
+        python3 -c "import json,sys; print(sum(n['tiles'] for n in json.load(sys.stdin)))")
+    [ "$total" -ge "$1" ]
+}
 
 mkdir "$MNT/keep" "$MNT/scratch" || fail "mkdir failed"
 setfattr -n user.tessera.layout -v "copies=1" "$MNT/scratch" || fail "setfattr copies=1 failed"
@@ -36,6 +54,8 @@ sync -f "$MNT/keep/a" || fail "sync failed"
 copies=$(getfattr --only-values -n user.tessera.layout "$MNT/keep/a" 2>/dev/null | grep -o 'copies=[0-9]*')
 [ "$copies" = "copies=2" ] || fail "a new file's layout says '$copies', expected the default copies=2"
 wait_for 30 "health HEALTHY after the writes" healthy
+# 4 files of 6 tiles with 2 replicas, 8 tiles with 1.
+wait_for 30 "the datanodes to report every tile file" all_tiles_reported $((4 * 6 * 2 + 8))
 
 check_files() {
     local name
@@ -46,10 +66,14 @@ check_files() {
 }
 
 # ---- drain ------------------------------------------------------------------
-drained=2
-[ "$(node_tiles $drained)" -gt 0 ] || fail "node $drained holds no tile to drain"
+drained=$(busiest_node)
+drained_dir=$(node_dir "$drained")
+[ "$(node_tiles "$drained")" -gt 0 ] || fail "node $drained holds no tile to drain"
 run_tool node drain "$drained" --state "$STATE" || fail "tessera node drain failed"
-drained_empty() { [ "$(node_tiles $drained)" = 0 ] && healthy; }
+drained_empty() {
+    [ "$(node_tiles "$drained")" = 0 ] && healthy &&
+        ! compgen -G "$STATE/$drained_dir/tiles/*/*" >/dev/null
+}
 wait_for 60 "node $drained drained and health HEALTHY" drained_empty
 check_files keep/a keep/b keep/c keep/d scratch/s
 log "node $drained drained: its replicas are elsewhere and every file reads right"
@@ -59,7 +83,8 @@ run_tool node activate "$drained" --state "$STATE" || fail "tessera node activat
 # The victim: the node holding a tile of the copies=1 file.
 ino=$(stat -c %i "$MNT/scratch/s")
 victim=""
-for n in 1 3 4; do
+for n in 1 2 3 4; do
+    [ "node$n" = "$drained_dir" ] && continue
     if compgen -G "$STATE/node$n/tiles/$((ino % 256))/$ino.*" >/dev/null; then
         victim=$n
         break
@@ -75,15 +100,19 @@ log "killed node$victim (pid $pid) and deleted its data directory"
 
 check_files keep/a keep/b keep/c keep/d
 log "every copies=2 file read right with node$victim gone"
-degraded() { health >/dev/null; [ $? -ge 3 ]; }
+degraded() {
+    local rc=0
+    health >/dev/null || rc=$?
+    [ "$rc" -ge 3 ]
+}
 wait_for 20 "health to see the lost replicas" degraded
 
 keep_healed() {
     [ "$(health_json_field degraded_tiles)" = 0 ] && [ "$(health_json_field unavailable_tiles)" -gt 0 ]
 }
 wait_for 60 "the repair of every copies=2 tile" keep_healed
-health >"$T/health.txt"
-rc=$?
+rc=0
+health >"$T/health.txt" || rc=$?
 cat "$T/health.txt" >>"$T/tool.log"
 [ "$rc" = 4 ] || fail "tessera health exited $rc with a copies=1 tile lost, expected 4 (UNAVAILABLE)"
 grep -q "UNAVAILABLE" "$T/health.txt" || fail "health does not say UNAVAILABLE: $(cat "$T/health.txt")"
