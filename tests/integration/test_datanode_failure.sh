@@ -4,13 +4,17 @@
 # return in under 3x that: a bound on a hang, not a performance figure),
 # tiles on the other nodes stay readable, and once `tessera up --state S`
 # restarts the node the same read returns the right bytes. Reads and writes
-# in flight while a node is restarted are sent again and succeed.
+# in flight while a node is restarted are sent again and succeed. The file
+# keeps one holder per tile (copies=1): failover between replicas is
+# test_replicas.sh's.
 source "$(dirname "$0")/lib.sh"
 
 cluster_up
 
 tiles=16
 source_file=$(random_file ${tiles}M)
+touch "$MNT/victim" && setfattr -n user.tessera.layout -v copies=1 "$MNT/victim" ||
+    fail "could not give the victim one holder per tile"
 cp "$source_file" "$MNT/victim" || fail "cp into the mount failed"
 sync "$MNT/victim" || fail "fsync failed"
 ino=$(stat -c %i "$MNT/victim")

@@ -838,6 +838,55 @@ static void test_tile_map_read_node(void **state)
     assert_int_equal(record.read_version, copy);
 }
 
+/*
+ * copies=N allocation: replicas on machines no other holder is on, then on
+ * datanodes no other holder is; fewer nodes than copies give as many
+ * holders as there are nodes (under-replicated, not refused); TILE_MAP
+ * lists every holder, the asking machine's first.
+ */
+static void test_tile_map_places_replicas(void **state)
+{
+    struct metafixture *f = *state;
+    struct ts_replica_rec holders[TS_MAX_HOLDERS];
+    struct ts_tile_map_rec records[8];
+    uint32_t alpha = register_node(f, "alpha");
+    uint32_t beta1 = register_node(f, "beta");
+    uint32_t beta2 = register_node(f, "beta");
+
+    f->service->defaults.copies = 2;
+    uint64_t two = make_file(f, TS_ROOT_INO, "two");
+    assert_int_equal(tile_map(f, two, 0, 8, 1, 0, "beta", records), TS_OK);
+    for (uint64_t tile = 0; tile < 8; tile++) {
+        assert_int_equal(holders_of(f, two, tile, holders), 2);
+        /* One on alpha, one on beta: two machines. */
+        assert_true((holders[0].node == alpha) != (holders[1].node == alpha));
+        assert_int_not_equal(holders[0].version, holders[1].version);
+        /* beta's mount reads its own machine's holder first. */
+        assert_int_not_equal(records[tile].read_node, alpha);
+        assert_int_equal(records[tile].holders, 2);
+    }
+
+    /* Three copies on two machines: the third on the other beta node. */
+    f->service->defaults.copies = 3;
+    uint64_t three = make_file(f, TS_ROOT_INO, "three");
+    assert_int_equal(tile_map(f, three, 0, 4, 1, 0, "", records), TS_OK);
+    for (uint64_t tile = 0; tile < 4; tile++) {
+        assert_int_equal(holders_of(f, three, tile, holders), 3);
+        uint32_t seen = 0;
+        for (int h = 0; h < 3; h++)
+            seen |= holders[h].node == alpha ? 1u : holders[h].node == beta1 ? 2u : 4u;
+        assert_int_equal(seen, 7u);
+    }
+    (void)beta2;
+
+    /* Four copies, three nodes: three holders, and the write goes on. */
+    f->service->defaults.copies = 4;
+    uint64_t four = make_file(f, TS_ROOT_INO, "four");
+    assert_int_equal(tile_map(f, four, 0, 2, 1, 0, "", records), TS_OK);
+    assert_int_equal(holders_of(f, four, 0, holders), 3);
+    assert_int_equal(holders_of(f, four, 1, holders), 3);
+}
+
 static void test_replica_drop(void **state)
 {
     struct metafixture *f = *state;
@@ -1672,6 +1721,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_profile_record_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tile_map_read_node, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replica_drop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tile_map_places_replicas, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncate_keeps_replicas_of_cut_tile, setup, teardown),
         cmocka_unit_test_setup_teardown(test_move_begin_resume_busy_list, setup, teardown),
         cmocka_unit_test_setup_teardown(test_move_begin_checks, setup, teardown),

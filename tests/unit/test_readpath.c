@@ -255,6 +255,50 @@ static void test_read_ahead_loads_the_next_tiles(void **state)
     datapath_release(mount->datapath, file, false);
 }
 
+/*
+ * A tile on two holders: a read whose first holder fails (an I/O error, or
+ * its file lost) gets the bytes from the second without an error; with
+ * both failing it is EIO, never zeros.
+ */
+static void test_read_fails_over_to_another_holder(void **state)
+{
+    struct fakecluster_mount *mount = *state;
+    struct tile_location location = {.node = 1,
+                                     .version = 5,
+                                     .holder_count = 2,
+                                     .holders = {{1, TS_REPLICA_UP, 5}, {3, TS_REPLICA_UP, 6}},
+                                     .read_node = 1,
+                                     .read_version = 5,
+                                     .flags = TS_TILE_STORED};
+    fakecluster_store(3, INO, 0, 6, file_bytes, TILE); /* node 1 lost its file */
+    fakecluster_map(INO, 0, &location);
+    fakecluster_store(1, INO, 1, 7, file_bytes + TILE, TILE);
+    fakecluster_store(3, INO, 1, 8, file_bytes + TILE, TILE);
+    location.version = location.read_version = location.holders[0].version = 7;
+    location.holders[1].version = 8;
+    fakecluster_map(INO, 1, &location);
+    fakecluster_file(INO, 2 * TILE, TS_PLACEMENT_STATIC);
+    struct open_file *file = open_reading(mount, 2 * TILE);
+
+    assert_int_equal(fakecluster_read(mount, file, got, TILE, 0), TILE);
+    assert_memory_equal(got, file_bytes, TILE);
+    assert_true(fakecluster_requests(1, TS_OP_TILE_READ, INO, 0) >= 1);
+    datapath_release(mount->datapath, file, false); /* its read-ahead may hold tile 1 */
+    fakecluster_fail_reads(1, TS_ERR_IO);
+    file = open_reading(mount, 2 * TILE);
+    assert_int_equal(fakecluster_read(mount, file, got, TILE, TILE), TILE);
+    assert_memory_equal(got, file_bytes + TILE, TILE);
+    assert_true(fakecluster_requests(3, TS_OP_TILE_READ, INO, 1) >= 1);
+    datapath_release(mount->datapath, file, false);
+
+    fakecluster_fail_reads(3, TS_ERR_IO);
+    file = open_reading(mount, 2 * TILE);
+    assert_int_equal(fakecluster_read(mount, file, got, TILE, TILE), -EIO);
+    fakecluster_fail_reads(1, TS_OK);
+    fakecluster_fail_reads(3, TS_OK);
+    datapath_release(mount->datapath, file, false);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -266,6 +310,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_read_of_a_lost_tile_fails, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_follows_a_moved_tile, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_ahead_loads_the_next_tiles, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_fails_over_to_another_holder, setup, teardown),
     };
     return cmocka_run_group_tests_name("readpath", tests, NULL, NULL);
 }

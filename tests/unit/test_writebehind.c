@@ -322,6 +322,87 @@ static void test_dynamic_placement_spreads_a_stream(void **state)
     free(bytes);
 }
 
+/* Asserts that every holder meta names for `tile` holds expected[0..TILE); returns their count. */
+static uint32_t assert_holders_hold(uint64_t ino, uint64_t tile, const uint8_t *expected)
+{
+    struct tile_location location;
+    static uint8_t got[TILE];
+    assert_true(fakecluster_location(ino, tile, &location));
+    for (uint32_t h = 0; h < location.holder_count; h++) {
+        memset(got, 0, sizeof(got));
+        assert_true(fakecluster_tile_bytes(location.holders[h].node, ino, tile, got, TILE) >= 0);
+        assert_memory_equal(got, expected, TILE);
+    }
+    return location.holder_count;
+}
+
+/* copies=2: every tile's bytes land on both its holders, and fsync succeeds. */
+static void test_write_reaches_every_holder(void **state)
+{
+    struct fakecluster_mount *mount = *state;
+    static uint8_t bytes[4 * TILE];
+    fill(bytes, 0, sizeof(bytes), 6);
+    fakecluster_set_copies(2);
+
+    struct open_file *file = open_writing(mount, INO, TS_PLACEMENT_STATIC);
+    assert_int_equal(datapath_write(mount->datapath, file, (const char *)bytes, sizeof(bytes), 0,
+                                    NULL),
+                     (ssize_t)sizeof(bytes));
+    assert_int_equal(datapath_fsync(mount->datapath, file), 0);
+    for (uint64_t tile = 0; tile < 4; tile++) {
+        struct tile_location location;
+        assert_int_equal(assert_holders_hold(INO, tile, bytes + tile * TILE), 2);
+        assert_true(fakecluster_location(INO, tile, &location));
+        assert_int_not_equal(location.holders[0].node, location.holders[1].node);
+        for (uint32_t h = 0; h < 2; h++)
+            assert_int_equal(fakecluster_requests(location.holders[h].node, TS_OP_TILE_WRITE, INO,
+                                                  tile),
+                             1);
+    }
+    assert_int_equal(fakecluster_replica_drops(), 0);
+    datapath_release(mount->datapath, file, true);
+}
+
+/* One holder failing: the write succeeds with the other, which meta keeps
+ * alone (the failed one dropped); all failing: the error reaches flush. */
+static void test_failed_holder_is_dropped(void **state)
+{
+    struct fakecluster_mount *mount = *state;
+    static uint8_t bytes[3 * TILE];
+    fill(bytes, 0, sizeof(bytes), 7);
+    fakecluster_set_copies(2);
+    fakecluster_fail_writes(2, TS_ERR_IO);
+
+    struct open_file *file = open_writing(mount, INO, TS_PLACEMENT_STATIC);
+    assert_int_equal(datapath_write(mount->datapath, file, (const char *)bytes, sizeof(bytes), 0,
+                                    NULL),
+                     (ssize_t)sizeof(bytes));
+    assert_int_equal(datapath_fsync(mount->datapath, file), 0);
+    int dropped = 0;
+    for (uint64_t tile = 0; tile < 3; tile++) {
+        struct tile_location location;
+        assert_true(fakecluster_location(INO, tile, &location));
+        for (uint32_t h = 0; h < location.holder_count; h++)
+            assert_int_not_equal(location.holders[h].node, 2);
+        dropped += location.holder_count == 1;
+        assert_holders_hold(INO, tile, bytes + tile * TILE);
+    }
+    /* Nodes n, n+1 hold each tile: node 2 is one of the two for two tiles of three. */
+    assert_int_equal(dropped, 2);
+    assert_int_equal(fakecluster_replica_drops(), 2);
+
+    /* Every holder failing is the write's error, reported by flush. */
+    fakecluster_fail_writes(1, TS_ERR_IO);
+    fakecluster_fail_writes(3, TS_ERR_IO);
+    assert_int_equal(datapath_write(mount->datapath, file, (const char *)bytes, TILE, 0, NULL),
+                     TILE);
+    assert_int_equal(datapath_flush(mount->datapath, file), -EIO);
+    fakecluster_fail_writes(1, TS_OK);
+    fakecluster_fail_writes(2, TS_OK);
+    fakecluster_fail_writes(3, TS_OK);
+    datapath_release(mount->datapath, file, true);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -332,6 +413,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_flush_reports_the_error_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_follows_a_moved_tile, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dynamic_placement_spreads_a_stream, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_write_reaches_every_holder, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failed_holder_is_dropped, setup, teardown),
     };
     return cmocka_run_group_tests_name("writebehind", tests, NULL, NULL);
 }
