@@ -7,9 +7,12 @@
  */
 #include "filecommit.h"
 
+#include "log.h"
 #include "metaclient.h"
 #include "proto.h"
+#include "status.h"
 #include "tilecache.h"
+#include "tilelocation.h"
 #include "writebehind.h"
 
 #include <errno.h>
@@ -135,6 +138,61 @@ static int sync_job_prepare(struct open_file *file, uint32_t node, struct sync_j
     return 0;
 }
 
+/* Whether some node other than nodes[failed] synced `tile` of the file. */
+static bool sync_tile_kept_elsewhere(const struct open_file *file, const uint32_t *nodes,
+                                     const struct sync_job *jobs, size_t node_count,
+                                     size_t failed, uint64_t tile)
+{
+    for (size_t i = 0; i < file->dirty_count; i++) {
+        const struct dirty_tile *dirty = &file->dirty[i];
+        if (dirty->tile != tile || dirty->node == nodes[failed])
+            continue;
+        for (size_t n = 0; n < node_count; n++) {
+            if (nodes[n] == dirty->node && jobs[n].payload && jobs[n].status == TS_OK)
+                return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * The TILE_SYNC of nodes[failed] failed (DESIGN.md "Replicas and
+ * integrity"): each of its tiles that another holder synced loses this
+ * holder (REPLICA_DROP: it may not have the bytes durable, so no reader may
+ * be served them) and the fsync goes on; a tile no other holder synced
+ * fails it. Returns 0 or the fsync's error.
+ */
+static int sync_failed_node(struct datapath *datapath, struct open_file *file,
+                            const uint32_t *nodes, const struct sync_job *jobs, size_t node_count,
+                            size_t failed)
+{
+    int status = jobs[failed].status;
+    for (size_t i = 0; i < file->dirty_count; i++) {
+        const struct dirty_tile *dirty = &file->dirty[i];
+        if (dirty->node != nodes[failed])
+            continue;
+        if (!sync_tile_kept_elsewhere(file, nodes, jobs, node_count, failed, dirty->tile)) {
+            log_error("sync of inode %llu tile %llu failed on datanode %u, its only holder "
+                      "written: %s",
+                      (unsigned long long)file->ino, (unsigned long long)dirty->tile,
+                      dirty->node, status_text(status));
+            return errno_of_status(status);
+        }
+        struct tile_holder holder = {dirty->node, TS_REPLICA_UP, dirty->version};
+        struct tile_location location;
+        log_error("sync of inode %llu tile %llu failed on datanode %u: %s; the tile's other "
+                  "holders have it",
+                  (unsigned long long)file->ino, (unsigned long long)dirty->tile, dirty->node,
+                  status_text(status));
+        int error = tilelocation_drop_holder(datapath, file->ino, dirty->tile, &holder, status,
+                                             &location);
+        if (error != 0)
+            return error;
+        tilelocation_remember(file, dirty->tile, &location);
+    }
+    return 0;
+}
+
 /*
  * Has every datanode sync the tiles written to it since the last fsync, all
  * nodes in parallel. Called with file->lock held (no writes in flight).
@@ -181,7 +239,7 @@ static int sync_dirty_tiles(struct datapath *datapath, struct open_file *file)
          * it synced on its new datanode. */
         if (result == 0 && jobs[n].payload && jobs[n].status != TS_OK &&
             jobs[n].status != TS_ERR_STALE)
-            result = errno_of_status(jobs[n].status);
+            result = sync_failed_node(datapath, file, nodes, jobs, node_count, n);
         free(jobs[n].payload);
     }
     if (result == 0)

@@ -72,6 +72,7 @@ static size_t tile_count;
 static struct request_count counts[MAX_COUNTS];
 static size_t count_count;
 static int32_t write_failure[FAKECLUSTER_NODES + 1];
+static int32_t sync_failure[FAKECLUSTER_NODES + 1];
 static int32_t read_failure[FAKECLUSTER_NODES + 1];
 static uint32_t copies = 1; /* holders of each new tile */
 static int replica_drops;
@@ -94,6 +95,7 @@ void fakecluster_reset(uint32_t bytes)
     next_version = 1;
     record_count = file_count = count_count = 0;
     memset(write_failure, 0, sizeof(write_failure));
+    memset(sync_failure, 0, sizeof(sync_failure));
     memset(read_failure, 0, sizeof(read_failure));
     copies = 1;
     replica_drops = 0;
@@ -478,6 +480,13 @@ void fakecluster_fail_writes(uint32_t node, int32_t status)
     pthread_mutex_unlock(&lock);
 }
 
+void fakecluster_fail_syncs(uint32_t node, int32_t status)
+{
+    pthread_mutex_lock(&lock);
+    sync_failure[node] = status;
+    pthread_mutex_unlock(&lock);
+}
+
 void fakecluster_write_delay_us(int max_us)
 {
     pthread_mutex_lock(&lock);
@@ -591,8 +600,11 @@ int nodedir_call(struct nodedir *dir, uint32_t node, uint16_t op, const void *pa
         status = tile_read(node, payload, payload_len, reply);
     else if (op == TS_OP_TILE_WRITE)
         status = tile_write(node, payload, payload_len, data, data_len);
-    else if (op == TS_OP_TILE_SYNC || op == TS_OP_TILE_TRUNCATE)
+    else if (op == TS_OP_TILE_SYNC || op == TS_OP_TILE_TRUNCATE) {
         request_counted(node, op, 0, 0);
+        if (op == TS_OP_TILE_SYNC)
+            status = sync_failure[node];
+    }
     else
         status = TS_ERR_INVAL;
     pthread_mutex_unlock(&lock);

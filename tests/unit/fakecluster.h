@@ -59,6 +59,8 @@ void fakecluster_store(uint32_t node, uint64_t ino, uint64_t tile, uint64_t vers
 void fakecluster_moved_away(uint32_t node, uint64_t ino, uint64_t tile);
 /* A datanode answers every TILE_WRITE with `status` (TS_OK: normally again). */
 void fakecluster_fail_writes(uint32_t node, int32_t status);
+/* A datanode answers every TILE_SYNC with `status` (TS_OK: normally again). */
+void fakecluster_fail_syncs(uint32_t node, int32_t status);
 /* New tiles get `holders` holders (1..FAKECLUSTER_NODES; 1 after a reset):
  * the node placement names, then the next ones, each a version of its own. */
 void fakecluster_set_copies(uint32_t holders);

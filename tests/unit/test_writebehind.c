@@ -403,10 +403,53 @@ static void test_failed_holder_is_dropped(void **state)
     datapath_release(mount->datapath, file, true);
 }
 
+/* A holder failing its TILE_SYNC where the other synced: dropped, fsync
+ * succeeds; the only holder written failing it: fsync fails. */
+static void test_failed_sync_drops_holder(void **state)
+{
+    struct fakecluster_mount *mount = *state;
+    static uint8_t bytes[3 * TILE];
+    fill(bytes, 0, sizeof(bytes), 8);
+    fakecluster_set_copies(2);
+    fakecluster_fail_syncs(2, TS_ERR_IO);
+
+    struct open_file *file = open_writing(mount, INO, TS_PLACEMENT_STATIC);
+    assert_int_equal(datapath_write(mount->datapath, file, (const char *)bytes, sizeof(bytes), 0,
+                                    NULL),
+                     (ssize_t)sizeof(bytes));
+    assert_int_equal(datapath_fsync(mount->datapath, file), 0);
+    for (uint64_t tile = 0; tile < 3; tile++) {
+        struct tile_location location;
+        assert_true(fakecluster_location(INO, tile, &location));
+        for (uint32_t h = 0; h < location.holder_count; h++)
+            assert_int_not_equal(location.holders[h].node, 2);
+    }
+    assert_int_equal(fakecluster_replica_drops(), 2);
+
+    /* Now the tiles node 2 lost live on one holder each: that one failing
+     * its sync leaves no durable copy, and fsync says so. */
+    struct tile_location location;
+    assert_true(fakecluster_location(INO, 0, &location));
+    uint32_t only = location.holder_count == 1 ? location.holders[0].node : 0;
+    if (only == 0) {
+        assert_true(fakecluster_location(INO, 1, &location));
+        only = location.holders[0].node;
+    }
+    fakecluster_fail_syncs(2, TS_OK);
+    fakecluster_fail_syncs(only, TS_ERR_IO);
+    assert_int_equal(datapath_write(mount->datapath, file, (const char *)bytes, sizeof(bytes), 0,
+                                    NULL),
+                     (ssize_t)sizeof(bytes));
+    assert_int_equal(datapath_fsync(mount->datapath, file), -EIO);
+    fakecluster_fail_syncs(only, TS_OK);
+    datapath_release(mount->datapath, file, true);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_write_lands_in_tiles, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failed_sync_drops_holder, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_keeps_tile_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncation_carries_the_commit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_slow_commit_stalls_no_writer, setup, teardown),
