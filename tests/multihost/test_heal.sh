@@ -89,23 +89,27 @@ mh_log "4 writers and 4 readers ran through the loss without an error"
 mh_wait_for 120 "health HEALTHY after the repair" eval '[ "$(health_rc)" = 0 ]'
 health | while read -r line; do mh_log "$line"; done
 
-# Every tile of every file on exactly two live hosts, every byte equal.
+# Every tile of every file on exactly two live hosts (once the datanodes
+# have deleted the old versions meta queued for them), every byte equal.
+# two_hosts_each NAME: whether every tile of NAME is on exactly two of hosts 1..3.
+two_hosts_each() {
+    local name=$1 ino size tiles t host tile
+    ino=$(mh_exec 1 stat -c %i "${MH_MNT[1]}/$name")
+    size=$(mh_exec 1 stat -c %s "${MH_MNT[1]}/$name")
+    tiles=$(((size + 1048575) / 1048576))
+    declare -A count=()
+    for host in 1 2 3; do
+        while read -r tile; do
+            [ -n "$tile" ] && count[$tile]=$((${count[$tile]:-0} + 1))
+        done < <(mh_tiles_on "$host" "$ino")
+    done
+    for ((t = 0; t < tiles; t++)); do
+        [ "${count[$t]:-0}" = 2 ] || { echo "$name tile $t is on ${count[$t]:-0} of hosts 1..3"; return 1; }
+    done
+}
 for h in 1 2 3 4; do
     for name in "read$h" "write$h"; do
-        ino=$(mh_exec 1 stat -c %i "${MH_MNT[1]}/$name")
-        size=$(mh_exec 1 stat -c %s "${MH_MNT[1]}/$name")
-        tiles=$(((size + 1048575) / 1048576))
-        declare -A count=()
-        for host in 1 2 3; do
-            while read -r tile; do
-                [ -n "$tile" ] && count[$tile]=$((${count[$tile]:-0} + 1))
-            done < <(mh_tiles_on "$host" "$ino")
-        done
-        for ((t = 0; t < tiles; t++)); do
-            [ "${count[$t]:-0}" = 2 ] ||
-                mh_fail "$name tile $t is on ${count[$t]:-0} of hosts 1..3, expected 2"
-        done
-        unset count
+        mh_wait_for 30 "every tile of $name on two of hosts 1..3" two_hosts_each "$name"
     done
     mh_drop_cache 2 "${MH_MNT[2]}/read$h"
     mh_exec 2 cmp "${read_src[h]}" "${MH_MNT[2]}/read$h" || mh_fail "read$h differs after the repair"
