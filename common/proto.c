@@ -478,6 +478,9 @@ const char *ts_op_name(uint16_t type)
     case TS_OP_HEARTBEAT: return "HEARTBEAT";
     case TS_OP_TILE_RECONCILE: return "TILE_RECONCILE";
     case TS_OP_TILE_HOLDERS: return "TILE_HOLDERS";
+    case TS_OP_NODE_ADMIN: return "NODE_ADMIN";
+    case TS_OP_HEALTH: return "HEALTH";
+    case TS_OP_REPAIR_SCAN: return "REPAIR_SCAN";
     case TS_OP_TILE_WRITE: return "TILE_WRITE";
     case TS_OP_TILE_READ: return "TILE_READ";
     case TS_OP_TILE_SYNC: return "TILE_SYNC";
@@ -487,6 +490,7 @@ const char *ts_op_name(uint16_t type)
     case TS_OP_TILE_FENCE: return "TILE_FENCE";
     case TS_OP_NODE_THROTTLE: return "NODE_THROTTLE";
     case TS_OP_NODE_STATS: return "NODE_STATS";
+    case TS_OP_TILE_CHECK: return "TILE_CHECK";
     case TS_OP_CLUSTER_ID: return "CLUSTER_ID";
     default: return "?";
     }

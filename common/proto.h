@@ -133,6 +133,7 @@ enum ts_op {
     /* tool -> datanode: administration */
     TS_OP_NODE_THROTTLE = 90,
     TS_OP_NODE_STATS,
+    TS_OP_TILE_CHECK = 94, /* tool -> datanode: are these tile files there, and intact */
 
     /* anyone -> meta: which cluster this is */
     TS_OP_CLUSTER_ID = 92,
@@ -964,6 +965,20 @@ enum ts_fence_action { TS_FENCE_LIFT = 0, TS_FENCE_FREEZE = 1, TS_FENCE_RETIRE =
     X(U64, bytes_reclaimed)                                                                        \
     X(U64, reclaim_passes)
 
+/*
+ * TILE_CHECK (tessera fsck): the datanode says of each tile file (ino,
+ * tile, version) asked (TS_REC_TILE_FILE records, count <=
+ * TS_MAX_CHECK_FILES) whether it has it: one TS_REC_TILE_CHECK per file,
+ * in order: state (enum ts_check_state), bytes (its size; 0 when
+ * missing). deep = 1 also reads every byte and checks its block
+ * checksums (CORRUPT on a mismatch); deep = 0 only looks the file up.
+ */
+enum ts_check_state { TS_CHECK_OK = 0, TS_CHECK_MISSING = 1, TS_CHECK_CORRUPT = 2 };
+#define TS_MAX_CHECK_FILES 4096
+#define TS_REC_TILE_CHECK(X) X(U32, state) X(U64, bytes)
+#define TS_MSG_TILE_CHECK_REQ(X) X(U32, deep) X(U32, count) X(BLOB, files)
+#define TS_MSG_TILE_CHECK_REP(X) X(U32, count) X(BLOB, verdicts)
+
 /* ---- generated structs ---------------------------------------------- */
 
 #define TS_FIELD_TYPE_U32 uint32_t
@@ -1052,7 +1067,9 @@ enum ts_fence_action { TS_FENCE_LIFT = 0, TS_FENCE_FREEZE = 1, TS_FENCE_RETIRE =
     M(tile_fence_rep, TS_MSG_TILE_FENCE_REP)                                                       \
     M(node_throttle, TS_MSG_NODE_THROTTLE)                                                         \
     M(node_stats_req, TS_MSG_NODE_STATS_REQ)                                                       \
-    M(node_stats_rep, TS_MSG_NODE_STATS_REP)
+    M(node_stats_rep, TS_MSG_NODE_STATS_REP)                                                       \
+    M(tile_check_req, TS_MSG_TILE_CHECK_REQ)                                                       \
+    M(tile_check_rep, TS_MSG_TILE_CHECK_REP)
 
 /*
  * For each message NAME: struct ts_NAME, and
@@ -1162,6 +1179,7 @@ int ts_str_copy(struct ts_str str, char *out, size_t cap);
     R(tile_holder, TS_REC_TILE_HOLDER, 0)                                                          \
     R(repair_step, TS_REC_REPAIR_STEP, 0)                                                          \
     R(health_file, TS_REC_HEALTH_FILE, 0)                                                          \
+    R(tile_check, TS_REC_TILE_CHECK, 0)                                                            \
     R(stats_op, TS_REC_STATS_OP, 0)                                                                \
     R(stats_tile, TS_REC_STATS_TILE, 0)
 

@@ -14,6 +14,7 @@
 
 #include "log.h"
 #include "status.h"
+#include "tilecheck.h"
 #include "util.h"
 
 #include <errno.h>
@@ -821,6 +822,14 @@ HANDLERS_COUNTED(tile_fence, TS_OP_TILE_FENCE)
 HANDLERS_COUNTED(node_throttle, TS_OP_NODE_THROTTLE)
 HANDLERS_COUNTED(node_stats, TS_OP_NODE_STATS)
 
+static int handle_tile_check(void *ctx, const struct rpc_request *request,
+                             struct rpc_response *response)
+{
+    struct nodehandlers_context *context = ctx;
+    return tilecheck_handle(context->store, request, response);
+}
+HANDLERS_COUNTED(tile_check, TS_OP_TILE_CHECK)
+
 const rpc_handler_fn nodehandlers_table[TS_OP_MAX] = {
     [TS_OP_PING] = counted_ping,
     [TS_OP_TILE_WRITE] = counted_tile_write,
@@ -832,6 +841,7 @@ const rpc_handler_fn nodehandlers_table[TS_OP_MAX] = {
     [TS_OP_TILE_FENCE] = counted_tile_fence,
     [TS_OP_NODE_THROTTLE] = counted_node_throttle,
     [TS_OP_NODE_STATS] = counted_node_stats,
+    [TS_OP_TILE_CHECK] = counted_tile_check,
 };
 
 void nodehandlers_log_stats(const struct nodehandlers_stats *stats)

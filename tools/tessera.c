@@ -7,6 +7,7 @@
  */
 #include "cliargs.h"
 #include "clusterstatus.h"
+#include "fsck.h"
 #include "healthview.h"
 #include "down.h"
 #include "filelayout.h"
@@ -32,6 +33,7 @@ static const struct tessera_command tessera_commands[] = {
     {"node", nodeadmin_main,
      "administer one datanode: throttle ID R|off, stats ID, drain|remove|activate ID"},
     {"health", healthview_main, "HEALTHY, DEGRADED or UNAVAILABLE, and the repair's progress"},
+    {"fsck", fsck_main, "check meta's tile map against the datanodes; --repair what replicas allow"},
     {"layout", filelayout_main, "set or show a file's layout and its tile map"},
     {"profile", profile_main, "count who accesses which tiles: start, stop, reset, show"},
     {"rebalance", rebalance_main, "move tiles to their users: plan, apply, status, abort"},
