@@ -17,7 +17,8 @@ set -euo pipefail
 usage() {
     cat <<'USAGE'
 usage: bench/run.sh [--with-moosefs] [--size-mb N] [--reps N] [--only "SECTIONS"]
-                    [--rr-secs N] [--meta-n N] [--nodes N] [--no-local] [--no-nullfs]
+                    [--rr-secs N] [--meta-n N] [--nodes N] [--copies N] [--no-local]
+                    [--no-nullfs]
 
 Runs dd, cp, fio (4 streams, 4 KiB random reads) and metadata workloads on a
 Tessera mount, a local directory, a nullfs mount (the FUSE ceiling) and, with
@@ -34,6 +35,8 @@ Tessera/MooseFS, Tessera/local and Tessera/nullfs (the fraction of the ceiling).
   --rr-secs N        seconds per random-read run (default 30)
   --meta-n N         files for create/stat/unlink (default 10000)
   --nodes N          Tessera datanodes (default 4)
+  --copies N         replicas per tile on Tessera (its root directory's layout)
+                     and MooseFS's goal (default 2, tessera-meta's default)
   --no-local         skip the local directory
   --no-nullfs        skip the nullfs ceiling
   -h, --help         this text
@@ -66,7 +69,7 @@ die() {
     exit 1
 }
 
-with_moosefs=0 size_mb=2048 reps=3 only="" rr_secs=30 meta_n=10000 nodes=4
+with_moosefs=0 size_mb=2048 reps=3 only="" rr_secs=30 meta_n=10000 nodes=4 copies=2
 run_local=1 run_nullfs=1
 while [ $# -gt 0 ]; do
     case $1 in
@@ -74,7 +77,7 @@ while [ $# -gt 0 ]; do
     --with-moosefs) with_moosefs=1; shift ;;
     --no-local) run_local=0; shift ;;
     --no-nullfs) run_nullfs=0; shift ;;
-    --size-mb | --reps | --only | --rr-secs | --meta-n | --nodes)
+    --size-mb | --reps | --only | --rr-secs | --meta-n | --nodes | --copies)
         [ $# -ge 2 ] || { echo "run.sh: $1 needs a value (see --help)" >&2; exit 2; }
         case $1 in
         --size-mb) size_mb=$2 ;;
@@ -83,12 +86,13 @@ while [ $# -gt 0 ]; do
         --rr-secs) rr_secs=$2 ;;
         --meta-n) meta_n=$2 ;;
         --nodes) nodes=$2 ;;
+        --copies) copies=$2 ;;
         esac
         shift 2 ;;
     *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
-for pair in "size-mb:$size_mb" "reps:$reps" "rr-secs:$rr_secs" "meta-n:$meta_n" "nodes:$nodes"; do
+for pair in "size-mb:$size_mb" "reps:$reps" "rr-secs:$rr_secs" "meta-n:$meta_n" "nodes:$nodes" "copies:$copies"; do
     [[ "${pair#*:}" =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --${pair%%:*} wants a positive integer" >&2; exit 2; }
 done
 for section in $only; do
@@ -339,6 +343,8 @@ target_up() {
         fi
         # tessera-mount raises its own bdi after FUSE_INIT, on its first request
         stat "$TESSERA_MNT" >/dev/null
+        setfattr -n user.tessera.layout -v "copies=$copies" "$TESSERA_MNT" ||
+            die "cannot set copies=$copies on $TESSERA_MNT"
         ;;
     nullfs)
         "$BUILD_DIR/bench/nullfs" "$NULLFS_MNT" 2>>"$LOGS/nullfs.log" &
@@ -348,7 +354,7 @@ target_up() {
         ;;
     moosefs)
         moosefs_started=1
-        PB=$MFS_PB MNT=$MFS_MNT PORT0=$mfs_port NCS=4 CS_FSYNC=${CS_FSYNC:-1} \
+        PB=$MFS_PB MNT=$MFS_MNT PORT0=$mfs_port NCS=4 CS_FSYNC=${CS_FSYNC:-1} GOAL=$copies \
             "$PEER_BENCH_DIR/moosefs-up.sh" >>"$LOGS/moosefs-up.log" 2>&1 ||
             die "moosefs-up.sh failed, see $LOGS/moosefs-up.log"
         ;;
