@@ -4,7 +4,16 @@
 # on the multi-host harness (tests/multihost/lib.sh: network namespaces,
 # links capped with tc).
 #
-# Four hosts, copies=2. Host 1 writes SIZE MiB into the cluster; then host
+# Writes first: host 1 writes SIZE MiB with copies=1 and with copies=2
+# (`dd conv=fsync`), and the table gives MB/s and how many copies of the
+# bytes crossed host 1's link: the mount fans each tile out to its holders
+# itself, so a chain (client -> first holder -> next, as HDFS and MooseFS
+# do) could only send fewer copies over the client's link when more than
+# one holder is remote; with the writer's own datanode as the first holder
+# (dynamic placement), fan-out sends each byte over its link once, as a
+# chain would.
+#
+# Then the repair: four hosts, copies=2. Host 1 writes SIZE MiB into the cluster; then host
 # 4's datanode is killed and its data directory deleted. Meta (started with
 # --replace-after 2s and an unlimited repair rate) makes every replica host 4
 # held again on hosts 1..3, peer to peer. The table gives the bytes to
@@ -64,6 +73,20 @@ health_rc() {
     echo "$rc"
 }
 src=$(mh_random_file "${size}M")
+printf '| write from host1 | MB/s | copies over host1 link |\n|---|---:|---:|\n'
+for copies in 1 2; do
+    mh_exec 1 mkdir -p "${MH_MNT[1]}/c$copies"
+    mh_exec 1 setfattr -n user.tessera.layout -v "copies=$copies" "${MH_MNT[1]}/c$copies"
+    tx0=$(mh_link_bytes 1 tx)
+    t0=$(mh_now_ms)
+    mh_exec 1 dd if="$src" of="${MH_MNT[1]}/c$copies/w" bs=1M conv=fsync status=none
+    ms=$(($(mh_now_ms) - t0))
+    tx=$(($(mh_link_bytes 1 tx) - tx0))
+    awk -v c="$copies" -v b=$((size * 1048576)) -v ms="$ms" -v tx="$tx" \
+        'BEGIN { printf "| copies=%d | %.1f | %.2f |\n", c, b / ms / 1000, tx / b }'
+    mh_exec 1 rm -f "${MH_MNT[1]}/c$copies/w"
+done
+echo
 mh_exec 1 dd if="$src" of="${MH_MNT[1]}/data" bs=1M conv=fsync status=none
 mh_wait_for 60 "health HEALTHY after the write" eval '[ "$(health_rc)" = 0 ]'
 ino=$(mh_exec 1 stat -c %i "${MH_MNT[1]}/data")
