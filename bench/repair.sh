@@ -96,6 +96,8 @@ lost_bytes=$((lost_tiles * 1048576))
 t0=$(mh_now_ms)
 mh_stop_node 4 KILL
 rm -rf "${MH_DATA[4]}"
+# Health is as of meta's last pass over the map: see the loss first.
+mh_wait_for 60 "health to see the loss" eval '[ "$(health_rc)" != 0 ]'
 mh_wait_for 3600 "health HEALTHY after the repair" eval '[ "$(health_rc)" = 0 ]'
 elapsed_ms=$(($(mh_now_ms) - t0 - replace_after_s * 1000))
 mh_drop_cache 2 "${MH_MNT[2]}/data"

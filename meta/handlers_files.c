@@ -387,6 +387,7 @@ struct tile_map_op {
     struct arraylayout *array; /* an array file's layout, freed by the handler */
     uint64_t size;             /* the file's size, for the reply */
     bool under_replicated_logged; /* one log line per request */
+    uint32_t writer_machine; /* candidates' machine number of the asking client's; 0: none */
 };
 
 /* The registered nodes: up or not, free space, speed and backlog as of now. */
@@ -419,6 +420,10 @@ static int tile_map_candidates(struct store_txn *txn, struct tile_map_op *op)
                 break;
             }
         }
+        struct ts_str writer = op->request->machine;
+        if (op->writer_machine == 0 && writer.len > 0 && strlen(nodes[i].machine) == writer.len &&
+            memcmp(nodes[i].machine, writer.ptr, writer.len) == 0)
+            op->writer_machine = candidate->machine;
     }
     op->candidate_count = count;
     op->have_candidates = true;
@@ -432,19 +437,58 @@ static int tile_map_candidates(struct store_txn *txn, struct tile_map_op *op)
  * (placement_choose_replicas: distinct machines, then distinct nodes). Too
  * few usable nodes leave the tile under-replicated; the write goes on.
  */
+/*
+ * The writer's own datanode as a tile's second holder when the primary is
+ * on another machine: the mount sends every holder the bytes itself
+ * (fan-out), so a local holder costs its link nothing and the tile crosses
+ * it once, as a chain from the client through the holders would. The
+ * usable node of the writer's machine with the least backlog; 0 if none.
+ */
+static uint32_t tile_map_writer_node(const struct tile_map_op *op, uint32_t primary,
+                                     uint32_t tile_bytes)
+{
+    const struct placement_node *best = NULL;
+    if (op->writer_machine == 0)
+        return 0;
+    for (size_t i = 0; i < op->candidate_count; i++) {
+        const struct placement_node *node = &op->candidates[i];
+        if (node->id == primary && node->machine == op->writer_machine)
+            return 0; /* the primary is local already */
+    }
+    for (size_t i = 0; i < op->candidate_count; i++) {
+        const struct placement_node *node = &op->candidates[i];
+        if (node->machine != op->writer_machine || !node->up || node->id == primary ||
+            node->free_bytes < tile_bytes)
+            continue;
+        if (!best || node->backlog_bytes < best->backlog_bytes)
+            best = node;
+    }
+    return best ? best->id : 0;
+}
+
 static int tile_map_replicate(struct store_txn *txn, struct tile_map_op *op, uint64_t ino,
                               uint64_t tile, uint32_t tile_bytes, uint32_t copies,
                               const struct tiles_entry *entry)
 {
     uint32_t chosen[TS_MAX_COPIES];
+    uint32_t held[2] = {entry->node, 0};
+    size_t held_count = 1;
+    int found = 0;
     if (copies <= 1)
         return TS_OK;
     if (copies > TS_MAX_COPIES)
         copies = TS_MAX_COPIES;
-    int found = placement_choose_replicas(op->candidates, op->candidate_count, ino, tile,
-                                          tile_bytes, &entry->node, 1, copies - 1, chosen);
-    if (found < 0)
+    held[1] = tile_map_writer_node(op, entry->node, tile_bytes);
+    if (held[1] != 0) {
+        chosen[found++] = held[1];
+        held_count = 2;
+    }
+    int more = placement_choose_replicas(op->candidates, op->candidate_count, ino, tile,
+                                         tile_bytes, held, held_count, copies - 1 - found,
+                                         chosen + found);
+    if (more < 0)
         return TS_ERR_NOMEM;
+    found += more;
     if ((uint32_t)found < copies - 1 && !op->under_replicated_logged) {
         op->under_replicated_logged = true;
         log_warn("inode %llu tile %llu: %d of %u holders placed (too few datanodes up with "
