@@ -29,8 +29,9 @@
 #define TS_PROTO_MAGIC 0x41525354u /* "TSRA" */
 /* 2: ts_attr carries the change counter; 3: OPEN truncates and answers an
  * array file's text, TILE_MAP answers the file's size; 4: TILE_MAP and
- * NODE_LIST records carry a record version (TS_RECORDS). */
-#define TS_PROTO_VERSION 4
+ * NODE_LIST records carry a record version (TS_RECORDS); 5: TILE_WRITE and
+ * the tile stream's requests carry the CRC-32C of a write's bytes. */
+#define TS_PROTO_VERSION 5
 #define TS_HEADER_BYTES 32
 #define TS_MAX_FRAME_BYTES (4u << 20) /* frame 0 cap, either direction */
 #define TS_MAX_DATA_BYTES (16u << 20) /* frame 1 cap: one tile at most */
@@ -737,8 +738,16 @@ enum ts_holder_kind { TS_HOLDER_PRIMARY = 1, TS_HOLDER_COPY = 2 };
 #define TS_MSG_TILE_HOLDERS_REQ(X) X(U64, ino) X(U64, first) X(U32, count)
 #define TS_MSG_TILE_HOLDERS_REP(X) X(U32, count) X(BLOB, holders)
 
-/* Tile I/O. The tile's bytes travel in frame 1 (write request, read reply). */
-#define TS_MSG_TILE_WRITE_REQ(X) X(U64, ino) X(U64, tile) X(U64, version) X(U32, offset)
+/*
+ * Tile I/O. The tile's bytes travel in frame 1 (write request, read reply).
+ * TILE_WRITE's crc: the CRC-32C (common/crc32c.h) of frame 1's bytes (0
+ * for none), computed by the writer where the bytes entered; the datanode
+ * answers TS_ERR_CORRUPT and writes nothing when they do not match. A
+ * datanode checks the block CRCs it keeps of every byte it serves and
+ * answers TS_ERR_CORRUPT rather than bytes that fail them.
+ */
+#define TS_MSG_TILE_WRITE_REQ(X)                                                                  \
+    X(U64, ino) X(U64, tile) X(U64, version) X(U32, offset) X(U32, crc)
 /* Read reply's frame 1 may be shorter than asked: the rest is a hole (zeros). */
 #define TS_MSG_TILE_READ_REQ(X)                                                                   \
     X(U64, ino)                                                                                    \
@@ -762,7 +771,8 @@ enum ts_holder_kind { TS_HOLDER_PRIMARY = 1, TS_HOLDER_COPY = 2 };
  * stream to mounts on its machine, "" when none (the mount then uses TCP).
  *
  * On the stream the client sends fixed-size requests, one at a time:
- *   u32 TS_STREAM_MAGIC, then the fields of TILE_READ_REQ (32 bytes);
+ *   u32 TS_STREAM_MAGIC, then the fields of TILE_READ_REQ (32 bytes), then
+ *   u32 crc (0 but in a write);
  *   or u32 TS_STREAM_KEPT_MAGIC and the same: a read whose bytes the
  *   reader keeps in its page cache (a buffered read through the mount, on
  *   the datanode's machine as every stream is). The datanode then drops
@@ -771,7 +781,7 @@ enum ts_holder_kind { TS_HOLDER_PRIMARY = 1, TS_HOLDER_COPY = 2 };
  *   u32 TS_STREAM_MAGIC, i32 status, u32 data_bytes, then data_bytes bytes
  * (fewer than asked: the rest of the range is a hole). A write is
  *   u32 TS_STREAM_WRITE_MAGIC, the same fields (length: the bytes that
- *   follow), then those bytes,
+ *   follow; crc: their CRC-32C, as TILE_WRITE's), then those bytes,
  * answered as a read with no bytes (TILE_WRITE's semantics). A non-zero
  * status carries no bytes and no text: the client asks again over ZeroMQ,
  * where the answer says what went wrong. A request that does not decode
@@ -784,7 +794,7 @@ enum ts_holder_kind { TS_HOLDER_PRIMARY = 1, TS_HOLDER_COPY = 2 };
 #define TS_STREAM_MAGIC 0x53525354u       /* "TSRS" */
 #define TS_STREAM_KEPT_MAGIC 0x4b525354u  /* "TSRK" */
 #define TS_STREAM_WRITE_MAGIC 0x57525354u /* "TSRW" */
-#define TS_STREAM_REQ_BYTES 36
+#define TS_STREAM_REQ_BYTES 40
 #define TS_STREAM_REP_BYTES 12
 
 /*
@@ -1112,11 +1122,12 @@ enum ts_stream_kind {
     TS_STREAM_READ_KEPT, /* TS_STREAM_KEPT_MAGIC: the reader caches the bytes */
     TS_STREAM_WRITE,     /* TS_STREAM_WRITE_MAGIC */
 };
+/* crc: a write's bytes' CRC-32C, 0 for a read. */
 void ts_stream_req_encode(const struct ts_tile_read_req *request, enum ts_stream_kind kind,
-                          uint8_t out[TS_STREAM_REQ_BYTES]);
+                          uint32_t crc, uint8_t out[TS_STREAM_REQ_BYTES]);
 /* TS_OK, or TS_ERR_BADMSG (wrong magic, or a length over TS_MAX_DATA_BYTES). */
 int ts_stream_req_decode(struct ts_tile_read_req *request, enum ts_stream_kind *kind,
-                         const uint8_t in[TS_STREAM_REQ_BYTES]);
+                         uint32_t *crc, const uint8_t in[TS_STREAM_REQ_BYTES]);
 void ts_stream_rep_encode(int32_t status, uint32_t data_bytes, uint8_t out[TS_STREAM_REP_BYTES]);
 /* TS_OK, or TS_ERR_BADMSG (wrong magic, a length over TS_MAX_DATA_BYTES, or
  * bytes promised with a failure status). */

@@ -22,6 +22,8 @@
  */
 #include "writebehind.h"
 
+#include "crc32c.h"
+
 #include "log.h"
 #include "proto.h"
 #include "tilecache.h"
@@ -109,10 +111,13 @@ static int write_send(struct write_job *job, const struct tile_location *locatio
     uint8_t payload[64];
     struct rpc_reply reply;
     struct rpc_data_owner owner = {write_buffer_free, job, write_buffer_hold};
+    /* The bytes' CRC-32C where they leave this machine's memory: any
+     * change on the way to the datanode's file is refused there. */
     struct ts_tile_write_req request = {.ino = job->file->ino,
                                         .tile = job->tile,
                                         .version = location->version,
-                                        .offset = job->offset};
+                                        .offset = job->offset,
+                                        .crc = crc32c(0, job->buffer + job->offset, job->length)};
     int len = ts_tile_write_req_encode(&request, payload, sizeof(payload));
 
     if (job->datapath->streams) {
