@@ -491,6 +491,7 @@ const char *ts_op_name(uint16_t type)
     case TS_OP_TILE_FENCE: return "TILE_FENCE";
     case TS_OP_NODE_THROTTLE: return "NODE_THROTTLE";
     case TS_OP_NODE_STATS: return "NODE_STATS";
+    case TS_OP_NODE_SCRUB: return "NODE_SCRUB";
     case TS_OP_CLUSTER_ID: return "CLUSTER_ID";
     default: return "?";
     }

@@ -128,6 +128,7 @@ enum ts_op {
     /* tool -> datanode: administration */
     TS_OP_NODE_THROTTLE = 90,
     TS_OP_NODE_STATS,
+    TS_OP_NODE_SCRUB = 93, /* tool -> datanode: start a scrub pass, or how it stands */
 
     /* anyone -> meta: which cluster this is */
     TS_OP_CLUSTER_ID = 92,
@@ -638,6 +639,22 @@ enum ts_move_state { TS_MOVE_BEGUN = 0, TS_MOVE_COMMITTED = 1 };
  * second, queue depth, throttle) are what the node last reported
  * (HEARTBEAT).
  */
+/*
+ * A datanode's integrity as its heartbeat reports it and NODE_LIST shows
+ * it: corrupt_files: tile files whose bytes failed their checksums that it
+ * reported since meta started (HEARTBEAT `corrupt`); the scrub's current
+ * or last pass (datanode/scrub.h): scrub_running 1 while one runs,
+ * scrub_files/scrub_bytes checked in it, scrub_corrupt corrupt files found
+ * in it, scrub_rate its bytes per second, scrub_passes passes completed.
+ */
+#define TS_INTEGRITY_FIELDS(X)                                                                     \
+    X(U64, corrupt_files)                                                                          \
+    X(U32, scrub_running)                                                                          \
+    X(U64, scrub_files)                                                                            \
+    X(U64, scrub_bytes)                                                                            \
+    X(U64, scrub_corrupt)                                                                          \
+    X(U64, scrub_rate)                                                                             \
+    X(U64, scrub_passes)
 #define TS_REC_NODE_LIST(X)                                                                        \
     X(U32, id)                                                                                     \
     X(U32, state)                                                                                  \
@@ -651,9 +668,10 @@ enum ts_move_state { TS_MOVE_BEGUN = 0, TS_MOVE_COMMITTED = 1 };
     X(U32, queue_depth)                                                                            \
     X(U64, throttle_bytes_per_sec)                                                                 \
     X(STR, machine)                                                                                \
-    X(STR, address)
-/* Versioned (TS_RECORDS): what a node reports keeps growing. */
-#define TS_NODE_LIST_REC_VERSION 1
+    X(STR, address)                                                                                \
+    TS_INTEGRITY_FIELDS(X)
+/* Versioned (TS_RECORDS): what a node reports keeps growing. 2: integrity. */
+#define TS_NODE_LIST_REC_VERSION 2
 #define TS_MSG_NODE_LIST_REP(X) X(U32, count) X(BLOB, nodes)
 
 /*
@@ -674,6 +692,11 @@ enum ts_move_state { TS_MOVE_BEGUN = 0, TS_MOVE_COMMITTED = 1 };
  * is refused with TS_ERR_STALE: another or a wiped directory is not the
  * node that held its tiles. A heartbeat without an id whose incarnation a
  * registered node has gets that node's id back (its node.id was lost).
+ * corrupt: tile files whose bytes failed their checksums (on a read, a
+ * write or the scrub) since the last acknowledged heartbeat, at most
+ * TS_MAX_CREATED (TS_REC_TILE_FILE); meta logs each and counts them per
+ * node (TS_INTEGRITY_FIELDS; corrupt_files there is meta's count, the
+ * heartbeat's is unused). The scrub fields are the datanode's.
  * The reply gives the id and up to TS_MAX_GARBAGE tile files to delete
  * (TS_REC_TILE_FILE), which the datanode confirms in its next heartbeat.
  */
@@ -696,7 +719,10 @@ enum ts_move_state { TS_MOVE_BEGUN = 0, TS_MOVE_COMMITTED = 1 };
     X(BLOB, deleted)                                                                               \
     X(U64, incarnation)                                                                            \
     X(U32, created_count)                                                                          \
-    X(BLOB, created)
+    X(BLOB, created)                                                                               \
+    X(U32, corrupt_count)                                                                          \
+    X(BLOB, corrupt)                                                                               \
+    TS_INTEGRITY_FIELDS(X)
 #define TS_MSG_HEARTBEAT_REP(X) X(U32, node_id) X(U32, garbage_count) X(BLOB, garbage)
 
 /*
@@ -748,7 +774,11 @@ enum ts_holder_kind { TS_HOLDER_PRIMARY = 1, TS_HOLDER_COPY = 2 };
  */
 #define TS_MSG_TILE_WRITE_REQ(X)                                                                  \
     X(U64, ino) X(U64, tile) X(U64, version) X(U32, offset) X(U32, crc)
-/* Read reply's frame 1 may be shorter than asked: the rest is a hole (zeros). */
+/* Read reply's frame 1 may be shorter than asked: the rest is a hole (zeros).
+ * The reply's crc: the CRC-32C of frame 1's bytes as the datanode checked
+ * them (0 without frame 1), so a receiver can tell bytes changed on the way
+ * (a pull refuses to store them). */
+#define TS_MSG_TILE_READ_REP(X) X(U32, crc)
 #define TS_MSG_TILE_READ_REQ(X)                                                                   \
     X(U64, ino)                                                                                    \
     X(U64, tile)                                                                                   \
@@ -867,6 +897,28 @@ enum ts_fence_action { TS_FENCE_LIFT = 0, TS_FENCE_FREEZE = 1, TS_FENCE_RETIRE =
     X(U64, bytes_reclaimed)                                                                        \
     X(U64, reclaim_passes)
 
+/*
+ * NODE_SCRUB: the datanode's scrub (datanode/scrub.h). action
+ * TS_SCRUB_START starts a full pass over every stored tile now at
+ * bytes_per_sec (0: as fast as the disk goes), ending any pass running;
+ * TS_SCRUB_REPORT only asks. Reply: the current or last pass's progress
+ * (TS_INTEGRITY_FIELDS; corrupt_files: every checksum failure the node
+ * found since it started), total_bytes: what the pass has to check,
+ * pass: the number of the pass running or last started, finished_pass:
+ * the number of the last pass that went through every tile, and its
+ * corrupt files (at most TS_MAX_SCRUB_CORRUPT, TS_REC_TILE_FILE records).
+ */
+enum ts_scrub_action { TS_SCRUB_REPORT = 0, TS_SCRUB_START = 1 };
+#define TS_MAX_SCRUB_CORRUPT 1024
+#define TS_MSG_NODE_SCRUB_REQ(X) X(U32, action) X(U64, bytes_per_sec)
+#define TS_MSG_NODE_SCRUB_REP(X)                                                                  \
+    TS_INTEGRITY_FIELDS(X)                                                                         \
+    X(U64, total_bytes)                                                                            \
+    X(U64, pass)                                                                                   \
+    X(U64, finished_pass)                                                                          \
+    X(U32, corrupt_count)                                                                          \
+    X(BLOB, corrupt)
+
 /* ---- generated structs ---------------------------------------------- */
 
 #define TS_FIELD_TYPE_U32 uint32_t
@@ -942,6 +994,7 @@ enum ts_fence_action { TS_FENCE_LIFT = 0, TS_FENCE_FREEZE = 1, TS_FENCE_RETIRE =
     M(tile_holders_rep, TS_MSG_TILE_HOLDERS_REP)                                                   \
     M(tile_write_req, TS_MSG_TILE_WRITE_REQ)                                                       \
     M(tile_read_req, TS_MSG_TILE_READ_REQ)                                                         \
+    M(tile_read_rep, TS_MSG_TILE_READ_REP)                                                         \
     M(tile_sync_req, TS_MSG_TILE_SYNC_REQ)                                                         \
     M(tile_truncate_req, TS_MSG_TILE_TRUNCATE_REQ)                                                 \
     M(tile_stream_rep, TS_MSG_TILE_STREAM_REP)                                                     \
@@ -951,7 +1004,9 @@ enum ts_fence_action { TS_FENCE_LIFT = 0, TS_FENCE_FREEZE = 1, TS_FENCE_RETIRE =
     M(tile_fence_rep, TS_MSG_TILE_FENCE_REP)                                                       \
     M(node_throttle, TS_MSG_NODE_THROTTLE)                                                         \
     M(node_stats_req, TS_MSG_NODE_STATS_REQ)                                                       \
-    M(node_stats_rep, TS_MSG_NODE_STATS_REP)
+    M(node_stats_rep, TS_MSG_NODE_STATS_REP)                                                       \
+    M(node_scrub_req, TS_MSG_NODE_SCRUB_REQ)                                                       \
+    M(node_scrub_rep, TS_MSG_NODE_SCRUB_REP)
 
 /*
  * For each message NAME: struct ts_NAME, and

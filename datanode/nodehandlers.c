@@ -14,6 +14,7 @@
 
 #include "crc32c.h"
 #include "log.h"
+#include "scrub.h"
 #include "status.h"
 #include "util.h"
 
@@ -286,6 +287,13 @@ static int handle_tile_read(void *ctx, const struct rpc_request *request,
         return rc == 0 ? handlers_missing(context, response, &req)
                        : handlers_status(response, "read", req.ino, req.tile, req.version, rc);
     }
+    struct ts_tile_read_rep reply = {.crc = crc32c(0, buf, got)};
+    int len = ts_tile_read_rep_encode(&reply, response->payload, response->payload_cap);
+    if (len < 0) {
+        handlers_reply_free(context, buf);
+        return TS_ERR_INTERNAL;
+    }
+    response->payload_len = (size_t)len;
     response->data = buf;
     response->data_len = got;
     response->data_free = context->replies ? replymem_free : nodehandlers_free_data;
@@ -852,6 +860,57 @@ static int handle_node_stats(void *ctx, const struct rpc_request *request,
     return TS_OK;
 }
 
+/* NODE_SCRUB: starts a pass if asked, then reports the scrub as it stands. */
+static int handle_node_scrub(void *ctx, const struct rpc_request *request,
+                             struct rpc_response *response)
+{
+    struct nodehandlers_context *context = ctx;
+    struct ts_node_scrub_req req;
+    if (ts_node_scrub_req_decode(&req, request->payload, request->payload_len) != 0 ||
+        req.action > TS_SCRUB_START)
+        return handlers_badmsg(response, "NODE_SCRUB");
+    if (!context->scrub) {
+        snprintf(response->error_text, sizeof(response->error_text),
+                 "this datanode runs no scrub");
+        return TS_ERR_NOTSUP;
+    }
+    if (req.action == TS_SCRUB_START) {
+        uint64_t pass = scrub_request(context->scrub, req.bytes_per_sec);
+        log_info("scrub: pass %" PRIu64 " asked for at %s", pass,
+                 req.bytes_per_sec ? "the rate given" : "full speed");
+    }
+    struct scrub_report *report = malloc(sizeof(*report));
+    uint8_t *records = malloc((size_t)TS_MAX_SCRUB_CORRUPT * ts_tile_file_rec_bytes);
+    int status = TS_ERR_NOMEM;
+    if (report && records) {
+        struct ts_writer writer;
+        scrub_report(context->scrub, report, true);
+        ts_writer_init(&writer, records, (size_t)TS_MAX_SCRUB_CORRUPT * ts_tile_file_rec_bytes);
+        for (uint32_t i = 0; i < report->finished_corrupt_count; i++)
+            ts_tile_file_rec_write(&writer, &report->finished_corrupt[i]);
+        struct ts_node_scrub_rep reply = {
+            .corrupt_files = tilestore_corrupt_found(context->store),
+            .scrub_running = report->running,
+            .scrub_files = report->files,
+            .scrub_bytes = report->bytes,
+            .scrub_corrupt = report->corrupt,
+            .scrub_rate = report->bytes_per_sec,
+            .scrub_passes = report->passes,
+            .total_bytes = report->total_bytes,
+            .pass = report->pass,
+            .finished_pass = report->finished_pass,
+            .corrupt_count = report->finished_corrupt_count,
+            .corrupt = {(const char *)records, (uint32_t)writer.len}};
+        int len = ts_node_scrub_rep_encode(&reply, response->payload, response->payload_cap);
+        status = len < 0 || writer.failed ? TS_ERR_INTERNAL : TS_OK;
+        if (status == TS_OK)
+            response->payload_len = (size_t)len;
+    }
+    free(records);
+    free(report);
+    return status;
+}
+
 /*
  * The table entries count the request before the real handler runs (so
  * NODE_STATS sees itself) and its failure after, so no handler can forget
@@ -878,6 +937,7 @@ HANDLERS_COUNTED(tile_pull, TS_OP_TILE_PULL)
 HANDLERS_COUNTED(tile_fence, TS_OP_TILE_FENCE)
 HANDLERS_COUNTED(node_throttle, TS_OP_NODE_THROTTLE)
 HANDLERS_COUNTED(node_stats, TS_OP_NODE_STATS)
+HANDLERS_COUNTED(node_scrub, TS_OP_NODE_SCRUB)
 
 const rpc_handler_fn nodehandlers_table[TS_OP_MAX] = {
     [TS_OP_PING] = counted_ping,
@@ -890,6 +950,7 @@ const rpc_handler_fn nodehandlers_table[TS_OP_MAX] = {
     [TS_OP_TILE_FENCE] = counted_tile_fence,
     [TS_OP_NODE_THROTTLE] = counted_node_throttle,
     [TS_OP_NODE_STATS] = counted_node_stats,
+    [TS_OP_NODE_SCRUB] = counted_node_scrub,
 };
 
 void nodehandlers_log_stats(const struct nodehandlers_stats *stats)

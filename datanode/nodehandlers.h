@@ -72,6 +72,7 @@ struct nodehandlers_context {
     const char *stream_local; /* its local socket's abstract name, NULL or "": none */
     struct warmer *warmer; /* NULL: small reads warm no tile */
     struct replymem *replies; /* counts read replies in flight; NULL: not counted */
+    struct scrub *scrub;      /* NULL: NODE_SCRUB answers TS_ERR_NOTSUP */
 };
 
 /* The largest throttle NODE_THROTTLE accepts: 1 TB/s (anything above is no throttle at all). */

@@ -1162,6 +1162,11 @@ int tilestore_delete(struct tilestore *store, uint64_t ino, uint64_t tile, uint6
     return 0;
 }
 
+int tilestore_tiles_fd(const struct tilestore *store)
+{
+    return store->tiles_fd;
+}
+
 void tilestore_usage(const struct tilestore *store, uint64_t *tiles, uint64_t *used_bytes)
 {
     *tiles = store->tiles;

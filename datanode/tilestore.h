@@ -160,6 +160,9 @@ int tilestore_truncate(struct tilestore *store, uint64_t ino, uint64_t tile, uin
 /* Removes the tile's file; a missing tile is not an error. */
 int tilestore_delete(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version);
 
+/* The descriptor of DATA/tiles, valid while the store is open (for reading names). */
+int tilestore_tiles_fd(const struct tilestore *store);
+
 /* Tile files held and the sum of their sizes. */
 void tilestore_usage(const struct tilestore *store, uint64_t *tiles, uint64_t *used_bytes);
 

@@ -11,6 +11,7 @@
 #include "filelayout.h"
 #include "log.h"
 #include "nodeadmin.h"
+#include "scrubrun.h"
 #include "profile.h"
 #include "rebalance.h"
 #include "up.h"
@@ -29,6 +30,7 @@ static const struct tessera_command tessera_commands[] = {
     {"down", down_main, "unmount and stop the local cluster"},
     {"status", clusterstatus_main, "show the datanodes and totals tessera-meta knows"},
     {"node", nodeadmin_main, "administer one datanode: throttle ID R|off, stats ID"},
+    {"scrub", scrubrun_main, "check every stored tile against its checksums now"},
     {"layout", filelayout_main, "set or show a file's layout and its tile map"},
     {"profile", profile_main, "count who accesses which tiles: start, stop, reset, show"},
     {"rebalance", rebalance_main, "move tiles to their users: plan, apply, status, abort"},
