@@ -757,6 +757,49 @@ static void test_write_cut_short(void **state)
     close(fd);
 }
 
+/*
+ * Checksums on the stream: a write whose bytes do not match its CRC is
+ * answered TS_ERR_CORRUPT and changes nothing (the connection goes on), and
+ * a read of a block whose bytes went bad on the disk sends no byte of it.
+ */
+static void test_stream_checks_crcs(void **state)
+{
+    struct fixture *fixture = *state;
+    static uint8_t data[TILE_BYTES];
+    uint32_t data_bytes = 0;
+    uint64_t size = 0;
+    int fd = client_connect(fixture);
+
+    send_head(fd, TS_STREAM_WRITE, 41, 0, 1, 0, 70000, crc32c(0, fixture->tile, 70000) ^ 8);
+    assert_int_equal(send(fd, fixture->tile, 70000, 0), 70000);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_ERR_CORRUPT);
+    assert_int_equal(data_bytes, 0);
+    assert_int_equal(tilestore_size(fixture->store, 41, 0, 1, &size), -ENOENT);
+    send_write(fd, 41, 0, 1, 0, fixture->tile, 70000);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+
+    char relative[TILESTORE_PATH_MAX];
+    char path[PATH_MAX + TILESTORE_PATH_MAX];
+    uint8_t byte = 0;
+    assert_int_equal(tilestore_path(41, 0, 1, relative, sizeof(relative)), 0);
+    snprintf(path, sizeof(path), "%s/%s", fixture->dir, relative);
+    int file = open(path, O_RDWR);
+    assert_true(file >= 0);
+    assert_int_equal(pread(file, &byte, 1, 66000), 1);
+    byte ^= 1;
+    assert_int_equal(pwrite(file, &byte, 1, 66000), 1);
+    close(file);
+    send_request(fd, 41, 0, 1, 65536, 100);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_ERR_CORRUPT);
+    assert_int_equal(data_bytes, 0);
+    /* The first block is good and still served. */
+    send_request(fd, 41, 0, 1, 0, 65536);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    assert_int_equal(data_bytes, 65536);
+    assert_memory_equal(data, fixture->tile, 65536);
+    close(fd);
+}
+
 /* len bytes of a pattern of its own per mul, malloc'd. */
 static uint8_t *pattern_of(uint32_t len, uint32_t mul)
 {
@@ -783,7 +826,7 @@ static void assert_stored(struct fixture *fixture, uint64_t ino, const uint8_t *
 /*
  * A client whose write's bytes come slowly holds up no other client's
  * write (they are taken off the socket before the handlers' lock), and
- * both land whole. So does a write too big for the stream's pipe.
+ * both land whole. So does a write bigger than the thread's first buffer.
  */
 static void test_slow_writer_holds_up_no_other(void **state)
 {
@@ -806,7 +849,7 @@ static void test_slow_writer_holds_up_no_other(void **state)
     assert_stored(fixture, 12, fixture->tile, 50000);
     assert_stored(fixture, 13, fixture->tile + 7, 40000);
 
-    const uint32_t big = 3u << 20; /* more than STREAM_PIPE_BYTES */
+    const uint32_t big = 3u << 20; /* more than a stream thread's first write buffer */
     uint8_t *tile = pattern_of(big, 13);
     send_write(other, 14, 0, 1, 0, tile, big);
     assert_int_equal(answer(fixture, other, data, &data_bytes), TS_OK);
@@ -817,10 +860,8 @@ static void test_slow_writer_holds_up_no_other(void **state)
 }
 
 /*
- * A write whose bytes come in pieces smaller than a page, more of them
- * than the stream's pipe has buffers for (a Unix socket keeps each send
- * apart), lands whole: what the pipe cannot take before the lock comes
- * through it after.
+ * A write whose bytes come in pieces smaller than a page (a Unix socket
+ * keeps each send apart) lands whole.
  */
 static void test_write_in_small_pieces(void **state)
 {
@@ -908,6 +949,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_local_socket, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_cut_short, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stream_checks_crcs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stalled_reader_holds_up_no_other, setup, teardown),
         cmocka_unit_test_setup_teardown(test_slow_writer_holds_up_no_other, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_in_small_pieces, setup, teardown),
