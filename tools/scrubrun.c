@@ -87,7 +87,7 @@ static int scrubrun_take(void *ctx, int option, const char *value)
     if (taken != CLIARGS_NOT_MINE)
         return taken;
     switch (option) {
-    case 'm': {
+    case 'r': {
         char *end = NULL;
         errno = 0;
         double mbps = strtod(value, &end);
@@ -235,7 +235,7 @@ int scrubrun_main(int argc, char **argv)
 {
     static const struct option long_options[] = {
         METATARGET_LONG_OPTIONS,
-        {"max-mbps", required_argument, NULL, 'm'},
+        {"max-mbps", required_argument, NULL, 'r'},
         {"node", required_argument, NULL, 'n'},
         {"help", no_argument, NULL, CLIARGS_HELP},
         {NULL, 0, NULL, 0},
