@@ -539,8 +539,21 @@ static int tilestore_count_bucket(struct tilestore *store, unsigned bucket)
         }
         size_t name_len = strlen(entry->d_name);
         if (name_len > sizeof(TILECRC_SUFFIX) - 1 &&
-            strcmp(entry->d_name + name_len - (sizeof(TILECRC_SUFFIX) - 1), TILECRC_SUFFIX) == 0)
-            continue; /* a tile's checksums */
+            strcmp(entry->d_name + name_len - (sizeof(TILECRC_SUFFIX) - 1), TILECRC_SUFFIX) == 0) {
+            /* A tile's checksums; without its tile (removed by hand) it only
+             * takes room, and would be overwritten by a new tile's anyway. */
+            char tile_name[TILESTORE_PATH_MAX];
+            size_t tile_len = name_len - (sizeof(TILECRC_SUFFIX) - 1);
+            if (tile_len < sizeof(tile_name)) {
+                memcpy(tile_name, entry->d_name, tile_len);
+                tile_name[tile_len] = '\0';
+                if (fstatat(dirfd(dir), tile_name, &st, AT_SYMLINK_NOFOLLOW) != 0 &&
+                    errno == ENOENT && unlinkat(dirfd(dir), entry->d_name, 0) == 0)
+                    log_info("removed the checksums of a missing tile: tiles/%u/%s", bucket,
+                             entry->d_name);
+            }
+            continue;
+        }
         if (!tilestore_name_parse(entry->d_name, &ino, &tile, &version) ||
             tilestore_bucket(ino) != bucket || ino == 0) {
             log_warn("ignoring stray file tiles/%u/%s", bucket, entry->d_name);
