@@ -835,6 +835,21 @@ static int tilestore_create(struct tilestore *store, uint64_t ino, const char *n
     return fd;
 }
 
+/*
+ * Gives a new tile's sidecar a spare file's inode, as the tile got one: a
+ * new inode per sidecar would cost what a new inode per tile did (see the
+ * invariants). Without a spare, tilecrc_store() creates the file.
+ */
+static void tilestore_spare_sidecar(struct tilestore *store, const char *tile_name)
+{
+    char sidecar[TILESTORE_PATH_MAX + sizeof(TILECRC_SUFFIX)];
+    if (tilecrc_name(tile_name, sidecar, sizeof(sidecar)) != 0)
+        return;
+    int fd = tilestore_take_spare(store, sidecar);
+    if (fd >= 0)
+        close(fd);
+}
+
 /* pwrite until everything is written; 0 or -errno. */
 static int tilestore_pwrite_all(int fd, const uint8_t *data, size_t len, uint64_t offset)
 {
@@ -917,6 +932,7 @@ int tilestore_write(struct tilestore *store, uint64_t ino, uint64_t tile, uint64
             return fd;
         created = true;
         crc.run = store->run;
+        tilestore_spare_sidecar(store, name);
     } else {
         rc = tilestore_claim_crc(store, name, &crc);
         if (rc != 0)
@@ -1160,7 +1176,10 @@ int tilestore_delete(struct tilestore *store, uint64_t ino, uint64_t tile, uint6
     tilestore_name(ino, tile, version, name);
     /* The sidecar first: a crash between leaves a tile without one, whose
      * CRCs are rebuilt, never a sidecar a later file of that name would trust. */
-    rc = tilecrc_remove(store->tiles_fd, name);
+    char sidecar[TILESTORE_PATH_MAX + sizeof(TILECRC_SUFFIX)];
+    rc = tilecrc_name(name, sidecar, sizeof(sidecar));
+    if (rc == 0 && !tilestore_keep_spare(store, sidecar))
+        rc = tilecrc_remove(store->tiles_fd, name);
     if (rc != 0)
         return rc;
     tilestore_forget_corrupt(store, ino, tile, version);
