@@ -958,11 +958,13 @@ void nodehandlers_log_stats(const struct nodehandlers_stats *stats)
     log_info("served: %" PRIu64 " PING, %" PRIu64 " TILE_WRITE (%" PRIu64 " bytes), %" PRIu64
              " TILE_READ (%" PRIu64 " bytes), %" PRIu64 " TILE_SYNC, %" PRIu64
              " TILE_TRUNCATE, %" PRIu64 " TILE_PULL, %" PRIu64 " TILE_FENCE; %" PRIu64
-             " failed; %" PRIu64 " tiles warmed after small reads",
+             " failed; %" PRIu64 " tiles warmed after small reads; %" PRIu64
+             " writes refused for a CRC mismatch",
              stats->requests[TS_OP_PING], stats->requests[TS_OP_TILE_WRITE], stats->bytes_written,
              stats->requests[TS_OP_TILE_READ], stats->bytes_read, stats->requests[TS_OP_TILE_SYNC],
              stats->requests[TS_OP_TILE_TRUNCATE], stats->requests[TS_OP_TILE_PULL],
-             stats->requests[TS_OP_TILE_FENCE], stats->failures, stats->tiles_warmed);
+             stats->requests[TS_OP_TILE_FENCE], stats->failures, stats->tiles_warmed,
+             stats->writes_refused_crc);
 }
 
 void nodehandlers_stats_fini(struct nodehandlers_stats *stats)

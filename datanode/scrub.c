@@ -13,6 +13,7 @@
 #include "scrub.h"
 
 #include "log.h"
+#include "tilecrc.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -45,6 +46,7 @@ struct scrub {
     int64_t pass_start_ns;
     int64_t last_end_ms; /* when the last pass ended (monotonic), 0: none yet */
     int64_t last_checkpoint_ms; /* the last tilestore_checkpoint() (monotonic) */
+    struct tilecrc_trust trust; /* the store's, as the running pass started (the thread's) */
     struct scrub_report report;
     uint32_t corrupt_count; /* the running pass's corrupt files */
     struct ts_tile_file_rec corrupt[TS_MAX_SCRUB_CORRUPT];
@@ -122,15 +124,24 @@ static void scrub_pace(struct scrub *scrub, uint64_t bytes)
     }
 }
 
-/* Checks one tile file; under mutex on entry and exit, which it lets go meanwhile. */
+/*
+ * Checks one tile file; under mutex on entry and exit, which it lets go
+ * meanwhile. The bytes are read without the handlers' lock (a tile read
+ * from a cold disk would hold up every writer); only a tile that does not
+ * come out clean is checked again under it, which decides.
+ */
 static void scrub_check(struct scrub *scrub, const struct ts_tile_file_rec *file)
 {
     uint64_t bytes = 0;
     pthread_mutex_unlock(&scrub->mutex);
-    pthread_mutex_lock(scrub->handlers_lock);
-    int rc = tilestore_verify(scrub->store, file->ino, file->tile, file->version, 0, UINT64_MAX,
+    int rc = tilestore_verify_unlocked(scrub->store, &scrub->trust, file->ino, file->tile,
+                                       file->version, &bytes);
+    if (rc == -EAGAIN) {
+        pthread_mutex_lock(scrub->handlers_lock);
+        rc = tilestore_verify(scrub->store, file->ino, file->tile, file->version, 0, UINT64_MAX,
                               &bytes);
-    pthread_mutex_unlock(scrub->handlers_lock);
+        pthread_mutex_unlock(scrub->handlers_lock);
+    }
     pthread_mutex_lock(&scrub->mutex);
     if (rc == -ENOENT)
         return; /* deleted since the bucket was listed */
@@ -210,6 +221,7 @@ static void *scrub_main(void *arg)
         pthread_mutex_unlock(&scrub->mutex);
         pthread_mutex_lock(scrub->handlers_lock);
         tilestore_usage(scrub->store, &tiles, &used_bytes);
+        tilestore_trust(scrub->store, &scrub->trust); /* a later run's sidecars: rechecked locked */
         pthread_mutex_unlock(scrub->handlers_lock);
         pthread_mutex_lock(&scrub->mutex);
         scrub->report.running = 1;

@@ -10,10 +10,11 @@
  *
  * Passes: background passes follow each other SCRUB_PAUSE_MS apart at the
  * background rate; scrub_request() starts a full pass at once at the rate
- * it names (ending the pass that runs). Each tile is checked with the
- * handlers' lock held (a write cannot change it meanwhile), the lock let
- * go between tiles, and the thread sleeps between tiles as long as keeps
- * its bytes per second at the pass's rate.
+ * it names (ending the pass that runs). Each tile is read without the
+ * handlers' lock (tilestore_verify_unlocked()); one that does not come out
+ * clean is checked again with the lock held (a write cannot change it
+ * meanwhile), which decides. The thread sleeps between tiles as long as
+ * keeps its bytes per second at the pass's rate.
  *
  * Between passes the thread also ends the tile store's checksum run every
  * SCRUB_CHECKPOINT_MS (tilestore_checkpoint()), so a crash leaves at most
