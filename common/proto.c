@@ -332,16 +332,18 @@ static const uint32_t stream_magics[] = {
 };
 
 void ts_stream_req_encode(const struct ts_tile_read_req *request, enum ts_stream_kind kind,
-                          uint8_t out[TS_STREAM_REQ_BYTES])
+                          uint32_t crc, uint8_t out[TS_STREAM_REQ_BYTES])
 {
     struct ts_writer writer;
     ts_writer_init(&writer, out, TS_STREAM_REQ_BYTES);
     ts_writer_u32(&writer, stream_magics[kind]);
-    (void)ts_tile_read_req_encode(request, out + 4, TS_STREAM_REQ_BYTES - 4);
+    (void)ts_tile_read_req_encode(request, out + 4, TS_STREAM_REQ_BYTES - 8);
+    ts_writer_init(&writer, out + TS_STREAM_REQ_BYTES - 4, 4);
+    ts_writer_u32(&writer, crc);
 }
 
 int ts_stream_req_decode(struct ts_tile_read_req *request, enum ts_stream_kind *kind,
-                         const uint8_t in[TS_STREAM_REQ_BYTES])
+                         uint32_t *crc, const uint8_t in[TS_STREAM_REQ_BYTES])
 {
     struct ts_cursor cursor;
     ts_cursor_init(&cursor, in, 4);
@@ -351,9 +353,11 @@ int ts_stream_req_decode(struct ts_tile_read_req *request, enum ts_stream_kind *
            stream_magics[known] != magic)
         known++;
     if (known == sizeof(stream_magics) / sizeof(stream_magics[0]) ||
-        ts_tile_read_req_decode(request, in + 4, TS_STREAM_REQ_BYTES - 4) != 0 ||
+        ts_tile_read_req_decode(request, in + 4, TS_STREAM_REQ_BYTES - 8) != 0 ||
         request->length > TS_MAX_DATA_BYTES)
         return TS_ERR_BADMSG;
+    ts_cursor_init(&cursor, in + TS_STREAM_REQ_BYTES - 4, 4);
+    *crc = ts_cursor_u32(&cursor);
     *kind = (enum ts_stream_kind)known;
     return TS_OK;
 }
@@ -491,6 +495,7 @@ const char *ts_op_name(uint16_t type)
     case TS_OP_NODE_THROTTLE: return "NODE_THROTTLE";
     case TS_OP_NODE_STATS: return "NODE_STATS";
     case TS_OP_TILE_CHECK: return "TILE_CHECK";
+    case TS_OP_NODE_SCRUB: return "NODE_SCRUB";
     case TS_OP_CLUSTER_ID: return "CLUSTER_ID";
     default: return "?";
     }

@@ -30,7 +30,9 @@
 /* 2: ts_attr carries the change counter; 3: OPEN truncates and answers an
  * array file's text, TILE_MAP answers the file's size; 4: TILE_MAP and
  * NODE_LIST records carry a record version (TS_RECORDS); 5: replica sets:
- * TILE_MAP records list every holder, REPLICA_DROP replaces TILE_UNCOPY. */
+ * TILE_MAP records list every holder, REPLICA_DROP replaces TILE_UNCOPY;
+ * TILE_WRITE and the tile stream's requests carry the CRC-32C of a
+ * write's bytes. */
 #define TS_PROTO_VERSION 5
 #define TS_HEADER_BYTES 32
 #define TS_MAX_FRAME_BYTES (4u << 20) /* frame 0 cap, either direction */
@@ -133,6 +135,7 @@ enum ts_op {
     /* tool -> datanode: administration */
     TS_OP_NODE_THROTTLE = 90,
     TS_OP_NODE_STATS,
+    TS_OP_NODE_SCRUB = 93, /* tool -> datanode: start a scrub pass, or how it stands */
     TS_OP_TILE_CHECK = 94, /* tool -> datanode: are these tile files there, and intact */
 
     /* anyone -> meta: which cluster this is */
@@ -668,6 +671,22 @@ enum ts_move_state { TS_MOVE_BEGUN = 0, TS_MOVE_COMMITTED = 1 };
  * second, queue depth, throttle) are what the node last reported
  * (HEARTBEAT).
  */
+/*
+ * A datanode's integrity as its heartbeat reports it and NODE_LIST shows
+ * it: corrupt_files: tile files whose bytes failed their checksums that it
+ * reported since meta started (HEARTBEAT `corrupt`); the scrub's current
+ * or last pass (datanode/scrub.h): scrub_running 1 while one runs,
+ * scrub_files/scrub_bytes checked in it, scrub_corrupt corrupt files found
+ * in it, scrub_rate its bytes per second, scrub_passes passes completed.
+ */
+#define TS_INTEGRITY_FIELDS(X)                                                                     \
+    X(U64, corrupt_files)                                                                          \
+    X(U32, scrub_running)                                                                          \
+    X(U64, scrub_files)                                                                            \
+    X(U64, scrub_bytes)                                                                            \
+    X(U64, scrub_corrupt)                                                                          \
+    X(U64, scrub_rate)                                                                             \
+    X(U64, scrub_passes)
 #define TS_REC_NODE_LIST(X)                                                                        \
     X(U32, id)                                                                                     \
     X(U32, state)                                                                                  \
@@ -682,8 +701,9 @@ enum ts_move_state { TS_MOVE_BEGUN = 0, TS_MOVE_COMMITTED = 1 };
     X(U64, throttle_bytes_per_sec)                                                                 \
     X(STR, machine)                                                                                \
     X(STR, address)                                                                                \
-    X(U32, admin)
-/* Versioned (TS_RECORDS): what a node reports keeps growing. 2: admin. */
+    X(U32, admin)                                                                                  \
+    TS_INTEGRITY_FIELDS(X)
+/* Versioned (TS_RECORDS): what a node reports keeps growing. 2: admin, integrity. */
 #define TS_NODE_LIST_REC_VERSION 2
 #define TS_MSG_NODE_LIST_REP(X) X(U32, count) X(BLOB, nodes)
 
@@ -705,6 +725,11 @@ enum ts_move_state { TS_MOVE_BEGUN = 0, TS_MOVE_COMMITTED = 1 };
  * is refused with TS_ERR_STALE: another or a wiped directory is not the
  * node that held its tiles. A heartbeat without an id whose incarnation a
  * registered node has gets that node's id back (its node.id was lost).
+ * corrupt: tile files whose bytes failed their checksums (on a read, a
+ * write or the scrub) since the last acknowledged heartbeat, at most
+ * TS_MAX_CREATED (TS_REC_TILE_FILE); meta logs each and counts them per
+ * node (TS_INTEGRITY_FIELDS; corrupt_files there is meta's count, the
+ * heartbeat's is unused). The scrub fields are the datanode's.
  * The reply gives the id and up to TS_MAX_GARBAGE tile files to delete
  * (TS_REC_TILE_FILE), which the datanode confirms in its next heartbeat.
  */
@@ -727,7 +752,10 @@ enum ts_move_state { TS_MOVE_BEGUN = 0, TS_MOVE_COMMITTED = 1 };
     X(BLOB, deleted)                                                                               \
     X(U64, incarnation)                                                                            \
     X(U32, created_count)                                                                          \
-    X(BLOB, created)
+    X(BLOB, created)                                                                               \
+    X(U32, corrupt_count)                                                                          \
+    X(BLOB, corrupt)                                                                               \
+    TS_INTEGRITY_FIELDS(X)
 #define TS_MSG_HEARTBEAT_REP(X) X(U32, node_id) X(U32, garbage_count) X(BLOB, garbage)
 
 /*
@@ -845,9 +873,21 @@ enum ts_health { TS_HEALTHY = 0, TS_DEGRADED = 1, TS_UNAVAILABLE = 2 };
     X(U32, file_count)                                                                             \
     X(BLOB, files)
 
-/* Tile I/O. The tile's bytes travel in frame 1 (write request, read reply). */
-#define TS_MSG_TILE_WRITE_REQ(X) X(U64, ino) X(U64, tile) X(U64, version) X(U32, offset)
-/* Read reply's frame 1 may be shorter than asked: the rest is a hole (zeros). */
+/*
+ * Tile I/O. The tile's bytes travel in frame 1 (write request, read reply).
+ * TILE_WRITE's crc: the CRC-32C (common/crc32c.h) of frame 1's bytes (0
+ * for none), computed by the writer where the bytes entered; the datanode
+ * answers TS_ERR_CORRUPT and writes nothing when they do not match. A
+ * datanode checks the block CRCs it keeps of every byte it serves and
+ * answers TS_ERR_CORRUPT rather than bytes that fail them.
+ */
+#define TS_MSG_TILE_WRITE_REQ(X)                                                                  \
+    X(U64, ino) X(U64, tile) X(U64, version) X(U32, offset) X(U32, crc)
+/* Read reply's frame 1 may be shorter than asked: the rest is a hole (zeros).
+ * The reply's crc: the CRC-32C of frame 1's bytes as the datanode checked
+ * them (0 without frame 1), so a receiver can tell bytes changed on the way
+ * (a pull refuses to store them). */
+#define TS_MSG_TILE_READ_REP(X) X(U32, crc)
 #define TS_MSG_TILE_READ_REQ(X)                                                                   \
     X(U64, ino)                                                                                    \
     X(U64, tile)                                                                                   \
@@ -870,7 +910,8 @@ enum ts_health { TS_HEALTHY = 0, TS_DEGRADED = 1, TS_UNAVAILABLE = 2 };
  * stream to mounts on its machine, "" when none (the mount then uses TCP).
  *
  * On the stream the client sends fixed-size requests, one at a time:
- *   u32 TS_STREAM_MAGIC, then the fields of TILE_READ_REQ (32 bytes);
+ *   u32 TS_STREAM_MAGIC, then the fields of TILE_READ_REQ (32 bytes), then
+ *   u32 crc (0 but in a write);
  *   or u32 TS_STREAM_KEPT_MAGIC and the same: a read whose bytes the
  *   reader keeps in its page cache (a buffered read through the mount, on
  *   the datanode's machine as every stream is). The datanode then drops
@@ -879,7 +920,7 @@ enum ts_health { TS_HEALTHY = 0, TS_DEGRADED = 1, TS_UNAVAILABLE = 2 };
  *   u32 TS_STREAM_MAGIC, i32 status, u32 data_bytes, then data_bytes bytes
  * (fewer than asked: the rest of the range is a hole). A write is
  *   u32 TS_STREAM_WRITE_MAGIC, the same fields (length: the bytes that
- *   follow), then those bytes,
+ *   follow; crc: their CRC-32C, as TILE_WRITE's), then those bytes,
  * answered as a read with no bytes (TILE_WRITE's semantics). A non-zero
  * status carries no bytes and no text: the client asks again over ZeroMQ,
  * where the answer says what went wrong. A request that does not decode
@@ -892,7 +933,7 @@ enum ts_health { TS_HEALTHY = 0, TS_DEGRADED = 1, TS_UNAVAILABLE = 2 };
 #define TS_STREAM_MAGIC 0x53525354u       /* "TSRS" */
 #define TS_STREAM_KEPT_MAGIC 0x4b525354u  /* "TSRK" */
 #define TS_STREAM_WRITE_MAGIC 0x57525354u /* "TSRW" */
-#define TS_STREAM_REQ_BYTES 36
+#define TS_STREAM_REQ_BYTES 40
 #define TS_STREAM_REP_BYTES 12
 
 /*
@@ -964,6 +1005,28 @@ enum ts_fence_action { TS_FENCE_LIFT = 0, TS_FENCE_FREEZE = 1, TS_FENCE_RETIRE =
     X(U64, tiles_reclaimed)                                                                        \
     X(U64, bytes_reclaimed)                                                                        \
     X(U64, reclaim_passes)
+
+/*
+ * NODE_SCRUB: the datanode's scrub (datanode/scrub.h). action
+ * TS_SCRUB_START starts a full pass over every stored tile now at
+ * bytes_per_sec (0: as fast as the disk goes), ending any pass running;
+ * TS_SCRUB_REPORT only asks. Reply: the current or last pass's progress
+ * (TS_INTEGRITY_FIELDS; corrupt_files: every checksum failure the node
+ * found since it started), total_bytes: what the pass has to check,
+ * pass: the number of the pass running or last started, finished_pass:
+ * the number of the last pass that went through every tile, and its
+ * corrupt files (at most TS_MAX_SCRUB_CORRUPT, TS_REC_TILE_FILE records).
+ */
+enum ts_scrub_action { TS_SCRUB_REPORT = 0, TS_SCRUB_START = 1 };
+#define TS_MAX_SCRUB_CORRUPT 1024
+#define TS_MSG_NODE_SCRUB_REQ(X) X(U32, action) X(U64, bytes_per_sec)
+#define TS_MSG_NODE_SCRUB_REP(X)                                                                  \
+    TS_INTEGRITY_FIELDS(X)                                                                         \
+    X(U64, total_bytes)                                                                            \
+    X(U64, pass)                                                                                   \
+    X(U64, finished_pass)                                                                          \
+    X(U32, corrupt_count)                                                                          \
+    X(BLOB, corrupt)
 
 /*
  * TILE_CHECK (tessera fsck): the datanode says of each tile file (ino,
@@ -1058,6 +1121,7 @@ enum ts_check_state { TS_CHECK_OK = 0, TS_CHECK_MISSING = 1, TS_CHECK_CORRUPT = 
     M(health_rep, TS_MSG_HEALTH_REP)                                                               \
     M(tile_write_req, TS_MSG_TILE_WRITE_REQ)                                                       \
     M(tile_read_req, TS_MSG_TILE_READ_REQ)                                                         \
+    M(tile_read_rep, TS_MSG_TILE_READ_REP)                                                         \
     M(tile_sync_req, TS_MSG_TILE_SYNC_REQ)                                                         \
     M(tile_truncate_req, TS_MSG_TILE_TRUNCATE_REQ)                                                 \
     M(tile_stream_rep, TS_MSG_TILE_STREAM_REP)                                                     \
@@ -1068,6 +1132,8 @@ enum ts_check_state { TS_CHECK_OK = 0, TS_CHECK_MISSING = 1, TS_CHECK_CORRUPT = 
     M(node_throttle, TS_MSG_NODE_THROTTLE)                                                         \
     M(node_stats_req, TS_MSG_NODE_STATS_REQ)                                                       \
     M(node_stats_rep, TS_MSG_NODE_STATS_REP)                                                       \
+    M(node_scrub_req, TS_MSG_NODE_SCRUB_REQ)                                                       \
+    M(node_scrub_rep, TS_MSG_NODE_SCRUB_REP)                                                       \
     M(tile_check_req, TS_MSG_TILE_CHECK_REQ)                                                       \
     M(tile_check_rep, TS_MSG_TILE_CHECK_REP)
 
@@ -1244,11 +1310,12 @@ enum ts_stream_kind {
     TS_STREAM_READ_KEPT, /* TS_STREAM_KEPT_MAGIC: the reader caches the bytes */
     TS_STREAM_WRITE,     /* TS_STREAM_WRITE_MAGIC */
 };
+/* crc: a write's bytes' CRC-32C, 0 for a read. */
 void ts_stream_req_encode(const struct ts_tile_read_req *request, enum ts_stream_kind kind,
-                          uint8_t out[TS_STREAM_REQ_BYTES]);
+                          uint32_t crc, uint8_t out[TS_STREAM_REQ_BYTES]);
 /* TS_OK, or TS_ERR_BADMSG (wrong magic, or a length over TS_MAX_DATA_BYTES). */
 int ts_stream_req_decode(struct ts_tile_read_req *request, enum ts_stream_kind *kind,
-                         const uint8_t in[TS_STREAM_REQ_BYTES]);
+                         uint32_t *crc, const uint8_t in[TS_STREAM_REQ_BYTES]);
 void ts_stream_rep_encode(int32_t status, uint32_t data_bytes, uint8_t out[TS_STREAM_REP_BYTES]);
 /* TS_OK, or TS_ERR_BADMSG (wrong magic, a length over TS_MAX_DATA_BYTES, or
  * bytes promised with a failure status). */

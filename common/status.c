@@ -50,6 +50,8 @@ int status_from_errno(int errno_value)
         return TS_ERR_NOSPC;
     if (positive == EAGAIN)
         return TS_ERR_TIMEDOUT;
+    if (positive == EBADMSG)
+        return TS_ERR_CORRUPT;
     /* The first status with this errno is its own (BADMSG etc. share EIO). */
     for (size_t i = 0; i < STATUS_COUNT; i++) {
         if (status_table[i].errno_value == positive)

@@ -35,7 +35,8 @@
     X(TS_ERR_NONODES, 24, ENOSPC, "no datanode is up to take new tiles")                           \
     X(TS_ERR_NOMEM, 25, ENOMEM, "out of memory")                                                   \
     X(TS_ERR_INTERNAL, 26, EIO, "internal error (see the daemon's log)")                           \
-    X(TS_ERR_LEASED, 27, EBUSY, "directory leased to another mount (retried until it returns it)")
+    X(TS_ERR_LEASED, 27, EBUSY, "directory leased to another mount (retried until it returns it)") \
+    X(TS_ERR_CORRUPT, 28, EIO, "tile bytes do not match their checksum (not served, not stored)")
 
 enum ts_status {
 #define TS_STATUS_ENUM(name, value, errno_value, text) name = value,
@@ -49,7 +50,9 @@ const char *status_text(int status);
 int status_to_errno(int status);
 /*
  * The status for an errno value (positive or negative); TS_ERR_IO for
- * errno values without their own status.
+ * errno values without their own status. EBADMSG, what the datanode's tile
+ * store answers for bytes that fail their checksum, is TS_ERR_CORRUPT
+ * (which a mount turns into EIO, as a disk's unreadable sector is).
  */
 int status_from_errno(int errno_value);
 

@@ -138,14 +138,13 @@ void diskio_add_read(struct diskio *disk, int64_t start_ns, uint64_t bytes)
 }
 
 int diskio_receive(struct diskio *disk, uint64_t ino, uint64_t tile, uint64_t version,
-                   uint64_t offset, size_t len, int sock, const int pipe_fds[2], size_t in_pipe)
+                   uint64_t offset, const void *data, size_t len)
 {
-    int64_t file_ns = 0;
-    int rc = tilestore_write_from(disk->store, ino, tile, version, offset, len, sock, pipe_fds,
-                                  in_pipe, &file_ns);
+    int64_t start = diskio_now_ns();
+    int rc = tilestore_write(disk->store, ino, tile, version, offset, data, len);
     /* Not throttled (streams are refused on a throttled disk), and no wait
      * hook: a stream's thread runs this. */
-    measure_add(&disk->write, rc == 0 ? len : 0, file_ns);
+    measure_add(&disk->write, rc == 0 ? len : 0, diskio_now_ns() - start);
     return rc;
 }
 

@@ -89,14 +89,13 @@ void diskio_add_read(struct diskio *disk, int64_t start_ns, uint64_t bytes);
 bool diskio_throttled(const struct diskio *disk);
 
 /*
- * Writes len bytes coming from socket sock into the tile, through the pipe
- * pipe_fds (tilestore_write_from): measured as a write, by the time the
- * bytes took to go into the file; not throttled and no wait hook called
- * (streams are refused on a throttled disk). in_pipe: the bytes the pipe
- * holds already.
+ * A tile stream's write, its bytes received into memory already
+ * (tilestore_write()): measured as a write, not throttled and no wait hook
+ * called (streams are refused on a throttled disk, and a stream's thread
+ * calls this).
  */
 int diskio_receive(struct diskio *disk, uint64_t ino, uint64_t tile, uint64_t version,
-                   uint64_t offset, size_t len, int sock, const int pipe_fds[2], size_t in_pipe);
+                   uint64_t offset, const void *data, size_t len);
 
 int diskio_sync(struct diskio *disk, uint64_t ino, uint64_t tile, uint64_t version);
 /* Counts syncs that began at start_ns (made with tilestore_sync_file()) as

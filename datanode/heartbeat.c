@@ -16,7 +16,10 @@
  * from the tile store (tilestore_take_created()) when the list is empty,
  * sent with every heartbeat until one is acknowledged, then dropped. A
  * restart loses the unacknowledged ones only to report them again, as the
- * store queues every file it finds at open.
+ * store queues every file it finds at open. The corrupt list (tile files
+ * that failed their checksums, tilestore_take_corrupt()) works the same
+ * way; a restart forgets the unacknowledged ones until they are found
+ * again.
  *
  * Meta refuses the heartbeats of a data directory that is not the one its
  * node.id's node registered with (identity.h): the datanode logs meta's
@@ -99,6 +102,8 @@ struct heartbeat {
     uint32_t deleted_count;
     uint8_t *created; /* the same records, of tile files made (see above) */
     uint32_t created_count;
+    uint8_t *corrupt; /* the same records, of corrupt tile files found (as created) */
+    uint32_t corrupt_count;
     uint64_t incarnation; /* the data directory's identity (identity.h) */
     bool refused;         /* meta refused this data directory: stop */
 
@@ -189,8 +194,10 @@ int heartbeat_new(const struct heartbeat_config *config, struct tilestore *store
     heartbeat->due_ms = 0; /* the first heartbeat goes out at once */
     heartbeat->deleted = malloc((size_t)TS_MAX_GARBAGE * ts_tile_file_rec_bytes);
     heartbeat->created = malloc((size_t)TS_MAX_CREATED * ts_tile_file_rec_bytes);
+    heartbeat->corrupt = malloc((size_t)TS_MAX_CREATED * ts_tile_file_rec_bytes);
     heartbeat->frame = malloc(TS_HEADER_BYTES + HEARTBEAT_PAYLOAD_CAP);
-    if (!heartbeat->deleted || !heartbeat->created || !heartbeat->frame)
+    if (!heartbeat->deleted || !heartbeat->created || !heartbeat->corrupt ||
+        !heartbeat->frame)
         goto fail;
     rc = heartbeat_read_node_id(config->data_dir, &heartbeat->node_id);
     if (rc != 0)
@@ -230,6 +237,7 @@ void heartbeat_destroy(struct heartbeat **heartbeatp)
     heartbeat_close_socket(heartbeat);
     free(heartbeat->deleted);
     free(heartbeat->created);
+    free(heartbeat->corrupt);
     free(heartbeat->frame);
     free(heartbeat);
     *heartbeatp = NULL;
@@ -304,7 +312,7 @@ static void heartbeat_send(struct heartbeat *heartbeat, int64_t now_ms)
 {
     uint64_t tiles = 0, used_bytes = 0, capacity = 0, free_bytes = 0;
     uint8_t *payload = heartbeat->frame + TS_HEADER_BYTES;
-    struct heartbeat_load load = {0, 0, 0, 0};
+    struct heartbeat_load load = {0};
 
     if (heartbeat->load)
         heartbeat->load(heartbeat->load_arg, &load);
@@ -315,6 +323,9 @@ static void heartbeat_send(struct heartbeat *heartbeat, int64_t now_ms)
     if (heartbeat->created_count == 0)
         heartbeat->created_count =
             tilestore_take_created(heartbeat->store, heartbeat->created, TS_MAX_CREATED);
+    if (heartbeat->corrupt_count == 0)
+        heartbeat->corrupt_count =
+            tilestore_take_corrupt(heartbeat->store, heartbeat->corrupt, TS_MAX_CREATED);
     struct ts_heartbeat_req req = {
         .node_id = heartbeat->node_id,
         .machine = ts_str_of(heartbeat->machine),
@@ -334,6 +345,15 @@ static void heartbeat_send(struct heartbeat *heartbeat, int64_t now_ms)
         .created_count = heartbeat->created_count,
         .created = {(const char *)heartbeat->created,
                     heartbeat->created_count * ts_tile_file_rec_bytes},
+        .corrupt_count = heartbeat->corrupt_count,
+        .corrupt = {(const char *)heartbeat->corrupt,
+                    heartbeat->corrupt_count * ts_tile_file_rec_bytes},
+        .scrub_running = load.scrub_running,
+        .scrub_files = load.scrub_files,
+        .scrub_bytes = load.scrub_bytes,
+        .scrub_corrupt = load.scrub_corrupt,
+        .scrub_rate = load.scrub_rate,
+        .scrub_passes = load.scrub_passes,
     };
     int len = ts_heartbeat_req_encode(&req, payload, HEARTBEAT_PAYLOAD_CAP);
     struct ts_header header = {
@@ -455,6 +475,7 @@ static void heartbeat_acknowledge(struct heartbeat *heartbeat, const struct ts_h
     heartbeat->deleted_in_flight = 0;
     /* The created list changes only while no heartbeat is in flight. */
     heartbeat->created_count = 0;
+    heartbeat->corrupt_count = 0;
 
     /* While idle, confirm deletions at once, so a big delete drains at
      * meta's pace; while busy, at the next regular heartbeat. */

@@ -35,6 +35,13 @@ struct heartbeat_load {
     uint64_t write_bytes_per_sec;
     uint32_t queue_depth;
     uint64_t throttle_bytes_per_sec;
+    /* The scrub's current or last pass (scrub.h; zeros: no scrub). */
+    uint32_t scrub_running;
+    uint64_t scrub_files;
+    uint64_t scrub_bytes;
+    uint64_t scrub_corrupt;
+    uint64_t scrub_rate;
+    uint64_t scrub_passes;
 };
 
 /* Fills *load; called once per heartbeat sent. */

@@ -38,6 +38,7 @@
 #include "log.h"
 #include "puller.h"
 #include "reclaim.h"
+#include "scrub.h"
 #include "replymem.h"
 #include "rpc.h"
 #include "stream.h"
@@ -71,6 +72,7 @@ struct datanode_options {
     uint64_t memory_bytes;           /* --memory */
     long reclaim_grace_s;            /* --reclaim-grace */
     long reclaim_every_s;            /* --reclaim-every; 0 = never */
+    long scrub_mbps;                 /* --scrub-mbps; 0 = no background scrub */
     enum log_level log_level;
 };
 
@@ -79,6 +81,7 @@ struct datanode_loop {
     struct rpc_server *server;
     struct heartbeat *heartbeat;
     struct diskio *disk;
+    struct scrub *scrub;
 };
 
 /* MB as in MB/s: 10^6 bytes, as dd and the paper count. */
@@ -92,6 +95,8 @@ struct datanode_loop {
 #define DATANODE_MEMORY_RESERVE_BYTES (24ull << 20)
 #define DATANODE_MEMORY_MIN_BYTES (32ull << 20)
 #define DATANODE_MEMORY_DEFAULT_BYTES (256ull << 20)
+/* --scrub-mbps: up to 100 GB/s. */
+#define DATANODE_MAX_SCRUB_MBPS 100000
 /* --reclaim-grace and --reclaim-every: up to 30 days. */
 #define DATANODE_RECLAIM_MAX_S (30 * 24 * 3600)
 
@@ -129,9 +134,12 @@ static void usage(FILE *out)
             "  --reclaim-every S     seconds from one pass over the tile files, asking\n"
             "                        meta which it maps, to the next (default %d;\n"
             "                        0 = never)\n"
+            "  --scrub-mbps R        check every stored tile against its checksums in the\n"
+            "                        background at R MB/s (default %d; 0 = only when\n"
+            "                        `tessera scrub` asks)\n"
             "  --log-level LEVEL     error, warn, info (default) or debug\n"
             "  --help                show this help\n",
-            RECLAIM_GRACE_DEFAULT_S, RECLAIM_EVERY_DEFAULT_S);
+            RECLAIM_GRACE_DEFAULT_S, RECLAIM_EVERY_DEFAULT_S, SCRUB_DEFAULT_MBPS);
 }
 
 /* Prints why the arguments are wrong and how to fix them; returns exit code 2. */
@@ -182,6 +190,7 @@ static int parse_options(int argc, char **argv, struct datanode_options *options
         OPT_MEMORY,
         OPT_RECLAIM_GRACE,
         OPT_RECLAIM_EVERY,
+        OPT_SCRUB_MBPS,
         OPT_LOG_LEVEL,
         OPT_HELP
     };
@@ -196,6 +205,7 @@ static int parse_options(int argc, char **argv, struct datanode_options *options
         {"memory", required_argument, NULL, OPT_MEMORY},
         {"reclaim-grace", required_argument, NULL, OPT_RECLAIM_GRACE},
         {"reclaim-every", required_argument, NULL, OPT_RECLAIM_EVERY},
+        {"scrub-mbps", required_argument, NULL, OPT_SCRUB_MBPS},
         {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
@@ -208,6 +218,7 @@ static int parse_options(int argc, char **argv, struct datanode_options *options
     options->memory_bytes = DATANODE_MEMORY_DEFAULT_BYTES;
     options->reclaim_grace_s = RECLAIM_GRACE_DEFAULT_S;
     options->reclaim_every_s = RECLAIM_EVERY_DEFAULT_S;
+    options->scrub_mbps = SCRUB_DEFAULT_MBPS;
     opterr = 0; /* the messages below say more than getopt's */
     for (;;) {
         option = getopt_long(argc, argv, ":h", long_options, NULL);
@@ -252,6 +263,12 @@ static int parse_options(int argc, char **argv, struct datanode_options *options
                 return usage_error("--reclaim-every '%s' is not a number of seconds from 0 (never) "
                                    "to %d, e.g. --reclaim-every 3600",
                                    optarg, DATANODE_RECLAIM_MAX_S);
+            break;
+        case OPT_SCRUB_MBPS:
+            if (util_parse_long(optarg, 0, DATANODE_MAX_SCRUB_MBPS, &options->scrub_mbps) != 0)
+                return usage_error("--scrub-mbps '%s' is not a whole number of MB/s from 0 (no "
+                                   "background scrub) to %d, e.g. --scrub-mbps 8",
+                                   optarg, DATANODE_MAX_SCRUB_MBPS);
             break;
         case OPT_LOG_LEVEL:
             if (log_level_parse(optarg, &options->log_level) != 0)
@@ -358,6 +375,16 @@ static void datanode_load(void *arg, struct heartbeat_load *load)
         zmq_getsockopt(rpc_server_socket(loop->server), ZMQ_EVENTS, &events, &events_len) == 0 &&
         (events & ZMQ_POLLIN))
         load->queue_depth++;
+    if (loop->scrub) {
+        struct scrub_report scrub;
+        scrub_report(loop->scrub, &scrub, false);
+        load->scrub_running = scrub.running;
+        load->scrub_files = scrub.files;
+        load->scrub_bytes = scrub.bytes;
+        load->scrub_corrupt = scrub.corrupt;
+        load->scrub_rate = scrub.bytes_per_sec;
+        load->scrub_passes = scrub.passes;
+    }
 }
 
 /* The server's gate: another request only while replies are under the cap. */
@@ -453,7 +480,8 @@ int main(int argc, char **argv)
 {
     struct datanode_options options;
     struct nodehandlers_context context;
-    struct datanode_loop loop = {NULL, NULL, NULL};
+    struct datanode_loop loop = {NULL, NULL, NULL, NULL};
+    struct scrub *scrub = NULL;
     struct tilestore *store = NULL;
     struct diskio *disk = NULL;
     struct heartbeat *heartbeat = NULL;
@@ -606,6 +634,18 @@ int main(int argc, char **argv)
                  options.reclaim_grace_s, options.reclaim_every_s);
     }
 
+    rc = scrub_start(store, &context.lock, (uint64_t)options.scrub_mbps * 1000000u, &scrub);
+    if (rc != 0) {
+        log_error("cannot start the scrub thread: %s", strerror(-rc));
+        goto out;
+    }
+    context.scrub = scrub;
+    loop.scrub = scrub;
+    if (options.scrub_mbps > 0)
+        log_info("scrub: every stored tile is checked against its checksums at %ld MB/s, a "
+                 "pass every %d s at most",
+                 options.scrub_mbps, SCRUB_PAUSE_MS / 1000);
+
     exit_code = serve(server, heartbeat, puller, stream, &context, &options);
     stream_close(&stream); /* no request is served after the counts are logged */
     nodehandlers_log_stats(&context.stats);
@@ -617,6 +657,9 @@ int main(int argc, char **argv)
              (unsigned long long)replymem_full_count(replies));
 out:
     stream_close(&stream); /* its threads use the handlers' state: first to go */
+    loop.scrub = NULL;
+    context.scrub = NULL;
+    scrub_stop(&scrub);
     warmer_destroy(&warmer);
     if (puller || reclaim) {
         /* A pull waiting on its source, or a question to meta, ends now, not

@@ -12,7 +12,9 @@
  */
 #include "nodehandlers.h"
 
+#include "crc32c.h"
 #include "log.h"
+#include "scrub.h"
 #include "status.h"
 #include "tilecheck.h"
 #include "util.h"
@@ -132,6 +134,30 @@ static int handle_ping(void *ctx, const struct rpc_request *request, struct rpc_
     return TS_OK;
 }
 
+/*
+ * Whether a write's bytes are those its writer summed (req->crc): bytes
+ * changed on the way are refused before they reach the file, with a text
+ * for the client.
+ */
+static bool handlers_crc_matches(struct nodehandlers_context *context,
+                                 struct rpc_response *response,
+                                 const struct ts_tile_write_req *req, const void *data, size_t len)
+{
+    uint32_t crc = crc32c(0, data, len);
+    if (crc == req->crc)
+        return true;
+    context->stats.writes_refused_crc++;
+    log_warn("write of %zu bytes to tile %" PRIu64 ".%" PRIu64 ".%" PRIu64
+             " refused: its bytes sum to %08" PRIx32 ", the writer sent %08" PRIx32,
+             len, req->ino, req->tile, req->version, crc, req->crc);
+    if (response)
+        snprintf(response->error_text, sizeof(response->error_text),
+                 "write to tile %" PRIu64 ".%" PRIu64 ".%" PRIu64
+                 ": the bytes that arrived do not match the writer's CRC-32C; nothing written",
+                 req->ino, req->tile, req->version);
+    return false;
+}
+
 static int handle_tile_write(void *ctx, const struct rpc_request *request,
                              struct rpc_response *response)
 {
@@ -142,6 +168,9 @@ static int handle_tile_write(void *ctx, const struct rpc_request *request,
     int fenced = handlers_fenced(context, response, "write", req.ino, req.tile, req.version, true);
     if (fenced != TS_OK)
         return fenced;
+    if (!handlers_crc_matches(context, response, &req, request->data,
+                              request->data ? request->data_len : 0))
+        return TS_ERR_CORRUPT;
     /* No frame 1 means no bytes: validated, nothing written. */
     int rc = diskio_write(context->disk, req.ino, req.tile, req.version, req.offset, request->data,
                           request->data ? request->data_len : 0);
@@ -259,6 +288,13 @@ static int handle_tile_read(void *ctx, const struct rpc_request *request,
         return rc == 0 ? handlers_missing(context, response, &req)
                        : handlers_status(response, "read", req.ino, req.tile, req.version, rc);
     }
+    struct ts_tile_read_rep reply = {.crc = crc32c(0, buf, got)};
+    int len = ts_tile_read_rep_encode(&reply, response->payload, response->payload_cap);
+    if (len < 0) {
+        handlers_reply_free(context, buf);
+        return TS_ERR_INTERNAL;
+    }
+    response->payload_len = (size_t)len;
     response->data = buf;
     response->data_len = got;
     response->data_free = context->replies ? replymem_free : nodehandlers_free_data;
@@ -327,6 +363,17 @@ static int handlers_stream_read(struct nodehandlers_context *context,
     uint32_t count = size <= req->offset ? 0
                      : size - req->offset < req->length ? (uint32_t)(size - req->offset)
                                                          : req->length;
+    if (count > 0) {
+        /* sendfile moves bytes no one looks at: their blocks are checked first. */
+        uint64_t verified_size = 0;
+        int rc = tilestore_verify(context->store, req->ino, req->tile, req->version, req->offset,
+                                  count, &verified_size);
+        if (rc != 0) {
+            close(file_fd);
+            status = status_from_errno(-rc);
+            return handlers_stream_head(sock, status, 0) ? status : -1;
+        }
+    }
     handlers_count_read(context, req->ino, req->tile, count);
     bool warm = handlers_warm_wanted(context, req);
     if (warm)
@@ -351,50 +398,62 @@ static int handlers_stream_read(struct nodehandlers_context *context,
     return result;
 }
 
-/* Takes and drops len bytes from a socket or pipe; false if it fails first. */
-static bool handlers_discard(int fd, size_t len)
-{
-    static uint8_t sink[64 << 10];
-    while (len > 0) {
-        ssize_t got = read(fd, sink, len < sizeof(sink) ? len : sizeof(sink));
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0)
-            return false;
-        len -= (size_t)got;
-    }
-    return true;
-}
 
 /*
- * One write of the tile stream: as TILE_WRITE, its bytes spliced from
- * the pipe (the in_pipe first ones, taken before the lock) and the
- * socket into the file. Refused before its bytes are taken (a fence, a
- * throttled disk, no room), they are dropped and the status answered; a
- * failure while they are taken closes the connection.
+ * One write of the tile stream: as TILE_WRITE, its bytes received into
+ * memory already (data); a fence, a throttled disk or bytes that do not
+ * match the writer's CRC are answered with their status, nothing written.
  */
 static int handlers_stream_write(struct nodehandlers_context *context,
-                                 const struct ts_tile_read_req *req, int sock,
-                                 const int pipe_fds[2], size_t in_pipe)
+                                 const struct ts_tile_write_req *req, int sock, const uint8_t *data,
+                                 size_t len)
 {
     bool moving = false;
     int status = diskio_throttled(context->disk)
                      ? TS_ERR_BUSY
                      : handlers_fence_status(context, req->ino, req->tile, req->version, true,
                                              &moving);
+    if (status == TS_OK && !handlers_crc_matches(context, NULL, req, data, len))
+        status = TS_ERR_CORRUPT;
     if (status == TS_OK) {
         int rc = diskio_receive(context->disk, req->ino, req->tile, req->version, req->offset,
-                                req->length, sock, pipe_fds, in_pipe);
-        if (rc == -EPIPE)
-            return -1;
+                                data, len);
         status = rc == 0 ? TS_OK : status_from_errno(-rc);
         if (rc == 0)
-            context->stats.bytes_written += req->length;
+            context->stats.bytes_written += len;
     }
-    if (status != TS_OK &&
-        !(handlers_discard(pipe_fds[0], in_pipe) && handlers_discard(sock, req->length - in_pipe)))
-        return -1;
     return handlers_stream_head(sock, status, 0) ? status : -1;
+}
+
+/* Receives exactly len bytes (each piece within the socket's timeout); false if it fails. */
+static bool handlers_receive_all(int sock, uint8_t *into, size_t len)
+{
+    while (len > 0) {
+        ssize_t got = recv(sock, into, len, MSG_WAITALL);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return false;
+        into += got;
+        len -= (size_t)got;
+    }
+    return true;
+}
+
+/* Makes room for len bytes in the thread's buffer; false out of memory. */
+static bool handlers_buffer_fit(struct nodehandlers_write_buffer *buffer, size_t len)
+{
+    if (buffer->cap >= len)
+        return true;
+    size_t cap = buffer->cap ? buffer->cap : (1u << 20);
+    while (cap < len)
+        cap *= 2;
+    uint8_t *grown = realloc(buffer->bytes, cap);
+    if (!grown)
+        return false;
+    buffer->bytes = grown;
+    buffer->cap = cap;
+    return true;
 }
 
 /*
@@ -415,36 +474,43 @@ void nodehandlers_drop_behind(struct nodehandlers_drop_behind *drop, int sock)
     drop->fd = -1;
 }
 
-int nodehandlers_stream_request(struct nodehandlers_context *context, const uint8_t *request, int sock,
-                            const int pipe_fds[2], int timeout_ms,
-                            struct nodehandlers_drop_behind *drop)
+int nodehandlers_stream_request(struct nodehandlers_context *context, const uint8_t *request,
+                                int sock, struct nodehandlers_write_buffer *buffer,
+                                struct nodehandlers_drop_behind *drop)
 {
     struct ts_tile_read_req req;
     enum ts_stream_kind kind = TS_STREAM_READ;
-    int status = ts_stream_req_decode(&req, &kind, request);
+    uint32_t crc = 0;
+    int status = ts_stream_req_decode(&req, &kind, &crc, request);
     bool write = kind == TS_STREAM_WRITE;
 
     /* The reader asks again once it has the last answer, and its request
      * acknowledges the bytes. */
     nodehandlers_drop_behind(drop, -1);
     uint16_t op = write ? TS_OP_TILE_WRITE : TS_OP_TILE_READ;
-    /* What the pipe takes of a write's bytes comes off the socket before
-     * the lock, which then waits only for the copy into the file, not for
-     * the client to send (with the bytes taken under it, a datanode wrote
-     * one tile at a time, however many clients streamed to it). The rest,
-     * if the pipe filled up, comes after, as before. */
-    ssize_t in_pipe = 0;
+    /* A write's bytes come off the socket before the lock, which then
+     * waits only for the copy into the file, not for the client to send
+     * (with the bytes taken under it, a datanode wrote one tile at a time,
+     * however many clients streamed to it). */
+    bool received = true;
     if (status == TS_OK && write)
-        in_pipe = util_splice_from_socket(sock, pipe_fds[1], req.length, true, timeout_ms);
+        received = handlers_buffer_fit(buffer, req.length) &&
+                   handlers_receive_all(sock, buffer->bytes, req.length);
 
     pthread_mutex_lock(&context->lock);
     context->stats.requests[op]++;
-    if (status != TS_OK || in_pipe < 0)
+    if (status != TS_OK || !received) {
         status = -1; /* no request, or its bytes broke off: the connection closes */
-    else if (write)
-        status = handlers_stream_write(context, &req, sock, pipe_fds, (size_t)in_pipe);
-    else
+    } else if (write) {
+        struct ts_tile_write_req write_req = {.ino = req.ino,
+                                              .tile = req.tile,
+                                              .version = req.version,
+                                              .offset = req.offset,
+                                              .crc = crc};
+        status = handlers_stream_write(context, &write_req, sock, buffer->bytes, req.length);
+    } else {
         status = handlers_stream_read(context, &req, kind == TS_STREAM_READ_KEPT, sock, drop);
+    }
     if (status != TS_OK)
         context->stats.failures++;
     pthread_mutex_unlock(&context->lock);
@@ -795,6 +861,57 @@ static int handle_node_stats(void *ctx, const struct rpc_request *request,
     return TS_OK;
 }
 
+/* NODE_SCRUB: starts a pass if asked, then reports the scrub as it stands. */
+static int handle_node_scrub(void *ctx, const struct rpc_request *request,
+                             struct rpc_response *response)
+{
+    struct nodehandlers_context *context = ctx;
+    struct ts_node_scrub_req req;
+    if (ts_node_scrub_req_decode(&req, request->payload, request->payload_len) != 0 ||
+        req.action > TS_SCRUB_START)
+        return handlers_badmsg(response, "NODE_SCRUB");
+    if (!context->scrub) {
+        snprintf(response->error_text, sizeof(response->error_text),
+                 "this datanode runs no scrub");
+        return TS_ERR_NOTSUP;
+    }
+    if (req.action == TS_SCRUB_START) {
+        uint64_t pass = scrub_request(context->scrub, req.bytes_per_sec);
+        log_info("scrub: pass %" PRIu64 " asked for at %s", pass,
+                 req.bytes_per_sec ? "the rate given" : "full speed");
+    }
+    struct scrub_report *report = malloc(sizeof(*report));
+    uint8_t *records = malloc((size_t)TS_MAX_SCRUB_CORRUPT * ts_tile_file_rec_bytes);
+    int status = TS_ERR_NOMEM;
+    if (report && records) {
+        struct ts_writer writer;
+        scrub_report(context->scrub, report, true);
+        ts_writer_init(&writer, records, (size_t)TS_MAX_SCRUB_CORRUPT * ts_tile_file_rec_bytes);
+        for (uint32_t i = 0; i < report->finished_corrupt_count; i++)
+            ts_tile_file_rec_write(&writer, &report->finished_corrupt[i]);
+        struct ts_node_scrub_rep reply = {
+            .corrupt_files = tilestore_corrupt_found(context->store),
+            .scrub_running = report->running,
+            .scrub_files = report->files,
+            .scrub_bytes = report->bytes,
+            .scrub_corrupt = report->corrupt,
+            .scrub_rate = report->bytes_per_sec,
+            .scrub_passes = report->passes,
+            .total_bytes = report->total_bytes,
+            .pass = report->pass,
+            .finished_pass = report->finished_pass,
+            .corrupt_count = report->finished_corrupt_count,
+            .corrupt = {(const char *)records, (uint32_t)writer.len}};
+        int len = ts_node_scrub_rep_encode(&reply, response->payload, response->payload_cap);
+        status = len < 0 || writer.failed ? TS_ERR_INTERNAL : TS_OK;
+        if (status == TS_OK)
+            response->payload_len = (size_t)len;
+    }
+    free(records);
+    free(report);
+    return status;
+}
+
 /*
  * The table entries count the request before the real handler runs (so
  * NODE_STATS sees itself) and its failure after, so no handler can forget
@@ -821,6 +938,7 @@ HANDLERS_COUNTED(tile_pull, TS_OP_TILE_PULL)
 HANDLERS_COUNTED(tile_fence, TS_OP_TILE_FENCE)
 HANDLERS_COUNTED(node_throttle, TS_OP_NODE_THROTTLE)
 HANDLERS_COUNTED(node_stats, TS_OP_NODE_STATS)
+HANDLERS_COUNTED(node_scrub, TS_OP_NODE_SCRUB)
 
 static int handle_tile_check(void *ctx, const struct rpc_request *request,
                              struct rpc_response *response)
@@ -841,6 +959,7 @@ const rpc_handler_fn nodehandlers_table[TS_OP_MAX] = {
     [TS_OP_TILE_FENCE] = counted_tile_fence,
     [TS_OP_NODE_THROTTLE] = counted_node_throttle,
     [TS_OP_NODE_STATS] = counted_node_stats,
+    [TS_OP_NODE_SCRUB] = counted_node_scrub,
     [TS_OP_TILE_CHECK] = counted_tile_check,
 };
 
@@ -849,11 +968,13 @@ void nodehandlers_log_stats(const struct nodehandlers_stats *stats)
     log_info("served: %" PRIu64 " PING, %" PRIu64 " TILE_WRITE (%" PRIu64 " bytes), %" PRIu64
              " TILE_READ (%" PRIu64 " bytes), %" PRIu64 " TILE_SYNC, %" PRIu64
              " TILE_TRUNCATE, %" PRIu64 " TILE_PULL, %" PRIu64 " TILE_FENCE; %" PRIu64
-             " failed; %" PRIu64 " tiles warmed after small reads",
+             " failed; %" PRIu64 " tiles warmed after small reads; %" PRIu64
+             " writes refused for a CRC mismatch",
              stats->requests[TS_OP_PING], stats->requests[TS_OP_TILE_WRITE], stats->bytes_written,
              stats->requests[TS_OP_TILE_READ], stats->bytes_read, stats->requests[TS_OP_TILE_SYNC],
              stats->requests[TS_OP_TILE_TRUNCATE], stats->requests[TS_OP_TILE_PULL],
-             stats->requests[TS_OP_TILE_FENCE], stats->failures, stats->tiles_warmed);
+             stats->requests[TS_OP_TILE_FENCE], stats->failures, stats->tiles_warmed,
+             stats->writes_refused_crc);
 }
 
 void nodehandlers_stats_fini(struct nodehandlers_stats *stats)

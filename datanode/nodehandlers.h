@@ -44,6 +44,7 @@ struct nodehandlers_stats {
     uint64_t tiles_reclaimed;     /* unmapped tile files deleted by the reclaimer (reclaim.h) */
     uint64_t bytes_reclaimed;     /* ... and their bytes */
     uint64_t reclaim_passes;      /* the reclaimer's passes over DATA/tiles completed */
+    uint64_t writes_refused_crc;  /* writes whose bytes did not match the writer's CRC */
     /* The distinct tiles TILE_READ touched (TS_MAX_STATS_TILES of them);
      * made at the first read; if it cannot be, reads are not listed. */
     struct readset *tiles_read;
@@ -71,6 +72,7 @@ struct nodehandlers_context {
     const char *stream_local; /* its local socket's abstract name, NULL or "": none */
     struct warmer *warmer; /* NULL: small reads warm no tile */
     struct replymem *replies; /* counts read replies in flight; NULL: not counted */
+    struct scrub *scrub;      /* NULL: NODE_SCRUB answers TS_ERR_NOTSUP */
 };
 
 /* The largest throttle NODE_THROTTLE accepts: 1 TB/s (anything above is no throttle at all). */
@@ -111,22 +113,32 @@ struct nodehandlers_drop_behind {
 void nodehandlers_drop_behind(struct nodehandlers_drop_behind *drop, int sock);
 
 /*
+ * A stream thread's buffer for a write's bytes (grown as needed, up to
+ * TS_MAX_DATA_BYTES; the thread frees bytes when it ends). The bytes are
+ * checked against their CRC before they go to the file, so they cannot be
+ * spliced from the socket into it as they were: one copy, measured in the
+ * commit that made it.
+ */
+struct nodehandlers_write_buffer {
+    uint8_t *bytes;
+    size_t cap;
+};
+
+/*
  * Answers one request of the tile stream (proto.h, TILE_STREAM), taking
  * the context's lock (a stream thread calls it without):
  * `request` holds its TS_STREAM_REQ_BYTES bytes, a write's bytes follow on
- * socket sock (spliced into the file through the empty pipe pipe_fds, as
- * many as fit taken into it before the lock, waiting at most timeout_ms
- * for each piece), the
- * answer goes to sock. Counted as a TILE_READ or TILE_WRITE. `drop` is the
+ * socket sock (received whole into *buffer before the lock, each piece
+ * within the socket's receive timeout, and checked against the request's
+ * CRC-32C before any reaches the file), the answer goes to sock. Counted as a TILE_READ or TILE_WRITE. `drop` is the
  * connection's: a new request means the reader has taken the last answer,
  * so its bytes are dropped first, and a kept read leaves its own there.
- * Returns 0, or -1 when the connection must be closed (and the pipe
- * emptied): the request does not decode, or the socket or the disk failed
- * mid-request.
+ * Returns 0, or -1 when the connection must be closed: the request does
+ * not decode, or the socket failed mid-request.
  */
-int nodehandlers_stream_request(struct nodehandlers_context *context, const uint8_t *request, int sock,
-                            const int pipe_fds[2], int timeout_ms,
-                            struct nodehandlers_drop_behind *drop);
+int nodehandlers_stream_request(struct nodehandlers_context *context, const uint8_t *request,
+                                int sock, struct nodehandlers_write_buffer *buffer,
+                                struct nodehandlers_drop_behind *drop);
 
 /* Logs the counters at info level, one line. */
 void nodehandlers_log_stats(const struct nodehandlers_stats *stats);

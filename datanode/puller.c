@@ -224,6 +224,19 @@ static void puller_run(struct puller *puller, struct puller_clients *clients,
     }
     const uint8_t *data = reply.data;
     size_t bytes = reply.data ? reply.data_len : 0;
+    /* The source checked its blocks before sending (a corrupt source answers
+     * TS_ERR_CORRUPT above); what arrived must be what it checked. */
+    struct ts_tile_read_rep sent;
+    uint32_t arrived = crc32c(0, data, bytes);
+    if (ts_tile_read_rep_decode(&sent, reply.payload, reply.payload_len) != 0 ||
+        sent.crc != arrived) {
+        rpc_reply_release(&reply);
+        puller_fail(job, TS_ERR_CORRUPT,
+                    "tile %s from %s arrived with CRC-32C %08" PRIx32
+                    ", not the one its source sent; not stored",
+                    file, job->source, arrived);
+        return;
+    }
     if (bytes > job->max_bytes) {
         rpc_reply_release(&reply);
         puller_fail(job, TS_ERR_NOSPC,
@@ -233,7 +246,7 @@ static void puller_run(struct puller *puller, struct puller_clients *clients,
     }
     int rc = tilestore_install(puller->store, job->ino, job->tile, job->new_version, data, bytes);
     if (rc == 0)
-        job->checksum = crc32c(0, data, bytes);
+        job->checksum = arrived;
     rpc_reply_release(&reply);
     if (rc == -EEXIST) {
         puller_fail(job, TS_ERR_EXIST,

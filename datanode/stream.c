@@ -36,8 +36,6 @@
 /* Requests one connection may have served before its thread's others get a turn. */
 #define STREAM_TURN_REQUESTS 8
 #define STREAM_THREAD_CONNECTIONS (STREAM_MAX_CONNECTIONS / STREAM_THREADS)
-/* A write's pipe: a tile's worth if the process may (else 64 KiB: more turns). */
-#define STREAM_PIPE_BYTES (1 << 20)
 /* A kept read's bytes are dropped at the connection's next request, or once
  * the thread has had nothing to do for this long (nodehandlers.h). */
 #define STREAM_DROP_IDLE_MS 50
@@ -54,7 +52,7 @@ struct stream_thread {
     pthread_t thread;
     bool started;
     int wake_fd;     /* eventfd: connections handed over, or the stream stops */
-    int pipe_fds[2]; /* writes go through it from a socket to a file */
+    struct nodehandlers_write_buffer write_buffer; /* a write's bytes, before they are checked */
     atomic_size_t count;
     pthread_mutex_t lock; /* protects incoming and incoming_count */
     int incoming[STREAM_THREAD_CONNECTIONS];
@@ -100,14 +98,10 @@ static bool connection_take(struct stream_thread *thread, struct stream_connecti
         if (connection->have < sizeof(connection->request))
             continue;
         connection->have = 0;
-        if (thread->pipe_fds[0] < 0 &&
-            util_pipe_open(thread->pipe_fds, STREAM_PIPE_BYTES, false) != 0)
+        if (nodehandlers_stream_request(thread->stream->context, connection->request,
+                                        connection->fd, &thread->write_buffer,
+                                        &connection->drop) != 0)
             return false;
-        if (nodehandlers_stream_request(thread->stream->context, connection->request, connection->fd,
-                                    thread->pipe_fds, STREAM_TIMEOUT_MS, &connection->drop) != 0) {
-            util_pipe_close(thread->pipe_fds); /* it may hold a failed write's bytes */
-            return false;
-        }
         served++;
     }
     return true;
@@ -183,7 +177,8 @@ static void threads_stop(struct stream *stream)
             connection_drop(thread, thread->served - 1);
         if (thread->wake_fd >= 0)
             close(thread->wake_fd);
-        util_pipe_close(thread->pipe_fds);
+        free(thread->write_buffer.bytes);
+        thread->write_buffer = (struct nodehandlers_write_buffer){NULL, 0};
         pthread_mutex_destroy(&thread->lock);
     }
 }
@@ -197,7 +192,6 @@ static int threads_start(struct stream *stream)
     for (int i = 0; i < STREAM_THREADS; i++) {
         struct stream_thread *thread = &stream->threads[i];
         thread->stream = stream;
-        thread->pipe_fds[0] = thread->pipe_fds[1] = -1;
         pthread_mutex_init(&thread->lock, NULL);
         thread->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         if (thread->wake_fd < 0 && rc == 0)

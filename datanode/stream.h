@@ -19,7 +19,7 @@
  * stops every other reader of the node). Requests are served through
  * nodehandlers_stream_request(), which takes the handlers' lock for
  * everything but moving a read's bytes and taking a write's bytes off the
- * socket (into the thread's pipe, when they fit).
+ * socket (into the thread's buffer, where their CRC is checked first).
  *
  * A connection that sends a request that does not decode, or stops taking
  * an answer or sending a write's bytes for STREAM_TIMEOUT_MS, is closed;

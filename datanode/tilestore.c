@@ -38,6 +38,7 @@
 
 #include "crc32c.h"
 #include "flusher.h"
+#include "tilecrc.h"
 #include "log.h"
 #include "proto.h"
 #include "util.h"
@@ -52,6 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <time.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -72,6 +74,14 @@
  * never; 32 asks a disk whose flushes are slow (spinning) for fewer.
  */
 #define TILESTORE_SYNC_AHEAD_BYTES (32ull << 20)
+/* DATA/checksum.runs: which datanode runs' sidecars are trusted (tilestore.h). */
+#define TILESTORE_RUNS_FILE "checksum.runs"
+#define TILESTORE_RUNS_MAGIC 0x534e5552u /* "RUNS" */
+/* Crashed runs remembered; older ones are forgotten (their sidecars then pass
+ * for clean: a datanode that crashed this often has bigger problems). */
+#define TILESTORE_SUSPECT_MAX 64
+/* Corrupt tile files remembered for the heartbeat, and so reported once each. */
+#define TILESTORE_CORRUPT_MAX 1024
 /* What tilestore_checksum() reads at a time. */
 #define TILESTORE_CHECKSUM_CHUNK (64u << 10)
 
@@ -95,10 +105,22 @@ struct tilestore {
     size_t created_count;    /* records in created, taken ones included */
     size_t created_cap;
     bool created_dropped; /* out of memory once: logged */
+    int data_fd;          /* DATA, for the runs file */
+    uint64_t run;         /* this run's number (tilestore.h: checksums) */
+    uint64_t suspect_runs[TILESTORE_SUSPECT_MAX]; /* runs that crashed */
+    size_t suspect_count;
+    struct tilecrc_trust trust;
+    /* Corrupt tile files found: [0, corrupt_taken) reported, the rest not yet. */
+    struct ts_tile_file_rec corrupt[TILESTORE_CORRUPT_MAX];
+    size_t corrupt_count;
+    size_t corrupt_taken;
+    uint64_t corrupt_found; /* every detection, repeated ones too */
 };
 
 /* Bytes of one created record (TS_REC_TILE_FILE). */
 #define TILESTORE_CREATED_BYTES ts_tile_file_rec_bytes
+
+static int tilestore_pwrite_all(int fd, const uint8_t *data, size_t len, uint64_t offset);
 
 /* -errno of the last failure, with a full quota reported as a full disk. */
 static int tilestore_errno(void)
@@ -227,6 +249,218 @@ uint32_t tilestore_take_created(struct tilestore *store, uint8_t *records, uint3
     return taken;
 }
 
+/* ---- checksums: runs, corrupt files, loading a tile's block CRCs ---- */
+
+/*
+ * Writes DATA/checksum.runs durably (staged, fsync'd, renamed): run,
+ * whether it ended cleanly, and the runs that crashed.
+ */
+static int tilestore_save_runs(const struct tilestore *store, bool clean)
+{
+    uint8_t file[32 + 8 * TILESTORE_SUSPECT_MAX];
+    struct ts_writer writer;
+    ts_writer_init(&writer, file, sizeof(file));
+    ts_writer_u32(&writer, TILESTORE_RUNS_MAGIC);
+    ts_writer_u32(&writer, clean ? 1 : 0);
+    ts_writer_u64(&writer, store->run);
+    ts_writer_u32(&writer, (uint32_t)store->suspect_count);
+    for (size_t i = 0; i < store->suspect_count; i++)
+        ts_writer_u64(&writer, store->suspect_runs[i]);
+    ts_writer_u32(&writer, crc32c(0, file, writer.len));
+    int fd = openat(store->data_fd, TILESTORE_RUNS_FILE ".new",
+                    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, TILESTORE_FILE_MODE);
+    if (fd < 0)
+        return tilestore_errno();
+    int rc = tilestore_pwrite_all(fd, file, writer.len, 0);
+    if (rc == 0 && fsync(fd) != 0)
+        rc = tilestore_errno();
+    close(fd);
+    if (rc == 0 && renameat(store->data_fd, TILESTORE_RUNS_FILE ".new", store->data_fd,
+                            TILESTORE_RUNS_FILE) != 0)
+        rc = tilestore_errno();
+    if (rc == 0 && fsync(store->data_fd) != 0)
+        rc = tilestore_errno();
+    return rc;
+}
+
+/*
+ * Reads DATA/checksum.runs and starts a new run: the last one is suspect
+ * unless it ended cleanly. No file: a store from before checksums (or a new
+ * one), whose tiles have no sidecars yet. A damaged file trusts no sidecar
+ * older than this run: every run up to the newest a sidecar could name is
+ * unknown, so run numbers restart far above them (from the clock).
+ */
+static int tilestore_start_run(struct tilestore *store)
+{
+    uint8_t file[32 + 8 * TILESTORE_SUSPECT_MAX];
+    ssize_t got = -1;
+    int fd = openat(store->data_fd, TILESTORE_RUNS_FILE, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        got = read(fd, file, sizeof(file));
+        close(fd);
+    } else if (errno != ENOENT) {
+        return tilestore_errno();
+    }
+    store->run = 1;
+    if (got >= 0) {
+        struct ts_cursor cursor;
+        ts_cursor_init(&cursor, file, (size_t)got);
+        uint32_t magic = ts_cursor_u32(&cursor);
+        uint32_t clean = ts_cursor_u32(&cursor);
+        uint64_t last_run = ts_cursor_u64(&cursor);
+        uint32_t count = ts_cursor_u32(&cursor);
+        for (uint32_t i = 0; i < count && i < TILESTORE_SUSPECT_MAX; i++)
+            store->suspect_runs[i] = ts_cursor_u64(&cursor);
+        size_t summed = (size_t)got - cursor.left;
+        uint32_t sum = ts_cursor_u32(&cursor);
+        if (cursor.failed || magic != TILESTORE_RUNS_MAGIC || count > TILESTORE_SUSPECT_MAX ||
+            sum != crc32c(0, file, summed)) {
+            /* Every sidecar written so far is suspect: rebuilt at first use. */
+            log_warn("%s is damaged: the block checksums of every tile are recomputed from its "
+                     "bytes when first used",
+                     TILESTORE_RUNS_FILE);
+            store->suspect_count = 0;
+            store->run = ((uint64_t)time(NULL) << 20) + 1;
+            store->trust.current_run = store->run;
+            store->trust.trust_from_run = store->run;
+        } else {
+            store->suspect_count = count;
+            store->run = last_run + 1;
+            if (!clean) {
+                if (store->suspect_count == TILESTORE_SUSPECT_MAX) {
+                    memmove(store->suspect_runs, store->suspect_runs + 1,
+                            (TILESTORE_SUSPECT_MAX - 1) * sizeof(store->suspect_runs[0]));
+                    store->suspect_count--;
+                }
+                store->suspect_runs[store->suspect_count++] = last_run;
+                log_info("run %" PRIu64 " of this datanode did not stop cleanly: block checksums "
+                         "it wrote are recomputed from the tiles' bytes when first used",
+                         last_run);
+            }
+        }
+    }
+    store->trust.current_run = store->run;
+    store->trust.suspect_runs = store->suspect_runs;
+    store->trust.suspect_count = store->suspect_count;
+    return tilestore_save_runs(store, false);
+}
+
+int tilestore_checkpoint(struct tilestore *store, pthread_mutex_t *lock)
+{
+    /* Most dirty bytes go out before the lock is taken, so writers wait little. */
+    if (syncfs(store->tiles_fd) != 0)
+        return tilestore_errno();
+    if (lock)
+        pthread_mutex_lock(lock);
+    uint64_t ended = store->run;
+    __atomic_store_n(&store->run, ended + 1, __ATOMIC_RELAXED); /* tilestore_install() reads it */
+    store->trust.current_run = store->run;
+    if (lock)
+        pthread_mutex_unlock(lock);
+    /* Nothing is written as `ended` any more: once synced, it is a clean run. */
+    int rc = syncfs(store->tiles_fd) != 0 ? tilestore_errno() : 0;
+    if (rc == 0 && lock)
+        pthread_mutex_lock(lock);
+    if (rc == 0) {
+        rc = tilestore_save_runs(store, false);
+        if (lock)
+            pthread_mutex_unlock(lock);
+    }
+    if (rc != 0) {
+        /* The runs file still names an older run as running: `ended` stays
+         * suspect after a crash, which is safe. */
+        log_warn("checksum checkpoint of run %" PRIu64 " failed: %s", ended, strerror(-rc));
+    }
+    return rc;
+}
+
+/* Remembers a corrupt tile file for the heartbeat, once. */
+static void tilestore_note_corrupt(struct tilestore *store, uint64_t ino, uint64_t tile,
+                                   uint64_t version)
+{
+    store->corrupt_found++;
+    for (size_t i = 0; i < store->corrupt_count; i++) {
+        const struct ts_tile_file_rec *known = &store->corrupt[i];
+        if (known->ino == ino && known->tile == tile && known->version == version)
+            return;
+    }
+    log_error("tile file %" PRIu64 ".%" PRIu64 ".%" PRIu64
+              " does not match its block checksums: its bytes are not served",
+              ino, tile, version);
+    if (store->corrupt_count == TILESTORE_CORRUPT_MAX) {
+        if (store->corrupt_taken == 0)
+            return; /* all still to report: the newest waits for a later detection */
+        /* Forget the oldest reported one. */
+        memmove(store->corrupt, store->corrupt + 1,
+                (TILESTORE_CORRUPT_MAX - 1) * sizeof(store->corrupt[0]));
+        store->corrupt_count--;
+        store->corrupt_taken--;
+    }
+    store->corrupt[store->corrupt_count++] =
+        (struct ts_tile_file_rec){.ino = ino, .tile = tile, .version = version};
+}
+
+/* Forgets a corrupt file that is gone or rewritten whole (a new detection reports it again). */
+static void tilestore_forget_corrupt(struct tilestore *store, uint64_t ino, uint64_t tile,
+                                     uint64_t version)
+{
+    for (size_t i = 0; i < store->corrupt_count; i++) {
+        const struct ts_tile_file_rec *known = &store->corrupt[i];
+        if (known->ino == ino && known->tile == tile && known->version == version) {
+            memmove(store->corrupt + i, store->corrupt + i + 1,
+                    (store->corrupt_count - i - 1) * sizeof(store->corrupt[0]));
+            store->corrupt_count--;
+            if (i < store->corrupt_taken)
+                store->corrupt_taken--;
+            return;
+        }
+    }
+}
+
+uint32_t tilestore_take_corrupt(struct tilestore *store, uint8_t *records, uint32_t max)
+{
+    struct ts_writer writer;
+    uint32_t taken = 0;
+    ts_writer_init(&writer, records, (size_t)max * ts_tile_file_rec_bytes);
+    while (taken < max && store->corrupt_taken < store->corrupt_count) {
+        ts_tile_file_rec_write(&writer, &store->corrupt[store->corrupt_taken++]);
+        taken++;
+    }
+    return taken;
+}
+
+uint64_t tilestore_corrupt_found(const struct tilestore *store)
+{
+    return store->corrupt_found;
+}
+
+/*
+ * The block CRCs of the open tile file fd (size bytes) named `name`: its
+ * trusted sidecar, or, when it has none (a tile from before checksums, or
+ * one whose sidecar a crash left untrusted), computed from its bytes and
+ * stored as this run's. -EBADMSG (noted as corrupt) when a trusted sidecar
+ * does not fit the file.
+ */
+static int tilestore_load_crc(struct tilestore *store, uint64_t ino, uint64_t tile,
+                              uint64_t version, const char *name, int fd, uint64_t size,
+                              struct tilecrc *crc)
+{
+    int rc = tilecrc_load(store->tiles_fd, name, size, &store->trust, crc);
+    if (rc == 1) {
+        rc = tilecrc_rebuild(fd, size, crc);
+        if (rc == 0)
+            rc = tilecrc_store(store->tiles_fd, name, crc, store->run, false);
+        if (rc == 0) {
+            crc->run = store->run;
+            log_debug("tile %s: block checksums computed from its bytes (no trusted sidecar)",
+                      name);
+        }
+    }
+    if (rc == -EBADMSG)
+        tilestore_note_corrupt(store, ino, tile, version);
+    return rc;
+}
+
 bool tilestore_name_parse(const char *name, uint64_t *ino, uint64_t *tile, uint64_t *version)
 {
     uint64_t values[3] = {0, 0, 0};
@@ -300,6 +534,23 @@ static int tilestore_count_bucket(struct tilestore *store, unsigned bucket)
                 else
                     log_warn("cannot remove unfinished pull tiles/%u/%s: %s", bucket, entry->d_name,
                              strerror(errno));
+            }
+            continue;
+        }
+        size_t name_len = strlen(entry->d_name);
+        if (name_len > sizeof(TILECRC_SUFFIX) - 1 &&
+            strcmp(entry->d_name + name_len - (sizeof(TILECRC_SUFFIX) - 1), TILECRC_SUFFIX) == 0) {
+            /* A tile's checksums; without its tile (removed by hand) it only
+             * takes room, and would be overwritten by a new tile's anyway. */
+            char tile_name[TILESTORE_PATH_MAX];
+            size_t tile_len = name_len - (sizeof(TILECRC_SUFFIX) - 1);
+            if (tile_len < sizeof(tile_name)) {
+                memcpy(tile_name, entry->d_name, tile_len);
+                tile_name[tile_len] = '\0';
+                if (fstatat(dirfd(dir), tile_name, &st, AT_SYMLINK_NOFOLLOW) != 0 &&
+                    errno == ENOENT && unlinkat(dirfd(dir), entry->d_name, 0) == 0)
+                    log_info("removed the checksums of a missing tile: tiles/%u/%s", bucket,
+                             entry->d_name);
             }
             continue;
         }
@@ -440,7 +691,7 @@ static int tilestore_take_spare(struct tilestore *store, const char *name)
     while (store->spare_count > 0) {
         tilestore_spare_name(store->spare_ids[--store->spare_count], spare);
         if (renameat2(store->spares_fd, spare, store->tiles_fd, name, RENAME_NOREPLACE) == 0) {
-            int fd = openat(store->tiles_fd, name, O_WRONLY | O_CLOEXEC);
+            int fd = openat(store->tiles_fd, name, O_RDWR | O_CLOEXEC);
             if (fd >= 0)
                 return fd;
             unlinkat(store->tiles_fd, name, 0);
@@ -467,6 +718,7 @@ int tilestore_open(const char *data_dir, uint64_t capacity_limit, struct tilesto
     store->tiles_fd = -1;
     store->lock_fd = -1;
     store->spares_fd = -1;
+    store->data_fd = -1;
     store->capacity_limit = capacity_limit;
 
     rc = util_mkdir_p(data_dir, TILESTORE_DIR_MODE);
@@ -486,6 +738,15 @@ int tilestore_open(const char *data_dir, uint64_t capacity_limit, struct tilesto
         rc = errno == EWOULDBLOCK ? -EBUSY : tilestore_errno();
         goto fail;
     }
+
+    store->data_fd = open(data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (store->data_fd < 0) {
+        rc = tilestore_errno();
+        goto fail;
+    }
+    rc = tilestore_start_run(store);
+    if (rc != 0)
+        goto fail;
 
     snprintf(path, sizeof(path), "%s/tiles", data_dir);
     if (mkdir(path, TILESTORE_DIR_MODE) != 0 && errno != EEXIST) {
@@ -531,8 +792,17 @@ void tilestore_close(struct tilestore **storep)
                  " left to the kernel's writeback), %" PRIu64 " synced ahead",
                  stats.flushed, stats.skipped, stats.synced);
     }
+    if (store->tiles_fd >= 0 && store->data_fd >= 0 && store->run != 0) {
+        /* Everything this run wrote on the disk: its sidecars are trusted from now on. */
+        if (syncfs(store->tiles_fd) != 0 || tilestore_save_runs(store, true) != 0)
+            log_warn("cannot mark run %" PRIu64 " as ended cleanly (%s): its block checksums are "
+                     "recomputed at the next start",
+                     store->run, strerror(errno));
+    }
     if (store->tiles_fd >= 0)
         close(store->tiles_fd);
+    if (store->data_fd >= 0)
+        close(store->data_fd);
     if (store->spares_fd >= 0)
         close(store->spares_fd);
     if (store->lock_fd >= 0)
@@ -550,19 +820,34 @@ static int tilestore_create(struct tilestore *store, uint64_t ino, const char *n
         store->bucket_unsynced[tilestore_bucket(ino)] = true;
         return fd;
     }
-    fd = openat(store->tiles_fd, name, O_WRONLY | O_CREAT | O_CLOEXEC, TILESTORE_FILE_MODE);
+    fd = openat(store->tiles_fd, name, O_RDWR | O_CREAT | O_CLOEXEC, TILESTORE_FILE_MODE);
     if (fd < 0 && errno == ENOENT) {
         char bucket_name[16];
         snprintf(bucket_name, sizeof(bucket_name), "%u", tilestore_bucket(ino));
         if (mkdirat(store->tiles_fd, bucket_name, TILESTORE_DIR_MODE) != 0 && errno != EEXIST)
             return tilestore_errno();
         store->tiles_dir_unsynced = true;
-        fd = openat(store->tiles_fd, name, O_WRONLY | O_CREAT | O_CLOEXEC, TILESTORE_FILE_MODE);
+        fd = openat(store->tiles_fd, name, O_RDWR | O_CREAT | O_CLOEXEC, TILESTORE_FILE_MODE);
     }
     if (fd < 0)
         return tilestore_errno();
     store->bucket_unsynced[tilestore_bucket(ino)] = true;
     return fd;
+}
+
+/*
+ * Gives a new tile's sidecar a spare file's inode, as the tile got one: a
+ * new inode per sidecar would cost what a new inode per tile did (see the
+ * invariants). Without a spare, tilecrc_store() creates the file.
+ */
+static void tilestore_spare_sidecar(struct tilestore *store, const char *tile_name)
+{
+    char sidecar[TILESTORE_PATH_MAX + sizeof(TILECRC_SUFFIX)];
+    if (tilecrc_name(tile_name, sidecar, sizeof(sidecar)) != 0)
+        return;
+    int fd = tilestore_take_spare(store, sidecar);
+    if (fd >= 0)
+        close(fd);
 }
 
 /* pwrite until everything is written; 0 or -errno. */
@@ -584,18 +869,28 @@ static int tilestore_pwrite_all(int fd, const uint8_t *data, size_t len, uint64_
     return 0;
 }
 
-/* Puts a write's bytes into the open tile file fd: 0 or a negative errno. */
-typedef int (*tilestore_put_fn)(int fd, uint64_t offset, size_t len, void *arg);
-
 /*
- * The body of a write, whatever brings its bytes (put): checks, room,
- * creating the file, and undoing the growth of a failed write.
+ * Makes the loaded block CRCs of a tile about to change this run's: a
+ * sidecar last written by an earlier (clean) run is trusted after a crash,
+ * so this run's number must be on the disk before the tile's bytes change,
+ * or a crash could leave new bytes beside old CRCs that are still trusted.
+ * Once per tile and run; a tile made or rebuilt in this run has it already.
  */
-static int tilestore_write_with(struct tilestore *store, uint64_t ino, uint64_t tile,
-                                uint64_t version, uint64_t offset, size_t len,
-                                tilestore_put_fn put, void *arg)
+static int tilestore_claim_crc(struct tilestore *store, const char *name, struct tilecrc *crc)
+{
+    if (crc->run == store->run)
+        return 0;
+    int rc = tilecrc_store(store->tiles_fd, name, crc, store->run, true);
+    if (rc == 0)
+        crc->run = store->run;
+    return rc;
+}
+
+int tilestore_write(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
+                    uint64_t offset, const void *data, size_t len)
 {
     char name[TILESTORE_PATH_MAX];
+    struct tilecrc crc = {.blocks = 0};
     uint64_t old_size = 0;
     uint64_t end = offset + len;
     bool created = false;
@@ -605,7 +900,7 @@ static int tilestore_write_with(struct tilestore *store, uint64_t ino, uint64_t 
     if (rc != 0 || len == 0)
         return rc;
     tilestore_name(ino, tile, version, name);
-    fd = openat(store->tiles_fd, name, O_WRONLY | O_CLOEXEC);
+    fd = openat(store->tiles_fd, name, O_RDWR | O_CLOEXEC);
     if (fd < 0 && errno != ENOENT)
         return tilestore_errno();
     if (fd >= 0) {
@@ -615,26 +910,49 @@ static int tilestore_write_with(struct tilestore *store, uint64_t ino, uint64_t 
             goto out;
         }
         old_size = (uint64_t)st.st_size;
+        rc = tilestore_load_crc(store, ino, tile, version, name, fd, old_size, &crc);
+        if (rc != 0)
+            goto out;
     }
     /* Checked before the file exists, so a refused write leaves nothing behind. */
     if (!tilestore_fits(store, end > old_size ? end - old_size : 0)) {
         rc = -ENOSPC;
         goto out;
     }
+    /* The new CRCs before any byte changes: a kept part of a block that is
+     * corrupt refuses the write (it would be vouched for anew). */
+    rc = tilecrc_update(fd, old_size, end > old_size ? end : old_size, offset, data, len, &crc);
+    if (rc == -EBADMSG)
+        tilestore_note_corrupt(store, ino, tile, version);
+    if (rc != 0)
+        goto out;
     if (fd < 0) {
         fd = tilestore_create(store, ino, name);
         if (fd < 0)
             return fd;
         created = true;
+        crc.run = store->run;
+        tilestore_spare_sidecar(store, name);
+    } else {
+        rc = tilestore_claim_crc(store, name, &crc);
+        if (rc != 0)
+            goto out;
     }
-    rc = put(fd, offset, len, arg);
+    rc = tilestore_pwrite_all(fd, data, len, offset);
+    if (rc == 0)
+        rc = tilecrc_store(store->tiles_fd, name, &crc, store->run, false);
     if (rc != 0) {
         if (created) {
             unlinkat(store->tiles_fd, name, 0);
+            tilecrc_remove(store->tiles_fd, name);
             goto out;
         }
         if (ftruncate(fd, (off_t)old_size) != 0)
             log_warn("tile %s: cannot undo a failed write's growth: %s", name, strerror(errno));
+        /* Bytes inside the old size may have changed: the CRCs say what is there now. */
+        struct tilecrc now;
+        if (tilecrc_rebuild(fd, tilestore_file_size(fd, old_size), &now) == 0)
+            tilecrc_store(store->tiles_fd, name, &now, store->run, false);
     } else {
         if (created) {
             store->tiles++;
@@ -649,70 +967,6 @@ static int tilestore_write_with(struct tilestore *store, uint64_t ino, uint64_t 
 out:
     if (fd >= 0)
         close(fd);
-    return rc;
-}
-
-static int tilestore_put_memory(int fd, uint64_t offset, size_t len, void *arg)
-{
-    return tilestore_pwrite_all(fd, arg, len, offset);
-}
-
-int tilestore_write(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
-                    uint64_t offset, const void *data, size_t len)
-{
-    return tilestore_write_with(store, ino, tile, version, offset, len, tilestore_put_memory,
-                                (void *)data);
-}
-
-struct tilestore_socket_source {
-    int sock;
-    const int *pipe_fds;
-    size_t in_pipe;  /* bytes in the pipe before any is taken from the socket */
-    int64_t file_ns; /* time spent moving bytes into the file */
-};
-
-/*
- * Moves len bytes into the file: first those the pipe holds already, then
- * the rest from the socket through the pipe, which is empty at each turn
- * (so the socket's splice never waits for room). Any failure is -EPIPE:
- * the socket and the pipe hold unknown bytes now.
- */
-static int tilestore_put_socket(int fd, uint64_t offset, size_t len, void *arg)
-{
-    struct tilestore_socket_source *source = arg;
-    loff_t at = (loff_t)offset;
-    while (len > 0) {
-        ssize_t in = source->in_pipe > 0
-                         ? (ssize_t)source->in_pipe
-                         : splice(source->sock, NULL, source->pipe_fds[1], NULL, len, 0);
-        source->in_pipe = 0;
-        if (in < 0 && errno == EINTR)
-            continue;
-        if (in <= 0)
-            return -EPIPE;
-        int64_t start = util_monotonic_ns();
-        for (size_t left = (size_t)in; left > 0;) {
-            ssize_t out = splice(source->pipe_fds[0], NULL, fd, &at, left, 0);
-            if (out < 0 && errno == EINTR)
-                continue;
-            if (out <= 0)
-                return -EPIPE;
-            left -= (size_t)out;
-        }
-        source->file_ns += util_monotonic_ns() - start;
-        len -= (size_t)in;
-    }
-    return 0;
-}
-
-int tilestore_write_from(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
-                         uint64_t offset, size_t len, int sock, const int pipe_fds[2],
-                         size_t in_pipe, int64_t *file_ns)
-{
-    struct tilestore_socket_source source = {sock, pipe_fds, in_pipe, 0};
-    int rc = tilestore_write_with(store, ino, tile, version, offset, len, tilestore_put_socket,
-                                  &source);
-    *file_ns = source.file_ns;
     return rc;
 }
 
@@ -744,9 +998,77 @@ int tilestore_read(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_
             break; /* end of the file: the rest is a hole */
         done += (size_t)count;
     }
+    if (rc == 0 && done > 0) {
+        /* Not one byte goes out that its block's CRC does not vouch for. */
+        struct tilecrc crc;
+        uint64_t size = tilestore_file_size(fd, offset + done);
+        rc = tilestore_load_crc(store, ino, tile, version, name, fd, size, &crc);
+        if (rc == 0)
+            rc = tilecrc_verify(fd, size, &crc, offset, done, buf, done);
+        if (rc == -EBADMSG)
+            tilestore_note_corrupt(store, ino, tile, version);
+    }
     close(fd);
     if (rc == 0)
         *got = done;
+    return rc;
+}
+
+void tilestore_trust(const struct tilestore *store, struct tilecrc_trust *trust)
+{
+    *trust = store->trust;
+}
+
+int tilestore_verify_unlocked(const struct tilestore *store, const struct tilecrc_trust *trust,
+                              uint64_t ino, uint64_t tile, uint64_t version, uint64_t *bytes)
+{
+    char name[TILESTORE_PATH_MAX];
+    struct tilecrc crc;
+    int rc = tilestore_check(ino, 0, 0);
+    int fd;
+
+    *bytes = 0;
+    if (rc != 0)
+        return rc;
+    tilestore_name(ino, tile, version, name);
+    fd = openat(store->tiles_fd, name, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return tilestore_errno();
+    uint64_t size = tilestore_file_size(fd, 0);
+    rc = tilecrc_load(store->tiles_fd, name, size, trust, &crc);
+    if (rc == 0)
+        rc = tilecrc_verify(fd, size, &crc, 0, UINT64_MAX, NULL, 0);
+    close(fd);
+    *bytes = size;
+    /* Anything but a clean answer is the locked check's to give: a write may
+     * have been between the file and its sidecar, or the sidecar needs making. */
+    return rc == 0 ? 0 : -EAGAIN;
+}
+
+int tilestore_verify(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
+                     uint64_t offset, uint64_t length, uint64_t *bytes)
+{
+    char name[TILESTORE_PATH_MAX];
+    struct tilecrc crc;
+    int rc = tilestore_check(ino, 0, 0);
+    int fd;
+
+    *bytes = 0;
+    if (rc != 0)
+        return rc;
+    tilestore_name(ino, tile, version, name);
+    fd = openat(store->tiles_fd, name, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return tilestore_errno();
+    uint64_t size = tilestore_file_size(fd, 0);
+    rc = tilestore_load_crc(store, ino, tile, version, name, fd, size, &crc);
+    if (rc == 0)
+        rc = tilecrc_verify(fd, size, &crc, offset, length, NULL, 0);
+    if (rc == -EBADMSG)
+        tilestore_note_corrupt(store, ino, tile, version);
+    close(fd);
+    if (rc == 0)
+        *bytes = size;
     return rc;
 }
 
@@ -840,7 +1162,7 @@ int tilestore_truncate(struct tilestore *store, uint64_t ino, uint64_t tile, uin
     if (rc != 0)
         return rc;
     tilestore_name(ino, tile, version, name);
-    fd = openat(store->tiles_fd, name, O_WRONLY | O_CLOEXEC);
+    fd = openat(store->tiles_fd, name, O_RDWR | O_CLOEXEC);
     if (fd < 0)
         return errno == ENOENT ? 0 : tilestore_errno();
     if (fstat(fd, &st) != 0) {
@@ -852,8 +1174,20 @@ int tilestore_truncate(struct tilestore *store, uint64_t ino, uint64_t tile, uin
         rc = -ENOSPC;
         goto out;
     }
+    struct tilecrc crc;
+    rc = tilestore_load_crc(store, ino, tile, version, name, fd, old_size, &crc);
+    if (rc == 0)
+        rc = tilecrc_update(fd, old_size, length, length, NULL, 0, &crc);
+    if (rc == -EBADMSG)
+        tilestore_note_corrupt(store, ino, tile, version);
+    if (rc == 0)
+        rc = tilestore_claim_crc(store, name, &crc);
+    if (rc != 0)
+        goto out;
     if (ftruncate(fd, (off_t)length) != 0)
         rc = tilestore_errno();
+    if (rc == 0)
+        rc = tilecrc_store(store->tiles_fd, name, &crc, store->run, false);
     tilestore_account(store, old_size, tilestore_file_size(fd, old_size));
 out:
     close(fd);
@@ -871,6 +1205,15 @@ int tilestore_delete(struct tilestore *store, uint64_t ino, uint64_t tile, uint6
     if (store->delete_hook)
         store->delete_hook(store->delete_hook_arg, ino, tile, version);
     tilestore_name(ino, tile, version, name);
+    /* The sidecar first: a crash between leaves a tile without one, whose
+     * CRCs are rebuilt, never a sidecar a later file of that name would trust. */
+    char sidecar[TILESTORE_PATH_MAX + sizeof(TILECRC_SUFFIX)];
+    rc = tilecrc_name(name, sidecar, sizeof(sidecar));
+    if (rc == 0 && !tilestore_keep_spare(store, sidecar))
+        rc = tilecrc_remove(store->tiles_fd, name);
+    if (rc != 0)
+        return rc;
+    tilestore_forget_corrupt(store, ino, tile, version);
     if (fstatat(store->tiles_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
         return errno == ENOENT ? 0 : tilestore_errno();
     if (!tilestore_keep_spare(store, name) && unlinkat(store->tiles_fd, name, 0) != 0)
@@ -880,6 +1223,11 @@ int tilestore_delete(struct tilestore *store, uint64_t ino, uint64_t tile, uint6
     if (store->tiles > 0)
         store->tiles--;
     return 0;
+}
+
+int tilestore_tiles_fd(const struct tilestore *store)
+{
+    return store->tiles_fd;
 }
 
 void tilestore_usage(const struct tilestore *store, uint64_t *tiles, uint64_t *used_bytes)
@@ -1046,6 +1394,24 @@ int tilestore_install(const struct tilestore *store, uint64_t ino, uint64_t tile
     if (rc != 0) {
         unlinkat(store->tiles_fd, staging_name, 0);
         return rc;
+    }
+    /* Its CRCs, from the bytes the puller checked. A crash before they are
+     * durable leaves a tile without a trusted sidecar: rebuilt from these
+     * same (fsync'd) bytes at first use. */
+    struct tilecrc crc = {.blocks = tilecrc_blocks_for(len)};
+    for (uint32_t b = 0; b < crc.blocks; b++) {
+        size_t start = (size_t)b * TILECRC_BLOCK_BYTES;
+        crc.crcs[b] = crc32c(0, (const uint8_t *)data + start,
+                             len - start < TILECRC_BLOCK_BYTES ? len - start : TILECRC_BLOCK_BYTES);
+    }
+    rc = tilecrc_store(store->tiles_fd, final_name, &crc,
+                       __atomic_load_n(&store->run, __ATOMIC_RELAXED), true);
+    if (rc != 0) {
+        log_warn("tile %s: its block checksums could not be stored (%s); they are computed "
+                 "from its bytes when it is first read",
+                 final_name, strerror(-rc));
+        tilecrc_remove(store->tiles_fd, final_name);
+        rc = 0;
     }
     bucket_fd = openat(store->tiles_fd, bucket_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (bucket_fd < 0)

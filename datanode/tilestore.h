@@ -11,7 +11,36 @@
  * can report them without walking the disk, and enforces an optional
  * capacity limit (--capacity) on that sum.
  *
- * Every function returns 0 or a negative errno. A full disk or quota
+ * Checksums. Beside each tile file its sidecar "<tile file>.crc" holds a
+ * CRC-32C per 64 KiB block (tilecrc.h). A write computes the CRCs of the
+ * blocks it touches before it changes a byte (the kept part of a partial
+ * block is read back and checked against its old CRC first, and a
+ * mismatch refuses the write); a read checks every block it serves
+ * (whole blocks covering the range) and answers -EBADMSG instead of bytes
+ * that do not match; a truncation checks and resums the block it cuts.
+ * Every corrupt file found is remembered for the heartbeat
+ * (tilestore_take_corrupt()). Deleting a tile deletes its sidecar first.
+ *
+ * Which sidecars are trusted, and why no crash leaves a false one. Each
+ * start of the store is a "run" with a number (DATA/checksum.runs, which
+ * also lists the runs that crashed); a sidecar records the run that last
+ * wrote it. tilestore_close() syncs the filesystem and marks its run clean;
+ * tilestore_checkpoint() does the same for a running store by starting a
+ * new run. A sidecar is trusted when its run ended cleanly (or is this
+ * run); a sidecar of a run that crashed, a torn one, or none at all (tiles
+ * written before checksums existed, or whose sidecar a crash lost) is
+ * rebuilt from the tile's bytes at first use and trusted from then on. So
+ * after a crash only tiles written since the last clean end or checkpoint
+ * lose their old CRCs, and those bytes were what TILE_SYNC made durable:
+ * neither TILE_SYNC nor tilestore_install() needs to wait for a sidecar
+ * (install does fsync its own, cheaply, being one write). The one order
+ * kept on the write path: before a tile whose sidecar an earlier, clean
+ * run wrote changes in this run, its sidecar is rewritten with this run's
+ * number and fdatasync'd (once per tile and run), else a crash could leave
+ * new bytes beside old CRCs still trusted.
+ *
+ * Every function returns 0 or a negative errno; -EBADMSG: the tile's
+ * bytes do not match their checksums. A full disk or quota
  * (ENOSPC, EDQUOT) and a write past the capacity limit all come back as
  * -ENOSPC, so the client sees "no space" for a full datanode. Not
  * thread-safe: callers hold the handlers' lock (nodehandlers.h; the loop thread
@@ -21,6 +50,7 @@
 #ifndef TESSERA_DATANODE_TILESTORE_H
 #define TESSERA_DATANODE_TILESTORE_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -56,28 +86,57 @@ int tilestore_write(struct tilestore *store, uint64_t ino, uint64_t tile, uint64
                     uint64_t offset, const void *data, size_t len);
 
 /*
- * As tilestore_write(), the len bytes coming from socket sock, moved
- * through the pipe pipe_fds with splice(), so they cross no
- * user-space buffer. A failure before any byte is taken from the socket
- * (the checks, the room) returns as tilestore_write() does; any failure
- * after returns -EPIPE (the growth undone as above): the bytes left on the
- * socket and in the pipe are unknown, and the caller closes both.
- * *file_ns: the time spent moving bytes into the file (not waiting for
- * them), the disk's part for its measured throughput. in_pipe: how many
- * of the bytes the pipe holds already (taken from the socket before);
- * the pipe is empty otherwise.
- */
-int tilestore_write_from(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
-                         uint64_t offset, size_t len, int sock, const int pipe_fds[2],
-                         size_t in_pipe, int64_t *file_ns);
-
-/*
  * Reads up to length bytes at offset into buf; *got is how many were there.
  * A missing tile or a read past its end gives a short count (0 included):
- * the caller treats the rest as zeros. -EINVAL as for tilestore_write().
+ * the caller treats the rest as zeros. -EINVAL as for tilestore_write();
+ * -EBADMSG (*got 0) when a block of the range fails its CRC.
  */
 int tilestore_read(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
                    uint64_t offset, size_t length, void *buf, size_t *got);
+
+/*
+ * Checks the blocks holding [offset, offset + length) of the tile (the
+ * range cut at its end; length UINT64_MAX for all of it), for a reader
+ * that sends the bytes itself (sendfile) and the scrub. *bytes: the file's
+ * size. 0, -ENOENT (no file), -EBADMSG or another negative errno.
+ */
+int tilestore_verify(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
+                     uint64_t offset, uint64_t length, uint64_t *bytes);
+
+/*
+ * For the scrub, which reads whole tiles without holding up the handlers:
+ * tilestore_trust() copies which sidecars are trusted (under the lock);
+ * tilestore_verify_unlocked() then checks a whole tile as
+ * tilestore_verify() does, touching nothing of the store (for other
+ * threads), and answers 0 (every block good), -ENOENT, another negative
+ * errno, or -EAGAIN: not clean (a mismatch, which a write running
+ * meanwhile can fake, or a sidecar to make or not trusted by this copy),
+ * for tilestore_verify() under the lock to decide.
+ */
+struct tilecrc_trust;
+void tilestore_trust(const struct tilestore *store, struct tilecrc_trust *trust);
+int tilestore_verify_unlocked(const struct tilestore *store, const struct tilecrc_trust *trust,
+                              uint64_t ino, uint64_t tile, uint64_t version, uint64_t *bytes);
+
+/*
+ * Moves up to max of the corrupt tile files found and not yet taken into
+ * records (TS_REC_TILE_FILE, ts_tile_file_rec_bytes each) and returns how
+ * many: for the heartbeat to report to meta. Each file is reported once
+ * until it is deleted.
+ */
+uint32_t tilestore_take_corrupt(struct tilestore *store, uint8_t *records, uint32_t max);
+/* Checksum mismatches found since the store opened, repeated ones included. */
+uint64_t tilestore_corrupt_found(const struct tilestore *store);
+
+/*
+ * Ends this run cleanly and starts the next (see "Checksums" above): syncs
+ * the filesystem, then switches the run number under `lock` (the handlers'
+ * lock; NULL when the caller holds it or is alone), syncs again and records
+ * the run as ended. Call it now and then (the heartbeat does every few
+ * minutes) so a crash costs only recent tiles their old CRCs. On failure
+ * the run stays unconfirmed, which is safe.
+ */
+int tilestore_checkpoint(struct tilestore *store, pthread_mutex_t *lock);
 
 /*
  * Makes the tile durable: fsyncs its file if it exists and, when a file was
@@ -115,6 +174,9 @@ int tilestore_truncate(struct tilestore *store, uint64_t ino, uint64_t tile, uin
 
 /* Removes the tile's file; a missing tile is not an error. */
 int tilestore_delete(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version);
+
+/* The descriptor of DATA/tiles, valid while the store is open (for reading names). */
+int tilestore_tiles_fd(const struct tilestore *store);
 
 /* Tile files held and the sum of their sizes. */
 void tilestore_usage(const struct tilestore *store, uint64_t *tiles, uint64_t *used_bytes);

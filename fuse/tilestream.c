@@ -481,7 +481,8 @@ failed:
  */
 static int stream_call(struct tilestream *streams, uint32_t node,
                        const struct ts_tile_read_req *request, enum ts_stream_kind kind,
-                       const uint8_t *data, uint8_t *into, int32_t *status, uint32_t *got)
+                       const uint8_t *data, uint32_t crc, uint8_t *into, int32_t *status,
+                       uint32_t *got)
 {
     struct stream_thread *thread = thread_state(streams);
     uint8_t head[TS_STREAM_REQ_BYTES > TS_STREAM_REP_BYTES ? TS_STREAM_REQ_BYTES
@@ -505,7 +506,7 @@ static int stream_call(struct tilestream *streams, uint32_t node,
         if (index < 0)
             break;
         int fd = thread->connections[index].fd;
-        ts_stream_req_encode(request, kind, head);
+        ts_stream_req_encode(request, kind, crc, head);
         if (send(fd, head, TS_STREAM_REQ_BYTES, MSG_NOSIGNAL | (write ? MSG_MORE : 0)) !=
                 TS_STREAM_REQ_BYTES ||
             (write && send_spliced(thread, fd, data, request->length) != 0) ||
@@ -572,7 +573,7 @@ int tilestream_read(struct tilestream *streams, uint32_t node,
                     uint32_t *got)
 {
     int error =
-        stream_call(streams, node, request, read_kind(reader_keeps), NULL, NULL, status, got);
+        stream_call(streams, node, request, read_kind(reader_keeps), NULL, 0, NULL, status, got);
     if (error == 0 && *status == TS_OK)
         atomic_fetch_add(&streams->spliced, 1);
     return count_read(streams, error, *status, *got);
@@ -583,7 +584,7 @@ int tilestream_read_into(struct tilestream *streams, uint32_t node,
                          int32_t *status, uint32_t *got)
 {
     int error =
-        stream_call(streams, node, request, read_kind(reader_keeps), NULL, buf, status, got);
+        stream_call(streams, node, request, read_kind(reader_keeps), NULL, 0, buf, status, got);
     /* Nothing of a reply in memory outlives a failure: ZeroMQ reads it again. */
     return count_read(streams, error == -EPIPE ? -EAGAIN : error, *status, *got);
 }
@@ -600,7 +601,8 @@ int tilestream_write(struct tilestream *streams, uint32_t node,
     uint32_t got = 0;
     if (length == 0)
         return -EAGAIN; /* nothing to splice: ZeroMQ validates */
-    int error = stream_call(streams, node, &range, TS_STREAM_WRITE, data, NULL, status, &got);
+    int error = stream_call(streams, node, &range, TS_STREAM_WRITE, data, request->crc, NULL,
+                            status, &got);
     if (error == 0 && *status == TS_OK) {
         atomic_fetch_add(&streams->writes, 1);
         atomic_fetch_add(&streams->bytes_written, length);

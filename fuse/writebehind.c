@@ -25,6 +25,8 @@
  */
 #include "writebehind.h"
 
+#include "crc32c.h"
+
 #include "log.h"
 #include "proto.h"
 #include "tilecache.h"
@@ -79,6 +81,7 @@ struct write_job {
     uint8_t *buffer;         /* a whole tile buffer; [offset, offset + length) is sent */
     uint32_t buffer_bytes;   /* its size, from the write budget */
     uint64_t profiled_bytes; /* bytes of profiled requests in it (for local_bytes) */
+    uint32_t crc;            /* CRC-32C of the bytes sent, once for every holder */
     atomic_int refs;
 };
 
@@ -113,10 +116,13 @@ static int write_send(struct write_job *job, const struct tile_holder *holder)
     uint8_t payload[64];
     struct rpc_reply reply;
     struct rpc_data_owner owner = {write_buffer_free, job, write_buffer_hold};
+    /* The bytes' CRC-32C where they leave this machine's memory: any
+     * change on the way to the datanode's file is refused there. */
     struct ts_tile_write_req request = {.ino = job->file->ino,
                                         .tile = job->tile,
                                         .version = holder->version,
-                                        .offset = job->offset};
+                                        .offset = job->offset,
+                                        .crc = job->crc};
     int len = ts_tile_write_req_encode(&request, payload, sizeof(payload));
 
     if (job->datapath->streams) {
@@ -307,6 +313,7 @@ static void write_job_run(struct worker_job *worker_job)
     size_t written_count = 0;
     int status;
 
+    job->crc = crc32c(0, job->buffer + job->offset, job->length);
     int error = write_replicated(job, &location, written, &written_count, &status);
     tileplace_load_change(datapath, counted_node, -1);
     write_job_unref(job); /* before file->lock: see the top */

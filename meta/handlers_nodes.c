@@ -90,6 +90,8 @@ static int node_list_body(struct store_txn *txn, void *arg)
     for (size_t i = 0; i < count; i++) {
         int64_t age = nodes_live_age_ms(op->service->live, nodes[i].id, now_ms);
         bool up = nodes_live_is_up(op->service->live, nodes[i].id, now_ms);
+        struct nodes_integrity integrity;
+        nodes_live_integrity_get(op->service->live, nodes[i].id, &integrity);
         struct ts_node_list_rec record = {.id = nodes[i].id,
                                           .state = up ? TS_NODE_UP : TS_NODE_DOWN,
                                           .capacity = nodes[i].capacity,
@@ -103,7 +105,14 @@ static int node_list_body(struct store_txn *txn, void *arg)
                                           .throttle_bytes_per_sec = nodes[i].throttle_bytes_per_sec,
                                           .machine = ts_str_of(nodes[i].machine),
                                           .address = ts_str_of(nodes[i].address),
-                                          .admin = nodes[i].admin};
+                                          .admin = nodes[i].admin,
+                                          .corrupt_files = integrity.corrupt_files,
+                                          .scrub_running = integrity.scrub_running,
+                                          .scrub_files = integrity.scrub_files,
+                                          .scrub_bytes = integrity.scrub_bytes,
+                                          .scrub_corrupt = integrity.scrub_corrupt,
+                                          .scrub_rate = integrity.scrub_rate,
+                                          .scrub_passes = integrity.scrub_passes};
         ts_node_list_rec_write(&op->records, &record);
     }
     op->count = (uint32_t)count;
@@ -345,6 +354,34 @@ static int heartbeat_body(struct store_txn *txn, void *arg)
     return reply_store_status(err);
 }
 
+/*
+ * Logs the corrupt tile files a heartbeat reports and counts them for
+ * NODE_LIST, with the node's scrub progress. The replicas' repair will act
+ * on them; for now the operator learns which files went bad.
+ */
+static void heartbeat_note_integrity(struct service *service, uint32_t node_id,
+                                     const struct ts_heartbeat_req *message)
+{
+    struct ts_cursor cursor;
+    ts_cursor_init(&cursor, message->corrupt.ptr, message->corrupt.len);
+    for (uint32_t i = 0; i < message->corrupt_count; i++) {
+        struct ts_tile_file_rec file;
+        (void)ts_tile_file_rec_read(&cursor, &file); /* the handler checked the length */
+        log_error("datanode %u: tile file %llu.%llu.%llu (inode %llu, tile %llu, version %llu) "
+                  "fails its checksums; its bytes are not served",
+                  node_id, (unsigned long long)file.ino, (unsigned long long)file.tile,
+                  (unsigned long long)file.version, (unsigned long long)file.ino,
+                  (unsigned long long)file.tile, (unsigned long long)file.version);
+    }
+    struct nodes_integrity scrub = {.scrub_running = message->scrub_running,
+                                    .scrub_files = message->scrub_files,
+                                    .scrub_bytes = message->scrub_bytes,
+                                    .scrub_corrupt = message->scrub_corrupt,
+                                    .scrub_rate = message->scrub_rate,
+                                    .scrub_passes = message->scrub_passes};
+    nodes_live_integrity(service->live, node_id, message->corrupt_count, &scrub);
+}
+
 int handlers_nodes_heartbeat(void *ctx, const struct rpc_request *request,
                              struct rpc_response *response)
 {
@@ -357,7 +394,9 @@ int handlers_nodes_heartbeat(void *ctx, const struct rpc_request *request,
     if (ts_heartbeat_req_decode(&message, request->payload, request->payload_len) != 0 ||
         (uint64_t)message.deleted_count * ts_tile_file_rec_bytes != message.deleted.len ||
         message.created_count > TS_MAX_CREATED ||
-        (uint64_t)message.created_count * ts_tile_file_rec_bytes != message.created.len)
+        (uint64_t)message.created_count * ts_tile_file_rec_bytes != message.created.len ||
+        message.corrupt_count > TS_MAX_CREATED ||
+        (uint64_t)message.corrupt_count * ts_tile_file_rec_bytes != message.corrupt.len)
         return reply_bad_message(response, request->header.type);
     if (message.machine.len > NODES_MAX_TEXT || message.address.len > NODES_MAX_TEXT ||
         message.address.len == 0)
@@ -392,6 +431,7 @@ int handlers_nodes_heartbeat(void *ctx, const struct rpc_request *request,
         return TS_ERR_NOMEM;
     nodes_live_load(service->live, op.node_id, message.write_bytes_per_sec, message.queue_depth,
                     now_ms);
+    heartbeat_note_integrity(service, op.node_id, &message);
     reply.node_id = op.node_id;
     reply.garbage_count = op.garbage_count;
     reply.garbage.ptr = (const char *)service->scratch;

@@ -151,6 +151,7 @@ struct nodes_beat {
     uint64_t drain_bytes_per_sec; /* how fast the backlog drains */
     uint64_t backlog_bytes;       /* as of backlog_ms */
     int64_t backlog_ms;
+    struct nodes_integrity integrity; /* corrupt files counted here, scrub as reported */
 };
 
 struct nodes_live {
@@ -320,6 +321,31 @@ int nodes_live_load(struct nodes_live *live, uint32_t id, uint64_t write_bytes_p
     beat->drain_bytes_per_sec =
         write_bytes_per_sec > 0 ? write_bytes_per_sec : NODES_ASSUMED_BYTES_PER_SEC;
     return 0;
+}
+
+int nodes_live_integrity(struct nodes_live *live, uint32_t id, uint64_t corrupt_added,
+                         const struct nodes_integrity *scrub)
+{
+    bool found;
+    size_t at = nodes_live_find(live, id, &found);
+    if (!found)
+        return -ENOENT;
+    struct nodes_integrity *integrity = &live->beats[at].integrity;
+    uint64_t corrupt_files = integrity->corrupt_files + corrupt_added;
+    *integrity = *scrub;
+    integrity->corrupt_files = corrupt_files;
+    return 0;
+}
+
+void nodes_live_integrity_get(const struct nodes_live *live, uint32_t id,
+                              struct nodes_integrity *integrity)
+{
+    bool found;
+    size_t at = nodes_live_find(live, id, &found);
+    if (found)
+        *integrity = live->beats[at].integrity;
+    else
+        memset(integrity, 0, sizeof(*integrity));
 }
 
 uint64_t nodes_live_backlog(const struct nodes_live *live, uint32_t id, int64_t now_ms)

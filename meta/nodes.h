@@ -97,6 +97,32 @@ void nodes_live_check(struct nodes_live *live, int64_t now_ms);
  */
 int nodes_live_load(struct nodes_live *live, uint32_t id, uint64_t write_bytes_per_sec,
                     uint32_t queue_depth, int64_t now_ms);
+/*
+ * A node's integrity as meta knows it (TS_INTEGRITY_FIELDS): corrupt_files
+ * counts the corrupt tile files its heartbeats reported since meta
+ * started (kept in memory only: a restart starts over, and the replicas'
+ * repair, not this count, is what keeps the data); the scrub fields are
+ * the node's last report.
+ */
+struct nodes_integrity {
+    uint64_t corrupt_files;
+    uint32_t scrub_running;
+    uint64_t scrub_files;
+    uint64_t scrub_bytes;
+    uint64_t scrub_corrupt;
+    uint64_t scrub_rate;
+    uint64_t scrub_passes;
+};
+/*
+ * Takes a heartbeat's integrity report: corrupt_added more corrupt files,
+ * and the scrub fields of *scrub (its corrupt_files is ignored). 0 or
+ * -ENOENT for a node never beaten.
+ */
+int nodes_live_integrity(struct nodes_live *live, uint32_t id, uint64_t corrupt_added,
+                         const struct nodes_integrity *scrub);
+/* The node's integrity (zeros for an unknown node). */
+void nodes_live_integrity_get(const struct nodes_live *live, uint32_t id,
+                              struct nodes_integrity *integrity);
 /* The node's backlog drained to now_ms (0 for an unknown node). Changes nothing. */
 uint64_t nodes_live_backlog(const struct nodes_live *live, uint32_t id, int64_t now_ms);
 /*

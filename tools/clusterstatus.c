@@ -158,6 +158,18 @@ static void clusterstatus_print_row(const struct toolmeta_node *node, int machin
            write_rate, node->queue_depth, throttle);
 }
 
+/* One line per node: corrupt tile files reported, and where its scrub stands. */
+static void clusterstatus_print_integrity(const struct toolmeta_node *node)
+{
+    char checked[16];
+    fmt_size(node->scrub_bytes, checked, sizeof(checked));
+    printf("node %" PRIu32 " integrity: %" PRIu64 " corrupt tile files reported; scrub %s, %" PRIu64
+           " files (%s) checked at %.1f MB/s, %" PRIu64 " corrupt, %" PRIu64 " passes done\n",
+           node->id, node->corrupt_files, node->scrub_running ? "running" : "idle",
+           node->scrub_files, checked, (double)node->scrub_rate / 1e6, node->scrub_corrupt,
+           node->scrub_passes);
+}
+
 static void clusterstatus_print_table(const struct toolmeta_node *nodes, size_t count,
                                       const struct ts_statfs_rep *totals, bool have_totals)
 {
@@ -188,6 +200,8 @@ static void clusterstatus_print_table(const struct toolmeta_node *nodes, size_t 
            up, count - up, tiles, used_text, free_text);
     printf("READ, WRITE: measured disk throughput in MB/s (10^6 bytes/s of busy time); "
            "THROTTLE: the node's disk cap in MB/s\n");
+    for (size_t i = 0; i < count; i++)
+        clusterstatus_print_integrity(&nodes[i]);
     if (!have_totals)
         return;
     fmt_size(totals->total_bytes, total_text, sizeof(total_text));
@@ -224,13 +238,18 @@ static void clusterstatus_print_json(const struct toolmeta_node *nodes, size_t c
                ", \"used\": %" PRIu64 ", \"tiles\": %" PRIu64 ", \"heartbeat_age_ms\": %" PRIu64
                ", \"read_bytes_per_sec\": %" PRIu64 ", \"write_bytes_per_sec\": %" PRIu64
                ", \"queue_depth\": %" PRIu32 ", \"throttle_bytes_per_sec\": %" PRIu64
-               ", \"admin\": \"%s\"}",
+               ", \"admin\": \"%s\"",
                node->state == TS_NODE_UP ? "up" : "down", node->capacity, node->free_bytes,
                node->used_bytes, node->tiles, node->heartbeat_age_ms, node->read_bytes_per_sec,
                node->write_bytes_per_sec, node->queue_depth, node->throttle_bytes_per_sec,
                node->admin == TS_NODE_DRAINING  ? "draining"
                : node->admin == TS_NODE_REMOVED ? "removed"
                                                 : "active");
+        printf(", \"corrupt_files\": %" PRIu64 ", \"scrub\": {\"running\": %s, \"files\": %" PRIu64
+               ", \"bytes\": %" PRIu64 ", \"corrupt\": %" PRIu64 ", \"bytes_per_sec\": %" PRIu64
+               ", \"passes\": %" PRIu64 "}}",
+               node->corrupt_files, node->scrub_running ? "true" : "false", node->scrub_files,
+               node->scrub_bytes, node->scrub_corrupt, node->scrub_rate, node->scrub_passes);
     }
     printf("%s]\n", count ? "\n" : "");
 }

@@ -13,6 +13,7 @@
 #include "filelayout.h"
 #include "log.h"
 #include "nodeadmin.h"
+#include "scrubrun.h"
 #include "profile.h"
 #include "rebalance.h"
 #include "up.h"
@@ -34,6 +35,7 @@ static const struct tessera_command tessera_commands[] = {
      "administer one datanode: throttle ID R|off, stats ID, drain|remove|activate ID"},
     {"health", healthview_main, "HEALTHY, DEGRADED or UNAVAILABLE, and the repair's progress"},
     {"fsck", fsck_main, "check meta's tile map against the datanodes; --repair what replicas allow"},
+    {"scrub", scrubrun_main, "check every stored tile against its checksums now"},
     {"layout", filelayout_main, "set or show a file's layout and its tile map"},
     {"profile", profile_main, "count who accesses which tiles: start, stop, reset, show"},
     {"rebalance", rebalance_main, "move tiles to their users: plan, apply, status, abort"},

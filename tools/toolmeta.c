@@ -53,6 +53,13 @@ static void toolmeta_read_node(struct ts_cursor *cursor, struct toolmeta_node *n
     node->id = record.id;
     node->state = record.state;
     node->admin = record.admin;
+    node->corrupt_files = record.corrupt_files;
+    node->scrub_running = record.scrub_running;
+    node->scrub_files = record.scrub_files;
+    node->scrub_bytes = record.scrub_bytes;
+    node->scrub_corrupt = record.scrub_corrupt;
+    node->scrub_rate = record.scrub_rate;
+    node->scrub_passes = record.scrub_passes;
     node->capacity = record.capacity;
     node->free_bytes = record.free_bytes;
     node->used_bytes = record.used_bytes;

@@ -35,6 +35,14 @@ struct toolmeta_node {
     char machine[256];               /* longer names are cut */
     char address[256];
     uint32_t admin; /* enum ts_node_admin: drained or removed by the operator */
+    /* Integrity (proto.h TS_INTEGRITY_FIELDS): corrupt files meta was told of, the scrub. */
+    uint64_t corrupt_files;
+    uint32_t scrub_running;
+    uint64_t scrub_files;
+    uint64_t scrub_bytes;
+    uint64_t scrub_corrupt;
+    uint64_t scrub_rate;
+    uint64_t scrub_passes;
 };
 
 /* PING; TS_OK when meta answered. */

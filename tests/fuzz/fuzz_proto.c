@@ -5,6 +5,7 @@
  * successful decode must only point inside it.
  */
 #include "proto.h"
+#include "status.h"
 
 #include <assert.h>
 #include <stddef.h>
@@ -64,5 +65,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * is refused; each string a record read points inside the input. */
     TS_RECORDS(FUZZ_RECORDS)
 #undef FUZZ_RECORDS
+
+    /* The tile stream's fixed-size heads, a write's CRC among them. */
+    if (size >= TS_STREAM_REQ_BYTES) {
+        struct ts_tile_read_req request;
+        enum ts_stream_kind kind;
+        uint32_t crc = 0;
+        if (ts_stream_req_decode(&request, &kind, &crc, data) == TS_OK) {
+            uint8_t again[TS_STREAM_REQ_BYTES];
+            ts_stream_req_encode(&request, kind, crc, again);
+            assert(memcmp(again, data, TS_STREAM_REQ_BYTES) == 0);
+        }
+    }
+    if (size >= TS_STREAM_REP_BYTES) {
+        int32_t status;
+        uint32_t data_bytes;
+        (void)ts_stream_rep_decode(&status, &data_bytes, data);
+    }
     return 0;
 }

@@ -297,7 +297,8 @@ static int tile_write(struct daemon *node, uint64_t ino, uint64_t tile, uint64_t
 {
     uint8_t payload[128];
     struct rpc_reply reply;
-    struct ts_tile_write_req req = {.ino = ino, .tile = tile, .version = version, .offset = 0};
+    struct ts_tile_write_req req = {
+        .ino = ino, .tile = tile, .version = version, .offset = 0, .crc = crc32c(0, data, len)};
     int status = call(node, TS_OP_TILE_WRITE, payload,
                       ts_tile_write_req_encode(&req, payload, sizeof(payload)), data, len, &reply,
                       text, text_cap);

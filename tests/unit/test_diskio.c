@@ -10,6 +10,7 @@
  * once, so the throttle's deadlines are checked without sleeping; only the
  * empirical test runs with real waits (a few hundred ms).
  */
+#include "crc32c.h"
 #include "diskio.h"
 #include "nodehandlers.h"
 #include "proto.h"
@@ -272,7 +273,8 @@ static void tile_io(struct fixture *fixture, uint16_t op, uint64_t ino, uint64_t
     size_t reply_len;
     int len;
     if (op == TS_OP_TILE_WRITE) {
-        struct ts_tile_write_req m = {.ino = ino, .tile = tile, .version = 1};
+        struct ts_tile_write_req m = {
+            .ino = ino, .tile = tile, .version = 1, .crc = crc32c(0, bytes, length)};
         len = ts_tile_write_req_encode(&m, fixture->payload, sizeof(fixture->payload));
     } else {
         struct ts_tile_read_req m = {.ino = ino, .tile = tile, .version = 1, .length = length};

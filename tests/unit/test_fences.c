@@ -316,7 +316,8 @@ static int call(struct fixture *fixture, uint16_t op, int payload_len, const voi
 static int tile_write(struct fixture *fixture, uint64_t ino, uint64_t tile, uint64_t version,
                       const void *data, size_t len, struct rpc_response *response)
 {
-    struct ts_tile_write_req req = {.ino = ino, .tile = tile, .version = version, .offset = 0};
+    struct ts_tile_write_req req = {
+        .ino = ino, .tile = tile, .version = version, .offset = 0, .crc = crc32c(0, data, len)};
     int len_encoded = ts_tile_write_req_encode(&req, fixture->payload, sizeof(fixture->payload));
     return call(fixture, TS_OP_TILE_WRITE, len_encoded, data, len, response);
 }

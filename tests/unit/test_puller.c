@@ -523,6 +523,62 @@ static void test_pull_from_source(void **state)
     free(data);
 }
 
+/* Flips one byte of a stored tile file behind its store's back, as a bad disk would. */
+static void flip_stored_byte(const char *data_dir, uint64_t ino, uint64_t tile, uint64_t version,
+                             off_t at)
+{
+    char relative[TILESTORE_PATH_MAX];
+    char path[PATH_MAX + TILESTORE_PATH_MAX];
+    uint8_t byte = 0;
+    assert_int_equal(tilestore_path(ino, tile, version, relative, sizeof(relative)), 0);
+    snprintf(path, sizeof(path), "%s/%s", data_dir, relative);
+    int fd = open(path, O_RDWR);
+    assert_true(fd >= 0);
+    assert_int_equal(pread(fd, &byte, 1, at), 1);
+    byte ^= 0x20;
+    assert_int_equal(pwrite(fd, &byte, 1, at), 1);
+    close(fd);
+}
+
+/*
+ * A source whose tile file went bad: it refuses to send the bytes
+ * (TS_ERR_CORRUPT), the pull fails with that status, and nothing is
+ * stored or reported as made here.
+ */
+static void test_pull_of_corrupt_source_is_refused(void **state)
+{
+    struct fixture *fixture = *state;
+    struct source *source = fixture->source;
+    const size_t len = 300000;
+    uint8_t *data = malloc(len);
+    struct puller_result result;
+    uint64_t tiles = 7, used = 7, bytes = 0;
+    uint8_t records[4 * ts_tile_file_rec_bytes];
+
+    assert_non_null(data);
+    fill_pattern(data, len, 5);
+    assert_int_equal(tilestore_write(source->store, 904, 1, 1, 0, data, len), 0);
+    flip_stored_byte(source->dir, 904, 1, 1, 200001);
+    source_start(source);
+    struct puller_job job = {.ino = 904,
+                             .tile = 1,
+                             .version = 1,
+                             .new_version = 2,
+                             .source = source->endpoint,
+                             .max_bytes = UINT64_MAX};
+    assert_int_equal(puller_start(fixture->puller, &job), 0);
+    wait_finished(fixture);
+    puller_collect(fixture->puller);
+    puller_query(fixture->puller, &job, &result);
+    assert_int_equal(result.state, PULLER_FAILED);
+    assert_int_equal(result.status, TS_ERR_CORRUPT);
+    assert_int_equal(tilestore_size(fixture->store, 904, 1, 2, &bytes), -ENOENT);
+    tilestore_usage(fixture->store, &tiles, &used);
+    assert_int_equal(tiles, 0);
+    assert_int_equal(tilestore_take_created(fixture->store, records, 4), 0);
+    free(data);
+}
+
 /*
  * A source without the file (a tile never written, or one it lost): the
  * pull is done with 0 bytes and checksum 0, as the source's fence says,
@@ -664,6 +720,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_read_beyond_the_file_is_cut, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pull_from_source, setup_source, teardown),
         cmocka_unit_test_setup_teardown(test_pull_of_missing_source_stores_nothing, setup_source,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_pull_of_corrupt_source_is_refused, setup_source,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_garbage_while_queued, setup, teardown),
         cmocka_unit_test_setup_teardown(test_garbage_while_running, setup_source, teardown),

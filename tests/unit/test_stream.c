@@ -10,6 +10,7 @@
  * counters or call a handler itself.
  */
 #include "nodehandlers.h"
+#include "crc32c.h"
 #include "proto.h"
 #include "status.h"
 #include "stream.h"
@@ -147,26 +148,26 @@ static int client_connect(struct fixture *fixture)
 }
 
 static void send_head(int fd, enum ts_stream_kind kind, uint64_t ino, uint64_t tile,
-                      uint64_t version, uint32_t offset, uint32_t length)
+                      uint64_t version, uint32_t offset, uint32_t length, uint32_t crc)
 {
     struct ts_tile_read_req request = {
         .ino = ino, .tile = tile, .version = version, .offset = offset, .length = length};
     uint8_t bytes[TS_STREAM_REQ_BYTES];
-    ts_stream_req_encode(&request, kind, bytes);
+    ts_stream_req_encode(&request, kind, crc, bytes);
     assert_int_equal(send(fd, bytes, sizeof(bytes), 0), (ssize_t)sizeof(bytes));
 }
 
 static void send_request(int fd, uint64_t ino, uint64_t tile, uint64_t version, uint32_t offset,
                          uint32_t length)
 {
-    send_head(fd, TS_STREAM_READ, ino, tile, version, offset, length);
+    send_head(fd, TS_STREAM_READ, ino, tile, version, offset, length, 0);
 }
 
 /* A write's head and its bytes (all sent before the datanode serves it). */
 static void send_write(int fd, uint64_t ino, uint64_t tile, uint64_t version, uint32_t offset,
                        const uint8_t *data, uint32_t length)
 {
-    send_head(fd, TS_STREAM_WRITE, ino, tile, version, offset, length);
+    send_head(fd, TS_STREAM_WRITE, ino, tile, version, offset, length, crc32c(0, data, length));
     assert_int_equal(send(fd, data, length, 0), (ssize_t)length);
 }
 
@@ -214,16 +215,19 @@ static void test_codecs(void **state)
     const enum ts_stream_kind kinds[] = {TS_STREAM_READ, TS_STREAM_READ_KEPT, TS_STREAM_WRITE};
     for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
         kind = kinds[(i + 1) % 3]; /* something else: the decoder must set it */
-        ts_stream_req_encode(&in, kinds[i], bytes);
-        assert_int_equal(ts_stream_req_decode(&out, &kind, bytes), TS_OK);
+        uint32_t crc = 0;
+        ts_stream_req_encode(&in, kinds[i], 0xdeadbeef + (uint32_t)i, bytes);
+        assert_int_equal(ts_stream_req_decode(&out, &kind, &crc, bytes), TS_OK);
         assert_memory_equal(&in, &out, sizeof(in));
         assert_int_equal(kind, kinds[i]);
+        assert_int_equal(crc, 0xdeadbeef + (uint32_t)i);
     }
+    uint32_t crc = 0;
     bytes[0] ^= 1; /* the magic */
-    assert_int_equal(ts_stream_req_decode(&out, &kind, bytes), TS_ERR_BADMSG);
+    assert_int_equal(ts_stream_req_decode(&out, &kind, &crc, bytes), TS_ERR_BADMSG);
     in.length = TS_MAX_DATA_BYTES + 1;
-    ts_stream_req_encode(&in, TS_STREAM_WRITE, bytes);
-    assert_int_equal(ts_stream_req_decode(&out, &kind, bytes), TS_ERR_BADMSG);
+    ts_stream_req_encode(&in, TS_STREAM_WRITE, 0, bytes);
+    assert_int_equal(ts_stream_req_decode(&out, &kind, &crc, bytes), TS_ERR_BADMSG);
 
     ts_stream_rep_encode(TS_OK, 4096, bytes);
     assert_int_equal(ts_stream_rep_decode(&status, &data_bytes, bytes), TS_OK);
@@ -431,7 +435,7 @@ static void test_kept_reads_drop_behind(void **state)
     assert_int_equal(resident_pages(file_fd, TILE_BYTES), TILE_BYTES / 4096);
 
     /* Dropped when the stream goes idle. */
-    send_head(fd, TS_STREAM_READ_KEPT, 5, 1, 2, 0, TILE_BYTES);
+    send_head(fd, TS_STREAM_READ_KEPT, 5, 1, 2, 0, TILE_BYTES, 0);
     assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
     assert_int_equal(data_bytes, TILE_BYTES);
     assert_memory_equal(data, fixture->tile, TILE_BYTES);
@@ -441,7 +445,7 @@ static void test_kept_reads_drop_behind(void **state)
     send_request(fd, 5, 1, 2, 0, TILE_BYTES);
     assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
     assert_int_equal(resident_pages(file_fd, TILE_BYTES), TILE_BYTES / 4096);
-    send_head(fd, TS_STREAM_READ_KEPT, 5, 1, 2, 0, TILE_BYTES);
+    send_head(fd, TS_STREAM_READ_KEPT, 5, 1, 2, 0, TILE_BYTES, 0);
     assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
     assert_memory_equal(data, fixture->tile, TILE_BYTES);
     send_request(fd, 5, 2, 2, 0, 4096);
@@ -511,7 +515,7 @@ static void test_request_in_pieces(void **state)
     uint32_t data_bytes = 0;
     int fd = client_connect(fixture);
 
-    ts_stream_req_encode(&request, TS_STREAM_READ, bytes);
+    ts_stream_req_encode(&request, TS_STREAM_READ, 0, bytes);
     assert_int_equal(send(fd, bytes, 10, 0), 10);
     usleep(200 * 1000); /* time for the stream's thread to take the piece */
     assert_int_equal(stats_of(fixture).requests[TS_OP_TILE_READ], 0);
@@ -590,7 +594,7 @@ static void test_garbage_closes_connection(void **state)
     /* A huge length is refused the same way, before anything is read. */
     bad = client_connect(fixture);
     struct ts_tile_read_req huge = {.ino = 5, .tile = 1, .version = 2, .length = UINT32_MAX};
-    ts_stream_req_encode(&huge, TS_STREAM_READ, garbage);
+    ts_stream_req_encode(&huge, TS_STREAM_READ, 0, garbage);
     assert_int_equal(send(bad, garbage, sizeof(garbage), 0), (ssize_t)sizeof(garbage));
     assert_true(closed_by_peer(bad));
     close(bad);
@@ -682,7 +686,7 @@ static void test_local_socket(void **state)
     assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
     assert_int_equal(data_bytes, TILE_BYTES);
     assert_memory_equal(data, fixture->tile, TILE_BYTES);
-    send_head(fd, TS_STREAM_READ_KEPT, 5, 1, 2, 1000, 5000);
+    send_head(fd, TS_STREAM_READ_KEPT, 5, 1, 2, 1000, 5000, 0);
     assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
     assert_int_equal(data_bytes, 5000);
     assert_memory_equal(data, fixture->tile + 1000, 5000);
@@ -735,7 +739,7 @@ static void test_write_cut_short(void **state)
     uint64_t size = 0;
     int fd = client_connect(fixture);
 
-    send_head(fd, TS_STREAM_WRITE, 9, 4, 1, 0, 50000);
+    send_head(fd, TS_STREAM_WRITE, 9, 4, 1, 0, 50000, crc32c(0, fixture->tile, 50000));
     assert_int_equal(send(fd, fixture->tile, 1000, 0), 1000);
     shutdown(fd, SHUT_WR);
     assert_true(closed_by_peer(fd));
@@ -750,6 +754,49 @@ static void test_write_cut_short(void **state)
     assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
     assert_int_equal(tilestore_size(fixture->store, 9, 4, 1, &size), 0);
     assert_int_equal(size, 50000);
+    close(fd);
+}
+
+/*
+ * Checksums on the stream: a write whose bytes do not match its CRC is
+ * answered TS_ERR_CORRUPT and changes nothing (the connection goes on), and
+ * a read of a block whose bytes went bad on the disk sends no byte of it.
+ */
+static void test_stream_checks_crcs(void **state)
+{
+    struct fixture *fixture = *state;
+    static uint8_t data[TILE_BYTES];
+    uint32_t data_bytes = 0;
+    uint64_t size = 0;
+    int fd = client_connect(fixture);
+
+    send_head(fd, TS_STREAM_WRITE, 41, 0, 1, 0, 70000, crc32c(0, fixture->tile, 70000) ^ 8);
+    assert_int_equal(send(fd, fixture->tile, 70000, 0), 70000);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_ERR_CORRUPT);
+    assert_int_equal(data_bytes, 0);
+    assert_int_equal(tilestore_size(fixture->store, 41, 0, 1, &size), -ENOENT);
+    send_write(fd, 41, 0, 1, 0, fixture->tile, 70000);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+
+    char relative[TILESTORE_PATH_MAX];
+    char path[PATH_MAX + TILESTORE_PATH_MAX];
+    uint8_t byte = 0;
+    assert_int_equal(tilestore_path(41, 0, 1, relative, sizeof(relative)), 0);
+    snprintf(path, sizeof(path), "%s/%s", fixture->dir, relative);
+    int file = open(path, O_RDWR);
+    assert_true(file >= 0);
+    assert_int_equal(pread(file, &byte, 1, 66000), 1);
+    byte ^= 1;
+    assert_int_equal(pwrite(file, &byte, 1, 66000), 1);
+    close(file);
+    send_request(fd, 41, 0, 1, 65536, 100);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_ERR_CORRUPT);
+    assert_int_equal(data_bytes, 0);
+    /* The first block is good and still served. */
+    send_request(fd, 41, 0, 1, 0, 65536);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    assert_int_equal(data_bytes, 65536);
+    assert_memory_equal(data, fixture->tile, 65536);
     close(fd);
 }
 
@@ -779,7 +826,7 @@ static void assert_stored(struct fixture *fixture, uint64_t ino, const uint8_t *
 /*
  * A client whose write's bytes come slowly holds up no other client's
  * write (they are taken off the socket before the handlers' lock), and
- * both land whole. So does a write too big for the stream's pipe.
+ * both land whole. So does a write bigger than the thread's first buffer.
  */
 static void test_slow_writer_holds_up_no_other(void **state)
 {
@@ -789,7 +836,7 @@ static void test_slow_writer_holds_up_no_other(void **state)
     int slow = client_connect(fixture);
     int other = client_connect(fixture);
 
-    send_head(slow, TS_STREAM_WRITE, 12, 0, 1, 0, 50000);
+    send_head(slow, TS_STREAM_WRITE, 12, 0, 1, 0, 50000, crc32c(0, fixture->tile, 50000));
     assert_int_equal(send(slow, fixture->tile, 1000, 0), 1000);
     usleep(100 * 1000); /* its thread now waits for the rest */
     struct pollfd item = {.fd = other, .events = POLLIN};
@@ -802,7 +849,7 @@ static void test_slow_writer_holds_up_no_other(void **state)
     assert_stored(fixture, 12, fixture->tile, 50000);
     assert_stored(fixture, 13, fixture->tile + 7, 40000);
 
-    const uint32_t big = 3u << 20; /* more than STREAM_PIPE_BYTES */
+    const uint32_t big = 3u << 20; /* more than a stream thread's first write buffer */
     uint8_t *tile = pattern_of(big, 13);
     send_write(other, 14, 0, 1, 0, tile, big);
     assert_int_equal(answer(fixture, other, data, &data_bytes), TS_OK);
@@ -813,10 +860,8 @@ static void test_slow_writer_holds_up_no_other(void **state)
 }
 
 /*
- * A write whose bytes come in pieces smaller than a page, more of them
- * than the stream's pipe has buffers for (a Unix socket keeps each send
- * apart), lands whole: what the pipe cannot take before the lock comes
- * through it after.
+ * A write whose bytes come in pieces smaller than a page (a Unix socket
+ * keeps each send apart) lands whole.
  */
 static void test_write_in_small_pieces(void **state)
 {
@@ -828,7 +873,7 @@ static void test_write_in_small_pieces(void **state)
     uint32_t data_bytes = 0;
     int fd = local_connect(fixture);
 
-    send_head(fd, TS_STREAM_WRITE, 15, 0, 1, 0, bytes);
+    send_head(fd, TS_STREAM_WRITE, 15, 0, 1, 0, bytes, crc32c(0, tile, bytes));
     for (uint32_t at = 0; at < bytes; at += piece) {
         size_t len = bytes - at < piece ? bytes - at : piece;
         assert_int_equal(send(fd, tile + at, len, MSG_NOSIGNAL), (ssize_t)len);
@@ -904,6 +949,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_local_socket, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_cut_short, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stream_checks_crcs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stalled_reader_holds_up_no_other, setup, teardown),
         cmocka_unit_test_setup_teardown(test_slow_writer_holds_up_no_other, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_in_small_pieces, setup, teardown),

@@ -5,6 +5,7 @@
  * build struct rpc_request by hand, exactly as rpc_server_dispatch() would
  * after checking the header, and call through nodehandlers_table.
  */
+#include "crc32c.h"
 #include "nodehandlers.h"
 #include "proto.h"
 #include "status.h"
@@ -264,7 +265,8 @@ static void test_deleted_files_are_reused(void **state)
     assert_int_equal(spare_files(fixture), 0);
     assert_int_equal(tilestore_delete(fixture->store, 400, 0, 1), 0);
     assert_int_equal(tile_inode(fixture, 400, 0, 1), 0);
-    assert_int_equal(spare_files(fixture), 1);
+    /* The tile and its checksums' sidecar: both inodes are kept. */
+    assert_int_equal(spare_files(fixture), 2);
     tilestore_usage(fixture->store, &tiles, &used);
     assert_int_equal(tiles, 0);
     assert_int_equal(used, 0);
@@ -272,7 +274,7 @@ static void test_deleted_files_are_reused(void **state)
     /* Another tile, in another bucket, written at an offset. */
     assert_int_equal(tilestore_write(fixture->store, 401, 5, 2, 1000, "abc", 3), 0);
     assert_int_equal(tile_inode(fixture, 401, 5, 2), first);
-    assert_int_equal(spare_files(fixture), 0);
+    assert_int_equal(spare_files(fixture), 0); /* the new sidecar took the other */
     assert_int_equal(tilestore_read(fixture->store, 401, 5, 2, 0, sizeof(back), back, &got), 0);
     assert_int_equal(got, 1003);
     for (int i = 0; i < 1000; i++)
@@ -484,20 +486,30 @@ static void test_invalid_arguments(void **state)
     assert_int_equal(tilestore_write(fixture->store, 1, 0, 1, TS_MAX_DATA_BYTES - 1, &byte, 1), 0);
 }
 
-/* nftw callback state: every path below DATA/tiles must be digits, '/' and '.'. */
+/*
+ * nftw callback state: every path below DATA/tiles must be digits, '/' and
+ * '.', but for the fixed ".crc" of a tile's checksums (sidecar).
+ */
 static size_t tiles_prefix_len;
 static int tile_files_seen;
+static int sidecars_seen;
 
 static int check_tile_path(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
     (void)ftw;
-    for (const char *at = path + tiles_prefix_len; *at; at++) {
+    size_t len = strlen(path);
+    bool sidecar = len > 4 && strcmp(path + len - 4, ".crc") == 0;
+    for (const char *at = path + tiles_prefix_len; at < path + len - (sidecar ? 4 : 0); at++) {
         if (!((*at >= '0' && *at <= '9') || *at == '/' || *at == '.')) {
             fail_msg("unexpected character in tile path %s", path);
         }
     }
-    if (type == FTW_F && S_ISREG(st->st_mode))
-        tile_files_seen++;
+    if (type == FTW_F && S_ISREG(st->st_mode)) {
+        if (sidecar)
+            sidecars_seen++;
+        else
+            tile_files_seen++;
+    }
     return 0;
 }
 
@@ -525,8 +537,10 @@ static void test_tile_paths_are_integers(void **state)
     snprintf(tiles_dir, sizeof(tiles_dir), "%s/tiles", fixture->dir);
     tiles_prefix_len = strlen(tiles_dir);
     tile_files_seen = 0;
+    sidecars_seen = 0;
     assert_int_equal(nftw(tiles_dir, check_tile_path, 16, FTW_PHYS), 0);
     assert_int_equal(tile_files_seen, 2);
+    assert_int_equal(sidecars_seen, 2);
 }
 
 /* Sets FS_TOPDIR_FL on directory path; false if the filesystem refuses it. */
@@ -638,6 +652,7 @@ static void test_handler_write_then_read(void **state)
         .ino = 99, .tile = 2, .version = 3, .offset = 0, .length = 6000};
 
     fill_pattern(data, sizeof(data), 77);
+    write_req.crc = crc32c(0, data, sizeof(data));
     int len = ts_tile_write_req_encode(&write_req, fixture->payload, sizeof(fixture->payload));
     assert_true(len > 0);
     struct rpc_request request =
@@ -653,10 +668,13 @@ static void test_handler_write_then_read(void **state)
     request = make_request(TS_OP_TILE_READ, fixture->payload, (size_t)len, NULL, 0);
     response = make_response(fixture);
     assert_int_equal(call(fixture, &request, &response), TS_OK);
-    assert_int_equal(response.payload_len, 0);
     assert_non_null(response.data);
     assert_non_null(response.data_free);
     assert_int_equal(response.data_len, 17 + sizeof(data));
+    /* The reply vouches for its bytes with their CRC (a pull checks it). */
+    struct ts_tile_read_rep read_rep;
+    assert_int_equal(ts_tile_read_rep_decode(&read_rep, response.payload, response.payload_len), 0);
+    assert_int_equal(read_rep.crc, crc32c(0, response.data, response.data_len));
     assert_zeros(response.data, 17);
     assert_memory_equal((uint8_t *)response.data + 17, data, sizeof(data));
     release_data(&response);
@@ -849,7 +867,8 @@ static void test_handler_errors(void **state)
     assert_null(response.data);
 
     /* ino 0. */
-    struct ts_tile_write_req write_req = {.ino = 0, .tile = 0, .version = 1};
+    struct ts_tile_write_req write_req = {
+        .ino = 0, .tile = 0, .version = 1, .crc = crc32c(0, data, sizeof(data))};
     len = ts_tile_write_req_encode(&write_req, fixture->payload, sizeof(fixture->payload));
     request = make_request(TS_OP_TILE_WRITE, fixture->payload, (size_t)len, data, sizeof(data));
     response = make_response(fixture);
@@ -869,7 +888,8 @@ static void test_handler_nospc(void **state)
 {
     struct fixture *fixture = *state;
     uint8_t data[5000] = {0};
-    struct ts_tile_write_req write_req = {.ino = 3, .tile = 0, .version = 1};
+    struct ts_tile_write_req write_req = {
+        .ino = 3, .tile = 0, .version = 1, .crc = crc32c(0, data, sizeof(data))};
     int len = ts_tile_write_req_encode(&write_req, fixture->payload, sizeof(fixture->payload));
     struct rpc_request request =
         make_request(TS_OP_TILE_WRITE, fixture->payload, (size_t)len, data, sizeof(data));

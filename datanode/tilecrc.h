@@ -1,0 +1,109 @@
+/*
+ * @file tilecrc.h
+ * The block checksums kept beside each tile file: a CRC-32C (crc32c.h) per
+ * TILECRC_BLOCK_BYTES block, in a sidecar file "<tile name>.crc" in the
+ * tile's bucket. Block b covers the file's bytes
+ * [b * TILECRC_BLOCK_BYTES, min((b + 1) * TILECRC_BLOCK_BYTES, size)): the
+ * last block is as short as the file makes it.
+ *
+ * Sidecar layout (little-endian): a TILECRC_HEADER_BYTES header
+ *   u32 magic "TCRC", u16 format 1, u16 0, u32 block_bytes, u32 blocks,
+ *   u64 run (the datanode run that last wrote it), u32 0,
+ *   u32 CRC-32C of the 28 bytes before it,
+ * then blocks u32 CRCs.
+ *
+ * When a sidecar is trusted (the rule tilestore.h states in full): its
+ * header checks out, and the run that last wrote it ended cleanly. A tile
+ * whose sidecar is missing (written before checksums existed, or a crash
+ * before its sidecar's name was durable) or not trusted gets its CRCs
+ * rebuilt from its bytes at first use. A trusted sidecar whose block count
+ * does not match the file's size means the file changed behind the
+ * datanode's back: that is corruption (-EBADMSG), as a CRC mismatch is.
+ *
+ * These functions touch only the descriptors they are given; they are
+ * thread-safe as long as two threads do not work on one tile at once.
+ * Every function returns 0 or a negative errno; -EBADMSG means "the bytes
+ * do not match their checksums".
+ */
+#ifndef TESSERA_DATANODE_TILECRC_H
+#define TESSERA_DATANODE_TILECRC_H
+
+#include "proto.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* 64 KiB, as MooseFS's blocks: a 4 KiB read checks at most 128 KiB. */
+#define TILECRC_BLOCK_BYTES (64u << 10)
+#define TILECRC_MAX_BLOCKS (TS_MAX_DATA_BYTES / TILECRC_BLOCK_BYTES)
+#define TILECRC_HEADER_BYTES 32
+#define TILECRC_SUFFIX ".crc"
+
+/* A tile's block CRCs in memory: blocks entries of crcs are meaningful. */
+struct tilecrc {
+    uint64_t run; /* the run that wrote the sidecar it was loaded from; 0: rebuilt */
+    uint32_t blocks;
+    uint32_t crcs[TILECRC_MAX_BLOCKS];
+};
+
+/*
+ * Which runs' sidecars are trusted: those from trust_from_run up to
+ * current_run but the suspect ones (runs that crashed).
+ */
+struct tilecrc_trust {
+    uint64_t current_run;
+    uint64_t trust_from_run;
+    const uint64_t *suspect_runs;
+    size_t suspect_count;
+};
+
+/* Blocks of a file of `bytes` bytes. */
+uint32_t tilecrc_blocks_for(uint64_t bytes);
+
+/*
+ * Loads the sidecar of tile `tile_name` (relative to dir_fd) for a data
+ * file of data_bytes. 0: trusted, *crc filled; 1: missing or not trusted
+ * (the caller rebuilds it with tilecrc_rebuild()); -EBADMSG: trusted but
+ * its block count does not fit data_bytes; another negative errno.
+ */
+int tilecrc_load(int dir_fd, const char *tile_name, uint64_t data_bytes,
+                 const struct tilecrc_trust *trust, struct tilecrc *crc);
+
+/* Computes *crc from the data_bytes bytes of the open file data_fd. */
+int tilecrc_rebuild(int data_fd, uint64_t data_bytes, struct tilecrc *crc);
+
+/*
+ * Writes the sidecar of tile_name (replacing it) as written by run `run`,
+ * fsync'd when sync is true.
+ */
+int tilecrc_store(int dir_fd, const char *tile_name, const struct tilecrc *crc, uint64_t run,
+                  bool sync);
+
+/* Removes the sidecar of tile_name; a missing one is not an error. */
+int tilecrc_remove(int dir_fd, const char *tile_name);
+
+/* "<tile_name>.crc" into out (cap bytes); -ENAMETOOLONG if it does not fit. */
+int tilecrc_name(const char *tile_name, char *out, size_t cap);
+
+/*
+ * Checks the blocks that hold bytes [offset, offset + length) of data_fd
+ * (a file of data_bytes; the range is cut at its end) against *crc.
+ * `served`, when not NULL, holds the file's bytes from `offset` on as read
+ * already (served_len of them): whole blocks inside it are summed from
+ * there instead of being read again. 0 or -EBADMSG (or a read's -errno).
+ */
+int tilecrc_verify(int data_fd, uint64_t data_bytes, const struct tilecrc *crc, uint64_t offset,
+                   uint64_t length, const uint8_t *served, size_t served_len);
+
+/*
+ * Updates *crc for a change of the file from old_size to new_size bytes in
+ * which [offset, offset + len) gets `data` (len 0 and data NULL for a
+ * truncation: then offset is new_size): called before the file changes.
+ * A block the change keeps part of is read back and checked against its
+ * old CRC first: -EBADMSG then, and *crc is left as it was.
+ */
+int tilecrc_update(int data_fd, uint64_t old_size, uint64_t new_size, uint64_t offset,
+                   const uint8_t *data, size_t len, struct tilecrc *crc);
+
+#endif
