@@ -14,12 +14,16 @@
 # 5. a tile frozen by a move that has not committed: a write waits and then
 #    succeeds; frozen past the mount's I/O timeout: EIO with a log line.
 # Meta and the datanodes are driven with client_helper (CLIENT_HELPER).
+# Every file here keeps one holder per tile (copies=1 on the mount's root,
+# inherited): the test is about one primary, the read copies made beside
+# it and moves of that primary, which a second replica would blur.
 source "$(dirname "$0")/lib.sh"
 
 [ -n "${CLIENT_HELPER:-}" ] && [ -x "$CLIENT_HELPER" ] ||
     fail "CLIENT_HELPER is not set to the built client_helper (run through meson test)"
 
 cluster_up
+setfattr -n user.tessera.layout -v copies=1 "$MNT" || fail "setting copies=1 on the mount's root failed"
 meta=$(meta_endpoint)
 host=$(hostname)
 here=${host%%.*} # the mount's default --machine (util_machine_name)
