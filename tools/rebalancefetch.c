@@ -115,7 +115,7 @@ static int rebalancefetch_visit(void *ctx, const char *path, const struct stat *
         return 1;
     }
     status = toolmeta_profile_all(walk->meta, walk->timeout_ms, attr.ino, &records, &count,
-                                  &profiling, peer, sizeof(peer));
+                                    &profiling, peer, sizeof(peer));
     if (status != TS_OK) {
         snprintf(what, sizeof(what), "PROFILE_GET of %.*s", PATH_MAX, path);
         return rebalancefetch_failed(walk->endpoint, what, status, peer);

@@ -487,8 +487,8 @@ static void test_profile_start_inherit_stop(void **state)
                      TS_OK);
     assert_true(attr.flags & TS_ATTR_PROFILED);
     struct ts_open_req open = {.ino = file.ino};
-    assert_int_equal(metafixture_open_call(f, CALL(f, TS_OP_OPEN, open_req, &open), &attr, NULL, 0),
-                     TS_OK);
+    assert_int_equal(
+        metafixture_open_call(f, CALL(f, TS_OP_OPEN, open_req, &open), &attr, NULL, 0), TS_OK);
     assert_true(attr.flags & TS_ATTR_PROFILED);
     assert_int_equal(getattr(f, outside).flags & TS_ATTR_PROFILED, 0);
 
@@ -1789,8 +1789,8 @@ static void test_malformed_payloads_refused(void **state)
 {
     struct metafixture *f = *state;
     static const uint16_t ops[] = {TS_OP_REPLICA_DROP, TS_OP_PROFILE_SET, TS_OP_PROFILE_RECORD,
-                                   TS_OP_PROFILE_GET,  TS_OP_MOVE_BEGIN,  TS_OP_MOVE_COMMIT,
-                                   TS_OP_MOVE_ABORT,   TS_OP_MOVE_LIST};
+                                   TS_OP_PROFILE_GET, TS_OP_MOVE_BEGIN,  TS_OP_MOVE_COMMIT,
+                                   TS_OP_MOVE_ABORT,  TS_OP_MOVE_LIST};
     uint8_t bytes[3] = {1, 2, 3};
 
     for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {

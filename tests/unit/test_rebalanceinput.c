@@ -69,17 +69,11 @@ static void test_throttle_caps_disk_rates(void **statep)
 {
     struct state *state = *statep;
     struct toolmeta_node nodes[3] = {
-        {.id = 1,
-         .state = TS_NODE_UP,
-         .read_bytes_per_sec = 100000000,
-         .write_bytes_per_sec = 80000000,
-         .throttle_bytes_per_sec = 10000000},
+        {.id = 1, .state = TS_NODE_UP, .read_bytes_per_sec = 100000000,
+         .write_bytes_per_sec = 80000000, .throttle_bytes_per_sec = 10000000},
         {.id = 2, .state = TS_NODE_UP, .throttle_bytes_per_sec = 20000000},
-        {.id = 3,
-         .state = TS_NODE_UP,
-         .read_bytes_per_sec = 5000000,
-         .write_bytes_per_sec = 6000000,
-         .throttle_bytes_per_sec = 40000000},
+        {.id = 3, .state = TS_NODE_UP, .read_bytes_per_sec = 5000000,
+         .write_bytes_per_sec = 6000000, .throttle_bytes_per_sec = 40000000},
     };
     struct plan_cluster cluster;
     struct plan_profile profile;
