@@ -363,6 +363,38 @@ static void test_write_reaches_every_holder(void **state)
     datapath_release(mount->datapath, file, true);
 }
 
+/* copies=3: a second write of a tile, placed from the mount's location cache
+ * (which keeps CACHED_HOLDERS holders compactly), reaches all three holders. */
+static void test_cached_location_keeps_every_holder(void **state)
+{
+    struct fakecluster_mount *mount = *state;
+    static uint8_t first[2 * TILE];
+    static uint8_t second[2 * TILE];
+    fill(first, 0, sizeof(first), 8);
+    fill(second, 0, sizeof(second), 9);
+    fakecluster_set_copies(3);
+
+    struct open_file *file = open_writing(mount, INO, TS_PLACEMENT_STATIC);
+    assert_int_equal(datapath_write(mount->datapath, file, (const char *)first, sizeof(first), 0,
+                                    NULL),
+                     (ssize_t)sizeof(first));
+    assert_int_equal(datapath_fsync(mount->datapath, file), 0);
+    assert_int_equal(datapath_write(mount->datapath, file, (const char *)second, sizeof(second),
+                                    0, NULL),
+                     (ssize_t)sizeof(second));
+    assert_int_equal(datapath_fsync(mount->datapath, file), 0);
+    for (uint64_t tile = 0; tile < 2; tile++) {
+        struct tile_location location;
+        assert_int_equal(assert_holders_hold(INO, tile, second + tile * TILE), 3);
+        assert_true(fakecluster_location(INO, tile, &location));
+        for (uint32_t h = 0; h < 3; h++)
+            assert_int_equal(fakecluster_requests(location.holders[h].node, TS_OP_TILE_WRITE, INO,
+                                                  tile),
+                             2);
+    }
+    datapath_release(mount->datapath, file, true);
+}
+
 /* One holder failing: the write succeeds with the other, which meta keeps
  * alone (the failed one dropped); all failing: the error reaches flush. */
 static void test_failed_holder_is_dropped(void **state)
@@ -457,6 +489,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_write_follows_a_moved_tile, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dynamic_placement_spreads_a_stream, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_reaches_every_holder, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cached_location_keeps_every_holder, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_holder_is_dropped, setup, teardown),
     };
     return cmocka_run_group_tests_name("writebehind", tests, NULL, NULL);
