@@ -17,8 +17,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -395,6 +397,76 @@ static void test_cached_location_keeps_every_holder(void **state)
     datapath_release(mount->datapath, file, true);
 }
 
+/* One writer of test_many_writers_share_the_budget: its own file, whole tiles. */
+struct budget_writer {
+    struct fakecluster_mount *mount;
+    uint64_t ino;
+    int result; /* 0, or the first failure */
+};
+
+#define BUDGET_WRITERS 24
+#define BUDGET_WRITER_TILES 6
+
+static void *budget_writer_main(void *arg)
+{
+    struct budget_writer *writer = arg;
+    static uint8_t bytes[TILE];
+    struct ts_attr attr = fakecluster_file(writer->ino, 0, TS_PLACEMENT_STATIC);
+    struct open_file *file = NULL;
+    writer->result = datapath_open(writer->mount->datapath, &attr, NULL, true, &file);
+    for (uint64_t tile = 0; writer->result == 0 && tile < BUDGET_WRITER_TILES; tile++) {
+        ssize_t wrote = datapath_write(writer->mount->datapath, file, (const char *)bytes, TILE,
+                                       tile * TILE, NULL);
+        writer->result = wrote == TILE ? 0 : -EIO;
+    }
+    if (file) {
+        if (writer->result == 0)
+            writer->result = datapath_fsync(writer->mount->datapath, file);
+        datapath_release(writer->mount->datapath, file, true);
+    }
+    return NULL;
+}
+
+/*
+ * More writers than the write budget has tiles (16) and than there are
+ * workers (8), each tile written to two holders, slowly: every writer
+ * finishes. A writer used to wait for budget holding its file's lock,
+ * which the workers ending its jobs need: they all stopped, and with them
+ * the queued jobs that hold the budget (test_memory_cap hung so). A
+ * writer still stuck after 20 s fails the test (abort: its threads cannot
+ * be unwound).
+ */
+static void test_many_writers_share_the_budget(void **state)
+{
+    struct fakecluster_mount *mount = *state;
+    struct budget_writer writers[BUDGET_WRITERS];
+    pthread_t threads[BUDGET_WRITERS];
+    fakecluster_set_copies(2);
+    fakecluster_write_delay_us(3000);
+
+    for (int i = 0; i < BUDGET_WRITERS; i++) {
+        writers[i] = (struct budget_writer){.mount = mount, .ino = 100 + (uint64_t)i};
+        assert_int_equal(pthread_create(&threads[i], NULL, budget_writer_main, &writers[i]), 0);
+    }
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 20;
+    for (int i = 0; i < BUDGET_WRITERS; i++) {
+        if (pthread_timedjoin_np(threads[i], NULL, &deadline) != 0) {
+            fprintf(stderr, "writer %d of %d still stuck after 20 s: write budget deadlock\n", i,
+                    BUDGET_WRITERS);
+            abort();
+        }
+        assert_int_equal(writers[i].result, 0);
+    }
+    fakecluster_write_delay_us(0);
+    for (int i = 0; i < BUDGET_WRITERS; i++) {
+        struct tile_location location;
+        assert_true(fakecluster_location(100 + (uint64_t)i, BUDGET_WRITER_TILES - 1, &location));
+        assert_int_equal(location.holder_count, 2);
+    }
+}
+
 /* One holder failing: the write succeeds with the other, which meta keeps
  * alone (the failed one dropped); all failing: the error reaches flush. */
 static void test_failed_holder_is_dropped(void **state)
@@ -490,6 +562,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_dynamic_placement_spreads_a_stream, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_reaches_every_holder, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cached_location_keeps_every_holder, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_many_writers_share_the_budget, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_holder_is_dropped, setup, teardown),
     };
     return cmocka_run_group_tests_name("writebehind", tests, NULL, NULL);
