@@ -523,7 +523,7 @@ enum ts_session_state { TS_SESSION_OK = 0, TS_SESSION_ANNOUNCE = 1 };
 #define TS_TILE_MAP_REC_VERSION 2
 /* Replicas a file may ask for (user.tessera.layout copies=N). */
 #define TS_MAX_COPIES 4
-/* Holders one tile may have: its copies, plus read copies `tessera
+/* Holders one tile may have: its copies, plus the replicas `tessera
  * rebalance` adds above them (TS_MOVE_COPY), which meta refuses past this. */
 #define TS_MAX_HOLDERS 8
 enum ts_replica_state { TS_REPLICA_UP = 0, TS_REPLICA_DOWN = 1 };
@@ -765,7 +765,7 @@ enum ts_move_state { TS_MOVE_BEGUN = 0, TS_MOVE_COMMITTED = 1 };
  * TS_REC_RECONCILE_VERDICT per file, in order: what the map says of
  * exactly that file on that node (enum ts_reconcile_state), and
  * mapped_version, the version meta maps to that node for the tile (the
- * primary's or a read copy's; 0 = none). Only UNMAPPED allows the file's
+ * primary's or another replica's; 0 = none). Only UNMAPPED allows the file's
  * deletion; a datanode keeps every file whose state it does not know.
  * A node_id meta has not registered is TS_ERR_NOENT (its heartbeat will).
  * Read-only on meta's side: the answer holds for the moment it was given,
@@ -774,7 +774,7 @@ enum ts_move_state { TS_MOVE_BEGUN = 0, TS_MOVE_COMMITTED = 1 };
  */
 enum ts_reconcile_state {
     TS_RECONCILE_UNMAPPED = 1,  /* no one maps this file: garbage */
-    TS_RECONCILE_MAPPED = 2,    /* the primary or a read copy on this node */
+    TS_RECONCILE_MAPPED = 2,    /* the primary or another replica on this node */
     TS_RECONCILE_MOVING = 3,    /* a relocation (journal entry) names this file */
     TS_RECONCILE_QUEUED = 4,    /* in the garbage queue: heartbeats delete it */
     TS_RECONCILE_ELSEWHERE = 5, /* mapped to another node: a node that lost its id? */
@@ -788,7 +788,7 @@ enum ts_reconcile_state {
 /*
  * TILE_HOLDERS: every datanode holding tiles [first, first+count) of ino
  * (count 1..TS_MAX_TILES_PER_MAP): per tile with a primary, the primary's
- * TS_REC_TILE_HOLDER record, then one per read copy in node order. Holes
+ * TS_REC_TILE_HOLDER record, then one per further replica in node order. Holes
  * have no records. A tile's records are consecutive, tiles in order.
  * kind: enum ts_holder_kind.
  */

@@ -14,10 +14,11 @@
  * by every later write and by the next flush/fsync, so no error is ever
  * lost.
  *
- * Tiles are read from the source meta names for this machine (a copy on a
- * datanode here, else the primary: buddy access) and written to their
- * primary, after meta dropped the tile's read copies (TILE_UNCOPY) so no
- * reader is served a copy older than the primary. A datanode that answers
+ * Tiles are read from the source meta names for this machine (a replica on
+ * a datanode here first: buddy access), failing over to the tile's other
+ * holders, and written to every holder of the tile (replica sets,
+ * writebehind.c), so no reader is served a replica older than the others;
+ * a holder that fails leaves the set (REPLICA_DROP). A datanode that answers
  * TS_ERR_STALE no longer holds the tile (it moved) or holds it frozen while
  * it moves: the tile's location is asked of meta again and the request
  * retried, with a backoff while meta still names the same place, for up to

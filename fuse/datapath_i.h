@@ -51,9 +51,25 @@
 /* Datanodes whose tile writes in flight the mount counts (dynamic placement). */
 #define MAX_NODES 256
 
+/*
+ * Holders a cached location keeps: copies=2 and a read copy, or a replica
+ * being moved, fit. A tile with more is not cached (asked of meta at each
+ * use): every holder must be known to write the tile, and a location cache
+ * of full tile_locations (TS_MAX_HOLDERS each) cost 184 bytes a slot,
+ * 12 MiB for one large file at LOCATION_CACHE_MAX.
+ */
+#define CACHED_HOLDERS 3
+
+/* One tile's struct tile_location, compact (tilelocation.c packs it): 88 bytes. */
 struct cached_location {
     uint64_t tile;
-    struct tile_location location; /* node 0: slot empty */
+    uint64_t version; /* the primary's */
+    uint64_t read_version;
+    uint32_t node; /* the primary; 0: slot empty */
+    uint32_t read_node;
+    uint32_t flags;
+    uint32_t holder_count; /* 1..CACHED_HOLDERS */
+    struct tile_holder holders[CACHED_HOLDERS];
 };
 
 /* A tile written since the last fsync, to be synced on its datanode: one

@@ -53,6 +53,41 @@ static struct cached_location *location_slot(struct open_file *file, uint64_t ti
     return &file->locations[tile & (file->location_slots - 1)];
 }
 
+/* The slot's location when it holds tile's: true and *location, else false. */
+static bool location_cached(const struct cached_location *slot, uint64_t tile,
+                            struct tile_location *location)
+{
+    if (slot->node == 0 || slot->tile != tile)
+        return false;
+    memset(location, 0, sizeof(*location));
+    location->node = slot->node;
+    location->version = slot->version;
+    location->read_node = slot->read_node;
+    location->read_version = slot->read_version;
+    location->flags = slot->flags;
+    location->holder_count = slot->holder_count;
+    memcpy(location->holders, slot->holders, slot->holder_count * sizeof(slot->holders[0]));
+    return true;
+}
+
+/* Packs location into slot: false (slot untouched) when it has more than CACHED_HOLDERS. */
+static bool location_pack(struct cached_location *slot, uint64_t tile,
+                          const struct tile_location *location)
+{
+    if (location->holder_count > CACHED_HOLDERS)
+        return false;
+    memset(slot, 0, sizeof(*slot));
+    slot->tile = tile;
+    slot->node = location->node;
+    slot->version = location->version;
+    slot->read_node = location->read_node;
+    slot->read_version = location->read_version;
+    slot->flags = location->flags;
+    slot->holder_count = location->holder_count;
+    memcpy(slot->holders, location->holders, location->holder_count * sizeof(slot->holders[0]));
+    return true;
+}
+
 /* Grows the location cache to hold `tiles` tiles (up to the cap). */
 static void location_cache_grow(struct open_file *file, uint64_t tiles)
 {
@@ -66,7 +101,7 @@ static void location_cache_grow(struct open_file *file, uint64_t tiles)
         return; /* a smaller cache only costs meta round trips */
     for (size_t i = 0; i < file->location_slots; i++) {
         struct cached_location *old = &file->locations[i];
-        if (old->location.node != 0)
+        if (old->node != 0)
             grown[old->tile & (slots - 1)] = *old;
     }
     free(file->locations);
@@ -96,8 +131,8 @@ void tilelocation_remember(struct open_file *file, uint64_t tile,
     if (tile >= file->location_slots)
         location_cache_grow(file, tile + 1);
     struct cached_location *slot = location_slot(file, tile);
-    slot->tile = tile;
-    slot->location = *location;
+    if (!location_pack(slot, tile, location) && slot->tile == tile)
+        memset(slot, 0, sizeof(*slot)); /* too many holders to cache: none, not an old set */
 }
 
 /*
@@ -178,11 +213,8 @@ int tilelocation_get(struct datapath *datapath, struct open_file *file, uint64_t
     int status;
 
     for (;;) {
-        struct cached_location *slot = location_slot(file, tile);
-        if (slot->location.node != 0 && slot->tile == tile) {
-            *location = slot->location;
+        if (location_cached(location_slot(file, tile), tile, location))
             return 0;
-        }
         uint32_t node;
         uint32_t count = tile_map_batch(datapath, file, tile, allocate, &node);
         bool kept = true;
@@ -280,9 +312,10 @@ void tilelocation_replace(struct open_file *file, uint64_t tile, const struct ti
                           const struct tile_location *now)
 {
     struct cached_location *slot = location_slot(file, tile);
+    struct tile_location cached;
     if (location_equal(before, now))
         return;
-    if (slot->location.node != 0 && slot->tile == tile && !location_equal(&slot->location, before))
+    if (location_cached(slot, tile, &cached) && !location_equal(&cached, before))
         return;
     if (now->node == 0) { /* a hole now: asked again next time */
         if (slot->tile == tile)

@@ -497,14 +497,21 @@ static struct write_buffer *buffer_oldest(struct open_file *file)
  * A tile's worth of memory from the write budget, or NULL if malloc fails.
  * While the budget is short the file's own buffers go out first: the
  * reclaimer, which sends other files' buffers, cannot take this file's lock.
- * Called with file->lock held; may let it go meanwhile (writebehind_write_out).
+ * With none left it waits for the budget without the lock: the budget comes
+ * back from write jobs, and every worker running one takes its file's lock
+ * when it ends (write_job_run), so a writer waiting with the lock held would
+ * stop the workers and with them the queued jobs that hold the budget (many
+ * writers at a small --memory, replicas doubling the jobs, hung that way).
+ * Called with file->lock held; may let it go meanwhile.
  */
 static uint8_t *buffer_memory(struct datapath *datapath, struct open_file *file)
 {
     while (!budget_try_take(&datapath->write_budget, file->tile_bytes)) {
         struct write_buffer *oldest = buffer_oldest(file);
         if (!oldest) {
+            pthread_mutex_unlock(&file->lock);
             budget_take(&datapath->write_budget, file->tile_bytes);
+            pthread_mutex_lock(&file->lock);
             break;
         }
         writebehind_write_out(datapath, file, oldest);

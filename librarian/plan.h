@@ -17,9 +17,10 @@
  * How "cost" is predicted is in plan_cost.h.
  *
  * Conventions shared by every planner:
- * - A tile's holders are listed primary first: writes go to nodes[0], the
- *   others are read copies (the issue: copies are dropped when the tile is
- *   next written, which is the data path's job, not the planner's).
+ * - A tile's holders are listed primary first, then its other replicas;
+ *   every write reaches all of them (the data path's job, not the
+ *   planner's). min_copies of them are the file's floor; those above it
+ *   are the read copies a plan may add or drop.
  * - A datanode is a possible target only when it is up and, unless it
  *   holds the tile already, has free_bytes >= the tile's bytes after the
  *   tiles the plan already sends it. Down and full nodes never receive a

@@ -1,15 +1,17 @@
 /*
  * @file copies.h
- * The `copies` table: read copies of tiles, besides the primary in the
- * `tiles` table (ViPIOS buddy access: a machine that reads a tile often
- * gets a copy on its own datanode). Key: u64 BE ino + u64 BE tile + u32 BE
- * node, so a file's copies are one cursor range in (tile, node) order.
- * Value: u64 version, the copy's own tile file on that node.
+ * The `copies` table: the replicas of tiles besides the primary in the
+ * `tiles` table (replicaset.h reads both as one set): those a file's
+ * copies=N asks for, and those `tessera rebalance` adds above it (ViPIOS
+ * buddy access: a machine that reads a tile often gets a replica on its
+ * own datanode). Key: u64 BE ino + u64 BE tile + u32 BE node, so a file's
+ * replicas are one cursor range in (tile, node) order. Value: u64 version,
+ * the replica's own tile file on that node.
  *
- * Invariants kept by the callers: a copy exists only for a tile that has a
- * primary, never on the primary's node, at most one per node; every copy
+ * Invariants kept by the callers: a replica exists only for a tile that has
+ * a primary, never on the primary's node, at most one per node; every one
  * that leaves the table enters the garbage table in the same transaction.
- * Writers never write copies: a writer drops them first (TILE_UNCOPY).
+ * Writers write every replica (the mount fans each write out to all).
  */
 #ifndef TESSERA_META_COPIES_H
 #define TESSERA_META_COPIES_H

@@ -11,8 +11,14 @@
  * handler passes on as the reply's text.
  *
  * Invariants kept here, with copies.h and journal.h:
- *  - a tile has one primary (tiles table) and any number of read copies,
- *    each on another node; MOVE_COMMIT never leaves a tile without a holder;
+ *  - a tile has one primary (tiles table) and further replicas (copies
+ *    table), each on another node, TS_MAX_HOLDERS in all at most: a copy
+ *    past that is refused at MOVE_BEGIN;
+ *  - a move never lowers a tile below its file's copies (DESIGN.md
+ *    "Replicas and integrity"): a drop that would leave fewer holders is
+ *    refused at MOVE_BEGIN, and aborted at MOVE_COMMIT when the set shrank
+ *    meanwhile (a client's REPLICA_DROP); a MOVE keeps the count as it is;
+ *    MOVE_COMMIT never leaves a tile without a holder;
  *  - every tile file that stops being referenced (a moved or dropped
  *    holder, an uncopied copy, an aborted move's target) enters the garbage
  *    table in the transaction that stops referencing it;
@@ -149,14 +155,17 @@ struct move_holders {
     bool to_holds;   /* to_node holds the tile, as primary or copy */
     bool has_copy;   /* the tile has at least one copy */
     struct copies_entry first_copy;
+    size_t holder_count; /* the primary and every copy */
 };
 
-static int move_first_copy(void *arg, const struct copies_entry *entry)
+static int move_count_copy(void *arg, const struct copies_entry *entry)
 {
     struct move_holders *holders = arg;
+    if (!holders->has_copy)
+        holders->first_copy = *entry;
     holders->has_copy = true;
-    holders->first_copy = *entry;
-    return 1;
+    holders->holder_count++;
+    return 0;
 }
 
 /*
@@ -196,8 +205,37 @@ static int move_holders_get(struct store_txn *txn, const struct journal_entry *e
             holders->to_holds = err == 0;
         }
     }
-    err = copies_scan(txn, entry->ino, entry->tile, entry->tile, move_first_copy, holders);
+    holders->holder_count = 1;
+    err = copies_scan(txn, entry->ino, entry->tile, entry->tile, move_count_copy, holders);
     return err < 0 ? reply_store_status(err) : TS_OK;
+}
+
+/*
+ * Whether entry keeps its tile within its holder bounds: a copy needs room
+ * for one more holder (TS_MAX_HOLDERS; TS_ERR_TOOBIG), a drop must leave
+ * the file's copies (TS_ERR_INVAL); a move changes no count. TS_OK, or the
+ * refusal with why. `copies` is the file's effective copies (inodes_layout).
+ */
+static int move_holder_bounds(const struct journal_entry *entry, const struct move_holders *holders,
+                              uint32_t copies, char *why)
+{
+    if (entry->kind == TS_MOVE_COPY && holders->holder_count >= TS_MAX_HOLDERS) {
+        snprintf(why, HANDLERS_WHY_MAX,
+                 "tile %llu of inode %llu has %zu holders already, the most a tile can have "
+                 "(TS_MAX_HOLDERS): no further replica is made",
+                 (unsigned long long)entry->tile, (unsigned long long)entry->ino,
+                 holders->holder_count);
+        return TS_ERR_TOOBIG;
+    }
+    if (entry->kind == TS_MOVE_DROP && holders->holder_count <= copies) {
+        snprintf(why, HANDLERS_WHY_MAX,
+                 "tile %llu of inode %llu has %zu holders and its file keeps copies=%u: dropping "
+                 "the one on node %u would leave it under its copies",
+                 (unsigned long long)entry->tile, (unsigned long long)entry->ino,
+                 holders->holder_count, copies, entry->from_node);
+        return TS_ERR_INVAL;
+    }
+    return TS_OK;
 }
 
 /* TS_ERR_BUSY with why: a copy of a file that is open somewhere. */
@@ -225,7 +263,8 @@ static void move_not_held(const struct journal_entry *entry, const struct move_h
 
 struct move_begin_op {
     const struct ts_move_begin_req *request;
-    bool file_open; /* the inode is open on a client (sessions.h) */
+    const struct layout_defaults *defaults; /* the cluster's copies for files naming none */
+    bool file_open;                         /* the inode is open on a client (sessions.h) */
     int64_t now_sec;
     uint64_t new_version;
     bool resumed;
@@ -260,6 +299,7 @@ static int move_begin_body(struct store_txn *txn, void *arg)
     struct journal_entry existing;
     struct move_holders holders;
     struct inodes_record record;
+    struct layout layout;
     int status;
     int err;
 
@@ -320,6 +360,10 @@ static int move_begin_body(struct store_txn *txn, void *arg)
                  (unsigned long long)request->ino);
         return TS_ERR_INVAL;
     }
+    inodes_layout(&record, op->defaults, &layout);
+    status = move_holder_bounds(&entry, &holders, layout.copies, op->why);
+    if (status != TS_OK)
+        return status;
     if (request->kind != TS_MOVE_DROP) {
         err = store_counter_take(txn, STORE_NEXT_VERSION, &entry.new_version);
         if (err < 0)
@@ -362,6 +406,7 @@ int handlers_moves_begin(void *ctx, const struct rpc_request *request,
         return TS_ERR_INVAL;
     }
     op.now_sec = util_now().tv_sec;
+    op.defaults = &service->defaults;
     op.file_open = sessions_open_count(service->sessions, message.ino) > 0;
     status = store_write(service->store, move_begin_body, &op);
     if (status != TS_OK)
@@ -378,6 +423,7 @@ int handlers_moves_begin(void *ctx, const struct rpc_request *request,
 
 struct move_tile_op {
     const struct ts_move_tile_req *request;
+    const struct layout_defaults *defaults; /* MOVE_COMMIT: the cluster's copies */
     bool file_open; /* MOVE_COMMIT: the inode is open on a client (sessions.h) */
     struct journal_entry entry;
     bool stale; /* the entry was aborted instead of committed */
@@ -476,6 +522,12 @@ static int move_commit_body(struct store_txn *txn, void *arg)
                  "on node %u would lose it",
                  (unsigned long long)entry->tile, (unsigned long long)entry->ino, entry->from_node);
         status = TS_ERR_STALE;
+    } else if (status == TS_OK) {
+        /* The set may have shrunk since MOVE_BEGIN (a client's REPLICA_DROP). */
+        struct layout layout;
+        inodes_layout(&record, op->defaults, &layout);
+        if (move_holder_bounds(entry, &holders, layout.copies, op->why) != TS_OK)
+            status = TS_ERR_STALE;
     }
     if (status == TS_ERR_STALE || status == TS_ERR_NOENT) {
         /* The tile changed under the move: the entry goes, and its target file with it. */
@@ -503,6 +555,7 @@ int handlers_moves_commit(void *ctx, const struct rpc_request *request,
 
     if (ts_move_tile_req_decode(&message, request->payload, request->payload_len) != 0)
         return reply_bad_message(response, request->header.type);
+    op.defaults = &service->defaults;
     op.file_open = sessions_open_count(service->sessions, message.ino) > 0;
     status = store_write(service->store, move_commit_body, &op);
     if (status == TS_OK && op.stale) {

@@ -7,7 +7,7 @@
  * (a writer that died between its tile writes and their map commit, a
  * garbage record lost with a node that was down, a pull whose move never
  * committed). Its answer errs on the side of keeping: a file is UNMAPPED
- * only when neither the tile map (primary or read copy, on this node or
+ * only when neither the tile map (primary or other replica, on this node or
  * another), nor the relocation journal, nor the garbage queue names that
  * exact file, and its inode and version are ones this meta has issued; and
  * a node meta has not registered gets no answer at all. The last two are

@@ -46,7 +46,7 @@ int inodes_new(struct store_txn *txn, uint32_t mode, uint32_t uid, uint32_t gid,
 /* Writes the root directory (ino TS_ROOT_INO) if it does not exist yet. */
 int inodes_create_root(struct store_txn *txn, struct timespec now);
 /*
- * Deletes inode ino for good: its tiles and their read copies go to the
+ * Deletes inode ino for good: its tiles and all their replicas go to the
  * garbage table, its relocations in progress are aborted (their target
  * files go to garbage too), its access profile, xattrs and record are
  * removed. 0 or a negative errno.

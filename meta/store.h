@@ -39,7 +39,7 @@ enum store_table {
     STORE_GARBAGE,  /* u32 node + u64 ino + u64 tile + u64 version (garbage.c) */
     STORE_COUNTERS, /* u32 counter id -> u64 next value */
     STORE_PROFILES, /* u64 ino + u64 tile + machine -> access counts (profiles.c) */
-    STORE_COPIES,   /* u64 ino + u64 tile + u32 node -> read copy's version (copies.c) */
+    STORE_COPIES,   /* u64 ino + u64 tile + u32 node -> replica's version (copies.c) */
     STORE_JOURNAL,  /* u64 ino + u64 tile -> relocation in progress (journal.c) */
     STORE_GRANTS,   /* u64 first ino -> inode numbers granted to a mount (grants.c) */
     STORE_IDENTITY, /* name -> value: which cluster this store is (identity.c) */

@@ -26,7 +26,7 @@ int tiles_get(struct store_txn *txn, uint64_t ino, uint64_t tile, struct tiles_e
 int tiles_put(struct store_txn *txn, uint64_t ino, uint64_t tile, const struct tiles_entry *entry);
 /*
  * Drops every tile of ino with index >= first_tile and queues each in the
- * garbage table for its datanode, read copies (copies.h) included;
+ * garbage table for its datanode, the other replicas (copies.h) included;
  * *dropped (may be NULL) counts the primaries only (tiles_allocated).
  * Returns 0 or a negative errno.
  */

@@ -278,7 +278,7 @@ struct filelayout_file {
     uint64_t tile_count;
 };
 
-/* The holders of one tile: the primary first, then the read copies. */
+/* The holders of one tile: the primary first, then its other replicas. */
 struct filelayout_holders {
     const struct toolmeta_holder *list;
     size_t count;
@@ -518,7 +518,7 @@ static int filelayout_show(const struct filelayout_options *options)
                                     &holders, &holder_count, error_text, sizeof(error_text));
         if (status == TS_ERR_PROTO && !copies_unknown) {
             fprintf(stderr,
-                    "tessera layout: tessera-meta at %s does not list read copies "
+                    "tessera layout: tessera-meta at %s does not list replicas "
                     "(TILE_HOLDERS): showing each tile's primary only\n",
                     options->target.endpoint);
             copies_unknown = true;

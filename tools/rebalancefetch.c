@@ -1,11 +1,11 @@
 /*
  * @file rebalancefetch.c
  * See rebalancefetch.h. Per regular file: GETATTR (its layout), every
- * PROFILE_GET page, then TILE_MAP of the ranges holding profiled tiles as
- * seen from no machine (primaries) and, only when some of them have read
- * copies, once more per machine of the cluster (a copy shows only as the
- * read source of a machine). The first request meta refuses or does not
- * answer ends the walk with a message naming the file and the request.
+ * PROFILE_GET page, then TILE_MAP of the ranges holding profiled tiles
+ * (primaries) and, only when some of them have further replicas,
+ * TILE_HOLDERS of those ranges: every holder with its own version. The
+ * first request meta refuses or does not answer ends the walk with a
+ * message naming the file and the request.
  */
 #include "rebalancefetch.h"
 
@@ -43,14 +43,15 @@ struct rebalancefetch_walk {
     int timeout_ms;
     struct rpc_client *meta;
     struct rebalanceinput *input;
-    const char **machines; /* the cluster's distinct machine names */
-    size_t machine_count;
     struct ts_tile_map_rec *records; /* TS_MAX_TILES_PER_MAP */
 };
 
-/* TILE_MAP of every range of file `index` from `machine` (NULL: primaries). */
+/*
+ * TILE_MAP of every range of file `index` (the primaries) or, with
+ * `holders`, TILE_HOLDERS of them (every replica). 0, or 1 after a message.
+ */
 static int rebalancefetch_ranges(struct rebalancefetch_walk *walk, size_t index, const char *path,
-                                 const char *machine, bool *has_copies)
+                                 bool holders, bool *has_copies)
 {
     const struct rebalanceinput_file *file = &walk->input->files[index];
     struct rebalanceinput_range *ranges = NULL;
@@ -59,20 +60,26 @@ static int rebalancefetch_ranges(struct rebalancefetch_walk *walk, size_t index,
     int rc = rebalanceinput_ranges(walk->input, index, &ranges, &count);
 
     for (size_t r = 0; rc == 0 && r < count; r++) {
-        int status = toolmeta_tile_records(
-            walk->meta, walk->timeout_ms, file->ino, ranges[r].first, ranges[r].count,
-            machine ? machine : "", walk->records, peer, sizeof(peer));
+        struct toolmeta_holder *found = NULL;
+        size_t found_count = 0;
+        int status =
+            holders
+                ? toolmeta_tile_holders(walk->meta, walk->timeout_ms, file->ino, ranges[r].first,
+                                        ranges[r].count, &found, &found_count, peer, sizeof(peer))
+                : toolmeta_tile_records(walk->meta, walk->timeout_ms, file->ino, ranges[r].first,
+                                        ranges[r].count, "", walk->records, peer, sizeof(peer));
         if (status != TS_OK) {
-            snprintf(what, sizeof(what), "TILE_MAP of %.*s", PATH_MAX, path);
+            snprintf(what, sizeof(what), "%s of %.*s", holders ? "TILE_HOLDERS" : "TILE_MAP",
+                     PATH_MAX, path);
             free(ranges);
             return rebalancefetch_failed(walk->endpoint, what, status, peer);
         }
-        if (machine)
-            rc = rebalanceinput_add_copies(walk->input, index, ranges[r].first, walk->records,
-                                           ranges[r].count);
+        if (holders)
+            rc = rebalanceinput_add_holders(walk->input, index, found, found_count);
         else
             rc = rebalanceinput_add_tiles(walk->input, index, ranges[r].first, walk->records,
                                           ranges[r].count, has_copies);
+        free(found);
     }
     free(ranges);
     if (rc != 0) {
@@ -121,31 +128,10 @@ static int rebalancefetch_visit(void *ctx, const char *path, const struct stat *
         fprintf(stderr, "%s: %s\n", REBALANCEFETCH_WHO, strerror(-rc));
         return 1;
     }
-    rc = rebalancefetch_ranges(walk, index, path, NULL, &has_copies);
-    /* Copies show only as each machine's read source: ask once per machine. */
-    for (size_t m = 0; rc == 0 && has_copies && m < walk->machine_count; m++)
-        rc = rebalancefetch_ranges(walk, index, path, walk->machines[m], NULL);
+    rc = rebalancefetch_ranges(walk, index, path, false, &has_copies);
+    if (rc == 0 && has_copies)
+        rc = rebalancefetch_ranges(walk, index, path, true, NULL);
     return rc;
-}
-
-/* The distinct non-empty machine names of the nodes (borrowed). */
-static const char **rebalancefetch_machines(const struct toolmeta_node *nodes, size_t count,
-                                            size_t *machine_count)
-{
-    const char **names = calloc(count ? count : 1, sizeof(*names));
-    size_t used = 0;
-
-    if (!names)
-        return NULL;
-    for (size_t i = 0; i < count; i++) {
-        bool seen = !nodes[i].machine[0];
-        for (size_t j = 0; j < used && !seen; j++)
-            seen = strcmp(names[j], nodes[i].machine) == 0;
-        if (!seen)
-            names[used++] = nodes[i].machine;
-    }
-    *machine_count = used;
-    return names;
 }
 
 int rebalancefetch_build(const char *root, const char *endpoint, struct rpc_client *meta,
@@ -156,9 +142,8 @@ int rebalancefetch_build(const char *root, const char *endpoint, struct rpc_clie
         .endpoint = endpoint, .timeout_ms = timeout_ms, .meta = meta, .input = input};
     int rc = rebalanceinput_set_nodes(input, nodes, node_count);
 
-    walk.machines = rebalancefetch_machines(nodes, node_count, &walk.machine_count);
     walk.records = malloc(TS_MAX_TILES_PER_MAP * sizeof(*walk.records));
-    if (rc != 0 || !walk.machines || !walk.records) {
+    if (rc != 0 || !walk.records) {
         fprintf(stderr, "%s: out of memory\n", REBALANCEFETCH_WHO);
         rc = 1;
         goto out;
@@ -170,6 +155,5 @@ int rebalancefetch_build(const char *root, const char *endpoint, struct rpc_clie
     }
 out:
     free(walk.records);
-    free(walk.machines);
     return rc;
 }

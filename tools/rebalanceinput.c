@@ -355,26 +355,24 @@ static size_t rebalanceinput_find_tile(const struct rebalanceinput *input,
     return SIZE_MAX;
 }
 
-int rebalanceinput_add_copies(struct rebalanceinput *input, size_t index, uint64_t first,
-                              const struct ts_tile_map_rec *records, uint32_t count)
+int rebalanceinput_add_holders(struct rebalanceinput *input, size_t index,
+                               const struct toolmeta_holder *holders, size_t count)
 {
     const struct rebalanceinput_file *file = &input->files[index];
 
-    for (uint32_t i = 0; i < count; i++) {
-        uint32_t holder = records[i].read_node;
-        if (records[i].holders <= 1 || holder == 0 || holder == records[i].node)
-            continue;
-        size_t entry_index = rebalanceinput_find_tile(input, file, first + i);
-        if (entry_index == SIZE_MAX)
+    for (size_t i = 0; i < count; i++) {
+        const struct toolmeta_holder *holder = &holders[i];
+        size_t entry_index = rebalanceinput_find_tile(input, file, holder->tile);
+        if (holder->node == 0 || entry_index == SIZE_MAX)
             continue;
         struct plan_tile *entry = &input->tiles[entry_index];
         bool known = false;
         for (uint32_t h = 0; h < entry->node_count; h++)
-            known = known || entry->nodes[h] == holder;
+            known = known || entry->nodes[h] == holder->node;
         if (known || entry->node_count >= PLAN_MAX_COPIES)
             continue;
-        input->holder_versions[entry_index][entry->node_count] = records[i].read_version;
-        entry->nodes[entry->node_count++] = holder;
+        input->holder_versions[entry_index][entry->node_count] = holder->version;
+        entry->nodes[entry->node_count++] = holder->node;
     }
     return 0;
 }

@@ -15,11 +15,10 @@
  *                                           TS_MAX_TILES_PER_MAP each);
  *   rebalanceinput_add_tiles()              each range's records as seen
  *                                           from no machine (primaries);
- *   rebalanceinput_add_copies()             when a range had copies: its
- *                                           records as seen from each
- *                                           machine of the cluster; every
- *                                           read_node that is not the
- *                                           primary is a copy holder.
+ *   rebalanceinput_add_holders()            when a range had replicas
+ *                                           besides the primary: its
+ *                                           TILE_HOLDERS records, every
+ *                                           holder with its own version.
  *
  * Only profiled tiles enter the map (the others cost nothing and never
  * move). A tile's bytes are the file's tile size, less for the last tile
@@ -115,11 +114,13 @@ int rebalanceinput_add_tiles(struct rebalanceinput *input, size_t index, uint64_
                              bool *has_copies);
 
 /*
- * Adds copy holders from TILE_MAP records of the same range as seen from
- * one machine. Holders past PLAN_MAX_COPIES are left out. Returns 0.
+ * Adds the holders besides each primary from TILE_HOLDERS records
+ * (toolmeta_tile_holders) of file `index`, in any order: a holder already
+ * known (the primary) is skipped, holders past PLAN_MAX_COPIES are left
+ * out, tiles not in the map (unprofiled, holes) ignored. Returns 0.
  */
-int rebalanceinput_add_copies(struct rebalanceinput *input, size_t index, uint64_t first,
-                              const struct ts_tile_map_rec *records, uint32_t count);
+int rebalanceinput_add_holders(struct rebalanceinput *input, size_t index,
+                               const struct toolmeta_holder *holders, size_t count);
 
 /* The planner's views of the input (pointing into it). */
 void rebalanceinput_views(const struct rebalanceinput *input, struct plan_cluster *cluster,

@@ -90,13 +90,13 @@ struct toolmeta_holder {
     uint64_t tile;
     uint32_t node;
     uint64_t version; /* the holder's own tile file */
-    uint32_t kind;    /* enum ts_holder_kind: the primary, or a read copy */
+    uint32_t kind;    /* enum ts_holder_kind: the primary, or another replica */
 };
 
 /*
  * TILE_HOLDERS: every holder of tiles [first, first + count) of ino
  * (count <= TS_MAX_TILES_PER_MAP), tile by tile, each tile's primary first
- * and then its read copies; holes have none. *holders is malloc'd (the
+ * and then its other replicas; holes have none. *holders is malloc'd (the
  * caller frees it; NULL when there are none), *holder_count its length.
  * TS_ERR_PROTO from a meta that does not know the request; on failure
  * error_text (if not NULL) holds meta's error text.

@@ -13,9 +13,13 @@
 # directory that claims a registered node's id (node.id kept) with another
 # identity is refused by meta, and the datanode stops, both saying why; one
 # whose tiles directory is gone (node.id and identity kept) does not start.
+# Every file here keeps one holder per tile (copies=1 on the mount's root,
+# inherited): a lost tile must be an error when no replica can serve it;
+# with copies=2 the other replica serves it (test_repair).
 source "$(dirname "$0")/lib.sh"
 
 cluster_up
+setfattr -n user.tessera.layout -v copies=1 "$MNT" || fail "setting copies=1 on the mount's root failed"
 mount_log=$STATE/logs/mount.log
 meta_log=$STATE/logs/meta.log
 

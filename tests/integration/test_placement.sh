@@ -5,7 +5,10 @@
 # new files, refused when malformed (EINVAL) or when the file already has
 # tiles (EBUSY); a static-placement file puts fewer tiles on the slow node,
 # a round-robin one puts the same number everywhere, and tile=256K cuts a
-# file into 256 KiB tiles.
+# file into 256 KiB tiles. A new directory shows the cluster's defaults
+# (copies=2); the static and round-robin directories set copies=1, since
+# what they check is where single tiles go, and the tile=256K file keeps
+# copies=2: two files per tile.
 source "$(dirname "$0")/lib.sh"
 
 cluster_up
@@ -49,10 +52,11 @@ if run_tool node throttle "$slow" fast --state "$STATE"; then fail "a rate of 'f
 # The layout hint, through the mount.
 layout() { getfattr --only-values -n user.tessera.layout "$1" 2>/dev/null; }
 mkdir "$MNT/static" "$MNT/rr" "$MNT/small" || fail "mkdir on the mount failed"
-[ "$(layout "$MNT/static")" = "tile=1M copies=1 placement=dynamic" ] ||
+[ "$(layout "$MNT/static")" = "tile=1M copies=2 placement=dynamic" ] ||
     fail "a new directory's layout is '$(layout "$MNT/static")', expected the defaults"
-setfattr -n user.tessera.layout -v "placement=static" "$MNT/static" || fail "setfattr static failed"
-setfattr -n user.tessera.layout -v "placement=roundrobin" "$MNT/rr" || fail "setfattr rr failed"
+setfattr -n user.tessera.layout -v "placement=static copies=1" "$MNT/static" ||
+    fail "setfattr static failed"
+setfattr -n user.tessera.layout -v "placement=roundrobin copies=1" "$MNT/rr" || fail "setfattr rr failed"
 setfattr -n user.tessera.layout -v "tile=256K" "$MNT/small" || fail "setfattr tile=256K failed"
 if setfattr -n user.tessera.layout -v "placement=fastest" "$MNT/rr" 2>"$T/einval.err"; then
     fail "a malformed layout was accepted"
@@ -103,12 +107,17 @@ grep -q "busy" "$T/ebusy.err" || fail "layout change on a written file: $(cat "$
 setfattr -n user.tessera.layout -v "placement=static" "$MNT/static/file" ||
     fail "setting the layout a written file already has failed"
 
-# tile=256K: a 1 MiB file is 4 tiles of 256 KiB.
+# tile=256K: a 1 MiB file is 4 tiles of 256 KiB, each on two nodes (copies=2).
 head -c 1M "$source_file" >"$MNT/small/file" || fail "writing small/file failed"
 sync "$MNT/small/file" || fail "fsync of small/file failed"
 ino=$(stat -c %i "$MNT/small/file")
 tiles=$(find "$STATE"/node*/tiles/$((ino % 256)) -name "$ino.*" -size 256k | wc -l)
-[ "$tiles" = 4 ] || fail "a 1 MiB file with tile=256K has $tiles tile files of 256 KiB, expected 4"
+[ "$tiles" = 8 ] || fail "a 1 MiB file with tile=256K, copies=2 has $tiles tile files of 256 KiB, expected 8"
+for ((tile = 0; tile < 4; tile++)); do
+    holder_nodes=$(find "$STATE"/node*/tiles/$((ino % 256)) -name "$ino.$tile.*" | sed 's,/tiles/.*,,' |
+        sort -u | wc -l)
+    [ "$holder_nodes" = 2 ] || fail "tile $tile of small/file is on $holder_nodes nodes, expected 2"
+done
 
 run_tool node throttle "$slow" off --state "$STATE" || fail "tessera node throttle $slow off failed"
 throttle_off() { [ "$(field "$slow" throttle_bytes_per_sec)" = 0 ]; }

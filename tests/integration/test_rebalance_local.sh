@@ -23,6 +23,13 @@
 #    abort finishes it (retires the old file) and apply resumes one; the
 #    far mount, which cached the old location, follows the tile.
 # 8. usage errors exit 2, a path outside the mount exits 1.
+# 9. replica sets (copies=2, the cluster's default): tiles far-host alone
+#    reads each move one replica to far-host's datanode, and a watcher that
+#    polls `tessera layout show --json` every 50 ms while apply runs sees
+#    every tile keep 2 holders on up nodes throughout.
+# Sections 1-7 are about one primary and the read copies made beside it:
+# their directories set copies=1 (user.tessera.layout) before their files
+# are written.
 source "$(dirname "$0")/lib.sh"
 
 [ -n "${CLIENT_HELPER:-}" ] && [ -x "$CLIENT_HELPER" ] ||
@@ -39,6 +46,7 @@ count_of() { grep -o -- "$1" | wc -l; }
 
 # The files exist before the far datanode does, so every tile is on nodes 1-4.
 mkdir "$APP"
+setfattr -n user.tessera.layout -v copies=1 "$APP" || fail "setting copies=1 on $APP failed"
 moved=$(random_file 8M)
 shared=$(random_file 4M)
 paced=$(random_file 12M)
@@ -46,6 +54,11 @@ cp "$moved" "$APP/moved"
 cp "$shared" "$APP/shared"
 cp "$paced" "$APP/paced"
 sync "$APP/moved" "$APP/shared" "$APP/paced"
+# Section 9's file, copies=2 (the default): both replicas of each tile on
+# this machine's datanodes, since far-host has none yet.
+mkdir "$MNT/replicated"
+head -c $((8 * MIB)) /dev/urandom >"$MNT/replicated/file"
+sync "$MNT/replicated/file"
 
 far_port=$((BASE + 7))
 mkdir -p "$T/far"
@@ -218,6 +231,7 @@ if [ -n "${CLIENT_HELPER:-}" ] && [ -x "$CLIENT_HELPER" ]; then
     # Outside the profiled directory: only the far mount's reads below count,
     # so the plan moves tiles (none is written by the profile).
     mkdir "$MNT/online"
+    setfattr -n user.tessera.layout -v copies=1 "$MNT/online" || fail "setting copies=1 on online failed"
     head -c $((tiles * MIB)) /dev/urandom >"$MNT/online/busy"
     sync "$MNT/online/busy"
     tool profile start "$MNT/online/busy" >/dev/null
@@ -253,6 +267,7 @@ fi
 
 # ---- 6. copies of an open file ------------------------------------------------
 mkdir "$MNT/held"
+setfattr -n user.tessera.layout -v copies=1 "$MNT/held" || fail "setting copies=1 on held failed"
 head -c $((2 * MIB)) /dev/urandom >"$MNT/held/file"
 sync "$MNT/held/file"
 held=$SHM/held
@@ -349,6 +364,77 @@ expect_exit 2 profile start --meta "$meta"
 expect_exit 2 profile start "$APP" --json --meta "$meta"
 expect_exit 1 profile show "$T" --meta "$meta"
 grep -q "not on a Tessera mount" "$T/usage.err" || fail "no word that the path is not in a mount"
+
+# ---- 9. replica sets: a rebalance never lowers a tile below copies=2 -------------
+tiles=8
+replicated_sum=$(sha256sum <"$MNT/replicated/file")
+layout_json() { tool layout show "$MNT/replicated/file" --json; }
+# tiles_with_two_holders: the tiles of the file that list exactly 2 holders.
+tiles_with_two_holders() {
+    layout_json | grep '"tile": ' | awk '{ if (gsub(/"datanode": /, "") == 2) n++ } END { print n + 0 }'
+}
+[ "$(tiles_with_two_holders)" = "$tiles" ] ||
+    fail "a copies=2 file's tiles do not have 2 holders each: $(layout_json)"
+tool profile start "$MNT/replicated/file" >/dev/null || fail "profile start (replicated) failed"
+dd if="$MNT2/replicated/file" bs=1M iflag=direct status=none of=/dev/null
+replicated_counted() {
+    [ "$(tool profile show "$MNT/replicated/file" --json |
+        count_of "\"machine\": \"$far\", \"reads\": [1-9]")" = "$tiles" ]
+}
+wait_for 10 "the far mount's counts of replicated" replicated_counted
+tool profile stop "$MNT/replicated/file" >/dev/null
+grep -q "$tiles steps: 0 copies, $tiles moves, 0 drops" <<<"$(tool rebalance plan "$MNT/replicated/file" --policy frequent)" ||
+    fail "replicated: expected one replica of each tile moved to $far: $(tool rebalance plan "$MNT/replicated/file" --policy frequent)"
+# The nodes up before the apply (all five); a holder elsewhere does not count.
+up_nodes=" $("$TESSERA_TOOL" status --meta "$meta" --json | tr '{' '\n' | grep '"state": "up"' |
+    sed -n 's/.*"id": \([0-9]*\),.*/\1/p' | tr '\n' ' ')"
+[ "$(wc -w <<<"$up_nodes")" = 5 ] || fail "expected 5 datanodes up before the apply, got:$up_nodes"
+# watch_replicas: until $T/watch.stop exists, every 50 ms, each tile of the
+# file must list 2 or more holders on up nodes; writes the polls it made to
+# $T/watch.polls and exits 1 at the first tile below that (its line in
+# $T/watch.bad).
+watch_replicas() {
+    local polls=0 json line holder good
+    while [ ! -e "$T/watch.stop" ]; do
+        json=$(layout_json) || { echo "layout show failed" >"$T/watch.bad"; return 1; }
+        [ "$(grep -c '"tile": ' <<<"$json")" = "$tiles" ] ||
+            { echo "not $tiles tiles: $json" >"$T/watch.bad"; return 1; }
+        while read -r line; do
+            good=0
+            for holder in $(grep -o '"datanode": [0-9]*' <<<"$line" | awk '{ print $2 }'); do
+                [[ $up_nodes == *" $holder "* ]] && good=$((good + 1))
+            done
+            ((good >= 2)) || { echo "$line" >"$T/watch.bad"; return 1; }
+        done < <(grep '"tile": ' <<<"$json")
+        polls=$((polls + 1))
+        echo "$polls" >"$T/watch.polls"
+        sleep 0.05
+    done
+}
+watch_replicas &
+watcher=$!
+IT_PIDS+=("$watcher")
+rc=0
+tool rebalance apply "$MNT/replicated/file" --policy frequent --max-mbps 4 \
+    >"$T/replicated.out" 2>"$T/replicated.err" || rc=$?
+touch "$T/watch.stop"
+watch_rc=0
+wait "$watcher" || watch_rc=$?
+[ "$watch_rc" = 0 ] || fail "during the apply a tile had fewer than 2 holders on up nodes: $(cat "$T/watch.bad")"
+[ "$rc" = 0 ] || fail "apply of replicated exited $rc: $(cat "$T/replicated.out" "$T/replicated.err")"
+grep -q "apply: $tiles steps: $tiles done" "$T/replicated.out" ||
+    fail "apply did not move the $tiles replicas: $(cat "$T/replicated.out" "$T/replicated.err")"
+polls=$(cat "$T/watch.polls" 2>/dev/null || echo 0)
+log "replicated: $tiles replicas moved to $far; the watcher saw 2 holders on up nodes in all $polls polls"
+((polls >= 5)) || fail "the watcher polled only $polls times during the apply"
+[ "$(layout_json | count_of "{\"datanode\": $far_node, ")" = "$tiles" ] ||
+    fail "not every tile of replicated has a replica on $far: $(layout_json)"
+[ "$(tiles_with_two_holders)" = "$tiles" ] ||
+    fail "after the apply, replicated's tiles do not have 2 holders each: $(layout_json)"
+for mount in "$MNT" "$MNT2"; do
+    [ "$(dd if="$mount/replicated/file" bs=1M iflag=direct status=none | sha256sum)" = "$replicated_sum" ] ||
+        fail "replicated changed (read through $mount)"
+done
 
 assert_daemons_alive
 kill -0 "$mount2_pid" || fail "the second mount died"

@@ -10,11 +10,18 @@
 # mount's log counts the streamed reads and writes, the datanodes' the
 # tiles they read whole after small reads; a mount with
 # --tile-streams 0 reads the same bytes over ZeroMQ only.
+# The first file keeps one holder per tile (copies=1): the page cache check
+# counts the datanodes' cache of what one reader read, and a second replica,
+# written but never read, would stay cached beside it. The second file has
+# the cluster's copies=2, so streamed writes and reads of replicas are
+# covered too.
 source "$(dirname "$0")/lib.sh"
 
 cluster_up
 
 src=$(random_file 12M)
+touch "$MNT/f" && setfattr -n user.tessera.layout -v copies=1 "$MNT/f" ||
+    fail "setting copies=1 on the first file failed"
 cp "$src" "$MNT/f" || fail "cp into the mount failed"
 drop_file_cache "$MNT/f"
 cmp "$src" "$MNT/f" || fail "a 12 MiB file read back over the streams differs"

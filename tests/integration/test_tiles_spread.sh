@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # A 64 MiB file is cut into 64 tiles of 1 MiB that land on all four
 # datanodes as plain files named DATA/tiles/<ino % 256>/<ino>.<tile>.<version>
-# under STATE/node<i>/, each holding exactly its slice of the file.
+# under STATE/node<i>/, each holding exactly its slice of the file. With the
+# cluster's default copies=2 every tile is two such files (each replica its
+# own version) on two distinct datanodes.
 source "$(dirname "$0")/lib.sh"
 
 cluster_up
@@ -30,26 +32,24 @@ for node_dir in "${node_dirs[@]}"; do
     [ "${#files[@]}" -gt 0 ] || fail "$(basename "$node_dir") holds no tile of the 64 MiB file"
 done
 
-# Tile t, newest version, is the t-th MiB of the file, on exactly one node
-# (copies=1 is the default layout).
+# Tile t is the t-th MiB of the file on exactly two distinct nodes (copies=2,
+# the cluster's default): two files, each replica with its own version.
+copies=2
 for ((tile = 0; tile < tiles; tile++)); do
-    best="" best_version=-1 holders=0
-    for file in "$STATE"/node*/tiles/"$bucket"/"$ino"."$tile".*; do
-        version=${file##*.}
-        if [ "$version" -gt "$best_version" ]; then
-            best=$file best_version=$version holders=1
-        elif [ "$version" -eq "$best_version" ]; then
-            holders=$((holders + 1))
-        fi
-    done
-    [ -n "$best" ] || fail "no tile file for tile $tile of inode $ino on any node"
-    [ "$holders" = 1 ] || fail "tile $tile version $best_version is on $holders nodes, expected 1"
-    [ "$(stat -c %s "$best")" = 1048576 ] ||
-        fail "$best holds $(stat -c %s "$best") bytes, expected 1048576"
+    holder_files=("$STATE"/node*/tiles/"$bucket"/"$ino"."$tile".*)
+    [ "${#holder_files[@]}" = "$copies" ] ||
+        fail "tile $tile of inode $ino has ${#holder_files[@]} tile files, expected $copies: ${holder_files[*]:-none}"
+    holder_nodes=$(for file in "${holder_files[@]}"; do echo "${file%%/tiles/*}"; done | sort -u | wc -l)
+    [ "$holder_nodes" = "$copies" ] ||
+        fail "tile $tile's $copies replicas are on $holder_nodes distinct nodes: ${holder_files[*]}"
     dd if="$source_file" bs=1M skip="$tile" count=1 status=none of="$SHM/slice"
-    cmp "$SHM/slice" "$best" >/dev/null || fail "$best is not MiB $tile of the file"
+    for file in "${holder_files[@]}"; do
+        [ "$(stat -c %s "$file")" = 1048576 ] ||
+            fail "$file holds $(stat -c %s "$file") bytes, expected 1048576"
+        cmp "$SHM/slice" "$file" >/dev/null || fail "$file is not MiB $tile of the file"
+    done
 done
-log "all $tiles tiles found, each a plain 1 MiB slice of the file"
+log "all $tiles tiles found on $copies nodes each, every replica a plain 1 MiB slice of the file"
 
 tiles_left() {
     local left=("$STATE"/node*/tiles/"$bucket"/"$ino".*)
@@ -65,10 +65,10 @@ cp "$source_file" "$SHM/punched"
 fallocate --punch-hole --offset $((8 * 1048576 + 4096)) --length $((16 * 1048576)) "$SHM/punched"
 cmp "$SHM/punched" "$MNT/spread" || fail "the punched file reads differently from a punched local copy"
 deadline=$(($(now_ms) + 30000))
-while [ "$(tiles_left)" != $((tiles - 15)) ] && (($(now_ms) < deadline)); do sleep 0.2; done
-[ "$(tiles_left)" = $((tiles - 15)) ] ||
-    fail "$(tiles_left) tile files after punching 15 whole tiles, expected $((tiles - 15))"
-log "punching 16 MiB at 8 MiB + 4 KiB freed the 15 whole tiles inside it"
+while [ "$(tiles_left)" != $(((tiles - 15) * copies)) ] && (($(now_ms) < deadline)); do sleep 0.2; done
+[ "$(tiles_left)" = $(((tiles - 15) * copies)) ] ||
+    fail "$(tiles_left) tile files after punching 15 whole tiles, expected $(((tiles - 15) * copies))"
+log "punching 16 MiB at 8 MiB + 4 KiB freed the 15 whole tiles inside it, every replica"
 
 # rm reclaims the tiles: meta queues them as garbage and each datanode
 # deletes them a slice at a time between its requests (datanode/heartbeat.c).

@@ -12,7 +12,9 @@
 # Each check compares the time with what the requested bytes need at the
 # cap, and the bytes eth0 counted (mh_link_bytes) with the requested ones
 # and with the cap. The mounts read no tiles ahead (--readahead-tiles 0),
-# so a read moves exactly the tiles asked for. Prints the timings.
+# so a read moves exactly the tiles asked for. The round-robin file keeps
+# one holder per tile (copies=1): the link checks count its bytes as one
+# copy of each tile; file64 has the cluster's copies=2. Prints the timings.
 # Skipped (77) where network namespaces or FUSE are unavailable.
 set -euo pipefail
 exec </dev/null # nothing here may ever prompt
@@ -87,7 +89,7 @@ cmp "$src" "$(mh_path 2 file64)" || mh_fail "file64 read through host2's mount f
 
 # 2. A round-robin file from host 2: each datanode gets every 4th tile.
 mh_exec 2 mkdir "${MH_MNT[2]}/rr"
-mh_exec 2 setfattr -n user.tessera.layout -v placement=roundrobin "${MH_MNT[2]}/rr"
+mh_exec 2 setfattr -n user.tessera.layout -v "placement=roundrobin copies=1" "${MH_MNT[2]}/rr"
 src128=$(mh_random_file 128M)
 timed "write 128 MiB round-robin through host2" $((128 * MIB)) 2 \
     dd if="$src128" of="${MH_MNT[2]}/rr/file128" bs=1M conv=fsync status=none

@@ -18,6 +18,9 @@
 #    (-9) at a random point of a second apply; after the datanode is back a
 #    third apply finishes. The end state is the clean run's (every tile on
 #    its region's host, once), with every byte intact.
+# Both files keep one holder per tile (copies=1 with their round-robin
+# layout): this is issue 6's run, moves of single tiles to their readers;
+# a rebalance with copies=2 is test_rebalance_local's (section 9).
 # Figures are printed. Skipped (77) without network namespaces or FUSE.
 # REB_REGION_MIB (default 256) sets the region size of step 1.
 set -euo pipefail
@@ -126,7 +129,7 @@ mh_exec 1 mkdir "${MH_MNT[1]}/app"
 # Round-robin: every host's region is spread evenly, 3/4 of it remote.
 # (The default, dynamic placement, already favours the writer's own fast
 # datanode, which would leave little for the rebalance to do.)
-mh_exec 1 setfattr -n user.tessera.layout -v placement=roundrobin "${MH_MNT[1]}/app"
+mh_exec 1 setfattr -n user.tessera.layout -v "placement=roundrobin copies=1" "${MH_MNT[1]}/app"
 tool profile start "${MH_MNT[1]}/app" --meta "$MH_META" >/dev/null
 declare -a SRC
 for ((h = 1; h <= K; h++)); do
@@ -250,7 +253,7 @@ awk -v b="$best_before" -v a="$best_after" 'BEGIN { exit !(b >= 3 * a) }' ||
 
 # ---- 4. crashes ------------------------------------------------------------
 mh_exec 1 mkdir "${MH_MNT[1]}/crash"
-mh_exec 1 setfattr -n user.tessera.layout -v placement=roundrobin "${MH_MNT[1]}/crash"
+mh_exec 1 setfattr -n user.tessera.layout -v "placement=roundrobin copies=1" "${MH_MNT[1]}/crash"
 tool profile start "${MH_MNT[1]}/crash" --meta "$MH_META" >/dev/null
 declare -a CSRC
 for ((h = 1; h <= K; h++)); do

@@ -20,9 +20,9 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#define MAX_RECORDS 256
-#define MAX_FILES 16
-#define MAX_COUNTS 512
+#define MAX_RECORDS 1024
+#define MAX_FILES 64
+#define MAX_COUNTS 2048
 
 struct meta_record {
     uint64_t ino;
@@ -130,6 +130,10 @@ struct ts_attr fakecluster_file(uint64_t ino, uint64_t size, uint32_t placement)
     struct meta_file *file = file_find(ino);
     if (!file && file_count < MAX_FILES)
         file = &files[file_count++];
+    if (!file) {
+        fprintf(stderr, "fakecluster: more than %d files: raise MAX_FILES\n", MAX_FILES);
+        abort();
+    }
     *file = (struct meta_file){.ino = ino, .size = size, .placement = placement};
     struct ts_attr attr = attr_of(file);
     pthread_mutex_unlock(&lock);

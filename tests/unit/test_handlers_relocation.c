@@ -1299,6 +1299,107 @@ static void test_copy_refused_while_open(void **state)
     release_file(f, c.file);
 }
 
+/* The first of nodes[0..count) that is none of the tile's holders, or 0. */
+static uint32_t node_not_holding(const uint32_t *nodes, uint32_t count,
+                                 const struct ts_replica_rec *holders, uint32_t holder_count)
+{
+    for (uint32_t i = 0; i < count; i++) {
+        bool holds = false;
+        for (uint32_t h = 0; h < holder_count; h++)
+            holds = holds || holders[h].node == nodes[i];
+        if (!holds)
+            return nodes[i];
+    }
+    return 0;
+}
+
+/*
+ * A move keeps a tile within its holder bounds: no copy past TS_MAX_HOLDERS
+ * (TS_ERR_TOOBIG), no drop under the file's copies (its own copies= here,
+ * not the cluster's 1), refused at MOVE_BEGIN; a drop begun with room to
+ * spare is aborted at MOVE_COMMIT when a client's REPLICA_DROP took the
+ * room meanwhile; a MOVE at the floor is fine (it keeps the count).
+ */
+static void test_moves_keep_holder_bounds(void **state)
+{
+    struct metafixture *f = *state;
+    struct ts_replica_rec holders[TS_MAX_HOLDERS];
+    struct ts_tile_map_rec record;
+    uint32_t nodes[TS_MAX_HOLDERS + 1];
+    char machine[16];
+
+    for (uint32_t i = 0; i < TS_MAX_HOLDERS + 1; i++) {
+        snprintf(machine, sizeof(machine), "m%u", i);
+        nodes[i] = register_node(f, machine);
+    }
+    uint64_t ino = make_file(f, TS_ROOT_INO, "three");
+    static const char value[] = "copies=3";
+    struct ts_setxattr_req set = {
+        .ino = ino, .name = str("user.tessera.layout"), .value = {value, sizeof(value) - 1}};
+    assert_int_equal(CALL(f, TS_OP_SETXATTR, setxattr_req, &set), TS_OK);
+    assert_int_equal(tile_map(f, ino, 0, 1, 1, 0, "", &record), TS_OK);
+    assert_int_equal(do_commit(f, ino, TILE_BYTES), TS_OK);
+    assert_int_equal(holders_of(f, ino, 0, holders), 3);
+
+    /* At its copies: no drop, of a replica or of the primary. */
+    assert_int_equal(
+        move_begin(f, ino, 0, holders[2].version, TS_MOVE_DROP, holders[2].node, 0, NULL),
+        TS_ERR_INVAL);
+    assert_text(f, "copies=3");
+    assert_int_equal(
+        move_begin(f, ino, 0, holders[0].version, TS_MOVE_DROP, holders[0].node, 0, NULL),
+        TS_ERR_INVAL);
+    assert_text(f, "under its copies");
+    assert_int_equal(rows_of(f, STORE_JOURNAL), 0);
+    /* A move keeps three holders: allowed at the floor. */
+    uint32_t spare = node_not_holding(nodes, TS_MAX_HOLDERS + 1, holders, 3);
+    assert_int_not_equal(spare, 0);
+    assert_int_equal(
+        move_begin(f, ino, 0, holders[2].version, TS_MOVE_MOVE, holders[2].node, spare, NULL),
+        TS_OK);
+    commit_and_finish(f, ino, 0);
+    assert_int_equal(holders_of(f, ino, 0, holders), 3);
+
+    /* One above the floor: a drop begins; a client drops another holder
+     * before the commit, which then aborts instead of going under. */
+    uint32_t fourth = node_not_holding(nodes, TS_MAX_HOLDERS + 1, holders, 3);
+    add_copy(f, ino, 0, holders[0].version, holders[0].node, fourth);
+    assert_int_equal(holders_of(f, ino, 0, holders), 4);
+    assert_int_equal(
+        move_begin(f, ino, 0, holders[3].version, TS_MOVE_DROP, holders[3].node, 0, NULL), TS_OK);
+    assert_int_equal(replica_drop(f, ino, 0, holders[1].node, holders[1].version), TS_OK);
+    assert_int_equal(move_commit(f, ino, 0), TS_ERR_STALE);
+    assert_text(f, "under its copies");
+    assert_int_equal(rows_of(f, STORE_JOURNAL), 0);
+    assert_int_equal(holders_of(f, ino, 0, holders), 3);
+
+    /* Copies up to TS_MAX_HOLDERS, then no more. */
+    for (uint32_t count = 3; count < TS_MAX_HOLDERS; count++) {
+        assert_int_equal(holders_of(f, ino, 0, holders), count);
+        add_copy(f, ino, 0, holders[0].version, holders[0].node,
+                 node_not_holding(nodes, TS_MAX_HOLDERS + 1, holders, count));
+    }
+    assert_int_equal(holders_of(f, ino, 0, holders), TS_MAX_HOLDERS);
+    uint32_t outsider = node_not_holding(nodes, TS_MAX_HOLDERS + 1, holders, TS_MAX_HOLDERS);
+    assert_int_equal(
+        move_begin(f, ino, 0, holders[0].version, TS_MOVE_COPY, holders[0].node, outsider, NULL),
+        TS_ERR_TOOBIG);
+    assert_text(f, "TS_MAX_HOLDERS");
+    assert_int_equal(rows_of(f, STORE_JOURNAL), 0);
+    /* Above the floor, drops go on down to it. */
+    for (uint32_t left = TS_MAX_HOLDERS; left > 3; left--) {
+        assert_int_equal(holders_of(f, ino, 0, holders), left);
+        assert_int_equal(move_begin(f, ino, 0, holders[left - 1].version, TS_MOVE_DROP,
+                                    holders[left - 1].node, 0, NULL),
+                         TS_OK);
+        commit_and_finish(f, ino, 0);
+    }
+    assert_int_equal(holders_of(f, ino, 0, holders), 3);
+    assert_int_equal(
+        move_begin(f, ino, 0, holders[1].version, TS_MOVE_DROP, holders[1].node, 0, NULL),
+        TS_ERR_INVAL);
+}
+
 static void test_move_commit_stale(void **state)
 {
     struct metafixture *f = *state;
@@ -1729,6 +1830,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_move_committed_until_finished, setup, teardown),
         cmocka_unit_test_setup_teardown(test_copy_refused_while_open, setup, teardown),
         cmocka_unit_test_setup_teardown(test_move_commit_stale, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_moves_keep_holder_bounds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_moves_keep_stored, setup, teardown),
         cmocka_unit_test_setup_teardown(test_move_abort, setup, teardown),
         cmocka_unit_test_setup_teardown(test_move_list_paging, setup, teardown),

@@ -165,12 +165,18 @@ static void test_tiles_holes_sizes_and_copies(void **statep)
         {.node = 0},
         {.node = 2, .version = 9, .read_node = 2, .read_version = 9},
     };
-    /* Seen from beta, tile 1 is read from its copy on node 2 (file version 12). */
-    struct ts_tile_map_rec from_beta[4] = {
-        {.node = 1, .version = 7, .read_node = 1, .read_version = 7},
-        {.node = 1, .version = 8, .holders = 2, .read_node = 2, .read_version = 12},
-        {.node = 0},
-        {.node = 2, .version = 9, .read_node = 2, .read_version = 9},
+    /* TILE_HOLDERS of the range: tile 1 has a replica on node 2 (file version 12). */
+    struct toolmeta_holder holders[] = {
+        {.tile = 0, .node = 1, .version = 7, .kind = TS_HOLDER_PRIMARY},
+        {.tile = 1, .node = 1, .version = 8, .kind = TS_HOLDER_PRIMARY},
+        {.tile = 1, .node = 2, .version = 12, .kind = TS_HOLDER_COPY},
+        {.tile = 3, .node = 2, .version = 9, .kind = TS_HOLDER_PRIMARY},
+        /* Two more replicas of tile 3: every holder counts, whatever machine it is on. */
+        {.tile = 3, .node = 3, .version = 30, .kind = TS_HOLDER_COPY},
+        {.tile = 3, .node = 1, .version = 31, .kind = TS_HOLDER_COPY},
+        /* Not in the map (a hole, a tile past the profile): ignored. */
+        {.tile = 2, .node = 3, .version = 40, .kind = TS_HOLDER_PRIMARY},
+        {.tile = 9, .node = 3, .version = 41, .kind = TS_HOLDER_PRIMARY},
     };
     size_t index;
     bool has_copies = false;
@@ -178,9 +184,10 @@ static void test_tiles_holes_sizes_and_copies(void **statep)
     assert_int_equal(rebalanceinput_add_file(input, "/m/g", &attr, records, 4, &index), 0);
     assert_int_equal(rebalanceinput_add_tiles(input, index, 0, primaries, 4, &has_copies), 0);
     assert_true(has_copies);
-    assert_int_equal(rebalanceinput_add_copies(input, index, 0, primaries, 4), 0); /* from alpha */
-    assert_int_equal(rebalanceinput_add_copies(input, index, 0, from_beta, 4), 0);
-    assert_int_equal(rebalanceinput_add_copies(input, index, 0, from_beta, 4), 0); /* again */
+    size_t holder_count = sizeof(holders) / sizeof(holders[0]);
+    assert_int_equal(rebalanceinput_add_holders(input, index, holders, holder_count), 0);
+    assert_int_equal(rebalanceinput_add_holders(input, index, holders, holder_count),
+                     0); /* again */
     assert_int_equal(input->tile_count, 3);
     const struct plan_tile *tiles = input->tiles;
     assert_int_equal(tiles[0].tile, 0);
@@ -195,6 +202,13 @@ static void test_tiles_holes_sizes_and_copies(void **statep)
     assert_int_equal(tiles[2].tile, 3);
     assert_int_equal(tiles[2].tile_bytes, MIB / 2);
     assert_int_equal(tiles[2].min_copies, 1);
+    assert_int_equal(tiles[2].node_count, 3);
+    assert_int_equal(tiles[2].nodes[0], 2);
+    assert_int_equal(tiles[2].nodes[1], 3);
+    assert_int_equal(tiles[2].nodes[2], 1);
+    assert_int_equal(input->holder_versions[2][0], 9);
+    assert_int_equal(input->holder_versions[2][1], 30);
+    assert_int_equal(input->holder_versions[2][2], 31);
 
     struct plan_cluster cluster;
     struct plan_profile profile;
@@ -219,9 +233,10 @@ static void test_plan_steps_name_the_source_version(void **statep)
         {.node = 1, .version = 3, .read_node = 1, .read_version = 3},
         {.node = 1, .version = 4, .holders = 2, .read_node = 1, .read_version = 4},
     };
-    struct ts_tile_map_rec from_beta[2] = {
-        {.node = 1, .version = 3, .read_node = 1, .read_version = 3},
-        {.node = 1, .version = 4, .holders = 2, .read_node = 2, .read_version = 21},
+    struct toolmeta_holder holders[] = {
+        {.tile = 0, .node = 1, .version = 3, .kind = TS_HOLDER_PRIMARY},
+        {.tile = 1, .node = 1, .version = 4, .kind = TS_HOLDER_PRIMARY},
+        {.tile = 1, .node = 2, .version = 21, .kind = TS_HOLDER_COPY},
     };
     size_t index, count = 0;
     bool has_copies = false;
@@ -233,7 +248,7 @@ static void test_plan_steps_name_the_source_version(void **statep)
 
     assert_int_equal(rebalanceinput_add_file(input, "/m/h", &attr, records, 2, &index), 0);
     assert_int_equal(rebalanceinput_add_tiles(input, index, 0, primaries, 2, &has_copies), 0);
-    assert_int_equal(rebalanceinput_add_copies(input, index, 0, from_beta, 2), 0);
+    assert_int_equal(rebalanceinput_add_holders(input, index, holders, 3), 0);
     rebalanceinput_views(input, &cluster, &profile, &map);
     assert_int_equal(plan_make(PLAN_FREQUENT, &cluster, &profile, &map, NULL, &plan), 0);
     assert_int_equal(rebalanceinput_steps(input, &plan, &steps, &count), 0);

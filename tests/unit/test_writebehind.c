@@ -17,8 +17,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -363,6 +365,108 @@ static void test_write_reaches_every_holder(void **state)
     datapath_release(mount->datapath, file, true);
 }
 
+/* copies=3: a second write of a tile, placed from the mount's location cache
+ * (which keeps CACHED_HOLDERS holders compactly), reaches all three holders. */
+static void test_cached_location_keeps_every_holder(void **state)
+{
+    struct fakecluster_mount *mount = *state;
+    static uint8_t first[2 * TILE];
+    static uint8_t second[2 * TILE];
+    fill(first, 0, sizeof(first), 8);
+    fill(second, 0, sizeof(second), 9);
+    fakecluster_set_copies(3);
+
+    struct open_file *file = open_writing(mount, INO, TS_PLACEMENT_STATIC);
+    assert_int_equal(datapath_write(mount->datapath, file, (const char *)first, sizeof(first), 0,
+                                    NULL),
+                     (ssize_t)sizeof(first));
+    assert_int_equal(datapath_fsync(mount->datapath, file), 0);
+    assert_int_equal(datapath_write(mount->datapath, file, (const char *)second, sizeof(second),
+                                    0, NULL),
+                     (ssize_t)sizeof(second));
+    assert_int_equal(datapath_fsync(mount->datapath, file), 0);
+    for (uint64_t tile = 0; tile < 2; tile++) {
+        struct tile_location location;
+        assert_int_equal(assert_holders_hold(INO, tile, second + tile * TILE), 3);
+        assert_true(fakecluster_location(INO, tile, &location));
+        for (uint32_t h = 0; h < 3; h++)
+            assert_int_equal(fakecluster_requests(location.holders[h].node, TS_OP_TILE_WRITE, INO,
+                                                  tile),
+                             2);
+    }
+    datapath_release(mount->datapath, file, true);
+}
+
+/* One writer of test_many_writers_share_the_budget: its own file, whole tiles. */
+struct budget_writer {
+    struct fakecluster_mount *mount;
+    uint64_t ino;
+    int result; /* 0, or the first failure */
+};
+
+#define BUDGET_WRITERS 24
+#define BUDGET_WRITER_TILES 6
+
+static void *budget_writer_main(void *arg)
+{
+    struct budget_writer *writer = arg;
+    static uint8_t bytes[TILE];
+    struct ts_attr attr = fakecluster_file(writer->ino, 0, TS_PLACEMENT_STATIC);
+    struct open_file *file = NULL;
+    writer->result = datapath_open(writer->mount->datapath, &attr, NULL, true, &file);
+    for (uint64_t tile = 0; writer->result == 0 && tile < BUDGET_WRITER_TILES; tile++) {
+        ssize_t wrote = datapath_write(writer->mount->datapath, file, (const char *)bytes, TILE,
+                                       tile * TILE, NULL);
+        writer->result = wrote == TILE ? 0 : -EIO;
+    }
+    if (file) {
+        if (writer->result == 0)
+            writer->result = datapath_fsync(writer->mount->datapath, file);
+        datapath_release(writer->mount->datapath, file, true);
+    }
+    return NULL;
+}
+
+/*
+ * More writers than the write budget has tiles (16) and than there are
+ * workers (8), each tile written to two holders, slowly: every writer
+ * finishes. A writer used to wait for budget holding its file's lock,
+ * which the workers ending its jobs need: they all stopped, and with them
+ * the queued jobs that hold the budget (test_memory_cap hung so). A
+ * writer still stuck after 20 s fails the test (abort: its threads cannot
+ * be unwound).
+ */
+static void test_many_writers_share_the_budget(void **state)
+{
+    struct fakecluster_mount *mount = *state;
+    struct budget_writer writers[BUDGET_WRITERS];
+    pthread_t threads[BUDGET_WRITERS];
+    fakecluster_set_copies(2);
+    fakecluster_write_delay_us(3000);
+
+    for (int i = 0; i < BUDGET_WRITERS; i++) {
+        writers[i] = (struct budget_writer){.mount = mount, .ino = 100 + (uint64_t)i};
+        assert_int_equal(pthread_create(&threads[i], NULL, budget_writer_main, &writers[i]), 0);
+    }
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 20;
+    for (int i = 0; i < BUDGET_WRITERS; i++) {
+        if (pthread_timedjoin_np(threads[i], NULL, &deadline) != 0) {
+            fprintf(stderr, "writer %d of %d still stuck after 20 s: write budget deadlock\n", i,
+                    BUDGET_WRITERS);
+            abort();
+        }
+        assert_int_equal(writers[i].result, 0);
+    }
+    fakecluster_write_delay_us(0);
+    for (int i = 0; i < BUDGET_WRITERS; i++) {
+        struct tile_location location;
+        assert_true(fakecluster_location(100 + (uint64_t)i, BUDGET_WRITER_TILES - 1, &location));
+        assert_int_equal(location.holder_count, 2);
+    }
+}
+
 /* One holder failing: the write succeeds with the other, which meta keeps
  * alone (the failed one dropped); all failing: the error reaches flush. */
 static void test_failed_holder_is_dropped(void **state)
@@ -457,6 +561,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_write_follows_a_moved_tile, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dynamic_placement_spreads_a_stream, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_reaches_every_holder, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cached_location_keeps_every_holder, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_many_writers_share_the_budget, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_holder_is_dropped, setup, teardown),
     };
     return cmocka_run_group_tests_name("writebehind", tests, NULL, NULL);
