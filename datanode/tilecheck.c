@@ -1,8 +1,8 @@
 /*
  * @file tilecheck.c
  * See tilecheck.h. A shallow check is a stat per file; a deep one reads
- * the file (tilestore_checksum) and so costs its bytes of disk time: fsck
- * asks for it only with --deep.
+ * the file and checks every block against its checksum (tilestore_verify)
+ * and so costs its bytes of disk time: fsck asks for it only with --deep.
  */
 #include "tilecheck.h"
 
@@ -10,6 +10,7 @@
 #include "status.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /* The verdict on one file. */
@@ -19,8 +20,7 @@ static void tilecheck_file(struct tilestore *store, uint32_t deep,
     uint64_t bytes = 0;
     int err;
     if (deep) {
-        uint32_t checksum;
-        err = tilestore_checksum(store, file->ino, file->tile, file->version, &bytes, &checksum);
+        err = tilestore_verify(store, file->ino, file->tile, file->version, 0, UINT64_MAX, &bytes);
     } else {
         err = tilestore_size(store, file->ino, file->tile, file->version, &bytes);
     }
@@ -28,7 +28,7 @@ static void tilecheck_file(struct tilestore *store, uint32_t deep,
         *verdict = (struct ts_tile_check_rec){TS_CHECK_OK, bytes};
     else if (err == -ENOENT)
         *verdict = (struct ts_tile_check_rec){TS_CHECK_MISSING, 0};
-    else
+    else /* -EBADMSG: a block fails its checksum; an I/O error is no better */
         *verdict = (struct ts_tile_check_rec){TS_CHECK_CORRUPT, bytes};
 }
 

@@ -15,6 +15,7 @@
 #include "inodes.h"
 #include "log.h"
 #include "nodes.h"
+#include "replicaset.h"
 #include "reply.h"
 #include "service.h"
 #include "status.h"
@@ -149,8 +150,37 @@ struct heartbeat_op {
     uint32_t replaced; /* a new node took the address of this one (0: none) */
     bool reclaimed;    /* a node without node.id was known by its identity */
     uint32_t stored;   /* tiles its `created` records marked TS_TILE_STORED */
+    uint32_t corrupt_dropped; /* corrupt replicas it reported that left their sets */
+    uint32_t corrupt_kept;    /* ... and those kept: their tile's last holder */
     char why[256];     /* why the heartbeat was refused (fits an error reply) */
 };
+
+/*
+ * The corrupt tile files the node reports (HEARTBEAT `corrupt`) leave their
+ * tiles' replica sets, garbage-queued (so the node deletes them) and left
+ * to meta's repairer to make again from a good replica. A tile's last
+ * holder stays: a read of it fails with EIO rather than serve bad bytes,
+ * and `tessera fsck --deep` names it. 0 or a negative errno.
+ */
+static int heartbeat_drop_corrupt(struct store_txn *txn, struct heartbeat_op *op)
+{
+    struct ts_cursor cursor;
+    ts_cursor_init(&cursor, op->request->corrupt.ptr, op->request->corrupt.len);
+    for (uint32_t i = 0; i < op->request->corrupt_count; i++) {
+        struct ts_tile_file_rec file;
+        bool dropped = false;
+        (void)ts_tile_file_rec_read(&cursor, &file); /* the handler checked the length */
+        int err = replicaset_drop(txn, file.ino, file.tile, op->node_id, file.version, &dropped);
+        if (err == -EBUSY) {
+            op->corrupt_kept++;
+            continue;
+        }
+        if (err < 0)
+            return err;
+        op->corrupt_dropped += dropped;
+    }
+    return 0;
+}
 
 /*
  * Whether a heartbeat of a registered node may speak for it: the data
@@ -350,14 +380,19 @@ static int heartbeat_body(struct store_txn *txn, void *arg)
                                 &op->stored);
     if (err < 0)
         return reply_store_status(err);
+    op->corrupt_dropped = 0;
+    op->corrupt_kept = 0;
+    err = heartbeat_drop_corrupt(txn, op);
+    if (err < 0)
+        return reply_store_status(err);
     err = garbage_list(txn, op->node_id, TS_MAX_GARBAGE, &op->garbage, &op->garbage_count);
     return reply_store_status(err);
 }
 
 /*
  * Logs the corrupt tile files a heartbeat reports and counts them for
- * NODE_LIST, with the node's scrub progress. The replicas' repair will act
- * on them; for now the operator learns which files went bad.
+ * NODE_LIST, with the node's scrub progress (heartbeat_drop_corrupt took
+ * them out of their replica sets).
  */
 static void heartbeat_note_integrity(struct service *service, uint32_t node_id,
                                      const struct ts_heartbeat_req *message)
@@ -368,7 +403,7 @@ static void heartbeat_note_integrity(struct service *service, uint32_t node_id,
         struct ts_tile_file_rec file;
         (void)ts_tile_file_rec_read(&cursor, &file); /* the handler checked the length */
         log_error("datanode %u: tile file %llu.%llu.%llu (inode %llu, tile %llu, version %llu) "
-                  "fails its checksums; its bytes are not served",
+                  "fails its checksums; its bytes are never served",
                   node_id, (unsigned long long)file.ino, (unsigned long long)file.tile,
                   (unsigned long long)file.version, (unsigned long long)file.ino,
                   (unsigned long long)file.tile, (unsigned long long)file.version);
@@ -432,6 +467,11 @@ int handlers_nodes_heartbeat(void *ctx, const struct rpc_request *request,
     nodes_live_load(service->live, op.node_id, message.write_bytes_per_sec, message.queue_depth,
                     now_ms);
     heartbeat_note_integrity(service, op.node_id, &message);
+    if (op.corrupt_dropped > 0 || op.corrupt_kept > 0)
+        log_warn("datanode %u: %u corrupt replicas left their tiles' sets for meta's repairer to "
+                 "make again; %u kept, being their tile's last holder (tessera fsck --deep "
+                 "names their files)",
+                 op.node_id, op.corrupt_dropped, op.corrupt_kept);
     reply.node_id = op.node_id;
     reply.garbage_count = op.garbage_count;
     reply.garbage.ptr = (const char *)service->scratch;

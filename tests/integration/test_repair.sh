@@ -119,6 +119,7 @@ grep -q "UNAVAILABLE" "$T/health.txt" || fail "health does not say UNAVAILABLE: 
 grep -q "/scratch/s" "$T/health.txt" || fail "health does not name /scratch/s: $(cat "$T/health.txt")"
 [ "$(health_json_field repair)" != "" ] || fail "no repair figures in health --json"
 check_files keep/a keep/b keep/c keep/d
+drop_file_cache "$MNT/scratch/s" # its pages from the first check would be served
 if timeout -k 5 60 cat "$MNT/scratch/s" >"$SHM/lost" 2>/dev/null; then
     fail "a read of scratch/s with its only replica of a tile gone succeeded"
 fi
