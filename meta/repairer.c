@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define REPAIRER_RATE_WINDOW 8 /* one-second samples the rate is taken over */
 
@@ -303,6 +304,42 @@ static int repairer_scan(struct repairer *repairer, struct rpc_client *meta, uin
     return TS_OK;
 }
 
+/*
+ * Journal entries older than REPAIRER_ADOPT_AFTER_S nobody finished: a
+ * repair or a rebalance interrupted by a restart of meta or a killed tool.
+ * They would keep their tiles out of every later pass (REPAIR_SCAN leaves
+ * a journaled tile alone), so the repairer runs them to their end as the
+ * tool's `rebalance apply` would: a begun step is pulled and committed (or
+ * undone), a committed one retired and finished. Returns a status.
+ */
+static int repairer_adopt_journal(struct repairer *repairer, struct rpc_client *meta)
+{
+    struct ts_move_rec *moves = NULL;
+    size_t count = 0, stale = 0;
+    char why[256] = "";
+    int status = toolmeta_move_list(meta, REPAIRER_TIMEOUT_MS, &moves, &count, why, sizeof(why));
+    if (status != TS_OK) {
+        log_warn("repair: MOVE_LIST failed: %s %s", status_text(status), why);
+        return status;
+    }
+    struct relocate_step *steps = calloc(count ? count : 1, sizeof(*steps));
+    int64_t now = (int64_t)time(NULL);
+    for (size_t i = 0; steps && i < count; i++) {
+        if (now - moves[i].started_sec >= REPAIRER_ADOPT_AFTER_S)
+            toolmeta_move_step(&moves[i], &steps[stale++]);
+    }
+    free(moves);
+    if (!steps)
+        return TS_ERR_NOMEM;
+    if (stale > 0) {
+        log_info("repair: finishing %zu relocation journal entries left over %d s ago", stale,
+                 REPAIRER_ADOPT_AFTER_S);
+        repairer_run(repairer, meta, steps, stale);
+    }
+    free(steps);
+    return TS_OK;
+}
+
 static void *repairer_main(void *arg)
 {
     struct repairer *repairer = arg;
@@ -313,7 +350,7 @@ static void *repairer_main(void *arg)
             meta = rpc_client_new(repairer->endpoint);
         uint64_t ino = 0, tile = 0;
         bool done = false;
-        int status = meta ? TS_OK : TS_ERR_NOMEM;
+        int status = meta ? repairer_adopt_journal(repairer, meta) : TS_ERR_NOMEM;
         while (status == TS_OK && !done && !repairer_stopping(repairer))
             status = repairer_scan(repairer, meta, &ino, &tile, &done);
         if (status == TS_ERR_TIMEDOUT)

@@ -12,7 +12,10 @@
  * then committed; a DROP of a replaced replica follows its tile's copies.
  * So a repair is journaled, never lowers a tile's good replicas, and what
  * a restart of meta, the source or the target interrupts is found again by
- * the next pass (the map, not the repairer, remembers what is missing).
+ * the next pass (the map, not the repairer, remembers what is missing);
+ * a journal entry left over REPAIRER_ADOPT_AFTER_S (a step a restart of
+ * meta or a killed `tessera rebalance apply` interrupted) is finished
+ * first, since a journaled tile is left out of the passes.
  * Least-replicated first: each pass runs the steps of tiles with one good
  * replica or none before the others. Copies are paced to
  * max_bytes_per_sec; a file open on a client is skipped (the executor's
@@ -35,6 +38,8 @@
 #define REPAIRER_STEPS_PER_SCAN 256
 #define REPAIRER_CONCURRENCY 8 /* steps at once: each waits on a pull and a few meta calls */
 #define REPAIRER_TIMEOUT_MS 10000
+/* A relocation journal entry this old is taken as abandoned and finished. */
+#define REPAIRER_ADOPT_AFTER_S 120
 
 struct repairer_config {
     const char *meta_endpoint;  /* where this meta answers (connectable) */

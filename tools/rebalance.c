@@ -294,19 +294,6 @@ static int rebalance_make_plan(const struct rebalance_options *options,
     return 0;
 }
 
-/* A journal entry as a step (its size is not known). */
-static void rebalance_journal_step(const struct ts_move_rec *move, struct relocate_step *step)
-{
-    memset(step, 0, sizeof(*step));
-    step->kind = (enum plan_action_kind)move->kind;
-    step->ino = move->ino;
-    step->tile = move->tile;
-    step->version = move->version;
-    step->from_node = move->from_node;
-    step->to_node = move->kind == TS_MOVE_DROP ? 0 : move->to_node;
-    step->committed = move->state == TS_MOVE_COMMITTED;
-}
-
 /* Journal entries as steps. */
 static struct relocate_step *rebalance_journal_steps(const struct ts_move_rec *moves, size_t count)
 {
@@ -314,7 +301,7 @@ static struct relocate_step *rebalance_journal_steps(const struct ts_move_rec *m
     if (!steps)
         return NULL;
     for (size_t i = 0; i < count; i++)
-        rebalance_journal_step(&moves[i], &steps[i]);
+        toolmeta_move_step(&moves[i], &steps[i]);
     return steps;
 }
 
@@ -536,7 +523,7 @@ static bool rebalance_finish_entry(const struct relocate_transport *transport, v
     struct relocate_step step;
     struct relocate_result result;
 
-    rebalance_journal_step(move, &step);
+    toolmeta_move_step(move, &step);
     relocate_run_step(transport, worker, &step, NULL, &result);
     if (result.outcome == RELOCATE_DONE)
         return true;

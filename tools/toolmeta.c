@@ -547,3 +547,15 @@ int toolmeta_move_list(struct rpc_client *client, int timeout_ms, struct ts_move
     *count = all_count;
     return TS_OK;
 }
+
+void toolmeta_move_step(const struct ts_move_rec *move, struct relocate_step *step)
+{
+    memset(step, 0, sizeof(*step));
+    step->kind = (enum plan_action_kind)move->kind;
+    step->ino = move->ino;
+    step->tile = move->tile;
+    step->version = move->version;
+    step->from_node = move->from_node;
+    step->to_node = move->kind == TS_MOVE_DROP ? 0 : move->to_node;
+    step->committed = move->state == TS_MOVE_COMMITTED;
+}

@@ -14,6 +14,7 @@
 #define TESSERA_TOOLS_TOOLMETA_H
 
 #include "proto.h"
+#include "relocate.h"
 #include "rpc.h"
 
 #include <stddef.h>
@@ -158,6 +159,9 @@ int toolmeta_move_end(struct rpc_client *client, int timeout_ms, uint64_t ino, u
 /* Decodes MOVE_LIST records (pure); as toolmeta_profile_decode(). */
 int toolmeta_move_decode(const struct ts_move_list_rep *reply, struct ts_move_rec **moves,
                          size_t *count);
+
+/* A journal entry as the executor's step (its size is not known). */
+void toolmeta_move_step(const struct ts_move_rec *move, struct relocate_step *step);
 
 /* Every journal entry (MOVE_LIST, page after page); *moves malloc'd. */
 int toolmeta_move_list(struct rpc_client *client, int timeout_ms, struct ts_move_rec **moves,
