@@ -45,7 +45,7 @@ grep -q "4 files, 17 tiles, 32 replicas" "$T/fsck-clean.txt" ||
 # Delete one replica of tile 1 of a and of tile 3 of b, and lone's tile 0.
 delete_one_replica() {
     local ino=$1 tile=$2 files
-    files=$(compgen -G "$STATE/node*/tiles/$((ino % 256))/$ino.$tile.*" | head -n 1)
+    files=$(compgen -G "$STATE/node*/tiles/$((ino % 256))/$ino.$tile.*" | grep -v '\.crc$' | head -n 1)
     [ -n "$files" ] || fail "no replica file of inode $ino tile $tile on any datanode"
     rm -f "$files"
     echo "$files"
