@@ -86,6 +86,17 @@ int tilestore_write(struct tilestore *store, uint64_t ino, uint64_t tile, uint64
                     uint64_t offset, const void *data, size_t len);
 
 /*
+ * As tilestore_write(), with the bytes summed already (tilecrc.h
+ * tilecrc_sum_payload(), of exactly these bytes: a handler that checked
+ * the writer's CRC with them), so they are not summed twice. sums NULL:
+ * tilestore_write().
+ */
+struct tilecrc_payload;
+int tilestore_write_summed(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
+                           uint64_t offset, const void *data, size_t len,
+                           const struct tilecrc_payload *sums);
+
+/*
  * Reads up to length bytes at offset into buf; *got is how many were there.
  * A missing tile or a read past its end gives a short count (0 included):
  * the caller treats the rest as zeros. -EINVAL as for tilestore_write();
