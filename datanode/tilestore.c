@@ -1028,7 +1028,8 @@ void tilestore_trust(const struct tilestore *store, struct tilecrc_trust *trust)
 }
 
 int tilestore_verify_unlocked(const struct tilestore *store, const struct tilecrc_trust *trust,
-                              uint64_t ino, uint64_t tile, uint64_t version, uint64_t *bytes)
+                              uint64_t ino, uint64_t tile, uint64_t version, uint64_t offset,
+                              uint64_t length, uint64_t *bytes)
 {
     char name[TILESTORE_PATH_MAX];
     struct tilecrc crc;
@@ -1045,7 +1046,7 @@ int tilestore_verify_unlocked(const struct tilestore *store, const struct tilecr
     uint64_t size = tilestore_file_size(fd, 0);
     rc = tilecrc_load(store->tiles_fd, name, size, trust, &crc);
     if (rc == 0)
-        rc = tilecrc_verify(fd, size, &crc, 0, UINT64_MAX, NULL, 0);
+        rc = tilecrc_verify(fd, size, &crc, offset, length, NULL, 0);
     close(fd);
     *bytes = size;
     /* Anything but a clean answer is the locked check's to give: a write may

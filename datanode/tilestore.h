@@ -115,11 +115,13 @@ int tilestore_verify(struct tilestore *store, uint64_t ino, uint64_t tile, uint6
                      uint64_t offset, uint64_t length, uint64_t *bytes);
 
 /*
- * For the scrub, which reads whole tiles without holding up the handlers:
+ * For the scrub and the stream's reads, which read tiles without holding
+ * up the handlers:
  * tilestore_trust() copies which sidecars are trusted (under the lock);
  * tilestore_verify_unlocked() then checks a whole tile as
  * tilestore_verify() does, touching nothing of the store (for other
- * threads), and answers 0 (every block good), -ENOENT, another negative
+ * threads), of [offset, offset + length) as tilestore_verify() does, and
+ * answers 0 (every block good), -ENOENT, another negative
  * errno, or -EAGAIN: not clean (a mismatch, which a write running
  * meanwhile can fake, or a sidecar to make or not trusted by this copy),
  * for tilestore_verify() under the lock to decide.
@@ -127,7 +129,8 @@ int tilestore_verify(struct tilestore *store, uint64_t ino, uint64_t tile, uint6
 struct tilecrc_trust;
 void tilestore_trust(const struct tilestore *store, struct tilecrc_trust *trust);
 int tilestore_verify_unlocked(const struct tilestore *store, const struct tilecrc_trust *trust,
-                              uint64_t ino, uint64_t tile, uint64_t version, uint64_t *bytes);
+                              uint64_t ino, uint64_t tile, uint64_t version, uint64_t offset,
+                              uint64_t length, uint64_t *bytes);
 
 /*
  * Moves up to max of the corrupt tile files found and not yet taken into
