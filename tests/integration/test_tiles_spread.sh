@@ -18,14 +18,16 @@ shopt -s nullglob
 node_dirs=("$STATE"/node*/)
 [ "${#node_dirs[@]}" = 4 ] || fail "expected 4 node data dirs STATE/node<i>/, found: ${node_dirs[*]:-none}"
 
-# Every file under any tiles/ directory is named from integers only.
+# Every file under any tiles/ directory is named from integers only (a tile
+# file's checksums beside it add the fixed ".crc").
 bad=$(find "$STATE"/node*/tiles -mindepth 1 \( \( -type d ! -regex '.*/tiles/[0-9]+' \) -o \
-    \( ! -type d ! -regex '.*/tiles/[0-9]+/[0-9]+\.[0-9]+\.[0-9]+' \) \) -print 2>/dev/null | head || true)
-[ -z "$bad" ] || fail "tile store holds names that are not <ino%256>/<ino>.<tile>.<version>: $bad"
+    \( ! -type d ! -regex '.*/tiles/[0-9]+/[0-9]+\.[0-9]+\.[0-9]+' \
+    ! -regex '.*/tiles/[0-9]+/[0-9]+\.[0-9]+\.[0-9]+\.crc' \) \) -print 2>/dev/null | head || true)
+[ -z "$bad" ] || fail "tile store holds names that are not <ino%256>/<ino>.<tile>.<version>[.crc]: $bad"
 
 # Each node holds some tiles of this file.
 for node_dir in "${node_dirs[@]}"; do
-    files=("$node_dir"tiles/"$bucket"/"$ino".*.*)
+    files=("$node_dir"tiles/"$bucket"/"$ino".*.*[0-9])
     log "$(basename "$node_dir"): ${#files[@]} tile files of inode $ino"
     [ "${#files[@]}" -gt 0 ] || fail "$(basename "$node_dir") holds no tile of the 64 MiB file"
 done
@@ -34,7 +36,7 @@ done
 # (copies=1 is the default layout).
 for ((tile = 0; tile < tiles; tile++)); do
     best="" best_version=-1 holders=0
-    for file in "$STATE"/node*/tiles/"$bucket"/"$ino"."$tile".*; do
+    for file in "$STATE"/node*/tiles/"$bucket"/"$ino"."$tile".*[0-9]; do
         version=${file##*.}
         if [ "$version" -gt "$best_version" ]; then
             best=$file best_version=$version holders=1
@@ -48,11 +50,12 @@ for ((tile = 0; tile < tiles; tile++)); do
         fail "$best holds $(stat -c %s "$best") bytes, expected 1048576"
     dd if="$source_file" bs=1M skip="$tile" count=1 status=none of="$SHM/slice"
     cmp "$SHM/slice" "$best" >/dev/null || fail "$best is not MiB $tile of the file"
+    [ -f "$best.crc" ] || fail "$best has no checksums beside it ($best.crc)"
 done
 log "all $tiles tiles found, each a plain 1 MiB slice of the file"
 
 tiles_left() {
-    local left=("$STATE"/node*/tiles/"$bucket"/"$ino".*)
+    local left=("$STATE"/node*/tiles/"$bucket"/"$ino".*) # tile files and their .crc
     echo "${#left[@]}"
 }
 
@@ -65,9 +68,9 @@ cp "$source_file" "$SHM/punched"
 fallocate --punch-hole --offset $((8 * 1048576 + 4096)) --length $((16 * 1048576)) "$SHM/punched"
 cmp "$SHM/punched" "$MNT/spread" || fail "the punched file reads differently from a punched local copy"
 deadline=$(($(now_ms) + 30000))
-while [ "$(tiles_left)" != $((tiles - 15)) ] && (($(now_ms) < deadline)); do sleep 0.2; done
-[ "$(tiles_left)" = $((tiles - 15)) ] ||
-    fail "$(tiles_left) tile files after punching 15 whole tiles, expected $((tiles - 15))"
+while [ "$(tiles_left)" != $((2 * (tiles - 15))) ] && (($(now_ms) < deadline)); do sleep 0.2; done
+[ "$(tiles_left)" = $((2 * (tiles - 15))) ] ||
+    fail "$(tiles_left) tile files and sidecars after punching 15 whole tiles, expected $((2 * (tiles - 15)))"
 log "punching 16 MiB at 8 MiB + 4 KiB freed the 15 whole tiles inside it"
 
 # rm reclaims the tiles: meta queues them as garbage and each datanode
