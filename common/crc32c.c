@@ -121,3 +121,93 @@ uint32_t crc32c(uint32_t crc, const void *buf, size_t len)
 #endif
     return ~crc32c_slice8(~crc, buf, len);
 }
+
+/* ---- combining: the CRC of a||b from the CRCs of a and b ---------------- */
+
+/*
+ * As zlib's crc32_combine(): appending len zero bytes to a message is a
+ * linear map of the CRC register over GF(2), a 32x32 bit matrix; squaring
+ * it doubles the number of zeros. The map for one 64 KiB block (a tile
+ * block, the common case) is made once; other lengths build theirs from
+ * squarings, about 20 of them (microseconds).
+ */
+#define CRC32C_BLOCK_SHIFT_BYTES 65536u
+
+static uint32_t crc32c_gf2_times(const uint32_t *matrix, uint32_t vector)
+{
+    uint32_t sum = 0;
+    for (int i = 0; vector; i++, vector >>= 1) {
+        if (vector & 1)
+            sum ^= matrix[i];
+    }
+    return sum;
+}
+
+static void crc32c_gf2_square(uint32_t *square, const uint32_t *matrix)
+{
+    for (int n = 0; n < 32; n++)
+        square[n] = crc32c_gf2_times(matrix, matrix[n]);
+}
+
+/* The map of appending len zero bytes into shift (len > 0). */
+static void crc32c_zeros_operator(uint32_t shift[32], size_t len)
+{
+    uint32_t odd[32], even[32];
+    uint32_t row = 1;
+    odd[0] = CRC32C_POLY_REFLECTED; /* one zero bit */
+    for (int n = 1; n < 32; n++) {
+        odd[n] = row;
+        row <<= 1;
+    }
+    crc32c_gf2_square(even, odd); /* two zero bits */
+    crc32c_gf2_square(odd, even); /* four */
+    /* shift starts as the identity; each set bit of len multiplies in 2^k bytes. */
+    for (int n = 0; n < 32; n++)
+        shift[n] = 1u << n;
+    const uint32_t *step;
+    for (;;) {
+        crc32c_gf2_square(even, odd); /* 1, 4, 16... bytes */
+        step = even;
+        if (len & 1) {
+            uint32_t product[32];
+            for (int n = 0; n < 32; n++)
+                product[n] = crc32c_gf2_times(step, shift[n]);
+            memcpy(shift, product, sizeof(product));
+        }
+        len >>= 1;
+        if (len == 0)
+            break;
+        crc32c_gf2_square(odd, even);
+        step = odd;
+        if (len & 1) {
+            uint32_t product[32];
+            for (int n = 0; n < 32; n++)
+                product[n] = crc32c_gf2_times(step, shift[n]);
+            memcpy(shift, product, sizeof(product));
+        }
+        len >>= 1;
+        if (len == 0)
+            break;
+    }
+}
+
+static uint32_t crc32c_block_operator[32];
+static pthread_once_t crc32c_block_once = PTHREAD_ONCE_INIT;
+
+static void crc32c_block_operator_init(void)
+{
+    crc32c_zeros_operator(crc32c_block_operator, CRC32C_BLOCK_SHIFT_BYTES);
+}
+
+uint32_t crc32c_combine(uint32_t crc_a, uint32_t crc_b, size_t len_b)
+{
+    if (len_b == 0)
+        return crc_a;
+    if (len_b == CRC32C_BLOCK_SHIFT_BYTES) {
+        pthread_once(&crc32c_block_once, crc32c_block_operator_init);
+        return crc32c_gf2_times(crc32c_block_operator, crc_a) ^ crc_b;
+    }
+    uint32_t shift[32];
+    crc32c_zeros_operator(shift, len_b);
+    return crc32c_gf2_times(shift, crc_a) ^ crc_b;
+}

@@ -90,13 +90,14 @@ static void diskio_finish(struct diskio *disk, struct measure_rate *rate, int64_
 }
 
 int diskio_write(struct diskio *disk, uint64_t ino, uint64_t tile, uint64_t version,
-                 uint64_t offset, const void *data, size_t len)
+                 uint64_t offset, const void *data, size_t len,
+                 const struct tilecrc_payload *sums)
 {
     int64_t start = diskio_now_ns();
     int rc;
 
     disk->in_service = 1;
-    rc = tilestore_write(disk->store, ino, tile, version, offset, data, len);
+    rc = tilestore_write_summed(disk->store, ino, tile, version, offset, data, len, sums);
     diskio_finish(disk, &disk->write, start, rc == 0 ? len : 0, rc == 0 ? len : 0);
     return rc;
 }
@@ -138,10 +139,11 @@ void diskio_add_read(struct diskio *disk, int64_t start_ns, uint64_t bytes)
 }
 
 int diskio_receive(struct diskio *disk, uint64_t ino, uint64_t tile, uint64_t version,
-                   uint64_t offset, const void *data, size_t len)
+                   uint64_t offset, const void *data, size_t len,
+                   const struct tilecrc_payload *sums)
 {
     int64_t start = diskio_now_ns();
-    int rc = tilestore_write(disk->store, ino, tile, version, offset, data, len);
+    int rc = tilestore_write_summed(disk->store, ino, tile, version, offset, data, len, sums);
     /* Not throttled (streams are refused on a throttled disk), and no wait
      * hook: a stream's thread runs this. */
     measure_add(&disk->write, rc == 0 ? len : 0, diskio_now_ns() - start);

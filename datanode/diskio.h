@@ -66,8 +66,10 @@ void diskio_set_wait(struct diskio *disk, diskio_wait_fn wait, void *arg);
 int64_t diskio_now_ns(void);
 
 /* As the tilestore functions of the same name, timed and throttled. */
+/* diskio_write: tilestore_write_summed() (sums NULL: not summed yet). */
 int diskio_write(struct diskio *disk, uint64_t ino, uint64_t tile, uint64_t version,
-                 uint64_t offset, const void *data, size_t len);
+                 uint64_t offset, const void *data, size_t len,
+                 const struct tilecrc_payload *sums);
 int diskio_read(struct diskio *disk, uint64_t ino, uint64_t tile, uint64_t version, uint64_t offset,
                 size_t length, void *buf, size_t *got);
 /*
@@ -89,13 +91,14 @@ void diskio_add_read(struct diskio *disk, int64_t start_ns, uint64_t bytes);
 bool diskio_throttled(const struct diskio *disk);
 
 /*
- * A tile stream's write, its bytes received into memory already
- * (tilestore_write()): measured as a write, not throttled and no wait hook
+ * A tile stream's write, its bytes received into memory and summed already
+ * (tilestore_write_summed()): measured as a write, not throttled and no wait hook
  * called (streams are refused on a throttled disk, and a stream's thread
  * calls this).
  */
 int diskio_receive(struct diskio *disk, uint64_t ino, uint64_t tile, uint64_t version,
-                   uint64_t offset, const void *data, size_t len);
+                   uint64_t offset, const void *data, size_t len,
+                   const struct tilecrc_payload *sums);
 
 int diskio_sync(struct diskio *disk, uint64_t ino, uint64_t tile, uint64_t version);
 /* Counts syncs that began at start_ns (made with tilestore_sync_file()) as

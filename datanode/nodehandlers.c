@@ -141,9 +141,11 @@ static int handle_ping(void *ctx, const struct rpc_request *request, struct rpc_
  */
 static bool handlers_crc_matches(struct nodehandlers_context *context,
                                  struct rpc_response *response,
-                                 const struct ts_tile_write_req *req, const void *data, size_t len)
+                                 const struct ts_tile_write_req *req,
+                                 const struct tilecrc_payload *sums)
 {
-    uint32_t crc = crc32c(0, data, len);
+    uint32_t crc = sums->whole;
+    size_t len = sums->len;
     if (crc == req->crc)
         return true;
     context->stats.writes_refused_crc++;
@@ -168,12 +170,14 @@ static int handle_tile_write(void *ctx, const struct rpc_request *request,
     int fenced = handlers_fenced(context, response, "write", req.ino, req.tile, req.version, true);
     if (fenced != TS_OK)
         return fenced;
-    if (!handlers_crc_matches(context, response, &req, request->data,
-                              request->data ? request->data_len : 0))
+    /* One pass over the bytes: the writer's CRC checked, the blocks' kept. */
+    struct tilecrc_payload sums;
+    tilecrc_sum_payload(req.offset, request->data, request->data ? request->data_len : 0, &sums);
+    if (!handlers_crc_matches(context, response, &req, &sums))
         return TS_ERR_CORRUPT;
     /* No frame 1 means no bytes: validated, nothing written. */
     int rc = diskio_write(context->disk, req.ino, req.tile, req.version, req.offset, request->data,
-                          request->data ? request->data_len : 0);
+                          request->data ? request->data_len : 0, &sums);
     if (rc == 0)
         context->stats.bytes_written += request->data ? request->data_len : 0;
     return handlers_status(response, "write", req.ino, req.tile, req.version, rc);
@@ -364,9 +368,18 @@ static int handlers_stream_read(struct nodehandlers_context *context,
                      : size - req->offset < req->length ? (uint32_t)(size - req->offset)
                                                          : req->length;
     if (count > 0) {
-        /* sendfile moves bytes no one looks at: their blocks are checked first. */
+        /* sendfile moves bytes no one looks at: their blocks are checked
+         * first, without the lock (other streams' requests go on); only a
+         * range that does not come out clean is decided under it. */
+        struct tilecrc_trust trust;
         uint64_t verified_size = 0;
-        int rc = tilestore_verify(context->store, req->ino, req->tile, req->version, req->offset,
+        tilestore_trust(context->store, &trust);
+        pthread_mutex_unlock(&context->lock);
+        int rc = tilestore_verify_unlocked(context->store, &trust, req->ino, req->tile,
+                                           req->version, req->offset, count, &verified_size);
+        pthread_mutex_lock(&context->lock);
+        if (rc == -EAGAIN)
+            rc = tilestore_verify(context->store, req->ino, req->tile, req->version, req->offset,
                                   count, &verified_size);
         if (rc != 0) {
             close(file_fd);
@@ -406,18 +419,19 @@ static int handlers_stream_read(struct nodehandlers_context *context,
  */
 static int handlers_stream_write(struct nodehandlers_context *context,
                                  const struct ts_tile_write_req *req, int sock, const uint8_t *data,
-                                 size_t len)
+                                 const struct tilecrc_payload *sums)
 {
+    size_t len = sums->len;
     bool moving = false;
     int status = diskio_throttled(context->disk)
                      ? TS_ERR_BUSY
                      : handlers_fence_status(context, req->ino, req->tile, req->version, true,
                                              &moving);
-    if (status == TS_OK && !handlers_crc_matches(context, NULL, req, data, len))
+    if (status == TS_OK && !handlers_crc_matches(context, NULL, req, sums))
         status = TS_ERR_CORRUPT;
     if (status == TS_OK) {
         int rc = diskio_receive(context->disk, req->ino, req->tile, req->version, req->offset,
-                                data, len);
+                                data, len, sums);
         status = rc == 0 ? TS_OK : status_from_errno(-rc);
         if (rc == 0)
             context->stats.bytes_written += len;
@@ -493,9 +507,13 @@ int nodehandlers_stream_request(struct nodehandlers_context *context, const uint
      * (with the bytes taken under it, a datanode wrote one tile at a time,
      * however many clients streamed to it). */
     bool received = true;
-    if (status == TS_OK && write)
+    if (status == TS_OK && write) {
         received = handlers_buffer_fit(buffer, req.length) &&
                    handlers_receive_all(sock, buffer->bytes, req.length);
+        /* Summed before the lock too: the one pass over the bytes. */
+        if (received)
+            tilecrc_sum_payload(req.offset, buffer->bytes, req.length, &buffer->sums);
+    }
 
     pthread_mutex_lock(&context->lock);
     context->stats.requests[op]++;
@@ -507,7 +525,7 @@ int nodehandlers_stream_request(struct nodehandlers_context *context, const uint
                                               .version = req.version,
                                               .offset = req.offset,
                                               .crc = crc};
-        status = handlers_stream_write(context, &write_req, sock, buffer->bytes, req.length);
+        status = handlers_stream_write(context, &write_req, sock, buffer->bytes, &buffer->sums);
     } else {
         status = handlers_stream_read(context, &req, kind == TS_STREAM_READ_KEPT, sock, drop);
     }

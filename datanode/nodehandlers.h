@@ -25,6 +25,7 @@
 #include "readset.h"
 #include "replymem.h"
 #include "rpc.h"
+#include "tilecrc.h"
 #include "tilestore.h"
 #include "warmer.h"
 
@@ -122,6 +123,7 @@ void nodehandlers_drop_behind(struct nodehandlers_drop_behind *drop, int sock);
 struct nodehandlers_write_buffer {
     uint8_t *bytes;
     size_t cap;
+    struct tilecrc_payload sums; /* of the bytes received last */
 };
 
 /*

@@ -135,7 +135,7 @@ static void scrub_check(struct scrub *scrub, const struct ts_tile_file_rec *file
     uint64_t bytes = 0;
     pthread_mutex_unlock(&scrub->mutex);
     int rc = tilestore_verify_unlocked(scrub->store, &scrub->trust, file->ino, file->tile,
-                                       file->version, &bytes);
+                                       file->version, 0, UINT64_MAX, &bytes);
     if (rc == -EAGAIN) {
         pthread_mutex_lock(scrub->handlers_lock);
         rc = tilestore_verify(scrub->store, file->ino, file->tile, file->version, 0, UINT64_MAX,

@@ -178,7 +178,8 @@ static void threads_stop(struct stream *stream)
         if (thread->wake_fd >= 0)
             close(thread->wake_fd);
         free(thread->write_buffer.bytes);
-        thread->write_buffer = (struct nodehandlers_write_buffer){NULL, 0};
+        thread->write_buffer.bytes = NULL;
+        thread->write_buffer.cap = 0;
         pthread_mutex_destroy(&thread->lock);
     }
 }

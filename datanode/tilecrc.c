@@ -238,8 +238,28 @@ int tilecrc_verify(int data_fd, uint64_t data_bytes, const struct tilecrc *crc, 
     return rc;
 }
 
+void tilecrc_sum_payload(uint64_t offset, const uint8_t *data, size_t len,
+                         struct tilecrc_payload *sums)
+{
+    uint64_t end = offset + len;
+    uint64_t aligned = (offset + TILECRC_BLOCK_BYTES - 1) / TILECRC_BLOCK_BYTES * TILECRC_BLOCK_BYTES;
+    size_t head = aligned < end ? (size_t)(aligned - offset) : len;
+    sums->offset = offset;
+    sums->len = len;
+    sums->first_block = (uint32_t)(aligned / TILECRC_BLOCK_BYTES);
+    sums->count = 0;
+    sums->whole = crc32c(0, data, head); /* the part before the first block boundary */
+    for (size_t at = head; at < len; at += TILECRC_BLOCK_BYTES) {
+        size_t piece = len - at < TILECRC_BLOCK_BYTES ? len - at : TILECRC_BLOCK_BYTES;
+        uint32_t block = crc32c(0, data + at, piece);
+        sums->crcs[sums->count++] = block;
+        sums->whole = crc32c_combine(sums->whole, block, piece);
+    }
+}
+
 int tilecrc_update(int data_fd, uint64_t old_size, uint64_t new_size, uint64_t offset,
-                   const uint8_t *data, size_t len, struct tilecrc *crc)
+                   const uint8_t *data, size_t len, const struct tilecrc_payload *sums,
+                   struct tilecrc *crc)
 {
     uint32_t old_blocks = tilecrc_blocks_for(old_size);
     uint32_t new_blocks = tilecrc_blocks_for(new_size);
@@ -247,7 +267,7 @@ int tilecrc_update(int data_fd, uint64_t old_size, uint64_t new_size, uint64_t o
     uint64_t end = offset + len;
     uint32_t first = (uint32_t)(change / TILECRC_BLOCK_BYTES);
     uint32_t last;
-    uint32_t sums[TILECRC_MAX_BLOCKS];
+    uint32_t new_sums[TILECRC_MAX_BLOCKS];
     uint8_t *block = NULL;
     int rc = 0;
 
@@ -260,7 +280,11 @@ int tilecrc_update(int data_fd, uint64_t old_size, uint64_t new_size, uint64_t o
         uint64_t start = (uint64_t)b * TILECRC_BLOCK_BYTES;
         size_t new_len = tilecrc_block_len(b, new_size);
         if (len > 0 && offset <= start && end >= start + new_len) {
-            sums[b] = crc32c(0, data + (start - offset), new_len); /* all new bytes */
+            /* All new bytes: summed already when the write was checked. */
+            bool summed = sums && sums->offset == offset && sums->len == len &&
+                          b >= sums->first_block && b - sums->first_block < sums->count;
+            new_sums[b] = summed ? sums->crcs[b - sums->first_block]
+                                 : crc32c(0, data + (start - offset), new_len);
             continue;
         }
         if (!block && !(block = malloc(TILECRC_BLOCK_BYTES))) {
@@ -283,10 +307,10 @@ int tilecrc_update(int data_fd, uint64_t old_size, uint64_t new_size, uint64_t o
             uint64_t to = end < start + new_len ? end : start + new_len;
             memcpy(block + (from - start), data + (from - offset), (size_t)(to - from));
         }
-        sums[b] = crc32c(0, block, new_len);
+        new_sums[b] = crc32c(0, block, new_len);
     }
     for (uint32_t b = first; b <= last && b < new_blocks; b++)
-        crc->crcs[b] = sums[b];
+        crc->crcs[b] = new_sums[b];
 done:
     crc->blocks = new_blocks;
 out:

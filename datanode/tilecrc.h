@@ -97,13 +97,39 @@ int tilecrc_verify(int data_fd, uint64_t data_bytes, const struct tilecrc *crc, 
                    uint64_t length, const uint8_t *served, size_t served_len);
 
 /*
+ * A write's bytes summed in one pass (tilecrc_sum_payload()): `whole`, the
+ * CRC-32C of all len bytes (what the writer's crc must be), and for every
+ * block that starts inside the write, the CRC of its part of the bytes
+ * (crcs[b - first_block]), which tilecrc_update() takes instead of summing
+ * those bytes again.
+ */
+struct tilecrc_payload {
+    uint64_t offset;
+    size_t len;
+    uint32_t whole;
+    uint32_t first_block;
+    uint32_t count;
+    uint32_t crcs[TILECRC_MAX_BLOCKS];
+};
+
+/*
+ * Sums len bytes of data to be written at offset of a tile (offset + len
+ * within TS_MAX_DATA_BYTES: the caller checked) into *sums.
+ */
+void tilecrc_sum_payload(uint64_t offset, const uint8_t *data, size_t len,
+                         struct tilecrc_payload *sums);
+
+/*
  * Updates *crc for a change of the file from old_size to new_size bytes in
  * which [offset, offset + len) gets `data` (len 0 and data NULL for a
  * truncation: then offset is new_size): called before the file changes.
  * A block the change keeps part of is read back and checked against its
- * old CRC first: -EBADMSG then, and *crc is left as it was.
+ * old CRC first: -EBADMSG then, and *crc is left as it was. sums, when not
+ * NULL, are those of exactly this data (the blocks it wholly replaces take
+ * theirs from it).
  */
 int tilecrc_update(int data_fd, uint64_t old_size, uint64_t new_size, uint64_t offset,
-                   const uint8_t *data, size_t len, struct tilecrc *crc);
+                   const uint8_t *data, size_t len, const struct tilecrc_payload *sums,
+                   struct tilecrc *crc);
 
 #endif

@@ -889,6 +889,13 @@ static int tilestore_claim_crc(struct tilestore *store, const char *name, struct
 int tilestore_write(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
                     uint64_t offset, const void *data, size_t len)
 {
+    return tilestore_write_summed(store, ino, tile, version, offset, data, len, NULL);
+}
+
+int tilestore_write_summed(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
+                           uint64_t offset, const void *data, size_t len,
+                           const struct tilecrc_payload *sums)
+{
     char name[TILESTORE_PATH_MAX];
     struct tilecrc crc = {.blocks = 0};
     uint64_t old_size = 0;
@@ -921,7 +928,8 @@ int tilestore_write(struct tilestore *store, uint64_t ino, uint64_t tile, uint64
     }
     /* The new CRCs before any byte changes: a kept part of a block that is
      * corrupt refuses the write (it would be vouched for anew). */
-    rc = tilecrc_update(fd, old_size, end > old_size ? end : old_size, offset, data, len, &crc);
+    rc = tilecrc_update(fd, old_size, end > old_size ? end : old_size, offset, data, len, sums,
+                        &crc);
     if (rc == -EBADMSG)
         tilestore_note_corrupt(store, ino, tile, version);
     if (rc != 0)
@@ -1020,7 +1028,8 @@ void tilestore_trust(const struct tilestore *store, struct tilecrc_trust *trust)
 }
 
 int tilestore_verify_unlocked(const struct tilestore *store, const struct tilecrc_trust *trust,
-                              uint64_t ino, uint64_t tile, uint64_t version, uint64_t *bytes)
+                              uint64_t ino, uint64_t tile, uint64_t version, uint64_t offset,
+                              uint64_t length, uint64_t *bytes)
 {
     char name[TILESTORE_PATH_MAX];
     struct tilecrc crc;
@@ -1037,7 +1046,7 @@ int tilestore_verify_unlocked(const struct tilestore *store, const struct tilecr
     uint64_t size = tilestore_file_size(fd, 0);
     rc = tilecrc_load(store->tiles_fd, name, size, trust, &crc);
     if (rc == 0)
-        rc = tilecrc_verify(fd, size, &crc, 0, UINT64_MAX, NULL, 0);
+        rc = tilecrc_verify(fd, size, &crc, offset, length, NULL, 0);
     close(fd);
     *bytes = size;
     /* Anything but a clean answer is the locked check's to give: a write may
@@ -1177,7 +1186,7 @@ int tilestore_truncate(struct tilestore *store, uint64_t ino, uint64_t tile, uin
     struct tilecrc crc;
     rc = tilestore_load_crc(store, ino, tile, version, name, fd, old_size, &crc);
     if (rc == 0)
-        rc = tilecrc_update(fd, old_size, length, length, NULL, 0, &crc);
+        rc = tilecrc_update(fd, old_size, length, length, NULL, 0, NULL, &crc);
     if (rc == -EBADMSG)
         tilestore_note_corrupt(store, ino, tile, version);
     if (rc == 0)

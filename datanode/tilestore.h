@@ -86,6 +86,17 @@ int tilestore_write(struct tilestore *store, uint64_t ino, uint64_t tile, uint64
                     uint64_t offset, const void *data, size_t len);
 
 /*
+ * As tilestore_write(), with the bytes summed already (tilecrc.h
+ * tilecrc_sum_payload(), of exactly these bytes: a handler that checked
+ * the writer's CRC with them), so they are not summed twice. sums NULL:
+ * tilestore_write().
+ */
+struct tilecrc_payload;
+int tilestore_write_summed(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
+                           uint64_t offset, const void *data, size_t len,
+                           const struct tilecrc_payload *sums);
+
+/*
  * Reads up to length bytes at offset into buf; *got is how many were there.
  * A missing tile or a read past its end gives a short count (0 included):
  * the caller treats the rest as zeros. -EINVAL as for tilestore_write();
@@ -104,11 +115,13 @@ int tilestore_verify(struct tilestore *store, uint64_t ino, uint64_t tile, uint6
                      uint64_t offset, uint64_t length, uint64_t *bytes);
 
 /*
- * For the scrub, which reads whole tiles without holding up the handlers:
+ * For the scrub and the stream's reads, which read tiles without holding
+ * up the handlers:
  * tilestore_trust() copies which sidecars are trusted (under the lock);
  * tilestore_verify_unlocked() then checks a whole tile as
  * tilestore_verify() does, touching nothing of the store (for other
- * threads), and answers 0 (every block good), -ENOENT, another negative
+ * threads), of [offset, offset + length) as tilestore_verify() does, and
+ * answers 0 (every block good), -ENOENT, another negative
  * errno, or -EAGAIN: not clean (a mismatch, which a write running
  * meanwhile can fake, or a sidecar to make or not trusted by this copy),
  * for tilestore_verify() under the lock to decide.
@@ -116,7 +129,8 @@ int tilestore_verify(struct tilestore *store, uint64_t ino, uint64_t tile, uint6
 struct tilecrc_trust;
 void tilestore_trust(const struct tilestore *store, struct tilecrc_trust *trust);
 int tilestore_verify_unlocked(const struct tilestore *store, const struct tilecrc_trust *trust,
-                              uint64_t ino, uint64_t tile, uint64_t version, uint64_t *bytes);
+                              uint64_t ino, uint64_t tile, uint64_t version, uint64_t offset,
+                              uint64_t length, uint64_t *bytes);
 
 /*
  * Moves up to max of the corrupt tile files found and not yet taken into

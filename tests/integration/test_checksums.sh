@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# End-to-end checksums: one random byte flipped in several tile files on
-# the datanodes' disks is never served. Reads of an affected tile fail with
+# End-to-end checksums (with copies=1): one random byte flipped in several
+# tile files on the datanodes' disks is never served. Reads of an affected tile fail with
 # EIO (through the page cache, with O_DIRECT, over the tile stream and over
 # ZeroMQ); every other tile of those files and every other file reads right.
 # `tessera scrub` names exactly the flipped tile files and exits 1 (0 on a
@@ -9,6 +9,9 @@
 source "$(dirname "$0")/lib.sh"
 
 cluster_up
+# One replica per tile: this test is about detection, where a bad block has
+# no other replica to fail over to (test_scrub_repair covers copies=2).
+setfattr -n user.tessera.layout -v "copies=1" "$MNT" || fail "setfattr copies=1 on the mount failed"
 meta_log=$STATE/logs/meta.log
 
 # expect_eio WHAT COMMAND...: COMMAND fails with EIO within 30 s.

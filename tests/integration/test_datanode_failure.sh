@@ -26,7 +26,7 @@ shopt -s nullglob
 victim_node=""
 on_victim=()
 for node in node1 node2 node3 node4; do
-    held=("$STATE/$node/tiles/$bucket/$ino".*.*)
+    held=("$STATE/$node/tiles/$bucket/$ino".*.*[0-9]) # not the .crc sidecars
     if [ "${#held[@]}" -gt "${#on_victim[@]}" ]; then
         victim_node=$node
         on_victim=("${held[@]}")
@@ -36,7 +36,7 @@ done
 dead_tile=$(basename "${on_victim[0]}" | cut -d. -f2)
 live_tile=""
 for ((tile = 0; tile < tiles; tile++)); do
-    on_node=("$STATE/$victim_node/tiles/$bucket/$ino.$tile".*)
+    on_node=("$STATE/$victim_node/tiles/$bucket/$ino.$tile".*[0-9])
     if [ "${#on_node[@]}" = 0 ]; then
         live_tile=$tile
         break

@@ -53,7 +53,7 @@ holder_of() {
     local ino files
     ino=$(stat -c %i "$1")
     shopt -s nullglob
-    files=("$STATE"/node*/tiles/$((ino % 256))/"$ino.$2".*)
+    files=("$STATE"/node*/tiles/$((ino % 256))/"$ino.$2".*[0-9]) # not the .crc sidecars
     shopt -u nullglob
     [ "${#files[@]}" = 1 ] || return 0
     echo "${files[0]}" | sed -e "s|^$STATE/||" -e 's|/.*||'

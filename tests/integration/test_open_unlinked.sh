@@ -60,7 +60,7 @@ MOUNT_PID=$SMALL_MOUNT_PID
 
 # tiles_of INO: how many tile files of inode INO the datanode holds.
 tiles_of() {
-    local files=("$DIR"/node1/tiles/$(($1 % 256))/"$1".*.*)
+    local files=("$DIR"/node1/tiles/$(($1 % 256))/"$1".*.*[0-9]) # not the .crc sidecars
     [ -e "${files[0]}" ] && echo "${#files[@]}" || echo 0
 }
 

@@ -72,7 +72,7 @@ tile_counts() {
         dir=$(grep -lx "$id" "$STATE"/node*/node.id | head -n 1)
         dir=$(dirname "$dir")
         shopt -s nullglob
-        local files=("$dir"/tiles/$((ino % 256))/"$ino".*)
+        local files=("$dir"/tiles/$((ino % 256))/"$ino".*[0-9]) # not the .crc sidecars
         shopt -u nullglob
         counts+=("${#files[@]}")
     done

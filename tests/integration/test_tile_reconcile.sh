@@ -51,7 +51,7 @@ rm "$SMALL_MNT/gone"
 # tile_file INO TILE: the one file of that tile in the datanode (its path).
 tile_file() {
     local found
-    found=$(find "$TILES/$(($1 % 256))" -name "$1.$2.*" -print)
+    found=$(find "$TILES/$(($1 % 256))" -name "$1.$2.*" ! -name '*.crc' -print)
     [ "$(printf '%s\n' "$found" | grep -c .)" = 1 ] ||
         fail "expected one file of tile $2 of inode $1, found: ${found:-none}"
     echo "$found"

@@ -20,14 +20,16 @@ shopt -s nullglob
 node_dirs=("$STATE"/node*/)
 [ "${#node_dirs[@]}" = 4 ] || fail "expected 4 node data dirs STATE/node<i>/, found: ${node_dirs[*]:-none}"
 
-# Every file under any tiles/ directory is named from integers only.
+# Every file under any tiles/ directory is named from integers only (a tile
+# file's checksums beside it add the fixed ".crc").
 bad=$(find "$STATE"/node*/tiles -mindepth 1 \( \( -type d ! -regex '.*/tiles/[0-9]+' \) -o \
-    \( ! -type d ! -regex '.*/tiles/[0-9]+/[0-9]+\.[0-9]+\.[0-9]+' \) \) -print 2>/dev/null | head || true)
-[ -z "$bad" ] || fail "tile store holds names that are not <ino%256>/<ino>.<tile>.<version>: $bad"
+    \( ! -type d ! -regex '.*/tiles/[0-9]+/[0-9]+\.[0-9]+\.[0-9]+' \
+    ! -regex '.*/tiles/[0-9]+/[0-9]+\.[0-9]+\.[0-9]+\.crc' \) \) -print 2>/dev/null | head || true)
+[ -z "$bad" ] || fail "tile store holds names that are not <ino%256>/<ino>.<tile>.<version>[.crc]: $bad"
 
 # Each node holds some tiles of this file.
 for node_dir in "${node_dirs[@]}"; do
-    files=("$node_dir"tiles/"$bucket"/"$ino".*.*)
+    files=("$node_dir"tiles/"$bucket"/"$ino".*.*[0-9])
     log "$(basename "$node_dir"): ${#files[@]} tile files of inode $ino"
     [ "${#files[@]}" -gt 0 ] || fail "$(basename "$node_dir") holds no tile of the 64 MiB file"
 done
@@ -36,7 +38,7 @@ done
 # the cluster's default): two files, each replica with its own version.
 copies=2
 for ((tile = 0; tile < tiles; tile++)); do
-    holder_files=("$STATE"/node*/tiles/"$bucket"/"$ino"."$tile".*)
+    holder_files=("$STATE"/node*/tiles/"$bucket"/"$ino"."$tile".*[0-9]) # not the .crc sidecars
     [ "${#holder_files[@]}" = "$copies" ] ||
         fail "tile $tile of inode $ino has ${#holder_files[@]} tile files, expected $copies: ${holder_files[*]:-none}"
     holder_nodes=$(for file in "${holder_files[@]}"; do echo "${file%%/tiles/*}"; done | sort -u | wc -l)
@@ -47,12 +49,13 @@ for ((tile = 0; tile < tiles; tile++)); do
         [ "$(stat -c %s "$file")" = 1048576 ] ||
             fail "$file holds $(stat -c %s "$file") bytes, expected 1048576"
         cmp "$SHM/slice" "$file" >/dev/null || fail "$file is not MiB $tile of the file"
+        [ -f "$file.crc" ] || fail "$file has no checksums beside it ($file.crc)"
     done
 done
 log "all $tiles tiles found on $copies nodes each, every replica a plain 1 MiB slice of the file"
 
 tiles_left() {
-    local left=("$STATE"/node*/tiles/"$bucket"/"$ino".*)
+    local left=("$STATE"/node*/tiles/"$bucket"/"$ino".*) # tile files and their .crc
     echo "${#left[@]}"
 }
 
@@ -65,9 +68,9 @@ cp "$source_file" "$SHM/punched"
 fallocate --punch-hole --offset $((8 * 1048576 + 4096)) --length $((16 * 1048576)) "$SHM/punched"
 cmp "$SHM/punched" "$MNT/spread" || fail "the punched file reads differently from a punched local copy"
 deadline=$(($(now_ms) + 30000))
-while [ "$(tiles_left)" != $(((tiles - 15) * copies)) ] && (($(now_ms) < deadline)); do sleep 0.2; done
-[ "$(tiles_left)" = $(((tiles - 15) * copies)) ] ||
-    fail "$(tiles_left) tile files after punching 15 whole tiles, expected $(((tiles - 15) * copies))"
+while [ "$(tiles_left)" != $(((tiles - 15) * copies * 2)) ] && (($(now_ms) < deadline)); do sleep 0.2; done
+[ "$(tiles_left)" = $(((tiles - 15) * copies * 2)) ] ||
+    fail "$(tiles_left) tile files and sidecars after punching 15 whole tiles, expected $(((tiles - 15) * copies * 2))"
 log "punching 16 MiB at 8 MiB + 4 KiB freed the 15 whole tiles inside it, every replica"
 
 # rm reclaims the tiles: meta queues them as garbage and each datanode

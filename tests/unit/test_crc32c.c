@@ -128,6 +128,26 @@ static void test_lengths_and_alignments(void **state)
     }
 }
 
+/* crc32c_combine() gives the CRC of a||b for every cut, 64 KiB ones included. */
+static void test_combine(void **state)
+{
+    (void)state;
+    const size_t len = 200000;
+    uint8_t *buf = malloc(len);
+    assert_non_null(buf);
+    for (size_t i = 0; i < len; i++)
+        buf[i] = (uint8_t)(i * 37 + (i >> 7));
+    uint32_t whole = crc32c(0, buf, len);
+    const size_t cuts[] = {0, 1, 3, 4096, 65536, 100000, 131072, len - 65536, len - 1, len};
+    for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+        size_t cut = cuts[i];
+        uint32_t a = crc32c(0, buf, cut);
+        uint32_t b = crc32c(0, buf + cut, len - cut);
+        assert_int_equal(crc32c_combine(a, b, len - cut), whole);
+    }
+    free(buf);
+}
+
 /* MB/s of one function over a 1 MiB buffer (warm in cache), at least 0.2 s of it. */
 static double crc32c_mbps(uint32_t (*sum)(uint32_t, const void *, size_t), const uint8_t *buf,
                           size_t len)
@@ -182,6 +202,7 @@ int main(void)
         cmocka_unit_test(test_incremental_equals_one_shot),
         cmocka_unit_test(test_lengths_and_alignments),
         cmocka_unit_test(test_throughput),
+        cmocka_unit_test(test_combine),
     };
     return cmocka_run_group_tests_name("crc32c", tests, NULL, NULL);
 }

@@ -105,7 +105,7 @@ static void test_unthrottled_io_is_measured(void **state)
 
     memset(tile, 0x5a, sizeof(tile));
     int64_t before = diskio_now_ns();
-    assert_int_equal(diskio_write(fixture->disk, 9, 0, 1, 0, tile, sizeof(tile)), 0);
+    assert_int_equal(diskio_write(fixture->disk, 9, 0, 1, 0, tile, sizeof(tile), NULL), 0);
     assert_int_equal(fixture->waits, 1);
     assert_true(fixture->last_until <= diskio_now_ns()); /* no throttle: due at once */
     assert_true(fixture->last_until >= before);
@@ -130,7 +130,7 @@ static void test_throttled_deadlines(void **state)
 
     diskio_set_throttle(fixture->disk, 10 * MB);
     int64_t before = diskio_now_ns();
-    assert_int_equal(diskio_write(fixture->disk, 9, 0, 1, 0, tile, sizeof(tile)), 0);
+    assert_int_equal(diskio_write(fixture->disk, 9, 0, 1, 0, tile, sizeof(tile), NULL), 0);
     int64_t after = diskio_now_ns();
     /* 1 MiB at 10 MB/s is 104.9 ms, less the bucket's idle credit (4 KiB: 0.4 ms). */
     int64_t expected = (int64_t)(MIB - DISKIO_THROTTLE_BURST_BYTES) * 1000 / 10;
@@ -138,7 +138,7 @@ static void test_throttled_deadlines(void **state)
     assert_true(fixture->last_until <= after + expected);
     /* A second one queues behind the first: a full 104.9 ms later. */
     int64_t first_until = fixture->last_until;
-    assert_int_equal(diskio_write(fixture->disk, 9, 1, 1, 0, tile, sizeof(tile)), 0);
+    assert_int_equal(diskio_write(fixture->disk, 9, 1, 1, 0, tile, sizeof(tile), NULL), 0);
     assert_int_equal(fixture->last_until - first_until, (int64_t)MIB * 1000 / 10);
     /* Reads share the same disk. */
     size_t got = 0;
@@ -150,11 +150,11 @@ static void test_throttled_deadlines(void **state)
     assert_int_equal(report.throttle_bytes_per_sec, 10 * MB);
     diskio_set_throttle(fixture->disk, 0);
     before = diskio_now_ns();
-    assert_int_equal(diskio_write(fixture->disk, 9, 2, 1, 0, tile, sizeof(tile)), 0);
+    assert_int_equal(diskio_write(fixture->disk, 9, 2, 1, 0, tile, sizeof(tile), NULL), 0);
     assert_true(fixture->last_until <= diskio_now_ns());
     assert_true(fixture->last_until >= before);
     /* A failed write is still waited out, but measures no bytes. */
-    assert_int_equal(diskio_write(fixture->disk, 0, 0, 1, 0, tile, 1), -EINVAL);
+    assert_int_equal(diskio_write(fixture->disk, 0, 0, 1, 0, tile, 1, NULL), -EINVAL);
 }
 
 /* The empirical test, with real waits: a throttled disk measures at its cap. */

@@ -330,6 +330,19 @@ static void test_write_with_wrong_crc_is_refused(void **state)
                      TS_OK);
     assert_int_equal(tilestore_read(fixture->store, 31, 0, 1, 0, sizeof(back), back, &got), 0);
     assert_memory_equal(back, other, sizeof(other));
+
+    /* Summed once for the check and the blocks: at an odd offset, across blocks. */
+    static uint8_t big[3 * BLOCK];
+    fill_pattern(big, sizeof(big), 7);
+    write_req.offset = BLOCK - 1000;
+    write_req.crc = crc32c(0, big, sizeof(big));
+    len = ts_tile_write_req_encode(&write_req, fixture->payload, sizeof(fixture->payload));
+    request.payload_len = (size_t)len;
+    request.data = big;
+    request.data_len = sizeof(big);
+    assert_int_equal(nodehandlers_table[TS_OP_TILE_WRITE](&fixture->context, &request, &response),
+                     TS_OK);
+    assert_sidecar_matches(fixture, 31, 0, 1);
 }
 
 /*
