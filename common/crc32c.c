@@ -149,6 +149,15 @@ static void crc32c_gf2_square(uint32_t *square, const uint32_t *matrix)
         square[n] = crc32c_gf2_times(matrix, matrix[n]);
 }
 
+
+/* shift = step x shift: one more power of two of zero bytes multiplied in. */
+static void crc32c_gf2_apply(uint32_t shift[32], const uint32_t step[32])
+{
+    uint32_t product[32];
+    for (int n = 0; n < 32; n++)
+        product[n] = crc32c_gf2_times(step, shift[n]);
+    memcpy(shift, product, sizeof(product));
+}
 /* The map of appending len zero bytes into shift (len > 0). */
 static void crc32c_zeros_operator(uint32_t shift[32], size_t len)
 {
@@ -164,27 +173,16 @@ static void crc32c_zeros_operator(uint32_t shift[32], size_t len)
     /* shift starts as the identity; each set bit of len multiplies in 2^k bytes. */
     for (int n = 0; n < 32; n++)
         shift[n] = 1u << n;
-    const uint32_t *step;
     for (;;) {
         crc32c_gf2_square(even, odd); /* 1, 4, 16... bytes */
-        step = even;
-        if (len & 1) {
-            uint32_t product[32];
-            for (int n = 0; n < 32; n++)
-                product[n] = crc32c_gf2_times(step, shift[n]);
-            memcpy(shift, product, sizeof(product));
-        }
+        if (len & 1)
+            crc32c_gf2_apply(shift, even);
         len >>= 1;
         if (len == 0)
             break;
-        crc32c_gf2_square(odd, even);
-        step = odd;
-        if (len & 1) {
-            uint32_t product[32];
-            for (int n = 0; n < 32; n++)
-                product[n] = crc32c_gf2_times(step, shift[n]);
-            memcpy(shift, product, sizeof(product));
-        }
+        crc32c_gf2_square(odd, even); /* 2, 8, 32... bytes */
+        if (len & 1)
+            crc32c_gf2_apply(shift, odd);
         len >>= 1;
         if (len == 0)
             break;
