@@ -18,7 +18,7 @@ usage() {
     cat <<'USAGE'
 usage: bench/run.sh [--with-moosefs] [--size-mb N] [--reps N] [--only "SECTIONS"]
                     [--rr-secs N] [--meta-n N] [--nodes N] [--copies N] [--no-local]
-                    [--no-nullfs]
+                    [--no-nullfs] [--baseline BUILD_DIR]
 
 Runs dd, cp, fio (4 streams, 4 KiB random reads) and metadata workloads on a
 Tessera mount, a local directory, a nullfs mount (the FUSE ceiling) and, with
@@ -39,6 +39,11 @@ Tessera/MooseFS, Tessera/local and Tessera/nullfs (the fraction of the ceiling).
                      and MooseFS's goal (default 2, tessera-meta's default)
   --no-local         skip the local directory
   --no-nullfs        skip the nullfs ceiling
+  --baseline DIR     also run an older Tessera build (its release build
+                     directory, e.g. a worktree at an earlier commit) as the
+                     target "baseline", same cluster shape; the table adds
+                     T / baseline. A build without copies= in its layouts
+                     runs with its own default (one copy).
   -h, --help         this text
 
 Environment:
@@ -70,14 +75,14 @@ die() {
 }
 
 with_moosefs=0 size_mb=2048 reps=3 only="" rr_secs=30 meta_n=10000 nodes=4 copies=2
-run_local=1 run_nullfs=1
+run_local=1 run_nullfs=1 baseline_build=""
 while [ $# -gt 0 ]; do
     case $1 in
     -h | --help) usage; exit 0 ;;
     --with-moosefs) with_moosefs=1; shift ;;
     --no-local) run_local=0; shift ;;
     --no-nullfs) run_nullfs=0; shift ;;
-    --size-mb | --reps | --only | --rr-secs | --meta-n | --nodes | --copies)
+    --size-mb | --reps | --only | --rr-secs | --meta-n | --nodes | --copies | --baseline)
         [ $# -ge 2 ] || { echo "run.sh: $1 needs a value (see --help)" >&2; exit 2; }
         case $1 in
         --size-mb) size_mb=$2 ;;
@@ -87,6 +92,7 @@ while [ $# -gt 0 ]; do
         --meta-n) meta_n=$2 ;;
         --nodes) nodes=$2 ;;
         --copies) copies=$2 ;;
+        --baseline) baseline_build=$2 ;;
         esac
         shift 2 ;;
     *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
@@ -113,6 +119,13 @@ for script in run-peer-bench.sh pbmeta.py moosefs-up.sh moosefs-down.sh; do
     }
 done
 PEER_BENCH_DIR=$(cd "$PEER_BENCH_DIR" && pwd)
+if [ -n "$baseline_build" ]; then
+    for binary in tools/tessera fuse/tessera-mount meta/tessera-meta datanode/tessera-datanode; do
+        [ -x "$baseline_build/$binary" ] ||
+            { echo "run.sh: --baseline $baseline_build has no $binary: build it first" >&2; exit 2; }
+    done
+    baseline_build=$(cd "$baseline_build" && pwd)
+fi
 BUILD_DIR=${BUILD_DIR:-$REPO/build-release}
 READAHEAD_KB=${READAHEAD_KB:-}
 
@@ -123,12 +136,14 @@ RESULTS=$BENCH_DIR/results
 LOGS=$BENCH_DIR/logs
 STATE=$WORK/tessera-state
 TESSERA_MNT=$WORK/mnt-tessera
+BASE_STATE=$WORK/baseline-state
+BASE_MNT=$WORK/mnt-baseline
 NULLFS_MNT=$WORK/mnt-nullfs
 LOCAL=${LOCAL_DIR:-$WORK/local}
 MFS_PB=$WORK/moosefs           # moosefs-up.sh's PB: its configs, chunks, pids
 MFS_MNT=$WORK/mnt-moosefs
-tessera_started=0 moosefs_started=0 nullfs_pid="" child_pid="" cleaned=0
-tessera_pids=()
+tessera_started=0 baseline_started=0 moosefs_started=0 nullfs_pid="" child_pid="" cleaned=0
+tessera_pids=() baseline_pids=()
 src_was_there=0
 [ -e /dev/shm/pb-src.bin ] && src_was_there=1
 
@@ -179,6 +194,13 @@ cleanup() {
         for pid in "${tessera_pids[@]}"; do stop_pid "$pid" tessera-daemon; done
         cp -r "$STATE/logs" "$LOGS/tessera" 2>/dev/null
     fi
+    if [ "$baseline_started" = 1 ]; then
+        "$baseline_build/tools/tessera" down --state "$BASE_STATE" >>"$LOGS/baseline-down.log" 2>&1 ||
+            echo "run.sh: baseline tessera down failed, see $LOGS/baseline-down.log" >&2
+        unmount "$BASE_MNT"
+        for pid in "${baseline_pids[@]}"; do stop_pid "$pid" baseline-daemon; done
+        cp -r "$BASE_STATE/logs" "$LOGS/baseline" 2>/dev/null
+    fi
     if [ "$moosefs_started" = 1 ]; then
         cp -r "$MFS_PB/moosefs/logs" "$LOGS/moosefs" 2>/dev/null
         PB=$MFS_PB MNT=$MFS_MNT "$PEER_BENCH_DIR/moosefs-down.sh" --purge >>"$LOGS/moosefs-down.log" 2>&1
@@ -202,7 +224,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-mkdir -p "$WORK" "$RESULTS" "$LOGS" "$LOCAL" "$TESSERA_MNT" "$NULLFS_MNT"
+mkdir -p "$WORK" "$RESULTS" "$LOGS" "$LOCAL" "$TESSERA_MNT" "$NULLFS_MNT" "$BASE_MNT"
 chmod 755 "$BENCH_DIR" "$WORK" # the MooseFS daemons run as user mfs below it
 
 # ---- packages: fio always, MooseFS on demand (Debian names) ----
@@ -320,6 +342,14 @@ export PREFAULT_GB
 # stops them after (their data stays for the next turn): every target is
 # measured alone, on the same machine, in the same run.
 tessera_port=$(free_port_base $((nodes + 1)))
+baseline_port=""
+if [ -n "$baseline_build" ]; then
+    baseline_port=$(free_port_base $((nodes + 1)))
+    while [ "$baseline_port" -le $((tessera_port + nodes)) ] &&
+        [ $((baseline_port + nodes)) -ge "$tessera_port" ]; do
+        baseline_port=$(free_port_base $((nodes + 1)))
+    done
+fi
 mfs_port=""
 if [ "$with_moosefs" = 1 ]; then
     mfs_port=$(free_port_base 8)
@@ -345,6 +375,18 @@ target_up() {
         stat "$TESSERA_MNT" >/dev/null
         setfattr -n user.tessera.layout -v "copies=$copies" "$TESSERA_MNT" ||
             die "cannot set copies=$copies on $TESSERA_MNT"
+        ;;
+    baseline)
+        baseline_started=1
+        "$baseline_build/tools/tessera" up --nodes "$nodes" --state "$BASE_STATE" --mount "$BASE_MNT" \
+            --port "$baseline_port" >>"$LOGS/baseline-up.log" 2>&1 ||
+            die "baseline tessera up failed, see $LOGS/baseline-up.log"
+        local f
+        for f in "$BASE_STATE"/run/*.pid; do baseline_pids+=("$(cat "$f")"); done
+        stat "$BASE_MNT" >/dev/null
+        # An older build may not know copies= (it then keeps one copy).
+        setfattr -n user.tessera.layout -v "copies=$copies" "$BASE_MNT" 2>/dev/null ||
+            log "baseline: copies=$copies not accepted, it runs with its own default"
         ;;
     nullfs)
         "$BUILD_DIR/bench/nullfs" "$NULLFS_MNT" 2>>"$LOGS/nullfs.log" &
@@ -382,6 +424,14 @@ target_down() {
             record_usage tessera "$(basename "$f" .pid)" "$(cat "$f")"
         done
         stop_tessera
+        ;;
+    baseline)
+        for f in "$BASE_STATE"/run/*.pid; do
+            record_usage baseline "$(basename "$f" .pid)" "$(cat "$f")"
+        done
+        "$baseline_build/tools/tessera" down --state "$BASE_STATE" >>"$LOGS/baseline-down.log" 2>&1 ||
+            die "baseline tessera down failed, see $LOGS/baseline-down.log"
+        baseline_pids=()
         ;;
     nullfs)
         record_usage nullfs nullfs "$nullfs_pid"
@@ -472,6 +522,7 @@ targets=()
 [ "$run_local" = 1 ] && targets+=("local:$LOCAL")
 [ "$run_nullfs" = 1 ] && targets+=("nullfs:$NULLFS_MNT")
 targets+=("tessera:$TESSERA_MNT")
+[ -n "$baseline_build" ] && targets+=("baseline:$BASE_MNT")
 [ "$with_moosefs" = 1 ] && targets+=("moosefs:$MFS_MNT")
 for ((round = 1; round <= reps; round++)); do
     for target in "${targets[@]}"; do
@@ -500,7 +551,8 @@ def load(name):
                                                 max(vals), ",".join("%g" % v for v in vals)))
     return values
 
-local, nullfs, tessera, moosefs = (load(n) for n in ("local", "nullfs", "tessera", "moosefs"))
+local, nullfs, tessera, moosefs, baseline = (load(n) for n in
+                                             ("local", "nullfs", "tessera", "moosefs", "baseline"))
 size = "%g GiB" % (size_mb / 1024) if size_mb >= 1024 else "%d MiB" % size_mb
 rows = [
     ("dd write %s bs=1M conv=fsync" % size, "MB/s", "dd_write"),
@@ -536,12 +588,13 @@ def ratio(a, b):
     return "-" if a is None or not b else "%.2f" % (a / b)
 
 columns = [("local dir", local), ("nullfs (FUSE ceiling)", nullfs), ("MooseFS", moosefs),
-           ("Tessera", tessera)]
+           ("Tessera baseline", baseline), ("Tessera", tessera)]
 columns = [(n, t) for n, t in columns if t is not None or n == "Tessera"]
 head = ["workload", "unit"] + [n for n, _ in columns]
 if moosefs: head.append("T / MooseFS")
 if local: head.append("T / local")
 if nullfs: head.append("T / nullfs")
+if baseline: head.append("T / baseline")
 print("| " + " | ".join(head) + " |")
 print("|---|---|" + "---:|" * (len(head) - 2))
 for label, unit, key in rows:
@@ -552,6 +605,7 @@ for label, unit, key in rows:
     if moosefs: cells.append(ratio(t, median(moosefs, key)))
     if local: cells.append(ratio(t, median(local, key)))
     if nullfs: cells.append(ratio(t, median(nullfs, key)))
+    if baseline: cells.append(ratio(t, median(baseline, key)))
     print("| %s | %s | %s |" % (label, unit, " | ".join(cells)))
 print()
 print("Median (min–max) of %s rounds, every round running each target once in turn;"

@@ -4,8 +4,8 @@
  * - slicing-by-8: eight 256-entry tables (built once, under pthread_once)
  *   let each step fold 8 input bytes with 8 lookups instead of 8 dependent
  *   byte steps; about 1.5 GB/s, so a 1 MiB tile costs well under 1 ms;
- * - on x86-64 with SSE4.2, the crc32 instruction 8 bytes at a time (several
- *   GB/s), compiled for that target only in its own function and chosen at
+ * - on x86-64 with SSE4.2, the crc32 instruction 8 bytes at a time in three
+ *   independent chains joined by crc32c_combine's algebra (~10 GB/s), compiled for that target only in its own function and chosen at
  *   run time, so the binary still runs on CPUs without it.
  * Both keep the register inverted (the usual ~crc in, ~crc out), which is
  * what makes the function incremental. Words are loaded with memcpy: the
@@ -28,101 +28,8 @@ static uint32_t crc32c_table[8][256];
 static bool crc32c_use_hardware;
 static pthread_once_t crc32c_once = PTHREAD_ONCE_INIT;
 
-static void crc32c_init(void)
-{
-    for (uint32_t byte = 0; byte < 256; byte++) {
-        uint32_t crc = byte;
-        for (int bit = 0; bit < 8; bit++)
-            crc = (crc & 1) ? (crc >> 1) ^ CRC32C_POLY_REFLECTED : crc >> 1;
-        crc32c_table[0][byte] = crc;
-    }
-    /* table[k][b]: the CRC of byte b followed by k zero bytes. */
-    for (uint32_t byte = 0; byte < 256; byte++) {
-        uint32_t crc = crc32c_table[0][byte];
-        for (int k = 1; k < 8; k++) {
-            crc = crc32c_table[0][crc & 0xff] ^ (crc >> 8);
-            crc32c_table[k][byte] = crc;
-        }
-    }
-#ifdef CRC32C_HAVE_SSE42
-    __builtin_cpu_init();
-    crc32c_use_hardware = __builtin_cpu_supports("sse4.2");
-#endif
-}
-
-/* Little-endian load of 8 bytes from any address. */
-static uint64_t crc32c_load64(const uint8_t *at)
-{
-    uint64_t word;
-    memcpy(&word, at, sizeof(word));
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    word = __builtin_bswap64(word);
-#endif
-    return word;
-}
-
-/* The inverted register over len bytes, by the tables. */
-static uint32_t crc32c_slice8(uint32_t crc, const uint8_t *at, size_t len)
-{
-    while (len >= 8) {
-        uint64_t word = crc32c_load64(at) ^ crc;
-        crc = crc32c_table[7][word & 0xff] ^ crc32c_table[6][(word >> 8) & 0xff] ^
-              crc32c_table[5][(word >> 16) & 0xff] ^ crc32c_table[4][(word >> 24) & 0xff] ^
-              crc32c_table[3][(word >> 32) & 0xff] ^ crc32c_table[2][(word >> 40) & 0xff] ^
-              crc32c_table[1][(word >> 48) & 0xff] ^ crc32c_table[0][word >> 56];
-        at += 8;
-        len -= 8;
-    }
-    while (len > 0) {
-        crc = crc32c_table[0][(crc ^ *at) & 0xff] ^ (crc >> 8);
-        at++;
-        len--;
-    }
-    return crc;
-}
-
-#ifdef CRC32C_HAVE_SSE42
-/* The inverted register over len bytes, by the crc32 instruction. */
-__attribute__((target("sse4.2"))) static uint32_t crc32c_hardware(uint32_t crc, const uint8_t *at,
-                                                                  size_t len)
-{
-    uint64_t wide = crc;
-    while (len >= 8) {
-        wide = _mm_crc32_u64(wide, crc32c_load64(at));
-        at += 8;
-        len -= 8;
-    }
-    crc = (uint32_t)wide;
-    while (len > 0) {
-        crc = _mm_crc32_u8(crc, *at);
-        at++;
-        len--;
-    }
-    return crc;
-}
-#endif
-
-uint32_t crc32c_portable(uint32_t crc, const void *buf, size_t len)
-{
-    pthread_once(&crc32c_once, crc32c_init);
-    if (len == 0)
-        return crc;
-    return ~crc32c_slice8(~crc, buf, len);
-}
-
-uint32_t crc32c(uint32_t crc, const void *buf, size_t len)
-{
-    pthread_once(&crc32c_once, crc32c_init);
-    if (len == 0)
-        return crc;
-#ifdef CRC32C_HAVE_SSE42
-    if (crc32c_use_hardware)
-        return ~crc32c_hardware(~crc, buf, len);
-#endif
-    return ~crc32c_slice8(~crc, buf, len);
-}
-
-/* ---- combining: the CRC of a||b from the CRCs of a and b ---------------- */
+/* ---- combining: the CRC of a||b from the CRCs of a and b (also what the
+ * three chains of the hardware path are joined with) -------------------- */
 
 /*
  * As zlib's crc32_combine(): appending len zero bytes to a message is a
@@ -187,6 +94,174 @@ static void crc32c_zeros_operator(uint32_t shift[32], size_t len)
         if (len == 0)
             break;
     }
+}
+
+/*
+ * The shift of the three-chain sum: "append stride zero bytes" as four
+ * tables of 256 (one per byte of the register), so a shift is four lookups
+ * instead of 32 steps over the matrix.
+ */
+#ifdef CRC32C_HAVE_SSE42
+#define CRC32C_LONG_STRIDE 8192u
+#define CRC32C_SHORT_STRIDE 512u
+static uint32_t crc32c_long_shift[4][256];
+static uint32_t crc32c_short_shift[4][256];
+
+static void crc32c_shift_table_init(uint32_t table[4][256], size_t stride)
+{
+    uint32_t matrix[32];
+    crc32c_zeros_operator(matrix, stride);
+    for (int byte = 0; byte < 4; byte++) {
+        for (uint32_t value = 0; value < 256; value++)
+            table[byte][value] = crc32c_gf2_times(matrix, value << (8 * byte));
+    }
+}
+
+static inline uint32_t crc32c_shift_by_table(const uint32_t table[4][256], uint32_t reg)
+{
+    return table[0][reg & 0xff] ^ table[1][(reg >> 8) & 0xff] ^ table[2][(reg >> 16) & 0xff] ^
+           table[3][reg >> 24];
+}
+#endif
+
+static void crc32c_init(void)
+{
+    for (uint32_t byte = 0; byte < 256; byte++) {
+        uint32_t crc = byte;
+        for (int bit = 0; bit < 8; bit++)
+            crc = (crc & 1) ? (crc >> 1) ^ CRC32C_POLY_REFLECTED : crc >> 1;
+        crc32c_table[0][byte] = crc;
+    }
+    /* table[k][b]: the CRC of byte b followed by k zero bytes. */
+    for (uint32_t byte = 0; byte < 256; byte++) {
+        uint32_t crc = crc32c_table[0][byte];
+        for (int k = 1; k < 8; k++) {
+            crc = crc32c_table[0][crc & 0xff] ^ (crc >> 8);
+            crc32c_table[k][byte] = crc;
+        }
+    }
+#ifdef CRC32C_HAVE_SSE42
+    __builtin_cpu_init();
+    crc32c_use_hardware = __builtin_cpu_supports("sse4.2");
+    if (crc32c_use_hardware) {
+        crc32c_shift_table_init(crc32c_long_shift, CRC32C_LONG_STRIDE);
+        crc32c_shift_table_init(crc32c_short_shift, CRC32C_SHORT_STRIDE);
+    }
+#endif
+}
+
+/* Little-endian load of 8 bytes from any address. */
+static uint64_t crc32c_load64(const uint8_t *at)
+{
+    uint64_t word;
+    memcpy(&word, at, sizeof(word));
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    word = __builtin_bswap64(word);
+#endif
+    return word;
+}
+
+/* The inverted register over len bytes, by the tables. */
+static uint32_t crc32c_slice8(uint32_t crc, const uint8_t *at, size_t len)
+{
+    while (len >= 8) {
+        uint64_t word = crc32c_load64(at) ^ crc;
+        crc = crc32c_table[7][word & 0xff] ^ crc32c_table[6][(word >> 8) & 0xff] ^
+              crc32c_table[5][(word >> 16) & 0xff] ^ crc32c_table[4][(word >> 24) & 0xff] ^
+              crc32c_table[3][(word >> 32) & 0xff] ^ crc32c_table[2][(word >> 40) & 0xff] ^
+              crc32c_table[1][(word >> 48) & 0xff] ^ crc32c_table[0][word >> 56];
+        at += 8;
+        len -= 8;
+    }
+    while (len > 0) {
+        crc = crc32c_table[0][(crc ^ *at) & 0xff] ^ (crc >> 8);
+        at++;
+        len--;
+    }
+    return crc;
+}
+
+#ifdef CRC32C_HAVE_SSE42
+/* The inverted register over len bytes, one crc32 instruction after another. */
+__attribute__((target("sse4.2"))) static uint32_t crc32c_hardware_serial(uint32_t crc,
+                                                                         const uint8_t *at,
+                                                                         size_t len)
+{
+    uint64_t wide = crc;
+    while (len >= 8) {
+        wide = _mm_crc32_u64(wide, crc32c_load64(at));
+        at += 8;
+        len -= 8;
+    }
+    crc = (uint32_t)wide;
+    while (len > 0) {
+        crc = _mm_crc32_u8(crc, *at);
+        at++;
+        len--;
+    }
+    return crc;
+}
+
+/*
+ * Three runs of `stride` bytes at once: a, b, c summed side by side, b and
+ * c from a zero register, then joined as reg(a||b||c) = shift(shift(a) ^ b)
+ * ^ c, shift being "append stride zero bytes" (one table). Returns the
+ * register after every whole group of 3 x stride bytes; *at and *len are
+ * moved past them.
+ */
+__attribute__((target("sse4.2"))) static uint32_t crc32c_hardware_triple(
+    uint32_t crc, const uint8_t **at, size_t *len, size_t stride, const uint32_t shift[4][256])
+{
+    while (*len >= 3 * stride) {
+        const uint8_t *first = *at, *second = first + stride, *third = second + stride;
+        uint64_t a = crc, b = 0, c = 0;
+        for (size_t done = 0; done < stride; done += 8) {
+            a = _mm_crc32_u64(a, crc32c_load64(first + done));
+            b = _mm_crc32_u64(b, crc32c_load64(second + done));
+            c = _mm_crc32_u64(c, crc32c_load64(third + done));
+        }
+        crc = crc32c_shift_by_table(shift, (uint32_t)a) ^ (uint32_t)b;
+        crc = crc32c_shift_by_table(shift, crc) ^ (uint32_t)c;
+        *at += 3 * stride;
+        *len -= 3 * stride;
+    }
+    return crc;
+}
+
+/*
+ * The inverted register over len bytes, by the crc32 instruction. It takes
+ * 3 cycles and a new one can start every cycle, so one chain of them runs
+ * at a third of what the CPU can do: three independent chains (big runs,
+ * then small ones for what is left) fill it, which made a 1 MiB tile's
+ * sum about 3x faster than the serial loop.
+ */
+__attribute__((target("sse4.2"))) static uint32_t crc32c_hardware(uint32_t crc, const uint8_t *at,
+                                                                  size_t len)
+{
+    crc = crc32c_hardware_triple(crc, &at, &len, CRC32C_LONG_STRIDE, crc32c_long_shift);
+    crc = crc32c_hardware_triple(crc, &at, &len, CRC32C_SHORT_STRIDE, crc32c_short_shift);
+    return crc32c_hardware_serial(crc, at, len);
+}
+#endif
+
+uint32_t crc32c_portable(uint32_t crc, const void *buf, size_t len)
+{
+    pthread_once(&crc32c_once, crc32c_init);
+    if (len == 0)
+        return crc;
+    return ~crc32c_slice8(~crc, buf, len);
+}
+
+uint32_t crc32c(uint32_t crc, const void *buf, size_t len)
+{
+    pthread_once(&crc32c_once, crc32c_init);
+    if (len == 0)
+        return crc;
+#ifdef CRC32C_HAVE_SSE42
+    if (crc32c_use_hardware)
+        return ~crc32c_hardware(~crc, buf, len);
+#endif
+    return ~crc32c_slice8(~crc, buf, len);
 }
 
 static uint32_t crc32c_block_operator[32];

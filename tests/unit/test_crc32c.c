@@ -4,7 +4,8 @@
  * check of the CRC catalogue and the iSCSI vectors of RFC 3720, B.4), the
  * incremental form against the one-shot form at every split point, and the
  * dispatched (hardware where there is one) and portable paths against a
- * bit-by-bit reference over many lengths and alignments.
+ * bit-by-bit reference over many lengths and alignments, and against each
+ * other where the hardware path switches between its three-chain gears.
  */
 #include "crc32c.h"
 
@@ -128,6 +129,30 @@ static void test_lengths_and_alignments(void **state)
     }
 }
 
+/*
+ * Lengths where the hardware path changes gear (three chains of 8 KiB,
+ * then of 512 bytes, then one chain for the rest), at every alignment and
+ * from a running CRC: the dispatched path gives the tables' answer.
+ */
+static void test_three_chain_lengths(void **state)
+{
+    (void)state;
+    const size_t cap = 200008;
+    uint8_t *buf = malloc(cap);
+    assert_non_null(buf);
+    fill_random(buf, cap, 7);
+    const size_t lens[] = {1535,  1536,  1537,  1544,  3071,  24575, 24576, 24577,
+                           26111, 26112, 65536, 65539, 131071, 131072, 200000};
+    for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        for (size_t offset = 0; offset < 8; offset++) {
+            uint32_t start = (uint32_t)(lens[i] * 2654435761u + offset);
+            assert_int_equal(crc32c(start, buf + offset, lens[i]),
+                             crc32c_portable(start, buf + offset, lens[i]));
+        }
+    }
+    free(buf);
+}
+
 /* crc32c_combine() gives the CRC of a||b for every cut, 64 KiB ones included. */
 static void test_combine(void **state)
 {
@@ -198,6 +223,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_check_value),
         cmocka_unit_test(test_iscsi_vectors),
+        cmocka_unit_test(test_three_chain_lengths),
         cmocka_unit_test(test_empty_and_zeros),
         cmocka_unit_test(test_incremental_equals_one_shot),
         cmocka_unit_test(test_lengths_and_alignments),
