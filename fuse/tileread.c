@@ -21,19 +21,28 @@
 /*
  * A datanode had no file for a tile at the place meta names for it now
  * (read from `node`, the tile's read source in *location). Without
- * TS_TILE_STORED the tile was placed but never written: a hole, 0. With
- * it, a holder reported the file, so this one lost it (deleted, a disk
- * that lost it, a data directory replaced): it is logged (file, tile,
- * datanode id and address) and the read moves on to the next holder
- * (-EAGAIN: read again); with none left it fails with -EIO, never read as
- * zeros. Takes no lock of the data path.
+ * TS_TILE_STORED no holder has reported the file yet, which is a tile
+ * placed but never written (a hole) only if no other holder has it
+ * either: a file lost before its datanode's next heartbeat reported it
+ * looks the same from here. So the other holders are asked first (-EAGAIN:
+ * read again), and it is a hole, 0, only when every one of them answered
+ * "no file" (`other_failure`: a holder failed otherwise, whose error is
+ * returned instead: it may have had the bytes). With TS_TILE_STORED a
+ * holder reported the file, so this one lost it (deleted, a disk that
+ * lost it, a data directory replaced): it is logged (file, tile, datanode
+ * id and address) and the read moves on to the next holder; with none
+ * left it fails with -EIO, never read as zeros. Takes no lock of the data
+ * path.
  */
 static int read_missing(struct datapath *datapath, uint64_t ino, uint64_t tile, uint32_t node,
-                        struct tile_location *location, uint32_t *tried)
+                        struct tile_location *location, uint32_t *tried, int32_t other_failure)
 {
     char endpoint[128];
-    if (!(location->flags & TS_TILE_STORED))
-        return 0;
+    if (!(location->flags & TS_TILE_STORED)) {
+        if (tilelocation_read_next(location, tried))
+            return -EAGAIN;
+        return other_failure == TS_OK ? 0 : errno_of_status(other_failure);
+    }
     /* Another node may answer at its address now (nodedir_call refuses it then). */
     nodedir_suspect(datapath->nodes);
     nodedir_endpoint(datapath->nodes, node, endpoint, sizeof(endpoint));
@@ -61,6 +70,7 @@ int tileread_fetch(struct datapath *datapath, uint64_t ino, uint64_t tile, uint3
     struct stale_retry retry = {0};
     bool asked_missing = false;
     uint32_t tried = 0; /* holders (bits of location->holders) that failed this read */
+    int32_t other_failure = TS_OK; /* a tried holder's failure other than "no file" */
     uint8_t payload[64];
 
     for (;;) {
@@ -86,6 +96,7 @@ int tileread_fetch(struct datapath *datapath, uint64_t ino, uint64_t tile, uint3
             if (error != 0)
                 return error;
             tried = 0; /* another set, or the same one again: every holder may be tried */
+            other_failure = TS_OK;
             continue;
         }
         if (status == TS_ERR_NOENT && !asked_missing) {
@@ -105,6 +116,7 @@ int tileread_fetch(struct datapath *datapath, uint64_t ino, uint64_t tile, uint3
             if (!tilelocation_same_for(TILE_ACCESS_WRITE, location, &now)) {
                 *location = now; /* another set: every holder may be tried */
                 tried = 0;
+                other_failure = TS_OK;
                 continue;
             }
             /* The same holders: the failover keeps its place, the flags are meta's now. */
@@ -113,11 +125,12 @@ int tileread_fetch(struct datapath *datapath, uint64_t ino, uint64_t tile, uint3
         }
         if (status == TS_ERR_NOENT) {
             /* Meta names this place now: read_missing() says what that means. */
-            int error = read_missing(datapath, ino, tile, node, location, &tried);
+            int error = read_missing(datapath, ino, tile, node, location, &tried, other_failure);
             if (error != -EAGAIN)
                 return error;
             continue;
         }
+        other_failure = status;
         if (tilelocation_read_next(location, &tried)) {
             log_warn("read of inode %llu tile %llu from datanode %u failed: %s; reading its "
                      "replica on datanode %u",

@@ -299,6 +299,52 @@ static void test_read_fails_over_to_another_holder(void **state)
     datapath_release(mount->datapath, file, false);
 }
 
+/*
+ * A tile no holder has reported yet (no TS_TILE_STORED): the first holder
+ * has no file (lost before its next heartbeat), the second has the bytes,
+ * which the read returns, not a hole. It reads as a hole (zeros) only
+ * when no holder has a file, and fails when the holder without a "no
+ * file" answer failed otherwise.
+ */
+static void test_unreported_tile_fails_over_before_a_hole(void **state)
+{
+    struct fakecluster_mount *mount = *state;
+    struct tile_location location = {.node = 1,
+                                     .version = 5,
+                                     .holder_count = 2,
+                                     .holders = {{1, TS_REPLICA_UP, 5}, {3, TS_REPLICA_UP, 6}},
+                                     .read_node = 1,
+                                     .read_version = 5};
+    fakecluster_store(3, INO, 0, 6, file_bytes, TILE); /* node 1 has no file */
+    fakecluster_map(INO, 0, &location);
+    struct tile_location hole = location;
+    hole.version = hole.read_version = hole.holders[0].version = 9;
+    hole.holders[1].version = 10;
+    fakecluster_map(INO, 1, &hole); /* no holder has tile 1 */
+    fakecluster_file(INO, 2 * TILE, TS_PLACEMENT_STATIC);
+
+    struct open_file *file = open_reading(mount, 2 * TILE);
+    assert_int_equal(fakecluster_read(mount, file, got, TILE, 0), TILE);
+    assert_memory_equal(got, file_bytes, TILE);
+    assert_true(fakecluster_requests(3, TS_OP_TILE_READ, INO, 0) >= 1);
+    assert_int_equal(fakecluster_read(mount, file, got, TILE, TILE), TILE);
+    static const uint8_t zero_tile[TILE];
+    assert_memory_equal(got, zero_tile, TILE);
+    assert_true(fakecluster_requests(1, TS_OP_TILE_READ, INO, 1) >= 1);
+    assert_true(fakecluster_requests(3, TS_OP_TILE_READ, INO, 1) >= 1);
+    datapath_release(mount->datapath, file, false);
+
+    /* The one holder that might have had it failed: an error, not zeros. */
+    hole.holders[0].node = 2;
+    hole.node = hole.read_node = 2;
+    fakecluster_map(INO, 1, &hole);
+    fakecluster_fail_reads(2, TS_ERR_IO);
+    file = open_reading(mount, 2 * TILE);
+    assert_int_equal(fakecluster_read(mount, file, got, TILE, TILE), -EIO);
+    fakecluster_fail_reads(2, TS_OK);
+    datapath_release(mount->datapath, file, false);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -308,6 +354,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_read_past_the_end_learns_the_size, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_of_a_hole_gives_zeros, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_of_a_lost_tile_fails, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unreported_tile_fails_over_before_a_hole, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_read_follows_a_moved_tile, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_ahead_loads_the_next_tiles, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_fails_over_to_another_holder, setup, teardown),
