@@ -44,6 +44,7 @@
 #include "stream.h"
 #include "tilestore.h"
 #include "util.h"
+#include "version.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -138,7 +139,8 @@ static void usage(FILE *out)
             "                        background at R MB/s (default %d; 0 = only when\n"
             "                        `tessera scrub` asks)\n"
             "  --log-level LEVEL     error, warn, info (default) or debug\n"
-            "  --help                show this help\n",
+            "  --help                show this help\n"
+            "  --version             print the version, git revision and protocol\n",
             RECLAIM_GRACE_DEFAULT_S, RECLAIM_EVERY_DEFAULT_S, SCRUB_DEFAULT_MBPS);
 }
 
@@ -192,7 +194,8 @@ static int parse_options(int argc, char **argv, struct datanode_options *options
         OPT_RECLAIM_EVERY,
         OPT_SCRUB_MBPS,
         OPT_LOG_LEVEL,
-        OPT_HELP
+        OPT_HELP,
+        OPT_VERSION
     };
     static const struct option long_options[] = {
         {"listen", required_argument, NULL, OPT_LISTEN},
@@ -208,6 +211,7 @@ static int parse_options(int argc, char **argv, struct datanode_options *options
         {"scrub-mbps", required_argument, NULL, OPT_SCRUB_MBPS},
         {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
         {"help", no_argument, NULL, OPT_HELP},
+        {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
     };
     const char *machine = NULL;
@@ -277,6 +281,7 @@ static int parse_options(int argc, char **argv, struct datanode_options *options
             break;
         case 'h':
         case OPT_HELP: usage(stdout); return -1;
+        case OPT_VERSION: version_print(stdout, "tessera-datanode"); return -1;
         case ':': return usage_error("%s needs a value", argv[optind - 1]);
         default: return usage_error("unknown option '%s'", argv[optind - 1]);
         }

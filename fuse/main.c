@@ -19,6 +19,7 @@
 #include "tile.h"
 #include "tilestream.h"
 #include "util.h"
+#include "version.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -119,7 +120,8 @@ static void usage(FILE *out)
             "  -f                     stay in the foreground\n"
             "  -s                     single-threaded (for debugging)\n"
             "  -d                     FUSE debug output (implies -f)\n"
-            "  --help                 this text\n",
+            "  --help                 this text\n"
+            "  --version              print the version, git revision and protocol\n",
             DEFAULT_META);
 }
 
@@ -155,6 +157,8 @@ static int parse_arguments(int argc, char **argv, struct mount_options *options)
         int takes_value = 1;
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0)
             return 1;
+        if (strcmp(arg, "--version") == 0 || strcmp(arg, "-V") == 0)
+            return 3;
         if (strcmp(arg, "-f") == 0) {
             options->foreground = 1;
             takes_value = 0;
@@ -341,6 +345,10 @@ int main(int argc, char **argv)
     int parsed = parse_arguments(argc, argv, &options);
     if (parsed == 1) {
         usage(stdout);
+        return 0;
+    }
+    if (parsed == 3) {
+        version_print(stdout, "tessera-mount");
         return 0;
     }
     if (parsed != 0)

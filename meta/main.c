@@ -17,6 +17,7 @@
 #include "rpc.h"
 #include "service.h"
 #include "util.h"
+#include "version.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -77,7 +78,8 @@ static void meta_usage(FILE *out)
             "                          0 = unlimited (default %llu)\n"
             "  --no-repair             do not repair (replicas below their copies stay so)\n"
             "  --log-level LEVEL       error, warn, info or debug (default info)\n"
-            "  --help                  show this and exit\n",
+            "  --help                  show this and exit\n"
+            "  --version               print the version, git revision and protocol\n",
             META_DEFAULT_LISTEN, SERVICE_DEFAULT_NODE_TIMEOUT_MS, SESSIONS_DEFAULT_LEASE_MS,
             LAYOUT_MAX_COPIES, SERVICE_DEFAULT_COPIES,
             (unsigned long long)(REPAIRER_DEFAULT_BYTES_PER_SEC / 1000000));
@@ -121,6 +123,7 @@ static int meta_parse(int argc, char **argv, struct meta_options *options)
         {"repair-mbps", required_argument, NULL, 'R'},
         {"no-repair", no_argument, NULL, 'N'},
         {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
     int option;
@@ -206,6 +209,7 @@ static int meta_parse(int argc, char **argv, struct meta_options *options)
             }
             break;
         case 'h': meta_usage(stdout); return 1;
+        case 'V': version_print(stdout, "tessera-meta"); return 1;
         case ':':
             fprintf(stderr, "tessera-meta: option '%s' needs a value (see --help)\n",
                     argv[optind - 1]);

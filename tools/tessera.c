@@ -13,6 +13,7 @@
 #include "filelayout.h"
 #include "log.h"
 #include "nodeadmin.h"
+#include "version.h"
 #include "scrubrun.h"
 #include "profile.h"
 #include "rebalance.h"
@@ -51,7 +52,8 @@ static void tessera_usage(FILE *out)
     for (size_t i = 0; i < TESSERA_COMMAND_COUNT; i++)
         fprintf(out, "  %-10s %s\n", tessera_commands[i].name, tessera_commands[i].summary);
     fprintf(out, "\n"
-                 "`tessera COMMAND --help` describes a command's options.\n"
+                 "`tessera COMMAND --help` describes a command's options; "
+                 "`tessera --version` the build.\n"
                  "Quick start: tessera up --nodes 4 --mount /tmp/tessera; tessera status; "
                  "tessera down\n");
 }
@@ -80,6 +82,11 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
         tessera_usage(stdout);
+        return CLIARGS_EXIT_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0 ||
+        strcmp(argv[1], "version") == 0) {
+        version_print(stdout, "tessera");
         return CLIARGS_EXIT_OK;
     }
     command = tessera_find(argv[1]);
