@@ -1027,23 +1027,35 @@ void tilestore_trust(const struct tilestore *store, struct tilecrc_trust *trust)
     *trust = store->trust;
 }
 
+/* Opens a tile's file to check it: its name, descriptor and size. */
+static int tilestore_open_to_verify(const struct tilestore *store, uint64_t ino, uint64_t tile,
+                                    uint64_t version, char name[TILESTORE_PATH_MAX], int *fd,
+                                    uint64_t *size)
+{
+    int rc = tilestore_check(ino, 0, 0);
+    if (rc != 0)
+        return rc;
+    tilestore_name(ino, tile, version, name);
+    *fd = openat(store->tiles_fd, name, O_RDONLY | O_CLOEXEC);
+    if (*fd < 0)
+        return tilestore_errno();
+    *size = tilestore_file_size(*fd, 0);
+    return 0;
+}
+
 int tilestore_verify_unlocked(const struct tilestore *store, const struct tilecrc_trust *trust,
                               uint64_t ino, uint64_t tile, uint64_t version, uint64_t offset,
                               uint64_t length, uint64_t *bytes)
 {
     char name[TILESTORE_PATH_MAX];
     struct tilecrc crc;
-    int rc = tilestore_check(ino, 0, 0);
-    int fd;
+    uint64_t size = 0;
+    int fd = -1;
 
     *bytes = 0;
+    int rc = tilestore_open_to_verify(store, ino, tile, version, name, &fd, &size);
     if (rc != 0)
         return rc;
-    tilestore_name(ino, tile, version, name);
-    fd = openat(store->tiles_fd, name, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return tilestore_errno();
-    uint64_t size = tilestore_file_size(fd, 0);
     rc = tilecrc_load(store->tiles_fd, name, size, trust, &crc);
     if (rc == 0)
         rc = tilecrc_verify(fd, size, &crc, offset, length, NULL, 0);
@@ -1059,17 +1071,13 @@ int tilestore_verify(struct tilestore *store, uint64_t ino, uint64_t tile, uint6
 {
     char name[TILESTORE_PATH_MAX];
     struct tilecrc crc;
-    int rc = tilestore_check(ino, 0, 0);
-    int fd;
+    uint64_t size = 0;
+    int fd = -1;
 
     *bytes = 0;
+    int rc = tilestore_open_to_verify(store, ino, tile, version, name, &fd, &size);
     if (rc != 0)
         return rc;
-    tilestore_name(ino, tile, version, name);
-    fd = openat(store->tiles_fd, name, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return tilestore_errno();
-    uint64_t size = tilestore_file_size(fd, 0);
     rc = tilestore_load_crc(store, ino, tile, version, name, fd, size, &crc);
     if (rc == 0)
         rc = tilecrc_verify(fd, size, &crc, offset, length, NULL, 0);
