@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <limits.h>
 #include <poll.h>
 #include <stddef.h>
@@ -279,4 +280,66 @@ ssize_t util_splice_from_socket(int sock, int pipe_fd, size_t len, bool poll_whe
         taken += (size_t)moved;
     }
     return (ssize_t)taken;
+}
+
+/* Edit distance with swaps of neighbours (optimal string alignment), words of up to 63 bytes. */
+static size_t util_edit_distance(const char *a, const char *b)
+{
+    enum { MAX = 64 };
+    size_t la = strlen(a), lb = strlen(b);
+    if (la >= MAX || lb >= MAX)
+        return MAX;
+    size_t d[MAX][MAX];
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = i;
+    for (size_t j = 0; j <= lb; j++)
+        d[0][j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        for (size_t j = 1; j <= lb; j++) {
+            size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+            size_t best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            if (d[i - 1][j - 1] + cost < best)
+                best = d[i - 1][j - 1] + cost;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    }
+    return d[la][lb];
+}
+
+const char *util_closest_name(const char *word, const char *const *names, size_t count)
+{
+    size_t limit = strlen(word) / 3 > 1 ? strlen(word) / 3 : 1;
+    const char *best = NULL;
+    size_t best_distance = limit + 1;
+    bool tie = false;
+    for (size_t i = 0; i < count; i++) {
+        size_t distance = util_edit_distance(word, names[i]);
+        if (distance < best_distance) {
+            best = names[i];
+            best_distance = distance;
+            tie = false;
+        } else if (distance == best_distance && best && strcmp(best, names[i]) != 0) {
+            tie = true;
+        }
+    }
+    return tie ? NULL : best;
+}
+
+const char *util_closest_long_option(const struct option *options, const char *arg)
+{
+    const char *names[128];
+    size_t count = 0;
+    char name[64];
+    if (strncmp(arg, "--", 2) != 0)
+        return NULL;
+    snprintf(name, sizeof(name), "%s", arg + 2);
+    name[strcspn(name, "=")] = '\0'; /* "--name=value": the name is what was mistyped */
+    for (const struct option *o = options; o->name && count < 128; o++)
+        names[count++] = o->name;
+    return util_closest_name(name, names, count);
 }

@@ -89,4 +89,17 @@ void util_pipe_close(int fds[2]);
 ssize_t util_splice_from_socket(int sock, int pipe_fd, size_t len, bool poll_when_empty,
                                 int timeout_ms);
 
+/*
+ * The one of names[0..count) a mistyped word most likely meant: the
+ * closest by edit distance (insertions, deletions, substitutions and
+ * swaps of two neighbours), if within a third of the word's length (at
+ * least 1) and no other name is as close; else NULL. "stauts" -> "status".
+ * For "did you mean" in every program's usage errors.
+ */
+const char *util_closest_name(const char *word, const char *const *names, size_t count);
+
+/* util_closest_name() over a getopt_long table, for arg "--mistyped[=value]". */
+struct option;
+const char *util_closest_long_option(const struct option *options, const char *arg);
+
 #endif

@@ -283,7 +283,12 @@ static int parse_options(int argc, char **argv, struct datanode_options *options
         case OPT_HELP: usage(stdout); return -1;
         case OPT_VERSION: version_print(stdout, "tessera-datanode"); return -1;
         case ':': return usage_error("%s needs a value", argv[optind - 1]);
-        default: return usage_error("unknown option '%s'", argv[optind - 1]);
+        default: {
+            const char *guess = util_closest_long_option(long_options, argv[optind - 1]);
+            return usage_error("unknown option '%s'%s%s%s", argv[optind - 1],
+                               guess ? " (did you mean --" : "", guess ? guess : "",
+                               guess ? "?)" : "");
+        }
         }
     }
     if (optind < argc)

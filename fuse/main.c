@@ -245,7 +245,16 @@ static int parse_arguments(int argc, char **argv, struct mount_options *options)
                 return 2;
             }
         } else if (arg[0] == '-') {
-            fprintf(stderr, "tessera-mount: unknown option %s (see --help)\n", arg);
+            static const char *const known[] = {
+                "meta",          "io-timeout-ms", "meta-timeout-ms", "attr-timeout",
+                "memory",        "readahead-tiles", "io-threads",    "statahead",
+                "async-unlinks", "async-creates", "tile-streams",    "machine",
+                "log-level",     "replace-dead",  "help",            "version"};
+            const char *guess = strncmp(arg, "--", 2) == 0
+                                    ? util_closest_name(arg + 2, known, sizeof(known) / sizeof(*known))
+                                    : NULL;
+            fprintf(stderr, "tessera-mount: unknown option %s%s%s%s (see --help)\n", arg,
+                    guess ? " (did you mean --" : "", guess ? guess : "", guess ? "?)" : "");
             return 2;
         } else if (!options->mountpoint) {
             options->mountpoint = arg;

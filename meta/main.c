@@ -214,9 +214,13 @@ static int meta_parse(int argc, char **argv, struct meta_options *options)
             fprintf(stderr, "tessera-meta: option '%s' needs a value (see --help)\n",
                     argv[optind - 1]);
             return 2;
-        default:
-            fprintf(stderr, "tessera-meta: unknown option '%s' (see --help)\n", argv[optind - 1]);
+        default: {
+            const char *guess = util_closest_long_option(long_options, argv[optind - 1]);
+            fprintf(stderr, "tessera-meta: unknown option '%s'%s%s%s (see --help)\n",
+                    argv[optind - 1], guess ? " (did you mean --" : "", guess ? guess : "",
+                    guess ? "?)" : "");
             return 2;
+        }
         }
     }
     if (optind < argc) {

@@ -7,6 +7,8 @@
  */
 #include "cliargs.h"
 
+#include "util.h"
+
 #include <stdbool.h>
 #include <string.h>
 
@@ -15,6 +17,34 @@ int cliargs_usage_error(const char *who, const char *message, const char *arg)
     fprintf(stderr, "%s: %s%s%s (see %s --help)\n", who, message, arg ? " " : "", arg ? arg : "",
             who);
     return CLIARGS_EXIT_USAGE;
+}
+
+int cliargs_unknown_error(const char *who, const char *message, const char *arg,
+                          const char *prefix, const char *const *names, size_t count)
+{
+    size_t skip = strlen(prefix);
+    const char *guess = strncmp(arg, prefix, skip) == 0
+                            ? util_closest_name(arg + skip, names, count)
+                            : NULL;
+    if (!guess)
+        return cliargs_usage_error(who, message, arg);
+    fprintf(stderr, "%s: %s %s (did you mean %s%s?) (see %s --help)\n", who, message, arg, prefix,
+            guess, who);
+    return CLIARGS_EXIT_USAGE;
+}
+
+/* The unknown option arg, with the closest of the command's long options. */
+static int cliargs_unknown_option(const struct cliargs_command *command, const char *arg)
+{
+    const char *names[64];
+    size_t count = 0;
+    for (const struct option *o = command->options; o->name && count < 64; o++)
+        names[count++] = o->name;
+    /* "--name=value": the name is what was mistyped. */
+    char name[64];
+    snprintf(name, sizeof(name), "%s", arg);
+    name[strcspn(name, "=")] = '\0';
+    return cliargs_unknown_error(command->who, "unknown option", name, "--", names, count);
 }
 
 int cliargs_parse(const struct cliargs_command *command, int argc, char **argv, void *ctx,
@@ -37,7 +67,7 @@ int cliargs_parse(const struct cliargs_command *command, int argc, char **argv, 
             return cliargs_usage_error(command->who, "missing value for", argv[optind - 1]);
         int taken = option == '?' ? CLIARGS_NOT_MINE : command->take(ctx, option, optarg);
         if (taken == CLIARGS_NOT_MINE)
-            return cliargs_usage_error(command->who, "unknown option", argv[optind - 1]);
+            return cliargs_unknown_option(command, argv[optind - 1]);
         if (taken != CLIARGS_GO_ON)
             return taken;
     }
@@ -86,5 +116,5 @@ int cliargs_action(const char *who, const char *const *actions, size_t count, in
     }
     cliargs_list(actions, count, false, list, sizeof(list));
     snprintf(message, sizeof(message), "unknown action (%s):", list);
-    return cliargs_usage_error(who, message, argv[first_operand]);
+    return cliargs_unknown_error(who, message, argv[first_operand], "", actions, count);
 }

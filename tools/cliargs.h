@@ -56,6 +56,14 @@ int cliargs_parse(const struct cliargs_command *command, int argc, char **argv, 
 /* Prints "WHO: MESSAGE[ ARG] (see WHO --help)" on stderr; returns CLIARGS_EXIT_USAGE. */
 int cliargs_usage_error(const char *who, const char *message, const char *arg);
 
+/*
+ * As cliargs_usage_error(), adding "(did you mean GUESS?)" after ARG when
+ * util_closest_name() finds one in names (each with prefix before it, e.g.
+ * "--" for long options).
+ */
+int cliargs_unknown_error(const char *who, const char *message, const char *arg,
+                          const char *prefix, const char *const *names, size_t count);
+
 /* For a command without operands: CLIARGS_GO_ON, or a usage error naming the first one. */
 int cliargs_no_operands(const char *who, int argc, char **argv, int first_operand);
 

@@ -90,7 +90,12 @@ int main(int argc, char **argv)
         return CLIARGS_EXIT_OK;
     }
     command = tessera_find(argv[1]);
-    if (!command)
-        return cliargs_usage_error("tessera", "unknown command", argv[1]);
+    if (!command) {
+        const char *names[TESSERA_COMMAND_COUNT];
+        for (size_t i = 0; i < TESSERA_COMMAND_COUNT; i++)
+            names[i] = tessera_commands[i].name;
+        return cliargs_unknown_error("tessera", "unknown command", argv[1], "", names,
+                                     TESSERA_COMMAND_COUNT);
+    }
     return command->run(argc - 1, argv + 1);
 }

@@ -6,6 +6,7 @@
  * the handler refuses exits 2, operands and actions are found.
  */
 #include "cliargs.h"
+#include "util.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -114,12 +115,37 @@ static void test_actions(void **state)
     assert_int_equal(cliargs_action("test", actions, 3, 3, words, 3, &action), CLIARGS_EXIT_USAGE);
 }
 
+/* "Did you mean": the closest name within a third of the word's length, none on a tie. */
+static void test_closest_names(void **state)
+{
+    (void)state;
+    static const char *const commands[] = {"up", "down", "status", "node", "health", "fsck",
+                                           "scrub", "layout", "profile", "rebalance"};
+    const size_t count = sizeof(commands) / sizeof(commands[0]);
+    assert_string_equal(util_closest_name("stauts", commands, count), "status");
+    assert_string_equal(util_closest_name("rebalnce", commands, count), "rebalance");
+    assert_string_equal(util_closest_name("scrub", commands, count), "scrub");
+    assert_string_equal(util_closest_name("uo", commands, count), "up");
+    assert_null(util_closest_name("xyz", commands, count));
+    assert_null(util_closest_name("hlth", commands, count)); /* 2 edits in 4 letters: too far */
+    static const char *const tied[] = {"cat", "car"};
+    assert_null(util_closest_name("ca", tied, 2));
+
+    static const struct option options[] = {{"json", no_argument, NULL, 'j'},
+                                            {"meta", required_argument, NULL, 'm'},
+                                            {NULL, 0, NULL, 0}};
+    assert_string_equal(util_closest_long_option(options, "--jsno"), "json");
+    assert_string_equal(util_closest_long_option(options, "--mtea=tcp://x"), "meta");
+    assert_null(util_closest_long_option(options, "-j"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_options_and_operands),
         cmocka_unit_test(test_help_and_errors),
         cmocka_unit_test(test_actions),
+        cmocka_unit_test(test_closest_names),
     };
     return cmocka_run_group_tests_name("cliargs", tests, NULL, NULL);
 }
