@@ -33,7 +33,7 @@
  * TILE_MAP records list every holder, REPLICA_DROP replaces TILE_UNCOPY;
  * TILE_WRITE and the tile stream's requests carry the CRC-32C of a
  * write's bytes. */
-#define TS_PROTO_VERSION 5
+#define TS_PROTO_VERSION 6
 #define TS_HEADER_BYTES 32
 #define TS_MAX_FRAME_BYTES (4u << 20) /* frame 0 cap, either direction */
 #define TS_MAX_DATA_BYTES (16u << 20) /* frame 1 cap: one tile at most */
@@ -687,6 +687,14 @@ enum ts_move_state { TS_MOVE_BEGUN = 0, TS_MOVE_COMMITTED = 1 };
     X(U64, scrub_corrupt)                                                                          \
     X(U64, scrub_rate)                                                                             \
     X(U64, scrub_passes)
+/*
+ * The filesystem a datanode's data directory is on, as the datanode sees
+ * it (statvfs): disk_id its filesystem id (0: unknown), disk_bytes its
+ * size and disk_free what it has free. Datanodes of one machine with the
+ * same disk_id share that disk, so its space is counted once (STATFS,
+ * `tessera df`), not once per datanode.
+ */
+#define TS_DISK_FIELDS(X) X(U64, disk_id) X(U64, disk_bytes) X(U64, disk_free)
 #define TS_REC_NODE_LIST(X)                                                                        \
     X(U32, id)                                                                                     \
     X(U32, state)                                                                                  \
@@ -702,9 +710,10 @@ enum ts_move_state { TS_MOVE_BEGUN = 0, TS_MOVE_COMMITTED = 1 };
     X(STR, machine)                                                                                \
     X(STR, address)                                                                                \
     X(U32, admin)                                                                                  \
-    TS_INTEGRITY_FIELDS(X)
-/* Versioned (TS_RECORDS): what a node reports keeps growing. 2: admin, integrity. */
-#define TS_NODE_LIST_REC_VERSION 2
+    TS_INTEGRITY_FIELDS(X)                                                                         \
+    TS_DISK_FIELDS(X)
+/* Versioned (TS_RECORDS): what a node reports keeps growing. 2: admin, integrity; 3: disk. */
+#define TS_NODE_LIST_REC_VERSION 3
 #define TS_MSG_NODE_LIST_REP(X) X(U32, count) X(BLOB, nodes)
 
 /*
@@ -730,6 +739,7 @@ enum ts_move_state { TS_MOVE_BEGUN = 0, TS_MOVE_COMMITTED = 1 };
  * TS_MAX_CREATED (TS_REC_TILE_FILE); meta logs each and counts them per
  * node (TS_INTEGRITY_FIELDS; corrupt_files there is meta's count, the
  * heartbeat's is unused). The scrub fields are the datanode's.
+ * TS_DISK_FIELDS: the disk its data directory is on.
  * The reply gives the id and up to TS_MAX_GARBAGE tile files to delete
  * (TS_REC_TILE_FILE), which the datanode confirms in its next heartbeat.
  */
@@ -755,7 +765,8 @@ enum ts_move_state { TS_MOVE_BEGUN = 0, TS_MOVE_COMMITTED = 1 };
     X(BLOB, created)                                                                               \
     X(U32, corrupt_count)                                                                          \
     X(BLOB, corrupt)                                                                               \
-    TS_INTEGRITY_FIELDS(X)
+    TS_INTEGRITY_FIELDS(X)                                                                         \
+    TS_DISK_FIELDS(X)
 #define TS_MSG_HEARTBEAT_REP(X) X(U32, node_id) X(U32, garbage_count) X(BLOB, garbage)
 
 /*

@@ -311,6 +311,7 @@ static void *heartbeat_open_socket(const char *endpoint)
 static void heartbeat_send(struct heartbeat *heartbeat, int64_t now_ms)
 {
     uint64_t tiles = 0, used_bytes = 0, capacity = 0, free_bytes = 0;
+    uint64_t disk_id = 0, disk_bytes = 0, disk_free = 0;
     uint8_t *payload = heartbeat->frame + TS_HEADER_BYTES;
     struct heartbeat_load load = {0};
 
@@ -319,6 +320,8 @@ static void heartbeat_send(struct heartbeat *heartbeat, int64_t now_ms)
     tilestore_usage(heartbeat->store, &tiles, &used_bytes);
     if (tilestore_space(heartbeat->store, &capacity, &free_bytes) != 0)
         log_debug("statvfs of the data directory failed; reporting no space");
+    else
+        (void)tilestore_disk(heartbeat->store, &disk_id, &disk_bytes, &disk_free);
     heartbeat->space_low = free_bytes < capacity / 100 * GARBAGE_LOW_SPACE_PERCENT;
     if (heartbeat->created_count == 0)
         heartbeat->created_count =
@@ -354,6 +357,9 @@ static void heartbeat_send(struct heartbeat *heartbeat, int64_t now_ms)
         .scrub_corrupt = load.scrub_corrupt,
         .scrub_rate = load.scrub_rate,
         .scrub_passes = load.scrub_passes,
+        .disk_id = disk_id,
+        .disk_bytes = disk_bytes,
+        .disk_free = disk_free,
     };
     int len = ts_heartbeat_req_encode(&req, payload, HEARTBEAT_PAYLOAD_CAP);
     struct ts_header header = {

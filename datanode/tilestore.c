@@ -1272,6 +1272,18 @@ int tilestore_space(const struct tilestore *store, uint64_t *capacity, uint64_t 
     return 0;
 }
 
+int tilestore_disk(const struct tilestore *store, uint64_t *disk_id, uint64_t *disk_bytes,
+                   uint64_t *disk_free)
+{
+    struct statvfs disk;
+    if (fstatvfs(store->tiles_fd, &disk) != 0)
+        return tilestore_errno();
+    *disk_id = (uint64_t)disk.f_fsid;
+    *disk_bytes = (uint64_t)disk.f_blocks * disk.f_frsize;
+    *disk_free = (uint64_t)disk.f_bavail * disk.f_frsize;
+    return 0;
+}
+
 int tilestore_open_tile(const struct tilestore *store, uint64_t ino, uint64_t tile,
                         uint64_t version, int *fd, uint64_t *bytes)
 {

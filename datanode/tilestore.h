@@ -202,6 +202,14 @@ void tilestore_usage(const struct tilestore *store, uint64_t *tiles, uint64_t *u
 int tilestore_space(const struct tilestore *store, uint64_t *capacity, uint64_t *free_bytes);
 
 /*
+ * The filesystem the data directory is on (statvfs): its id (f_fsid; 0
+ * if it has none), size and bytes free to this process. Datanodes sharing
+ * a disk report the same id, so meta counts its space once.
+ */
+int tilestore_disk(const struct tilestore *store, uint64_t *disk_id, uint64_t *disk_bytes,
+                   uint64_t *disk_free);
+
+/*
  * The size of the tile's file into *bytes: 0, -ENOENT when it has none,
  * or another negative errno. A cheap stat, for bounding a read's buffer.
  */

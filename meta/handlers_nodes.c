@@ -10,6 +10,7 @@
 #include "handlers_nodes.h"
 
 #include "copies.h"
+#include "diskspace.h"
 #include "garbage.h"
 #include "handlers_i.h"
 #include "inodes.h"
@@ -35,6 +36,7 @@ struct statfs_op {
     struct ts_statfs_rep reply;
 };
 
+/* The up nodes' space, a disk several of them share counted once (diskspace.h). */
 static int statfs_body(struct store_txn *txn, void *arg)
 {
     struct statfs_op *op = arg;
@@ -45,13 +47,30 @@ static int statfs_body(struct store_txn *txn, void *arg)
     if (err < 0)
         return reply_store_status(err);
     memset(&op->reply, 0, sizeof(op->reply));
+    struct diskspace_node *space = calloc(count ? count : 1, sizeof(*space));
+    if (!space) {
+        free(nodes);
+        return TS_ERR_NOMEM;
+    }
+    size_t up = 0;
     for (size_t i = 0; i < count; i++) {
         if (!nodes_live_is_up(op->service->live, nodes[i].id, now_ms))
             continue;
-        op->reply.total_bytes += nodes[i].capacity;
-        op->reply.free_bytes += nodes[i].free_bytes;
-        op->reply.nodes_up++;
+        struct nodes_disk disk;
+        nodes_live_disk_get(op->service->live, nodes[i].id, &disk);
+        space[up++] = (struct diskspace_node){.machine = nodes[i].machine,
+                                              .disk_id = disk.id,
+                                              .disk_bytes = disk.bytes,
+                                              .disk_free = disk.free,
+                                              .capacity = nodes[i].capacity,
+                                              .free_bytes = nodes[i].free_bytes};
     }
+    struct diskspace_total total;
+    diskspace_sum(space, up, &total);
+    op->reply.total_bytes = total.capacity;
+    op->reply.free_bytes = total.free_bytes;
+    op->reply.nodes_up = up;
+    free(space);
     free(nodes);
     return reply_store_status(inodes_count(txn, &op->reply.files));
 }
@@ -114,6 +133,11 @@ static int node_list_body(struct store_txn *txn, void *arg)
                                           .scrub_corrupt = integrity.scrub_corrupt,
                                           .scrub_rate = integrity.scrub_rate,
                                           .scrub_passes = integrity.scrub_passes};
+        struct nodes_disk disk;
+        nodes_live_disk_get(op->service->live, nodes[i].id, &disk);
+        record.disk_id = disk.id;
+        record.disk_bytes = disk.bytes;
+        record.disk_free = disk.free;
         ts_node_list_rec_write(&op->records, &record);
     }
     op->count = (uint32_t)count;
@@ -415,6 +439,9 @@ static void heartbeat_note_integrity(struct service *service, uint32_t node_id,
                                     .scrub_rate = message->scrub_rate,
                                     .scrub_passes = message->scrub_passes};
     nodes_live_integrity(service->live, node_id, message->corrupt_count, &scrub);
+    struct nodes_disk disk = {
+        .id = message->disk_id, .bytes = message->disk_bytes, .free = message->disk_free};
+    nodes_live_disk(service->live, node_id, &disk);
 }
 
 int handlers_nodes_heartbeat(void *ctx, const struct rpc_request *request,

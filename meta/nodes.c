@@ -152,6 +152,7 @@ struct nodes_beat {
     uint64_t backlog_bytes;       /* as of backlog_ms */
     int64_t backlog_ms;
     struct nodes_integrity integrity; /* corrupt files counted here, scrub as reported */
+    struct nodes_disk disk;           /* as last reported */
 };
 
 struct nodes_live {
@@ -346,6 +347,26 @@ void nodes_live_integrity_get(const struct nodes_live *live, uint32_t id,
         *integrity = live->beats[at].integrity;
     else
         memset(integrity, 0, sizeof(*integrity));
+}
+
+int nodes_live_disk(struct nodes_live *live, uint32_t id, const struct nodes_disk *disk)
+{
+    bool found;
+    size_t at = nodes_live_find(live, id, &found);
+    if (!found)
+        return -ENOENT;
+    live->beats[at].disk = *disk;
+    return 0;
+}
+
+void nodes_live_disk_get(const struct nodes_live *live, uint32_t id, struct nodes_disk *disk)
+{
+    bool found;
+    size_t at = nodes_live_find(live, id, &found);
+    if (found)
+        *disk = live->beats[at].disk;
+    else
+        memset(disk, 0, sizeof(*disk));
 }
 
 uint64_t nodes_live_backlog(const struct nodes_live *live, uint32_t id, int64_t now_ms)

@@ -123,6 +123,17 @@ int nodes_live_integrity(struct nodes_live *live, uint32_t id, uint64_t corrupt_
 /* The node's integrity (zeros for an unknown node). */
 void nodes_live_integrity_get(const struct nodes_live *live, uint32_t id,
                               struct nodes_integrity *integrity);
+/* The disk a node's data directory is on, as its last heartbeat said (TS_DISK_FIELDS). */
+struct nodes_disk {
+    uint64_t id; /* 0: unknown (its space is then counted on its own) */
+    uint64_t bytes;
+    uint64_t free;
+};
+/* Takes a heartbeat's disk report. 0 or -ENOENT for a node never beaten. */
+int nodes_live_disk(struct nodes_live *live, uint32_t id, const struct nodes_disk *disk);
+/* The node's disk (zeros for an unknown node). */
+void nodes_live_disk_get(const struct nodes_live *live, uint32_t id, struct nodes_disk *disk);
+
 /* The node's backlog drained to now_ms (0 for an unknown node). Changes nothing. */
 uint64_t nodes_live_backlog(const struct nodes_live *live, uint32_t id, int64_t now_ms);
 /*

@@ -7,10 +7,9 @@
 #include "cliargs.h"
 #include "fmt.h"
 #include "jsonout.h"
-#include "metatarget.h"
+#include "viewargs.h"
 #include "status.h"
 
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -154,11 +153,6 @@ void healthview_print_json(FILE *out, const struct healthview *health)
     fprintf(out, "]}\n");
 }
 
-struct healthview_options {
-    struct metatarget target;
-    bool json;
-};
-
 static void healthview_usage(FILE *out)
 {
     fprintf(out,
@@ -181,42 +175,14 @@ static void healthview_usage(FILE *out)
             HEALTHVIEW_DEFAULT_TIMEOUT_MS);
 }
 
-static int healthview_take(void *ctx, int option, const char *value)
-{
-    struct healthview_options *options = ctx;
-    int taken = metatarget_option(&options->target, HEALTHVIEW_WHO, option, value);
-    if (taken != CLIARGS_NOT_MINE)
-        return taken;
-    if (option != 'j')
-        return CLIARGS_NOT_MINE;
-    options->json = true;
-    return CLIARGS_GO_ON;
-}
-
 int healthview_main(int argc, char **argv)
 {
-    static const struct option long_options[] = {
-        METATARGET_LONG_OPTIONS,
-        {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, CLIARGS_HELP},
-        {NULL, 0, NULL, 0},
-    };
-    static const struct cliargs_command command = {HEALTHVIEW_WHO, healthview_usage,
-                                                   long_options, healthview_take};
-    struct healthview_options options = {.target.timeout_ms = HEALTHVIEW_DEFAULT_TIMEOUT_MS};
+    struct viewargs options;
     struct healthview health;
     char error_text[256];
-    int operands;
-    int exit_code = cliargs_parse(&command, argc, argv, &options, &operands);
-
-    if (exit_code == CLIARGS_GO_ON)
-        exit_code = cliargs_no_operands(HEALTHVIEW_WHO, argc, argv, operands);
-    if (exit_code == CLIARGS_GO_ON)
-        exit_code = metatarget_check(&options.target, HEALTHVIEW_WHO);
+    int exit_code = viewargs_parse(HEALTHVIEW_WHO, healthview_usage, HEALTHVIEW_DEFAULT_TIMEOUT_MS,
+                                   argc, argv, &options);
     if (exit_code != CLIARGS_GO_ON)
-        return exit_code;
-    exit_code = metatarget_resolve(&options.target, HEALTHVIEW_WHO);
-    if (exit_code != 0)
         return exit_code;
     struct rpc_client *client = rpc_client_new(options.target.endpoint);
     if (!client) {

@@ -9,6 +9,7 @@
 #include "clusterstatus.h"
 #include "fsck.h"
 #include "healthview.h"
+#include "dfview.h"
 #include "down.h"
 #include "filelayout.h"
 #include "log.h"
@@ -37,6 +38,7 @@ static const struct tessera_command tessera_commands[] = {
     {"health", healthview_main, "HEALTHY, DEGRADED or UNAVAILABLE, and the repair's progress"},
     {"fsck", fsck_main, "check meta's tile map against the datanodes; --repair what replicas allow"},
     {"scrub", scrubrun_main, "check every stored tile against its checksums now"},
+    {"df", dfview_main, "space per datanode, machine and in total, shared disks counted once"},
     {"layout", filelayout_main, "set or show a file's layout and its tile map"},
     {"profile", profile_main, "count who accesses which tiles: start, stop, reset, show"},
     {"rebalance", rebalance_main, "move tiles to their users: plan, apply, status, abort"},

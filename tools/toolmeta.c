@@ -60,6 +60,9 @@ static void toolmeta_read_node(struct ts_cursor *cursor, struct toolmeta_node *n
     node->scrub_corrupt = record.scrub_corrupt;
     node->scrub_rate = record.scrub_rate;
     node->scrub_passes = record.scrub_passes;
+    node->disk_id = record.disk_id;
+    node->disk_bytes = record.disk_bytes;
+    node->disk_free = record.disk_free;
     node->capacity = record.capacity;
     node->free_bytes = record.free_bytes;
     node->used_bytes = record.used_bytes;

@@ -44,6 +44,10 @@ struct toolmeta_node {
     uint64_t scrub_corrupt;
     uint64_t scrub_rate;
     uint64_t scrub_passes;
+    /* The disk its data directory is on (proto.h TS_DISK_FIELDS; id 0: unknown). */
+    uint64_t disk_id;
+    uint64_t disk_bytes;
+    uint64_t disk_free;
 };
 
 /* PING; TS_OK when meta answered. */

@@ -1672,6 +1672,56 @@ static void test_statfs_and_node_list(void **state)
     assert_int_equal(down.state, TS_NODE_DOWN);
 }
 
+/* A heartbeat from machine naming its data directory's disk (TS_DISK_FIELDS). */
+static uint32_t disk_heartbeat(struct metafixture *f, const char *machine, uint64_t disk_id,
+                               uint64_t capacity, uint64_t free_bytes)
+{
+    struct ts_heartbeat_rep reply;
+    struct ts_heartbeat_req m = {.machine = str(machine),
+                                 .address = str("tcp://127.0.0.1:7401"),
+                                 .capacity = capacity,
+                                 .free_bytes = free_bytes,
+                                 .disk_id = disk_id,
+                                 .disk_bytes = 1000,
+                                 .disk_free = 400};
+    assert_int_equal(CALL(f, TS_OP_HEARTBEAT, heartbeat_req, &m), TS_OK);
+    assert_int_equal(ts_heartbeat_rep_decode(&reply, f->reply, f->reply_len), 0);
+    return reply.node_id;
+}
+
+/*
+ * df must not count a disk once per datanode on it: three datanodes of
+ * one machine on one disk are that disk once; the same disk id on another
+ * machine is another disk. NODE_LIST gives each node's disk.
+ */
+static void test_statfs_counts_a_shared_disk_once(void **state)
+{
+    struct metafixture *f = *state;
+    struct ts_statfs_rep statfs;
+    for (int i = 0; i < 3; i++)
+        assert_int_not_equal(disk_heartbeat(f, "vm", 42, 1000, 400), 0);
+    assert_int_not_equal(disk_heartbeat(f, "other", 42, 1000, 300), 0);
+    assert_int_equal(metafixture_call(f, TS_OP_STATFS, NULL, 0), TS_OK);
+    assert_int_equal(ts_statfs_rep_decode(&statfs, f->reply, f->reply_len), 0);
+    assert_int_equal(statfs.nodes_up, 4);
+    assert_int_equal(statfs.total_bytes, 2000);
+    assert_int_equal(statfs.free_bytes, 700);
+
+    struct ts_node_list_rep list;
+    struct ts_cursor cursor;
+    assert_int_equal(metafixture_call(f, TS_OP_NODE_LIST, NULL, 0), TS_OK);
+    assert_int_equal(ts_node_list_rep_decode(&list, f->reply, f->reply_len), 0);
+    assert_int_equal(list.count, 4);
+    ts_cursor_init(&cursor, list.nodes.ptr, list.nodes.len);
+    for (uint32_t i = 0; i < list.count; i++) {
+        struct ts_node_list_rec node;
+        assert_int_equal(ts_node_list_rec_read(&cursor, &node), 0);
+        assert_int_equal(node.disk_id, 42);
+        assert_int_equal(node.disk_bytes, 1000);
+        assert_int_equal(node.disk_free, 400);
+    }
+}
+
 static void test_ping(void **state)
 {
     struct metafixture *f = *state;
@@ -2288,6 +2338,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_backlog_model, setup, teardown),
         cmocka_unit_test_setup_teardown(test_liveness_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_liveness_meta_stall, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_statfs_counts_a_shared_disk_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_statfs_and_node_list, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ping, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_id, setup, teardown),
