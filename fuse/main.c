@@ -13,6 +13,7 @@
 #include "dirlease.h"
 #include "keepcache.h"
 #include "log.h"
+#include "mountargs.h"
 #include "profiler.h"
 #include "reqloop.h"
 #include "status.h"
@@ -33,7 +34,6 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
-#define DEFAULT_META "tcp://127.0.0.1:7400"
 /* How long a release may wait to share a request with later ones. */
 #define RELEASE_DELAY_MS 10
 /* Files whose page cache an open may keep: 48 bytes each. */
@@ -49,27 +49,6 @@
 #define MEMORY_MIN_BYTES                                                                           \
     (((MEMORY_RESERVE_BYTES + (16ull << 20)) + (1ull << 20) - 1) & ~((1ull << 20) - 1))
 
-struct mount_options {
-    const char *meta;
-    const char *mountpoint;
-    char machine[TS_MAX_NAME + 1];
-    long io_timeout_ms;
-    long meta_timeout_ms;
-    double attr_timeout;
-    uint64_t memory_bytes;
-    long readahead_tiles;
-    long io_threads;
-    long statahead;
-    long async_unlinks;
-    long async_creates;
-    long tile_streams;
-    int foreground;
-    int single_thread;
-    int debug;
-    int replace_dead;
-    enum log_level log_level;
-    char fuse_options[1024];
-};
 
 /* The tile buffers' share of the cap: what the reserve leaves, and at most
  * half of it (the share all figures in the README were measured with). */
@@ -83,7 +62,14 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "Usage: tessera-mount [OPTIONS] MOUNTPOINT\n"
-            "Mounts a Tessera filesystem (also usable as mount.tessera).\n\n"
+            "       mount.tessera SOURCE MOUNTPOINT [-o OPTION,...]\n"
+            "Mounts a Tessera filesystem. The second form is how mount(8) runs it (mount -t\n"
+            "tessera, mount -t fuse.tessera, or an fstab line such as\n"
+            "  tcp://10.0.0.1:7400  /mnt/tessera  fuse.tessera  _netdev,allow_other  0 0):\n"
+            "SOURCE is meta's endpoint (or tessera:ENDPOINT; or tessera with -o meta=), and\n"
+            "every --name VALUE below is also -o name=VALUE (dashes or underscores). -o\n"
+            "options for mount(8) and fstab only (_netdev, nofail, noauto, auto, user,\n"
+            "users, nouser, defaults, x-*, comment=) are ignored; the others go to FUSE.\n\n"
             "Options:\n"
             "  --meta ENDPOINT        tessera-meta to use (default %s)\n"
             "  --io-timeout-ms MS     give up on a datanode after MS ms with EIO (default 5000)\n"
@@ -116,160 +102,14 @@ static void usage(FILE *out)
             "                         mount beneath it, then detach it, so the directory\n"
             "                         is never bare in between (root, Linux 6.5; else it\n"
             "                         is detached first); `tessera up` passes this\n"
-            "  -o OPTIONS             FUSE mount options, e.g. allow_other,default_permissions\n"
+            "  -o OPTIONS             FUSE mount options, e.g. allow_other,default_permissions,\n"
+            "                         and any option above as name=VALUE\n"
             "  -f                     stay in the foreground\n"
             "  -s                     single-threaded (for debugging)\n"
             "  -d                     FUSE debug output (implies -f)\n"
             "  --help                 this text\n"
             "  --version              print the version, git revision and protocol\n",
-            DEFAULT_META);
-}
-
-/* Appends one comma-separated option to the FUSE option string. */
-static int add_fuse_option(struct mount_options *options, const char *option)
-{
-    size_t used = strlen(options->fuse_options);
-    int written = snprintf(options->fuse_options + used, sizeof(options->fuse_options) - used,
-                           "%s%s", used ? "," : "", option);
-    return written < 0 || (size_t)written >= sizeof(options->fuse_options) - used ? -1 : 0;
-}
-
-/* Returns 0, 1 for --help, or 2 for a usage error (message printed). */
-static int parse_arguments(int argc, char **argv, struct mount_options *options)
-{
-    util_machine_name(options->machine, sizeof(options->machine));
-    options->meta = DEFAULT_META;
-    options->io_timeout_ms = 5000;
-    options->meta_timeout_ms = 5000;
-    options->attr_timeout = 1.0;
-    options->memory_bytes = 256u << 20;
-    options->readahead_tiles = 6;
-    options->io_threads = 16;
-    options->statahead = 1024;
-    options->async_unlinks = 256;
-    options->async_creates = 1;
-    options->tile_streams = 1;
-    options->log_level = LOG_LEVEL_INFO;
-
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        const char *value = i + 1 < argc ? argv[i + 1] : NULL;
-        int takes_value = 1;
-        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0)
-            return 1;
-        if (strcmp(arg, "--version") == 0 || strcmp(arg, "-V") == 0)
-            return 3;
-        if (strcmp(arg, "-f") == 0) {
-            options->foreground = 1;
-            takes_value = 0;
-        } else if (strcmp(arg, "-s") == 0) {
-            options->single_thread = 1;
-            takes_value = 0;
-        } else if (strcmp(arg, "-d") == 0) {
-            options->debug = 1;
-            options->foreground = 1;
-            takes_value = 0;
-        } else if (strcmp(arg, "--replace-dead") == 0) {
-            options->replace_dead = 1;
-            takes_value = 0;
-        } else if (!value && arg[0] == '-') {
-            fprintf(stderr, "tessera-mount: %s needs a value (see --help)\n", arg);
-            return 2;
-        } else if (strcmp(arg, "--meta") == 0) {
-            options->meta = value;
-        } else if (strcmp(arg, "--machine") == 0) {
-            if (value[0] == '\0' || strlen(value) >= sizeof(options->machine)) {
-                fprintf(stderr, "tessera-mount: --machine wants a name of 1 to %d bytes\n",
-                        TS_MAX_NAME);
-                return 2;
-            }
-            memcpy(options->machine, value, strlen(value) + 1);
-        } else if (strcmp(arg, "--io-timeout-ms") == 0 || strcmp(arg, "--meta-timeout-ms") == 0) {
-            long *target = arg[2] == 'i' ? &options->io_timeout_ms : &options->meta_timeout_ms;
-            if (util_parse_long(value, 100, 3600000, target) != 0) {
-                fprintf(stderr, "tessera-mount: %s wants milliseconds in 100..3600000\n", arg);
-                return 2;
-            }
-        } else if (strcmp(arg, "--memory") == 0) {
-            if (util_parse_size(value, &options->memory_bytes) != 0 ||
-                options->memory_bytes < MEMORY_MIN_BYTES) {
-                fprintf(stderr, "tessera-mount: --memory wants a size of at least %lluM\n",
-                        (unsigned long long)(MEMORY_MIN_BYTES >> 20));
-                return 2;
-            }
-        } else if (strcmp(arg, "--readahead-tiles") == 0) {
-            if (util_parse_long(value, 0, 14, &options->readahead_tiles) != 0) {
-                fprintf(stderr, "tessera-mount: --readahead-tiles wants 0..14\n");
-                return 2;
-            }
-        } else if (strcmp(arg, "--statahead") == 0) {
-            if (util_parse_long(value, 0, 4096, &options->statahead) != 0) {
-                fprintf(stderr, "tessera-mount: --statahead wants 0..4096\n");
-                return 2;
-            }
-        } else if (strcmp(arg, "--async-creates") == 0) {
-            if (util_parse_long(value, 0, 1, &options->async_creates) != 0) {
-                fprintf(stderr, "tessera-mount: --async-creates wants 0 or 1\n");
-                return 2;
-            }
-        } else if (strcmp(arg, "--tile-streams") == 0) {
-            if (util_parse_long(value, 0, 1, &options->tile_streams) != 0) {
-                fprintf(stderr, "tessera-mount: --tile-streams wants 0 or 1\n");
-                return 2;
-            }
-        } else if (strcmp(arg, "--async-unlinks") == 0) {
-            if (util_parse_long(value, 0, 65536, &options->async_unlinks) != 0) {
-                fprintf(stderr, "tessera-mount: --async-unlinks wants 0..65536\n");
-                return 2;
-            }
-        } else if (strcmp(arg, "--io-threads") == 0) {
-            if (util_parse_long(value, 1, 256, &options->io_threads) != 0) {
-                fprintf(stderr, "tessera-mount: --io-threads wants 1..256\n");
-                return 2;
-            }
-        } else if (strcmp(arg, "--attr-timeout") == 0) {
-            char *end = NULL;
-            options->attr_timeout = strtod(value, &end);
-            if (*end != '\0' || options->attr_timeout < 0 || options->attr_timeout > 3600) {
-                fprintf(stderr, "tessera-mount: --attr-timeout wants seconds in 0..3600\n");
-                return 2;
-            }
-        } else if (strcmp(arg, "--log-level") == 0) {
-            if (log_level_parse(value, &options->log_level) != 0) {
-                fprintf(stderr, "tessera-mount: --log-level is error, warn, info or debug\n");
-                return 2;
-            }
-        } else if (strcmp(arg, "-o") == 0) {
-            if (add_fuse_option(options, value) != 0) {
-                fprintf(stderr, "tessera-mount: -o options too long\n");
-                return 2;
-            }
-        } else if (arg[0] == '-') {
-            static const char *const known[] = {
-                "meta",          "io-timeout-ms", "meta-timeout-ms", "attr-timeout",
-                "memory",        "readahead-tiles", "io-threads",    "statahead",
-                "async-unlinks", "async-creates", "tile-streams",    "machine",
-                "log-level",     "replace-dead",  "help",            "version"};
-            const char *guess = strncmp(arg, "--", 2) == 0
-                                    ? util_closest_name(arg + 2, known, sizeof(known) / sizeof(*known))
-                                    : NULL;
-            fprintf(stderr, "tessera-mount: unknown option %s%s%s%s (see --help)\n", arg,
-                    guess ? " (did you mean --" : "", guess ? guess : "", guess ? "?)" : "");
-            return 2;
-        } else if (!options->mountpoint) {
-            options->mountpoint = arg;
-            takes_value = 0;
-        } else {
-            fprintf(stderr, "tessera-mount: more than one mountpoint given: %s\n", arg);
-            return 2;
-        }
-        i += takes_value;
-    }
-    if (!options->mountpoint) {
-        fprintf(stderr, "tessera-mount: no MOUNTPOINT given (see --help)\n");
-        return 2;
-    }
-    return 0;
+            MOUNTARGS_DEFAULT_META);
 }
 
 /* The profile's way to meta. */
@@ -351,17 +191,20 @@ int main(int argc, char **argv)
     struct profiler *profile = NULL;
     int exit_code = 1;
 
-    int parsed = parse_arguments(argc, argv, &options);
-    if (parsed == 1) {
-        usage(stdout);
+    options.memory_min_bytes = MEMORY_MIN_BYTES;
+    int parsed = mountargs_parse(argc, argv, &options);
+    if (parsed == MOUNTARGS_HELP || parsed == MOUNTARGS_VERSION) {
+        if (parsed == MOUNTARGS_HELP)
+            usage(stdout);
+        else
+            version_print(stdout, "tessera-mount");
+        mountargs_free(&options);
         return 0;
     }
-    if (parsed == 3) {
-        version_print(stdout, "tessera-mount");
-        return 0;
-    }
-    if (parsed != 0)
+    if (parsed != 0) {
+        mountargs_free(&options);
         return 2;
+    }
     log_init("tessera-mount", options.log_level);
     /* Tile buffers are 1 MiB: without this glibc maps and unmaps each one,
      * and every use pays page faults and zeroing again. The memory cap
@@ -381,9 +224,11 @@ int main(int argc, char **argv)
     bool meta_in_fsname = strpbrk(options.meta, ",\\") == NULL;
     snprintf(fsname, sizeof(fsname), "fsname=tessera%s%s", meta_in_fsname ? ":" : "",
              meta_in_fsname ? options.meta : "");
-    if (add_fuse_option(&options, fsname) != 0 ||
-        add_fuse_option(&options, "subtype=tessera,max_read=1048576") != 0)
+    if (mountargs_add_fuse_option(&options, fsname) != 0 ||
+        mountargs_add_fuse_option(&options, "subtype=tessera,max_read=1048576") != 0) {
+        mountargs_free(&options);
         return 2;
+    }
     if (fuse_opt_add_arg(&args, argv[0]) != 0 || fuse_opt_add_arg(&args, "-o") != 0 ||
         fuse_opt_add_arg(&args, options.fuse_options) != 0 ||
         (options.debug && fuse_opt_add_arg(&args, "-d") != 0)) {
@@ -543,5 +388,6 @@ out:
     attrguard_destroy(&state.attr_guard);
     fuse_opt_free_args(&args);
     daemon_report(report_fd, exit_code);
+    mountargs_free(&options);
     return exit_code;
 }

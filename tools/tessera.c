@@ -5,6 +5,7 @@
  * subcommand parses its own options (with cliargs.h), prints its own --help,
  * and returns the exit code: 0 ok, 1 runtime failure, 2 usage error.
  */
+#include "bindir.h"
 #include "cliargs.h"
 #include "clusterstatus.h"
 #include "fsck.h"
@@ -20,8 +21,13 @@
 #include "rebalance.h"
 #include "up.h"
 
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 struct tessera_command {
     const char *name;
@@ -69,6 +75,31 @@ static const struct tessera_command *tessera_find(const char *name)
     return NULL;
 }
 
+/*
+ * `mount -t fuse.tessera SOURCE DIR -o OPTS` (or an fstab line of that
+ * type) has mount.fuse run "tessera SOURCE DIR -o OPTS": a SOURCE naming
+ * a meta endpoint ("tcp://...", "tessera:...", "tessera") and a directory
+ * after it are that call, handed to tessera-mount, which takes that form.
+ */
+static bool tessera_is_mount_call(int argc, char **argv)
+{
+    struct stat st;
+    if (argc < 3 || !(strstr(argv[1], "://") || strncmp(argv[1], "tessera", 7) == 0))
+        return false;
+    return stat(argv[2], &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int tessera_run_mount(char **argv)
+{
+    char mount_path[PATH_MAX];
+    if (bindir_find("tessera-mount", mount_path, sizeof(mount_path)) != 0)
+        return CLIARGS_EXIT_FAILED;
+    argv[0] = mount_path;
+    execv(mount_path, argv);
+    fprintf(stderr, "tessera: cannot run %s: %s\n", mount_path, strerror(errno));
+    return CLIARGS_EXIT_FAILED;
+}
+
 int main(int argc, char **argv)
 {
     const struct tessera_command *command;
@@ -92,6 +123,8 @@ int main(int argc, char **argv)
         return CLIARGS_EXIT_OK;
     }
     command = tessera_find(argv[1]);
+    if (!command && tessera_is_mount_call(argc, argv))
+        return tessera_run_mount(argv);
     if (!command) {
         const char *names[TESSERA_COMMAND_COUNT];
         for (size_t i = 0; i < TESSERA_COMMAND_COUNT; i++)
