@@ -2,6 +2,8 @@
 # Issue 29's checksum acceptance, with copies=2 (the default): one random
 # byte flipped in many replica files (at most one replica per tile) is
 # never served, and the cluster heals itself.
+# (SCRUB_FLIPS_A / SCRUB_FLIPS_B / SCRUB_FILES set the counts; bench/trust.sh
+# runs the issue's 100 flips.)
 #  A. 24 flipped replicas: `tessera scrub` names exactly those 24 (exit
 #     1); meta drops them from their tiles' sets, the repairer makes them
 #     again from the good replicas; health ends HEALTHY, `tessera fsck
@@ -22,7 +24,9 @@ all_tiles_reported() {
     [ "$total" -ge "$1" ]
 }
 
-files=16
+flips_a=${SCRUB_FLIPS_A:-24}
+flips_b=${SCRUB_FLIPS_B:-12}
+files=${SCRUB_FILES:-16}
 declare -a source
 for ((i = 0; i < files; i++)); do
     source[i]=$(random_file 4M)
@@ -75,19 +79,19 @@ check_files() {
 }
 
 # ---- A: the scrub finds exactly the flipped replicas, the repair heals ------
-flip_replicas 24 >"$T/flipped-a" || fail "could not flip 24 replicas"
+flip_replicas "$flips_a" >"$T/flipped-a" || fail "could not flip $flips_a replicas"
 while read -r key name; do used_tile[$key]=1; done <"$T/flipped-a"
 rc=0
 timeout -k 5 300 "$TESSERA_TOOL" scrub --state "$STATE" >"$T/scrub.out" 2>&1 || rc=$?
 cat "$T/scrub.out" >>"$T/tool.log"
-[ "$rc" = 1 ] || fail "tessera scrub exited $rc with 24 corrupt replicas, expected 1"
-grep -q '24 corrupt tile files found' "$T/scrub.out" || fail "tessera scrub: $(tail -3 "$T/scrub.out")"
+[ "$rc" = 1 ] || fail "tessera scrub exited $rc with $flips_a corrupt replicas, expected 1"
+grep -q "$flips_a corrupt tile files found" "$T/scrub.out" || fail "tessera scrub: $(tail -3 "$T/scrub.out")"
 while read -r key name; do
     grep -q "tile file $name " "$T/scrub.out" || fail "tessera scrub did not name $name"
 done <"$T/flipped-a"
-[ "$(grep -c '^corrupt:' "$T/scrub.out")" = 24 ] || fail "tessera scrub named other files too"
-log "scrub named exactly the 24 flipped replicas"
-wait_for 90 "the repair of the 24 corrupt replicas (fsck --deep clean)" fsck_deep_clean
+[ "$(grep -c '^corrupt:' "$T/scrub.out")" = "$flips_a" ] || fail "tessera scrub named other files too"
+log "scrub named exactly the $flips_a flipped replicas"
+wait_for 180 "the repair of the $flips_a corrupt replicas (fsck --deep clean)" fsck_deep_clean
 wait_for 30 "health HEALTHY after the repair" health_ok
 check_files "after the scrub's repair"
 for name in $(cut -d' ' -f2 "$T/flipped-a"); do
@@ -96,9 +100,9 @@ done
 log "repaired: fsck --deep clean, health HEALTHY, every file right, the bad files gone"
 
 # ---- B: reads fail over to the good replica -----------------------------------
-flip_replicas 12 >"$T/flipped-b" || fail "could not flip 12 more replicas"
-check_files "with 12 corrupt replicas, before any repair"
-log "every file read right with 12 corrupt replicas on the datanodes"
+flip_replicas "$flips_b" >"$T/flipped-b" || fail "could not flip $flips_b more replicas"
+check_files "with $flips_b corrupt replicas, before any repair"
+log "every file read right with $flips_b corrupt replicas on the datanodes"
 wait_for 90 "the repair of the replicas the reads found corrupt (fsck --deep clean)" fsck_deep_clean
 check_files "after the second repair"
 cluster_down

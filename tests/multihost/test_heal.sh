@@ -8,8 +8,9 @@
 #    sees an error. `tessera health` goes DEGRADED, the repair runs, and
 #    health ends HEALTHY; then every tile of every file is on exactly two
 #    of hosts 1..3 and every byte equals its source.
-# 2. a 512 MiB `dd conv=fsync` from host 1 while host 3's datanode is
-#    killed in its middle succeeds, and the file reads back equal.
+# 2. a 512 MiB `dd conv=fsync` (HEAL_DD_MB; bench/trust.sh runs the issue's
+#    2 GiB) from host 1 while host 3's datanode is killed in its middle
+#    succeeds, and the file reads back equal.
 # Skipped (77) where network namespaces or FUSE are unavailable.
 set -euo pipefail
 exec </dev/null
@@ -119,14 +120,15 @@ done
 mh_log "every tile on two hosts, every byte equal"
 
 # ---- a big fsync'd write through a datanode's death ----------------------------
-big=$(mh_random_file 512M)
+dd_mb=${HEAL_DD_MB:-512}
+big=$(mh_random_file "${dd_mb}M")
 mh_exec 1 dd if="$big" of="${MH_MNT[1]}/big" bs=1M conv=fsync status=none 2>"$MH_DIR/big.err" &
 dd_pid=$!
 sleep 4
 mh_stop_node 3 KILL
-mh_log "killed host3's datanode in the middle of a 512 MiB dd conv=fsync"
+mh_log "killed host3's datanode in the middle of a $dd_mb MiB dd conv=fsync"
 wait "$dd_pid" || mh_fail "dd conv=fsync failed when host3's datanode died: $(cat "$MH_DIR/big.err")"
 mh_drop_cache 2 "${MH_MNT[2]}/big"
-mh_exec 2 cmp "$big" "${MH_MNT[2]}/big" || mh_fail "the 512 MiB file differs"
+mh_exec 2 cmp "$big" "${MH_MNT[2]}/big" || mh_fail "the $dd_mb MiB file differs"
 mh_log "dd conv=fsync succeeded through the loss of host3's datanode; the file reads back equal"
 mh_down
