@@ -8,6 +8,7 @@
  */
 #include "rpc.h"
 
+#include "curve.h"
 #include "log.h"
 #include "status.h"
 
@@ -127,6 +128,10 @@ static void *rpc_socket_open(const char *endpoint, const uint8_t *name, size_t n
         memcpy(id, name, name_len);
         memcpy(id + name_len, &serial, sizeof(serial));
         zmq_setsockopt(socket, ZMQ_ROUTING_ID, id, name_len + sizeof(serial));
+    }
+    if (curve_apply_client(socket) != 0) {
+        zmq_close(socket);
+        return NULL;
     }
     if (zmq_connect(socket, endpoint) != 0) {
         log_error("cannot connect to %s: %s", endpoint, zmq_strerror(zmq_errno()));
@@ -658,6 +663,8 @@ struct rpc_server *rpc_server_new(const char *endpoint, const rpc_handler_fn *ha
     zmq_setsockopt(server->socket, ZMQ_RCVHWM, &hwm, sizeof(hwm));
     /* A peer sending more than any valid message is disconnected by ZeroMQ. */
     zmq_setsockopt(server->socket, ZMQ_MAXMSGSIZE, &max_message, sizeof(max_message));
+    if (curve_apply_server(server->socket, endpoint) != 0)
+        goto fail;
     if (zmq_bind(server->socket, endpoint) != 0) {
         log_error("cannot listen on %s: %s (is another daemon using it? pick another --listen)",
                   endpoint, zmq_strerror(zmq_errno()));
@@ -813,12 +820,25 @@ static void rpc_server_dispatch(struct rpc_server *server, zmq_msg_t *frames, in
     if (status == TS_OK) {
         request.peer = zmq_msg_data(&frames[0]);
         request.peer_len = zmq_msg_size(&frames[0]);
+        /* The ZAP handler's answer for this connection (curve.c); none without CURVE. */
+        request.key_user = zmq_msg_gets(&frames[1], "User-Id");
+        if (!request.key_user)
+            request.key_user = "";
         request.header = header;
         request.payload = (const uint8_t *)zmq_msg_data(&frames[1]) + TS_HEADER_BYTES;
         request.payload_len = header.payload_bytes;
         request.data = count == 3 ? zmq_msg_data(&frames[2]) : NULL;
         request.data_len = count == 3 ? zmq_msg_size(&frames[2]) : 0;
-        status = server->handlers[header.type](server->ctx, &request, &response);
+        if (curve_user_is_current(request.key_user)) {
+            status = server->handlers[header.type](server->ctx, &request, &response);
+        } else {
+            /* Revoked since its handshake: the connection stays, its requests do not. */
+            status = TS_ERR_PERM;
+            snprintf(response.error_text, sizeof(response.error_text),
+                     "key %s is no longer known to this cluster", request.key_user);
+            log_warn("refused %s from %s: key revoked since it connected",
+                     ts_op_name(header.type), request.key_user);
+        }
     } else {
         log_warn("malformed message (%s), answering with an error", status_text(status));
     }

@@ -144,6 +144,9 @@ int rpc_pool_call_owned(struct rpc_pool *pool, uint16_t op, const void *payload,
 struct rpc_request {
     const uint8_t *peer; /* the sender's ZeroMQ routing id (rpc_pool_set_name) */
     size_t peer_len;
+    /* "ROLE:NAME" of the peer's key (known_keys), given by the ZAP handler
+     * at the handshake (curve.h); "" on a link without CURVE. Never NULL. */
+    const char *key_user;
     struct ts_header header;
     const uint8_t *payload;
     size_t payload_len;

@@ -38,6 +38,7 @@
  */
 #include "heartbeat.h"
 
+#include "curve.h"
 #include "identity.h"
 #include "log.h"
 #include "proto.h"
@@ -300,7 +301,7 @@ static void *heartbeat_open_socket(const char *endpoint)
     /* Unsent heartbeats are worthless once abandoned: never keep them. */
     zmq_setsockopt(socket, ZMQ_LINGER, &zero, sizeof(zero));
     zmq_setsockopt(socket, ZMQ_MAXMSGSIZE, &max_message, sizeof(max_message));
-    if (zmq_connect(socket, endpoint) != 0) {
+    if (curve_apply_client(socket) != 0 || zmq_connect(socket, endpoint) != 0) {
         zmq_close(socket);
         return NULL;
     }

@@ -33,6 +33,7 @@
 #include "diskio.h"
 #include "fences.h"
 #include "nodehandlers.h"
+#include "curve.h"
 #include "heartbeat.h"
 #include "identity.h"
 #include "log.h"
@@ -75,6 +76,8 @@ struct datanode_options {
     long reclaim_every_s;            /* --reclaim-every; 0 = never */
     long scrub_mbps;                 /* --scrub-mbps; 0 = no background scrub */
     enum log_level log_level;
+    const char *key_path; /* --key FILE; NULL: no CURVE */
+    bool insecure;        /* --insecure: may listen beyond loopback without keys */
 };
 
 /* What the wait hook and the heartbeat's load callback need. */
@@ -138,6 +141,10 @@ static void usage(FILE *out)
             "  --scrub-mbps R        check every stored tile against its checksums in the\n"
             "                        background at R MB/s (default %d; 0 = only when\n"
             "                        `tessera scrub` asks)\n"
+            "  --key FILE            this datanode's key pair (tessera keys); server.key,\n"
+            "                        server.pub and known_keys are read from its directory\n"
+            "                        and only peers with known keys are let in (CURVE)\n"
+            "  --insecure            without --key, listen beyond loopback anyway\n"
             "  --log-level LEVEL     error, warn, info (default) or debug\n"
             "  --help                show this help\n"
             "  --version             print the version, git revision and protocol\n",
@@ -194,6 +201,8 @@ static int parse_options(int argc, char **argv, struct datanode_options *options
         OPT_RECLAIM_EVERY,
         OPT_SCRUB_MBPS,
         OPT_LOG_LEVEL,
+        OPT_KEY,
+        OPT_INSECURE,
         OPT_HELP,
         OPT_VERSION
     };
@@ -210,6 +219,8 @@ static int parse_options(int argc, char **argv, struct datanode_options *options
         {"reclaim-every", required_argument, NULL, OPT_RECLAIM_EVERY},
         {"scrub-mbps", required_argument, NULL, OPT_SCRUB_MBPS},
         {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+        {"key", required_argument, NULL, OPT_KEY},
+        {"insecure", no_argument, NULL, OPT_INSECURE},
         {"help", no_argument, NULL, OPT_HELP},
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
@@ -279,6 +290,8 @@ static int parse_options(int argc, char **argv, struct datanode_options *options
                 return usage_error("--log-level '%s' is unknown; use error, warn, info or debug",
                                    optarg);
             break;
+        case OPT_KEY: options->key_path = optarg; break;
+        case OPT_INSECURE: options->insecure = true; break;
         case 'h':
         case OPT_HELP: usage(stdout); return -1;
         case OPT_VERSION: version_print(stdout, "tessera-datanode"); return -1;
@@ -475,7 +488,8 @@ static int serve(struct rpc_server *server, struct heartbeat *heartbeat, struct 
             break;
         }
         if (!ready_logged && heartbeat_acknowledged(heartbeat) > 0) {
-            log_info("ready: listening on %s (node %" PRIu32 ", data %s)", options->listen,
+            log_info("ready: listening on %s (%s, node %" PRIu32 ", data %s)", options->listen,
+                     curve_enabled() ? "CURVE, known keys only" : "no keys: insecure",
                      heartbeat_node_id(heartbeat), options->data_dir);
             ready_logged = true;
         }
@@ -519,6 +533,8 @@ int main(int argc, char **argv)
     mallopt(M_TRIM_THRESHOLD, 8 << 20);
     mallopt(M_ARENA_MAX, 2);
     install_signal_handlers();
+    if (curve_setup(options.key_path, options.insecure, true) != 0)
+        goto out;
 
     /* Before the store makes DATA/tiles anew: a directory that lost its tiles stays refused. */
     rc = identity_check_tiles(options.data_dir);
@@ -683,6 +699,7 @@ out:
     diskio_destroy(&disk);
     fences_close(&fences);
     tilestore_close(&store);
+    curve_stop(); /* its socket too must be closed before zmq_ctx_term() */
     zmq_ctx_term(rpc_context()); /* every socket is closed: returns at once */
     replymem_destroy(&replies);  /* ZeroMQ has freed every reply it held */
     if (exit_code == 0)

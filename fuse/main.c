@@ -10,6 +10,7 @@
 #include "ops.h"
 
 #include "beneath.h"
+#include "curve.h"
 #include "dirlease.h"
 #include "keepcache.h"
 #include "log.h"
@@ -97,6 +98,8 @@ static void usage(FILE *out)
             "                         2 MiB: as root it raises /proc/sys/fs/pipe-max-size\n"
             "                         to that if lower)\n"
             "  --machine NAME         this machine's name (default: the hostname)\n"
+            "  --key FILE             this mount's key pair (tessera keys); server.pub is\n"
+            "                         read from its directory: every link uses CURVE\n"
             "  --log-level LEVEL      error, warn, info or debug (default info)\n"
             "  --replace-dead         MOUNTPOINT holds a FUSE mount whose process is gone:\n"
             "                         mount beneath it, then detach it, so the directory\n"
@@ -206,6 +209,8 @@ int main(int argc, char **argv)
         return 2;
     }
     log_init("tessera-mount", options.log_level);
+    if (curve_setup(options.key_path, false, false) != 0)
+        return 1;
     /* Tile buffers are 1 MiB: without this glibc maps and unmaps each one,
      * and every use pays page faults and zeroing again. The memory cap
      * (--memory) bounds what the heap keeps. */

@@ -33,6 +33,7 @@ enum mountargs_value {
     MOUNTARGS_TILE_STREAMS,
     MOUNTARGS_MACHINE,
     MOUNTARGS_LOG_LEVEL,
+    MOUNTARGS_KEY,
     MOUNTARGS_VALUES
 };
 
@@ -51,6 +52,7 @@ static const char *const mountargs_names[MOUNTARGS_VALUES] = {
     [MOUNTARGS_TILE_STREAMS] = "tile-streams",
     [MOUNTARGS_MACHINE] = "machine",
     [MOUNTARGS_LOG_LEVEL] = "log-level",
+    [MOUNTARGS_KEY] = "key",
 };
 
 enum mountargs_key {
@@ -85,6 +87,7 @@ static const struct fuse_opt mountargs_templates[] = {
     MOUNTARGS_VALUE("tile-streams", "tile_streams", MOUNTARGS_TILE_STREAMS),
     MOUNTARGS_VALUE("machine", "machine", MOUNTARGS_MACHINE),
     MOUNTARGS_VALUE("log-level", "log_level", MOUNTARGS_LOG_LEVEL),
+    MOUNTARGS_VALUE("key", "key", MOUNTARGS_KEY),
     FUSE_OPT_KEY("-f", MOUNTARGS_KEY_FOREGROUND),
     FUSE_OPT_KEY("-s", MOUNTARGS_KEY_SINGLE),
     FUSE_OPT_KEY("-d", MOUNTARGS_KEY_DEBUG),
@@ -265,6 +268,7 @@ static int mountargs_convert(struct mount_options *options)
         log_level_parse(given[MOUNTARGS_LOG_LEVEL], &options->log_level) != 0)
         return mountargs_bad(MOUNTARGS_LOG_LEVEL, "error, warn, info or debug",
                              given[MOUNTARGS_LOG_LEVEL]);
+    options->key_path = given[MOUNTARGS_KEY]; /* read (and checked) by curve_setup() */
     return 0;
 }
 

@@ -48,6 +48,7 @@ struct mount_options {
     int debug;
     int replace_dead;
     enum log_level log_level;
+    const char *key_path;    /* --key FILE, -o key=FILE; NULL: plain ZeroMQ */
     char fuse_options[1024]; /* for FUSE: comma-separated */
     /* What fuse_opt_parse allocated (freed by mountargs_free). */
     char *given[32];

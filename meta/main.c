@@ -10,6 +10,7 @@
  * they inherit the block and the signals always land on this thread,
  * interrupting zmq_poll.
  */
+#include "curve.h"
 #include "handlers.h"
 #include "layout.h"
 #include "log.h"
@@ -41,6 +42,8 @@ struct meta_options {
     int64_t replace_after_ms;
     uint64_t repair_bytes_per_sec; /* 0 = unlimited */
     bool repair;                   /* run the repairer (--no-repair: off) */
+    const char *key_path;          /* --key FILE; NULL: no CURVE */
+    bool insecure;                 /* --insecure: may listen beyond loopback without keys */
 };
 
 static volatile sig_atomic_t meta_stop_signal;
@@ -77,6 +80,10 @@ static void meta_usage(FILE *out)
             "  --repair-mbps RATE      pace of that repair, in MB/s over the cluster;\n"
             "                          0 = unlimited (default %llu)\n"
             "  --no-repair             do not repair (replicas below their copies stay so)\n"
+            "  --key FILE              this daemon's key pair (tessera keys); server.key,\n"
+            "                          server.pub and known_keys are read from its directory\n"
+            "                          and only peers with known keys are let in (CURVE)\n"
+            "  --insecure              without --key, listen beyond loopback anyway\n"
             "  --log-level LEVEL       error, warn, info or debug (default info)\n"
             "  --help                  show this and exit\n"
             "  --version               print the version, git revision and protocol\n",
@@ -122,6 +129,8 @@ static int meta_parse(int argc, char **argv, struct meta_options *options)
         {"replace-after", required_argument, NULL, 'r'},
         {"repair-mbps", required_argument, NULL, 'R'},
         {"no-repair", no_argument, NULL, 'N'},
+        {"key", required_argument, NULL, 'k'},
+        {"insecure", no_argument, NULL, 'I'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -130,6 +139,8 @@ static int meta_parse(int argc, char **argv, struct meta_options *options)
 
     options->listen = META_DEFAULT_LISTEN;
     options->data_dir = NULL;
+    options->key_path = NULL;
+    options->insecure = false;
     options->node_timeout_ms = SERVICE_DEFAULT_NODE_TIMEOUT_MS;
     options->mount_lease_ms = SESSIONS_DEFAULT_LEASE_MS;
     options->placement = SERVICE_DEFAULT_PLACEMENT;
@@ -208,6 +219,8 @@ static int meta_parse(int argc, char **argv, struct meta_options *options)
                 return 2;
             }
             break;
+        case 'k': options->key_path = optarg; break;
+        case 'I': options->insecure = true; break;
         case 'h': meta_usage(stdout); return 1;
         case 'V': version_print(stdout, "tessera-meta"); return 1;
         case ':':
@@ -289,6 +302,8 @@ int main(int argc, char **argv)
     sigaddset(&stop_signals, SIGINT);
     pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
 
+    if (curve_setup(options.key_path, options.insecure, true) != 0)
+        goto out;
     if (service_open(options.data_dir, options.node_timeout_ms, &service) < 0)
         goto out;
     service->defaults.placement = options.placement;
@@ -310,10 +325,11 @@ int main(int argc, char **argv)
         service->repair_progress_ctx = repairer;
     }
     pthread_sigmask(SIG_UNBLOCK, &stop_signals, NULL);
-    log_info("ready: listening on %s, store in %s, default placement %s, copies %ld, mount "
-             "lease %ld ms",
-             options.listen, options.data_dir, layout_placement_name(options.placement),
-             options.copies, options.mount_lease_ms);
+    log_info("ready: listening on %s (%s), store in %s, default placement %s, copies %ld, "
+             "mount lease %ld ms",
+             options.listen, curve_enabled() ? "CURVE, known keys only" : "no keys: insecure",
+             options.data_dir, layout_placement_name(options.placement), options.copies,
+             options.mount_lease_ms);
     exit_code = meta_serve(server, service);
 
 out:
@@ -324,6 +340,7 @@ out:
         repairer_stop(&repairer);
     }
     rpc_server_destroy(&server);
+    curve_stop();
     service_close(&service);
     return exit_code;
 }

@@ -60,6 +60,7 @@ struct cluster {
     size_t count;
     int lock_fd;                    /* -1 = not locked */
     struct rpc_client *meta_client; /* NULL until `up` needs it */
+    char keys_dir[PATH_MAX];        /* STATE/keys when its daemons use keys, else "" */
 };
 
 /* A cluster with nothing in it yet (lock_fd -1); release with cluster_free(). */

@@ -9,6 +9,7 @@
 
 #include "cliargs.h"
 #include "clusterconf.h"
+#include "curve.h"
 #include "fmt.h"
 #include "healthview.h"
 #include "toolmeta.h"
@@ -254,6 +255,17 @@ static void clusterstatus_print_json(const struct toolmeta_node *nodes, size_t c
     printf("%s]\n", count ? "\n" : "");
 }
 
+/* How the link to meta is protected: it answered, so it speaks what this process speaks. */
+static void clusterstatus_print_security(void)
+{
+    if (curve_enabled())
+        printf("security: CURVE: meta lets in known keys only (this command used %s)\n",
+               curve_key_path());
+    else
+        printf("security: NONE: meta answered without keys; anyone who can reach it can read and "
+               "change the filesystem (tessera up makes keys for a new cluster)\n");
+}
+
 /* Explains a failed call; returns exit code 1. */
 static int clusterstatus_call_failed(const char *endpoint, int status, const char *error_text,
                                      long timeout_ms)
@@ -261,8 +273,10 @@ static int clusterstatus_call_failed(const char *endpoint, int status, const cha
     if (status == TS_ERR_TIMEDOUT) {
         fprintf(stderr,
                 "cannot reach tessera-meta at %s: no reply within %ld ms (is the cluster up? "
-                "try: tessera up)\n",
-                endpoint, timeout_ms);
+                "try: tessera up)%s%s%s\n",
+                endpoint, timeout_ms,
+                curve_enabled() ? "; or it does not know key " : "",
+                curve_key_path(), curve_enabled() ? ", or runs without keys" : "");
         return 1;
     }
     fprintf(stderr, "tessera status: tessera-meta at %s answered: %s%s%s\n", endpoint,
@@ -305,6 +319,7 @@ static int clusterstatus_query(const struct clusterstatus_options *options)
         healthview_print(stdout, &health);
     else
         fprintf(stderr, "tessera status: HEALTH failed: %s\n", status_text(status));
+    clusterstatus_print_security();
     status = toolmeta_statfs(client, (int)options->target.timeout_ms, &totals);
     clusterstatus_print_table(nodes, count, &totals, status == TS_OK);
     if (status != TS_OK)

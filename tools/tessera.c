@@ -11,6 +11,7 @@
 #include "fsck.h"
 #include "healthview.h"
 #include "dfview.h"
+#include "keyscmd.h"
 #include "down.h"
 #include "filelayout.h"
 #include "log.h"
@@ -19,6 +20,7 @@
 #include "scrubrun.h"
 #include "profile.h"
 #include "rebalance.h"
+#include "toolkey.h"
 #include "up.h"
 
 #include <errno.h>
@@ -48,13 +50,14 @@ static const struct tessera_command tessera_commands[] = {
     {"layout", filelayout_main, "set or show a file's layout and its tile map"},
     {"profile", profile_main, "count who accesses which tiles: start, stop, reset, show"},
     {"rebalance", rebalance_main, "move tiles to their users: plan, apply, status, abort"},
+    {"keys", keyscmd_main, "the cluster's CURVE keys: init, add, list, revoke"},
 };
 
 #define TESSERA_COMMAND_COUNT (sizeof(tessera_commands) / sizeof(tessera_commands[0]))
 
 static void tessera_usage(FILE *out)
 {
-    fprintf(out, "Usage: tessera COMMAND [OPTIONS]\n"
+    fprintf(out, "Usage: tessera [--key FILE] COMMAND [OPTIONS]\n"
                  "\n"
                  "Tessera is a userspace parallel filesystem. Commands:\n");
     for (size_t i = 0; i < TESSERA_COMMAND_COUNT; i++)
@@ -62,6 +65,8 @@ static void tessera_usage(FILE *out)
     fprintf(out, "\n"
                  "`tessera COMMAND --help` describes a command's options; "
                  "`tessera --version` the build.\n"
+                 "--key FILE: the key pair to connect with (default $TESSERA_KEY, else\n"
+                 "STATE/keys/admin.key of the command's --state or the default state, if any).\n"
                  "Quick start: tessera up --nodes 4 --mount /tmp/tessera; tessera status; "
                  "tessera down\n");
 }
@@ -103,11 +108,18 @@ static int tessera_run_mount(char **argv)
 int main(int argc, char **argv)
 {
     const struct tessera_command *command;
+    const char *key_path = NULL;
+    int exit_code;
 
     /* Library messages (rpc.c) are warnings for a person at a terminal. */
     log_init("tessera", LOG_LEVEL_WARN);
     /* Progress lines and error lines must come out in the order they happen. */
     setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc >= 3 && strcmp(argv[1], "--key") == 0) {
+        key_path = argv[2];
+        argc -= 2;
+        argv += 2;
+    }
     if (argc < 2) {
         tessera_usage(stderr);
         return CLIARGS_EXIT_USAGE;
@@ -132,5 +144,8 @@ int main(int argc, char **argv)
         return cliargs_unknown_error("tessera", "unknown command", argv[1], "", names,
                                      TESSERA_COMMAND_COUNT);
     }
+    exit_code = toolkey_choose(key_path, argc - 1, argv + 1);
+    if (exit_code != 0)
+        return exit_code;
     return command->run(argc - 1, argv + 1);
 }

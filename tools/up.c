@@ -16,9 +16,11 @@
 #include "bindir.h"
 #include "cliargs.h"
 #include "cluster.h"
+#include "curve.h"
 #include "clusterconf.h"
 #include "fmt.h"
 #include "fusemount.h"
+#include "keysdir.h"
 #include "log.h"
 #include "toolmeta.h"
 #include "proc.h"
@@ -54,6 +56,7 @@ struct up_options {
     bool allow_other;
     long ready_timeout_ms;
     const char *replace_after; /* tessera-meta --replace-after, NULL = its default */
+    bool insecure;             /* --insecure: no keys, plain ZeroMQ */
 };
 
 enum up_option {
@@ -68,6 +71,7 @@ enum up_option {
     UP_LOG_LEVEL,
     UP_READY_TIMEOUT,
     UP_REPLACE_AFTER,
+    UP_INSECURE,
 };
 
 static void up_usage(FILE *out)
@@ -76,6 +80,7 @@ static void up_usage(FILE *out)
             "Usage: tessera up [--nodes N] [--mount DIR] [--state DIR] [--port BASE]\n"
             "                  [--host ADDR] [--io-timeout-ms MS] [--no-mount] [--allow-other]\n"
             "                  [--log-level L] [--ready-timeout-ms MS] [--replace-after T]\n"
+            "                  [--insecure]\n"
             "\n"
             "Starts a Tessera cluster on this machine: tessera-meta, N tessera-datanode and a\n"
             "tessera-mount, and waits until each one serves. Daemons already running are left\n"
@@ -96,6 +101,9 @@ static void up_usage(FILE *out)
             "  --replace-after T      tessera-meta --replace-after for the meta this run\n"
             "                         starts (not saved): a datanode down this long has its\n"
             "                         replicas made again elsewhere (default 10m)\n"
+            "  --insecure             no keys: plain ZeroMQ, anyone who reaches a port owns\n"
+            "                         the filesystem (default: CURVE with the keys in\n"
+            "                         STATE/keys, made on the first start; see tessera keys)\n"
             "  -h, --help             this help\n"
             "\n"
             "Logs are appended to STATE/logs/<daemon>.log, pids kept in STATE/run/.\n"
@@ -196,6 +204,7 @@ static int up_take(void *ctx, int option, const char *value)
     case UP_LOG_LEVEL: return up_parse_log_level(value, options);
     case UP_NO_MOUNT: options->no_mount = true; return CLIARGS_GO_ON;
     case UP_ALLOW_OTHER: options->allow_other = true; return CLIARGS_GO_ON;
+    case UP_INSECURE: options->insecure = true; return CLIARGS_GO_ON;
     default: return CLIARGS_NOT_MINE;
     }
 }
@@ -215,6 +224,7 @@ static int up_parse(int argc, char **argv, struct up_options *options)
         {"log-level", required_argument, NULL, UP_LOG_LEVEL},
         {"ready-timeout-ms", required_argument, NULL, UP_READY_TIMEOUT},
         {"replace-after", required_argument, NULL, UP_REPLACE_AFTER},
+        {"insecure", no_argument, NULL, UP_INSECURE},
         {"help", no_argument, NULL, CLIARGS_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -505,6 +515,7 @@ struct up_argv {
     size_t count;
     char io_timeout[32];
     char mount_options[64];
+    char key_path[PATH_MAX + 64];
 };
 
 static void up_arg(struct up_argv *args, const char *arg)
@@ -535,6 +546,14 @@ static void up_daemon_argv(const struct cluster *cluster, const struct cluster_d
 {
     args->count = 0;
     up_arg(args, daemon->binary);
+    if (cluster->keys_dir[0]) {
+        snprintf(args->key_path, sizeof(args->key_path), "%s/%s.key", cluster->keys_dir,
+                 daemon->label);
+        up_arg(args, "--key");
+        up_arg(args, args->key_path);
+    } else if (daemon->role != CLUSTER_MOUNT && options->insecure) {
+        up_arg(args, "--insecure");
+    }
     if (daemon->role == CLUSTER_MOUNT) {
         snprintf(args->io_timeout, sizeof(args->io_timeout), "%ld", cluster->conf.io_timeout_ms);
         up_mount_options(options, args->mount_options, sizeof(args->mount_options));
@@ -915,6 +934,60 @@ static void up_print_summary(struct cluster *cluster, const struct up_options *o
     printf("      tessera down%s%s\n", state_flag, state_arg);
 }
 
+/*
+ * The keys of this cluster in STATE/keys: made on its first start (the
+ * server's, meta's, admin's, then one per datanode and for the mount, each
+ * registered with its role), and admin's used by this process from here
+ * on. A cluster whose meta runs without keys is left so (its daemons must
+ * agree), as is one started with --insecure. 0 or -errno (printed).
+ */
+static int up_keys(struct cluster *cluster, const struct up_options *options)
+{
+    char dir[PATH_MAX];
+    char path[PATH_MAX + 64];
+    char why[512];
+    int result;
+
+    cluster->keys_dir[0] = '\0';
+    if (options->insecure)
+        return 0;
+    result = fmt_into(dir, sizeof(dir), "%s/keys", cluster->state_dir);
+    if (result != 0)
+        return result;
+    if (!keysdir_exists(dir)) {
+        if (cluster->daemons[0].pid > 0) {
+            fprintf(stderr, "tessera up: meta runs without keys (started before %s existed); "
+                            "the cluster stays insecure until restarted with tessera down; "
+                            "tessera up\n",
+                    dir);
+            return 0;
+        }
+        result = keysdir_init(dir, UP_WHO);
+        if (result != 0)
+            return result;
+    }
+    for (size_t i = 0; i < cluster->count; i++) {
+        const struct cluster_daemon *daemon = &cluster->daemons[i];
+        const char *role = daemon->role == CLUSTER_META   ? "meta"
+                           : daemon->role == CLUSTER_NODE ? "datanode"
+                                                          : "mount";
+        snprintf(path, sizeof(path), "%s/%s.key", dir, daemon->label);
+        if (access(path, F_OK) == 0)
+            continue;
+        result = keysdir_add(dir, role, daemon->label, UP_WHO);
+        if (result != 0)
+            return result;
+    }
+    snprintf(cluster->keys_dir, sizeof(cluster->keys_dir), "%s", dir);
+    if (curve_enabled())
+        return 0;
+    snprintf(path, sizeof(path), "%s/admin.key", dir);
+    result = curve_use_key(path, why, sizeof(why));
+    if (result != 0)
+        fprintf(stderr, "tessera up: %s\n", why);
+    return result;
+}
+
 /* The three phases; on failure, undoes what it started. Exit code. */
 static int up_run(struct cluster *cluster, const struct up_options *options)
 {
@@ -958,6 +1031,8 @@ int up_main(int argc, char **argv)
         exit_code = up_save_conf(&cluster);
     if (exit_code == 0)
         exit_code = up_make_data_dirs(&cluster);
+    if (exit_code == 0)
+        exit_code = up_keys(&cluster, &options) == 0 ? 0 : 1;
     if (exit_code == 0)
         exit_code = up_run(&cluster, &options);
     cluster_free(&cluster);
