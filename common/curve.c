@@ -95,6 +95,10 @@ int curve_use_key(const char *key_path, char *why, size_t why_cap)
         snprintf(curve_dir, sizeof(curve_dir), ".");
     if (!curve_dir[0]) /* a key file in / */
         snprintf(curve_dir, sizeof(curve_dir), "/");
+    /* Absolute: a daemon may change its directory, and the mount shows it (TS_KEYS_XATTR). */
+    char absolute[PATH_MAX];
+    if (realpath(curve_dir, absolute))
+        snprintf(curve_dir, sizeof(curve_dir), "%s", absolute);
     rc = keys_pair_read(key_path, &curve_own, why, why_cap);
     if (rc != 0)
         return rc;
@@ -110,6 +114,8 @@ int curve_use_key(const char *key_path, char *why, size_t why_cap)
 bool curve_enabled(void) { return curve_client_on; }
 
 const char *curve_key_path(void) { return curve_client_on ? curve_own_path : ""; }
+
+const char *curve_key_dir(void) { return curve_client_on ? curve_dir : ""; }
 
 void curve_allow_insecure(bool allow) { curve_insecure_allowed = allow; }
 
@@ -312,6 +318,8 @@ static void curve_zap_answer(void *socket)
 
     if (count < 2)
         goto out; /* not even a request id to answer */
+    /* A key added a moment ago (tessera keys add, then the member starts) is known now. */
+    curve_known_refresh(false);
     if (count >= 4)
         snprintf(address, sizeof(address), "%.*s", (int)zmq_msg_size(&frames[3]),
                  (const char *)zmq_msg_data(&frames[3]));

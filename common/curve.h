@@ -36,6 +36,8 @@ int curve_use_key(const char *key_path, char *why, size_t why_cap);
 bool curve_enabled(void);
 /* The key file in use ("" when none). */
 const char *curve_key_path(void);
+/* The absolute path of its directory ("" when none). */
+const char *curve_key_dir(void);
 
 /*
  * For a server, after curve_use_key(): loads DIR/server.key and

@@ -251,6 +251,12 @@ enum ts_node_state { TS_NODE_DOWN = 0, TS_NODE_UP = 1 };
  * CLUSTER_ID and the endpoint the mount talks to.
  */
 #define TS_CLUSTER_XATTR "tessera.cluster"
+/*
+ * Beside it, answered the same way by a mount given --key: the absolute
+ * path of its key directory, where a tool given a path looks for the
+ * cluster's admin.key (tools/metatarget.c). Absent without keys.
+ */
+#define TS_KEYS_XATTR "tessera.keys"
 
 /* Caller identity for creating operations (from the FUSE request context). */
 #define TS_MSG_LOOKUP_REQ(X) X(U64, parent) X(STR, name)

@@ -19,6 +19,7 @@
 #include "ops.h"
 
 #include "bdi.h"
+#include "curve.h"
 #include "fallocplan.h"
 #include "keepcache.h"
 #include "log.h"
@@ -1301,6 +1302,10 @@ static void x_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t 
     if (strcmp(name, TS_CLUSTER_XATTR) == 0 && state_of(req)->cluster) {
         const char *cluster = state_of(req)->cluster;
         reply_xattr_value(req, cluster, strlen(cluster), size);
+        return;
+    }
+    if (strcmp(name, TS_KEYS_XATTR) == 0 && curve_enabled()) {
+        reply_xattr_value(req, curve_key_dir(), strlen(curve_key_dir()), size);
         return;
     }
     if (!xattr_namespace_stored(name)) {

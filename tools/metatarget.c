@@ -8,6 +8,7 @@
 
 #include "cliargs.h"
 #include "clusterconf.h"
+#include "curve.h"
 #include "fmt.h"
 #include "toolmeta.h"
 #include "status.h"
@@ -20,6 +21,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
+#include <unistd.h>
 
 #define METATARGET_MAX_TIMEOUT_MS 600000
 
@@ -124,6 +126,34 @@ static int metatarget_path_cluster(const char *path, char *id, size_t id_cap, ch
     return 0;
 }
 
+/*
+ * Without a key of its own (toolkey.h), a command given a path of a mount
+ * that uses keys takes the admin key of the mount's key directory
+ * (TS_KEYS_XATTR), when this user can read it. 0, or 1 after printing why
+ * that key is unusable.
+ */
+static int metatarget_path_key(const char *path, const char *who)
+{
+    char dir[PATH_MAX];
+    char key_path[PATH_MAX + 16];
+    char why[512];
+    ssize_t len;
+    if (curve_enabled())
+        return 0;
+    len = getxattr(path, TS_KEYS_XATTR, dir, sizeof(dir) - 1);
+    if (len <= 0)
+        return 0; /* a mount without keys */
+    dir[len] = '\0';
+    snprintf(key_path, sizeof(key_path), "%s/admin.key", dir);
+    if (access(key_path, F_OK) != 0)
+        return 0; /* not this machine's admin: meta will not answer, and the error says so */
+    if (curve_use_key(key_path, why, sizeof(why)) != 0) {
+        fprintf(stderr, "%s: %s\n", who, why);
+        return 1;
+    }
+    return 0;
+}
+
 int metatarget_resolve_path(struct metatarget *target, const char *path, const char *who)
 {
     char file_id[TS_CLUSTER_ID_HEX + 1];
@@ -141,7 +171,7 @@ int metatarget_resolve_path(struct metatarget *target, const char *path, const c
     if (!by_state && !target->endpoint[0]) {
         /* file_endpoint fits: both buffers are METATARGET_ENDPOINT_MAX */
         snprintf(target->endpoint, sizeof(target->endpoint), "%s", file_endpoint);
-        return 0;
+        return metatarget_path_key(path, who);
     }
     exit_code = metatarget_resolve(target, who);
     if (exit_code != 0)

@@ -33,12 +33,22 @@
  *   client_helper verify FILE TILES STEPS
  *       checks that every tile of FILE holds what the last of STEPS steps
  *       of `rewrite` wrote to it: no write lost, none applied out of order
+ *   client_helper probe ENDPOINT none|fresh=SERVER_PUB|KEYFILE OP...
+ *       as an outsider (test_security.sh): for each OP (a message name
+ *       such as LOOKUP), a new DEALER socket with no key, a freshly made
+ *       key (checking the server against the server.pub file given) or
+ *       the pair in KEYFILE (server.pub beside it) sends one OP
+ *       request (empty payload) and waits 1 s; prints "OP answered" or
+ *       "OP silent" per line. The TESSERA_KEY environment variable is
+ *       not used for it
  *
  * A step s writes tile s % TILES with round s / TILES: every 4 KiB block
  * starts with the round (u64) and goes on with bytes of (round, offset).
  *
  * Exit 0 on success, 1 on failure (with a message), 2 on bad arguments.
  */
+#include "curve.h"
+#include "keys.h"
 #include "proto.h"
 #include "rpc.h"
 #include "status.h"
@@ -46,6 +56,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -405,6 +417,76 @@ static int do_verify(const char *path, uint64_t tiles, uint64_t steps)
     return bad ? 1 : 0;
 }
 
+/* The opcode named `name` (ts_op_name), or TS_OP_MAX. */
+static uint16_t op_named(const char *name)
+{
+    for (uint16_t op = 0; op < TS_OP_MAX; op++)
+        if (strcmp(ts_op_name(op), name) == 0)
+            return op;
+    return TS_OP_MAX;
+}
+
+/* See the file comment. Exit 0 when every probe was sent, 1 or 2 otherwise. */
+static int probe(const char *endpoint, const char *key, char **ops, int op_count)
+{
+    struct keys_pair pair;
+    char server_public[KEYS_Z85_LEN + 1] = "";
+    char why[512];
+    bool with_key = strcmp(key, "none") != 0;
+
+    if (strncmp(key, "fresh=", 6) == 0) {
+        /* A key the cluster never saw, against its real server key. */
+        if (keys_pair_generate(&pair) != 0 ||
+            keys_public_read(key + 6, server_public, why, sizeof(why)) != 0) {
+            fprintf(stderr, "client_helper: no fresh key, or %s\n", why);
+            return 1;
+        }
+    } else if (with_key) {
+        char path[PATH_MAX + 16];
+        const char *slash = strrchr(key, '/');
+        if (keys_pair_read(key, &pair, why, sizeof(why)) != 0) {
+            fprintf(stderr, "client_helper: %s\n", why);
+            return 1;
+        }
+        snprintf(path, sizeof(path), "%.*s/server.pub", slash ? (int)(slash - key) : 1,
+                 slash ? key : ".");
+        if (keys_public_read(path, server_public, why, sizeof(why)) != 0) {
+            fprintf(stderr, "client_helper: %s\n", why);
+            return 1;
+        }
+    }
+    for (int i = 0; i < op_count; i++) {
+        uint16_t op = op_named(ops[i]);
+        uint8_t frame[TS_HEADER_BYTES];
+        uint8_t reply[4096];
+        int zero = 0;
+        if (op == TS_OP_MAX) {
+            fprintf(stderr, "client_helper: no message named %s\n", ops[i]);
+            return 2;
+        }
+        void *socket = zmq_socket(rpc_context(), ZMQ_DEALER);
+        zmq_setsockopt(socket, ZMQ_LINGER, &zero, sizeof(zero));
+        if (with_key) {
+            zmq_setsockopt(socket, ZMQ_CURVE_SERVERKEY, server_public, KEYS_Z85_LEN);
+            zmq_setsockopt(socket, ZMQ_CURVE_PUBLICKEY, pair.public_z85, KEYS_Z85_LEN);
+            zmq_setsockopt(socket, ZMQ_CURVE_SECRETKEY, pair.secret_z85, KEYS_Z85_LEN);
+        }
+        size_t len = rpc_frame_build(frame, sizeof(frame), op, 1000 + (uint64_t)i, 0, TS_OK,
+                                     NULL, 0, 0);
+        if (zmq_connect(socket, endpoint) != 0 || zmq_send(socket, frame, len, 0) < 0) {
+            fprintf(stderr, "client_helper: cannot send to %s: %s\n", endpoint,
+                    zmq_strerror(zmq_errno()));
+            zmq_close(socket);
+            return 1;
+        }
+        zmq_pollitem_t item = {socket, 0, ZMQ_POLLIN, 0};
+        bool answered = zmq_poll(&item, 1, 1000) > 0 && zmq_recv(socket, reply, sizeof(reply), 0) >= 0;
+        printf("%s %s\n", ops[i], answered ? "answered" : "silent");
+        zmq_close(socket);
+    }
+    return 0;
+}
+
 static uint64_t number(const char *text)
 {
     char *end = NULL;
@@ -418,6 +500,15 @@ static uint64_t number(const char *text)
 
 int main(int argc, char **argv)
 {
+    /* A cluster with keys: its admin key (lib.sh admin_key), for the calls to meta. */
+    const char *key = getenv("TESSERA_KEY");
+    char why[512];
+    if (key && *key && curve_use_key(key, why, sizeof(why)) != 0) {
+        fprintf(stderr, "client_helper: %s\n", why);
+        return 2;
+    }
+    if (argc >= 5 && strcmp(argv[1], "probe") == 0)
+        return probe(argv[2], argv[3], argv + 4, argc - 4);
     if (argc == 6 && strcmp(argv[1], "map") == 0) {
         struct ts_tile_map_rec record;
         if (tile_map(argv[2], number(argv[3]), number(argv[4]), argv[5], &record) != TS_OK)

@@ -338,12 +338,13 @@ wait_mounted() {
 # DIR, unmounted and stopped with the rest; its pid in MOUNT2_PID, its log in
 # $T/mount2.log.
 mount_second() {
-    local dir=$1
+    local dir=$1 key
     shift
     mkdir -p "$dir"
     IT_MOUNTS+=("$dir")
+    mapfile -t key < <(key_args mount2 mount)
     "$TESSERA_MOUNT" --meta "$(meta_endpoint)" --io-timeout-ms "$IO_TIMEOUT_MS" -f \
-        -o default_permissions "$@" "$dir" >"$T/mount2.log" 2>&1 &
+        -o default_permissions "${key[@]}" "$@" "$dir" >"$T/mount2.log" 2>&1 &
     MOUNT2_PID=$!
     IT_PIDS+=("$MOUNT2_PID")
     local deadline=$(($(now_ms) + 30000))
@@ -355,6 +356,26 @@ mount_second() {
     done
     wait_mounted "$dir"
     log "second mount at $dir (pid $MOUNT2_PID)"
+}
+
+# key_args NAME ROLE: the arguments "--key FILE" that give a daemon of this
+# cluster named NAME its own key (made with `tessera keys add` on first
+# use), one per line; nothing for a cluster without keys. Use as
+# mapfile -t args < <(key_args far datanode).
+key_args() {
+    local dir=$STATE/keys
+    [ -f "$dir/known_keys" ] || return 0
+    if [ ! -f "$dir/$1.key" ]; then
+        "$TESSERA_TOOL" keys add --dir "$dir" --role "$2" "$1" >>"$T/tool.log" 2>&1 ||
+            fail "tessera keys add --role $2 $1 failed (see tool.log)"
+    fi
+    printf -- '--key\n%s\n' "$dir/$1.key"
+}
+
+# The admin key of this cluster for client_helper (TESSERA_KEY), "" without keys.
+admin_key() {
+    [ -f "$STATE/keys/admin.key" ] && echo "$STATE/keys/admin.key"
+    return 0
 }
 
 # start_daemon NAME LOG COMMAND...: run COMMAND in the background and wait

@@ -24,6 +24,9 @@ source "$(dirname "$0")/lib.sh"
     fail "CLIENT_HELPER is not set to the built client_helper (run through meson test)"
 
 cluster_up
+# client_helper asks meta with the cluster's admin key.
+TESSERA_KEY=$(admin_key)
+export TESSERA_KEY
 setfattr -n user.tessera.layout -v copies=1 "$MNT" || fail "setting copies=1 on the mount's root failed"
 meta=$(meta_endpoint)
 host=$(hostname)
@@ -39,8 +42,10 @@ helper() {
 # A fifth datanode, on "another machine".
 far_port=$((BASE + 7))
 mkdir -p "$T/far"
+mapfile -t far_key < <(key_args far datanode)
+mapfile -t mount2_key < <(key_args mount2 mount)
 "$TESSERA_DATANODE" --listen "tcp://127.0.0.1:$far_port" --meta "$meta" --data "$T/far/data" \
-    --machine "$far" >"$T/far/datanode.log" 2>&1 &
+    --machine "$far" "${far_key[@]}" >"$T/far/datanode.log" 2>&1 &
 IT_PIDS+=($!)
 wait_for 30 "the datanode on $far to register" grep -q 'registered this datanode as node' \
     "$T/far/datanode.log"
@@ -52,7 +57,7 @@ log "datanode $far_node on machine $far"
 MNT2=$T/mnt2
 mkdir -p "$MNT2"
 IT_MOUNTS+=("$MNT2")
-"$TESSERA_MOUNT" --meta "$meta" --machine "$far" --io-timeout-ms "$IO_TIMEOUT_MS" \
+"$TESSERA_MOUNT" --meta "$meta" --machine "$far" "${mount2_key[@]}" --io-timeout-ms "$IO_TIMEOUT_MS" \
     --log-level debug -f "$MNT2" >"$T/mount2.log" 2>&1 &
 mount2_pid=$!
 IT_PIDS+=("$mount2_pid")

@@ -578,7 +578,7 @@ mh_start_node() {
     mh__start "datanode-host$i" "$log" "${MH_NS[$i]}" "$MH_DATANODE_BIN" \
         --listen "tcp://0.0.0.0:$MH_NODE_PORT" --advertise "${MH_NODE_EP[$i]}" \
         --meta "$MH_META" --data "${MH_DATA[$i]}" --machine "${MH_MACHINE[$i]}" \
-        $(mh__extra_args NODE "$i")
+        --key "$MH_KEYS/node$i.key" $(mh__extra_args NODE "$i")
     MH_NODE_PID[i]=$MH__PID
     MH_WAIT_PIDS="$MH__PID:datanode-host$i" \
         mh_wait_for "$MH_READY_TIMEOUT" "meta to list host$i's datanode up" mh__node_listed "$i"
@@ -601,7 +601,8 @@ mh_start_meta() {
     local i
     # shellcheck disable=SC2086 # extra arguments are split on spaces
     mh__start "meta-host1" "$MH_LOGS/meta.log" "${MH_NS[1]}" "$MH_META_BIN" \
-        --listen "tcp://0.0.0.0:$MH_META_PORT" --data "$MH_DIR/host1/meta" ${MH_META_ARGS:-}
+        --listen "tcp://0.0.0.0:$MH_META_PORT" --data "$MH_DIR/host1/meta" --key "$MH_KEYS/meta.key" \
+        ${MH_META_ARGS:-}
     MH_META_PID=$MH__PID
     MH_WAIT_PIDS="$MH_META_PID:meta" mh_wait_for "$MH_READY_TIMEOUT" "meta at $MH_META" mh__meta_ready
     for ((i = 1; i <= MH_K; i++)); do
@@ -631,7 +632,7 @@ mh_start_mount() {
     # shellcheck disable=SC2046
     mh__start "mount-host$i" "$log" "${MH_NS[$i]}" "$MH_MOUNT_BIN" \
         --meta "$MH_META" --machine "${MH_MACHINE[$i]}" --io-timeout-ms "$MH_IO_TIMEOUT_MS" \
-        $(mh__extra_args MOUNT "$i") -f -o default_permissions,allow_other "${MH_MNT[$i]}"
+        --key "$MH_KEYS/mount$i.key" $(mh__extra_args MOUNT "$i") -f -o default_permissions,allow_other "${MH_MNT[$i]}"
     MH_MOUNT_PID[i]=$MH__PID
     # The registry line for the mount: teardown unmounts before it kills.
     mh__register mount "$MH__PID" "$(mh__starttime "$MH__PID")" "${MH_MNT[$i]}" "host$i"
@@ -692,6 +693,16 @@ mh_up() {
         mkdir -p "$MH_DIR/host$i"
     done
     mh_log "cluster $MH_ID: $MH_K hosts on $MH_SUBNET.0/24, links ${MH_LINK_MBPS} MB/s, dir $MH_DIR"
+    # CURVE keys, one pair per member; daemons listen on every interface,
+    # which they refuse to do without keys. The tool uses admin's.
+    MH_KEYS=$MH_DIR/keys
+    "$MH_TOOL" keys init "$MH_KEYS" >/dev/null || mh_fail "tessera keys init $MH_KEYS failed"
+    for ((i = 1; i <= MH_K; i++)); do
+        "$MH_TOOL" keys add --dir "$MH_KEYS" --role datanode "node$i" >/dev/null &&
+            "$MH_TOOL" keys add --dir "$MH_KEYS" --role mount "mount$i" >/dev/null ||
+            mh_fail "tessera keys add for host$i failed"
+    done
+    export TESSERA_KEY=$MH_KEYS/admin.key
 
     mh_start_meta
     for ((i = 1; i <= MH_K; i++)); do
