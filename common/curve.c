@@ -283,33 +283,13 @@ static void curve_log_refusal(const char *host, const char *peer, const char *me
     curve_refusals[slot].suppressed = 0;
 }
 
-/* Receives one ZAP request into frames (RFC 27: 7 frames for CURVE); returns the count. */
-static int curve_zap_receive(void *socket, zmq_msg_t *frames, int max)
-{
-    int count = 0;
-    int more = 1;
-    size_t more_len = sizeof(more);
-    while (more) {
-        zmq_msg_t extra;
-        zmq_msg_t *target = count < max ? &frames[count] : &extra;
-        zmq_msg_init(target);
-        if (zmq_msg_recv(target, socket, 0) < 0) {
-            zmq_msg_close(target);
-            return count < max ? count : max;
-        }
-        zmq_getsockopt(socket, ZMQ_RCVMORE, &more, &more_len);
-        if (target == &extra)
-            zmq_msg_close(&extra);
-        count++;
-    }
-    return count < max ? count : max;
-}
-
 /* Answers one ZAP request: 200 with "ROLE:NAME" as user id for a current key, else 400. */
 static void curve_zap_answer(void *socket)
 {
     zmq_msg_t frames[8];
-    int count = curve_zap_receive(socket, frames, 8);
+    int count = rpc_receive_multipart(socket, frames, 8); /* RFC 27: 7 frames for CURVE */
+    if (count > 8)
+        count = 8; /* not a ZAP request; answered 400 below */
     char address[128] = "?";
     char public_z85[KEYS_Z85_LEN + 1] = "";
     char user_id[KEYS_ROLE_MAX + KEYS_NAME_MAX + 2] = "";
@@ -409,7 +389,9 @@ static void curve_peer_track(int fd)
 static void curve_monitor_event(struct curve_monitor *monitor)
 {
     zmq_msg_t frames[2];
-    int count = curve_zap_receive(monitor->socket, frames, 2);
+    int count = rpc_receive_multipart(monitor->socket, frames, 2);
+    if (count > 2)
+        count = 2;
     uint16_t event;
     uint32_t value;
     char peer[64];

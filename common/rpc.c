@@ -689,8 +689,7 @@ void rpc_server_destroy(struct rpc_server **serverp)
 
 void *rpc_server_socket(struct rpc_server *server) { return server->socket; }
 
-/* Reads the rest of a multipart message into frames (at most max); counts all. */
-static int rpc_receive_frames(void *socket, zmq_msg_t *frames, int max)
+int rpc_receive_multipart(void *socket, zmq_msg_t *frames, int max)
 {
     int count = 0;
     int more = 1;
@@ -875,7 +874,7 @@ int rpc_server_handle_pending(struct rpc_server *server)
         zmq_getsockopt(server->socket, ZMQ_EVENTS, &events, &events_len);
         if (!(events & ZMQ_POLLIN))
             break;
-        int count = rpc_receive_frames(server->socket, frames, 4);
+        int count = rpc_receive_multipart(server->socket, frames, 4);
         if (server->pending_count > 0 && count > 0 &&
             !rpc_same_peer(&server->pending[server->pending_count - 1].identity, &frames[0]))
             rpc_flush_replies(server);

@@ -199,6 +199,13 @@ int rpc_server_handle_pending(struct rpc_server *server);
 void rpc_server_set_gate(struct rpc_server *server, bool (*room)(void *arg), void *arg);
 
 /*
+ * Receives one multipart message (blocking): its first max frames into
+ * frames, the rest read and dropped. Returns the number of frames it had
+ * (all counted); the caller closes frames[0 .. min(count, max)).
+ */
+int rpc_receive_multipart(void *socket, zmq_msg_t *frames, int max);
+
+/*
  * Frames one request or reply into frame 0: header + payload. Used by the
  * client and server above and by tests that craft messages.
  * Returns the frame length, or 0 if it would exceed TS_MAX_FRAME_BYTES.
