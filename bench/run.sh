@@ -18,7 +18,7 @@ usage() {
     cat <<'USAGE'
 usage: bench/run.sh [--with-moosefs] [--size-mb N] [--reps N] [--only "SECTIONS"]
                     [--rr-secs N] [--meta-n N] [--nodes N] [--copies N] [--no-local]
-                    [--no-nullfs] [--baseline BUILD_DIR]
+                    [--no-nullfs] [--baseline BUILD_DIR] [--baseline-args "ARGS"]
 
 Runs dd, cp, fio (4 streams, 4 KiB random reads) and metadata workloads on a
 Tessera mount, a local directory, a nullfs mount (the FUSE ceiling) and, with
@@ -44,6 +44,10 @@ Tessera/MooseFS, Tessera/local and Tessera/nullfs (the fraction of the ceiling).
                      target "baseline", same cluster shape; the table adds
                      T / baseline. A build without copies= in its layouts
                      runs with its own default (one copy).
+  --baseline-args "ARGS"  extra arguments for the baseline's `tessera up`,
+                     split on spaces; e.g. --baseline build-release
+                     --baseline-args --insecure measures this build with keys
+                     (CURVE) against itself without them in one run
   -h, --help         this text
 
 Environment:
@@ -75,14 +79,15 @@ die() {
 }
 
 with_moosefs=0 size_mb=2048 reps=3 only="" rr_secs=30 meta_n=10000 nodes=4 copies=2
-run_local=1 run_nullfs=1 baseline_build=""
+run_local=1 run_nullfs=1 baseline_build="" baseline_up_args=""
 while [ $# -gt 0 ]; do
     case $1 in
     -h | --help) usage; exit 0 ;;
     --with-moosefs) with_moosefs=1; shift ;;
     --no-local) run_local=0; shift ;;
     --no-nullfs) run_nullfs=0; shift ;;
-    --size-mb | --reps | --only | --rr-secs | --meta-n | --nodes | --copies | --baseline)
+    --size-mb | --reps | --only | --rr-secs | --meta-n | --nodes | --copies | --baseline | \
+        --baseline-args)
         [ $# -ge 2 ] || { echo "run.sh: $1 needs a value (see --help)" >&2; exit 2; }
         case $1 in
         --size-mb) size_mb=$2 ;;
@@ -93,6 +98,7 @@ while [ $# -gt 0 ]; do
         --nodes) nodes=$2 ;;
         --copies) copies=$2 ;;
         --baseline) baseline_build=$2 ;;
+        --baseline-args) baseline_up_args=$2 ;;
         esac
         shift 2 ;;
     *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
@@ -378,8 +384,9 @@ target_up() {
         ;;
     baseline)
         baseline_started=1
+        # shellcheck disable=SC2086 # --baseline-args is split on spaces
         "$baseline_build/tools/tessera" up --nodes "$nodes" --state "$BASE_STATE" --mount "$BASE_MNT" \
-            --port "$baseline_port" >>"$LOGS/baseline-up.log" 2>&1 ||
+            --port "$baseline_port" $baseline_up_args >>"$LOGS/baseline-up.log" 2>&1 ||
             die "baseline tessera up failed, see $LOGS/baseline-up.log"
         local f
         for f in "$BASE_STATE"/run/*.pid; do baseline_pids+=("$(cat "$f")"); done
