@@ -10,6 +10,7 @@
 #include "clusterconf.h"
 #include "curve.h"
 #include "fmt.h"
+#include "toolkey.h"
 #include "toolmeta.h"
 #include "status.h"
 #include "util.h"
@@ -127,10 +128,11 @@ static int metatarget_path_cluster(const char *path, char *id, size_t id_cap, ch
 }
 
 /*
- * Without a key of its own (toolkey.h), a command given a path of a mount
- * that uses keys takes the admin key of the mount's key directory
- * (TS_KEYS_XATTR), when this user can read it. 0, or 1 after printing why
- * that key is unusable.
+ * Unless its key was named (--key, --state: toolkey.h), a command given a
+ * path of a mount that uses keys takes the admin key of the mount's key
+ * directory (TS_KEYS_XATTR), when this user can read it: the path names
+ * its cluster, and so its keys. 0, or 1 after printing why that key is
+ * unusable.
  */
 static int metatarget_path_key(const char *path, const char *who)
 {
@@ -138,7 +140,7 @@ static int metatarget_path_key(const char *path, const char *who)
     char key_path[PATH_MAX + 16];
     char why[512];
     ssize_t len;
-    if (curve_enabled())
+    if (toolkey_named())
         return 0;
     len = getxattr(path, TS_KEYS_XATTR, dir, sizeof(dir) - 1);
     if (len <= 0)
@@ -166,12 +168,14 @@ int metatarget_resolve_path(struct metatarget *target, const char *path, const c
 
     exit_code = metatarget_path_cluster(path, file_id, sizeof(file_id), file_endpoint,
                                         sizeof(file_endpoint), who);
+    if (exit_code == 0)
+        exit_code = metatarget_path_key(path, who);
     if (exit_code != 0)
         return exit_code;
     if (!by_state && !target->endpoint[0]) {
         /* file_endpoint fits: both buffers are METATARGET_ENDPOINT_MAX */
         snprintf(target->endpoint, sizeof(target->endpoint), "%s", file_endpoint);
-        return metatarget_path_key(path, who);
+        return 0;
     }
     exit_code = metatarget_resolve(target, who);
     if (exit_code != 0)

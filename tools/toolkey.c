@@ -16,6 +16,10 @@
 #include <string.h>
 #include <unistd.h>
 
+static bool toolkey_was_named;
+
+bool toolkey_named(void) { return toolkey_was_named; }
+
 /* The command's --state value, or NULL. */
 static const char *toolkey_state_in(int argc, char **argv)
 {
@@ -30,6 +34,13 @@ static const char *toolkey_state_in(int argc, char **argv)
     return NULL;
 }
 
+/* Whether STATE/keys/admin.key exists; its path into out. */
+static bool toolkey_admin_of(const char *state, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s/keys/admin.key", state);
+    return access(out, F_OK) == 0;
+}
+
 int toolkey_choose(const char *given, int argc, char **argv)
 {
     char path[PATH_MAX + 32];
@@ -38,18 +49,16 @@ int toolkey_choose(const char *given, int argc, char **argv)
     const char *from_env = getenv("TESSERA_KEY");
     const char *state_flag = toolkey_state_in(argc, argv);
 
-    if (given && *given)
+    if (given && *given) {
         snprintf(path, sizeof(path), "%s", given);
-    else if (from_env && *from_env)
+        toolkey_was_named = true;
+    } else if (state_flag && toolkey_admin_of(state_flag, path, sizeof(path))) {
+        toolkey_was_named = true;
+    } else if (from_env && *from_env) {
         snprintf(path, sizeof(path), "%s", from_env);
-    else {
-        if (state_flag)
-            snprintf(state, sizeof(state), "%s", state_flag);
-        else if (clusterconf_default_state_dir(state, sizeof(state)) != 0)
-            return 0;
-        snprintf(path, sizeof(path), "%s/keys/admin.key", state);
-        if (access(path, F_OK) != 0)
-            return 0;
+    } else if (state_flag || clusterconf_default_state_dir(state, sizeof(state)) != 0 ||
+               !toolkey_admin_of(state, path, sizeof(path))) {
+        return 0; /* a cluster without keys */
     }
     if (curve_use_key(path, why, sizeof(why)) != 0) {
         fprintf(stderr, "tessera: %s\n", why);

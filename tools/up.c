@@ -22,6 +22,7 @@
 #include "fusemount.h"
 #include "keysdir.h"
 #include "log.h"
+#include "toolkey.h"
 #include "toolmeta.h"
 #include "proc.h"
 #include "status.h"
@@ -938,7 +939,7 @@ static void up_print_summary(struct cluster *cluster, const struct up_options *o
  * The keys of this cluster in STATE/keys: made on its first start (the
  * server's, meta's, admin's, then one per datanode and for the mount, each
  * registered with its role), and admin's used by this process from here
- * on. A cluster whose meta runs without keys is left so (its daemons must
+ * on (not $TESSERA_KEY, which may be another cluster's). A cluster whose meta runs without keys is left so (its daemons must
  * agree), as is one started with --insecure. 0 or -errno (printed).
  */
 static int up_keys(struct cluster *cluster, const struct up_options *options)
@@ -979,8 +980,8 @@ static int up_keys(struct cluster *cluster, const struct up_options *options)
             return result;
     }
     snprintf(cluster->keys_dir, sizeof(cluster->keys_dir), "%s", dir);
-    if (curve_enabled())
-        return 0;
+    if (toolkey_named())
+        return 0; /* tessera --key FILE up: that key, or --state's admin key already */
     snprintf(path, sizeof(path), "%s/admin.key", dir);
     result = curve_use_key(path, why, sizeof(why));
     if (result != 0)

@@ -372,12 +372,6 @@ key_args() {
     printf -- '--key\n%s\n' "$dir/$1.key"
 }
 
-# The admin key of this cluster for client_helper (TESSERA_KEY), "" without keys.
-admin_key() {
-    [ -f "$STATE/keys/admin.key" ] && echo "$STATE/keys/admin.key"
-    return 0
-}
-
 # start_daemon NAME LOG COMMAND...: run COMMAND in the background and wait
 # for its "ready" log line. Returns 1 if it exited because its port was
 # taken (the caller tries other ports); fails the test on any other exit.
@@ -491,6 +485,10 @@ cluster_up() {
     done
     wait_mounted "$MNT"
     assert_daemons_alive
+    # The tool and client_helper given --meta (not --state) use this cluster's admin key.
+    if [ -f "$STATE/keys/admin.key" ]; then
+        export TESSERA_KEY=$STATE/keys/admin.key
+    fi
     log "cluster up: state $STATE, mount $MNT, meta $(meta_endpoint)"
 }
 

@@ -36,9 +36,6 @@ source "$(dirname "$0")/lib.sh"
     fail "CLIENT_HELPER is not set to the built client_helper (run through meson test)"
 
 cluster_up
-# client_helper asks meta with the cluster's admin key.
-TESSERA_KEY=$(admin_key)
-export TESSERA_KEY
 meta=$(meta_endpoint)
 far=far-host
 MIB=1048576

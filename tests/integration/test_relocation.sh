@@ -24,9 +24,6 @@ source "$(dirname "$0")/lib.sh"
     fail "CLIENT_HELPER is not set to the built client_helper (run through meson test)"
 
 cluster_up
-# client_helper asks meta with the cluster's admin key.
-TESSERA_KEY=$(admin_key)
-export TESSERA_KEY
 setfattr -n user.tessera.layout -v copies=1 "$MNT" || fail "setting copies=1 on the mount's root failed"
 meta=$(meta_endpoint)
 host=$(hostname)

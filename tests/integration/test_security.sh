@@ -106,8 +106,10 @@ start_daemon "insecure meta" "$T/insecure.log" \
     fail "tessera-meta --insecure did not start (port taken?)"
 grep -q 'INSECURE: listening on tcp://0.0.0.0:.* without keys' "$T/insecure.log" ||
     fail "an insecure meta does not say so in its log"
-TESSERA_STATE=$T/no-such-state "$TESSERA_TOOL" status --meta "tcp://127.0.0.1:$((BASE + 8))" \
-    >"$T/insecure-status.out" 2>&1 || fail "tessera status of the insecure meta failed"
+# A tool without keys (not this cluster's admin key, which cluster_up exported).
+env -u TESSERA_KEY TESSERA_STATE="$T/no-such-state" "$TESSERA_TOOL" status \
+    --meta "tcp://127.0.0.1:$((BASE + 8))" >"$T/insecure-status.out" 2>&1 ||
+    fail "tessera status of the insecure meta failed: $(cat "$T/insecure-status.out")"
 grep -q '^security: NONE' "$T/insecure-status.out" ||
     fail "tessera status does not say the insecure meta has no keys"
 it_stop_pid "$SMALL_LAST_PID"
