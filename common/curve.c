@@ -413,8 +413,8 @@ static void curve_monitor_event(struct curve_monitor *monitor)
                 snprintf(host, sizeof(host), "%.*s",
                          colon ? (int)(colon - peer) : (int)strlen(peer), peer);
                 snprintf(message, sizeof(message),
-                         "no CURVE handshake on %s (a peer without keys, or with a key it "
-                         "does not hold the secret of)",
+                         "its handshake on %s failed (a peer without keys, or with a key it "
+                         "does not hold the secret of, or one that hung up midway)",
                          monitor->endpoint);
                 curve_log_refusal(host, peer, message);
             }

@@ -49,12 +49,12 @@ for target in "$meta" "$node"; do
     done
 done
 wait_for 10 "meta to log a refusal without keys" \
-    grep -q 'refused a connection from 127\.0\.0\.1:[0-9]*: no CURVE handshake' "$STATE/logs/meta.log"
+    grep -q 'refused a connection from 127\.0\.0\.1:[0-9]*: its handshake on .* failed' "$STATE/logs/meta.log"
 wait_for 10 "meta to log an unknown key" \
     grep -q 'refused a connection from 127\.0\.0\.1: key .* is unknown to this cluster' \
     "$STATE/logs/meta.log"
 wait_for 10 "node1 to log a refusal without keys" \
-    grep -q 'refused a connection from 127\.0\.0\.1:[0-9]*: no CURVE handshake' "$STATE/logs/node1.log"
+    grep -q 'refused a connection from 127\.0\.0\.1:[0-9]*: its handshake on .* failed' "$STATE/logs/node1.log"
 wait_for 10 "node1 to log an unknown key" \
     grep -q 'refused a connection from 127\.0\.0\.1: key .* is unknown to this cluster' \
     "$STATE/logs/node1.log"
