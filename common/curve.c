@@ -62,7 +62,7 @@ static atomic_bool curve_zap_stop;
  */
 #define CURVE_MAX_MONITORS 4
 #define CURVE_MONITOR_EVENTS                                                                       \
-    (ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |          \
+    (ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |           \
      ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL)
 #define CURVE_PEERS_TRACKED 64
 struct curve_monitor {
@@ -111,13 +111,25 @@ int curve_use_key(const char *key_path, char *why, size_t why_cap)
     return 0;
 }
 
-bool curve_enabled(void) { return curve_client_on; }
+bool curve_enabled(void)
+{
+    return curve_client_on;
+}
 
-const char *curve_key_path(void) { return curve_client_on ? curve_own_path : ""; }
+const char *curve_key_path(void)
+{
+    return curve_client_on ? curve_own_path : "";
+}
 
-const char *curve_key_dir(void) { return curve_client_on ? curve_dir : ""; }
+const char *curve_key_dir(void)
+{
+    return curve_client_on ? curve_dir : "";
+}
 
-void curve_allow_insecure(bool allow) { curve_insecure_allowed = allow; }
+void curve_allow_insecure(bool allow)
+{
+    curve_insecure_allowed = allow;
+}
 
 int curve_apply_client(void *socket)
 {
@@ -219,8 +231,8 @@ static void curve_known_refresh(bool first)
         return;
     curve_known_stat = st;
     if (keys_known_read(path, &fresh, why, sizeof(why)) != 0) {
-        log_error("known keys not reloaded, the %zu last read stay in force: %s",
-                  curve_known.count, why);
+        log_error("known keys not reloaded, the %zu last read stay in force: %s", curve_known.count,
+                  why);
         return;
     }
     for (size_t i = 0; i < fresh.count; i++)
@@ -274,8 +286,8 @@ static void curve_log_refusal(const char *host, const char *peer, const char *me
         return;
     }
     if (strcmp(curve_refusals[slot].key, key) == 0 && curve_refusals[slot].suppressed > 0)
-        log_warn("refused a connection from %s: %s (and %u more from %s since the last line)",
-                 peer, message, curve_refusals[slot].suppressed, host);
+        log_warn("refused a connection from %s: %s (and %u more from %s since the last line)", peer,
+                 message, curve_refusals[slot].suppressed, host);
     else
         log_warn("refused a connection from %s: %s", peer, message);
     snprintf(curve_refusals[slot].key, sizeof(curve_refusals[slot].key), "%s", key);
@@ -315,8 +327,8 @@ static void curve_zap_answer(void *socket)
         } else if (entry) {
             char message[256];
             text = "revoked key";
-            snprintf(message, sizeof(message), "key %s (%s %s) is revoked", public_z85,
-                     entry->role, entry->name);
+            snprintf(message, sizeof(message), "key %s (%s %s) is revoked", public_z85, entry->role,
+                     entry->name);
             curve_log_refusal(address, address, message);
         } else {
             char message[256];
@@ -526,8 +538,8 @@ bool curve_user_is_current(const char *user_id)
         return false;
     pthread_mutex_lock(&curve_known_lock);
     struct keys_entry *entry = keys_known_find_name(&curve_known, colon + 1);
-    current = entry && !entry->revoked && strncmp(entry->role, user_id,
-                                                  (size_t)(colon - user_id)) == 0 &&
+    current = entry && !entry->revoked &&
+              strncmp(entry->role, user_id, (size_t)(colon - user_id)) == 0 &&
               entry->role[colon - user_id] == '\0';
     pthread_mutex_unlock(&curve_known_lock);
     return current;

@@ -236,8 +236,7 @@ int keys_pair_read(const char *path, struct keys_pair *pair, char *why, size_t w
     return rc;
 }
 
-int keys_public_read(const char *path, char public_z85[KEYS_Z85_LEN + 1], char *why,
-                     size_t why_cap)
+int keys_public_read(const char *path, char public_z85[KEYS_Z85_LEN + 1], char *why, size_t why_cap)
 {
     struct keys_pair pair;
     char *text;
@@ -258,8 +257,7 @@ void keys_known_clear(struct keys_known *known)
     memset(known, 0, sizeof(*known));
 }
 
-const struct keys_entry *keys_known_find_key(const struct keys_known *known,
-                                             const char *public_z85)
+const struct keys_entry *keys_known_find_key(const struct keys_known *known, const char *public_z85)
 {
     for (size_t i = 0; i < known->count; i++)
         if (strcmp(known->entries[i].public_z85, public_z85) == 0)
@@ -326,8 +324,7 @@ int keys_known_parse(struct keys_known *known, const char *text, size_t len, cha
         }
         rc = keys_known_add(known, words[0], words[1], words[2]);
         if (rc == -EINVAL) {
-            snprintf(why, why_cap,
-                     "line %d: %s", line_number,
+            snprintf(why, why_cap, "line %d: %s", line_number,
                      !keys_role_valid(words[0])
                          ? "the role is not one of meta, datanode, mount, admin"
                      : !keys_name_valid(words[1])

@@ -835,8 +835,8 @@ static void rpc_server_dispatch(struct rpc_server *server, zmq_msg_t *frames, in
             status = TS_ERR_PERM;
             snprintf(response.error_text, sizeof(response.error_text),
                      "key %s is no longer known to this cluster", request.key_user);
-            log_warn("refused %s from %s: key revoked since it connected",
-                     ts_op_name(header.type), request.key_user);
+            log_warn("refused %s from %s: key revoked since it connected", ts_op_name(header.type),
+                     request.key_user);
         }
     } else {
         log_warn("malformed message (%s), answering with an error", status_text(status));

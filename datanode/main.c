@@ -699,7 +699,7 @@ out:
     diskio_destroy(&disk);
     fences_close(&fences);
     tilestore_close(&store);
-    curve_stop(); /* its socket too must be closed before zmq_ctx_term() */
+    curve_stop();                /* its socket too must be closed before zmq_ctx_term() */
     zmq_ctx_term(rpc_context()); /* every socket is closed: returns at once */
     replymem_destroy(&replies);  /* ZeroMQ has freed every reply it held */
     if (exit_code == 0)

@@ -274,8 +274,7 @@ static int clusterstatus_call_failed(const char *endpoint, int status, const cha
         fprintf(stderr,
                 "cannot reach tessera-meta at %s: no reply within %ld ms (is the cluster up? "
                 "try: tessera up)%s%s%s\n",
-                endpoint, timeout_ms,
-                curve_enabled() ? "; or it does not know key " : "",
+                endpoint, timeout_ms, curve_enabled() ? "; or it does not know key " : "",
                 curve_key_path(), curve_enabled() ? ", or runs without keys" : "");
         return 1;
     }

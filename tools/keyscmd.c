@@ -26,24 +26,23 @@ struct keyscmd_options {
 
 static void keyscmd_usage(FILE *out)
 {
-    fprintf(out,
-            "Usage: tessera keys init [DIR]\n"
-            "       tessera keys add --role meta|datanode|mount|admin NAME\n"
-            "       tessera keys list\n"
-            "       tessera keys revoke NAME\n"
-            "Options: --dir DIR (the key directory), or --state STATE (its STATE/keys);\n"
-            "default: the default state directory's keys, which `tessera up` makes.\n"
-            "\n"
-            "Every member of a cluster has a key pair (DIR/NAME.key, mode 0600) and its\n"
-            "public key in DIR/known_keys; meta and the datanodes let in only those keys\n"
-            "(CURVE), and reread known_keys when it changes. A revoked key is refused at\n"
-            "its next connection, and its live connections get 'operation not permitted'.\n"
-            "Give each daemon its key with --key DIR/NAME.key; it finds server.pub (and,\n"
-            "for meta and datanodes, server.key and known_keys) beside it.\n"
-            "  init    makes DIR with the server key and the keys of meta and admin\n"
-            "  add     makes NAME.key and registers it with its role\n"
-            "  list    shows every key, its role and whether it is revoked\n"
-            "  revoke  refuses NAME's key from now on (its name stays taken)\n");
+    fprintf(out, "Usage: tessera keys init [DIR]\n"
+                 "       tessera keys add --role meta|datanode|mount|admin NAME\n"
+                 "       tessera keys list\n"
+                 "       tessera keys revoke NAME\n"
+                 "Options: --dir DIR (the key directory), or --state STATE (its STATE/keys);\n"
+                 "default: the default state directory's keys, which `tessera up` makes.\n"
+                 "\n"
+                 "Every member of a cluster has a key pair (DIR/NAME.key, mode 0600) and its\n"
+                 "public key in DIR/known_keys; meta and the datanodes let in only those keys\n"
+                 "(CURVE), and reread known_keys when it changes. A revoked key is refused at\n"
+                 "its next connection, and its live connections get 'operation not permitted'.\n"
+                 "Give each daemon its key with --key DIR/NAME.key; it finds server.pub (and,\n"
+                 "for meta and datanodes, server.key and known_keys) beside it.\n"
+                 "  init    makes DIR with the server key and the keys of meta and admin\n"
+                 "  add     makes NAME.key and registers it with its role\n"
+                 "  list    shows every key, its role and whether it is revoked\n"
+                 "  revoke  refuses NAME's key from now on (its name stays taken)\n");
 }
 
 static int keyscmd_take(void *ctx, int option, const char *value)
@@ -108,8 +107,7 @@ int keyscmd_main(int argc, char **argv)
                                    operands_wanted ? "wants one NAME after" : "wants nothing after",
                                    actions[action]);
     if (action == 1 && !options.role)
-        return cliargs_usage_error(KEYSCMD_WHO, "add wants --role meta|datanode|mount|admin",
-                                   NULL);
+        return cliargs_usage_error(KEYSCMD_WHO, "add wants --role meta|datanode|mount|admin", NULL);
     exit_code = keyscmd_dir(&options, dir, sizeof(dir));
     if (exit_code != 0)
         return exit_code;
@@ -130,8 +128,7 @@ int keyscmd_main(int argc, char **argv)
     default:
         if (keysdir_revoke(dir, argv[operand + 1], KEYSCMD_WHO) != 0)
             return CLIARGS_EXIT_FAILED;
-        printf("%s revoked: meta and the datanodes refuse it within a second\n",
-               argv[operand + 1]);
+        printf("%s revoked: meta and the datanodes refuse it within a second\n", argv[operand + 1]);
         return CLIARGS_EXIT_OK;
     }
 }

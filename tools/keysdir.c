@@ -42,8 +42,7 @@ static int keysdir_write_known(const char *dir, const struct keys_known *known, 
 {
     int rc = keys_known_write(dir, known);
     if (rc != 0)
-        fprintf(stderr, "%s: cannot write %s/%s: %s\n", who, dir, KEYS_KNOWN_FILE,
-                strerror(-rc));
+        fprintf(stderr, "%s: cannot write %s/%s: %s\n", who, dir, KEYS_KNOWN_FILE, strerror(-rc));
     return rc;
 }
 
@@ -54,8 +53,7 @@ static int keysdir_new_pair(const char *dir, const char *name, struct keys_pair 
     char path[PATH_MAX + 80];
     int rc = keys_pair_generate(pair);
     if (rc != 0) {
-        fprintf(stderr, "%s: this libzmq cannot make CURVE keys (built without libsodium?)\n",
-                who);
+        fprintf(stderr, "%s: this libzmq cannot make CURVE keys (built without libsodium?)\n", who);
         return rc;
     }
     snprintf(path, sizeof(path), "%s/%s.key", dir, name);
@@ -74,8 +72,9 @@ int keysdir_init(const char *dir, const char *who)
     int rc;
 
     if (keysdir_exists(dir)) {
-        fprintf(stderr, "%s: %s already holds a cluster's keys (%s); add members with "
-                        "tessera keys add\n",
+        fprintf(stderr,
+                "%s: %s already holds a cluster's keys (%s); add members with "
+                "tessera keys add\n",
                 who, dir, KEYS_KNOWN_FILE);
         return -EEXIST;
     }
@@ -116,8 +115,9 @@ int keysdir_add(const char *dir, const char *role, const char *name, const char 
         return -EINVAL;
     }
     if (!keys_name_valid(name) || strcmp(name, "server") == 0) {
-        fprintf(stderr, "%s: name %s is not 1-63 of A-Z a-z 0-9 . _ - (not starting with ., "
-                        "not \"server\")\n",
+        fprintf(stderr,
+                "%s: name %s is not 1-63 of A-Z a-z 0-9 . _ - (not starting with ., "
+                "not \"server\")\n",
                 who, name);
         return -EINVAL;
     }
@@ -125,8 +125,9 @@ int keysdir_add(const char *dir, const char *role, const char *name, const char 
     if (rc != 0)
         return rc;
     if (keys_known_find_name(&known, name)) {
-        fprintf(stderr, "%s: %s is already a key of this cluster (names stay taken after a "
-                        "revoke)\n",
+        fprintf(stderr,
+                "%s: %s is already a key of this cluster (names stay taken after a "
+                "revoke)\n",
                 who, name);
         rc = -EEXIST;
         goto out;

@@ -186,9 +186,12 @@ int metatarget_resolve_path(struct metatarget *target, const char *path, const c
                : TS_ERR_INVAL;
     rpc_client_destroy(&client);
     if (status != TS_OK) {
-        fprintf(stderr, "%s: cannot ask tessera-meta at %s (%s%s) which cluster it serves: %s\n",
-                who, target->endpoint, by_state ? "--state " : "--meta",
-                by_state ? target->state_dir : "", status_text(status));
+        fprintf(stderr,
+                "%s: cannot ask tessera-meta at %s (%s%s) which cluster it serves: %s%s%s\n", who,
+                target->endpoint, by_state ? "--state " : "--meta",
+                by_state ? target->state_dir : "", status_text(status),
+                status == TS_ERR_TIMEDOUT && curve_enabled() ? "; or it does not know key " : "",
+                status == TS_ERR_TIMEDOUT && curve_enabled() ? curve_key_path() : "");
         return 1;
     }
     if (strcmp(given_id, file_id) == 0)

@@ -18,7 +18,10 @@
 
 static bool toolkey_was_named;
 
-bool toolkey_named(void) { return toolkey_was_named; }
+bool toolkey_named(void)
+{
+    return toolkey_was_named;
+}
 
 /* The command's --state value, or NULL. */
 static const char *toolkey_state_in(int argc, char **argv)

@@ -939,8 +939,8 @@ static void up_print_summary(struct cluster *cluster, const struct up_options *o
  * The keys of this cluster in STATE/keys: made on its first start (the
  * server's, meta's, admin's, then one per datanode and for the mount, each
  * registered with its role), and admin's used by this process from here
- * on (not $TESSERA_KEY, which may be another cluster's). A cluster whose meta runs without keys is left so (its daemons must
- * agree), as is one started with --insecure. 0 or -errno (printed).
+ * on (not $TESSERA_KEY, which may be another cluster's). A cluster whose meta runs without keys is
+ * left so (its daemons must agree), as is one started with --insecure. 0 or -errno (printed).
  */
 static int up_keys(struct cluster *cluster, const struct up_options *options)
 {
@@ -957,9 +957,10 @@ static int up_keys(struct cluster *cluster, const struct up_options *options)
         return result;
     if (!keysdir_exists(dir)) {
         if (cluster->daemons[0].pid > 0) {
-            fprintf(stderr, "tessera up: meta runs without keys (started before %s existed); "
-                            "the cluster stays insecure until restarted with tessera down; "
-                            "tessera up\n",
+            fprintf(stderr,
+                    "tessera up: meta runs without keys (started before %s existed); "
+                    "the cluster stays insecure until restarted with tessera down; "
+                    "tessera up\n",
                     dir);
             return 0;
         }

@@ -471,8 +471,8 @@ static int probe(const char *endpoint, const char *key, char **ops, int op_count
             zmq_setsockopt(socket, ZMQ_CURVE_PUBLICKEY, pair.public_z85, KEYS_Z85_LEN);
             zmq_setsockopt(socket, ZMQ_CURVE_SECRETKEY, pair.secret_z85, KEYS_Z85_LEN);
         }
-        size_t len = rpc_frame_build(frame, sizeof(frame), op, 1000 + (uint64_t)i, 0, TS_OK,
-                                     NULL, 0, 0);
+        size_t len =
+            rpc_frame_build(frame, sizeof(frame), op, 1000 + (uint64_t)i, 0, TS_OK, NULL, 0, 0);
         if (zmq_connect(socket, endpoint) != 0 || zmq_send(socket, frame, len, 0) < 0) {
             fprintf(stderr, "client_helper: cannot send to %s: %s\n", endpoint,
                     zmq_strerror(zmq_errno()));
@@ -480,7 +480,8 @@ static int probe(const char *endpoint, const char *key, char **ops, int op_count
             return 1;
         }
         zmq_pollitem_t item = {socket, 0, ZMQ_POLLIN, 0};
-        bool answered = zmq_poll(&item, 1, 1000) > 0 && zmq_recv(socket, reply, sizeof(reply), 0) >= 0;
+        bool answered =
+            zmq_poll(&item, 1, 1000) > 0 && zmq_recv(socket, reply, sizeof(reply), 0) >= 0;
         printf("%s %s\n", ops[i], answered ? "answered" : "silent");
         zmq_close(socket);
     }

@@ -77,7 +77,16 @@ expect_refused() {
     log "$description: $(cat "$T/refused.err")"
 }
 expect_refused "layout show A's file with --state B" layout show "$MNT/f" --state "$STATE_B"
-expect_refused "layout show A's file with --meta B" layout show "$MNT/f" --meta "tcp://127.0.0.1:$PORT_B"
+# --meta names no keys: with B's admin key, B answers and the clusters differ; with A's
+# (the path's, or $TESSERA_KEY), B lets nobody in and nothing is shown either.
+expect_refused "layout show A's file with --meta B" --key "$STATE_B/keys/admin.key" \
+    layout show "$MNT/f" --meta "tcp://127.0.0.1:$PORT_B"
+rc=0
+"$TESSERA_TOOL" layout show "$MNT/f" --meta "tcp://127.0.0.1:$PORT_B" --timeout-ms 2000 \
+    >"$T/refused.out" 2>"$T/refused.err" || rc=$?
+[ "$rc" = 1 ] || fail "layout show A's file with --meta B and A's key: exit $rc, not 1"
+grep -q "cannot ask tessera-meta at tcp://127.0.0.1:$PORT_B" "$T/refused.err" ||
+    fail "layout show A's file with --meta B and A's key: $(cat "$T/refused.err")"
 expect_refused "layout show B's file with --state A" layout show "$MNT_B/f" --state "$STATE"
 expect_refused "profile start in A with --state B" profile start "$MNT/dir" --state "$STATE_B"
 expect_refused "rebalance plan in A with --state B" rebalance plan "$MNT/dir" --policy frequent \

@@ -39,8 +39,7 @@ static pthread_t server_thread;
 static atomic_int stop_server;
 
 /* PING answers with the caller's key user, so a test sees what the handler sees. */
-static int handle_ping(void *ctx, const struct rpc_request *request,
-                       struct rpc_response *response)
+static int handle_ping(void *ctx, const struct rpc_request *request, struct rpc_response *response)
 {
     (void)ctx;
     size_t len = strlen(request->key_user);
@@ -98,8 +97,8 @@ static int ping(void *socket, int timeout_ms, int *status, char *payload, size_t
 {
     uint8_t frame[TS_HEADER_BYTES];
     static uint64_t request_id = 1;
-    size_t len = rpc_frame_build(frame, sizeof(frame), TS_OP_PING, request_id++, 0, TS_OK, NULL,
-                                 0, 0);
+    size_t len =
+        rpc_frame_build(frame, sizeof(frame), TS_OP_PING, request_id++, 0, TS_OK, NULL, 0, 0);
     zmq_pollitem_t item = {socket, 0, ZMQ_POLLIN, 0};
     uint8_t reply[512];
     struct ts_header header;

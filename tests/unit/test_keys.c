@@ -32,8 +32,7 @@ static int setup(void **state)
     const char *tmp = getenv("TMPDIR");
     if (!fixture)
         return -1;
-    snprintf(fixture->dir, sizeof(fixture->dir), "%s/test_keys.XXXXXX",
-             tmp && *tmp ? tmp : "/tmp");
+    snprintf(fixture->dir, sizeof(fixture->dir), "%s/test_keys.XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(fixture->dir)) {
         free(fixture);
         return -1;
@@ -58,8 +57,7 @@ static struct keys_pair first_pair, second_pair;
 static int group_setup(void **state)
 {
     (void)state;
-    return keys_pair_generate(&first_pair) == 0 && keys_pair_generate(&second_pair) == 0 ? 0
-                                                                                         : -1;
+    return keys_pair_generate(&first_pair) == 0 && keys_pair_generate(&second_pair) == 0 ? 0 : -1;
 }
 
 static void test_known_parse_roles_comments_revoked(void **state)
