@@ -16,6 +16,10 @@ source "$(dirname "$0")/lib.sh"
 command -v unshare >/dev/null || skip "unshare is missing (util-linux)"
 cluster_up
 meta=$(meta_endpoint)
+# The cluster has keys (tessera up): every mount below gives its own with -o key=FILE.
+mapfile -t key < <(key_args helper mount)
+[ "${#key[@]}" = 2 ] || fail "the cluster has no keys for the helper's mounts"
+key=${key[1]}
 echo "written on the main mount" >"$MNT/shared"
 sync "$MNT/shared"
 
@@ -24,15 +28,15 @@ mkdir -p "$sbin" "$T/mnt-type" "$T/mnt-plain" "$T/mnt-fstab" "$T/mnt-tool"
 IT_MOUNTS+=("$T/mnt-type" "$T/mnt-plain" "$T/mnt-fstab" "$T/mnt-tool")
 ln -s "$TESSERA_MOUNT" "$sbin/mount.fuse.tessera"
 ln -s "$TESSERA_MOUNT" "$sbin/mount.tessera"
-printf '%s %s fuse.tessera _netdev,nofail,x-systemd.automount,comment=test,allow_other,io_timeout_ms=2500 0 0\n' \
-    "$meta" "$T/mnt-fstab" >"$T/fstab"
+printf '%s %s fuse.tessera _netdev,nofail,x-systemd.automount,comment=test,allow_other,io_timeout_ms=2500,key=%s 0 0\n' \
+    "$meta" "$T/mnt-fstab" "$key" >"$T/fstab"
 
 # Inside the namespace: every mount made, checked and unmounted again (the
 # EXIT trap unmounts what a failure left); the daemons' pids are written
 # out so the test's own cleanup can stop any that outlived it.
 cat >"$T/in-namespace.sh" <<'NS'
 set -eu
-T=$1 SBIN=$2 META=$3 MNT=$4
+T=$1 SBIN=$2 META=$3 MNT=$4 KEY=$5
 trap 'for d in "$T"/mnt-type "$T"/mnt-plain "$T"/mnt-fstab; do umount -l "$d" 2>/dev/null || true; done' EXIT
 mount --bind "$SBIN" "$(realpath /sbin)"
 note_pids() {
@@ -50,21 +54,21 @@ check() {
     [ "$(findmnt -no FSTYPE "$dir")" = "$type" ] || { echo "$dir: type $(findmnt -no FSTYPE "$dir")"; return 1; }
     findmnt -no SOURCE "$dir" | grep -q "${META#tcp://}" || { echo "$dir: source $(findmnt -no SOURCE "$dir")"; return 1; }
 }
-mount -t fuse.tessera "$META" "$T/mnt-type" -o allow_other,io_timeout_ms=3000,_netdev
+mount -t fuse.tessera "$META" "$T/mnt-type" -o allow_other,io_timeout_ms=3000,_netdev,key="$KEY"
 note_pids
 check "$T/mnt-type" fuse.tessera
-mount -t tessera "tessera:$META" "$T/mnt-plain" -o meta_timeout_ms=2000
+mount -t tessera "tessera:$META" "$T/mnt-plain" -o meta_timeout_ms=2000,key="$KEY"
 note_pids
 check "$T/mnt-plain" fuse.tessera
 mount --fstab "$T/fstab" "$T/mnt-fstab"
 note_pids
 check "$T/mnt-fstab" fuse.tessera
-if mount -t fuse.tessera "$META" "$T/mnt-tool" -o io_timeout_ms=soon 2>"$T/bad-option.err"; then
+if mount -t fuse.tessera "$META" "$T/mnt-tool" -o io_timeout_ms=soon,key="$KEY" 2>"$T/bad-option.err"; then
     echo "a bad io_timeout_ms mounted"; exit 1
 fi
 for d in "$T"/mnt-type "$T"/mnt-plain "$T"/mnt-fstab; do umount "$d"; done
 NS
-unshare -m --propagation private bash "$T/in-namespace.sh" "$T" "$sbin" "$meta" "$MNT" \
+unshare -m --propagation private bash "$T/in-namespace.sh" "$T" "$sbin" "$meta" "$MNT" "$key" \
     >"$T/namespace.log" 2>&1 || rc=$?
 while read -r pid; do IT_PIDS+=("$pid"); done < <(sort -u "$T/ns-pids" 2>/dev/null)
 [ "${rc:-0}" = 0 ] || fail "mount(8) in a namespace failed: $(tail -5 "$T/namespace.log")"
