@@ -85,7 +85,7 @@ grep -q "mounting $T/mnt-fstab from .*(datanode timeout 2500 ms)" "$T/namespace.
 log "mount -t fuse.tessera, mount -t tessera and an fstab line each mounted, served and unmounted"
 
 # What mount.fuse runs for fuse.tessera when no mount.fuse.tessera is installed.
-"$TESSERA_TOOL" "$meta" "$T/mnt-tool" -o io_timeout_ms=3000 >"$T/tool-mount.log" 2>&1 ||
+"$TESSERA_TOOL" "$meta" "$T/mnt-tool" -o io_timeout_ms=3000,key="$key" >"$T/tool-mount.log" 2>&1 ||
     fail "tessera SOURCE DIR -o ... did not mount: $(cat "$T/tool-mount.log")"
 [ "$(cat "$T/mnt-tool/shared")" = "written on the main mount" ] || fail "the tool-run mount reads wrong bytes"
 fusermount3 -u "$T/mnt-tool" || fail "cannot unmount $T/mnt-tool"
