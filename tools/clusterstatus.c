@@ -13,12 +13,11 @@
 #include "fmt.h"
 #include "healthview.h"
 #include "toolmeta.h"
-#include "metatarget.h"
 #include "status.h"
 #include "util.h"
+#include "viewargs.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -29,10 +28,6 @@
 #define CLUSTERSTATUS_DEFAULT_TIMEOUT_MS 2000
 #define CLUSTERSTATUS_WHO "tessera status"
 
-struct clusterstatus_options {
-    struct metatarget target; /* --state | --meta, --timeout-ms */
-    bool json;
-};
 
 static void clusterstatus_usage(FILE *out)
 {
@@ -50,39 +45,6 @@ static void clusterstatus_usage(FILE *out)
             "\n"
             "Exit status: 0 ok, 1 meta unreachable or failing, 2 usage error.\n",
             CLUSTERSTATUS_DEFAULT_TIMEOUT_MS);
-}
-
-static int clusterstatus_take(void *ctx, int option, const char *value)
-{
-    struct clusterstatus_options *options = ctx;
-    int taken = metatarget_option(&options->target, CLUSTERSTATUS_WHO, option, value);
-    if (taken != CLIARGS_NOT_MINE)
-        return taken;
-    if (option != 'j')
-        return CLIARGS_NOT_MINE;
-    options->json = true;
-    return CLIARGS_GO_ON;
-}
-
-/* Parses argv; returns CLIARGS_GO_ON, else the exit code (help or usage error). */
-static int clusterstatus_parse(int argc, char **argv, struct clusterstatus_options *options)
-{
-    static const struct option long_options[] = {
-        METATARGET_LONG_OPTIONS,
-        {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, CLIARGS_HELP},
-        {NULL, 0, NULL, 0},
-    };
-    static const struct cliargs_command command = {CLUSTERSTATUS_WHO, clusterstatus_usage,
-                                                   long_options, clusterstatus_take};
-    int operands;
-    int exit_code = cliargs_parse(&command, argc, argv, options, &operands);
-
-    if (exit_code == CLIARGS_GO_ON)
-        exit_code = cliargs_no_operands(CLUSTERSTATUS_WHO, argc, argv, operands);
-    if (exit_code == CLIARGS_GO_ON)
-        exit_code = metatarget_check(&options->target, CLUSTERSTATUS_WHO);
-    return exit_code;
 }
 
 static const char *clusterstatus_state_name(const struct toolmeta_node *node)
@@ -285,7 +247,7 @@ static int clusterstatus_call_failed(const char *endpoint, int status, const cha
 }
 
 /* Asks meta and prints; returns the exit code. */
-static int clusterstatus_query(const struct clusterstatus_options *options)
+static int clusterstatus_query(const struct viewargs *options)
 {
     struct rpc_client *client = rpc_client_new(options->target.endpoint);
     struct toolmeta_node *nodes = NULL;
@@ -331,13 +293,10 @@ out:
 
 int clusterstatus_main(int argc, char **argv)
 {
-    struct clusterstatus_options options = {.target.timeout_ms = CLUSTERSTATUS_DEFAULT_TIMEOUT_MS};
-    int exit_code = clusterstatus_parse(argc, argv, &options);
-
+    struct viewargs options;
+    int exit_code = viewargs_parse(CLUSTERSTATUS_WHO, clusterstatus_usage,
+                                   CLUSTERSTATUS_DEFAULT_TIMEOUT_MS, argc, argv, &options);
     if (exit_code != CLIARGS_GO_ON)
-        return exit_code;
-    exit_code = metatarget_resolve(&options.target, CLUSTERSTATUS_WHO);
-    if (exit_code != 0)
         return exit_code;
     return clusterstatus_query(&options);
 }
