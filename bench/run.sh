@@ -177,6 +177,20 @@ stop_pid() {
     kill -KILL "$pid" 2>/dev/null || true
 }
 
+# cleanup_cluster LABEL BUILD STATE MNT PID...: `tessera down` of a Tessera
+# target (its own build's tool), its mount point unmounted, whatever of its
+# PIDs is left stopped, its logs kept under LOGS/LABEL.
+cleanup_cluster() {
+    local label=$1 build=$2 state=$3 mnt=$4 pid
+    shift 4
+    "$build/tools/tessera" down --state "$state" >>"$LOGS/$label-down.log" 2>&1 ||
+        echo "run.sh: $label: tessera down failed, see $LOGS/$label-down.log" >&2
+    unmount "$mnt"
+    for pid in "$@"; do stop_pid "$pid" "$label-daemon"; done
+    cp -r "$state/logs" "$LOGS/$label" 2>/dev/null
+    return 0
+}
+
 cleanup() {
     local status=$?
     [ "$cleaned" = 1 ] && return
@@ -193,20 +207,10 @@ cleanup() {
         stop_pid "$nullfs_pid" nullfs
         wait "$nullfs_pid" 2>/dev/null
     fi
-    if [ "$tessera_started" = 1 ]; then
-        "$BUILD_DIR/tools/tessera" down --state "$STATE" >>"$LOGS/tessera-down.log" 2>&1 ||
-            echo "run.sh: tessera down failed, see $LOGS/tessera-down.log" >&2
-        unmount "$TESSERA_MNT"
-        for pid in "${tessera_pids[@]}"; do stop_pid "$pid" tessera-daemon; done
-        cp -r "$STATE/logs" "$LOGS/tessera" 2>/dev/null
-    fi
-    if [ "$baseline_started" = 1 ]; then
-        "$baseline_build/tools/tessera" down --state "$BASE_STATE" >>"$LOGS/baseline-down.log" 2>&1 ||
-            echo "run.sh: baseline tessera down failed, see $LOGS/baseline-down.log" >&2
-        unmount "$BASE_MNT"
-        for pid in "${baseline_pids[@]}"; do stop_pid "$pid" baseline-daemon; done
-        cp -r "$BASE_STATE/logs" "$LOGS/baseline" 2>/dev/null
-    fi
+    [ "$tessera_started" = 1 ] &&
+        cleanup_cluster tessera "$BUILD_DIR" "$STATE" "$TESSERA_MNT" "${tessera_pids[@]}"
+    [ "$baseline_started" = 1 ] &&
+        cleanup_cluster baseline "$baseline_build" "$BASE_STATE" "$BASE_MNT" "${baseline_pids[@]}"
     if [ "$moosefs_started" = 1 ]; then
         cp -r "$MFS_PB/moosefs/logs" "$LOGS/moosefs" 2>/dev/null
         PB=$MFS_PB MNT=$MFS_MNT "$PEER_BENCH_DIR/moosefs-down.sh" --purge >>"$LOGS/moosefs-down.log" 2>&1

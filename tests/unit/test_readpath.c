@@ -255,6 +255,18 @@ static void test_read_ahead_loads_the_next_tiles(void **state)
     datapath_release(mount->datapath, file, false);
 }
 
+/* A tile held by node 1 (version 5, read first) and node 3 (version 6). */
+static struct tile_location two_holders(uint32_t flags)
+{
+    return (struct tile_location){.node = 1,
+                                  .version = 5,
+                                  .holder_count = 2,
+                                  .holders = {{1, TS_REPLICA_UP, 5}, {3, TS_REPLICA_UP, 6}},
+                                  .read_node = 1,
+                                  .read_version = 5,
+                                  .flags = flags};
+}
+
 /*
  * A tile on two holders: a read whose first holder fails (an I/O error, or
  * its file lost) gets the bytes from the second without an error; with
@@ -263,13 +275,7 @@ static void test_read_ahead_loads_the_next_tiles(void **state)
 static void test_read_fails_over_to_another_holder(void **state)
 {
     struct fakecluster_mount *mount = *state;
-    struct tile_location location = {.node = 1,
-                                     .version = 5,
-                                     .holder_count = 2,
-                                     .holders = {{1, TS_REPLICA_UP, 5}, {3, TS_REPLICA_UP, 6}},
-                                     .read_node = 1,
-                                     .read_version = 5,
-                                     .flags = TS_TILE_STORED};
+    struct tile_location location = two_holders(TS_TILE_STORED);
     fakecluster_store(3, INO, 0, 6, file_bytes, TILE); /* node 1 lost its file */
     fakecluster_map(INO, 0, &location);
     fakecluster_store(1, INO, 1, 7, file_bytes + TILE, TILE);
@@ -309,12 +315,7 @@ static void test_read_fails_over_to_another_holder(void **state)
 static void test_unreported_tile_fails_over_before_a_hole(void **state)
 {
     struct fakecluster_mount *mount = *state;
-    struct tile_location location = {.node = 1,
-                                     .version = 5,
-                                     .holder_count = 2,
-                                     .holders = {{1, TS_REPLICA_UP, 5}, {3, TS_REPLICA_UP, 6}},
-                                     .read_node = 1,
-                                     .read_version = 5};
+    struct tile_location location = two_holders(0);
     fakecluster_store(3, INO, 0, 6, file_bytes, TILE); /* node 1 has no file */
     fakecluster_map(INO, 0, &location);
     struct tile_location hole = location;
