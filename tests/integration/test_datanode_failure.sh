@@ -128,19 +128,32 @@ cmp "$after" "$MNT/written-after" || fail "file written after $victim_node came 
 # Requests in flight when their datanode is restarted: the old process takes
 # them along unanswered; the new one answers a PING and gets them again. A
 # second mount with streams off (its requests go over ZeroMQ) and a timeout
-# long enough to cover the restart. Its connection to the node is made
-# first (a read), then the node is stopped, so that the next request surely
-# lies in the socket of the process that is killed.
+# long enough to cover the restart. Its connections to the node are made
+# first, then the node is stopped, so that the next request surely lies in
+# the socket of the process that is killed. A request on a connection still
+# shaking hands would wait in ZeroMQ's queue and reach the new process
+# unlost, so the mount's pool of connections is filled first by reads of
+# several tiles at once (the mount's read-ahead also takes connections).
 mount_second "$T/mnt2" --tile-streams 0 --io-timeout-ms 8000
 [ "${#on_victim[@]}" -ge 3 ] || fail "$victim_node holds fewer than 3 tiles of the file"
-tile_a=$(basename "${on_victim[0]}" | cut -d. -f2)
 tile_b=$(basename "${on_victim[1]}" | cut -d. -f2)
 tile_c=$(basename "${on_victim[2]}" | cut -d. -f2)
+connect_second_mount() {
+    local held tile reader readers=()
+    for held in "${on_victim[@]}"; do
+        tile=$(basename "$held" | cut -d. -f2)
+        timeout -k 5 60 dd if="$T/mnt2/victim" of=/dev/null bs=1M skip="$tile" count=1 \
+            iflag=direct status=none &
+        readers+=($!)
+    done
+    for reader in "${readers[@]}"; do
+        wait "$reader" || fail "the second mount cannot read the tiles on $victim_node"
+    done
+}
 restart_with_request_in_flight() { # what, then the command sending it
     local what=$1 request_pid
     shift
-    timeout -k 5 60 dd if="$T/mnt2/victim" of=/dev/null bs=1M skip="$tile_a" count=1 \
-        iflag=direct status=none || fail "the second mount cannot read tile $tile_a"
+    connect_second_mount
     pid=$(pid_of "$victim_node")
     kill -STOP "$pid"
     timeout -k 5 60 "$@" 2>"$T/in-flight.err" &
