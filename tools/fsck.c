@@ -22,10 +22,12 @@
 #include "cliargs.h"
 #include "metatarget.h"
 #include "mountwalk.h"
+#include "progress.h"
 #include "proto.h"
 #include "rpc.h"
 #include "status.h"
 #include "toolmeta.h"
+#include "util.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -35,16 +37,25 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/xattr.h>
+#include <unistd.h>
 
 #define FSCK_WHO "tessera fsck"
 #define FSCK_DEFAULT_TIMEOUT_MS 10000
 #define FSCK_ARRAY_XATTR "user.tessera.array"
+/* A deep TILE_CHECK reads at most this much (but one tile) on the datanode's loop. */
+#define FSCK_DEEP_BATCH_BYTES (32u << 20)
 
 struct fsck_options {
     struct metatarget target;
     const char *path;
     bool deep;
     bool repair;
+    /* `tessera scrub PATH` (fsck_scrub_path()): deep, corrupt replicas
+     * named, the rest of fsck's findings left to fsck, the pace held to
+     * bytes_per_sec (0: as fast as the datanodes go), progress shown. */
+    bool scrub;
+    uint64_t bytes_per_sec;
+    const char *who; /* FSCK_WHO or scrub's, first in every message */
 };
 
 /* One replica to check: where it should be and what the datanode said. */
@@ -61,6 +72,7 @@ struct fsck_file {
     char *path;
     uint64_t ino;
     uint32_t copies;
+    uint32_t tile_bytes;
 };
 
 struct fsck_run {
@@ -73,6 +85,9 @@ struct fsck_run {
     struct fsck_replica *replicas;
     size_t replica_count, replica_cap;
     uint64_t tiles;
+    uint64_t replica_bytes;  /* what a deep check reads: every replica's tile size */
+    uint64_t checked_bytes;  /* ... of which checked so far (as the datanodes count them) */
+    size_t checked_replicas;
     int failed; /* an operational error (exit 8) */
 };
 
@@ -182,7 +197,7 @@ static int fsck_collect_range(struct fsck_run *run, size_t f, uint64_t first, ui
         status = toolmeta_tile_holders(run->meta, timeout, file->ino, first, count, &holders,
                                        &holder_count, why, sizeof(why));
     if (status != TS_OK) {
-        fprintf(stderr, "%s: %s: tessera-meta answered %s%s%s\n", FSCK_WHO, file->path,
+        fprintf(stderr, "%s: %s: tessera-meta answered %s%s%s\n", run->options->who, file->path,
                 status_text(status), why[0] ? ": " : "", why);
         goto out;
     }
@@ -200,6 +215,7 @@ static int fsck_collect_range(struct fsck_run *run, size_t f, uint64_t first, ui
         };
         if (fsck_add_replica(run, &replica) < 0)
             goto out;
+        run->replica_bytes += file->tile_bytes;
     }
     rc = 0;
 out:
@@ -219,13 +235,13 @@ static int fsck_visit(void *ctx, const char *path, const struct stat *st)
     int status = toolmeta_getattr(run->meta, (int)run->options->target.timeout_ms, st->st_ino,
                                   &attr);
     if (status != TS_OK) {
-        fprintf(stderr, "%s: %s: GETATTR of inode %llu: %s\n", FSCK_WHO, path,
+        fprintf(stderr, "%s: %s: GETATTR of inode %llu: %s\n", run->options->who, path,
                 (unsigned long long)st->st_ino, status_text(status));
         run->failed = 1;
         return 0;
     }
     if (fsck_tile_count(path, attr.size, attr.tile_bytes, &tiles) < 0) {
-        fprintf(stderr, "%s: %s: its array layout does not parse; skipped\n", FSCK_WHO, path);
+        fprintf(stderr, "%s: %s: its array layout does not parse; skipped\n", run->options->who, path);
         run->failed = 1;
         return 0;
     }
@@ -241,6 +257,7 @@ static int fsck_visit(void *ctx, const char *path, const struct stat *st)
     file->path = strdup(path);
     file->ino = st->st_ino;
     file->copies = attr.copies ? attr.copies : 1;
+    file->tile_bytes = attr.tile_bytes;
     if (!file->path)
         return -ENOMEM;
     run->file_count++;
@@ -287,7 +304,7 @@ static void fsck_check_batch(struct fsck_run *run, const struct toolmeta_node *n
     memset(&reply, 0, sizeof(reply));
 
     if (!records || !payload || !client) {
-        fprintf(stderr, "%s: datanode %u at %s: cannot ask it (%s)\n", FSCK_WHO, node->id,
+        fprintf(stderr, "%s: datanode %u at %s: cannot ask it (%s)\n", run->options->who, node->id,
                 node->address, client ? "out of memory" : "bad address");
         run->failed = 1;
         goto out;
@@ -314,7 +331,7 @@ static void fsck_check_batch(struct fsck_run *run, const struct toolmeta_node *n
         char why[256];
         rpc_reply_error_text(&reply, why, sizeof(why));
         fprintf(stderr, "%s: datanode %u at %s did not check its %zu replicas: %s%s%s\n",
-                FSCK_WHO, node->id, node->address, count, status_text(status),
+                run->options->who, node->id, node->address, count, status_text(status),
                 why[0] ? ": " : "", why);
         run->failed = 1;
         goto out;
@@ -325,7 +342,9 @@ static void fsck_check_batch(struct fsck_run *run, const struct toolmeta_node *n
         struct ts_tile_check_rec verdict;
         (void)ts_tile_check_rec_read(&cursor, &verdict);
         replicas[i].verdict = (int)verdict.state;
+        run->checked_bytes += verdict.bytes;
     }
+    run->checked_replicas += count;
 out:
     rpc_reply_release(&reply);
     rpc_client_destroy(&client);
@@ -333,21 +352,65 @@ out:
     free(payload);
 }
 
-/* Asks every datanode about the replicas meta maps to it. */
+/* The scrub's progress line on stderr, redrawn in place on a terminal. */
+static void fsck_show_progress(const struct fsck_run *run, double elapsed_sec, bool last)
+{
+    if (!run->options->scrub || !isatty(STDERR_FILENO))
+        return;
+    struct progress_view view = {.tiles_done = run->checked_replicas,
+                                 .tiles_total = run->replica_count,
+                                 .bytes_done = run->checked_bytes,
+                                 .bytes_total = run->replica_bytes,
+                                 .elapsed_sec = elapsed_sec};
+    char line[160];
+    progress_format(&view, line, sizeof(line));
+    fprintf(stderr, "\r%s: replicas %s\033[K%s", run->options->who, line + strlen("tiles "),
+            last ? "\n" : "");
+}
+
+/* Sleeps as long as keeps the bytes checked since started_ms at the pace asked. */
+static void fsck_keep_pace(const struct fsck_run *run, int64_t started_ms)
+{
+    if (run->options->bytes_per_sec == 0)
+        return;
+    int64_t due_ms = started_ms + (int64_t)(run->checked_bytes * 1000 / run->options->bytes_per_sec);
+    int64_t now_ms = util_monotonic_ms();
+    if (due_ms > now_ms)
+        util_sleep_ms(due_ms - now_ms);
+}
+
+/*
+ * Asks every datanode about the replicas meta maps to it. A deep batch is
+ * also cut at FSCK_DEEP_BATCH_BYTES of tiles: the datanode reads them on
+ * its loop, so a batch bounds how long it serves nothing else, and the
+ * pace (scrub --max-mbps) is kept batch by batch.
+ */
 static void fsck_check_all(struct fsck_run *run)
 {
+    int64_t started_ms = util_monotonic_ms();
     qsort(run->replicas, run->replica_count, sizeof(*run->replicas), fsck_by_node);
     size_t i = 0;
     while (i < run->replica_count) {
         size_t j = i;
+        uint64_t batch_bytes = 0;
         while (j < run->replica_count && run->replicas[j].node == run->replicas[i].node &&
-               j - i < TS_MAX_CHECK_FILES)
+               j - i < TS_MAX_CHECK_FILES) {
+            uint64_t tile_bytes = run->files[run->replicas[j].file].tile_bytes;
+            if (run->options->deep && j > i && batch_bytes + tile_bytes > FSCK_DEEP_BATCH_BYTES)
+                break;
+            batch_bytes += tile_bytes;
             j++;
+        }
         const struct toolmeta_node *node = fsck_node(run, run->replicas[i].node);
         if (node && node->state == TS_NODE_UP)
             fsck_check_batch(run, node, &run->replicas[i], j - i);
+        else
+            run->checked_replicas += j - i;
         i = j;
+        fsck_show_progress(run, (double)(util_monotonic_ms() - started_ms) / 1000.0, false);
+        fsck_keep_pace(run, started_ms);
     }
+    fsck_show_progress(run, (double)(util_monotonic_ms() - started_ms) / 1000.0, true);
     qsort(run->replicas, run->replica_count, sizeof(*run->replicas), fsck_by_tile);
 }
 
@@ -372,7 +435,7 @@ static bool fsck_drop(struct fsck_run *run, const struct fsck_replica *replica)
     if (status != TS_OK) {
         char why[256];
         rpc_reply_error_text(&reply, why, sizeof(why));
-        fprintf(stderr, "%s: meta did not drop the replica on node %u: %s%s%s\n", FSCK_WHO,
+        fprintf(stderr, "%s: meta did not drop the replica on node %u: %s%s%s\n", run->options->who,
                 replica->node, status_text(status), why[0] ? ": " : "", why);
     }
     if (len >= 0)
@@ -411,8 +474,9 @@ static void fsck_judge_tile(struct fsck_run *run, const struct fsck_replica *rep
         bool corrupt = r->verdict == TS_CHECK_CORRUPT;
         counts->corrupt += corrupt;
         counts->missing += !corrupt;
-        printf("%s: tile %" PRIu64 ": the replica on datanode %u (version %" PRIu64 ") is %s",
-               file->path, tile, r->node, r->version, corrupt ? "corrupt" : "missing");
+        printf("%s%s: tile %" PRIu64 ": the replica on datanode %u (version %" PRIu64 ") is %s",
+               run->options->scrub && corrupt ? "corrupt: " : "", file->path, tile, r->node,
+               r->version, corrupt ? "corrupt" : "missing");
         if (run->options->repair && good > 0) {
             if (fsck_drop(run, r)) {
                 counts->dropped++;
@@ -439,7 +503,27 @@ static void fsck_judge_tile(struct fsck_run *run, const struct fsck_replica *rep
     }
 }
 
-static int fsck_report(struct fsck_run *run)
+/* Scrub's summary and exit code: 0 every replica checked is good, 1 not. */
+static int fsck_scrub_summary(const struct fsck_run *run, const struct fsck_counts *counts,
+                              double elapsed_sec)
+{
+    size_t unchecked = 0;
+    for (size_t i = 0; i < run->replica_count; i++)
+        unchecked += run->replicas[i].verdict < 0;
+    printf("scrub: %zu files, %" PRIu64 " tiles, %zu replicas, %.1f MB checked in %.1f s: %" PRIu64
+           " corrupt replicas found",
+           run->file_count, run->tiles, run->replica_count - unchecked,
+           (double)run->checked_bytes / 1e6, elapsed_sec, counts->corrupt);
+    if (unchecked > 0)
+        printf(", %zu not checked (their datanodes are down or did not answer)", unchecked);
+    printf("\n");
+    if (counts->corrupt > 0)
+        printf("scrub: their datanodes have reported them to meta, whose repairer makes them "
+               "again from good replicas (tessera health shows the progress)\n");
+    return run->failed || unchecked > 0 || counts->corrupt > 0 ? 1 : 0;
+}
+
+static int fsck_report(struct fsck_run *run, double elapsed_sec)
 {
     struct fsck_counts counts = {0};
     size_t i = 0;
@@ -451,6 +535,8 @@ static int fsck_report(struct fsck_run *run)
         fsck_judge_tile(run, &run->replicas[i], j - i, &counts);
         i = j;
     }
+    if (run->options->scrub)
+        return fsck_scrub_summary(run, &counts, elapsed_sec);
     printf("fsck: %zu files, %" PRIu64 " tiles, %zu replicas%s: %" PRIu64 " missing, %" PRIu64
            " corrupt, %" PRIu64 " tiles under-replicated, %" PRIu64 " unavailable, %" PRIu64
            " lost",
@@ -472,6 +558,64 @@ static int fsck_report(struct fsck_run *run)
     return FSCK_EXIT_LEFT;
 }
 
+/* The check of every file under options->path; the exit code. */
+static int fsck_path_run(const struct fsck_options *options)
+{
+    struct fsck_run run = {.options = options};
+    struct metatarget target = options->target;
+    const char *who = options->who;
+    char why[256];
+    int exit_code = mountwalk_check(options->path, who);
+    if (exit_code == 0)
+        exit_code = metatarget_resolve_path(&target, options->path, who);
+    if (exit_code != 0)
+        return options->scrub ? 1 : 8;
+    int failure_code = options->scrub ? 1 : 8;
+    run.meta = rpc_client_new(target.endpoint);
+    if (!run.meta) {
+        fprintf(stderr, "%s: cannot use endpoint %s\n", who, target.endpoint);
+        return failure_code;
+    }
+    int status = toolmeta_node_list(run.meta, (int)target.timeout_ms, &run.nodes,
+                                    &run.node_count, why, sizeof(why));
+    if (status != TS_OK) {
+        fprintf(stderr, "%s: tessera-meta at %s: NODE_LIST: %s (is the cluster up?)\n", who,
+                target.endpoint, status_text(status));
+        exit_code = failure_code;
+        goto out;
+    }
+    int walked = mountwalk_run(options->path, fsck_visit, &run, who);
+    if (walked != 0) {
+        fprintf(stderr, "%s: %s: the walk stopped: %s\n", who, options->path,
+                strerror(walked < 0 ? -walked : EIO));
+        exit_code = failure_code;
+        goto out;
+    }
+    int64_t started_ms = util_monotonic_ms();
+    fsck_check_all(&run);
+    exit_code = fsck_report(&run, (double)(util_monotonic_ms() - started_ms) / 1000.0);
+out:
+    for (size_t i = 0; i < run.file_count; i++)
+        free(run.files[i].path);
+    free(run.files);
+    free(run.replicas);
+    free(run.nodes);
+    rpc_client_destroy(&run.meta);
+    return exit_code;
+}
+
+int fsck_scrub_path(const char *path, const struct metatarget *target, uint64_t bytes_per_sec,
+                    const char *who)
+{
+    struct fsck_options options = {.target = *target,
+                                   .path = path,
+                                   .deep = true,
+                                   .scrub = true,
+                                   .bytes_per_sec = bytes_per_sec,
+                                   .who = who};
+    return fsck_path_run(&options);
+}
+
 int fsck_main(int argc, char **argv)
 {
     static const struct option long_options[] = {
@@ -482,9 +626,7 @@ int fsck_main(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     static const struct cliargs_command command = {FSCK_WHO, fsck_usage, long_options, fsck_take};
-    struct fsck_options options = {.target.timeout_ms = FSCK_DEFAULT_TIMEOUT_MS};
-    struct fsck_run run = {.options = &options};
-    char why[256];
+    struct fsck_options options = {.target.timeout_ms = FSCK_DEFAULT_TIMEOUT_MS, .who = FSCK_WHO};
     int operands;
     int exit_code = metatarget_parse(&command, &options.target, argc, argv, &options, &operands);
 
@@ -493,39 +635,5 @@ int fsck_main(int argc, char **argv)
     if (argc - operands != 1)
         return cliargs_usage_error(FSCK_WHO, "wants one PATH on a Tessera mount", NULL);
     options.path = argv[operands];
-    exit_code = mountwalk_check(options.path, FSCK_WHO);
-    if (exit_code == 0)
-        exit_code = metatarget_resolve_path(&options.target, options.path, FSCK_WHO);
-    if (exit_code != 0)
-        return 8;
-    run.meta = rpc_client_new(options.target.endpoint);
-    if (!run.meta) {
-        fprintf(stderr, "%s: cannot use endpoint %s\n", FSCK_WHO, options.target.endpoint);
-        return 8;
-    }
-    int status = toolmeta_node_list(run.meta, (int)options.target.timeout_ms, &run.nodes,
-                                    &run.node_count, why, sizeof(why));
-    if (status != TS_OK) {
-        fprintf(stderr, "%s: tessera-meta at %s: NODE_LIST: %s (is the cluster up?)\n",
-                FSCK_WHO, options.target.endpoint, status_text(status));
-        exit_code = 8;
-        goto out;
-    }
-    int walked = mountwalk_run(options.path, fsck_visit, &run, FSCK_WHO);
-    if (walked != 0) {
-        fprintf(stderr, "%s: %s: the walk stopped: %s\n", FSCK_WHO, options.path,
-                strerror(walked < 0 ? -walked : EIO));
-        exit_code = 8;
-        goto out;
-    }
-    fsck_check_all(&run);
-    exit_code = fsck_report(&run);
-out:
-    for (size_t i = 0; i < run.file_count; i++)
-        free(run.files[i].path);
-    free(run.files);
-    free(run.replicas);
-    free(run.nodes);
-    rpc_client_destroy(&run.meta);
-    return exit_code;
+    return fsck_path_run(&options);
 }

@@ -11,6 +11,7 @@
 
 #include "cliargs.h"
 #include "fmt.h"
+#include "fsck.h"
 #include "metatarget.h"
 #include "proto.h"
 #include "rpc.h"
@@ -55,16 +56,20 @@ struct scrubrun_node {
 static void scrubrun_usage(FILE *out)
 {
     fprintf(out,
-            "Usage: tessera scrub [--max-mbps R] [--node ID] [--state DIR | --meta ENDPOINT]\n"
-            "                     [--timeout-ms MS]\n"
+            "Usage: tessera scrub [PATH] [--max-mbps R] [--node ID]\n"
+            "                     [--state DIR | --meta ENDPOINT] [--timeout-ms MS]\n"
             "\n"
             "Has every datanode (or only --node ID) read all the tile files it stores and\n"
             "check them against their block checksums (CRC-32C per 64 KiB) now, shows the\n"
             "progress, and names each corrupt tile file found (inode, tile, version). The\n"
             "datanodes also scrub slowly in the background (tessera-datanode --scrub-mbps);\n"
             "a pass started here replaces the one running. Corrupt files are also reported\n"
-            "to meta, and `tessera status` counts them per node. Ctrl-C stops waiting, not\n"
-            "the passes.\n"
+            "to meta, whose repairer makes them again from good replicas, and `tessera\n"
+            "status` counts them per node. Ctrl-C stops waiting, not the passes.\n"
+            "\n"
+            "With PATH (a file or directory on a Tessera mount), only the replicas of the\n"
+            "files under it are read, from this command, and each corrupt one is named by\n"
+            "its file's path and tile (\"corrupt: PATH: tile N: ...\").\n"
             "\n"
             "  --max-mbps R      each datanode reads at most R MB/s (10^6 bytes/s) for it\n"
             "                    (default: as fast as its disk goes)\n"
@@ -245,10 +250,17 @@ int scrubrun_main(int argc, char **argv)
     struct scrubrun_options options = {.target.timeout_ms = SCRUBRUN_DEFAULT_TIMEOUT_MS};
     int operands = 0;
     int exit_code = metatarget_parse(&command, &options.target, argc, argv, &options, &operands);
-    if (exit_code == CLIARGS_GO_ON)
-        exit_code = cliargs_no_operands(SCRUBRUN_WHO, argc, argv, operands);
     if (exit_code != CLIARGS_GO_ON)
         return exit_code;
+    if (argc - operands > 1)
+        return cliargs_usage_error(SCRUBRUN_WHO, "takes at most one PATH, got", argv[operands + 1]);
+    if (argc - operands == 1) {
+        if (options.node_id != 0)
+            return cliargs_usage_error(SCRUBRUN_WHO, "takes a PATH or --node, not both:",
+                                       argv[operands]);
+        return fsck_scrub_path(argv[operands], &options.target, options.bytes_per_sec,
+                               SCRUBRUN_WHO);
+    }
     exit_code = metatarget_resolve(&options.target, SCRUBRUN_WHO);
     if (exit_code != 0)
         return exit_code;

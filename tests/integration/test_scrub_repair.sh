@@ -11,6 +11,10 @@
 #  B. 12 more flipped replicas, then every file is read at once (page
 #     cache dropped): every byte right, the reads failing over to the good
 #     replica; after the repair fsck --deep is clean again.
+#  C. `tessera scrub DIR`: replicas flipped in files inside DIR and
+#     outside it; the scrub names exactly the inside ones, by path and tile
+#     (exit 1), at the pace --max-mbps asks; they are repaired; a second
+#     scrub of DIR is clean (exit 0).
 source "$(dirname "$0")/lib.sh"
 
 cluster_up
@@ -39,17 +43,21 @@ wait_for 30 "health HEALTHY" health_ok
 # flip_replicas N: flips one random byte in one replica file of N distinct
 # tiles not flipped before; prints the flipped files' names.
 declare -A used_tile
+# FLIP_INOS="INO ...": only tiles of those inodes.
 flip_replicas() {
-    python3 - "$1" "$STATE" "$files" "${!used_tile[@]}" <<'PY'
+    FLIP_INOS=${FLIP_INOS:-} python3 - "$1" "$STATE" "$files" "${!used_tile[@]}" <<'PY'
 import glob, os, random, sys
 count, state, files = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 used = set(sys.argv[4:])
+only = set(os.environ["FLIP_INOS"].split())
 candidates = []
 for path in glob.glob(os.path.join(state, "node*", "tiles", "*", "*")):
     name = os.path.basename(path)
     if name.endswith(".crc") or name.startswith(".") or name.count(".") != 2:
         continue
     ino, tile, _ = name.split(".")
+    if only and ino not in only:
+        continue
     candidates.append((f"{ino}.{tile}", path))
 random.shuffle(candidates)
 done = set()
@@ -105,4 +113,42 @@ check_files "with $flips_b corrupt replicas, before any repair"
 log "every file read right with $flips_b corrupt replicas on the datanodes"
 wait_for 90 "the repair of the replicas the reads found corrupt (fsck --deep clean)" fsck_deep_clean
 check_files "after the second repair"
+while read -r key name; do used_tile[$key]=1; done <"$T/flipped-b"
+
+# ---- C: the scrub of one directory ------------------------------------------
+mkdir "$MNT/d" || fail "mkdir d failed"
+declare -A inside_path
+for ((i = 0; i < 4; i++)); do
+    inside[i]=$(random_file 4M)
+    cp "${inside[i]}" "$MNT/d/g$i" || fail "cp d/g$i failed"
+    inside_path[$(stat -c %i "$MNT/d/g$i")]=$MNT/d/g$i
+done
+sync "$MNT"/d/g* || fail "fsync failed"
+wait_for 30 "the datanodes to report every replica" all_tiles_reported $(((files + 4) * 4 * 2))
+FLIP_INOS="${!inside_path[*]}" flip_replicas 3 >"$T/flipped-in" || fail "could not flip 3 replicas in d"
+while read -r key name; do used_tile[$key]=1; done <"$T/flipped-in"
+outside_inos=$(for ((i = 0; i < files; i++)); do stat -c %i "$MNT/f$i"; done)
+FLIP_INOS="$outside_inos" flip_replicas 2 >"$T/flipped-out" || fail "could not flip 2 replicas outside d"
+rc=0
+timeout -k 5 300 "$TESSERA_TOOL" scrub "$MNT/d" --max-mbps 100 >"$T/scrub-d.out" 2>&1 || rc=$?
+cat "$T/scrub-d.out" >>"$T/tool.log"
+[ "$rc" = 1 ] || fail "tessera scrub d exited $rc with 3 corrupt replicas in it, expected 1"
+grep -q "^scrub: 4 files, 16 tiles, 32 replicas, .* 3 corrupt replicas found" "$T/scrub-d.out" ||
+    fail "tessera scrub d: $(tail -3 "$T/scrub-d.out")"
+while read -r key name; do
+    path=${inside_path[${key%.*}]} tile=${key#*.}
+    grep -q "^corrupt: $path: tile $tile: " "$T/scrub-d.out" || fail "tessera scrub d did not name $path tile $tile"
+done <"$T/flipped-in"
+[ "$(grep -c '^corrupt:' "$T/scrub-d.out")" = 3 ] || fail "tessera scrub d named other replicas too"
+log "scrub of d named exactly its 3 flipped replicas by path"
+fsck_d_clean() { "$TESSERA_TOOL" fsck "$MNT/d" --deep >"$T/fsck.out" 2>&1; }
+wait_for 90 "the repair of d's corrupt replicas (fsck d --deep clean)" fsck_d_clean
+"$TESSERA_TOOL" scrub "$MNT/d" >"$T/scrub-d2.out" 2>&1 || fail "the scrub of d after the repair failed: $(tail -3 "$T/scrub-d2.out")"
+grep -q "^scrub: 4 files, 16 tiles, 32 replicas, .* 0 corrupt replicas found" "$T/scrub-d2.out" ||
+    fail "the clean scrub of d says: $(tail -3 "$T/scrub-d2.out")"
+for ((i = 0; i < 4; i++)); do
+    drop_file_cache "$MNT/d/g$i"
+    cmp "${inside[i]}" "$MNT/d/g$i" || fail "d/g$i reads wrong bytes after the repair"
+done
+log "d repaired: scrub d clean, every file right"
 cluster_down
