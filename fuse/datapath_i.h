@@ -97,6 +97,7 @@ struct read_slot {
     int pins;               /* readers replying from it */
     bool discard;           /* stale: clear when no longer loading or pinned */
     uint64_t last_use;
+    uint64_t served_bytes; /* bytes reads took from it since it was loaded */
     bool sieved;         /* loaded for data sieving, not by read-ahead */
     bool stored;         /* handed to the kernel's page cache */
     uint64_t generation; /* file->generation when its load began */

@@ -63,14 +63,21 @@ static struct read_slot *load_if_written_out(struct datapath *datapath, struct o
 /*
  * Starts loading the tiles after `tile` that a sequential reader will want:
  * as many as it has entered in a row, up to readahead_tiles (as the
- * kernel's read-ahead ramps up).
+ * kernel's read-ahead ramps up). Only tiles past the furthest one a read
+ * has asked for: the kernel's own read-ahead sends its requests out of
+ * order, and a late request for an early tile would otherwise load again
+ * the tiles after it that were read and dropped already.
  */
 static void cache_read_ahead(struct datapath *datapath, struct open_file *file, uint64_t tile)
 {
     uint64_t tiles_in_file = filetiles_tile_count(&file->layout, file->size);
     uint32_t ahead =
         file->run_tiles < datapath->readahead_tiles ? file->run_tiles : datapath->readahead_tiles;
-    for (uint64_t next = tile + 1; next <= tile + ahead && next < tiles_in_file; next++) {
+    uint64_t asked = file->next_read_offset > 0
+                         ? tile_index_of(file->next_read_offset - 1, file->tile_bytes)
+                         : 0;
+    uint64_t first = (asked > tile ? asked : tile) + 1;
+    for (uint64_t next = first; next <= tile + ahead && next < tiles_in_file; next++) {
         struct tile_location location;
         if (tilecache_find(file, next))
             continue;
@@ -161,6 +168,7 @@ static int cache_serve(struct datapath *datapath, struct open_file *file, struct
         result->pinned[result->pinned_count++] = slot;
     }
     slot->last_use = ++file->use_clock;
+    slot->served_bytes += segment->length;
     *local = slot->local;
     uint32_t start = segment->tile_offset;
     uint32_t end = start + segment->length;

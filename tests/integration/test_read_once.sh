@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Issue 34, item 2: a host fetches each tile of a file it reads once,
+# however the kernel's read-ahead (32 tiles, sent out of order) and the
+# mount's own overlap, and however many readers on the host share the file.
+# A second mount with a machine name of its own and no tile streams reads
+# as a remote host does (TILE_READ over ZeroMQ, through its tile cache);
+# the datanodes are throttled so their replies come slowly, which is when
+# the requests overlapped: before the fix such a buffered `dd` made the
+# datanodes serve 1.1-1.7x the file. The datanodes' own counters
+# (tessera node stats) say what they served.
+source "$(dirname "$0")/lib.sh"
+
+cluster_up
+mount_second "$T/mnt2" --tile-streams 0 --machine far-away
+
+size_mb=48
+file=$(random_file ${size_mb}M)
+cp "$file" "$MNT/f" || fail "cp into the mount failed"
+sync "$MNT/f" || fail "fsync failed"
+
+nodes="1 2 3 4" # cluster_up starts 4
+served_mib() { # the tile bytes every datanode read since the last reset, in MiB (rounded down)
+    local node total=0 bytes
+    for node in $nodes; do
+        bytes=$("$TESSERA_TOOL" node stats "$node" --json --state "$STATE" |
+            python3 -c 'import json, sys; print(json.load(sys.stdin)["bytes_read"])') ||
+            fail "tessera node stats $node failed"
+        total=$((total + bytes))
+    done
+    echo $((total / 1048576))
+}
+reset_stats() {
+    local node
+    for node in $nodes; do
+        "$TESSERA_TOOL" node stats "$node" --reset --state "$STATE" >/dev/null ||
+            fail "tessera node stats $node --reset failed"
+    done
+}
+for node in $nodes; do
+    "$TESSERA_TOOL" node throttle "$node" 25 --state "$STATE" >/dev/null ||
+        fail "tessera node throttle $node failed"
+done
+
+# read_and_count READERS: READERS buffered dd of the file at once on the
+# second mount, page cache dropped first; every copy read must be right.
+read_and_count() {
+    local readers=$1 i pids=()
+    reset_stats
+    drop_file_cache "$T/mnt2/f"
+    for ((i = 0; i < readers; i++)); do
+        dd if="$T/mnt2/f" of="$SHM/read$i" bs=1M status=none &
+        pids+=($!)
+    done
+    for ((i = 0; i < readers; i++)); do
+        wait "${pids[i]}" || fail "reader $i of $readers failed"
+        cmp "$file" "$SHM/read$i" || fail "reader $i of $readers read wrong bytes"
+    done
+    served_mib
+}
+for round in 1 2 3; do
+    served=$(read_and_count 1)
+    log "round $round, one reader: the datanodes served $served MiB for the $size_mb MiB file"
+    [ "$served" -le $((size_mb * 105 / 100)) ] ||
+        fail "one buffered reader made the datanodes serve $served MiB for a $size_mb MiB file (round $round)"
+done
+served=$(read_and_count 3)
+log "three readers at once: the datanodes served $served MiB for the $size_mb MiB file"
+[ "$served" -le $((size_mb * 105 / 100)) ] ||
+    fail "three readers on one host made the datanodes serve $served MiB for a $size_mb MiB file"
+log "ok"
