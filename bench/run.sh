@@ -31,7 +31,8 @@ Tessera/MooseFS, Tessera/local and Tessera/nullfs (the fraction of the ceiling).
   --reps N           rounds; each runs every workload once on every target in
                      turn, and the table shows medians over rounds (default 3)
   --only "LIST"      run only these sections: dd cp fio randread randread_direct meta
-                     (default: all)
+                     smallfiles (bench/smallfiles.sh: tar, rsync, git clone, make,
+                     find+stat, rm -r) (default: all)
   --rr-secs N        seconds per random-read run (default 30)
   --meta-n N         files for create/stat/unlink (default 10000)
   --nodes N          Tessera datanodes (default 4)
@@ -109,8 +110,8 @@ for pair in "size-mb:$size_mb" "reps:$reps" "rr-secs:$rr_secs" "meta-n:$meta_n" 
 done
 for section in $only; do
     case $section in
-    dd | cp | fio | randread | randread_direct | meta) ;;
-    *) echo "run.sh: --only knows dd cp fio randread randread_direct meta, not $section" >&2; exit 2 ;;
+    dd | cp | fio | randread | randread_direct | meta | smallfiles) ;;
+    *) echo "run.sh: --only knows dd cp fio randread randread_direct meta smallfiles, not $section" >&2; exit 2 ;;
     esac
 done
 [ "$(id -u)" = 0 ] || { echo "run.sh: run as root (drop_caches, mounts, MooseFS)" >&2; exit 2; }
@@ -526,6 +527,14 @@ run_target() {
     child_pid=$!
     wait "$child_pid" || die "run-peer-bench.sh failed on $label, see $LOGS/$label.log"
     child_pid=""
+    if [ -z "$only" ] || [[ " $only " == *" smallfiles "* ]]; then
+        wait_quiet
+        OUTROOT=$RESULTS/peer setsid "$REPO/bench/smallfiles.sh" "$dir" "$label-r$round" \
+            > >(tee -a "$LOGS/$label.log") 2>&1 &
+        child_pid=$!
+        wait "$child_pid" || die "bench/smallfiles.sh failed on $label, see $LOGS/$label.log"
+        child_pid=""
+    fi
     target_down "$label"
 }
 
@@ -578,7 +587,16 @@ rows = [
     ("create empty files", "ops/s", "meta_create_ops"),
     ("stat files, caches dropped", "ops/s", "meta_stat_ops"),
     ("unlink files", "ops/s", "meta_unlink_ops"),
+    ("tar xf /usr/include + sync", "s", "sf_tar"),
+    ("rsync -a /usr/share/doc + sync", "s", "sf_rsync"),
+    ("git clone (this repo) + sync", "s", "sf_git_clone"),
+    ("make -j2, 65 C files + sync", "s", "sf_make"),
+    ("find + stat the tar tree, cold", "s", "sf_find_stat"),
+    ("rm -r all of it + sync", "s", "sf_rm"),
 ]
+# Rows in seconds: lower is better, so their ratios are the other's time
+# over Tessera's (> 1 still means Tessera is faster).
+LOWER_BETTER = {"s"}
 
 def median(target, key):
     vals = target.get(key) if target else None
@@ -613,14 +631,18 @@ for label, unit, key in rows:
     if all(c == "-" for c in cells):
         continue
     t = median(tessera, key)
-    if moosefs: cells.append(ratio(t, median(moosefs, key)))
-    if local: cells.append(ratio(t, median(local, key)))
-    if nullfs: cells.append(ratio(t, median(nullfs, key)))
-    if baseline: cells.append(ratio(t, median(baseline, key)))
+    def versus(other):
+        o = median(other, key)
+        return ratio(o, t) if unit in LOWER_BETTER else ratio(t, o)
+    if moosefs: cells.append(versus(moosefs))
+    if local: cells.append(versus(local))
+    if nullfs: cells.append(versus(nullfs))
+    if baseline: cells.append(versus(baseline))
     print("| %s | %s | %s |" % (label, unit, " | ".join(cells)))
 print()
 print("Median (min–max) of %s rounds, every round running each target once in turn;"
-      " MB/s = 10^6 bytes/s; T = Tessera; ratios of medians, > 1: Tessera faster." % reps)
+      " MB/s = 10^6 bytes/s; T = Tessera; ratios of medians, > 1: Tessera faster"
+      " (for times in s: the other's time over Tessera's)." % reps)
 PY
 
 {
