@@ -17,8 +17,6 @@
  */
 #include "fsck.h"
 
-#include "arraylayout.h"
-#include "arrayspec.h"
 #include "cliargs.h"
 #include "metatarget.h"
 #include "mountwalk.h"
@@ -41,7 +39,6 @@
 
 #define FSCK_WHO "tessera fsck"
 #define FSCK_DEFAULT_TIMEOUT_MS 10000
-#define FSCK_ARRAY_XATTR "user.tessera.array"
 /* A deep TILE_CHECK reads at most this much (but one tile) on the datanode's loop. */
 #define FSCK_DEEP_BATCH_BYTES (32u << 20)
 
@@ -139,31 +136,6 @@ static const struct toolmeta_node *fsck_node(const struct fsck_run *run, uint32_
     return NULL;
 }
 
-/* Tiles of a file: its size over its tile size, or its array layout's count. */
-static int fsck_tile_count(const char *path, uint64_t size, uint32_t tile_bytes, uint64_t *count)
-{
-    char text[1024];
-    ssize_t len = getxattr(path, FSCK_ARRAY_XATTR, text, sizeof(text) - 1);
-    if (len < 0) {
-        if (errno != ENODATA)
-            return -errno;
-        *count = tile_bytes ? size / tile_bytes + (size % tile_bytes != 0) : 0;
-        return 0;
-    }
-    text[len] = '\0';
-    struct arrayspec spec;
-    struct arraylayout *layout = malloc(sizeof(*layout));
-    char why[ARRAYSPEC_MESSAGE_MAX];
-    int rc = -EINVAL;
-    if (layout && arrayspec_parse(text, (size_t)len, &spec, why, sizeof(why)) == 0 &&
-        arraylayout_init(layout, &spec, why, sizeof(why)) == 0) {
-        *count = arraylayout_tile_count(layout);
-        rc = 0;
-    }
-    free(layout);
-    return rc;
-}
-
 static int fsck_add_replica(struct fsck_run *run, const struct fsck_replica *replica)
 {
     if (run->replica_count == run->replica_cap) {
@@ -240,7 +212,7 @@ static int fsck_visit(void *ctx, const char *path, const struct stat *st)
         run->failed = 1;
         return 0;
     }
-    if (fsck_tile_count(path, attr.size, attr.tile_bytes, &tiles) < 0) {
+    if (mountwalk_tile_count(path, attr.size, attr.tile_bytes, &tiles) < 0) {
         fprintf(stderr, "%s: %s: its array layout does not parse; skipped\n", run->options->who, path);
         run->failed = 1;
         return 0;

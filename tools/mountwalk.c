@@ -5,11 +5,18 @@
  */
 #include "mountwalk.h"
 
+#include "arraylayout.h"
+#include "arrayspec.h"
+
 #include <errno.h>
 #include <ftw.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/xattr.h>
+
+/* An array file's layout (arrayspec.h), beside its user.tessera.layout. */
+#define MOUNTWALK_ARRAY_XATTR "user.tessera.array"
 
 #define MOUNTWALK_OPEN_DIRS 32
 
@@ -62,4 +69,28 @@ int mountwalk_check(const char *path, const char *who)
         return 1;
     }
     return 0;
+}
+
+int mountwalk_tile_count(const char *path, uint64_t size, uint32_t tile_bytes, uint64_t *count)
+{
+    char text[1024];
+    ssize_t len = getxattr(path, MOUNTWALK_ARRAY_XATTR, text, sizeof(text) - 1);
+    if (len < 0) {
+        if (errno != ENODATA)
+            return -errno;
+        *count = tile_bytes ? size / tile_bytes + (size % tile_bytes != 0) : 0;
+        return 0;
+    }
+    text[len] = '\0';
+    struct arrayspec spec;
+    struct arraylayout *layout = malloc(sizeof(*layout));
+    char why[ARRAYSPEC_MESSAGE_MAX];
+    int rc = -EINVAL;
+    if (layout && arrayspec_parse(text, (size_t)len, &spec, why, sizeof(why)) == 0 &&
+        arraylayout_init(layout, &spec, why, sizeof(why)) == 0) {
+        *count = arraylayout_tile_count(layout);
+        rc = 0;
+    }
+    free(layout);
+    return rc;
 }

@@ -7,6 +7,7 @@
 #ifndef TESSERA_TOOLS_MOUNTWALK_H
 #define TESSERA_TOOLS_MOUNTWALK_H
 
+#include <stdint.h>
 #include <sys/stat.h>
 
 /*
@@ -31,5 +32,13 @@ int mountwalk_run(const char *root, mountwalk_fn fn, void *ctx, const char *who)
  * after printing why, prefixed by who.
  */
 int mountwalk_check(const char *path, const char *who);
+
+/*
+ * The tiles of the file at path, of size bytes and tile_bytes tiles: its
+ * array layout's count when it has one (user.tessera.array), else its size
+ * over its tile size. 0, or a negative errno (-EINVAL: the layout does not
+ * parse).
+ */
+int mountwalk_tile_count(const char *path, uint64_t size, uint32_t tile_bytes, uint64_t *count);
 
 #endif

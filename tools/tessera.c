@@ -9,6 +9,7 @@
 #include "cliargs.h"
 #include "clusterstatus.h"
 #include "fsck.h"
+#include "infoview.h"
 #include "healthview.h"
 #include "dfview.h"
 #include "keyscmd.h"
@@ -48,6 +49,7 @@ static const struct tessera_command tessera_commands[] = {
      "check meta's tile map against the datanodes; --repair what replicas allow"},
     {"scrub", scrubrun_main, "check every stored tile against its checksums now"},
     {"df", dfview_main, "space per datanode, machine and in total, shared disks counted once"},
+    {"info", infoview_main, "what a file or directory tree holds: entries, bytes, tiles, replicas"},
     {"layout", filelayout_main, "set or show a file's layout and its tile map"},
     {"profile", profile_main, "count who accesses which tiles: start, stop, reset, show"},
     {"rebalance", rebalance_main, "move tiles to their users: plan, apply, status, abort"},
