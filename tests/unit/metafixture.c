@@ -119,6 +119,7 @@ int metafixture_call(struct metafixture *f, uint16_t op, const void *payload, si
     memset(&request, 0, sizeof(request));
     request.peer = f->peer_len ? f->peer : NULL;
     request.peer_len = f->peer_len;
+    request.key_user = f->key_user ? f->key_user : "";
     request.header.magic = TS_PROTO_MAGIC;
     request.header.version = TS_PROTO_VERSION;
     request.header.type = op;

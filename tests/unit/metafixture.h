@@ -35,6 +35,7 @@ struct metafixture {
     char error_text[256]; /* the last reply's text */
     uint8_t peer[13];     /* the sender's routing id ('M' + mount id + serial) */
     size_t peer_len;      /* 0: an unnamed sender (a tool) */
+    const char *key_user; /* the sender's key ("ROLE:NAME"); NULL: none (no CURVE) */
 };
 
 /*
