@@ -602,7 +602,13 @@ int main(int argc, char **argv)
         goto out;
     }
 
-    rc = puller_new(store, NULL, &puller);
+    struct puller_config puller_config;
+    puller_config_default(&puller_config);
+    /* With keys, pulls come only from registered datanodes (puller.h). */
+    if (curve_enabled())
+        snprintf(puller_config.meta_endpoint, sizeof(puller_config.meta_endpoint), "%s",
+                 options.meta);
+    rc = puller_new(store, &puller_config, &puller);
     if (rc != 0) {
         log_error("cannot start the puller threads: %s", strerror(-rc));
         goto out;
