@@ -638,6 +638,12 @@ int main(int argc, char **argv)
     if (rc == 0) {
         context.stream_port = stream_port(stream);
         context.stream_local = stream_local_name(stream);
+        /* TCP carries no credentials: with keys only the local socket serves (stream.h). */
+        if (curve_enabled()) {
+            stream_refuse_tcp(stream);
+            if (context.stream_local[0] == '\0')
+                context.stream_port = 0; /* no stream to offer: mounts use ZeroMQ */
+        }
     } else
         log_warn("no tile stream on %s (%s): mounts use ZeroMQ only", options.listen,
                  strerror(-rc));
