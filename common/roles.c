@@ -59,7 +59,7 @@ static const unsigned roles_table[TS_OP_MAX] = {
     [TS_OP_COMMIT] = U,
     [TS_OP_PUNCH] = U,
     [TS_OP_NODE_LIST] = M | D | U | A, /* a datanode checks a pull's source in it */
-    [TS_OP_REPLICA_DROP] = U | A, /* a mount's failed write; tessera fsck */
+    [TS_OP_REPLICA_DROP] = U | A,      /* a mount's failed write; tessera fsck */
     /* meta: profiles (the mount records, the tool switches and reads) */
     [TS_OP_PROFILE_SET] = A,
     [TS_OP_PROFILE_RECORD] = U,

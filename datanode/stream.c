@@ -95,9 +95,9 @@ struct stream {
     uint16_t port;
     struct nodehandlers_context *context;
     atomic_bool stopping;
-    atomic_int idle_ms;  /* a connection silent this long is closed */
-    bool tcp_refused;    /* stream_refuse_tcp(): the loop's */
-    uint64_t refusals;   /* connections refused, for the log: the loop's */
+    atomic_int idle_ms;         /* a connection silent this long is closed */
+    bool tcp_refused;           /* stream_refuse_tcp(): the loop's */
+    uint64_t refusals;          /* connections refused, for the log: the loop's */
     pthread_mutex_t peers_lock; /* protects peers and peer_count */
     struct {
         uint64_t id;
@@ -479,8 +479,8 @@ __attribute__((format(printf, 2, 3))) static void refusal_log(struct stream *str
  * Who is on the other end of accepted connection fd, into *peer; false
  * (logged) when this datanode does not serve it: see the file comment.
  */
-static bool peer_trusted(struct stream *stream, int fd, bool tcp,
-                         const struct sockaddr_in *address, uint64_t *peer)
+static bool peer_trusted(struct stream *stream, int fd, bool tcp, const struct sockaddr_in *address,
+                         uint64_t *peer)
 {
     if (tcp) {
         char text[INET_ADDRSTRLEN] = "?";
@@ -555,15 +555,17 @@ static void accept_all(struct stream *stream, int listen_fd, bool tcp)
         }
         if (!hand_over(stream, fd, peer)) {
             peer_release(stream, peer);
-            refusal_log(stream,
-                        "a connection: %d connections already (its mount goes over ZeroMQ)",
+            refusal_log(stream, "a connection: %d connections already (its mount goes over ZeroMQ)",
                         STREAM_MAX_CONNECTIONS);
             close(fd);
         }
     }
 }
 
-void stream_refuse_tcp(struct stream *stream) { stream->tcp_refused = true; }
+void stream_refuse_tcp(struct stream *stream)
+{
+    stream->tcp_refused = true;
+}
 
 void stream_set_idle_ms(struct stream *stream, int idle_ms)
 {

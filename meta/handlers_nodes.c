@@ -226,8 +226,7 @@ static bool heartbeat_identity_matches(const struct nodes_record *known, uint64_
 static bool heartbeat_key_matches(const struct nodes_record *known, const char *key_user,
                                   const struct ts_heartbeat_req *request, char *why, size_t cap)
 {
-    if (known->key_user[0] == '\0' || key_user[0] == '\0' ||
-        strcmp(known->key_user, key_user) == 0)
+    if (known->key_user[0] == '\0' || key_user[0] == '\0' || strcmp(known->key_user, key_user) == 0)
         return true;
     snprintf(why, cap,
              "a heartbeat for node %u (address %.*s) came with key %s, but node %u registered "

@@ -108,8 +108,8 @@ static int nodeadmin_parse_rate(const char *text, uint64_t *bytes_per_sec)
     }
     errno = 0;
     mbps = strtod(text, &end);
-    if (errno != 0 || end == text || *end != '\0' || !isfinite(mbps) ||
-        mbps < NODEADMIN_MIN_MBPS || mbps > NODEADMIN_MAX_MBPS)
+    if (errno != 0 || end == text || *end != '\0' || !isfinite(mbps) || mbps < NODEADMIN_MIN_MBPS ||
+        mbps > NODEADMIN_MAX_MBPS)
         return -EINVAL;
     *bytes_per_sec = (uint64_t)llround(mbps * NODEADMIN_MB);
     return *bytes_per_sec > 0 ? 0 : -EINVAL;

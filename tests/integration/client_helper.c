@@ -516,7 +516,8 @@ static int probe(const char *endpoint, const char *key, char **ops, int op_count
 
 static uint64_t number(const char *text);
 
-/* See the file comment: one attack, its outcome printed. Exit 0 when it was sent, 2 on bad usage. */
+/* See the file comment: one attack, its outcome printed. Exit 0 when it was sent, 2 on bad usage.
+ */
 static int attack(int argc, char **argv)
 {
     static uint8_t block[4096];

@@ -14,7 +14,8 @@
 # reads the file through its own. Every one is refused (the right status,
 # logged with the key), and afterwards the file's bytes, mode and owner,
 # the node list (ids, addresses, throttles, admin state) are as before,
-# every daemon is up, and the mount reads and writes.
+# every daemon is up, and the mount reads and writes. Then meta's exports:
+# a second mount given a read-only export reads but cannot change a thing.
 source "$(dirname "$0")/lib.sh"
 
 [ -n "${CLIENT_HELPER:-}" ] && [ -x "$CLIENT_HELPER" ] ||
@@ -141,5 +142,26 @@ drop_file_cache "$MNT/secret"
 [ "$(dd if="$MNT/secret" bs=1 skip=100 count=14 status=none)" = still-writable ] ||
     fail "the write to tile 0 did not read back"
 log "$(wc -l <"$T/attacks.log") attacks refused"
+
+# Exports (meta's DATA/exports, read again when it changes): a mount with a
+# read-only export reads but changes nothing (EROFS); the others go on.
+printf 'mount2 / ro\n* / rw\n' >"$STATE/meta/exports"
+wait_for 10 "meta to read its exports" grep -q 'exports: 2 rules from' "$STATE/logs/meta.log"
+mount_second "$T/mnt2"
+want=$(sha256sum <"$MNT/secret" | cut -d' ' -f1) # with tile 0's write above
+got=$(sha256sum <"$T/mnt2/secret" | cut -d' ' -f1)
+[ "$got" = "$want" ] || fail "the read-only mount reads other bytes"
+! touch "$T/mnt2/new" 2>"$T/rofs.err" || fail "a read-only export created a file"
+grep -q 'Read-only file system' "$T/rofs.err" || fail "not EROFS: $(cat "$T/rofs.err")"
+! chmod 777 "$T/mnt2/secret" 2>/dev/null || fail "a read-only export changed a mode"
+! rm "$T/mnt2/secret" 2>/dev/null || fail "a read-only export removed a file"
+! echo x >>"$T/mnt2/secret" 2>/dev/null || fail "a read-only export appended to a file"
+[ "$(stat -c '%a %s' "$MNT/secret")" = "600 $(stat -c %s "$T/data")" ] ||
+    fail "the read-only mount changed the file: $(stat -c '%a %s' "$MNT/secret")"
+echo rw >"$MNT/rw-still" && [ "$(cat "$MNT/rw-still")" = rw ] ||
+    fail "the read-write mount no longer writes"
+fusermount3 -u "$T/mnt2" || fail "unmount of the read-only mount failed"
+wait "$MOUNT2_PID" 2>/dev/null || true
+rm "$STATE/meta/exports"
 cluster_down
 log "ok"

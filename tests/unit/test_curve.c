@@ -139,8 +139,8 @@ static int ping(void *socket, int timeout_ms, int *status, char *payload, size_t
 
 static int group_setup(void **state)
 {
-    static const rpc_handler_fn handlers[TS_OP_MAX] = {[TS_OP_PING] = handle_ping,
-                                                         [TS_OP_NODE_THROTTLE] = handle_throttle};
+    static const rpc_handler_fn handlers[TS_OP_MAX] = {
+        [TS_OP_PING] = handle_ping, [TS_OP_NODE_THROTTLE] = handle_throttle};
     char path[PATH_MAX + 64];
     char why[512];
     const char *tmp = getenv("TMPDIR");

@@ -166,8 +166,8 @@ static void test_one_wait_is_bounded(void **state)
     diskio_set_throttle(fixture->disk, HANDLERS_MIN_THROTTLE_BYTES_PER_SEC);
     for (int i = 0; i < 3; i++) {
         int64_t before = diskio_now_ns();
-        assert_int_equal(diskio_write(fixture->disk, 7, (uint64_t)i, 1, 0, tile, sizeof(tile), NULL),
-                         0);
+        assert_int_equal(
+            diskio_write(fixture->disk, 7, (uint64_t)i, 1, 0, tile, sizeof(tile), NULL), 0);
         /* 4 MiB at 1 MB/s (and the ones before) would be 4 s and more. */
         assert_true(fixture->last_until - before <= DISKIO_MAX_WAIT_NS + 500 * 1000 * 1000ll);
         assert_true(fixture->last_until - before >= DISKIO_MAX_WAIT_NS - 500 * 1000 * 1000ll);

@@ -147,8 +147,8 @@ static int handle_node_list(void *ctx, const struct rpc_request *request,
         .id = 1, .machine = ts_str_of("here"), .address = ts_str_of(listed_address)};
     ts_writer_init(&writer, record, sizeof(record));
     ts_node_list_rec_write(&writer, &node);
-    struct ts_node_list_rep reply = {
-        .count = 1, .nodes = {(const char *)record, (uint32_t)writer.len}};
+    struct ts_node_list_rep reply = {.count = 1,
+                                     .nodes = {(const char *)record, (uint32_t)writer.len}};
     int len = ts_node_list_rep_encode(&reply, response->payload, response->payload_cap);
     if (writer.failed || len < 0)
         return TS_ERR_INTERNAL;
@@ -192,9 +192,15 @@ static int setup_source_with(void **state, bool check_sources)
     return source->server ? 0 : -1;
 }
 
-static int setup_source(void **state) { return setup_source_with(state, false); }
+static int setup_source(void **state)
+{
+    return setup_source_with(state, false);
+}
 
-static int setup_checked_source(void **state) { return setup_source_with(state, true); }
+static int setup_checked_source(void **state)
+{
+    return setup_source_with(state, true);
+}
 
 static void source_destroy(struct source *source)
 {

@@ -781,7 +781,8 @@ static void test_local_socket_checks_credentials(void **state)
     assert_int_equal(stats_of(fixture).requests[TS_OP_TILE_READ], reads);
 }
 
-/* Once TCP is refused (a datanode with keys), TCP connections close unserved; the local socket goes on. */
+/* Once TCP is refused (a datanode with keys), TCP connections close unserved; the local socket goes
+ * on. */
 static void test_tcp_refused(void **state)
 {
     struct fixture *fixture = *state;
