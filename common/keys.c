@@ -21,7 +21,6 @@
 
 /* A key or known-keys file is never this large; a bigger one is not ours. */
 #define KEYS_FILE_MAX (1 << 20)
-#define KEYS_LINE_WORDS 4
 
 static const char *const keys_roles[] = {"meta", "datanode", "mount", "admin"};
 
@@ -162,13 +161,7 @@ out:
     return rc;
 }
 
-/*
- * Splits the line at *cursor (up to '\n' or end) into at most
- * KEYS_LINE_WORDS words, NUL-terminating them in place; advances *cursor.
- * Returns the number of words (0 for a blank or comment line), or -1 for a
- * line with more words than that.
- */
-static int keys_line_words(char **cursor, char *end, char **words)
+int keys_line_words(char **cursor, char *end, char **words)
 {
     char *line = *cursor;
     char *line_end = memchr(line, '\n', (size_t)(end - line));

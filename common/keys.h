@@ -51,6 +51,16 @@ int keys_public_write(const char *path, const char *public_z85);
 int keys_public_read(const char *path, char public_z85[KEYS_Z85_LEN + 1], char *why,
                      size_t why_cap);
 
+/*
+ * Splits the line at *cursor (up to '\n' or end) into at most
+ * KEYS_LINE_WORDS words, NUL-terminating them in place; advances *cursor.
+ * Returns the number of words (0 for a blank or comment line, one whose
+ * first word starts with '#'), or -1 for a line with more words than that.
+ * The word format of every key file, and of meta's exports (exports.h).
+ */
+#define KEYS_LINE_WORDS 4
+int keys_line_words(char **cursor, char *end, char **words);
+
 /* The roles a key may have. */
 bool keys_role_valid(const char *role);
 /* 1..KEYS_NAME_MAX of [A-Za-z0-9._-], not starting with '.'. */

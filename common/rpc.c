@@ -10,6 +10,7 @@
 
 #include "curve.h"
 #include "log.h"
+#include "roles.h"
 #include "status.h"
 
 #include <errno.h>
@@ -789,6 +790,24 @@ static void rpc_send_reply(struct rpc_server *server, zmq_msg_t *identity,
         response->data_free(response->data, NULL);
 }
 
+/*
+ * A request the peer's role may not send (roles.h): TS_ERR_PERM, with the
+ * op, the key and the peer's address in the log and the reply's text.
+ */
+static int rpc_refuse_role(const struct ts_header *header, const struct rpc_request *request,
+                           zmq_msg_t *frame, struct rpc_response *response)
+{
+    char allowed[64];
+    const char *address = zmq_msg_gets(frame, "Peer-Address");
+    roles_describe(roles_allowed(header->type), allowed, sizeof(allowed));
+    snprintf(response->error_text, sizeof(response->error_text),
+             "key %s may not send %s (only %s keys may)", request->key_user,
+             ts_op_name(header->type), allowed);
+    log_warn("refused %s from key %s at %s: only %s keys may send it", ts_op_name(header->type),
+             request->key_user, address && *address ? address : "a local peer", allowed);
+    return TS_ERR_PERM;
+}
+
 /* Handles one message; frames[0] is the peer identity. */
 static void rpc_server_dispatch(struct rpc_server *server, zmq_msg_t *frames, int count)
 {
@@ -828,15 +847,17 @@ static void rpc_server_dispatch(struct rpc_server *server, zmq_msg_t *frames, in
         request.payload_len = header.payload_bytes;
         request.data = count == 3 ? zmq_msg_data(&frames[2]) : NULL;
         request.data_len = count == 3 ? zmq_msg_size(&frames[2]) : 0;
-        if (curve_user_is_current(request.key_user)) {
-            status = server->handlers[header.type](server->ctx, &request, &response);
-        } else {
+        if (!curve_user_is_current(request.key_user)) {
             /* Revoked since its handshake: the connection stays, its requests do not. */
             status = TS_ERR_PERM;
             snprintf(response.error_text, sizeof(response.error_text),
                      "key %s is no longer known to this cluster", request.key_user);
             log_warn("refused %s from %s: key revoked since it connected", ts_op_name(header.type),
                      request.key_user);
+        } else if (!roles_permit(header.type, request.key_user)) {
+            status = rpc_refuse_role(&header, &request, &frames[1], &response);
+        } else {
+            status = server->handlers[header.type](server->ctx, &request, &response);
         }
     } else {
         log_warn("malformed message (%s), answering with an error", status_text(status));

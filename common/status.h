@@ -7,9 +7,9 @@
 #ifndef TESSERA_STATUS_H
 #define TESSERA_STATUS_H
 
-#define TS_STATUS_LIST(X)                                                                         \
+#define TS_STATUS_LIST(X)                                                                          \
     X(TS_OK, 0, 0, "success")                                                                      \
-    X(TS_ERR_NOENT, 1, ENOENT, "no such file or directory")                                       \
+    X(TS_ERR_NOENT, 1, ENOENT, "no such file or directory")                                        \
     X(TS_ERR_EXIST, 2, EEXIST, "file exists")                                                      \
     X(TS_ERR_NOTDIR, 3, ENOTDIR, "not a directory")                                                \
     X(TS_ERR_ISDIR, 4, EISDIR, "is a directory")                                                   \
@@ -25,8 +25,8 @@
     X(TS_ERR_XDEV, 14, EXDEV, "cross-device link")                                                 \
     X(TS_ERR_MLINK, 15, EMLINK, "too many links")                                                  \
     X(TS_ERR_BADMSG, 16, EIO, "malformed message")                                                 \
-    X(TS_ERR_PROTO, 17, EIO, "unknown message type or protocol version")                          \
-    X(TS_ERR_TOOBIG, 18, EIO, "message larger than the protocol allows")                          \
+    X(TS_ERR_PROTO, 17, EIO, "unknown message type or protocol version")                           \
+    X(TS_ERR_TOOBIG, 18, EIO, "message larger than the protocol allows")                           \
     X(TS_ERR_NOTSUP, 19, EOPNOTSUPP, "operation not supported")                                    \
     X(TS_ERR_TIMEDOUT, 20, EIO, "no reply before the deadline (daemon down?)")                     \
     X(TS_ERR_STALE, 21, ESTALE, "stale file handle")                                               \
@@ -36,7 +36,8 @@
     X(TS_ERR_NOMEM, 25, ENOMEM, "out of memory")                                                   \
     X(TS_ERR_INTERNAL, 26, EIO, "internal error (see the daemon's log)")                           \
     X(TS_ERR_LEASED, 27, EBUSY, "directory leased to another mount (retried until it returns it)") \
-    X(TS_ERR_CORRUPT, 28, EIO, "tile bytes do not match their checksum (not served, not stored)")
+    X(TS_ERR_CORRUPT, 28, EIO, "tile bytes do not match their checksum (not served, not stored)")  \
+    X(TS_ERR_ROFS, 29, EROFS, "read-only export (meta's exports)")
 
 enum ts_status {
 #define TS_STATUS_ENUM(name, value, errno_value, text) name = value,

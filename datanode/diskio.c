@@ -75,6 +75,13 @@ void diskio_set_wait(struct diskio *disk, diskio_wait_fn wait, void *arg)
     disk->wait_arg = wait ? arg : NULL;
 }
 
+/* Waits out the throttle until until_ns, for at most DISKIO_MAX_WAIT_NS from now. */
+static void diskio_wait(struct diskio *disk, int64_t until_ns)
+{
+    int64_t latest = diskio_now_ns() + DISKIO_MAX_WAIT_NS;
+    disk->wait(disk->wait_arg, until_ns < latest ? until_ns : latest);
+}
+
 /*
  * Ends an operation that started at start_ns and moved `bytes` of disk I/O
  * (booked on the throttle): waits out the throttle, then adds the work to
@@ -84,7 +91,7 @@ static void diskio_finish(struct diskio *disk, struct measure_rate *rate, int64_
                           uint64_t bytes, uint64_t counted_bytes)
 {
     int64_t until = throttle_book(&disk->throttle, bytes, start_ns);
-    disk->wait(disk->wait_arg, until);
+    diskio_wait(disk, until);
     measure_add(rate, counted_bytes, diskio_now_ns() - start_ns);
     disk->in_service = 0;
 }
@@ -222,7 +229,7 @@ static int diskio_probe_write(struct diskio *disk, const char *path, const uint8
     if (rc == 0 && fsync(fd) != 0)
         rc = -errno;
     close(fd);
-    disk->wait(disk->wait_arg, throttle_book(&disk->throttle, DISKIO_PROBE_BYTES, start));
+    diskio_wait(disk, throttle_book(&disk->throttle, DISKIO_PROBE_BYTES, start));
     *busy_ns += diskio_now_ns() - start;
     return rc;
 }
@@ -241,7 +248,7 @@ static int diskio_probe_read(struct diskio *disk, const char *path, uint8_t *buf
     start = diskio_now_ns();
     rc = diskio_read_all(fd, buf, DISKIO_PROBE_BYTES);
     close(fd);
-    disk->wait(disk->wait_arg, throttle_book(&disk->throttle, DISKIO_PROBE_BYTES, start));
+    diskio_wait(disk, throttle_book(&disk->throttle, DISKIO_PROBE_BYTES, start));
     *busy_ns += diskio_now_ns() - start;
     return rc;
 }

@@ -38,6 +38,13 @@
  * measurably faster than the rate (1 MiB after idle time: 0.4 %).
  */
 #define DISKIO_THROTTLE_BURST_BYTES 4096u
+/*
+ * The longest one operation waits out its throttle: the wait holds up the
+ * loop's other requests, so however far ahead the emulated disk is booked
+ * (a huge tile at the lowest rate), no request stops the loop for longer.
+ * At the rates NODE_THROTTLE accepts a default tile waits about 1 s.
+ */
+#define DISKIO_MAX_WAIT_NS (2ll * 1000 * 1000 * 1000)
 #define DISKIO_PROBE_FILES 3
 #define DISKIO_PROBE_BYTES (1u << 20)
 

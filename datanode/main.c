@@ -91,6 +91,8 @@ struct datanode_loop {
 /* MB as in MB/s: 10^6 bytes, as dd and the paper count. */
 #define DATANODE_MB 1000000.0
 #define DATANODE_MAX_THROTTLE_MBPS 1000000.0
+/* HANDLERS_MIN_THROTTLE_BYTES_PER_SEC in MB/s: slower would hold the loop up. */
+#define DATANODE_MIN_THROTTLE_MBPS 1.0
 
 /* --memory: what it keeps for everything but read replies waiting to be
  * sent (code, the tile store's tables, ZeroMQ's queues of requests, the
@@ -178,8 +180,8 @@ static int parse_mbps(const char *text, uint64_t *bytes_per_sec)
 
     errno = 0;
     mbps = strtod(text, &end);
-    if (errno != 0 || end == text || *end != '\0' || !isfinite(mbps) || mbps <= 0 ||
-        mbps > DATANODE_MAX_THROTTLE_MBPS)
+    if (errno != 0 || end == text || *end != '\0' || !isfinite(mbps) ||
+        mbps < DATANODE_MIN_THROTTLE_MBPS || mbps > DATANODE_MAX_THROTTLE_MBPS)
         return -EINVAL;
     *bytes_per_sec = (uint64_t)llround(mbps * DATANODE_MB);
     return *bytes_per_sec > 0 ? 0 : -EINVAL;
@@ -257,8 +259,8 @@ static int parse_options(int argc, char **argv, struct datanode_options *options
         case OPT_THROTTLE:
             if (parse_mbps(optarg, &options->throttle_bytes_per_sec) != 0)
                 return usage_error("--throttle-mbps '%s' is not a rate; give MB/s (10^6 bytes/s) "
-                                   "above 0 and at most %.0f, e.g. --throttle-mbps 40",
-                                   optarg, DATANODE_MAX_THROTTLE_MBPS);
+                                   "from %.0f to %.0f, e.g. --throttle-mbps 40",
+                                   optarg, DATANODE_MIN_THROTTLE_MBPS, DATANODE_MAX_THROTTLE_MBPS);
             break;
         case OPT_MEMORY:
             if (util_parse_size(optarg, &options->memory_bytes) != 0 ||
@@ -600,7 +602,13 @@ int main(int argc, char **argv)
         goto out;
     }
 
-    rc = puller_new(store, NULL, &puller);
+    struct puller_config puller_config;
+    puller_config_default(&puller_config);
+    /* With keys, pulls come only from registered datanodes (puller.h). */
+    if (curve_enabled())
+        snprintf(puller_config.meta_endpoint, sizeof(puller_config.meta_endpoint), "%s",
+                 options.meta);
+    rc = puller_new(store, &puller_config, &puller);
     if (rc != 0) {
         log_error("cannot start the puller threads: %s", strerror(-rc));
         goto out;
@@ -630,6 +638,12 @@ int main(int argc, char **argv)
     if (rc == 0) {
         context.stream_port = stream_port(stream);
         context.stream_local = stream_local_name(stream);
+        /* TCP carries no credentials: with keys only the local socket serves (stream.h). */
+        if (curve_enabled()) {
+            stream_refuse_tcp(stream);
+            if (context.stream_local[0] == '\0')
+                context.stream_port = 0; /* no stream to offer: mounts use ZeroMQ */
+        }
     } else
         log_warn("no tile stream on %s (%s): mounts use ZeroMQ only", options.listen,
                  strerror(-rc));

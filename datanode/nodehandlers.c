@@ -785,10 +785,15 @@ static int handle_node_throttle(void *ctx, const struct rpc_request *request,
 
     if (ts_node_throttle_decode(&req, request->payload, request->payload_len) != 0)
         return handlers_badmsg(response, "NODE_THROTTLE");
-    if (req.bytes_per_sec > HANDLERS_MAX_THROTTLE_BYTES_PER_SEC) {
+    if (req.bytes_per_sec > HANDLERS_MAX_THROTTLE_BYTES_PER_SEC ||
+        (req.bytes_per_sec != 0 && req.bytes_per_sec < HANDLERS_MIN_THROTTLE_BYTES_PER_SEC)) {
         snprintf(response->error_text, sizeof(response->error_text),
-                 "throttle of %" PRIu64 " bytes/s: at most %llu (or 0 for none)", req.bytes_per_sec,
+                 "throttle of %" PRIu64 " bytes/s: give %llu to %llu (or 0 for none)",
+                 req.bytes_per_sec, HANDLERS_MIN_THROTTLE_BYTES_PER_SEC,
                  HANDLERS_MAX_THROTTLE_BYTES_PER_SEC);
+        log_warn("refused NODE_THROTTLE of %" PRIu64 " bytes/s from %s: out of bounds",
+                 req.bytes_per_sec,
+                 request->key_user && request->key_user[0] ? request->key_user : "a peer");
         return TS_ERR_INVAL;
     }
     diskio_set_throttle(context->disk, req.bytes_per_sec);

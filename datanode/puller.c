@@ -87,6 +87,7 @@ struct puller_clients {
         uint64_t used; /* last use, in this thread's call count */
     } entries[PULLER_CLIENTS_PER_THREAD];
     uint64_t calls;
+    struct rpc_client *meta; /* to config.meta_endpoint, made on first use */
 };
 
 void puller_config_default(struct puller_config *config)
@@ -97,6 +98,7 @@ void puller_config_default(struct puller_config *config)
     config->finished_keep_ms = PULLER_FINISHED_KEEP_MS;
     config->ping_timeout_ms = PULLER_PING_TIMEOUT_MS;
     config->read_timeout_ms = PULLER_READ_TIMEOUT_MS;
+    config->meta_endpoint[0] = '\0';
 }
 
 /* ---- worker side ------------------------------------------------------ */
@@ -132,6 +134,51 @@ static void puller_clients_fini(struct puller_clients *clients)
 {
     for (unsigned i = 0; i < PULLER_CLIENTS_PER_THREAD; i++)
         rpc_client_destroy(&clients->entries[i].client);
+    rpc_client_destroy(&clients->meta);
+}
+
+/*
+ * Whether source is the address of a datanode meta lists (NODE_LIST): a
+ * pull copies only from a member of the cluster, never from whatever
+ * endpoint a request names. TS_OK, TS_ERR_PERM when it is not one, or
+ * why meta could not say (text in why).
+ */
+static int puller_source_registered(struct puller *puller, struct puller_clients *clients,
+                                    const char *source, char *why, size_t cap)
+{
+    struct rpc_reply reply;
+    struct ts_node_list_rep list;
+    struct ts_cursor cursor;
+
+    if (!clients->meta)
+        clients->meta = rpc_client_new(puller->config.meta_endpoint);
+    if (!clients->meta) {
+        snprintf(why, cap, "cannot reach meta at %.80s", puller->config.meta_endpoint);
+        return TS_ERR_IO;
+    }
+    int status = rpc_client_call(clients->meta, TS_OP_NODE_LIST, NULL, 0, NULL, 0,
+                                 puller->config.ping_timeout_ms, &reply);
+    if (status == TS_OK && ts_node_list_rep_decode(&list, reply.payload, reply.payload_len) != 0)
+        status = TS_ERR_BADMSG;
+    if (status != TS_OK) {
+        snprintf(why, cap, "meta's node list: %s", status_text(status));
+        rpc_reply_release(&reply);
+        return status;
+    }
+    status = TS_ERR_PERM;
+    ts_cursor_init(&cursor, list.nodes.ptr, list.nodes.len);
+    for (uint32_t i = 0; i < list.count && status != TS_OK; i++) {
+        struct ts_node_list_rec node;
+        if (ts_node_list_rec_read(&cursor, &node) != 0)
+            break;
+        if (node.address.len == strlen(source) &&
+            memcmp(node.address.ptr, source, node.address.len) == 0)
+            status = TS_OK;
+    }
+    rpc_reply_release(&reply);
+    if (status != TS_OK)
+        snprintf(why, cap, "%.80s is not the address of a datanode meta knows", source);
+    return status;
 }
 
 /* Sets a failure outcome on the (worker-owned) copy of a job. */
@@ -167,6 +214,16 @@ static void puller_run(struct puller *puller, struct puller_clients *clients,
              job->version);
     job->status = TS_OK;
     job->installed = false;
+    if (puller->config.meta_endpoint[0] != '\0') {
+        status = puller_source_registered(puller, clients, job->source, source_text,
+                                          sizeof(source_text));
+        if (status == TS_ERR_PERM)
+            log_warn("refused to pull tile %s: %s", file, source_text);
+        if (status != TS_OK) {
+            puller_fail(job, status, "source refused: %s", source_text);
+            return;
+        }
+    }
     client = puller_client(clients, job->source);
     if (!client) {
         puller_fail(job, TS_ERR_INVAL, "cannot connect to source %s: not a usable endpoint",

@@ -13,7 +13,9 @@
  * TILE_READ, stores it with tilestore_install() (staged, fsync'd, renamed
  * only if no file has the name, directory fsync'd) and records its bytes
  * and CRC-32C. Each puller thread keeps its own rpc_client per source
- * address (a few, least recently used goes first).
+ * address (a few, least recently used goes first). With meta_endpoint set,
+ * a source that is not a registered datanode's address is refused
+ * (TS_ERR_PERM) before anything is fetched from it.
  *
  * Jobs are known by the file they make, (ino, tile, new_version). The loop
  * thread learns of finished jobs through an eventfd (puller_event_fd()) and
@@ -53,6 +55,10 @@ struct puller_config {
     int64_t finished_keep_ms;
     int ping_timeout_ms;
     int read_timeout_ms;
+    /* Meta's endpoint: a pull's source must be the address of a datanode in
+     * its NODE_LIST, asked before each pull. "" = sources not checked (a
+     * cluster without keys, where anyone may register anyway). */
+    char meta_endpoint[256];
 };
 
 /* The values above. */

@@ -11,13 +11,26 @@
  *
  * Invariant: a thread's `count` is the number of connections it holds or
  * has been handed and not yet taken up; the loop adds to it as it hands
- * one over, the thread takes from it as it closes one.
+ * one over, the thread takes from it as it closes one. Likewise each
+ * peer's count in `peers` (under peers_lock): the loop adds as it accepts,
+ * the thread that closes the connection takes away.
+ *
+ * Who may connect: on the local socket, a process of the datanode's own
+ * user or root (SO_PEERCRED, checked at accept: an abstract socket has no
+ * file mode to guard it); over TCP anyone who reaches the port, unless
+ * stream_refuse_tcp() was called (a datanode with keys: TCP carries no
+ * credentials, so only the local socket serves there). A peer (a process
+ * on the local socket, an address over TCP) holds at most
+ * STREAM_MAX_PER_PEER connections, and a connection that sends nothing
+ * for the idle time is closed, so idle or greedy clients cannot hold every
+ * slot.
  */
 #include "stream.h"
 
 #include "log.h"
 #include "util.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -25,12 +38,14 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 /* Requests one connection may have served before its thread's others get a turn. */
@@ -40,9 +55,20 @@
  * the thread has had nothing to do for this long (nodehandlers.h). */
 #define STREAM_DROP_IDLE_MS 50
 
+/* A connection's peer: the process (local socket) or the address (TCP). */
+#define STREAM_PEER_LOCAL (1ull << 32)
+#define STREAM_PEER_TCP (2ull << 32)
+
+struct stream_incoming {
+    int fd;
+    uint64_t peer;
+};
+
 struct stream_connection {
     int fd;
-    size_t have; /* bytes of the next request received so far */
+    uint64_t peer;
+    int64_t last_ms; /* when it last sent something (or was taken up) */
+    size_t have;     /* bytes of the next request received so far */
     uint8_t request[TS_STREAM_REQ_BYTES];
     struct nodehandlers_drop_behind drop; /* the last kept read's bytes */
 };
@@ -55,7 +81,7 @@ struct stream_thread {
     struct nodehandlers_write_buffer write_buffer; /* a write's bytes, before they are checked */
     atomic_size_t count;
     pthread_mutex_t lock; /* protects incoming and incoming_count */
-    int incoming[STREAM_THREAD_CONNECTIONS];
+    struct stream_incoming incoming[STREAM_THREAD_CONNECTIONS];
     size_t incoming_count;
     /* The thread's own from here on. */
     size_t served;
@@ -69,13 +95,57 @@ struct stream {
     uint16_t port;
     struct nodehandlers_context *context;
     atomic_bool stopping;
+    atomic_int idle_ms;         /* a connection silent this long is closed */
+    bool tcp_refused;           /* stream_refuse_tcp(): the loop's */
+    uint64_t refusals;          /* connections refused, for the log: the loop's */
+    pthread_mutex_t peers_lock; /* protects peers and peer_count */
+    struct {
+        uint64_t id;
+        unsigned count;
+    } peers[STREAM_MAX_CONNECTIONS];
+    size_t peer_count;
     struct stream_thread threads[STREAM_THREADS];
 };
+
+/* Counts one more connection of peer; false (nothing counted) when it has its share. */
+static bool peer_take(struct stream *stream, uint64_t peer)
+{
+    bool taken = false;
+    pthread_mutex_lock(&stream->peers_lock);
+    size_t i = 0;
+    while (i < stream->peer_count && stream->peers[i].id != peer)
+        i++;
+    if (i == stream->peer_count && i < STREAM_MAX_CONNECTIONS) {
+        stream->peers[i].id = peer;
+        stream->peers[i].count = 0;
+        stream->peer_count++;
+    }
+    if (i < stream->peer_count && stream->peers[i].count < STREAM_MAX_PER_PEER) {
+        stream->peers[i].count++;
+        taken = true;
+    }
+    pthread_mutex_unlock(&stream->peers_lock);
+    return taken;
+}
+
+static void peer_release(struct stream *stream, uint64_t peer)
+{
+    pthread_mutex_lock(&stream->peers_lock);
+    for (size_t i = 0; i < stream->peer_count; i++) {
+        if (stream->peers[i].id != peer)
+            continue;
+        if (--stream->peers[i].count == 0)
+            stream->peers[i] = stream->peers[--stream->peer_count];
+        break;
+    }
+    pthread_mutex_unlock(&stream->peers_lock);
+}
 
 static void connection_drop(struct stream_thread *thread, size_t index)
 {
     nodehandlers_drop_behind(&thread->connections[index].drop, -1);
     close(thread->connections[index].fd);
+    peer_release(thread->stream, thread->connections[index].peer);
     thread->connections[index] = thread->connections[--thread->served];
     atomic_fetch_sub(&thread->count, 1);
 }
@@ -113,12 +183,49 @@ static void thread_take_incoming(struct stream_thread *thread)
     uint64_t wakes;
     if (thread->wake_fd >= 0 && read(thread->wake_fd, &wakes, sizeof(wakes)) < 0 && errno != EAGAIN)
         log_warn("tile stream: reading a thread's eventfd failed: %s", strerror(errno));
+    int64_t now_ms = util_monotonic_ms();
     pthread_mutex_lock(&thread->lock);
     for (size_t i = 0; i < thread->incoming_count; i++)
         thread->connections[thread->served++] =
-            (struct stream_connection){.fd = thread->incoming[i], .drop = {.fd = -1}};
+            (struct stream_connection){.fd = thread->incoming[i].fd,
+                                       .peer = thread->incoming[i].peer,
+                                       .last_ms = now_ms,
+                                       .drop = {.fd = -1}};
     thread->incoming_count = 0;
     pthread_mutex_unlock(&thread->lock);
+}
+
+/*
+ * How long the thread may sleep in poll: until its first connection turns
+ * idle, and at most STREAM_DROP_IDLE_MS while kept reads wait to be dropped.
+ */
+static int thread_poll_timeout(const struct stream_thread *thread, int64_t now_ms)
+{
+    int64_t idle_ms = atomic_load(&thread->stream->idle_ms);
+    int64_t wait_ms = -1;
+    for (size_t i = 0; i < thread->served; i++) {
+        int64_t left = thread->connections[i].last_ms + idle_ms - now_ms;
+        if (left < 0)
+            left = 0;
+        if (thread->connections[i].drop.fd >= 0 && left > STREAM_DROP_IDLE_MS)
+            left = STREAM_DROP_IDLE_MS;
+        if (wait_ms < 0 || left < wait_ms)
+            wait_ms = left;
+    }
+    return wait_ms < 0 ? -1 : (int)(wait_ms + 1);
+}
+
+/* Closes the connections that sent nothing for the idle time. */
+static void thread_close_idle(struct stream_thread *thread, int64_t now_ms)
+{
+    int64_t idle_ms = atomic_load(&thread->stream->idle_ms);
+    for (size_t i = thread->served; i >= 1; i--) {
+        if (now_ms - thread->connections[i - 1].last_ms >= idle_ms) {
+            log_debug("tile stream: closing a connection silent for %lld ms",
+                      (long long)(now_ms - thread->connections[i - 1].last_ms));
+            connection_drop(thread, i - 1);
+        }
+    }
 }
 
 static void *thread_main(void *arg)
@@ -127,14 +234,11 @@ static void *thread_main(void *arg)
     struct pollfd items[1 + STREAM_THREAD_CONNECTIONS];
 
     while (!atomic_load(&thread->stream->stopping)) {
-        bool drops_waiting = false;
         items[0] = (struct pollfd){.fd = thread->wake_fd, .events = POLLIN};
-        for (size_t i = 0; i < thread->served; i++) {
+        for (size_t i = 0; i < thread->served; i++)
             items[1 + i] = (struct pollfd){.fd = thread->connections[i].fd, .events = POLLIN};
-            drops_waiting = drops_waiting || thread->connections[i].drop.fd >= 0;
-        }
         size_t polled = thread->served;
-        int ready = poll(items, 1 + polled, drops_waiting ? STREAM_DROP_IDLE_MS : -1);
+        int ready = poll(items, 1 + polled, thread_poll_timeout(thread, util_monotonic_ms()));
         if (ready < 0) {
             if (errno == EINTR)
                 continue;
@@ -142,18 +246,21 @@ static void *thread_main(void *arg)
                       strerror(errno));
             break;
         }
+        int64_t now_ms = util_monotonic_ms();
         if (ready == 0) { /* idle: drop what the readers have acknowledged */
             for (size_t i = 0; i < polled; i++)
                 nodehandlers_drop_behind(&thread->connections[i].drop, thread->connections[i].fd);
-            continue;
         }
         /* Item i is connection i - 1. Last to first: a drop moves the last
          * connection, already served, into the dropped one's place. */
-        for (size_t i = polled; i >= 1; i--) {
-            if (items[i].revents & (POLLIN | POLLERR | POLLHUP) &&
-                !connection_take(thread, &thread->connections[i - 1]))
+        for (size_t i = polled; ready > 0 && i >= 1; i--) {
+            if (!(items[i].revents & (POLLIN | POLLERR | POLLHUP)))
+                continue;
+            thread->connections[i - 1].last_ms = now_ms;
+            if (!connection_take(thread, &thread->connections[i - 1]))
                 connection_drop(thread, i - 1);
         }
+        thread_close_idle(thread, now_ms);
         if (items[0].revents & POLLIN)
             thread_take_incoming(thread);
     }
@@ -246,6 +353,8 @@ int stream_open(const char *endpoint, struct nodehandlers_context *context, stru
         return -ENOMEM;
     stream->context = context;
     stream->local_fd = -1;
+    atomic_store(&stream->idle_ms, STREAM_IDLE_MS);
+    pthread_mutex_init(&stream->peers_lock, NULL);
     for (int i = 0; i < STREAM_THREADS; i++)
         stream->threads[i].wake_fd = -1;
     stream->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -257,6 +366,7 @@ int stream_open(const char *endpoint, struct nodehandlers_context *context, stru
         rc = -errno;
         if (stream->listen_fd >= 0)
             close(stream->listen_fd);
+        pthread_mutex_destroy(&stream->peers_lock);
         free(stream);
         return rc;
     }
@@ -268,6 +378,7 @@ int stream_open(const char *endpoint, struct nodehandlers_context *context, stru
         close(stream->listen_fd);
         if (stream->local_fd >= 0)
             close(stream->local_fd);
+        pthread_mutex_destroy(&stream->peers_lock);
         free(stream);
         return rc;
     }
@@ -284,6 +395,7 @@ void stream_close(struct stream **streamp)
     close(stream->listen_fd);
     if (stream->local_fd >= 0)
         close(stream->local_fd);
+    pthread_mutex_destroy(&stream->peers_lock);
     free(stream);
     *streamp = NULL;
 }
@@ -328,8 +440,8 @@ static struct stream_thread *least_busy_thread(struct stream *stream)
     return best;
 }
 
-/* Hands connection fd to a thread; false (fd still the caller's) when all are full. */
-static bool hand_over(struct stream *stream, int fd)
+/* Hands connection fd of peer to a thread; false (fd still the caller's) when all are full. */
+static bool hand_over(struct stream *stream, int fd, uint64_t peer)
 {
     struct stream_thread *thread = least_busy_thread(stream);
     uint64_t one = 1;
@@ -337,10 +449,67 @@ static bool hand_over(struct stream *stream, int fd)
         return false;
     atomic_fetch_add(&thread->count, 1);
     pthread_mutex_lock(&thread->lock);
-    thread->incoming[thread->incoming_count++] = fd;
+    thread->incoming[thread->incoming_count++] = (struct stream_incoming){.fd = fd, .peer = peer};
     pthread_mutex_unlock(&thread->lock);
     if (write(thread->wake_fd, &one, sizeof(one)) < 0)
         log_warn("tile stream: cannot wake a thread: %s", strerror(errno));
+    return true;
+}
+
+/*
+ * Logs a refused connection: the first ones, then at each power of two, so
+ * a client that keeps knocking cannot flood the log.
+ */
+__attribute__((format(printf, 2, 3))) static void refusal_log(struct stream *stream,
+                                                              const char *format, ...)
+{
+    char text[256];
+    va_list args;
+    stream->refusals++;
+    if (stream->refusals > 8 && (stream->refusals & (stream->refusals - 1)) != 0)
+        return;
+    va_start(args, format);
+    vsnprintf(text, sizeof(text), format, args);
+    va_end(args);
+    log_warn("tile stream: refused %s (%llu refused so far)", text,
+             (unsigned long long)stream->refusals);
+}
+
+/*
+ * Who is on the other end of accepted connection fd, into *peer; false
+ * (logged) when this datanode does not serve it: see the file comment.
+ */
+static bool peer_trusted(struct stream *stream, int fd, bool tcp, const struct sockaddr_in *address,
+                         uint64_t *peer)
+{
+    if (tcp) {
+        char text[INET_ADDRSTRLEN] = "?";
+        inet_ntop(AF_INET, &address->sin_addr, text, sizeof(text));
+        *peer = STREAM_PEER_TCP | ntohl(address->sin_addr.s_addr);
+        if (stream->tcp_refused) {
+            refusal_log(stream,
+                        "a TCP connection from %s:%u: with keys, only the local socket serves "
+                        "streams (its mount goes over ZeroMQ)",
+                        text, (unsigned)ntohs(address->sin_port));
+            return false;
+        }
+        return true;
+    }
+    struct ucred credentials;
+    socklen_t len = sizeof(credentials);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &len) != 0) {
+        refusal_log(stream, "a local connection whose credentials are unknown (%s)",
+                    strerror(errno));
+        return false;
+    }
+    if (credentials.uid != geteuid() && credentials.uid != 0) {
+        refusal_log(stream,
+                    "a local connection from process %ld of uid %u: only uid %u (this "
+                    "datanode's) or root may use its tile stream",
+                    (long)credentials.pid, (unsigned)credentials.uid, (unsigned)geteuid());
+        return false;
+    }
+    *peer = STREAM_PEER_LOCAL | (uint32_t)credentials.pid;
     return true;
 }
 
@@ -352,11 +521,19 @@ static void accept_all(struct stream *stream, int listen_fd, bool tcp)
     int one = 1;
 
     for (;;) {
-        int fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        struct sockaddr_in address = {.sin_family = AF_INET};
+        socklen_t address_len = sizeof(address);
+        uint64_t peer = 0;
+        int fd = accept4(listen_fd, tcp ? (struct sockaddr *)&address : NULL,
+                         tcp ? &address_len : NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
                 log_warn("tile stream: accept failed: %s", strerror(errno));
             return;
+        }
+        if (!peer_trusted(stream, fd, tcp, &address, &peer)) {
+            close(fd);
+            continue;
         }
         /* Answers go out, and a write's bytes come in, blocking for at most
          * the timeout; requests are taken without waiting (MSG_DONTWAIT). */
@@ -368,13 +545,31 @@ static void accept_all(struct stream *stream, int listen_fd, bool tcp)
             close(fd);
             continue;
         }
-        if (!hand_over(stream, fd)) {
-            log_warn("tile stream: %d connections already; refusing another (its mount "
-                     "goes over ZeroMQ)",
-                     STREAM_MAX_CONNECTIONS);
+        if (!peer_take(stream, peer)) {
+            refusal_log(stream,
+                        "a connection: its %s already holds %d (the rest stay free for others; "
+                        "it goes over ZeroMQ)",
+                        tcp ? "address" : "process", STREAM_MAX_PER_PEER);
+            close(fd);
+            continue;
+        }
+        if (!hand_over(stream, fd, peer)) {
+            peer_release(stream, peer);
+            refusal_log(stream, "a connection: %d connections already (its mount goes over ZeroMQ)",
+                        STREAM_MAX_CONNECTIONS);
             close(fd);
         }
     }
+}
+
+void stream_refuse_tcp(struct stream *stream)
+{
+    stream->tcp_refused = true;
+}
+
+void stream_set_idle_ms(struct stream *stream, int idle_ms)
+{
+    atomic_store(&stream->idle_ms, idle_ms > 0 ? idle_ms : STREAM_IDLE_MS);
 }
 
 void stream_serve(struct stream *stream, const zmq_pollitem_t *items, size_t count)

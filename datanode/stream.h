@@ -25,6 +25,14 @@
  * an answer or sending a write's bytes for STREAM_TIMEOUT_MS, is closed;
  * past STREAM_MAX_CONNECTIONS new ones are refused (closed at once: the
  * mount goes over ZeroMQ instead).
+ *
+ * Trust: the local socket serves only processes of the datanode's own uid
+ * or root (SO_PEERCRED at accept; an abstract socket has no file mode).
+ * TCP carries no credentials: a datanode with keys calls
+ * stream_refuse_tcp() and serves streams on the local socket only. One
+ * peer (a process, or a TCP address) holds at most STREAM_MAX_PER_PEER
+ * connections, and a connection silent for STREAM_IDLE_MS is closed (a
+ * mount opens a new one when it next needs it). Refusals are logged.
  */
 #ifndef TESSERA_DATANODE_STREAM_H
 #define TESSERA_DATANODE_STREAM_H
@@ -36,6 +44,11 @@
 #include <zmq.h>
 
 #define STREAM_MAX_CONNECTIONS 256
+/* Connections one peer may hold: a mount's threads (FUSE, I/O, sync) fit,
+ * and more than half the slots stay free for everyone else. */
+#define STREAM_MAX_PER_PEER 96
+/* A connection that sends nothing for this long is closed. */
+#define STREAM_IDLE_MS 30000
 /* The abstract Unix socket name's start (proto.h, TILE_STREAM's `local`). */
 #define STREAM_LOCAL_PREFIX "tessera-stream."
 #define STREAM_TIMEOUT_MS 2000
@@ -59,6 +72,12 @@ int stream_open(const char *endpoint, struct nodehandlers_context *context, stru
  * handlers' lock. NULL or *streamp NULL: nothing. */
 void stream_close(struct stream **streamp);
 uint16_t stream_port(const struct stream *stream);
+/* From now on TCP connections are closed at accept (logged): a datanode
+ * with keys serves its stream to local, credential-checked processes only.
+ * The loop's; call before serving. */
+void stream_refuse_tcp(struct stream *stream);
+/* Closes connections silent for idle_ms from now on (<= 0: STREAM_IDLE_MS). For tests. */
+void stream_set_idle_ms(struct stream *stream, int idle_ms);
 /* The local socket's abstract name (without its leading NUL); "" when none. */
 const char *stream_local_name(const struct stream *stream);
 

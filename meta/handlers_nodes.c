@@ -168,6 +168,7 @@ int handlers_nodes_list(void *ctx, const struct rpc_request *request, struct rpc
 
 struct heartbeat_op {
     const struct ts_heartbeat_req *request;
+    const char *key_user; /* the sender's key, "ROLE:NAME" ("" without CURVE) */
     struct ts_writer garbage;
     uint32_t garbage_count;
     uint32_t node_id;  /* the id the node has after this heartbeat */
@@ -214,6 +215,25 @@ static int heartbeat_drop_corrupt(struct store_txn *txn, struct heartbeat_op *op
 static bool heartbeat_identity_matches(const struct nodes_record *known, uint64_t incarnation)
 {
     return known->incarnation == 0 || known->incarnation == incarnation;
+}
+
+/*
+ * Whether key_user may speak for a registered node: the key it registered
+ * with, or any when either side has none (a cluster without keys, a record
+ * from before keys, which the first keyed heartbeat then binds). A node id
+ * cannot be taken over by another key: the refusal is written into why.
+ */
+static bool heartbeat_key_matches(const struct nodes_record *known, const char *key_user,
+                                  const struct ts_heartbeat_req *request, char *why, size_t cap)
+{
+    if (known->key_user[0] == '\0' || key_user[0] == '\0' || strcmp(known->key_user, key_user) == 0)
+        return true;
+    snprintf(why, cap,
+             "a heartbeat for node %u (address %.*s) came with key %s, but node %u registered "
+             "with key %s: a node id cannot be taken over",
+             known->id, (int)request->address.len, request->address.ptr, key_user, known->id,
+             known->key_user);
+    return false;
 }
 
 /*
@@ -340,6 +360,13 @@ static int heartbeat_body(struct store_txn *txn, void *arg)
         err = heartbeat_known_directory(txn, request, &same, &op->replaced);
         if (err < 0)
             return reply_store_status(err);
+        if (same != 0) {
+            err = nodes_get(txn, same, &record);
+            if (err < 0)
+                return reply_store_status(err);
+            if (!heartbeat_key_matches(&record, op->key_user, request, op->why, sizeof(op->why)))
+                return TS_ERR_PERM;
+        }
         op->reclaimed = same != 0;
         op->node_id = same;
         if (!op->reclaimed) {
@@ -351,6 +378,9 @@ static int heartbeat_body(struct store_txn *txn, void *arg)
         err = nodes_get(txn, op->node_id, &record);
         if (err < 0 && err != -ENOENT)
             return reply_store_status(err);
+        if (err == 0 &&
+            !heartbeat_key_matches(&record, op->key_user, request, op->why, sizeof(op->why)))
+            return TS_ERR_PERM;
         if (err == 0 && !heartbeat_identity_matches(&record, request->incarnation)) {
             snprintf(op->why, sizeof(op->why),
                      "data directory %016llx of the datanode at %.*s is not the one node %u "
@@ -368,14 +398,21 @@ static int heartbeat_body(struct store_txn *txn, void *arg)
     }
     /* The operator's drain or removal outlives what the node reports. */
     uint32_t admin = TS_NODE_ACTIVE;
+    char key_user[NODES_MAX_KEY_USER + 1] = "";
     err = nodes_get(txn, op->node_id, &record);
     if (err < 0 && err != -ENOENT)
         return reply_store_status(err);
-    if (err == 0)
+    if (err == 0) {
         admin = record.admin;
+        memcpy(key_user, record.key_user, sizeof(key_user));
+    }
+    /* The node is bound to the first key it heartbeats with (checked above). */
+    if (key_user[0] == '\0' && strlen(op->key_user) <= NODES_MAX_KEY_USER)
+        snprintf(key_user, sizeof(key_user), "%s", op->key_user);
     memset(&record, 0, sizeof(record));
     record.id = op->node_id;
     record.admin = admin;
+    memcpy(record.key_user, key_user, sizeof(record.key_user));
     record.incarnation = request->incarnation;
     ts_str_copy(request->machine, record.machine, sizeof(record.machine));
     ts_str_copy(request->address, record.address, sizeof(record.address));
@@ -449,7 +486,8 @@ int handlers_nodes_heartbeat(void *ctx, const struct rpc_request *request,
 {
     struct service *service = ctx;
     struct ts_heartbeat_req message;
-    struct heartbeat_op op = {.request = &message};
+    struct heartbeat_op op = {.request = &message,
+                              .key_user = request->key_user ? request->key_user : ""};
     struct ts_heartbeat_rep reply;
     int status;
 
@@ -465,6 +503,10 @@ int handlers_nodes_heartbeat(void *ctx, const struct rpc_request *request,
         return TS_ERR_INVAL;
     ts_writer_init(&op.garbage, service->scratch, SERVICE_SCRATCH_BYTES);
     status = store_write(service->store, heartbeat_body, &op);
+    if (status == TS_ERR_PERM && op.why[0]) {
+        log_warn("refused a heartbeat: %s", op.why);
+        snprintf(response->error_text, sizeof(response->error_text), "%s", op.why);
+    }
     if (status == TS_ERR_STALE && op.why[0]) {
         log_error("refused a heartbeat: %s", op.why);
         snprintf(response->error_text, sizeof(response->error_text), "%s", op.why);

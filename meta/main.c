@@ -12,6 +12,7 @@
  */
 #include "curve.h"
 #include "handlers.h"
+#include "handlers_exports.h"
 #include "layout.h"
 #include "log.h"
 #include "repairer.h"
@@ -44,6 +45,7 @@ struct meta_options {
     bool repair;                   /* run the repairer (--no-repair: off) */
     const char *key_path;          /* --key FILE; NULL: no CURVE */
     bool insecure;                 /* --insecure: may listen beyond loopback without keys */
+    const char *exports_path;      /* --exports FILE; NULL: DATA/exports (exports.h) */
 };
 
 static volatile sig_atomic_t meta_stop_signal;
@@ -84,6 +86,9 @@ static void meta_usage(FILE *out)
             "                          server.pub and known_keys are read from its directory\n"
             "                          and only peers with known keys are let in (CURVE)\n"
             "  --insecure              without --key, listen beyond loopback anyway\n"
+            "  --exports FILE          which mount keys may mount, read-only or not, root\n"
+            "                          squashed or not (default DATA/exports if it exists;\n"
+            "                          without it every mount key mounts / read-write)\n"
             "  --log-level LEVEL       error, warn, info or debug (default info)\n"
             "  --help                  show this and exit\n"
             "  --version               print the version, git revision and protocol\n",
@@ -131,6 +136,7 @@ static int meta_parse(int argc, char **argv, struct meta_options *options)
         {"no-repair", no_argument, NULL, 'N'},
         {"key", required_argument, NULL, 'k'},
         {"insecure", no_argument, NULL, 'I'},
+        {"exports", required_argument, NULL, 'E'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -141,6 +147,7 @@ static int meta_parse(int argc, char **argv, struct meta_options *options)
     options->data_dir = NULL;
     options->key_path = NULL;
     options->insecure = false;
+    options->exports_path = NULL;
     options->node_timeout_ms = SERVICE_DEFAULT_NODE_TIMEOUT_MS;
     options->mount_lease_ms = SESSIONS_DEFAULT_LEASE_MS;
     options->placement = SERVICE_DEFAULT_PLACEMENT;
@@ -221,6 +228,7 @@ static int meta_parse(int argc, char **argv, struct meta_options *options)
             break;
         case 'k': options->key_path = optarg; break;
         case 'I': options->insecure = true; break;
+        case 'E': options->exports_path = optarg; break;
         case 'h': meta_usage(stdout); return 1;
         case 'V': version_print(stdout, "tessera-meta"); return 1;
         case ':':
@@ -309,7 +317,24 @@ int main(int argc, char **argv)
     service->defaults.placement = options.placement;
     service->defaults.copies = (uint32_t)options.copies;
     service_set_mount_lease(service, options.mount_lease_ms);
-    server = rpc_server_new(options.listen, handlers_table, service);
+    char why[256] = "";
+    int written = options.exports_path
+                      ? snprintf(service->exports_path, sizeof(service->exports_path), "%s",
+                                 options.exports_path)
+                      : snprintf(service->exports_path, sizeof(service->exports_path), "%s/%s",
+                                 options.data_dir, EXPORTS_FILE);
+    if (written < 0 || (size_t)written >= sizeof(service->exports_path) ||
+        handlers_exports_refresh(service, 0, true, why, sizeof(why)) != 0) {
+        log_error("not started: the exports file is unusable: %s", why[0] ? why : "path too long");
+        goto out;
+    }
+    if (options.exports_path && !service->exports.present) {
+        log_error("not started: no exports file %s", options.exports_path);
+        goto out;
+    }
+    static rpc_handler_fn gated_handlers[TS_OP_MAX];
+    handlers_exports_table(gated_handlers);
+    server = rpc_server_new(options.listen, gated_handlers, service);
     if (!server)
         goto out;
     if (options.repair) {

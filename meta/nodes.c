@@ -22,9 +22,10 @@
 #define NODES_LOAD_BYTES (3 * 8 + 4)
 #define NODES_INCARNATION_BYTES 8
 #define NODES_ADMIN_BYTES 4
+/* The full record so far; a record of this size or less has no key (older ones are shorter). */
+#define NODES_TAIL_BYTES (NODES_LOAD_BYTES + NODES_INCARNATION_BYTES + NODES_ADMIN_BYTES)
 #define NODES_VALUE_MAX                                                                            \
-    (4 * 8 + 2 * (2 + NODES_MAX_TEXT) + NODES_LOAD_BYTES + NODES_INCARNATION_BYTES +              \
-     NODES_ADMIN_BYTES)
+    (4 * 8 + 2 * (2 + NODES_MAX_TEXT) + NODES_TAIL_BYTES + 2 + NODES_MAX_KEY_USER)
 
 int nodes_get(struct store_txn *txn, uint32_t id, struct nodes_record *record)
 {
@@ -33,6 +34,7 @@ int nodes_get(struct store_txn *txn, uint32_t id, struct nodes_record *record)
     struct ts_cursor cursor;
     struct ts_str machine;
     struct ts_str address;
+    struct ts_str key_user = {.ptr = "", .len = 0};
     int err;
 
     store_be32_put(key, id);
@@ -48,22 +50,26 @@ int nodes_get(struct store_txn *txn, uint32_t id, struct nodes_record *record)
     record->tiles = ts_cursor_u64(&cursor);
     machine = ts_cursor_str(&cursor);
     address = ts_cursor_str(&cursor);
+    bool with_key = cursor.left > NODES_TAIL_BYTES;
     if (cursor.left == NODES_LOAD_BYTES ||
         cursor.left == NODES_LOAD_BYTES + NODES_INCARNATION_BYTES ||
-        cursor.left == NODES_LOAD_BYTES + NODES_INCARNATION_BYTES + NODES_ADMIN_BYTES) {
+        cursor.left >= NODES_TAIL_BYTES) {
         record->read_bytes_per_sec = ts_cursor_u64(&cursor);
         record->write_bytes_per_sec = ts_cursor_u64(&cursor);
         record->queue_depth = ts_cursor_u32(&cursor);
         record->throttle_bytes_per_sec = ts_cursor_u64(&cursor);
     }
     if (cursor.left == NODES_INCARNATION_BYTES ||
-        cursor.left == NODES_INCARNATION_BYTES + NODES_ADMIN_BYTES)
+        cursor.left == NODES_INCARNATION_BYTES + NODES_ADMIN_BYTES || with_key)
         record->incarnation = ts_cursor_u64(&cursor);
-    if (cursor.left == NODES_ADMIN_BYTES)
+    if (cursor.left == NODES_ADMIN_BYTES || with_key)
         record->admin = ts_cursor_u32(&cursor);
+    if (with_key)
+        key_user = ts_cursor_str(&cursor);
     if (cursor.failed || cursor.left != 0 ||
         ts_str_copy(machine, record->machine, sizeof(record->machine)) < 0 ||
-        ts_str_copy(address, record->address, sizeof(record->address)) < 0) {
+        ts_str_copy(address, record->address, sizeof(record->address)) < 0 ||
+        ts_str_copy(key_user, record->key_user, sizeof(record->key_user)) < 0) {
         log_error("corrupt record of node %u", id);
         return -EIO;
     }
@@ -90,6 +96,8 @@ int nodes_put(struct store_txn *txn, const struct nodes_record *record)
     ts_writer_u64(&writer, record->throttle_bytes_per_sec);
     ts_writer_u64(&writer, record->incarnation);
     ts_writer_u32(&writer, record->admin);
+    if (record->key_user[0] != '\0')
+        ts_writer_str(&writer, ts_str_of(record->key_user));
     if (writer.failed)
         return -EINVAL;
     return store_put(txn, STORE_NODES, key, sizeof(key), value, writer.len);

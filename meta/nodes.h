@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #define NODES_MAX_TEXT 255 /* bytes of machine name or address */
+#define NODES_MAX_KEY_USER 79 /* "ROLE:NAME" of a key (keys.h: 15 + 1 + 63) */
 
 struct nodes_record {
     uint32_t id;
@@ -48,6 +49,10 @@ struct nodes_record {
     uint64_t incarnation;
     /* enum ts_node_admin: the operator's drain or removal (NODE_ADMIN). */
     uint32_t admin;
+    /* The key it registered with ("ROLE:NAME", curve.h); "" = none yet (a
+     * cluster without keys, or a record older than keys). Only that key
+     * may heartbeat as this node from then on. */
+    char key_user[NODES_MAX_KEY_USER + 1];
 };
 
 /* How fast an unmeasured node's backlog drains. */

@@ -86,6 +86,7 @@ void service_close(struct service **servicep)
     nodes_live_destroy(&service->live);
     sessions_destroy(&service->sessions);
     leases_destroy(&service->leases);
+    exports_clear(&service->exports);
     free(service->scratch);
     free(service);
     *servicep = NULL;

@@ -10,6 +10,7 @@
 #ifndef TESSERA_META_SERVICE_H
 #define TESSERA_META_SERVICE_H
 
+#include "exports.h"
 #include "layout.h"
 #include "leases.h"
 #include "nodes.h"
@@ -18,9 +19,12 @@
 #include "sessions.h"
 #include "store.h"
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
 
 #define SERVICE_DEFAULT_NODE_TIMEOUT_MS 3000
 
@@ -49,6 +53,13 @@ struct service {
     void (*repair_progress)(void *ctx, struct repairpass_progress *out);
     void *repair_progress_ctx;
     bool orphans_swept;
+    /* The export table (exports.h) and the file it is read from ("" none),
+     * looked at again at most once a second (handlers_exports.c). */
+    struct exports exports;
+    char exports_path[PATH_MAX];
+    int64_t exports_checked_ms;
+    struct timespec exports_mtime;
+    off_t exports_size;
 };
 
 /* The cluster's placement policy unless tessera-meta --placement says otherwise. */

@@ -31,6 +31,8 @@
 #define NODEADMIN_WHO "tessera node"
 #define NODEADMIN_MB 1000000.0
 #define NODEADMIN_MAX_MBPS 1000000.0
+/* The slowest a datanode accepts (HANDLERS_MIN_THROTTLE_BYTES_PER_SEC). */
+#define NODEADMIN_MIN_MBPS 1.0
 
 enum nodeadmin_action {
     NODEADMIN_THROTTLE,
@@ -67,8 +69,8 @@ static void nodeadmin_usage(FILE *out)
             "The decision is kept by meta across restarts.\n"
             "\n"
             "throttle: caps the disk I/O of datanode ID (as `tessera status` lists it) at\n"
-            "R MB/s (10^6 bytes/s; fractions allowed), or lifts the cap with `off`. It takes\n"
-            "effect at once and lasts until changed or the datanode restarts (its\n"
+            "R MB/s (10^6 bytes/s, at least 1; fractions allowed), or lifts the cap with `off`.\n"
+            "It takes effect at once and lasts until changed or the datanode restarts (its\n"
             "--throttle-mbps applies again then). Used to make a node slow on purpose.\n"
             "\n"
             "stats: what datanode ID served since it started or since the last --reset:\n"
@@ -94,7 +96,7 @@ static int nodeadmin_usage_error(const char *message, const char *arg)
     return cliargs_usage_error(NODEADMIN_WHO, message, arg);
 }
 
-/* "off", or MB/s above 0: into bytes per second (0 = off). 0 or -EINVAL. */
+/* "off", or MB/s from 1 to NODEADMIN_MAX_MBPS: into bytes per second (0 = off). 0 or -EINVAL. */
 static int nodeadmin_parse_rate(const char *text, uint64_t *bytes_per_sec)
 {
     char *end = NULL;
@@ -106,7 +108,7 @@ static int nodeadmin_parse_rate(const char *text, uint64_t *bytes_per_sec)
     }
     errno = 0;
     mbps = strtod(text, &end);
-    if (errno != 0 || end == text || *end != '\0' || !isfinite(mbps) || mbps <= 0 ||
+    if (errno != 0 || end == text || *end != '\0' || !isfinite(mbps) || mbps < NODEADMIN_MIN_MBPS ||
         mbps > NODEADMIN_MAX_MBPS)
         return -EINVAL;
     *bytes_per_sec = (uint64_t)llround(mbps * NODEADMIN_MB);
@@ -179,7 +181,7 @@ static int nodeadmin_parse(int argc, char **argv, struct nodeadmin_options *opti
         return nodeadmin_usage_error("node id must be a number as tessera status shows, got",
                                      argv[operands + 1]);
     if (nodeadmin_parse_rate(argv[operands + 2], &options->bytes_per_sec) != 0)
-        return nodeadmin_usage_error("rate must be MB/s above 0 (e.g. 20 or 2.5) or off, got",
+        return nodeadmin_usage_error("rate must be MB/s from 1 up (e.g. 20 or 2.5) or off, got",
                                      argv[operands + 2]);
     return CLIARGS_GO_ON;
 }

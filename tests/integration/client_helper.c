@@ -41,17 +41,39 @@
  *       request (empty payload) and waits 1 s; prints "OP answered" or
  *       "OP silent" per line. The TESSERA_KEY environment variable is
  *       not used for it
+ *   client_helper attack ATTACK ENDPOINT ARGS...
+ *       sends one real request of issue 30's attacks with the key in
+ *       TESSERA_KEY (test_roles.sh), and prints "ATTACK STATUS-NUMBER
+ *       status text" (or "ATTACK silent" when nothing came back):
+ *         chmod META INO MODE UID      SETATTR mode and owner
+ *         write NODE INO TILE VERSION  TILE_WRITE of 4096 bytes of 'X'
+ *         read NODE INO TILE VERSION   TILE_READ of 4096 bytes
+ *         throttle NODE BYTES_PER_SEC  NODE_THROTTLE
+ *         retire NODE INO TILE VERSION TILE_FENCE retire
+ *         pull NODE INO TILE VERSION SOURCE  TILE_PULL into VERSION + 1000
+ *         remove META NODE_ID          NODE_ADMIN remove
+ *         heartbeat META NODE_ID ADDRESS     HEARTBEAT with 1 PiB free
+ *   client_helper stream NODE UID INO TILE VERSION
+ *       as uid UID (a child process), connects to the datanode's local tile
+ *       stream socket (its name from TILE_STREAM, asked with TESSERA_KEY)
+ *       and asks for 4096 bytes of the tile; prints "served" or "closed"
+ *   client_helper hog NODE COUNT SECONDS
+ *       opens COUNT connections to the datanode's local tile stream socket,
+ *       prints how many of them it still holds a second later ("held N")
+ *       and keeps them for SECONDS
  *
  * A step s writes tile s % TILES with round s / TILES: every 4 KiB block
  * starts with the round (u64) and goes on with bytes of (round, offset).
  *
  * Exit 0 on success, 1 on failure (with a message), 2 on bad arguments.
  */
+#include "crc32c.h"
 #include "curve.h"
 #include "keys.h"
 #include "proto.h"
 #include "rpc.h"
 #include "status.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -61,7 +83,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -488,6 +514,194 @@ static int probe(const char *endpoint, const char *key, char **ops, int op_count
     return 0;
 }
 
+static uint64_t number(const char *text);
+
+/* See the file comment: one attack, its outcome printed. Exit 0 when it was sent, 2 on bad usage.
+ */
+static int attack(int argc, char **argv)
+{
+    static uint8_t block[4096];
+    uint8_t buf[512];
+    const char *name = argv[2];
+    const char *endpoint = argv[3];
+    const void *data = NULL;
+    size_t data_len = 0;
+    uint16_t op;
+    int len;
+
+    memset(block, 'X', sizeof(block));
+    if (strcmp(name, "chmod") == 0 && argc == 7) {
+        struct ts_setattr_req m = {.ino = number(argv[4]),
+                                   .valid = TS_SET_MODE | TS_SET_UID,
+                                   .mode = (uint32_t)strtoul(argv[5], NULL, 8),
+                                   .uid = (uint32_t)number(argv[6])};
+        op = TS_OP_SETATTR;
+        len = ts_setattr_req_encode(&m, buf, sizeof(buf));
+    } else if ((strcmp(name, "write") == 0 || strcmp(name, "read") == 0) && argc == 7) {
+        bool write = strcmp(name, "write") == 0;
+        struct ts_tile_write_req w = {.ino = number(argv[4]),
+                                      .tile = number(argv[5]),
+                                      .version = number(argv[6]),
+                                      .crc = crc32c(0, block, sizeof(block))};
+        struct ts_tile_read_req r = {.ino = number(argv[4]),
+                                     .tile = number(argv[5]),
+                                     .version = number(argv[6]),
+                                     .length = sizeof(block)};
+        op = write ? TS_OP_TILE_WRITE : TS_OP_TILE_READ;
+        len = write ? ts_tile_write_req_encode(&w, buf, sizeof(buf))
+                    : ts_tile_read_req_encode(&r, buf, sizeof(buf));
+        data = write ? block : NULL;
+        data_len = write ? sizeof(block) : 0;
+    } else if (strcmp(name, "throttle") == 0 && argc == 5) {
+        struct ts_node_throttle m = {.bytes_per_sec = number(argv[4])};
+        op = TS_OP_NODE_THROTTLE;
+        len = ts_node_throttle_encode(&m, buf, sizeof(buf));
+    } else if (strcmp(name, "retire") == 0 && argc == 7) {
+        struct ts_tile_fence_req m = {.ino = number(argv[4]),
+                                      .tile = number(argv[5]),
+                                      .version = number(argv[6]),
+                                      .action = TS_FENCE_RETIRE};
+        op = TS_OP_TILE_FENCE;
+        len = ts_tile_fence_req_encode(&m, buf, sizeof(buf));
+    } else if (strcmp(name, "pull") == 0 && argc == 8) {
+        struct ts_tile_pull_req m = {.ino = number(argv[4]),
+                                     .tile = number(argv[5]),
+                                     .version = number(argv[6]),
+                                     .new_version = number(argv[6]) + 1000,
+                                     .source = ts_str_of(argv[7])};
+        op = TS_OP_TILE_PULL;
+        len = ts_tile_pull_req_encode(&m, buf, sizeof(buf));
+    } else if (strcmp(name, "remove") == 0 && argc == 5) {
+        struct ts_node_admin_req m = {.node_id = (uint32_t)number(argv[4]),
+                                      .admin = TS_NODE_REMOVED};
+        op = TS_OP_NODE_ADMIN;
+        len = ts_node_admin_req_encode(&m, buf, sizeof(buf));
+    } else if (strcmp(name, "heartbeat") == 0 && argc == 6) {
+        struct ts_heartbeat_req m = {.node_id = (uint32_t)number(argv[4]),
+                                     .machine = ts_str_of("attacker"),
+                                     .address = ts_str_of(argv[5]),
+                                     .capacity = 1ull << 50,
+                                     .free_bytes = 1ull << 50,
+                                     .incarnation = 0x5eed};
+        op = TS_OP_HEARTBEAT;
+        len = ts_heartbeat_req_encode(&m, buf, sizeof(buf));
+    } else {
+        fprintf(stderr, "client_helper: attack %s: unknown, or wrong arguments\n", name);
+        return 2;
+    }
+    if (len < 0)
+        return 2;
+    struct rpc_client *client = rpc_client_new(endpoint);
+    struct rpc_reply reply;
+    if (!client)
+        return 2;
+    int status = rpc_client_call(client, op, buf, (size_t)len, data, data_len, 3000, &reply);
+    if (status == TS_ERR_TIMEDOUT) {
+        printf("%s silent\n", name);
+    } else {
+        char text[256];
+        rpc_reply_error_text(&reply, text, sizeof(text));
+        printf("%s %d %s%s%s\n", name, status, status_text(status), text[0] ? ": " : "", text);
+    }
+    rpc_reply_release(&reply);
+    rpc_client_destroy(&client);
+    return 0;
+}
+
+/* The abstract address of datanode node's local tile stream socket (TILE_STREAM). */
+static int stream_address(const char *node, struct sockaddr_un *address, socklen_t *len)
+{
+    struct rpc_reply reply;
+    struct ts_tile_stream_rep answer;
+    char name[TS_STREAM_LOCAL_MAX];
+    int status = call(node, TS_OP_TILE_STREAM, NULL, 0, &reply);
+    if (status == TS_OK &&
+        (ts_tile_stream_rep_decode(&answer, reply.payload, reply.payload_len) != 0 ||
+         answer.local.len == 0 || answer.local.len >= sizeof(name)))
+        status = TS_ERR_BADMSG;
+    if (status == TS_OK) {
+        memcpy(name, answer.local.ptr, answer.local.len);
+        name[answer.local.len] = '\0';
+        *len = util_abstract_address(name, address);
+    }
+    rpc_reply_release(&reply);
+    return status;
+}
+
+/* See the file comment (stream). */
+static int stream_as(const char *node, uid_t uid, uint64_t ino, uint64_t tile, uint64_t version)
+{
+    struct sockaddr_un address;
+    socklen_t len = 0;
+    if (stream_address(node, &address, &len) != TS_OK)
+        return 1;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0)
+        return 1;
+    if (pid == 0) {
+        uint8_t bytes[TS_STREAM_REQ_BYTES];
+        uint8_t head[TS_STREAM_REP_BYTES];
+        struct ts_tile_read_req request = {
+            .ino = ino, .tile = tile, .version = version, .length = 4096};
+        if (setgid((gid_t)uid) != 0 || setuid(uid) != 0)
+            _exit(1);
+        int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+        if (fd < 0 || connect(fd, (struct sockaddr *)&address, len) != 0)
+            _exit(1);
+        ts_stream_req_encode(&request, TS_STREAM_READ, 0, bytes);
+        (void)send(fd, bytes, sizeof(bytes), MSG_NOSIGNAL);
+        struct pollfd item = {.fd = fd, .events = POLLIN};
+        if (poll(&item, 1, 5000) != 1) {
+            printf("no answer\n");
+            fflush(stdout);
+            _exit(0);
+        }
+        /* Closed with our request unread: end of stream, or ECONNRESET. */
+        ssize_t got = recv(fd, head, sizeof(head), MSG_WAITALL);
+        printf("%s\n", got == (ssize_t)sizeof(head) ? "served" : got <= 0 ? "closed" : "cut short");
+        fflush(stdout); /* _exit() does not */
+        _exit(0);
+    }
+    int status = 0;
+    return waitpid(pid, &status, 0) == pid && WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+/* See the file comment (hog). */
+static int hog(const char *node, unsigned count, unsigned seconds)
+{
+    struct sockaddr_un address;
+    socklen_t len = 0;
+    int *fds = calloc(count, sizeof(*fds));
+    unsigned held = 0;
+    if (!fds || stream_address(node, &address, &len) != TS_OK) {
+        free(fds);
+        return 1;
+    }
+    for (unsigned i = 0; i < count; i++) {
+        fds[i] = socket(AF_UNIX, SOCK_STREAM, 0);
+        if (fds[i] >= 0 && connect(fds[i], (struct sockaddr *)&address, len) != 0) {
+            close(fds[i]);
+            fds[i] = -1;
+        }
+    }
+    sleep(1);
+    for (unsigned i = 0; i < count; i++) {
+        struct pollfd item = {.fd = fds[i], .events = POLLIN};
+        uint8_t byte;
+        if (fds[i] >= 0 && !(poll(&item, 1, 0) == 1 && recv(fds[i], &byte, 1, 0) == 0))
+            held++;
+    }
+    printf("held %u\n", held);
+    fflush(stdout);
+    sleep(seconds);
+    for (unsigned i = 0; i < count; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    free(fds);
+    return 0;
+}
+
 static uint64_t number(const char *text)
 {
     char *end = NULL;
@@ -510,6 +724,13 @@ int main(int argc, char **argv)
     }
     if (argc >= 5 && strcmp(argv[1], "probe") == 0)
         return probe(argv[2], argv[3], argv + 4, argc - 4);
+    if (argc >= 5 && strcmp(argv[1], "attack") == 0)
+        return attack(argc, argv);
+    if (argc == 7 && strcmp(argv[1], "stream") == 0)
+        return stream_as(argv[2], (uid_t)number(argv[3]), number(argv[4]), number(argv[5]),
+                         number(argv[6]));
+    if (argc == 5 && strcmp(argv[1], "hog") == 0)
+        return hog(argv[2], (unsigned)number(argv[3]), (unsigned)number(argv[4]));
     if (argc == 6 && strcmp(argv[1], "map") == 0) {
         struct ts_tile_map_rec record;
         if (tile_map(argv[2], number(argv[3]), number(argv[4]), argv[5], &record) != TS_OK)

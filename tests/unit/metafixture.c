@@ -7,6 +7,7 @@
 #include "metafixture.h"
 
 #include "handlers.h"
+#include "handlers_exports.h"
 #include "sessions.h"
 #include "status.h"
 #include "util.h"
@@ -119,6 +120,7 @@ int metafixture_call(struct metafixture *f, uint16_t op, const void *payload, si
     memset(&request, 0, sizeof(request));
     request.peer = f->peer_len ? f->peer : NULL;
     request.peer_len = f->peer_len;
+    request.key_user = f->key_user ? f->key_user : "";
     request.header.magic = TS_PROTO_MAGIC;
     request.header.version = TS_PROTO_VERSION;
     request.header.type = op;
@@ -130,7 +132,8 @@ int metafixture_call(struct metafixture *f, uint16_t op, const void *payload, si
     response.payload = f->reply;
     response.payload_cap = METAFIXTURE_PAYLOAD_CAP;
     assert_non_null(handlers_table[op]);
-    status = handlers_table[op](f->service, &request, &response);
+    status = f->through_exports ? handlers_exports_gate(f->service, &request, &response)
+                                : handlers_table[op](f->service, &request, &response);
     f->reply_len = response.payload_len;
     memcpy(f->error_text, response.error_text, sizeof(f->error_text));
     if (status == TS_OK)

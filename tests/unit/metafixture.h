@@ -35,6 +35,8 @@ struct metafixture {
     char error_text[256]; /* the last reply's text */
     uint8_t peer[13];     /* the sender's routing id ('M' + mount id + serial) */
     size_t peer_len;      /* 0: an unnamed sender (a tool) */
+    const char *key_user; /* the sender's key ("ROLE:NAME"); NULL: none (no CURVE) */
+    bool through_exports; /* calls go through the export gate (handlers_exports.h), as meta's */
 };
 
 /*

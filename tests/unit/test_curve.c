@@ -6,12 +6,15 @@
  * let in and its "ROLE:NAME" reaches the handler; no key and an unknown
  * key get no answer at all (refused at the handshake); a key revoked in
  * known_keys is refused on its next connection and its live connection
- * gets TS_ERR_PERM; a secret file others may read is not loaded.
+ * gets TS_ERR_PERM; a secret file others may read is not loaded; a known
+ * key whose role may not send a request (roles.h) gets TS_ERR_PERM and
+ * its handler never runs.
  */
 #include "curve.h"
 #include "keys.h"
 #include "keysdir.h"
 #include "proto.h"
+#include "roles.h"
 #include "rpc.h"
 #include "status.h"
 
@@ -45,6 +48,19 @@ static int handle_ping(void *ctx, const struct rpc_request *request, struct rpc_
     size_t len = strlen(request->key_user);
     memcpy(response->payload, request->key_user, len);
     response->payload_len = len;
+    return TS_OK;
+}
+
+/* NODE_THROTTLE (an admin-only op) counts the requests that reached it. */
+static atomic_int throttles_handled;
+
+static int handle_throttle(void *ctx, const struct rpc_request *request,
+                           struct rpc_response *response)
+{
+    (void)ctx;
+    (void)request;
+    (void)response;
+    atomic_fetch_add(&throttles_handled, 1);
     return TS_OK;
 }
 
@@ -90,15 +106,16 @@ static void *outsider_socket(const struct keys_pair *pair)
 }
 
 /*
- * Sends a PING on socket and waits up to timeout_ms: 1 with the reply's
- * status and payload (NUL-terminated) when one came, 0 when none did.
+ * Sends an op request (empty payload) on socket and waits up to timeout_ms:
+ * 1 with the reply's status and payload (NUL-terminated) when one came, 0
+ * when none did.
  */
-static int ping(void *socket, int timeout_ms, int *status, char *payload, size_t cap)
+static int send_op(void *socket, uint16_t op, int timeout_ms, int *status, char *payload,
+                   size_t cap)
 {
     uint8_t frame[TS_HEADER_BYTES];
     static uint64_t request_id = 1;
-    size_t len =
-        rpc_frame_build(frame, sizeof(frame), TS_OP_PING, request_id++, 0, TS_OK, NULL, 0, 0);
+    size_t len = rpc_frame_build(frame, sizeof(frame), op, request_id++, 0, TS_OK, NULL, 0, 0);
     zmq_pollitem_t item = {socket, 0, ZMQ_POLLIN, 0};
     uint8_t reply[512];
     struct ts_header header;
@@ -115,9 +132,15 @@ static int ping(void *socket, int timeout_ms, int *status, char *payload, size_t
     return 1;
 }
 
+static int ping(void *socket, int timeout_ms, int *status, char *payload, size_t cap)
+{
+    return send_op(socket, TS_OP_PING, timeout_ms, status, payload, cap);
+}
+
 static int group_setup(void **state)
 {
-    static const rpc_handler_fn handlers[TS_OP_MAX] = {[TS_OP_PING] = handle_ping};
+    static const rpc_handler_fn handlers[TS_OP_MAX] = {
+        [TS_OP_PING] = handle_ping, [TS_OP_NODE_THROTTLE] = handle_throttle};
     char path[PATH_MAX + 64];
     char why[512];
     const char *tmp = getenv("TMPDIR");
@@ -238,6 +261,74 @@ static void test_revoked_key_is_refused_live_and_on_reconnect(void **state)
     zmq_close(other);
 }
 
+static void test_role_may_not_send_op_is_refused_before_its_handler(void **state)
+{
+    (void)state;
+    struct keys_pair pair;
+    char payload[256];
+    int status = -1;
+    int before = atomic_load(&throttles_handled);
+
+    read_pair("m1", &pair);
+    void *mount = outsider_socket(&pair);
+    assert_int_equal(send_op(mount, TS_OP_NODE_THROTTLE, 5000, &status, payload, sizeof(payload)),
+                     1);
+    assert_int_equal(status, TS_ERR_PERM);
+    assert_int_equal(atomic_load(&throttles_handled), before);
+    /* The refusal says what and who (the reply's error text is a string field). */
+    assert_non_null(strstr(payload + 2, "mount:m1 may not send NODE_THROTTLE"));
+    /* The connection stays usable for what the role may do. */
+    assert_int_equal(ping(mount, 5000, &status, payload, sizeof(payload)), 1);
+    assert_int_equal(status, TS_OK);
+    zmq_close(mount);
+
+    read_pair("admin", &pair);
+    void *admin = outsider_socket(&pair);
+    assert_int_equal(send_op(admin, TS_OP_NODE_THROTTLE, 5000, &status, payload, sizeof(payload)),
+                     1);
+    assert_int_equal(status, TS_OK);
+    assert_int_equal(atomic_load(&throttles_handled), before + 1);
+    zmq_close(admin);
+}
+
+static void test_roles_table(void **state)
+{
+    (void)state;
+    char text[64];
+    /* No key (no CURVE): everything, as before keys. */
+    assert_true(roles_permit(TS_OP_NODE_THROTTLE, ""));
+    assert_true(roles_permit(TS_OP_SETATTR, ""));
+    /* Each role's own work, and not the others'. */
+    assert_true(roles_permit(TS_OP_SETATTR, "mount:m1"));
+    assert_false(roles_permit(TS_OP_SETATTR, "admin:admin"));
+    assert_false(roles_permit(TS_OP_SETATTR, "datanode:n1"));
+    assert_true(roles_permit(TS_OP_HEARTBEAT, "datanode:n1"));
+    assert_false(roles_permit(TS_OP_HEARTBEAT, "mount:m1"));
+    assert_false(roles_permit(TS_OP_HEARTBEAT, "admin:admin"));
+    assert_true(roles_permit(TS_OP_TILE_FENCE, "meta:meta"));
+    assert_true(roles_permit(TS_OP_TILE_FENCE, "admin:admin"));
+    assert_false(roles_permit(TS_OP_TILE_FENCE, "mount:m1"));
+    assert_false(roles_permit(TS_OP_TILE_FENCE, "datanode:n1"));
+    assert_true(roles_permit(TS_OP_TILE_WRITE, "mount:m1"));
+    assert_true(roles_permit(TS_OP_TILE_WRITE, "datanode:n1"));
+    assert_false(roles_permit(TS_OP_TILE_WRITE, "admin:admin"));
+    assert_false(roles_permit(TS_OP_TILE_PULL, "datanode:n1"));
+    assert_false(roles_permit(TS_OP_NODE_ADMIN, "mount:m1"));
+    /* An unknown role, a user id without a role, an op out of range: nothing. */
+    assert_false(roles_permit(TS_OP_PING, "root:x"));
+    assert_false(roles_permit(TS_OP_PING, "mount"));
+    assert_false(roles_permit(TS_OP_MAX, "admin:admin"));
+    assert_int_equal(roles_of_user("mounts:x"), 0);
+    /* Every op this build knows someone may send: a new op needs a row. */
+    for (uint16_t op = 1; op < TS_OP_MAX; op++)
+        if (strcmp(ts_op_name(op), "?") != 0)
+            assert_true(roles_allowed(op) != 0);
+    roles_describe(ROLES_META | ROLES_ADMIN, text, sizeof(text));
+    assert_string_equal(text, "meta, admin");
+    roles_describe(0, text, sizeof(text));
+    assert_string_equal(text, "none");
+}
+
 static void test_loopback_endpoints(void **state)
 {
     (void)state;
@@ -256,6 +347,8 @@ int main(void)
         cmocka_unit_test(test_known_key_is_let_in_with_its_role),
         cmocka_unit_test(test_no_key_and_unknown_key_get_no_answer),
         cmocka_unit_test(test_revoked_key_is_refused_live_and_on_reconnect),
+        cmocka_unit_test(test_role_may_not_send_op_is_refused_before_its_handler),
+        cmocka_unit_test(test_roles_table),
         cmocka_unit_test(test_loopback_endpoints),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -157,6 +157,24 @@ static void test_throttled_deadlines(void **state)
     assert_int_equal(diskio_write(fixture->disk, 0, 0, 1, 0, tile, 1, NULL), -EINVAL);
 }
 
+/* However far ahead the emulated disk is booked, one operation waits at most DISKIO_MAX_WAIT_NS. */
+static void test_one_wait_is_bounded(void **state)
+{
+    struct fixture *fixture = *state;
+    static uint8_t tile[4u << 20];
+
+    diskio_set_throttle(fixture->disk, HANDLERS_MIN_THROTTLE_BYTES_PER_SEC);
+    for (int i = 0; i < 3; i++) {
+        int64_t before = diskio_now_ns();
+        assert_int_equal(
+            diskio_write(fixture->disk, 7, (uint64_t)i, 1, 0, tile, sizeof(tile), NULL), 0);
+        /* 4 MiB at 1 MB/s (and the ones before) would be 4 s and more. */
+        assert_true(fixture->last_until - before <= DISKIO_MAX_WAIT_NS + 500 * 1000 * 1000ll);
+        assert_true(fixture->last_until - before >= DISKIO_MAX_WAIT_NS - 500 * 1000 * 1000ll);
+    }
+    diskio_set_throttle(fixture->disk, 0);
+}
+
 /* The empirical test, with real waits: a throttled disk measures at its cap. */
 static void test_probe_measures_the_throttle(void **state)
 {
@@ -234,10 +252,16 @@ static void test_node_throttle_request(void **state)
     assert_int_equal(diskio_throttle(fixture->disk), 0);
     /* Absurd rates and malformed payloads are refused; the throttle stays. */
     assert_int_equal(set_throttle(fixture, UINT64_MAX, &in_effect), TS_ERR_INVAL);
+    /* 1 B/s would have the loop wait ~18 h for one tile: refused too. */
+    assert_int_equal(set_throttle(fixture, 1, &in_effect), TS_ERR_INVAL);
+    assert_int_equal(set_throttle(fixture, HANDLERS_MIN_THROTTLE_BYTES_PER_SEC - 1, &in_effect),
+                     TS_ERR_INVAL);
     assert_int_equal(call_throttle(fixture, fixture->payload, 7, &in_effect), TS_ERR_BADMSG);
     assert_int_equal(call_throttle(fixture, fixture->payload, 9, &in_effect), TS_ERR_BADMSG);
     assert_int_equal(diskio_throttle(fixture->disk), 0);
-    assert_int_equal(fixture->context.stats.requests[TS_OP_NODE_THROTTLE], 5);
+    assert_int_equal(fixture->context.stats.requests[TS_OP_NODE_THROTTLE], 7);
+    assert_int_equal(set_throttle(fixture, HANDLERS_MIN_THROTTLE_BYTES_PER_SEC, &in_effect), TS_OK);
+    assert_int_equal(in_effect, HANDLERS_MIN_THROTTLE_BYTES_PER_SEC);
 }
 
 /* ---- NODE_STATS ----------------------------------------------------------- */
@@ -404,6 +428,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_unthrottled_io_is_measured, setup, teardown),
         cmocka_unit_test_setup_teardown(test_throttled_deadlines, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_one_wait_is_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_probe_measures_the_throttle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_node_throttle_request, setup, teardown),
         cmocka_unit_test_setup_teardown(test_node_stats, setup, teardown),

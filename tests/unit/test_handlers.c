@@ -939,6 +939,70 @@ static int heartbeat_identity(struct metafixture *f, uint32_t id, uint64_t incar
     return status;
 }
 
+/* The address NODE_LIST gives for node id ("" when it is not listed). */
+static void node_address(struct metafixture *f, uint32_t id, char *out, size_t cap)
+{
+    struct ts_node_list_rep reply;
+    struct ts_cursor cursor;
+    out[0] = '\0';
+    assert_int_equal(metafixture_call(f, TS_OP_NODE_LIST, NULL, 0), TS_OK);
+    assert_int_equal(ts_node_list_rep_decode(&reply, f->reply, f->reply_len), 0);
+    ts_cursor_init(&cursor, reply.nodes.ptr, reply.nodes.len);
+    for (uint32_t i = 0; i < reply.count; i++) {
+        struct ts_node_list_rec record;
+        assert_int_equal(ts_node_list_rec_read(&cursor, &record), 0);
+        if (record.id == id)
+            ts_str_copy(record.address, out, cap);
+    }
+}
+
+/*
+ * A node is bound to the key it first heartbeats with: the same id from
+ * another key is refused (TS_ERR_PERM) and changes nothing; its own key
+ * goes on, across a meta restart; the same data directory (identity) with
+ * another key cannot be reclaimed either. Without keys nothing is checked.
+ */
+static void test_heartbeat_is_bound_to_its_key(void **state)
+{
+    struct metafixture *f = *state;
+    uint32_t node = 0;
+    uint32_t got = 0;
+    char address[64];
+
+    f->key_user = "datanode:n1";
+    assert_int_equal(heartbeat_identity(f, 0, 0x1111, NULL, 0, &node), TS_OK);
+    assert_true(node != 0);
+
+    /* A stolen id: another datanode key claims node with a new address. */
+    f->key_user = "datanode:thief";
+    struct ts_heartbeat_req m = {
+        .node_id = node,
+        .machine = str("elsewhere"),
+        .address = str("tcp://10.9.9.9:7401"),
+        .capacity = 1ull << 50,
+        .free_bytes = 1ull << 50,
+        .incarnation = 0x1111,
+    };
+    assert_int_equal(CALL(f, TS_OP_HEARTBEAT, heartbeat_req, &m), TS_ERR_PERM);
+    assert_non_null(strstr(f->error_text, "cannot be taken over"));
+    /* Nor by its data directory's identity, as a node without node.id. */
+    assert_int_equal(heartbeat_identity(f, 0, 0x1111, NULL, 0, &got), TS_ERR_PERM);
+    node_address(f, node, address, sizeof(address));
+    assert_string_equal(address, "tcp://127.0.0.1:7401");
+
+    /* Its own key, also after a restart (the binding is in the store). */
+    metafixture_restart(f);
+    f->key_user = "datanode:n1";
+    assert_int_equal(heartbeat_identity(f, node, 0x1111, NULL, 0, &got), TS_OK);
+    assert_int_equal(got, node);
+    f->key_user = "datanode:thief";
+    assert_int_equal(heartbeat_identity(f, node, 0x1111, NULL, 0, &got), TS_ERR_PERM);
+
+    /* A link without keys has no key to check (a cluster run --insecure). */
+    f->key_user = NULL;
+    assert_int_equal(heartbeat_identity(f, node, 0x1111, NULL, 0, &got), TS_OK);
+}
+
 /* The TS_TILE_* flags of the tile's TILE_MAP record. */
 static uint32_t tile_flags(struct metafixture *f, uint64_t ino, uint64_t tile)
 {
@@ -2327,6 +2391,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tile_map_answers_size, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tile_map_round_robin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_heartbeat_marks_stored, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_heartbeat_is_bound_to_its_key, setup, teardown),
         cmocka_unit_test_setup_teardown(test_heartbeat_identity, setup, teardown),
         cmocka_unit_test_setup_teardown(test_commit_grows_size_and_sets_mtime, setup, teardown),
         cmocka_unit_test_setup_teardown(test_background_sync, setup, teardown),

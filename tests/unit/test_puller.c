@@ -10,7 +10,9 @@
  * The cases with a source run a second store behind a real rpc_server on
  * an inproc:// endpoint, served by a thread of the test, so the puller's
  * thread does its real PING, TILE_READ and install; the source can be held
- * back (not served yet) to catch a pull while it runs.
+ * back (not served yet) to catch a pull while it runs. With the source
+ * check on (puller_config.meta_endpoint) the source's server also plays
+ * meta, answering NODE_LIST with one datanode at listed_address.
  */
 #include "crc32c.h"
 #include "nodehandlers.h"
@@ -131,17 +133,47 @@ static void source_start(struct source *source)
     source->serving = true;
 }
 
-/* One puller thread, and a source (not served until source_start()). */
-static int setup_source(void **state)
+/* The one datanode address NODE_LIST gives (the checked cases'). */
+static const char *listed_address = "";
+
+static int handle_node_list(void *ctx, const struct rpc_request *request,
+                            struct rpc_response *response)
+{
+    uint8_t record[512];
+    struct ts_writer writer;
+    (void)ctx;
+    (void)request;
+    struct ts_node_list_rec node = {
+        .id = 1, .machine = ts_str_of("here"), .address = ts_str_of(listed_address)};
+    ts_writer_init(&writer, record, sizeof(record));
+    ts_node_list_rec_write(&writer, &node);
+    struct ts_node_list_rep reply = {.count = 1,
+                                     .nodes = {(const char *)record, (uint32_t)writer.len}};
+    int len = ts_node_list_rep_encode(&reply, response->payload, response->payload_cap);
+    if (writer.failed || len < 0)
+        return TS_ERR_INTERNAL;
+    response->payload_len = (size_t)len;
+    return TS_OK;
+}
+
+/* One puller thread, and a source (not served until source_start()); with
+ * check_sources, the source's server is meta too (see the file comment). */
+static int setup_source_with(void **state, bool check_sources)
 {
     static unsigned sources_made;
+    static rpc_handler_fn handlers[TS_OP_MAX];
     struct puller_config config;
     struct source *source = calloc(1, sizeof(*source));
 
     if (!source)
         return -1;
+    memcpy(handlers, nodehandlers_table, sizeof(handlers));
+    handlers[TS_OP_NODE_LIST] = handle_node_list;
     puller_config_default(&config);
     config.threads = 1;
+    if (check_sources)
+        snprintf(config.meta_endpoint, sizeof(config.meta_endpoint),
+                 "inproc://test-puller-source-%u", sources_made);
     if (setup_with(state, &config) != 0) {
         free(source);
         return -1;
@@ -156,8 +188,18 @@ static int setup_source(void **state)
         return -1;
     source->context.store = source->store;
     source->context.disk = source->disk;
-    source->server = rpc_server_new(source->endpoint, nodehandlers_table, &source->context);
+    source->server = rpc_server_new(source->endpoint, handlers, &source->context);
     return source->server ? 0 : -1;
+}
+
+static int setup_source(void **state)
+{
+    return setup_source_with(state, false);
+}
+
+static int setup_checked_source(void **state)
+{
+    return setup_source_with(state, true);
 }
 
 static void source_destroy(struct source *source)
@@ -523,6 +565,49 @@ static void test_pull_from_source(void **state)
     free(data);
 }
 
+/*
+ * With the source check on, a pull copies only from an address in meta's
+ * node list: another endpoint (here the same live store, unlisted) is
+ * refused with TS_ERR_PERM before anything is read, and nothing is stored.
+ */
+static void test_pull_only_from_a_registered_datanode(void **state)
+{
+    struct fixture *fixture = *state;
+    struct source *source = fixture->source;
+    uint8_t data[4096];
+    struct puller_result result;
+    uint64_t bytes = 0;
+
+    fill_pattern(data, sizeof(data), 5);
+    assert_int_equal(tilestore_write(source->store, 910, 1, 1, 0, data, sizeof(data)), 0);
+    source_start(source);
+    struct puller_job job = {.ino = 910,
+                             .tile = 1,
+                             .version = 1,
+                             .new_version = 2,
+                             .source = source->endpoint,
+                             .max_bytes = UINT64_MAX};
+    listed_address = "tcp://192.0.2.1:7401"; /* the source is not a registered datanode */
+    assert_int_equal(puller_start(fixture->puller, &job), 0);
+    wait_finished(fixture);
+    puller_collect(fixture->puller); /* takes the event, so the next wait waits */
+    puller_query(fixture->puller, &job, &result);
+    assert_int_equal(result.state, PULLER_FAILED);
+    assert_int_equal(result.status, TS_ERR_PERM);
+    assert_non_null(strstr(result.text, "not the address of a datanode"));
+    assert_int_equal(tilestore_size(fixture->store, 910, 1, 2, &bytes), -ENOENT);
+
+    listed_address = source->endpoint; /* now it is */
+    assert_int_equal(puller_start(fixture->puller, &job), 0);
+    wait_finished(fixture);
+    puller_collect(fixture->puller);
+    puller_query(fixture->puller, &job, &result);
+    assert_int_equal(result.state, PULLER_DONE);
+    assert_int_equal(tilestore_size(fixture->store, 910, 1, 2, &bytes), 0);
+    assert_int_equal(bytes, sizeof(data));
+    listed_address = "";
+}
+
 /* Flips one byte of a stored tile file behind its store's back, as a bad disk would. */
 static void flip_stored_byte(const char *data_dir, uint64_t ino, uint64_t tile, uint64_t version,
                              off_t at)
@@ -719,6 +804,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pull_of_existing_file_is_done, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_beyond_the_file_is_cut, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pull_from_source, setup_source, teardown),
+        cmocka_unit_test_setup_teardown(test_pull_only_from_a_registered_datanode,
+                                        setup_checked_source, teardown),
         cmocka_unit_test_setup_teardown(test_pull_of_missing_source_stores_nothing, setup_source,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_pull_of_corrupt_source_is_refused, setup_source,

@@ -5,7 +5,11 @@
  * files read and written, accepted by stream_serve() as the datanode's loop
  * does and served by the stream's threads, over TCP and over the local
  * (abstract Unix) socket, and the TILE_STREAM request through
- * nodehandlers_table. Also the stream's codecs and util_endpoint_ipv4().
+ * nodehandlers_table. Also the stream's codecs and util_endpoint_ipv4(),
+ * and who the stream serves: another uid on the local socket is refused
+ * (a child of the test, as nobody, when the test runs as root), TCP once
+ * refused, one process holds no more than its share of the slots, and a
+ * silent connection is closed.
  * The test is the datanode's loop: it takes the handlers' lock to read the
  * counters or call a handler itself.
  */
@@ -38,6 +42,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/vfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -707,6 +712,153 @@ static void test_local_socket(void **state)
     close(fd);
 }
 
+/* The local socket's abstract address (the name TILE_STREAM gives). */
+static socklen_t local_address(struct fixture *fixture, struct sockaddr_un *address)
+{
+    uint8_t reply[256];
+    char name[TS_STREAM_LOCAL_MAX];
+    struct ts_tile_stream_rep port = stream_answer(fixture, reply, sizeof(reply));
+    assert_true(port.local.len > 0 && port.local.len < sizeof(name));
+    memcpy(name, port.local.ptr, port.local.len);
+    name[port.local.len] = '\0';
+    return util_abstract_address(name, address);
+}
+
+/*
+ * In a child process (as uid when uid >= 0): connects to the local socket,
+ * asks for 100 bytes of tile (5, 1, 2) and exits 0 if they came, 3 if the
+ * datanode closed the connection instead, 1 on anything else. The parent
+ * accepts for it (serve_once) and returns the child's exit code.
+ */
+static int child_reads(struct fixture *fixture, int uid)
+{
+    struct sockaddr_un address;
+    socklen_t len = local_address(fixture, &address);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        uint8_t head[TS_STREAM_REP_BYTES];
+        if (uid >= 0 && (setgid((gid_t)uid) != 0 || setuid((uid_t)uid) != 0))
+            _exit(1);
+        int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+        if (fd < 0 || connect(fd, (struct sockaddr *)&address, len) != 0)
+            _exit(1);
+        struct ts_tile_read_req request = {.ino = 5, .tile = 1, .version = 2, .length = 100};
+        uint8_t bytes[TS_STREAM_REQ_BYTES];
+        ts_stream_req_encode(&request, TS_STREAM_READ, 0, bytes);
+        (void)send(fd, bytes, sizeof(bytes), MSG_NOSIGNAL);
+        struct pollfd item = {.fd = fd, .events = POLLIN};
+        if (poll(&item, 1, 5000) != 1)
+            _exit(1);
+        ssize_t got = recv(fd, head, sizeof(head), MSG_WAITALL);
+        _exit(got == (ssize_t)sizeof(head) ? 0 : got <= 0 ? 3 : 1);
+    }
+    int status = 0;
+    pid_t done = 0;
+    for (int turn = 0; turn < 50 && done == 0; turn++) {
+        serve_once(fixture, 100);
+        done = waitpid(pid, &status, WNOHANG);
+    }
+    if (done == 0)
+        done = waitpid(pid, &status, 0);
+    assert_int_equal(done, pid);
+    assert_true(WIFEXITED(status));
+    return WEXITSTATUS(status);
+}
+
+/* Another user's process on the local socket is closed at accept, unserved. */
+static void test_local_socket_checks_credentials(void **state)
+{
+    struct fixture *fixture = *state;
+    /* This process's own uid is served. */
+    assert_int_equal(child_reads(fixture, -1), 0);
+    if (geteuid() != 0) {
+        print_message("# not root: no other uid to try; only the own uid's case ran\n");
+        return;
+    }
+    uint64_t reads = stats_of(fixture).requests[TS_OP_TILE_READ];
+    assert_int_equal(child_reads(fixture, 65534), 3);
+    assert_int_equal(stats_of(fixture).requests[TS_OP_TILE_READ], reads);
+}
+
+/* Once TCP is refused (a datanode with keys), TCP connections close unserved; the local socket goes
+ * on. */
+static void test_tcp_refused(void **state)
+{
+    struct fixture *fixture = *state;
+    uint8_t data[128];
+    uint32_t data_bytes = 0;
+
+    stream_refuse_tcp(fixture->stream);
+    int tcp = client_connect(fixture);
+    assert_true(closed_by_peer(tcp));
+    close(tcp);
+    int fd = local_connect(fixture);
+    send_request(fd, 5, 1, 2, 0, 100);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    assert_int_equal(data_bytes, 100);
+    close(fd);
+}
+
+/*
+ * One process holds at most STREAM_MAX_PER_PEER connections: the ones past
+ * it are closed, another process is still served, and a slot given back
+ * can be taken again.
+ */
+static void test_one_peer_cannot_take_every_slot(void **state)
+{
+    struct fixture *fixture = *state;
+    static int fds[STREAM_MAX_PER_PEER + 4];
+    uint8_t data[128];
+    uint32_t data_bytes = 0;
+
+    for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+        fds[i] = local_connect(fixture);
+    for (size_t i = STREAM_MAX_PER_PEER; i < sizeof(fds) / sizeof(fds[0]); i++)
+        assert_true(closed_by_peer(fds[i]));
+    assert_int_equal(stream_connections(fixture->stream), STREAM_MAX_PER_PEER);
+    assert_int_equal(child_reads(fixture, -1), 0); /* another process */
+    send_request(fds[0], 5, 1, 2, 0, 100);         /* the held ones still serve */
+    assert_int_equal(answer(fixture, fds[0], data, &data_bytes), TS_OK);
+
+    close(fds[1]);
+    for (int turn = 0; turn < 100 && stream_connections(fixture->stream) >= STREAM_MAX_PER_PEER;
+         turn++)
+        usleep(10 * 1000);
+    int again = local_connect(fixture);
+    send_request(again, 5, 1, 2, 0, 100);
+    assert_int_equal(answer(fixture, again, data, &data_bytes), TS_OK);
+    assert_int_equal(data_bytes, 100);
+    close(again);
+    for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+        if (i != 1)
+            close(fds[i]);
+}
+
+/* A connection that sends nothing for the idle time is closed; a busy one is not. */
+static void test_idle_connection_closed(void **state)
+{
+    struct fixture *fixture = *state;
+    uint8_t data[128];
+    uint32_t data_bytes = 0;
+
+    stream_set_idle_ms(fixture->stream, 300);
+    int idle = local_connect(fixture);
+    int busy = local_connect(fixture);
+    for (int i = 0; i < 8; i++) { /* 800 ms of a request every 100 ms */
+        send_request(busy, 5, 1, 2, 0, 100);
+        assert_int_equal(answer(fixture, busy, data, &data_bytes), TS_OK);
+        usleep(100 * 1000);
+    }
+    struct pollfd item = {.fd = idle, .events = POLLIN};
+    assert_int_equal(poll(&item, 1, 0), 1); /* closed by now */
+    assert_true(closed_by_peer(idle));
+    send_request(busy, 5, 1, 2, 0, 100);
+    assert_int_equal(answer(fixture, busy, data, &data_bytes), TS_OK);
+    close(idle);
+    close(busy);
+}
+
 /* A write refused before its bytes are taken drops them: the connection goes on. */
 static void test_write_refused(void **state)
 {
@@ -948,6 +1100,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_writes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_local_socket, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_local_socket_checks_credentials, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tcp_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_one_peer_cannot_take_every_slot, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_idle_connection_closed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_cut_short, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stream_checks_crcs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stalled_reader_holds_up_no_other, setup, teardown),
