@@ -30,6 +30,7 @@
  * Exit codes: 0 after a clean stop, 1 when it cannot start or the loop
  * fails, 2 for bad arguments.
  */
+#include "conffile.h"
 #include "diskio.h"
 #include "fences.h"
 #include "nodehandlers.h"
@@ -62,6 +63,7 @@
 #include <zmq.h>
 
 #define EXIT_USAGE 2
+#define DATANODE_DEFAULT_CONFIG CONFFILE_DIR "/datanode.conf"
 
 struct datanode_options {
     const char *listen;
@@ -119,6 +121,10 @@ static void usage(FILE *out)
             "\n"
             "Stores Tessera tiles under DIR/tiles and serves them to clients.\n"
             "\n"
+            "  --config FILE         read these options from FILE, an INI file with a\n"
+            "                        [datanode] section of `name = value` lines (flags\n"
+            "                        win); default %s if it exists\n"
+            "  --check-config        check the file and flags, then exit\n"
             "  --listen ENDPOINT     where to serve, e.g. tcp://127.0.0.1:7401\n"
             "  --meta ENDPOINT       the metadata service, e.g. tcp://127.0.0.1:7400\n"
             "  --data DIR            the data directory (created if missing)\n"
@@ -148,7 +154,8 @@ static void usage(FILE *out)
             "  --log-level LEVEL     error, warn, info (default) or debug\n"
             "  --help                show this help\n"
             "  --version             print the version, git revision and protocol\n",
-            RECLAIM_GRACE_DEFAULT_S, RECLAIM_EVERY_DEFAULT_S, SCRUB_DEFAULT_MBPS);
+            DATANODE_DEFAULT_CONFIG, RECLAIM_GRACE_DEFAULT_S, RECLAIM_EVERY_DEFAULT_S,
+            SCRUB_DEFAULT_MBPS);
 }
 
 /* Prints why the arguments are wrong and how to fix them; returns exit code 2. */
@@ -185,46 +192,57 @@ static int parse_mbps(const char *text, uint64_t *bytes_per_sec)
     return *bytes_per_sec > 0 ? 0 : -EINVAL;
 }
 
-/* Fills options from argv; returns 0, or the exit code (help: -1 for exit 0). */
-static int parse_options(int argc, char **argv, struct datanode_options *options)
+enum datanode_option {
+    OPT_LISTEN = 256,
+    OPT_META,
+    OPT_DATA,
+    OPT_ADVERTISE,
+    OPT_MACHINE,
+    OPT_CAPACITY,
+    OPT_THROTTLE,
+    OPT_MEMORY,
+    OPT_RECLAIM_GRACE,
+    OPT_RECLAIM_EVERY,
+    OPT_SCRUB_MBPS,
+    OPT_LOG_LEVEL,
+    OPT_KEY,
+    OPT_INSECURE,
+    OPT_HELP,
+    OPT_VERSION,
+    OPT_CONFIG,
+    OPT_CHECK_CONFIG
+};
+static const struct option datanode_long_options[] = {
+    {"listen", required_argument, NULL, OPT_LISTEN},
+    {"meta", required_argument, NULL, OPT_META},
+    {"data", required_argument, NULL, OPT_DATA},
+    {"advertise", required_argument, NULL, OPT_ADVERTISE},
+    {"machine", required_argument, NULL, OPT_MACHINE},
+    {"capacity", required_argument, NULL, OPT_CAPACITY},
+    {"throttle-mbps", required_argument, NULL, OPT_THROTTLE},
+    {"memory", required_argument, NULL, OPT_MEMORY},
+    {"reclaim-grace", required_argument, NULL, OPT_RECLAIM_GRACE},
+    {"reclaim-every", required_argument, NULL, OPT_RECLAIM_EVERY},
+    {"scrub-mbps", required_argument, NULL, OPT_SCRUB_MBPS},
+    {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+    {"key", required_argument, NULL, OPT_KEY},
+    {"insecure", no_argument, NULL, OPT_INSECURE},
+    {"help", no_argument, NULL, OPT_HELP},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {CONFFILE_FLAG, required_argument, NULL, OPT_CONFIG},
+    {CONFFILE_CHECK_FLAG, no_argument, NULL, OPT_CHECK_CONFIG},
+    {NULL, 0, NULL, 0},
+};
+
+/*
+ * A conffile_parse_fn: fills options (the context) from argv; returns 0,
+ * or the exit code (help: -1 for exit 0); on a usage error *failed_arg is
+ * the argument at fault (-1: none is).
+ */
+static int parse_options(int argc, char **argv, void *context, int *failed_arg)
 {
-    enum {
-        OPT_LISTEN = 256,
-        OPT_META,
-        OPT_DATA,
-        OPT_ADVERTISE,
-        OPT_MACHINE,
-        OPT_CAPACITY,
-        OPT_THROTTLE,
-        OPT_MEMORY,
-        OPT_RECLAIM_GRACE,
-        OPT_RECLAIM_EVERY,
-        OPT_SCRUB_MBPS,
-        OPT_LOG_LEVEL,
-        OPT_KEY,
-        OPT_INSECURE,
-        OPT_HELP,
-        OPT_VERSION
-    };
-    static const struct option long_options[] = {
-        {"listen", required_argument, NULL, OPT_LISTEN},
-        {"meta", required_argument, NULL, OPT_META},
-        {"data", required_argument, NULL, OPT_DATA},
-        {"advertise", required_argument, NULL, OPT_ADVERTISE},
-        {"machine", required_argument, NULL, OPT_MACHINE},
-        {"capacity", required_argument, NULL, OPT_CAPACITY},
-        {"throttle-mbps", required_argument, NULL, OPT_THROTTLE},
-        {"memory", required_argument, NULL, OPT_MEMORY},
-        {"reclaim-grace", required_argument, NULL, OPT_RECLAIM_GRACE},
-        {"reclaim-every", required_argument, NULL, OPT_RECLAIM_EVERY},
-        {"scrub-mbps", required_argument, NULL, OPT_SCRUB_MBPS},
-        {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
-        {"key", required_argument, NULL, OPT_KEY},
-        {"insecure", no_argument, NULL, OPT_INSECURE},
-        {"help", no_argument, NULL, OPT_HELP},
-        {"version", no_argument, NULL, OPT_VERSION},
-        {NULL, 0, NULL, 0},
-    };
+    const struct option *long_options = datanode_long_options;
+    struct datanode_options *options = context;
     const char *machine = NULL;
     int option;
 
@@ -239,7 +257,10 @@ static int parse_options(int argc, char **argv, struct datanode_options *options
         option = getopt_long(argc, argv, ":h", long_options, NULL);
         if (option == -1)
             break;
+        *failed_arg = optind - 1; /* every usage error in the switch blames it */
         switch (option) {
+        case OPT_CONFIG:
+        case OPT_CHECK_CONFIG: break; /* conffile_load() took them */
         case OPT_LISTEN: options->listen = optarg; break;
         case OPT_META: options->meta = optarg; break;
         case OPT_DATA: options->data_dir = optarg; break;
@@ -304,6 +325,7 @@ static int parse_options(int argc, char **argv, struct datanode_options *options
         }
         }
     }
+    *failed_arg = -1;
     if (optind < argc)
         return usage_error("unexpected argument '%s'; every setting is an --option", argv[optind]);
     if (!options->listen)
@@ -503,6 +525,7 @@ static int serve(struct rpc_server *server, struct heartbeat *heartbeat, struct 
 int main(int argc, char **argv)
 {
     struct datanode_options options;
+    struct conffile config;
     struct nodehandlers_context context;
     struct datanode_loop loop = {NULL, NULL, NULL, NULL};
     struct scrub *scrub = NULL;
@@ -520,9 +543,14 @@ int main(int argc, char **argv)
     int exit_code = 1;
     int rc;
 
-    rc = parse_options(argc, argv, &options);
-    if (rc != 0)
+    rc = conffile_load(argc, argv, "tessera-datanode", "datanode", datanode_long_options,
+                       DATANODE_DEFAULT_CONFIG, &config);
+    if (rc == 0)
+        rc = conffile_parse(&config, "tessera-datanode", parse_options, &options);
+    if (rc != 0 || config.checking) {
+        conffile_free(&config);
         return rc < 0 ? 0 : rc;
+    }
     log_init("tessera-datanode", options.log_level);
     /* Tile buffers are up to 16 MiB: keep them in the heap instead of a
      * fresh mmap (page faults and zeroing) per request. Freed memory above
@@ -704,5 +732,6 @@ out:
     replymem_destroy(&replies);  /* ZeroMQ has freed every reply it held */
     if (exit_code == 0)
         log_info("stopped");
+    conffile_free(&config); /* options point into its argv */
     return exit_code;
 }

@@ -10,6 +10,7 @@
 #include "ops.h"
 
 #include "beneath.h"
+#include "conffile.h"
 #include "curve.h"
 #include "dirlease.h"
 #include "keepcache.h"
@@ -51,6 +52,8 @@
     (((MEMORY_RESERVE_BYTES + (16ull << 20)) + (1ull << 20) - 1) & ~((1ull << 20) - 1))
 
 
+#define MOUNT_DEFAULT_CONFIG CONFFILE_DIR "/mount.conf"
+
 /* The tile buffers' share of the cap: what the reserve leaves, and at most
  * half of it (the share all figures in the README were measured with). */
 static uint64_t tile_memory(uint64_t cap)
@@ -72,6 +75,12 @@ static void usage(FILE *out)
             "options for mount(8) and fstab only (_netdev, nofail, noauto, auto, user,\n"
             "users, nouser, defaults, x-*, comment=) are ignored; the others go to FUSE.\n\n"
             "Options:\n"
+            "  --config FILE          read these options from FILE, an INI file with a\n"
+            "                         [mount] section of `name = value` lines (flags win);\n"
+            "                         default %s if it exists\n"
+            "  --check-config         check the file and flags, then exit\n"
+            "  --mountpoint DIR       MOUNTPOINT, for a configuration file\n"
+            "  --fuse-options OPTS    more -o options, for a configuration file\n"
             "  --meta ENDPOINT        tessera-meta to use (default %s)\n"
             "  --io-timeout-ms MS     give up on a datanode after MS ms with EIO (default 5000)\n"
             "  --meta-timeout-ms MS   give up on meta after MS ms with EIO (default 5000)\n"
@@ -112,7 +121,23 @@ static void usage(FILE *out)
             "  -d                     FUSE debug output (implies -f)\n"
             "  --help                 this text\n"
             "  --version              print the version, git revision and protocol\n",
-            MOUNTARGS_DEFAULT_META);
+            MOUNT_DEFAULT_CONFIG, MOUNTARGS_DEFAULT_META);
+}
+
+/* mountargs_parse() as a conffile_parse_fn; the context is the options. */
+struct mount_parse {
+    struct mount_options *options;
+    const struct conffile *config;
+};
+
+static int mount_parse(int argc, char **argv, void *context, int *failed_arg)
+{
+    struct mount_parse *parse = context;
+    mountargs_free(parse->options); /* a check parses again */
+    int rc = mountargs_parse(argc, argv, parse->options);
+    if (rc == 2 && parse->options->bad_option)
+        *failed_arg = conffile_find(parse->config, parse->options->bad_option);
+    return rc;
 }
 
 /* The profile's way to meta. */
@@ -194,8 +219,19 @@ int main(int argc, char **argv)
     struct profiler *profile = NULL;
     int exit_code = 1;
 
+    struct conffile config;
+    struct mount_parse parse = {&options, &config};
     options.memory_min_bytes = MEMORY_MIN_BYTES;
-    int parsed = mountargs_parse(argc, argv, &options);
+    int parsed = conffile_load(argc, argv, "tessera-mount", "mount", mountargs_long_options(),
+                               MOUNT_DEFAULT_CONFIG, &config);
+    if (parsed == 0)
+        parsed = conffile_parse(&config, "tessera-mount", mount_parse, &parse);
+    bool checking = config.checking;
+    conffile_free(&config); /* the options hold copies of what they need */
+    if (checking && parsed == 0) {
+        mountargs_free(&options);
+        return 0;
+    }
     if (parsed == MOUNTARGS_HELP || parsed == MOUNTARGS_VERSION) {
         if (parsed == MOUNTARGS_HELP)
             usage(stdout);

@@ -10,6 +10,7 @@
  * they inherit the block and the signals always land on this thread,
  * interrupting zmq_poll.
  */
+#include "conffile.h"
 #include "curve.h"
 #include "handlers.h"
 #include "layout.h"
@@ -30,6 +31,7 @@
 
 #define META_DEFAULT_LISTEN "tcp://127.0.0.1:7400"
 #define META_TICK_MS 1000
+#define META_DEFAULT_CONFIG CONFFILE_DIR "/meta.conf"
 
 struct meta_options {
     const char *listen;
@@ -60,6 +62,10 @@ static void meta_usage(FILE *out)
             "The Tessera metadata service: namespace, tile map and datanode registry,\n"
             "kept in an LMDB store in DIR.\n"
             "\n"
+            "  --config FILE           read these options from FILE, an INI file with a\n"
+            "                          [meta] section of `name = value` lines (flags win);\n"
+            "                          default %s if it exists\n"
+            "  --check-config          check the file and flags, then exit\n"
             "  --listen ENDPOINT       ZeroMQ endpoint to serve (default %s)\n"
             "  --data DIR              directory of the store (created if missing)\n"
             "  --node-timeout-ms MS    a datanode silent this long is down (default %d)\n"
@@ -87,8 +93,8 @@ static void meta_usage(FILE *out)
             "  --log-level LEVEL       error, warn, info or debug (default info)\n"
             "  --help                  show this and exit\n"
             "  --version               print the version, git revision and protocol\n",
-            META_DEFAULT_LISTEN, SERVICE_DEFAULT_NODE_TIMEOUT_MS, SESSIONS_DEFAULT_LEASE_MS,
-            LAYOUT_MAX_COPIES, SERVICE_DEFAULT_COPIES,
+            META_DEFAULT_CONFIG, META_DEFAULT_LISTEN, SERVICE_DEFAULT_NODE_TIMEOUT_MS,
+            SESSIONS_DEFAULT_LEASE_MS, LAYOUT_MAX_COPIES, SERVICE_DEFAULT_COPIES,
             (unsigned long long)(REPAIRER_DEFAULT_BYTES_PER_SEC / 1000000));
 }
 
@@ -115,26 +121,34 @@ static int meta_parse_duration(const char *text, int64_t *ms)
     return 0;
 }
 
-/* Returns 0 to run, 1 to exit 0 (--help), 2 to exit 2 (message printed). */
-static int meta_parse(int argc, char **argv, struct meta_options *options)
+static const struct option meta_long_options[] = {
+    {"listen", required_argument, NULL, 'l'},
+    {"data", required_argument, NULL, 'd'},
+    {"node-timeout-ms", required_argument, NULL, 't'},
+    {"mount-lease-ms", required_argument, NULL, 'm'},
+    {"placement", required_argument, NULL, 'p'},
+    {"copies", required_argument, NULL, 'c'},
+    {"log-level", required_argument, NULL, 'v'},
+    {"replace-after", required_argument, NULL, 'r'},
+    {"repair-mbps", required_argument, NULL, 'R'},
+    {"no-repair", no_argument, NULL, 'N'},
+    {"key", required_argument, NULL, 'k'},
+    {"insecure", no_argument, NULL, 'I'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {CONFFILE_FLAG, required_argument, NULL, 'C'},
+    {CONFFILE_CHECK_FLAG, no_argument, NULL, 'K'},
+    {NULL, 0, NULL, 0},
+};
+
+/*
+ * A conffile_parse_fn: returns 0 to run, 1 to exit 0 (--help), 2 to exit 2
+ * (message printed; *failed_arg the argument at fault, -1 if none is).
+ */
+static int meta_parse(int argc, char **argv, void *context, int *failed_arg)
 {
-    static const struct option long_options[] = {
-        {"listen", required_argument, NULL, 'l'},
-        {"data", required_argument, NULL, 'd'},
-        {"node-timeout-ms", required_argument, NULL, 't'},
-        {"mount-lease-ms", required_argument, NULL, 'm'},
-        {"placement", required_argument, NULL, 'p'},
-        {"copies", required_argument, NULL, 'c'},
-        {"log-level", required_argument, NULL, 'v'},
-        {"replace-after", required_argument, NULL, 'r'},
-        {"repair-mbps", required_argument, NULL, 'R'},
-        {"no-repair", no_argument, NULL, 'N'},
-        {"key", required_argument, NULL, 'k'},
-        {"insecure", no_argument, NULL, 'I'},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},
-        {NULL, 0, NULL, 0},
-    };
+    const struct option *long_options = meta_long_options;
+    struct meta_options *options = context;
     int option;
 
     options->listen = META_DEFAULT_LISTEN;
@@ -152,7 +166,10 @@ static int meta_parse(int argc, char **argv, struct meta_options *options)
     opterr = 0;
     /* The leading ':' makes a missing value return ':' instead of '?'. */
     while ((option = getopt_long(argc, argv, ":", long_options, NULL)) != -1) {
+        *failed_arg = optind - 1; /* every return 2 in the switch blames it */
         switch (option) {
+        case 'C':
+        case 'K': break; /* conffile_load() took them */
         case 'l': options->listen = optarg; break;
         case 'd': options->data_dir = optarg; break;
         case 'r':
@@ -236,6 +253,7 @@ static int meta_parse(int argc, char **argv, struct meta_options *options)
         }
         }
     }
+    *failed_arg = -1;
     if (optind < argc) {
         fprintf(stderr, "tessera-meta: unexpected argument '%s' (see --help)\n", argv[optind]);
         return 2;
@@ -280,16 +298,22 @@ static int meta_serve(struct rpc_server *server, struct service *service)
 int main(int argc, char **argv)
 {
     struct meta_options options;
+    struct conffile config;
     struct service *service = NULL;
     struct rpc_server *server = NULL;
     struct repairer *repairer = NULL;
     struct sigaction action;
     sigset_t stop_signals;
     int exit_code = 1;
-    int parsed = meta_parse(argc, argv, &options);
+    int parsed = conffile_load(argc, argv, "tessera-meta", "meta", meta_long_options,
+                               META_DEFAULT_CONFIG, &config);
 
-    if (parsed != 0)
-        return parsed == 1 ? 0 : 2;
+    if (parsed == 0)
+        parsed = conffile_parse(&config, "tessera-meta", meta_parse, &options);
+    if (parsed != 0 || config.checking) {
+        conffile_free(&config);
+        return parsed == 1 || parsed == 0 ? 0 : 2;
+    }
     log_init("tessera-meta", options.log_level);
 
     memset(&action, 0, sizeof(action));
@@ -342,5 +366,6 @@ out:
     rpc_server_destroy(&server);
     curve_stop();
     service_close(&service);
+    conffile_free(&config); /* options point into its argv */
     return exit_code;
 }

@@ -8,7 +8,7 @@
 set -euo pipefail
 
 PACKAGES=(meson ninja-build pkg-config gcc libfuse3-dev fuse3 libzmq3-dev liblmdb-dev
-    libcmocka-dev attr iproute2)
+    libcmocka-dev attr iproute2 libinih-dev)
 
 missing=()
 for package in "${PACKAGES[@]}"; do
