@@ -39,6 +39,7 @@
 #include "identity.h"
 #include "log.h"
 #include "puller.h"
+#include "readiness.h"
 #include "reclaim.h"
 #include "scrub.h"
 #include "replymem.h"
@@ -80,6 +81,7 @@ struct datanode_options {
     enum log_level log_level;
     const char *key_path; /* --key FILE; NULL: no CURVE */
     bool insecure;        /* --insecure: may listen beyond loopback without keys */
+    const char *log_file; /* --log-file FILE; NULL: stderr */
 };
 
 /* What the wait hook and the heartbeat's load callback need. */
@@ -152,6 +154,8 @@ static void usage(FILE *out)
             "                        and only peers with known keys are let in (CURVE)\n"
             "  --insecure            without --key, listen beyond loopback anyway\n"
             "  --log-level LEVEL     error, warn, info (default) or debug\n"
+            "  --log-file FILE       append the log to FILE instead of stderr; SIGHUP\n"
+            "                        reopens it (after logrotate moved it)\n"
             "  --help                show this help\n"
             "  --version             print the version, git revision and protocol\n",
             DATANODE_DEFAULT_CONFIG, RECLAIM_GRACE_DEFAULT_S, RECLAIM_EVERY_DEFAULT_S,
@@ -205,6 +209,7 @@ enum datanode_option {
     OPT_RECLAIM_EVERY,
     OPT_SCRUB_MBPS,
     OPT_LOG_LEVEL,
+    OPT_LOG_FILE,
     OPT_KEY,
     OPT_INSECURE,
     OPT_HELP,
@@ -225,6 +230,7 @@ static const struct option datanode_long_options[] = {
     {"reclaim-every", required_argument, NULL, OPT_RECLAIM_EVERY},
     {"scrub-mbps", required_argument, NULL, OPT_SCRUB_MBPS},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+    {"log-file", required_argument, NULL, OPT_LOG_FILE},
     {"key", required_argument, NULL, OPT_KEY},
     {"insecure", no_argument, NULL, OPT_INSECURE},
     {"help", no_argument, NULL, OPT_HELP},
@@ -312,6 +318,7 @@ static int parse_options(int argc, char **argv, void *context, int *failed_arg)
                                    optarg);
             break;
         case OPT_KEY: options->key_path = optarg; break;
+        case OPT_LOG_FILE: options->log_file = optarg; break;
         case OPT_INSECURE: options->insecure = true; break;
         case 'h':
         case OPT_HELP: usage(stdout); return -1;
@@ -513,12 +520,15 @@ static int serve(struct rpc_server *server, struct heartbeat *heartbeat, struct 
             log_info("ready: listening on %s (%s, node %" PRIu32 ", data %s)", options->listen,
                      curve_enabled() ? "CURVE, known keys only" : "no keys: insecure",
                      heartbeat_node_id(heartbeat), options->data_dir);
+            readiness_ready("serving on %s as node %" PRIu32 ", data %s", options->listen,
+                            heartbeat_node_id(heartbeat), options->data_dir);
             ready_logged = true;
         }
     }
     pthread_mutex_unlock(&context->lock);
     if (exit_code == 0)
         log_info("stopping on signal");
+    readiness_stopping();
     return exit_code;
 }
 
@@ -552,6 +562,15 @@ int main(int argc, char **argv)
         return rc < 0 ? 0 : rc;
     }
     log_init("tessera-datanode", options.log_level);
+    if (options.log_file) {
+        rc = log_set_file(options.log_file);
+        if (rc != 0) {
+            fprintf(stderr, "tessera-datanode: cannot open --log-file %s: %s\n", options.log_file,
+                    strerror(-rc));
+            conffile_free(&config);
+            return 1;
+        }
+    }
     /* Tile buffers are up to 16 MiB: keep them in the heap instead of a
      * fresh mmap (page faults and zeroing) per request. Freed memory above
      * 8 MiB goes back to the system (the cap, --memory, counts what is
@@ -561,6 +580,7 @@ int main(int argc, char **argv)
     mallopt(M_TRIM_THRESHOLD, 8 << 20);
     mallopt(M_ARENA_MAX, 2);
     install_signal_handlers();
+    readiness_reopen_log_on_sighup();
     if (curve_setup(options.key_path, options.insecure, true) != 0)
         goto out;
 

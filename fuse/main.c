@@ -17,6 +17,7 @@
 #include "log.h"
 #include "mountargs.h"
 #include "profiler.h"
+#include "readiness.h"
 #include "reqloop.h"
 #include "status.h"
 #include "tile.h"
@@ -110,6 +111,8 @@ static void usage(FILE *out)
             "  --key FILE             this mount's key pair (tessera keys); server.pub is\n"
             "                         read from its directory: every link uses CURVE\n"
             "  --log-level LEVEL      error, warn, info or debug (default info)\n"
+            "  --log-file FILE        append the log to FILE instead of stderr (also in the\n"
+            "                         background); SIGHUP reopens it (after logrotate)\n"
             "  --replace-dead         MOUNTPOINT holds a FUSE mount whose process is gone:\n"
             "                         mount beneath it, then detach it, so the directory\n"
             "                         is never bare in between (root, Linux 6.5; else it\n"
@@ -202,7 +205,8 @@ static void daemon_report(int report_fd, int exit_code)
     if (null_fd >= 0) {
         dup2(null_fd, STDIN_FILENO);
         dup2(null_fd, STDOUT_FILENO);
-        dup2(null_fd, STDERR_FILENO);
+        if (!log_has_file()) /* stderr is the --log-file: it stays */
+            dup2(null_fd, STDERR_FILENO);
         if (null_fd > STDERR_FILENO)
             close(null_fd);
     }
@@ -245,6 +249,17 @@ int main(int argc, char **argv)
         return 2;
     }
     log_init("tessera-mount", options.log_level);
+    if (options.log_file) {
+        int err = log_set_file(options.log_file);
+        if (err != 0) {
+            fprintf(stderr, "tessera-mount: cannot open --log-file %s: %s\n", options.log_file,
+                    strerror(-err));
+            mountargs_free(&options);
+            return 1;
+        }
+    }
+    /* Before libfuse's handlers, which then leave SIGHUP to it (SIGTERM still unmounts). */
+    readiness_reopen_log_on_sighup();
     if (curve_setup(options.key_path, false, false) != 0)
         return 1;
     /* Tile buffers are 1 MiB: without this glibc maps and unmaps each one,
@@ -389,11 +404,13 @@ int main(int argc, char **argv)
 
     daemon_report(report_fd, 0);
     report_fd = -1;
+    readiness_ready("mounted %s from %s", options.mountpoint, options.meta);
     if (options.single_thread)
         exit_code = fuse_session_loop(session) == 0 ? 0 : 1;
     else
         exit_code = reqloop_run(session, FUSE_THREADS, TILE_DEFAULT_BYTES) == 0 ? 0 : 1;
     log_info("unmounted %s", options.mountpoint);
+    readiness_stopping();
     if (beneath_fd >= 0)
         beneath_unmount(options.mountpoint, beneath_fd);
     fuse_session_unmount(session);

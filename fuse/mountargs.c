@@ -38,6 +38,7 @@ enum mountargs_value {
     MOUNTARGS_KEY,
     MOUNTARGS_MOUNTPOINT,
     MOUNTARGS_FUSE_OPTIONS,
+    MOUNTARGS_LOG_FILE,
     MOUNTARGS_VALUES
 };
 
@@ -59,6 +60,7 @@ static const char *const mountargs_names[MOUNTARGS_VALUES] = {
     [MOUNTARGS_KEY] = "key",
     [MOUNTARGS_MOUNTPOINT] = "mountpoint",
     [MOUNTARGS_FUSE_OPTIONS] = "fuse-options",
+    [MOUNTARGS_LOG_FILE] = "log-file",
 };
 
 enum mountargs_key {
@@ -96,6 +98,7 @@ static const struct fuse_opt mountargs_templates[] = {
     MOUNTARGS_VALUE("key", "key", MOUNTARGS_KEY),
     MOUNTARGS_VALUE("mountpoint", "mountpoint", MOUNTARGS_MOUNTPOINT),
     MOUNTARGS_VALUE("fuse-options", "fuse_options", MOUNTARGS_FUSE_OPTIONS),
+    MOUNTARGS_VALUE("log-file", "log_file", MOUNTARGS_LOG_FILE),
     /* Read before parsing (conffile.h); the check ends the run after it. */
     FUSE_OPT_KEY("--" CONFFILE_FLAG " ", MOUNTARGS_KEY_IGNORED),
     FUSE_OPT_KEY("--" CONFFILE_FLAG "=", MOUNTARGS_KEY_IGNORED),
@@ -284,6 +287,7 @@ static int mountargs_convert(struct mount_options *options)
         return mountargs_bad(options, MOUNTARGS_LOG_LEVEL, "error, warn, info or debug",
                              given[MOUNTARGS_LOG_LEVEL]);
     options->key_path = given[MOUNTARGS_KEY]; /* read (and checked) by curve_setup() */
+    options->log_file = given[MOUNTARGS_LOG_FILE];
     if (given[MOUNTARGS_FUSE_OPTIONS] &&
         mountargs_add_fuse_option(options, given[MOUNTARGS_FUSE_OPTIONS]) != 0) {
         options->bad_option = mountargs_names[MOUNTARGS_FUSE_OPTIONS];

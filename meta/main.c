@@ -15,6 +15,7 @@
 #include "handlers.h"
 #include "layout.h"
 #include "log.h"
+#include "readiness.h"
 #include "repairer.h"
 #include "rpc.h"
 #include "service.h"
@@ -46,6 +47,7 @@ struct meta_options {
     bool repair;                   /* run the repairer (--no-repair: off) */
     const char *key_path;          /* --key FILE; NULL: no CURVE */
     bool insecure;                 /* --insecure: may listen beyond loopback without keys */
+    const char *log_file;          /* --log-file FILE; NULL: stderr */
 };
 
 static volatile sig_atomic_t meta_stop_signal;
@@ -91,6 +93,8 @@ static void meta_usage(FILE *out)
             "                          and only peers with known keys are let in (CURVE)\n"
             "  --insecure              without --key, listen beyond loopback anyway\n"
             "  --log-level LEVEL       error, warn, info or debug (default info)\n"
+            "  --log-file FILE         append the log to FILE instead of stderr; SIGHUP\n"
+            "                          reopens it (after logrotate moved it)\n"
             "  --help                  show this and exit\n"
             "  --version               print the version, git revision and protocol\n",
             META_DEFAULT_CONFIG, META_DEFAULT_LISTEN, SERVICE_DEFAULT_NODE_TIMEOUT_MS,
@@ -129,6 +133,7 @@ static const struct option meta_long_options[] = {
     {"placement", required_argument, NULL, 'p'},
     {"copies", required_argument, NULL, 'c'},
     {"log-level", required_argument, NULL, 'v'},
+    {"log-file", required_argument, NULL, 'L'},
     {"replace-after", required_argument, NULL, 'r'},
     {"repair-mbps", required_argument, NULL, 'R'},
     {"no-repair", no_argument, NULL, 'N'},
@@ -154,6 +159,7 @@ static int meta_parse(int argc, char **argv, void *context, int *failed_arg)
     options->listen = META_DEFAULT_LISTEN;
     options->data_dir = NULL;
     options->key_path = NULL;
+    options->log_file = NULL;
     options->insecure = false;
     options->node_timeout_ms = SERVICE_DEFAULT_NODE_TIMEOUT_MS;
     options->mount_lease_ms = SESSIONS_DEFAULT_LEASE_MS;
@@ -237,6 +243,7 @@ static int meta_parse(int argc, char **argv, void *context, int *failed_arg)
             }
             break;
         case 'k': options->key_path = optarg; break;
+        case 'L': options->log_file = optarg; break;
         case 'I': options->insecure = true; break;
         case 'h': meta_usage(stdout); return 1;
         case 'V': version_print(stdout, "tessera-meta"); return 1;
@@ -292,6 +299,7 @@ static int meta_serve(struct rpc_server *server, struct service *service)
         }
     }
     log_info("stopping on signal %d", (int)meta_stop_signal);
+    readiness_stopping();
     return 0;
 }
 
@@ -315,6 +323,16 @@ int main(int argc, char **argv)
         return parsed == 1 || parsed == 0 ? 0 : 2;
     }
     log_init("tessera-meta", options.log_level);
+    if (options.log_file) {
+        int err = log_set_file(options.log_file);
+        if (err != 0) {
+            fprintf(stderr, "tessera-meta: cannot open --log-file %s: %s\n", options.log_file,
+                    strerror(-err));
+            conffile_free(&config);
+            return 1;
+        }
+    }
+    readiness_reopen_log_on_sighup();
 
     memset(&action, 0, sizeof(action));
     action.sa_handler = meta_on_signal;
@@ -354,6 +372,7 @@ int main(int argc, char **argv)
              options.listen, curve_enabled() ? "CURVE, known keys only" : "no keys: insecure",
              options.data_dir, layout_placement_name(options.placement), options.copies,
              options.mount_lease_ms);
+    readiness_ready("serving on %s, store in %s", options.listen, options.data_dir);
     exit_code = meta_serve(server, service);
 
 out:
