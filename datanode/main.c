@@ -38,6 +38,8 @@
 #include "heartbeat.h"
 #include "identity.h"
 #include "log.h"
+#include "metrics.h"
+#include "nodemetrics.h"
 #include "puller.h"
 #include "readiness.h"
 #include "reclaim.h"
@@ -82,6 +84,7 @@ struct datanode_options {
     const char *key_path; /* --key FILE; NULL: no CURVE */
     bool insecure;        /* --insecure: may listen beyond loopback without keys */
     const char *log_file; /* --log-file FILE; NULL: stderr */
+    const char *metrics;  /* --metrics [HOST:]PORT; NULL: no endpoint */
 };
 
 /* What the wait hook and the heartbeat's load callback need. */
@@ -154,6 +157,8 @@ static void usage(FILE *out)
             "                        and only peers with known keys are let in (CURVE)\n"
             "  --insecure            without --key, listen beyond loopback anyway\n"
             "  --log-level LEVEL     error, warn, info (default) or debug\n"
+            "  --metrics [HOST:]PORT serve Prometheus metrics at http://HOST:PORT/metrics\n"
+            "                        (HOST defaults to 127.0.0.1; default: off)\n"
             "  --log-file FILE       append the log to FILE instead of stderr; SIGHUP\n"
             "                        reopens it (after logrotate moved it)\n"
             "  --help                show this help\n"
@@ -210,6 +215,7 @@ enum datanode_option {
     OPT_SCRUB_MBPS,
     OPT_LOG_LEVEL,
     OPT_LOG_FILE,
+    OPT_METRICS,
     OPT_KEY,
     OPT_INSECURE,
     OPT_HELP,
@@ -231,6 +237,7 @@ static const struct option datanode_long_options[] = {
     {"scrub-mbps", required_argument, NULL, OPT_SCRUB_MBPS},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
     {"log-file", required_argument, NULL, OPT_LOG_FILE},
+    {"metrics", required_argument, NULL, OPT_METRICS},
     {"key", required_argument, NULL, OPT_KEY},
     {"insecure", no_argument, NULL, OPT_INSECURE},
     {"help", no_argument, NULL, OPT_HELP},
@@ -319,6 +326,16 @@ static int parse_options(int argc, char **argv, void *context, int *failed_arg)
             break;
         case OPT_KEY: options->key_path = optarg; break;
         case OPT_LOG_FILE: options->log_file = optarg; break;
+        case OPT_METRICS: {
+            char host[64];
+            uint16_t port;
+            if (metrics_parse_address(optarg, host, sizeof(host), &port) != 0)
+                return usage_error("--metrics '%s' is not [HOST:]PORT with an IPv4 HOST, e.g. "
+                                   "--metrics 9401",
+                                   optarg);
+            options->metrics = optarg;
+            break;
+        }
         case OPT_INSECURE: options->insecure = true; break;
         case 'h':
         case OPT_HELP: usage(stdout); return -1;
@@ -549,6 +566,7 @@ int main(int argc, char **argv)
     struct warmer *warmer = NULL;
     struct replymem *replies = NULL;
     struct reclaim *reclaim = NULL;
+    struct metrics_server *metrics = NULL;
     uint64_t tiles, used_bytes;
     int exit_code = 1;
     int rc;
@@ -720,6 +738,15 @@ int main(int argc, char **argv)
                  "pass every %d s at most",
                  options.scrub_mbps, SCRUB_PAUSE_MS / 1000);
 
+    if (options.metrics) {
+        rc = metrics_server_start(options.metrics, nodemetrics_collect, &context, &metrics);
+        if (rc != 0) {
+            log_error("cannot serve metrics on %s: %s", options.metrics, strerror(-rc));
+            goto out;
+        }
+        log_info("metrics: http://%s/metrics", options.metrics);
+    }
+
     exit_code = serve(server, heartbeat, puller, stream, &context, &options);
     stream_close(&stream); /* no request is served after the counts are logged */
     nodehandlers_log_stats(&context.stats);
@@ -730,7 +757,8 @@ int main(int argc, char **argv)
              (options.memory_bytes - DATANODE_MEMORY_RESERVE_BYTES) / 1048576.0,
              (unsigned long long)replymem_full_count(replies));
 out:
-    stream_close(&stream); /* its threads use the handlers' state: first to go */
+    metrics_server_stop(&metrics); /* it reads the handlers' state too */
+    stream_close(&stream);         /* its threads use the handlers' state: first to go */
     loop.scrub = NULL;
     context.scrub = NULL;
     scrub_stop(&scrub);

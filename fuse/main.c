@@ -15,7 +15,9 @@
 #include "dirlease.h"
 #include "keepcache.h"
 #include "log.h"
+#include "metrics.h"
 #include "mountargs.h"
+#include "mountmetrics.h"
 #include "profiler.h"
 #include "readiness.h"
 #include "reqloop.h"
@@ -111,6 +113,8 @@ static void usage(FILE *out)
             "  --key FILE             this mount's key pair (tessera keys); server.pub is\n"
             "                         read from its directory: every link uses CURVE\n"
             "  --log-level LEVEL      error, warn, info or debug (default info)\n"
+            "  --metrics [HOST:]PORT  serve Prometheus metrics at http://HOST:PORT/metrics\n"
+            "                         (HOST defaults to 127.0.0.1; default: off)\n"
             "  --log-file FILE        append the log to FILE instead of stderr (also in the\n"
             "                         background); SIGHUP reopens it (after logrotate)\n"
             "  --replace-dead         MOUNTPOINT holds a FUSE mount whose process is gone:\n"
@@ -402,6 +406,16 @@ int main(int argc, char **argv)
     log_info("mounting %s from %s as machine %s (datanode timeout %ld ms)", options.mountpoint,
              options.meta, options.machine, options.io_timeout_ms);
 
+    /* In the process that serves (after the fork): its thread must not be lost. */
+    struct metrics_server *metrics = NULL;
+    if (options.metrics) {
+        int err = metrics_server_start(options.metrics, mountmetrics_collect, NULL, &metrics);
+        if (err != 0) {
+            log_error("cannot serve metrics on %s: %s", options.metrics, strerror(-err));
+            goto out_unmount;
+        }
+        log_info("metrics: http://%s/metrics", options.metrics);
+    }
     daemon_report(report_fd, 0);
     report_fd = -1;
     readiness_ready("mounted %s from %s", options.mountpoint, options.meta);
@@ -409,8 +423,10 @@ int main(int argc, char **argv)
         exit_code = fuse_session_loop(session) == 0 ? 0 : 1;
     else
         exit_code = reqloop_run(session, FUSE_THREADS, TILE_DEFAULT_BYTES) == 0 ? 0 : 1;
+    metrics_server_stop(&metrics);
     log_info("unmounted %s", options.mountpoint);
     readiness_stopping();
+out_unmount:
     if (beneath_fd >= 0)
         beneath_unmount(options.mountpoint, beneath_fd);
     fuse_session_unmount(session);

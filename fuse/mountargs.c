@@ -12,6 +12,7 @@
 #include "mountargs.h"
 
 #include "conffile.h"
+#include "metrics.h"
 #include "util.h"
 
 #include <fuse_opt.h>
@@ -39,6 +40,7 @@ enum mountargs_value {
     MOUNTARGS_MOUNTPOINT,
     MOUNTARGS_FUSE_OPTIONS,
     MOUNTARGS_LOG_FILE,
+    MOUNTARGS_METRICS,
     MOUNTARGS_VALUES
 };
 
@@ -61,6 +63,7 @@ static const char *const mountargs_names[MOUNTARGS_VALUES] = {
     [MOUNTARGS_MOUNTPOINT] = "mountpoint",
     [MOUNTARGS_FUSE_OPTIONS] = "fuse-options",
     [MOUNTARGS_LOG_FILE] = "log-file",
+    [MOUNTARGS_METRICS] = "metrics",
 };
 
 enum mountargs_key {
@@ -99,6 +102,7 @@ static const struct fuse_opt mountargs_templates[] = {
     MOUNTARGS_VALUE("mountpoint", "mountpoint", MOUNTARGS_MOUNTPOINT),
     MOUNTARGS_VALUE("fuse-options", "fuse_options", MOUNTARGS_FUSE_OPTIONS),
     MOUNTARGS_VALUE("log-file", "log_file", MOUNTARGS_LOG_FILE),
+    MOUNTARGS_VALUE("metrics", "metrics", MOUNTARGS_METRICS),
     /* Read before parsing (conffile.h); the check ends the run after it. */
     FUSE_OPT_KEY("--" CONFFILE_FLAG " ", MOUNTARGS_KEY_IGNORED),
     FUSE_OPT_KEY("--" CONFFILE_FLAG "=", MOUNTARGS_KEY_IGNORED),
@@ -288,6 +292,14 @@ static int mountargs_convert(struct mount_options *options)
                              given[MOUNTARGS_LOG_LEVEL]);
     options->key_path = given[MOUNTARGS_KEY]; /* read (and checked) by curve_setup() */
     options->log_file = given[MOUNTARGS_LOG_FILE];
+    if (given[MOUNTARGS_METRICS]) {
+        char host[64];
+        uint16_t port;
+        if (metrics_parse_address(given[MOUNTARGS_METRICS], host, sizeof(host), &port) != 0)
+            return mountargs_bad(options, MOUNTARGS_METRICS, "[HOST:]PORT with an IPv4 HOST",
+                                 given[MOUNTARGS_METRICS]);
+        options->metrics = given[MOUNTARGS_METRICS];
+    }
     if (given[MOUNTARGS_FUSE_OPTIONS] &&
         mountargs_add_fuse_option(options, given[MOUNTARGS_FUSE_OPTIONS]) != 0) {
         options->bad_option = mountargs_names[MOUNTARGS_FUSE_OPTIONS];

@@ -50,6 +50,7 @@ struct mount_options {
     enum log_level log_level;
     const char *key_path;    /* --key FILE, -o key=FILE; NULL: plain ZeroMQ */
     const char *log_file;    /* --log-file FILE, -o log_file=FILE; NULL: stderr */
+    const char *metrics;     /* --metrics [HOST:]PORT; NULL: no endpoint */
     char fuse_options[1024]; /* for FUSE: comma-separated */
     /* What fuse_opt_parse allocated (freed by mountargs_free). */
     char *given[32];

@@ -14,6 +14,7 @@
 #include "curve.h"
 #include "handlers.h"
 #include "layout.h"
+#include "metametrics.h"
 #include "log.h"
 #include "readiness.h"
 #include "repairer.h"
@@ -48,6 +49,7 @@ struct meta_options {
     const char *key_path;          /* --key FILE; NULL: no CURVE */
     bool insecure;                 /* --insecure: may listen beyond loopback without keys */
     const char *log_file;          /* --log-file FILE; NULL: stderr */
+    const char *metrics;           /* --metrics [HOST:]PORT; NULL: no endpoint */
 };
 
 static volatile sig_atomic_t meta_stop_signal;
@@ -93,6 +95,8 @@ static void meta_usage(FILE *out)
             "                          and only peers with known keys are let in (CURVE)\n"
             "  --insecure              without --key, listen beyond loopback anyway\n"
             "  --log-level LEVEL       error, warn, info or debug (default info)\n"
+            "  --metrics [HOST:]PORT   serve Prometheus metrics at http://HOST:PORT/metrics\n"
+            "                          (HOST defaults to 127.0.0.1; default: off)\n"
             "  --log-file FILE         append the log to FILE instead of stderr; SIGHUP\n"
             "                          reopens it (after logrotate moved it)\n"
             "  --help                  show this and exit\n"
@@ -134,6 +138,7 @@ static const struct option meta_long_options[] = {
     {"copies", required_argument, NULL, 'c'},
     {"log-level", required_argument, NULL, 'v'},
     {"log-file", required_argument, NULL, 'L'},
+    {"metrics", required_argument, NULL, 'M'},
     {"replace-after", required_argument, NULL, 'r'},
     {"repair-mbps", required_argument, NULL, 'R'},
     {"no-repair", no_argument, NULL, 'N'},
@@ -160,6 +165,7 @@ static int meta_parse(int argc, char **argv, void *context, int *failed_arg)
     options->data_dir = NULL;
     options->key_path = NULL;
     options->log_file = NULL;
+    options->metrics = NULL;
     options->insecure = false;
     options->node_timeout_ms = SERVICE_DEFAULT_NODE_TIMEOUT_MS;
     options->mount_lease_ms = SESSIONS_DEFAULT_LEASE_MS;
@@ -244,6 +250,19 @@ static int meta_parse(int argc, char **argv, void *context, int *failed_arg)
             break;
         case 'k': options->key_path = optarg; break;
         case 'L': options->log_file = optarg; break;
+        case 'M': {
+            char host[64];
+            uint16_t port;
+            if (metrics_parse_address(optarg, host, sizeof(host), &port) != 0) {
+                fprintf(stderr,
+                        "tessera-meta: --metrics '%s': want [HOST:]PORT with an IPv4 HOST, "
+                        "e.g. 9400\n",
+                        optarg);
+                return 2;
+            }
+            options->metrics = optarg;
+            break;
+        }
         case 'I': options->insecure = true; break;
         case 'h': meta_usage(stdout); return 1;
         case 'V': version_print(stdout, "tessera-meta"); return 1;
@@ -278,8 +297,9 @@ static int meta_parse(int argc, char **argv, void *context, int *failed_arg)
     return 0;
 }
 
-/* Serves until a stop signal; returns the exit code. */
-static int meta_serve(struct rpc_server *server, struct service *service)
+/* Serves until a stop signal; returns the exit code. metrics may be NULL. */
+static int meta_serve(struct rpc_server *server, struct service *service,
+                      struct metametrics *metrics)
 {
     zmq_pollitem_t item = {rpc_server_socket(server), 0, ZMQ_POLLIN, 0};
     int64_t next_tick = util_monotonic_ms() + META_TICK_MS;
@@ -295,6 +315,8 @@ static int meta_serve(struct rpc_server *server, struct service *service)
             rpc_server_handle_pending(server);
         if (util_monotonic_ms() >= next_tick) {
             service_tick(service);
+            if (metrics)
+                metametrics_update(metrics, service);
             next_tick = util_monotonic_ms() + META_TICK_MS;
         }
     }
@@ -310,6 +332,8 @@ int main(int argc, char **argv)
     struct service *service = NULL;
     struct rpc_server *server = NULL;
     struct repairer *repairer = NULL;
+    struct metametrics *metrics = NULL;
+    struct metrics_server *metrics_server = NULL;
     struct sigaction action;
     sigset_t stop_signals;
     int exit_code = 1;
@@ -366,6 +390,19 @@ int main(int argc, char **argv)
         service->repair_progress = repairer_progress;
         service->repair_progress_ctx = repairer;
     }
+    if (options.metrics) {
+        int err = metametrics_new(server, &metrics);
+        if (err == 0) {
+            metametrics_update(metrics, service);
+            err = metrics_server_start(options.metrics, metametrics_collect, metrics,
+                                       &metrics_server);
+        }
+        if (err != 0) {
+            log_error("cannot serve metrics on %s: %s", options.metrics, strerror(-err));
+            goto out;
+        }
+        log_info("metrics: http://%s/metrics", options.metrics);
+    }
     pthread_sigmask(SIG_UNBLOCK, &stop_signals, NULL);
     log_info("ready: listening on %s (%s), store in %s, default placement %s, copies %ld, "
              "mount lease %ld ms",
@@ -373,9 +410,11 @@ int main(int argc, char **argv)
              options.data_dir, layout_placement_name(options.placement), options.copies,
              options.mount_lease_ms);
     readiness_ready("serving on %s, store in %s", options.listen, options.data_dir);
-    exit_code = meta_serve(server, service);
+    exit_code = meta_serve(server, service, metrics);
 
 out:
+    metrics_server_stop(&metrics_server); /* reads the server's counters and metrics */
+    metametrics_destroy(&metrics);
     if (repairer) {
         /* Ends the repairer's calls at once (they would wait for their deadlines). */
         zmq_ctx_shutdown(rpc_context());
