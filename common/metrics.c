@@ -74,6 +74,13 @@ void metrics_text_sample(struct metrics_text *text, const char *name, const char
                             (size_t)len < sizeof(line) ? (size_t)len : sizeof(line) - 1);
 }
 
+void metrics_text_one(struct metrics_text *text, const char *name, const char *type,
+                      const char *help, double value)
+{
+    metrics_text_family(text, name, type, help);
+    metrics_text_sample(text, name, NULL, value);
+}
+
 int metrics_render(metrics_collect_fn *collect, void *context, char **out, size_t *len)
 {
     struct metrics_text text = {0};

@@ -31,6 +31,10 @@ void metrics_text_family(struct metrics_text *text, const char *name, const char
 void metrics_text_sample(struct metrics_text *text, const char *name, const char *labels,
                          double value);
 
+/* A family of one unlabelled sample: metrics_text_family() then metrics_text_sample(). */
+void metrics_text_one(struct metrics_text *text, const char *name, const char *type,
+                      const char *help, double value);
+
 /* Appends text produced elsewhere (a snapshot rendered by another thread). */
 void metrics_text_append(struct metrics_text *text, const char *chunk, size_t len);
 

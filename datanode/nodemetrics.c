@@ -66,14 +66,6 @@ static void nodemetrics_take(struct nodehandlers_context *context,
     pthread_mutex_unlock(&context->lock);
 }
 
-/* One family with one unlabelled sample. */
-static void nodemetrics_one(struct metrics_text *text, const char *name, const char *type,
-                            const char *help, double value)
-{
-    metrics_text_family(text, name, type, help);
-    metrics_text_sample(text, name, NULL, value);
-}
-
 void nodemetrics_collect(void *arg, struct metrics_text *text)
 {
     struct nodemetrics_snapshot snap;
@@ -96,57 +88,57 @@ void nodemetrics_collect(void *arg, struct metrics_text *text)
         metrics_text_sample(text, "tessera_datanode_request_seconds_total", labels,
                             (double)snap.busy_ns[i] / 1e9);
     }
-    nodemetrics_one(text, "tessera_datanode_request_failures_total", "counter",
-                    "Requests answered with an error.", (double)snap.failures);
-    nodemetrics_one(text, "tessera_datanode_read_bytes_total", "counter",
-                    "Tile bytes sent to readers.", (double)snap.bytes_read);
-    nodemetrics_one(text, "tessera_datanode_written_bytes_total", "counter",
-                    "Tile bytes stored by writes.", (double)snap.bytes_written);
-    nodemetrics_one(text, "tessera_datanode_writes_refused_crc_total", "counter",
-                    "Writes whose bytes did not match the writer's CRC.",
-                    (double)snap.writes_refused_crc);
-    nodemetrics_one(text, "tessera_datanode_tiles_warmed_total", "counter",
-                    "Tiles read ahead whole after small reads.", (double)snap.tiles_warmed);
-    nodemetrics_one(text, "tessera_datanode_tiles", "gauge", "Tile files stored.",
-                    (double)snap.tiles);
-    nodemetrics_one(text, "tessera_datanode_stored_bytes", "gauge", "Bytes of the tile files.",
-                    (double)snap.used_bytes);
+    metrics_text_one(text, "tessera_datanode_request_failures_total", "counter",
+                     "Requests answered with an error.", (double)snap.failures);
+    metrics_text_one(text, "tessera_datanode_read_bytes_total", "counter",
+                     "Tile bytes sent to readers.", (double)snap.bytes_read);
+    metrics_text_one(text, "tessera_datanode_written_bytes_total", "counter",
+                     "Tile bytes stored by writes.", (double)snap.bytes_written);
+    metrics_text_one(text, "tessera_datanode_writes_refused_crc_total", "counter",
+                     "Writes whose bytes did not match the writer's CRC.",
+                     (double)snap.writes_refused_crc);
+    metrics_text_one(text, "tessera_datanode_tiles_warmed_total", "counter",
+                     "Tiles read ahead whole after small reads.", (double)snap.tiles_warmed);
+    metrics_text_one(text, "tessera_datanode_tiles", "gauge", "Tile files stored.",
+                     (double)snap.tiles);
+    metrics_text_one(text, "tessera_datanode_stored_bytes", "gauge", "Bytes of the tile files.",
+                     (double)snap.used_bytes);
     if (snap.have_space) {
-        nodemetrics_one(text, "tessera_datanode_capacity_bytes", "gauge",
-                        "Capacity: the disk's, or --capacity.", (double)snap.capacity);
-        nodemetrics_one(text, "tessera_datanode_free_bytes", "gauge", "Bytes still free for tiles.",
-                        (double)snap.free_bytes);
+        metrics_text_one(text, "tessera_datanode_capacity_bytes", "gauge",
+                         "Capacity: the disk's, or --capacity.", (double)snap.capacity);
+        metrics_text_one(text, "tessera_datanode_free_bytes", "gauge",
+                         "Bytes still free for tiles.", (double)snap.free_bytes);
     }
-    nodemetrics_one(text, "tessera_datanode_disk_read_bytes_per_second", "gauge",
-                    "The disk's measured read rate (0: not measured yet).",
-                    (double)snap.disk.read_bytes_per_sec);
-    nodemetrics_one(text, "tessera_datanode_disk_write_bytes_per_second", "gauge",
-                    "The disk's measured write rate (0: not measured yet).",
-                    (double)snap.disk.write_bytes_per_sec);
-    nodemetrics_one(text, "tessera_datanode_throttle_bytes_per_second", "gauge",
-                    "The disk throttle (0: none).", (double)snap.disk.throttle_bytes_per_sec);
-    nodemetrics_one(text, "tessera_datanode_disk_busy", "gauge",
-                    "1 while a disk operation is in progress or waits out the throttle.",
-                    (double)snap.disk.in_service);
-    nodemetrics_one(text, "tessera_datanode_corrupt_found_total", "counter",
-                    "Checksum mismatches found (reads and scrubs), repeated ones included.",
-                    (double)snap.corrupt_found);
+    metrics_text_one(text, "tessera_datanode_disk_read_bytes_per_second", "gauge",
+                     "The disk's measured read rate (0: not measured yet).",
+                     (double)snap.disk.read_bytes_per_sec);
+    metrics_text_one(text, "tessera_datanode_disk_write_bytes_per_second", "gauge",
+                     "The disk's measured write rate (0: not measured yet).",
+                     (double)snap.disk.write_bytes_per_sec);
+    metrics_text_one(text, "tessera_datanode_throttle_bytes_per_second", "gauge",
+                     "The disk throttle (0: none).", (double)snap.disk.throttle_bytes_per_sec);
+    metrics_text_one(text, "tessera_datanode_disk_busy", "gauge",
+                     "1 while a disk operation is in progress or waits out the throttle.",
+                     (double)snap.disk.in_service);
+    metrics_text_one(text, "tessera_datanode_corrupt_found_total", "counter",
+                     "Checksum mismatches found (reads and scrubs), repeated ones included.",
+                     (double)snap.corrupt_found);
     if (snap.have_scrub) {
-        nodemetrics_one(text, "tessera_datanode_scrub_running", "gauge",
-                        "1 while a scrub pass is going on.", (double)snap.scrub.running);
-        nodemetrics_one(text, "tessera_datanode_scrub_passes_total", "counter",
-                        "Scrub passes that checked every tile.", (double)snap.scrub.passes);
-        nodemetrics_one(text, "tessera_datanode_scrub_pass_checked_bytes", "gauge",
-                        "Bytes the current (or last) scrub pass has checked.",
-                        (double)snap.scrub.bytes);
-        nodemetrics_one(text, "tessera_datanode_scrub_pass_total_bytes", "gauge",
-                        "Bytes stored when the current (or last) scrub pass started.",
-                        (double)snap.scrub.total_bytes);
+        metrics_text_one(text, "tessera_datanode_scrub_running", "gauge",
+                         "1 while a scrub pass is going on.", (double)snap.scrub.running);
+        metrics_text_one(text, "tessera_datanode_scrub_passes_total", "counter",
+                         "Scrub passes that checked every tile.", (double)snap.scrub.passes);
+        metrics_text_one(text, "tessera_datanode_scrub_pass_checked_bytes", "gauge",
+                         "Bytes the current (or last) scrub pass has checked.",
+                         (double)snap.scrub.bytes);
+        metrics_text_one(text, "tessera_datanode_scrub_pass_total_bytes", "gauge",
+                         "Bytes stored when the current (or last) scrub pass started.",
+                         (double)snap.scrub.total_bytes);
     }
-    nodemetrics_one(text, "tessera_datanode_reclaimed_tiles_total", "counter",
-                    "Unmapped tile files deleted by the reclaimer.", (double)snap.tiles_reclaimed);
-    nodemetrics_one(text, "tessera_datanode_reclaimed_bytes_total", "counter", "Their bytes.",
-                    (double)snap.bytes_reclaimed);
-    nodemetrics_one(text, "tessera_datanode_reclaim_passes_total", "counter",
-                    "The reclaimer's passes over the tile files.", (double)snap.reclaim_passes);
+    metrics_text_one(text, "tessera_datanode_reclaimed_tiles_total", "counter",
+                     "Unmapped tile files deleted by the reclaimer.", (double)snap.tiles_reclaimed);
+    metrics_text_one(text, "tessera_datanode_reclaimed_bytes_total", "counter", "Their bytes.",
+                     (double)snap.bytes_reclaimed);
+    metrics_text_one(text, "tessera_datanode_reclaim_passes_total", "counter",
+                     "The reclaimer's passes over the tile files.", (double)snap.reclaim_passes);
 }

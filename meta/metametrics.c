@@ -53,13 +53,6 @@ static int metametrics_read_store(struct store_txn *txn, void *arg)
     return err;
 }
 
-static void metametrics_one(struct metrics_text *text, const char *name, const char *type,
-                            const char *help, double value)
-{
-    metrics_text_family(text, name, type, help);
-    metrics_text_sample(text, name, NULL, value);
-}
-
 /* Label text for a node; its address is escaped as Prometheus wants (\\ and "). */
 static void metametrics_node_labels(const struct nodes_record *node, char *out, size_t cap)
 {
@@ -119,42 +112,43 @@ static void metametrics_render_cluster(struct service *service, struct metrics_t
                 metrics_text_sample(text, per_node[f].name, labels, value);
             }
         }
-        metametrics_one(text, "tessera_meta_inodes", "gauge", "Files, directories and links.",
-                        (double)read.inodes);
-        metametrics_one(text, "tessera_meta_tiles", "gauge", "Tiles in the tile map.",
-                        (double)read.tile_entries);
+        metrics_text_one(text, "tessera_meta_inodes", "gauge", "Files, directories and links.",
+                         (double)read.inodes);
+        metrics_text_one(text, "tessera_meta_tiles", "gauge", "Tiles in the tile map.",
+                         (double)read.tile_entries);
     }
     free(read.nodes);
 
     if (service->repair_pass.have_last) {
         const struct repairpass_counts *last = &service->repair_pass.last;
-        metametrics_one(text, "tessera_meta_health_tiles", "gauge",
-                        "Tiles the last health pass looked at.", (double)last->tiles);
-        metametrics_one(text, "tessera_meta_health_degraded_tiles", "gauge",
-                        "Tiles with fewer good replicas than their copies (last health pass).",
-                        (double)last->degraded_tiles);
-        metametrics_one(text, "tessera_meta_health_degraded_bytes", "gauge", "Their bytes.",
-                        (double)last->degraded_bytes);
-        metametrics_one(text, "tessera_meta_health_unavailable_tiles", "gauge",
-                        "Tiles with no good replica on a live datanode (last health pass).",
-                        (double)last->unavailable_tiles);
+        metrics_text_one(text, "tessera_meta_health_tiles", "gauge",
+                         "Tiles the last health pass looked at.", (double)last->tiles);
+        metrics_text_one(text, "tessera_meta_health_degraded_tiles", "gauge",
+                         "Tiles with fewer good replicas than their copies (last health pass).",
+                         (double)last->degraded_tiles);
+        metrics_text_one(text, "tessera_meta_health_degraded_bytes", "gauge", "Their bytes.",
+                         (double)last->degraded_bytes);
+        metrics_text_one(text, "tessera_meta_health_unavailable_tiles", "gauge",
+                         "Tiles with no good replica on a live datanode (last health pass).",
+                         (double)last->unavailable_tiles);
     }
     if (service->repair_progress) {
         struct repairpass_progress progress;
         service->repair_progress(service->repair_progress_ctx, &progress);
-        metametrics_one(text, "tessera_meta_repair_steps_done_total", "counter",
-                        "Replica copies the repairer made.", (double)progress.steps_done);
-        metametrics_one(text, "tessera_meta_repair_bytes_done_total", "counter", "Their bytes.",
-                        (double)progress.bytes_done);
-        metametrics_one(text, "tessera_meta_repair_steps_failed_total", "counter",
-                        "Replica copies that failed.", (double)progress.steps_failed);
-        metametrics_one(text, "tessera_meta_repair_steps_waiting", "gauge",
-                        "Replica copies handed out, not made yet.", (double)progress.steps_waiting);
-        metametrics_one(text, "tessera_meta_repair_bytes_waiting", "gauge", "Their bytes.",
-                        (double)progress.bytes_waiting);
-        metametrics_one(text, "tessera_meta_repair_bytes_per_second", "gauge",
-                        "The repair's rate over the last few seconds.",
-                        (double)progress.bytes_per_sec);
+        metrics_text_one(text, "tessera_meta_repair_steps_done_total", "counter",
+                         "Replica copies the repairer made.", (double)progress.steps_done);
+        metrics_text_one(text, "tessera_meta_repair_bytes_done_total", "counter", "Their bytes.",
+                         (double)progress.bytes_done);
+        metrics_text_one(text, "tessera_meta_repair_steps_failed_total", "counter",
+                         "Replica copies that failed.", (double)progress.steps_failed);
+        metrics_text_one(text, "tessera_meta_repair_steps_waiting", "gauge",
+                         "Replica copies handed out, not made yet.",
+                         (double)progress.steps_waiting);
+        metrics_text_one(text, "tessera_meta_repair_bytes_waiting", "gauge", "Their bytes.",
+                         (double)progress.bytes_waiting);
+        metrics_text_one(text, "tessera_meta_repair_bytes_per_second", "gauge",
+                         "The repair's rate over the last few seconds.",
+                         (double)progress.bytes_per_sec);
     }
 }
 
