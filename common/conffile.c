@@ -10,6 +10,10 @@
  * never in pieces that could parse as keys of their own. Multi-line values
  * are turned off: a value continued on an indented line is not something
  * a command-line flag can say.
+ *
+ * Debian's libinih takes its limits as run-time settings: a line buffer on
+ * the heap of CONFFILE_MAX_LINE bytes instead of its 200 on the stack, so a
+ * path as long as PATH_MAX fits on a line.
  */
 #include "conffile.h"
 
@@ -17,12 +21,16 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <ini.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+
+/* inih's line buffer: PATH_MAX and a key, plus '\r', '\n' and '\0'. */
+#define CONFFILE_MAX_LINE (PATH_MAX + 104)
 
 /* Keys that name no setting: a file cannot set them. */
 static const char *const conffile_reserved[] = {CONFFILE_FLAG, CONFFILE_CHECK_FLAG, "help",
@@ -248,6 +256,10 @@ static int conffile_read(struct conffile_reader *reader)
         return 2;
     }
     ini_allow_multiline = false;
+    ini_use_stack = false;
+    ini_allow_realloc = false;
+    ini_initial_alloc = CONFFILE_MAX_LINE;
+    ini_max_line = CONFFILE_MAX_LINE;
     int rc = ini_parse_stream(conffile_read_line, reader, conffile_take, reader);
     fclose(reader->file);
     reader->file = NULL;
@@ -405,7 +417,7 @@ int conffile_section(const char *path, char *section, size_t cap)
 int conffile_write_key(FILE *out, const char *key, const char *value)
 {
     size_t len = strlen(value);
-    if (len == 0 || len + strlen(key) + 3 > 197 || strpbrk(value, "\r\n") ||
+    if (len == 0 || len + strlen(key) + 3 > CONFFILE_MAX_LINE - 3 || strpbrk(value, "\r\n") ||
         strchr(" \t", value[0]) || strchr(" \t", value[len - 1]) || strstr(value, " ;") ||
         strstr(value, "\t;"))
         return -EINVAL;

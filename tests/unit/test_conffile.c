@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -26,17 +27,12 @@
 #include <cmocka.h>
 
 static const struct option test_options[] = {
-    {"listen", required_argument, NULL, 'l'},
-    {"data", required_argument, NULL, 'd'},
-    {"copies", required_argument, NULL, 'c'},
-    {"log-level", required_argument, NULL, 'v'},
-    {"insecure", no_argument, NULL, 'I'},
-    {"no-repair", no_argument, NULL, 'N'},
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, 'V'},
-    {CONFFILE_FLAG, required_argument, NULL, 'C'},
-    {CONFFILE_CHECK_FLAG, no_argument, NULL, 'K'},
-    {NULL, 0, NULL, 0},
+    {"key", required_argument, NULL, 'k'},         {"listen", required_argument, NULL, 'l'},
+    {"data", required_argument, NULL, 'd'},        {"copies", required_argument, NULL, 'c'},
+    {"log-level", required_argument, NULL, 'v'},   {"insecure", no_argument, NULL, 'I'},
+    {"no-repair", no_argument, NULL, 'N'},         {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},           {CONFFILE_FLAG, required_argument, NULL, 'C'},
+    {CONFFILE_CHECK_FLAG, no_argument, NULL, 'K'}, {NULL, 0, NULL, 0},
 };
 
 struct fixture {
@@ -199,8 +195,8 @@ static void test_every_error_with_its_line(void **state)
 static void test_broken_and_overlong_lines(void **state)
 {
     struct fixture *f = *state;
-    char text[600];
-    char value[400];
+    char text[PATH_MAX + 600];
+    char value[PATH_MAX + 400]; /* longer than a line may be: PATH_MAX and a key */
     memset(value, 'a', sizeof(value) - 1);
     value[sizeof(value) - 1] = '\0';
     snprintf(text, sizeof(text), "[meta]\ndata = %s\nthis line has no equals sign\ncopies = 2\n",
@@ -366,8 +362,12 @@ static void test_written_keys_read_back(void **state)
 {
     struct fixture *f = *state;
     FILE *out = fopen(f->path, "w");
+    static char long_path[PATH_MAX];
+    memset(long_path, 'p', sizeof(long_path) - 1);
+    long_path[0] = '/';
     assert_non_null(out);
     fprintf(out, "[meta]\n");
+    assert_int_equal(conffile_write_key(out, "key", long_path), 0); /* a path as long as any */
     assert_int_equal(conffile_write_key(out, "data", "/a path;with=odd#chars"), 0);
     assert_int_equal(conffile_write_key(out, "listen", "tcp://127.0.0.1:1"), 0);
     /* What would not read back the same is refused. */
@@ -378,9 +378,10 @@ static void test_written_keys_read_back(void **state)
     assert_int_equal(fclose(out), 0);
     char *argv[] = {"tessera-meta", "--config", f->path, NULL};
     assert_int_equal(load(f, NULL, argv), 0);
-    assert_string_equal(f->config.argv[1], "--data=/a path;with=odd#chars");
-    assert_string_equal(f->config.argv[2], "--listen=tcp://127.0.0.1:1");
-    assert_int_equal(f->config.argc, 5);
+    assert_int_equal(strlen(f->config.argv[1]), strlen("--key=") + strlen(long_path));
+    assert_string_equal(f->config.argv[2], "--data=/a path;with=odd#chars");
+    assert_string_equal(f->config.argv[3], "--listen=tcp://127.0.0.1:1");
+    assert_int_equal(f->config.argc, 6);
 }
 
 static void test_section_of_a_file(void **state)
