@@ -11,6 +11,8 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,14 +183,20 @@ int metrics_server_start(const char *address, metrics_collect_fn *collect, void 
         return -ENOMEM;
     server->collect = collect;
     server->context = context;
+    /* The HTTP thread inherits a mask of every signal: stop signals and SIGHUP
+     * stay with the daemon's own threads, whose polls they must interrupt. */
+    sigset_t all, saved;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &saved);
     errno = 0;
     /* One thread; MHD_USE_ERROR_LOG off: a failure comes back as errno and the daemon says it. */
     server->daemon = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, port, NULL, NULL, metrics_answer, server,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned int)16, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)10, MHD_OPTION_END);
+    int err = errno ? errno : EADDRINUSE;
+    pthread_sigmask(SIG_SETMASK, &saved, NULL);
     if (!server->daemon) {
-        int err = errno ? errno : EADDRINUSE;
         free(server);
         return -err;
     }
