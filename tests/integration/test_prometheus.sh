@@ -84,7 +84,13 @@ mount_written=$(value mount tessera_mount_written_bytes_total)
 mount_read=$(value mount tessera_mount_read_bytes_total)
 mount_writes=$(value mount 'tessera_mount_requests_total{op="write"}')
 mount_creates=$(value mount 'tessera_mount_requests_total{op="create"}')
-[ "$(value meta 'tessera_meta_datanodes{state="up"}')" = 1 ] || fail "meta's metrics do not count 1 datanode up"
+# Meta renders its cluster figures once a tick (1 s): the datanode may be newer than them.
+meta_counts_node() {
+    scrape "$META_METRICS" meta
+    [ "$(value meta 'tessera_meta_datanodes{state="up"}')" = 1 ]
+}
+wait_for 10 "meta's metrics to count 1 datanode up" meta_counts_node
+meta_requests=$(sum meta tessera_meta_requests_total)
 value node tessera_datanode_free_bytes >/dev/null
 
 head -c 3000000 /dev/urandom >"$SHM/input"
