@@ -103,9 +103,10 @@ mh_wait_for 3600 "health HEALTHY after the repair" eval '[ "$(health_rc)" = 0 ]'
 # the first steps (it drops the lost replicas in the same pass) to the last
 # copy done. Detection (the node timeout, the replace-after wait, the next
 # pass) is not repair time.
+# The lines begin with an ISO 8601 time with its zone, which date -d reads.
 log_ms() { date -d "$1" +%s%3N; }
-first=$(grep -m1 "repair: dropped" "$MH_LOGS/meta.log" | cut -c1-23)
-last=$(grep "repair: copy of" "$MH_LOGS/meta.log" | tail -n 1 | cut -c1-23)
+first=$(grep -m1 "repair: dropped" "$MH_LOGS/meta.log" | cut -d' ' -f1)
+last=$(grep "repair: copy of" "$MH_LOGS/meta.log" | tail -n 1 | cut -d' ' -f1)
 [ -n "$first" ] && [ -n "$last" ] || mh_fail "no repair lines in $MH_LOGS/meta.log"
 elapsed_ms=$(($(log_ms "$last") - $(log_ms "$first")))
 detect_ms=$(($(log_ms "$first") - t0))

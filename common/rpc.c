@@ -12,6 +12,7 @@
 #include "log.h"
 #include "roles.h"
 #include "status.h"
+#include "util.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -635,7 +636,39 @@ struct rpc_server {
     int64_t pending_since_us; /* when pending[0] was queued */
     bool (*room)(void *arg);  /* may another message be taken? NULL: always */
     void *room_arg;
+    /* Per opcode; added to by the serving thread, read by the metrics
+     * thread: relaxed atomics, each figure on its own. */
+    struct rpc_op_counters counters[TS_OP_MAX];
 };
+
+/* Counts one handled request of op into the server's counters. */
+static void rpc_server_count(struct rpc_server *server, uint16_t op, int status, uint64_t bytes_in,
+                             const struct rpc_response *response, int64_t elapsed_ns)
+{
+    struct rpc_op_counters *counters = &server->counters[op];
+    __atomic_fetch_add(&counters->requests, 1, __ATOMIC_RELAXED);
+    if (status != TS_OK)
+        __atomic_fetch_add(&counters->failures, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&counters->bytes_in, bytes_in, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&counters->bytes_out, response->payload_len + response->data_len,
+                       __ATOMIC_RELAXED);
+    __atomic_fetch_add(&counters->latency_ns, elapsed_ns > 0 ? (uint64_t)elapsed_ns : 0,
+                       __ATOMIC_RELAXED);
+}
+
+void rpc_server_op_counters(const struct rpc_server *server, uint16_t op,
+                            struct rpc_op_counters *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (op >= TS_OP_MAX)
+        return;
+    const struct rpc_op_counters *counters = &server->counters[op];
+    out->requests = __atomic_load_n(&counters->requests, __ATOMIC_RELAXED);
+    out->failures = __atomic_load_n(&counters->failures, __ATOMIC_RELAXED);
+    out->bytes_in = __atomic_load_n(&counters->bytes_in, __ATOMIC_RELAXED);
+    out->bytes_out = __atomic_load_n(&counters->bytes_out, __ATOMIC_RELAXED);
+    out->latency_ns = __atomic_load_n(&counters->latency_ns, __ATOMIC_RELAXED);
+}
 
 struct rpc_server *rpc_server_new(const char *endpoint, const rpc_handler_fn *handlers,
                                   void *ctx)
@@ -857,7 +890,10 @@ static void rpc_server_dispatch(struct rpc_server *server, zmq_msg_t *frames, in
         } else if (!roles_permit(header.type, request.key_user)) {
             status = rpc_refuse_role(&header, &request, &frames[1], &response);
         } else {
+            int64_t started_ns = util_monotonic_ns();
             status = server->handlers[header.type](server->ctx, &request, &response);
+            rpc_server_count(server, header.type, status, request.payload_len + request.data_len,
+                             &response, util_monotonic_ns() - started_ns);
         }
     } else {
         log_warn("malformed message (%s), answering with an error", status_text(status));

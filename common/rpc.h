@@ -198,6 +198,18 @@ int rpc_server_handle_pending(struct rpc_server *server);
  */
 void rpc_server_set_gate(struct rpc_server *server, bool (*room)(void *arg), void *arg);
 
+/* What a server has handled of one opcode since it started (metrics.h). */
+struct rpc_op_counters {
+    uint64_t requests;   /* handled, failed ones included */
+    uint64_t failures;   /* answered with a non-zero status */
+    uint64_t bytes_in;   /* payload and data bytes of the requests */
+    uint64_t bytes_out;  /* payload and data bytes of the replies */
+    uint64_t latency_ns; /* time in the handler, summed */
+};
+/* Copies the counters of op (zeros for op >= TS_OP_MAX). Any thread may call it. */
+void rpc_server_op_counters(const struct rpc_server *server, uint16_t op,
+                            struct rpc_op_counters *out);
+
 /*
  * Receives one multipart message (blocking): its first max frames into
  * frames, the rest read and dropped. Returns the number of frames it had

@@ -30,6 +30,7 @@
  * Exit codes: 0 after a clean stop, 1 when it cannot start or the loop
  * fails, 2 for bad arguments.
  */
+#include "conffile.h"
 #include "diskio.h"
 #include "fences.h"
 #include "nodehandlers.h"
@@ -37,7 +38,10 @@
 #include "heartbeat.h"
 #include "identity.h"
 #include "log.h"
+#include "metrics.h"
+#include "nodemetrics.h"
 #include "puller.h"
+#include "readiness.h"
 #include "reclaim.h"
 #include "scrub.h"
 #include "replymem.h"
@@ -62,6 +66,7 @@
 #include <zmq.h>
 
 #define EXIT_USAGE 2
+#define DATANODE_DEFAULT_CONFIG CONFFILE_DIR "/datanode.conf"
 
 struct datanode_options {
     const char *listen;
@@ -78,6 +83,8 @@ struct datanode_options {
     enum log_level log_level;
     const char *key_path; /* --key FILE; NULL: no CURVE */
     bool insecure;        /* --insecure: may listen beyond loopback without keys */
+    const char *log_file; /* --log-file FILE; NULL: stderr */
+    const char *metrics;  /* --metrics [HOST:]PORT; NULL: no endpoint */
 };
 
 /* What the wait hook and the heartbeat's load callback need. */
@@ -121,6 +128,10 @@ static void usage(FILE *out)
             "\n"
             "Stores Tessera tiles under DIR/tiles and serves them to clients.\n"
             "\n"
+            "  --config FILE         read these options from FILE, an INI file with a\n"
+            "                        [datanode] section of `name = value` lines (flags\n"
+            "                        win); default %s if it exists\n"
+            "  --check-config        check the file and flags, then exit\n"
             "  --listen ENDPOINT     where to serve, e.g. tcp://127.0.0.1:7401\n"
             "  --meta ENDPOINT       the metadata service, e.g. tcp://127.0.0.1:7400\n"
             "  --data DIR            the data directory (created if missing)\n"
@@ -148,9 +159,14 @@ static void usage(FILE *out)
             "                        and only peers with known keys are let in (CURVE)\n"
             "  --insecure            without --key, listen beyond loopback anyway\n"
             "  --log-level LEVEL     error, warn, info (default) or debug\n"
+            "  --metrics [HOST:]PORT serve Prometheus metrics at http://HOST:PORT/metrics\n"
+            "                        (HOST defaults to 127.0.0.1; default: off)\n"
+            "  --log-file FILE       append the log to FILE instead of stderr; SIGHUP\n"
+            "                        reopens it (after logrotate moved it)\n"
             "  --help                show this help\n"
             "  --version             print the version, git revision and protocol\n",
-            RECLAIM_GRACE_DEFAULT_S, RECLAIM_EVERY_DEFAULT_S, SCRUB_DEFAULT_MBPS);
+            DATANODE_DEFAULT_CONFIG, RECLAIM_GRACE_DEFAULT_S, RECLAIM_EVERY_DEFAULT_S,
+            SCRUB_DEFAULT_MBPS);
 }
 
 /* Prints why the arguments are wrong and how to fix them; returns exit code 2. */
@@ -187,46 +203,61 @@ static int parse_mbps(const char *text, uint64_t *bytes_per_sec)
     return *bytes_per_sec > 0 ? 0 : -EINVAL;
 }
 
-/* Fills options from argv; returns 0, or the exit code (help: -1 for exit 0). */
-static int parse_options(int argc, char **argv, struct datanode_options *options)
+enum datanode_option {
+    OPT_LISTEN = 256,
+    OPT_META,
+    OPT_DATA,
+    OPT_ADVERTISE,
+    OPT_MACHINE,
+    OPT_CAPACITY,
+    OPT_THROTTLE,
+    OPT_MEMORY,
+    OPT_RECLAIM_GRACE,
+    OPT_RECLAIM_EVERY,
+    OPT_SCRUB_MBPS,
+    OPT_LOG_LEVEL,
+    OPT_LOG_FILE,
+    OPT_METRICS,
+    OPT_KEY,
+    OPT_INSECURE,
+    OPT_HELP,
+    OPT_VERSION,
+    OPT_CONFIG,
+    OPT_CHECK_CONFIG
+};
+static const struct option datanode_long_options[] = {
+    {"listen", required_argument, NULL, OPT_LISTEN},
+    {"meta", required_argument, NULL, OPT_META},
+    {"data", required_argument, NULL, OPT_DATA},
+    {"advertise", required_argument, NULL, OPT_ADVERTISE},
+    {"machine", required_argument, NULL, OPT_MACHINE},
+    {"capacity", required_argument, NULL, OPT_CAPACITY},
+    {"throttle-mbps", required_argument, NULL, OPT_THROTTLE},
+    {"memory", required_argument, NULL, OPT_MEMORY},
+    {"reclaim-grace", required_argument, NULL, OPT_RECLAIM_GRACE},
+    {"reclaim-every", required_argument, NULL, OPT_RECLAIM_EVERY},
+    {"scrub-mbps", required_argument, NULL, OPT_SCRUB_MBPS},
+    {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+    {"log-file", required_argument, NULL, OPT_LOG_FILE},
+    {"metrics", required_argument, NULL, OPT_METRICS},
+    {"key", required_argument, NULL, OPT_KEY},
+    {"insecure", no_argument, NULL, OPT_INSECURE},
+    {"help", no_argument, NULL, OPT_HELP},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {CONFFILE_FLAG, required_argument, NULL, OPT_CONFIG},
+    {CONFFILE_CHECK_FLAG, no_argument, NULL, OPT_CHECK_CONFIG},
+    {NULL, 0, NULL, 0},
+};
+
+/*
+ * A conffile_parse_fn: fills options (the context) from argv; returns 0,
+ * or the exit code (help: -1 for exit 0); on a usage error *failed_arg is
+ * the argument at fault (-1: none is).
+ */
+static int parse_options(int argc, char **argv, void *context, int *failed_arg)
 {
-    enum {
-        OPT_LISTEN = 256,
-        OPT_META,
-        OPT_DATA,
-        OPT_ADVERTISE,
-        OPT_MACHINE,
-        OPT_CAPACITY,
-        OPT_THROTTLE,
-        OPT_MEMORY,
-        OPT_RECLAIM_GRACE,
-        OPT_RECLAIM_EVERY,
-        OPT_SCRUB_MBPS,
-        OPT_LOG_LEVEL,
-        OPT_KEY,
-        OPT_INSECURE,
-        OPT_HELP,
-        OPT_VERSION
-    };
-    static const struct option long_options[] = {
-        {"listen", required_argument, NULL, OPT_LISTEN},
-        {"meta", required_argument, NULL, OPT_META},
-        {"data", required_argument, NULL, OPT_DATA},
-        {"advertise", required_argument, NULL, OPT_ADVERTISE},
-        {"machine", required_argument, NULL, OPT_MACHINE},
-        {"capacity", required_argument, NULL, OPT_CAPACITY},
-        {"throttle-mbps", required_argument, NULL, OPT_THROTTLE},
-        {"memory", required_argument, NULL, OPT_MEMORY},
-        {"reclaim-grace", required_argument, NULL, OPT_RECLAIM_GRACE},
-        {"reclaim-every", required_argument, NULL, OPT_RECLAIM_EVERY},
-        {"scrub-mbps", required_argument, NULL, OPT_SCRUB_MBPS},
-        {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
-        {"key", required_argument, NULL, OPT_KEY},
-        {"insecure", no_argument, NULL, OPT_INSECURE},
-        {"help", no_argument, NULL, OPT_HELP},
-        {"version", no_argument, NULL, OPT_VERSION},
-        {NULL, 0, NULL, 0},
-    };
+    const struct option *long_options = datanode_long_options;
+    struct datanode_options *options = context;
     const char *machine = NULL;
     int option;
 
@@ -241,7 +272,10 @@ static int parse_options(int argc, char **argv, struct datanode_options *options
         option = getopt_long(argc, argv, ":h", long_options, NULL);
         if (option == -1)
             break;
+        *failed_arg = optind - 1; /* every usage error in the switch blames it */
         switch (option) {
+        case OPT_CONFIG:
+        case OPT_CHECK_CONFIG: break; /* conffile_load() took them */
         case OPT_LISTEN: options->listen = optarg; break;
         case OPT_META: options->meta = optarg; break;
         case OPT_DATA: options->data_dir = optarg; break;
@@ -293,6 +327,17 @@ static int parse_options(int argc, char **argv, struct datanode_options *options
                                    optarg);
             break;
         case OPT_KEY: options->key_path = optarg; break;
+        case OPT_LOG_FILE: options->log_file = optarg; break;
+        case OPT_METRICS: {
+            char host[64];
+            uint16_t port;
+            if (metrics_parse_address(optarg, host, sizeof(host), &port) != 0)
+                return usage_error("--metrics '%s' is not [HOST:]PORT with an IPv4 HOST, e.g. "
+                                   "--metrics 9401",
+                                   optarg);
+            options->metrics = optarg;
+            break;
+        }
         case OPT_INSECURE: options->insecure = true; break;
         case 'h':
         case OPT_HELP: usage(stdout); return -1;
@@ -306,6 +351,7 @@ static int parse_options(int argc, char **argv, struct datanode_options *options
         }
         }
     }
+    *failed_arg = -1;
     if (optind < argc)
         return usage_error("unexpected argument '%s'; every setting is an --option", argv[optind]);
     if (!options->listen)
@@ -493,18 +539,22 @@ static int serve(struct rpc_server *server, struct heartbeat *heartbeat, struct 
             log_info("ready: listening on %s (%s, node %" PRIu32 ", data %s)", options->listen,
                      curve_enabled() ? "CURVE, known keys only" : "no keys: insecure",
                      heartbeat_node_id(heartbeat), options->data_dir);
+            readiness_ready("serving on %s as node %" PRIu32 ", data %s", options->listen,
+                            heartbeat_node_id(heartbeat), options->data_dir);
             ready_logged = true;
         }
     }
     pthread_mutex_unlock(&context->lock);
     if (exit_code == 0)
         log_info("stopping on signal");
+    readiness_stopping();
     return exit_code;
 }
 
 int main(int argc, char **argv)
 {
     struct datanode_options options;
+    struct conffile config;
     struct nodehandlers_context context;
     struct datanode_loop loop = {NULL, NULL, NULL, NULL};
     struct scrub *scrub = NULL;
@@ -518,14 +568,29 @@ int main(int argc, char **argv)
     struct warmer *warmer = NULL;
     struct replymem *replies = NULL;
     struct reclaim *reclaim = NULL;
+    struct metrics_server *metrics = NULL;
     uint64_t tiles, used_bytes;
     int exit_code = 1;
     int rc;
 
-    rc = parse_options(argc, argv, &options);
-    if (rc != 0)
+    rc = conffile_load(argc, argv, "tessera-datanode", "datanode", datanode_long_options,
+                       DATANODE_DEFAULT_CONFIG, &config);
+    if (rc == 0)
+        rc = conffile_parse(&config, "tessera-datanode", parse_options, &options);
+    if (rc != 0 || config.checking) {
+        conffile_free(&config);
         return rc < 0 ? 0 : rc;
+    }
     log_init("tessera-datanode", options.log_level);
+    if (options.log_file) {
+        rc = log_set_file(options.log_file);
+        if (rc != 0) {
+            fprintf(stderr, "tessera-datanode: cannot open --log-file %s: %s\n", options.log_file,
+                    strerror(-rc));
+            conffile_free(&config);
+            return 1;
+        }
+    }
     /* Tile buffers are up to 16 MiB: keep them in the heap instead of a
      * fresh mmap (page faults and zeroing) per request. Freed memory above
      * 8 MiB goes back to the system (the cap, --memory, counts what is
@@ -535,6 +600,7 @@ int main(int argc, char **argv)
     mallopt(M_TRIM_THRESHOLD, 8 << 20);
     mallopt(M_ARENA_MAX, 2);
     install_signal_handlers();
+    readiness_reopen_log_on_sighup();
     if (curve_setup(options.key_path, options.insecure, true) != 0)
         goto out;
 
@@ -686,6 +752,15 @@ int main(int argc, char **argv)
                  "pass every %d s at most",
                  options.scrub_mbps, SCRUB_PAUSE_MS / 1000);
 
+    if (options.metrics) {
+        rc = metrics_server_start(options.metrics, nodemetrics_collect, &context, &metrics);
+        if (rc != 0) {
+            log_error("cannot serve metrics on %s: %s", options.metrics, strerror(-rc));
+            goto out;
+        }
+        log_info("metrics: http://%s/metrics", options.metrics);
+    }
+
     exit_code = serve(server, heartbeat, puller, stream, &context, &options);
     stream_close(&stream); /* no request is served after the counts are logged */
     nodehandlers_log_stats(&context.stats);
@@ -696,7 +771,8 @@ int main(int argc, char **argv)
              (options.memory_bytes - DATANODE_MEMORY_RESERVE_BYTES) / 1048576.0,
              (unsigned long long)replymem_full_count(replies));
 out:
-    stream_close(&stream); /* its threads use the handlers' state: first to go */
+    metrics_server_stop(&metrics); /* it reads the handlers' state too */
+    stream_close(&stream);         /* its threads use the handlers' state: first to go */
     loop.scrub = NULL;
     context.scrub = NULL;
     scrub_stop(&scrub);
@@ -718,5 +794,6 @@ out:
     replymem_destroy(&replies);  /* ZeroMQ has freed every reply it held */
     if (exit_code == 0)
         log_info("stopped");
+    conffile_free(&config); /* options point into its argv */
     return exit_code;
 }

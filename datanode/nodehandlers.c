@@ -492,6 +492,7 @@ int nodehandlers_stream_request(struct nodehandlers_context *context, const uint
                                 int sock, struct nodehandlers_write_buffer *buffer,
                                 struct nodehandlers_drop_behind *drop)
 {
+    int64_t started_ns = util_monotonic_ns();
     struct ts_tile_read_req req;
     enum ts_stream_kind kind = TS_STREAM_READ;
     uint32_t crc = 0;
@@ -531,6 +532,7 @@ int nodehandlers_stream_request(struct nodehandlers_context *context, const uint
     }
     if (status != TS_OK)
         context->stats.failures++;
+    context->stats.busy_ns[op] += (uint64_t)(util_monotonic_ns() - started_ns);
     pthread_mutex_unlock(&context->lock);
     return status < 0 ? -1 : 0;
 }
@@ -945,10 +947,12 @@ static int handle_node_scrub(void *ctx, const struct rpc_request *request,
                               struct rpc_response *response)                                       \
     {                                                                                              \
         struct nodehandlers_context *context = ctx;                                                    \
+        int64_t started_ns = util_monotonic_ns();                                                  \
         context->stats.requests[op]++;                                                             \
         int status = handle_##name(ctx, request, response);                                        \
         if (status != TS_OK)                                                                       \
             context->stats.failures++;                                                             \
+        context->stats.busy_ns[op] += (uint64_t)(util_monotonic_ns() - started_ns);                \
         return status;                                                                             \
     }
 HANDLERS_COUNTED(ping, TS_OP_PING)

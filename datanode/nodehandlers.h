@@ -38,6 +38,7 @@
  */
 struct nodehandlers_stats {
     uint64_t requests[TS_OP_MAX]; /* handled requests per opcode, failed ones included */
+    uint64_t busy_ns[TS_OP_MAX];  /* time serving them, summed (metrics: mean latency) */
     uint64_t failures;            /* requests answered with a non-zero status */
     uint64_t bytes_written;       /* tile bytes stored by TILE_WRITE */
     uint64_t bytes_read;          /* tile bytes sent by TILE_READ */

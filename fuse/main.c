@@ -10,12 +10,16 @@
 #include "ops.h"
 
 #include "beneath.h"
+#include "conffile.h"
 #include "curve.h"
 #include "dirlease.h"
 #include "keepcache.h"
 #include "log.h"
+#include "metrics.h"
 #include "mountargs.h"
+#include "mountmetrics.h"
 #include "profiler.h"
+#include "readiness.h"
 #include "reqloop.h"
 #include "status.h"
 #include "tile.h"
@@ -51,6 +55,8 @@
     (((MEMORY_RESERVE_BYTES + (16ull << 20)) + (1ull << 20) - 1) & ~((1ull << 20) - 1))
 
 
+#define MOUNT_DEFAULT_CONFIG CONFFILE_DIR "/mount.conf"
+
 /* The tile buffers' share of the cap: what the reserve leaves, and at most
  * half of it (the share all figures in the README were measured with). */
 static uint64_t tile_memory(uint64_t cap)
@@ -72,6 +78,12 @@ static void usage(FILE *out)
             "options for mount(8) and fstab only (_netdev, nofail, noauto, auto, user,\n"
             "users, nouser, defaults, x-*, comment=) are ignored; the others go to FUSE.\n\n"
             "Options:\n"
+            "  --config FILE          read these options from FILE, an INI file with a\n"
+            "                         [mount] section of `name = value` lines (flags win);\n"
+            "                         default %s if it exists\n"
+            "  --check-config         check the file and flags, then exit\n"
+            "  --mountpoint DIR       MOUNTPOINT, for a configuration file\n"
+            "  --fuse-options OPTS    more -o options, for a configuration file\n"
             "  --meta ENDPOINT        tessera-meta to use (default %s)\n"
             "  --io-timeout-ms MS     give up on a datanode after MS ms with EIO (default 5000)\n"
             "  --meta-timeout-ms MS   give up on meta after MS ms with EIO (default 5000)\n"
@@ -101,6 +113,10 @@ static void usage(FILE *out)
             "  --key FILE             this mount's key pair (tessera keys); server.pub is\n"
             "                         read from its directory: every link uses CURVE\n"
             "  --log-level LEVEL      error, warn, info or debug (default info)\n"
+            "  --metrics [HOST:]PORT  serve Prometheus metrics at http://HOST:PORT/metrics\n"
+            "                         (HOST defaults to 127.0.0.1; default: off)\n"
+            "  --log-file FILE        append the log to FILE instead of stderr (also in the\n"
+            "                         background); SIGHUP reopens it (after logrotate)\n"
             "  --replace-dead         MOUNTPOINT holds a FUSE mount whose process is gone:\n"
             "                         mount beneath it, then detach it, so the directory\n"
             "                         is never bare in between (root, Linux 6.5; else it\n"
@@ -112,7 +128,23 @@ static void usage(FILE *out)
             "  -d                     FUSE debug output (implies -f)\n"
             "  --help                 this text\n"
             "  --version              print the version, git revision and protocol\n",
-            MOUNTARGS_DEFAULT_META);
+            MOUNT_DEFAULT_CONFIG, MOUNTARGS_DEFAULT_META);
+}
+
+/* mountargs_parse() as a conffile_parse_fn; the context is the options. */
+struct mount_parse {
+    struct mount_options *options;
+    const struct conffile *config;
+};
+
+static int mount_parse(int argc, char **argv, void *context, int *failed_arg)
+{
+    struct mount_parse *parse = context;
+    mountargs_free(parse->options); /* a check parses again */
+    int rc = mountargs_parse(argc, argv, parse->options);
+    if (rc == 2 && parse->options->bad_option)
+        *failed_arg = conffile_find(parse->config, parse->options->bad_option);
+    return rc;
 }
 
 /* The profile's way to meta. */
@@ -177,7 +209,8 @@ static void daemon_report(int report_fd, int exit_code)
     if (null_fd >= 0) {
         dup2(null_fd, STDIN_FILENO);
         dup2(null_fd, STDOUT_FILENO);
-        dup2(null_fd, STDERR_FILENO);
+        if (!log_has_file()) /* stderr is the --log-file: it stays */
+            dup2(null_fd, STDERR_FILENO);
         if (null_fd > STDERR_FILENO)
             close(null_fd);
     }
@@ -194,8 +227,19 @@ int main(int argc, char **argv)
     struct profiler *profile = NULL;
     int exit_code = 1;
 
+    struct conffile config;
+    struct mount_parse parse = {&options, &config};
     options.memory_min_bytes = MEMORY_MIN_BYTES;
-    int parsed = mountargs_parse(argc, argv, &options);
+    int parsed = conffile_load(argc, argv, "tessera-mount", "mount", mountargs_long_options(),
+                               MOUNT_DEFAULT_CONFIG, &config);
+    if (parsed == 0)
+        parsed = conffile_parse(&config, "tessera-mount", mount_parse, &parse);
+    bool checking = config.checking;
+    conffile_free(&config); /* the options hold copies of what they need */
+    if (checking && parsed == 0) {
+        mountargs_free(&options);
+        return 0;
+    }
     if (parsed == MOUNTARGS_HELP || parsed == MOUNTARGS_VERSION) {
         if (parsed == MOUNTARGS_HELP)
             usage(stdout);
@@ -209,6 +253,17 @@ int main(int argc, char **argv)
         return 2;
     }
     log_init("tessera-mount", options.log_level);
+    if (options.log_file) {
+        int err = log_set_file(options.log_file);
+        if (err != 0) {
+            fprintf(stderr, "tessera-mount: cannot open --log-file %s: %s\n", options.log_file,
+                    strerror(-err));
+            mountargs_free(&options);
+            return 1;
+        }
+    }
+    /* Before libfuse's handlers, which then leave SIGHUP to it (SIGTERM still unmounts). */
+    readiness_reopen_log_on_sighup();
     if (curve_setup(options.key_path, false, false) != 0)
         return 1;
     /* Tile buffers are 1 MiB: without this glibc maps and unmaps each one,
@@ -351,13 +406,27 @@ int main(int argc, char **argv)
     log_info("mounting %s from %s as machine %s (datanode timeout %ld ms)", options.mountpoint,
              options.meta, options.machine, options.io_timeout_ms);
 
+    /* In the process that serves (after the fork): its thread must not be lost. */
+    struct metrics_server *metrics = NULL;
+    if (options.metrics) {
+        int err = metrics_server_start(options.metrics, mountmetrics_collect, NULL, &metrics);
+        if (err != 0) {
+            log_error("cannot serve metrics on %s: %s", options.metrics, strerror(-err));
+            goto out_unmount;
+        }
+        log_info("metrics: http://%s/metrics", options.metrics);
+    }
     daemon_report(report_fd, 0);
     report_fd = -1;
+    readiness_ready("mounted %s from %s", options.mountpoint, options.meta);
     if (options.single_thread)
         exit_code = fuse_session_loop(session) == 0 ? 0 : 1;
     else
         exit_code = reqloop_run(session, FUSE_THREADS, TILE_DEFAULT_BYTES) == 0 ? 0 : 1;
+    metrics_server_stop(&metrics);
     log_info("unmounted %s", options.mountpoint);
+    readiness_stopping();
+out_unmount:
     if (beneath_fd >= 0)
         beneath_unmount(options.mountpoint, beneath_fd);
     fuse_session_unmount(session);

@@ -11,9 +11,12 @@
  */
 #include "mountargs.h"
 
+#include "conffile.h"
+#include "metrics.h"
 #include "util.h"
 
 #include <fuse_opt.h>
+#include <getopt.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +37,10 @@ enum mountargs_value {
     MOUNTARGS_MACHINE,
     MOUNTARGS_LOG_LEVEL,
     MOUNTARGS_KEY,
+    MOUNTARGS_MOUNTPOINT,
+    MOUNTARGS_FUSE_OPTIONS,
+    MOUNTARGS_LOG_FILE,
+    MOUNTARGS_METRICS,
     MOUNTARGS_VALUES
 };
 
@@ -53,6 +60,10 @@ static const char *const mountargs_names[MOUNTARGS_VALUES] = {
     [MOUNTARGS_MACHINE] = "machine",
     [MOUNTARGS_LOG_LEVEL] = "log-level",
     [MOUNTARGS_KEY] = "key",
+    [MOUNTARGS_MOUNTPOINT] = "mountpoint",
+    [MOUNTARGS_FUSE_OPTIONS] = "fuse-options",
+    [MOUNTARGS_LOG_FILE] = "log-file",
+    [MOUNTARGS_METRICS] = "metrics",
 };
 
 enum mountargs_key {
@@ -88,6 +99,14 @@ static const struct fuse_opt mountargs_templates[] = {
     MOUNTARGS_VALUE("machine", "machine", MOUNTARGS_MACHINE),
     MOUNTARGS_VALUE("log-level", "log_level", MOUNTARGS_LOG_LEVEL),
     MOUNTARGS_VALUE("key", "key", MOUNTARGS_KEY),
+    MOUNTARGS_VALUE("mountpoint", "mountpoint", MOUNTARGS_MOUNTPOINT),
+    MOUNTARGS_VALUE("fuse-options", "fuse_options", MOUNTARGS_FUSE_OPTIONS),
+    MOUNTARGS_VALUE("log-file", "log_file", MOUNTARGS_LOG_FILE),
+    MOUNTARGS_VALUE("metrics", "metrics", MOUNTARGS_METRICS),
+    /* Read before parsing (conffile.h); the check ends the run after it. */
+    FUSE_OPT_KEY("--" CONFFILE_FLAG " ", MOUNTARGS_KEY_IGNORED),
+    FUSE_OPT_KEY("--" CONFFILE_FLAG "=", MOUNTARGS_KEY_IGNORED),
+    FUSE_OPT_KEY("--" CONFFILE_CHECK_FLAG, MOUNTARGS_KEY_IGNORED),
     FUSE_OPT_KEY("-f", MOUNTARGS_KEY_FOREGROUND),
     FUSE_OPT_KEY("-s", MOUNTARGS_KEY_SINGLE),
     FUSE_OPT_KEY("-d", MOUNTARGS_KEY_DEBUG),
@@ -199,7 +218,8 @@ static int mountargs_source(const char *source, const char **endpoint)
     return 0;
 }
 
-static int mountargs_bad(enum mountargs_value value, const char *wants, const char *given)
+static int mountargs_bad(struct mount_options *options, enum mountargs_value value,
+                         const char *wants, const char *given)
 {
     char o_name[32];
     snprintf(o_name, sizeof(o_name), "%s", mountargs_names[value]);
@@ -208,6 +228,7 @@ static int mountargs_bad(enum mountargs_value value, const char *wants, const ch
             *c = '_';
     fprintf(stderr, "tessera-mount: --%s (-o %s=) wants %s, not '%s'\n", mountargs_names[value],
             o_name, wants, given);
+    options->bad_option = mountargs_names[value];
     return 2;
 }
 
@@ -237,9 +258,10 @@ static int mountargs_convert(struct mount_options *options)
     for (size_t i = 0; i < sizeof(mountargs_ranges) / sizeof(mountargs_ranges[0]); i++) {
         const char *text = given[mountargs_ranges[i].value];
         long *into = (long *)((char *)options + mountargs_ranges[i].field);
-        if (text && util_parse_long(text, mountargs_ranges[i].low, mountargs_ranges[i].high,
-                                    into) != 0)
-            return mountargs_bad(mountargs_ranges[i].value, mountargs_ranges[i].wants, text);
+        if (text &&
+            util_parse_long(text, mountargs_ranges[i].low, mountargs_ranges[i].high, into) != 0)
+            return mountargs_bad(options, mountargs_ranges[i].value, mountargs_ranges[i].wants,
+                                 text);
     }
     if (given[MOUNTARGS_MEMORY] &&
         (util_parse_size(given[MOUNTARGS_MEMORY], &options->memory_bytes) != 0 ||
@@ -247,28 +269,42 @@ static int mountargs_convert(struct mount_options *options)
         char wants[64];
         snprintf(wants, sizeof(wants), "a size of at least %lluM",
                  (unsigned long long)(options->memory_min_bytes >> 20));
-        return mountargs_bad(MOUNTARGS_MEMORY, wants, given[MOUNTARGS_MEMORY]);
+        return mountargs_bad(options, MOUNTARGS_MEMORY, wants, given[MOUNTARGS_MEMORY]);
     }
     if (given[MOUNTARGS_ATTR_TIMEOUT]) {
         char *end = NULL;
         options->attr_timeout = strtod(given[MOUNTARGS_ATTR_TIMEOUT], &end);
         if (end == given[MOUNTARGS_ATTR_TIMEOUT] || *end != '\0' || !(options->attr_timeout >= 0) ||
             options->attr_timeout > 3600)
-            return mountargs_bad(MOUNTARGS_ATTR_TIMEOUT, "seconds in 0..3600",
+            return mountargs_bad(options, MOUNTARGS_ATTR_TIMEOUT, "seconds in 0..3600",
                                  given[MOUNTARGS_ATTR_TIMEOUT]);
     }
     if (given[MOUNTARGS_MACHINE]) {
         size_t len = strlen(given[MOUNTARGS_MACHINE]);
         if (len == 0 || len >= sizeof(options->machine))
-            return mountargs_bad(MOUNTARGS_MACHINE, "a name of 1 to 255 bytes",
+            return mountargs_bad(options, MOUNTARGS_MACHINE, "a name of 1 to 255 bytes",
                                  given[MOUNTARGS_MACHINE]);
         memcpy(options->machine, given[MOUNTARGS_MACHINE], len + 1);
     }
     if (given[MOUNTARGS_LOG_LEVEL] &&
         log_level_parse(given[MOUNTARGS_LOG_LEVEL], &options->log_level) != 0)
-        return mountargs_bad(MOUNTARGS_LOG_LEVEL, "error, warn, info or debug",
+        return mountargs_bad(options, MOUNTARGS_LOG_LEVEL, "error, warn, info or debug",
                              given[MOUNTARGS_LOG_LEVEL]);
     options->key_path = given[MOUNTARGS_KEY]; /* read (and checked) by curve_setup() */
+    options->log_file = given[MOUNTARGS_LOG_FILE];
+    if (given[MOUNTARGS_METRICS]) {
+        char host[64];
+        uint16_t port;
+        if (metrics_parse_address(given[MOUNTARGS_METRICS], host, sizeof(host), &port) != 0)
+            return mountargs_bad(options, MOUNTARGS_METRICS, "[HOST:]PORT with an IPv4 HOST",
+                                 given[MOUNTARGS_METRICS]);
+        options->metrics = given[MOUNTARGS_METRICS];
+    }
+    if (given[MOUNTARGS_FUSE_OPTIONS] &&
+        mountargs_add_fuse_option(options, given[MOUNTARGS_FUSE_OPTIONS]) != 0) {
+        options->bad_option = mountargs_names[MOUNTARGS_FUSE_OPTIONS];
+        return 2;
+    }
     return 0;
 }
 
@@ -276,11 +312,13 @@ static int mountargs_convert(struct mount_options *options)
 static int mountargs_place(struct mount_options *options, size_t positionals)
 {
     const char *meta = options->given[MOUNTARGS_META];
-    if (positionals == 0) {
+    if (positionals == 0 && !options->given[MOUNTARGS_MOUNTPOINT]) {
         fprintf(stderr, "tessera-mount: no MOUNTPOINT given (see --help)\n");
         return 2;
     }
-    options->mountpoint = options->positional[positionals - 1];
+    /* One given on the command line wins over --mountpoint (a file's, say). */
+    options->mountpoint = positionals > 0 ? options->positional[positionals - 1]
+                                          : options->given[MOUNTARGS_MOUNTPOINT];
     if (positionals == 2) {
         const char *source;
         if (mountargs_source(options->positional[0], &source) != 0)
@@ -326,6 +364,23 @@ int mountargs_parse(int argc, char **argv, struct mount_options *options)
         return options->mode;
     rc = mountargs_convert(options);
     return rc != 0 ? rc : mountargs_place(options, options->positionals);
+}
+
+const struct option *mountargs_long_options(void)
+{
+    /* Built once from mountargs_names: the one list of tessera-mount's options. */
+    static struct option table[MOUNTARGS_VALUES + 6];
+    if (!table[0].name) {
+        size_t at = 0;
+        for (size_t i = 0; i < MOUNTARGS_VALUES; i++)
+            table[at++] = (struct option){mountargs_names[i], required_argument, NULL, 0};
+        table[at++] = (struct option){"replace-dead", no_argument, NULL, 0};
+        table[at++] = (struct option){CONFFILE_FLAG, required_argument, NULL, 0};
+        table[at++] = (struct option){CONFFILE_CHECK_FLAG, no_argument, NULL, 0};
+        table[at++] = (struct option){"help", no_argument, NULL, 0};
+        table[at++] = (struct option){"version", no_argument, NULL, 0};
+    }
+    return table;
 }
 
 void mountargs_free(struct mount_options *options)

@@ -49,12 +49,15 @@ struct mount_options {
     int replace_dead;
     enum log_level log_level;
     const char *key_path;    /* --key FILE, -o key=FILE; NULL: plain ZeroMQ */
+    const char *log_file;    /* --log-file FILE, -o log_file=FILE; NULL: stderr */
+    const char *metrics;     /* --metrics [HOST:]PORT; NULL: no endpoint */
     char fuse_options[1024]; /* for FUSE: comma-separated */
     /* What fuse_opt_parse allocated (freed by mountargs_free). */
     char *given[32];
     char *positional[2];
     size_t positionals;
-    int mode; /* 0, MOUNTARGS_HELP or MOUNTARGS_VERSION, while parsing */
+    int mode;               /* 0, MOUNTARGS_HELP or MOUNTARGS_VERSION, while parsing */
+    const char *bad_option; /* after a usage error: the option whose value is wrong, if one */
 };
 
 /*
@@ -66,6 +69,14 @@ int mountargs_parse(int argc, char **argv, struct mount_options *options);
 
 /* Appends one option to fuse_options: 0, or -1 (said so) when they would not fit. */
 int mountargs_add_fuse_option(struct mount_options *options, const char *option);
+
+/*
+ * tessera-mount's long options as a getopt table (names, and whether each
+ * takes a value), made from the parser's own list: the keys a
+ * configuration file may set (conffile.h). Not thread-safe on first call.
+ */
+struct option;
+const struct option *mountargs_long_options(void);
 
 /* Frees what parsing allocated; the strings in *options are gone then. */
 void mountargs_free(struct mount_options *options);

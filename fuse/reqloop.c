@@ -20,6 +20,7 @@
 
 #include "log.h"
 #include "reqmem.h"
+#include "mountmetrics.h"
 #include "util.h"
 
 #include <errno.h>
@@ -150,7 +151,9 @@ static void *request_thread_main(void *arg)
         if (size == 0)
             break;
         struct fuse_buf buf = {.size = size, .mem = start};
+        int64_t started_ns = util_monotonic_ns();
         fuse_session_process_buf(loop->session, &buf);
+        mountmetrics_note(start, size, util_monotonic_ns() - started_ns);
         pthread_mutex_lock(&loop->lock);
         loop->waiting++;
         self->in_read = true;

@@ -10,11 +10,14 @@
  * they inherit the block and the signals always land on this thread,
  * interrupting zmq_poll.
  */
+#include "conffile.h"
 #include "curve.h"
 #include "handlers.h"
 #include "handlers_exports.h"
 #include "layout.h"
+#include "metametrics.h"
 #include "log.h"
+#include "readiness.h"
 #include "repairer.h"
 #include "rpc.h"
 #include "service.h"
@@ -31,6 +34,7 @@
 
 #define META_DEFAULT_LISTEN "tcp://127.0.0.1:7400"
 #define META_TICK_MS 1000
+#define META_DEFAULT_CONFIG CONFFILE_DIR "/meta.conf"
 
 struct meta_options {
     const char *listen;
@@ -46,6 +50,8 @@ struct meta_options {
     const char *key_path;          /* --key FILE; NULL: no CURVE */
     bool insecure;                 /* --insecure: may listen beyond loopback without keys */
     const char *exports_path;      /* --exports FILE; NULL: DATA/exports (exports.h) */
+    const char *log_file;          /* --log-file FILE; NULL: stderr */
+    const char *metrics;           /* --metrics [HOST:]PORT; NULL: no endpoint */
 };
 
 static volatile sig_atomic_t meta_stop_signal;
@@ -62,6 +68,10 @@ static void meta_usage(FILE *out)
             "The Tessera metadata service: namespace, tile map and datanode registry,\n"
             "kept in an LMDB store in DIR.\n"
             "\n"
+            "  --config FILE           read these options from FILE, an INI file with a\n"
+            "                          [meta] section of `name = value` lines (flags win);\n"
+            "                          default %s if it exists\n"
+            "  --check-config          check the file and flags, then exit\n"
             "  --listen ENDPOINT       ZeroMQ endpoint to serve (default %s)\n"
             "  --data DIR              directory of the store (created if missing)\n"
             "  --node-timeout-ms MS    a datanode silent this long is down (default %d)\n"
@@ -90,10 +100,14 @@ static void meta_usage(FILE *out)
             "                          squashed or not (default DATA/exports if it exists;\n"
             "                          without it every mount key mounts / read-write)\n"
             "  --log-level LEVEL       error, warn, info or debug (default info)\n"
+            "  --metrics [HOST:]PORT   serve Prometheus metrics at http://HOST:PORT/metrics\n"
+            "                          (HOST defaults to 127.0.0.1; default: off)\n"
+            "  --log-file FILE         append the log to FILE instead of stderr; SIGHUP\n"
+            "                          reopens it (after logrotate moved it)\n"
             "  --help                  show this and exit\n"
             "  --version               print the version, git revision and protocol\n",
-            META_DEFAULT_LISTEN, SERVICE_DEFAULT_NODE_TIMEOUT_MS, SESSIONS_DEFAULT_LEASE_MS,
-            LAYOUT_MAX_COPIES, SERVICE_DEFAULT_COPIES,
+            META_DEFAULT_CONFIG, META_DEFAULT_LISTEN, SERVICE_DEFAULT_NODE_TIMEOUT_MS,
+            SESSIONS_DEFAULT_LEASE_MS, LAYOUT_MAX_COPIES, SERVICE_DEFAULT_COPIES,
             (unsigned long long)(REPAIRER_DEFAULT_BYTES_PER_SEC / 1000000));
 }
 
@@ -120,32 +134,44 @@ static int meta_parse_duration(const char *text, int64_t *ms)
     return 0;
 }
 
-/* Returns 0 to run, 1 to exit 0 (--help), 2 to exit 2 (message printed). */
-static int meta_parse(int argc, char **argv, struct meta_options *options)
+static const struct option meta_long_options[] = {
+    {"listen", required_argument, NULL, 'l'},
+    {"data", required_argument, NULL, 'd'},
+    {"node-timeout-ms", required_argument, NULL, 't'},
+    {"mount-lease-ms", required_argument, NULL, 'm'},
+    {"placement", required_argument, NULL, 'p'},
+    {"copies", required_argument, NULL, 'c'},
+    {"log-level", required_argument, NULL, 'v'},
+    {"log-file", required_argument, NULL, 'L'},
+    {"metrics", required_argument, NULL, 'M'},
+    {"replace-after", required_argument, NULL, 'r'},
+    {"repair-mbps", required_argument, NULL, 'R'},
+    {"no-repair", no_argument, NULL, 'N'},
+    {"key", required_argument, NULL, 'k'},
+    {"insecure", no_argument, NULL, 'I'},
+    {"exports", required_argument, NULL, 'E'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {CONFFILE_FLAG, required_argument, NULL, 'C'},
+    {CONFFILE_CHECK_FLAG, no_argument, NULL, 'K'},
+    {NULL, 0, NULL, 0},
+};
+
+/*
+ * A conffile_parse_fn: returns 0 to run, 1 to exit 0 (--help), 2 to exit 2
+ * (message printed; *failed_arg the argument at fault, -1 if none is).
+ */
+static int meta_parse(int argc, char **argv, void *context, int *failed_arg)
 {
-    static const struct option long_options[] = {
-        {"listen", required_argument, NULL, 'l'},
-        {"data", required_argument, NULL, 'd'},
-        {"node-timeout-ms", required_argument, NULL, 't'},
-        {"mount-lease-ms", required_argument, NULL, 'm'},
-        {"placement", required_argument, NULL, 'p'},
-        {"copies", required_argument, NULL, 'c'},
-        {"log-level", required_argument, NULL, 'v'},
-        {"replace-after", required_argument, NULL, 'r'},
-        {"repair-mbps", required_argument, NULL, 'R'},
-        {"no-repair", no_argument, NULL, 'N'},
-        {"key", required_argument, NULL, 'k'},
-        {"insecure", no_argument, NULL, 'I'},
-        {"exports", required_argument, NULL, 'E'},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},
-        {NULL, 0, NULL, 0},
-    };
+    const struct option *long_options = meta_long_options;
+    struct meta_options *options = context;
     int option;
 
     options->listen = META_DEFAULT_LISTEN;
     options->data_dir = NULL;
     options->key_path = NULL;
+    options->log_file = NULL;
+    options->metrics = NULL;
     options->insecure = false;
     options->exports_path = NULL;
     options->node_timeout_ms = SERVICE_DEFAULT_NODE_TIMEOUT_MS;
@@ -159,7 +185,10 @@ static int meta_parse(int argc, char **argv, struct meta_options *options)
     opterr = 0;
     /* The leading ':' makes a missing value return ':' instead of '?'. */
     while ((option = getopt_long(argc, argv, ":", long_options, NULL)) != -1) {
+        *failed_arg = optind - 1; /* every return 2 in the switch blames it */
         switch (option) {
+        case 'C':
+        case 'K': break; /* conffile_load() took them */
         case 'l': options->listen = optarg; break;
         case 'd': options->data_dir = optarg; break;
         case 'r':
@@ -227,6 +256,20 @@ static int meta_parse(int argc, char **argv, struct meta_options *options)
             }
             break;
         case 'k': options->key_path = optarg; break;
+        case 'L': options->log_file = optarg; break;
+        case 'M': {
+            char host[64];
+            uint16_t port;
+            if (metrics_parse_address(optarg, host, sizeof(host), &port) != 0) {
+                fprintf(stderr,
+                        "tessera-meta: --metrics '%s': want [HOST:]PORT with an IPv4 HOST, "
+                        "e.g. 9400\n",
+                        optarg);
+                return 2;
+            }
+            options->metrics = optarg;
+            break;
+        }
         case 'I': options->insecure = true; break;
         case 'E': options->exports_path = optarg; break;
         case 'h': meta_usage(stdout); return 1;
@@ -244,6 +287,7 @@ static int meta_parse(int argc, char **argv, struct meta_options *options)
         }
         }
     }
+    *failed_arg = -1;
     if (optind < argc) {
         fprintf(stderr, "tessera-meta: unexpected argument '%s' (see --help)\n", argv[optind]);
         return 2;
@@ -261,8 +305,9 @@ static int meta_parse(int argc, char **argv, struct meta_options *options)
     return 0;
 }
 
-/* Serves until a stop signal; returns the exit code. */
-static int meta_serve(struct rpc_server *server, struct service *service)
+/* Serves until a stop signal; returns the exit code. metrics may be NULL. */
+static int meta_serve(struct rpc_server *server, struct service *service,
+                      struct metametrics *metrics)
 {
     zmq_pollitem_t item = {rpc_server_socket(server), 0, ZMQ_POLLIN, 0};
     int64_t next_tick = util_monotonic_ms() + META_TICK_MS;
@@ -278,27 +323,48 @@ static int meta_serve(struct rpc_server *server, struct service *service)
             rpc_server_handle_pending(server);
         if (util_monotonic_ms() >= next_tick) {
             service_tick(service);
+            if (metrics)
+                metametrics_update(metrics, service);
             next_tick = util_monotonic_ms() + META_TICK_MS;
         }
     }
     log_info("stopping on signal %d", (int)meta_stop_signal);
+    readiness_stopping();
     return 0;
 }
 
 int main(int argc, char **argv)
 {
     struct meta_options options;
+    struct conffile config;
     struct service *service = NULL;
     struct rpc_server *server = NULL;
     struct repairer *repairer = NULL;
+    struct metametrics *metrics = NULL;
+    struct metrics_server *metrics_server = NULL;
     struct sigaction action;
     sigset_t stop_signals;
     int exit_code = 1;
-    int parsed = meta_parse(argc, argv, &options);
+    int parsed = conffile_load(argc, argv, "tessera-meta", "meta", meta_long_options,
+                               META_DEFAULT_CONFIG, &config);
 
-    if (parsed != 0)
-        return parsed == 1 ? 0 : 2;
+    if (parsed == 0)
+        parsed = conffile_parse(&config, "tessera-meta", meta_parse, &options);
+    if (parsed != 0 || config.checking) {
+        conffile_free(&config);
+        return parsed == 1 || parsed == 0 ? 0 : 2;
+    }
     log_init("tessera-meta", options.log_level);
+    if (options.log_file) {
+        int err = log_set_file(options.log_file);
+        if (err != 0) {
+            fprintf(stderr, "tessera-meta: cannot open --log-file %s: %s\n", options.log_file,
+                    strerror(-err));
+            conffile_free(&config);
+            return 1;
+        }
+    }
+    readiness_reopen_log_on_sighup();
 
     memset(&action, 0, sizeof(action));
     action.sa_handler = meta_on_signal;
@@ -349,15 +415,31 @@ int main(int argc, char **argv)
         service->repair_progress = repairer_progress;
         service->repair_progress_ctx = repairer;
     }
+    if (options.metrics) {
+        int err = metametrics_new(server, &metrics);
+        if (err == 0) {
+            metametrics_update(metrics, service);
+            err = metrics_server_start(options.metrics, metametrics_collect, metrics,
+                                       &metrics_server);
+        }
+        if (err != 0) {
+            log_error("cannot serve metrics on %s: %s", options.metrics, strerror(-err));
+            goto out;
+        }
+        log_info("metrics: http://%s/metrics", options.metrics);
+    }
     pthread_sigmask(SIG_UNBLOCK, &stop_signals, NULL);
     log_info("ready: listening on %s (%s), store in %s, default placement %s, copies %ld, "
              "mount lease %ld ms",
              options.listen, curve_enabled() ? "CURVE, known keys only" : "no keys: insecure",
              options.data_dir, layout_placement_name(options.placement), options.copies,
              options.mount_lease_ms);
-    exit_code = meta_serve(server, service);
+    readiness_ready("serving on %s, store in %s", options.listen, options.data_dir);
+    exit_code = meta_serve(server, service, metrics);
 
 out:
+    metrics_server_stop(&metrics_server); /* reads the server's counters and metrics */
+    metametrics_destroy(&metrics);
     if (repairer) {
         /* Ends the repairer's calls at once (they would wait for their deadlines). */
         zmq_ctx_shutdown(rpc_context());
@@ -367,5 +449,6 @@ out:
     rpc_server_destroy(&server);
     curve_stop();
     service_close(&service);
+    conffile_free(&config); /* options point into its argv */
     return exit_code;
 }

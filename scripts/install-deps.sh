@@ -8,7 +8,8 @@
 set -euo pipefail
 
 PACKAGES=(meson ninja-build pkg-config gcc libfuse3-dev fuse3 libzmq3-dev liblmdb-dev
-    libcmocka-dev attr iproute2 libjansson-dev)
+    libcmocka-dev attr iproute2 libinih-dev libsystemd-dev
+    libmicrohttpd-dev libjansson-dev)
 
 missing=()
 for package in "${PACKAGES[@]}"; do

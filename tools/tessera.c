@@ -8,6 +8,7 @@
 #include "bindir.h"
 #include "cliargs.h"
 #include "clusterstatus.h"
+#include "configcmd.h"
 #include "fsck.h"
 #include "infoview.h"
 #include "healthview.h"
@@ -54,6 +55,7 @@ static const struct tessera_command tessera_commands[] = {
     {"profile", profile_main, "count who accesses which tiles: start, stop, reset, show"},
     {"rebalance", rebalance_main, "move tiles to their users: plan, apply, status, abort"},
     {"keys", keyscmd_main, "the cluster's CURVE keys: init, add, list, revoke"},
+    {"config", configcmd_main, "check a daemon's configuration file: check FILE"},
 };
 
 #define TESSERA_COMMAND_COUNT (sizeof(tessera_commands) / sizeof(tessera_commands[0]))

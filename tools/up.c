@@ -18,6 +18,7 @@
 #include "cluster.h"
 #include "curve.h"
 #include "clusterconf.h"
+#include "conffile.h"
 #include "fmt.h"
 #include "fusemount.h"
 #include "keysdir.h"
@@ -46,7 +47,6 @@
 #define UP_POLL_MS 50
 #define UP_PROBE_TIMEOUT_MS 500
 #define UP_LOG_TAIL_LINES 20
-#define UP_MAX_ARGS 16
 #define UP_WHO "tessera up"
 
 struct up_options {
@@ -107,7 +107,8 @@ static void up_usage(FILE *out)
             "                         STATE/keys, made on the first start; see tessera keys)\n"
             "  -h, --help             this help\n"
             "\n"
-            "Logs are appended to STATE/logs/<daemon>.log, pids kept in STATE/run/.\n"
+            "Logs are appended to STATE/logs/<daemon>.log, pids kept in STATE/run/; each\n"
+            "daemon starts with --config STATE/conf/<daemon>.conf, written at each start.\n"
             "Exit status: 0 all ready, 1 a daemon failed (what this run started is stopped\n"
             "again), 2 usage error.\n",
             CLUSTERCONF_DEFAULT_NODES, CLUSTERCONF_DEFAULT_PORT, CLUSTERCONF_DEFAULT_HOST,
@@ -243,10 +244,10 @@ static int up_parse(int argc, char **argv, struct up_options *options)
 
 /* ---- configuration -------------------------------------------------- */
 
-/* Creates STATE, STATE/run and STATE/logs, resolves STATE, locks it. */
+/* Creates STATE, STATE/run, STATE/logs and STATE/conf, resolves STATE, locks it. */
 static int up_open_state(struct cluster *cluster, const struct up_options *options)
 {
-    static const char *const subdirs[] = {"run", "logs"};
+    static const char *const subdirs[] = {"run", "logs", "conf"};
     char path[PATH_MAX];
     int result = cluster_pick_state_dir(cluster, options->state, UP_WHO);
 
@@ -255,7 +256,7 @@ static int up_open_state(struct cluster *cluster, const struct up_options *optio
     result = util_mkdir_p(cluster->state_dir, 0755);
     if (result == 0)
         result = cluster_resolve_state_dir(cluster, UP_WHO);
-    for (size_t i = 0; i < 2 && result == 0; i++) {
+    for (size_t i = 0; i < sizeof(subdirs) / sizeof(subdirs[0]) && result == 0; i++) {
         result = fmt_into(path, sizeof(path), "%s/%s", cluster->state_dir, subdirs[i]);
         if (result == 0)
             result = util_mkdir_p(path, 0755);
@@ -510,22 +511,6 @@ static void up_catch_signals(void)
     sigaction(SIGHUP, &action, NULL);
 }
 
-/* A daemon's command line, with the storage of the arguments made for it. */
-struct up_argv {
-    char *argv[UP_MAX_ARGS + 1];
-    size_t count;
-    char io_timeout[32];
-    char mount_options[64];
-    char key_path[PATH_MAX + 64];
-};
-
-static void up_arg(struct up_argv *args, const char *arg)
-{
-    if (args->count < UP_MAX_ARGS)
-        args->argv[args->count++] = (char *)arg;
-    args->argv[args->count] = NULL;
-}
-
 /*
  * The mount's -o options. default_permissions lets the kernel check modes;
  * allow_other lets other users in, which also makes sense whenever root
@@ -537,64 +522,96 @@ static void up_mount_options(const struct up_options *options, char *out, size_t
     snprintf(out, cap, "default_permissions%s", allow_other ? ",allow_other" : "");
 }
 
-/*
- * The command line of a daemon, as the cluster conventions fix them. The
- * datanode's --machine is left to its default, the hostname, so that a
- * local cluster's nodes and mount all count as this one machine.
- */
-static void up_daemon_argv(const struct cluster *cluster, const struct cluster_daemon *daemon,
-                           const struct up_options *options, struct up_argv *args)
+/* Writes "key = value"; false (said so) when the value cannot be written in a file. */
+static bool up_key(FILE *out, const char *path, const char *key, const char *value)
 {
-    args->count = 0;
-    up_arg(args, daemon->binary);
-    if (cluster->keys_dir[0]) {
-        snprintf(args->key_path, sizeof(args->key_path), "%s/%s.key", cluster->keys_dir,
-                 daemon->label);
-        up_arg(args, "--key");
-        up_arg(args, args->key_path);
-    } else if (daemon->role != CLUSTER_MOUNT && options->insecure) {
-        up_arg(args, "--insecure");
-    }
-    if (daemon->role == CLUSTER_MOUNT) {
-        snprintf(args->io_timeout, sizeof(args->io_timeout), "%ld", cluster->conf.io_timeout_ms);
-        up_mount_options(options, args->mount_options, sizeof(args->mount_options));
-        up_arg(args, "--meta");
-        up_arg(args, cluster->meta_endpoint);
-        up_arg(args, "--io-timeout-ms");
-        up_arg(args, args->io_timeout);
-        up_arg(args, "-f");
-        up_arg(args, "-o");
-        up_arg(args, args->mount_options);
-        if (daemon->replaces_dead)
-            up_arg(args, "--replace-dead");
-        up_arg(args, daemon->address);
-        return;
-    }
-    up_arg(args, "--listen");
-    up_arg(args, daemon->address);
-    if (daemon->role == CLUSTER_NODE) {
-        up_arg(args, "--meta");
-        up_arg(args, cluster->meta_endpoint);
-    }
-    up_arg(args, "--data");
-    up_arg(args, daemon->data_dir);
-    up_arg(args, "--log-level");
-    up_arg(args, cluster->conf.log_level);
-    if (daemon->role == CLUSTER_META && options->replace_after) {
-        up_arg(args, "--replace-after");
-        up_arg(args, options->replace_after);
-    }
+    if (conffile_write_key(out, key, value) == 0)
+        return true;
+    fprintf(stderr,
+            "%s: cannot write %s = '%s' into %s (spaces at its ends, ' ;' or a line break)\n",
+            UP_WHO, key, value, path);
+    return false;
 }
 
-/* Starts one daemon and writes its pid file. 0 or -errno (printed). */
+/*
+ * Writes a daemon's configuration file, STATE/conf/LABEL.conf, the same
+ * kind an operator writes for /etc/tessera (conffile.h): what the cluster
+ * conventions fix. The datanode's machine is left to its default, the
+ * hostname, so that a local cluster's nodes and mount all count as this
+ * one machine. Rewritten at every start. 0 or -errno (printed).
+ */
+static int up_write_config(const struct cluster *cluster, const struct cluster_daemon *daemon,
+                           const struct up_options *options, char *path, size_t cap)
+{
+    static const char *const sections[] = {
+        [CLUSTER_META] = "meta", [CLUSTER_NODE] = "datanode", [CLUSTER_MOUNT] = "mount"};
+    char key_path[PATH_MAX + 64];
+    char text[64];
+    FILE *out;
+    bool ok;
+
+    if (fmt_into(path, cap, "%s/conf/%s.conf", cluster->state_dir, daemon->label) != 0)
+        return -ENAMETOOLONG;
+    out = fopen(path, "we");
+    if (!out) {
+        int err = errno;
+        fprintf(stderr, "%s: cannot write %s: %s\n", UP_WHO, path, strerror(err));
+        return -err;
+    }
+    ok = fprintf(out, "# %s's configuration, written by tessera up at every start.\n[%s]\n",
+                 daemon->label, sections[daemon->role]) > 0;
+    if (cluster->keys_dir[0]) {
+        snprintf(key_path, sizeof(key_path), "%s/%s.key", cluster->keys_dir, daemon->label);
+        ok = ok && up_key(out, path, "key", key_path);
+    } else if (daemon->role != CLUSTER_MOUNT && options->insecure) {
+        ok = ok && up_key(out, path, "insecure", "true");
+    }
+    if (daemon->role == CLUSTER_MOUNT) {
+        snprintf(text, sizeof(text), "%ld", cluster->conf.io_timeout_ms);
+        ok = ok && up_key(out, path, "meta", cluster->meta_endpoint) &&
+             up_key(out, path, "io-timeout-ms", text);
+        up_mount_options(options, text, sizeof(text));
+        ok = ok && up_key(out, path, "fuse-options", text) &&
+             (!daemon->replaces_dead || up_key(out, path, "replace-dead", "true")) &&
+             up_key(out, path, "mountpoint", daemon->address);
+    } else {
+        ok = ok && up_key(out, path, "listen", daemon->address) &&
+             (daemon->role != CLUSTER_NODE || up_key(out, path, "meta", cluster->meta_endpoint)) &&
+             up_key(out, path, "data", daemon->data_dir) &&
+             up_key(out, path, "log-level", cluster->conf.log_level) &&
+             (daemon->role != CLUSTER_META || !options->replace_after ||
+              up_key(out, path, "replace-after", options->replace_after));
+    }
+    if (fclose(out) != 0 && ok) {
+        fprintf(stderr, "%s: cannot write %s: %s\n", UP_WHO, path, strerror(errno));
+        ok = false;
+    }
+    return ok ? 0 : -EINVAL;
+}
+
+/* Starts one daemon from its configuration file and writes its pid file. 0 or -errno (printed). */
 static int up_start(struct cluster *cluster, struct cluster_daemon *daemon,
                     const struct up_options *options)
 {
-    struct up_argv args;
+    char config_path[PATH_MAX];
     int result;
 
-    up_daemon_argv(cluster, daemon, options, &args);
-    result = proc_spawn(args.argv, daemon->log_path, &daemon->pid);
+    /* up_find_binaries() skipped it if it was running then: it may have died since
+     * (a killed mount that `up` replaces at once). */
+    if (!daemon->binary[0] &&
+        bindir_find(daemon->binary_name, daemon->binary, sizeof(daemon->binary)) != 0)
+        return -ENOENT;
+    result = up_write_config(cluster, daemon, options, config_path, sizeof(config_path));
+    if (result != 0)
+        return result;
+    /* The mount stays in the foreground (this pid is the one to stop); its
+     * mountpoint, in the file too, is also named where ps shows it. */
+    char *argv[] = {daemon->binary, "--" CONFFILE_FLAG, config_path, NULL, NULL, NULL};
+    if (daemon->role == CLUSTER_MOUNT) {
+        argv[3] = "-f";
+        argv[4] = daemon->address;
+    }
+    result = proc_spawn(argv, daemon->log_path, &daemon->pid);
     if (result != 0) {
         fprintf(stderr, "tessera up: cannot start %s: %s\n", daemon->label, strerror(-result));
         return result;

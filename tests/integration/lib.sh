@@ -286,9 +286,10 @@ pid_of() {
 }
 
 # The meta endpoint of the cluster: read from the running meta's --listen
-# argument, else the convention that meta listens on the base port.
+# argument or its --config file (tessera up's), else the convention that
+# meta listens on the base port.
 meta_endpoint() {
-    local pid args endpoint=""
+    local pid args endpoint="" config=""
     pid=$(cat "$STATE/run/meta.pid" 2>/dev/null || true)
     if [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ]; then
         mapfile -d '' -t args <"/proc/$pid/cmdline"
@@ -297,8 +298,12 @@ meta_endpoint() {
             case ${args[$i]} in
             --listen) endpoint=${args[$((i + 1))]:-} ;;
             --listen=*) endpoint=${args[$i]#--listen=} ;;
+            --config) config=${args[$((i + 1))]:-} ;;
             esac
         done
+    fi
+    if [ -z "$endpoint" ] && [ -n "$config" ] && [ -r "$config" ]; then
+        endpoint=$(sed -n 's/^listen *= *//p' "$config" | tail -n 1)
     fi
     echo "${endpoint:-tcp://127.0.0.1:$BASE}"
 }

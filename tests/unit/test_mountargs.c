@@ -7,7 +7,9 @@
  */
 #include "mountargs.h"
 
+#include <getopt.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
@@ -98,12 +100,50 @@ static void test_refusals(void **state)
     mountargs_free(&o);
 }
 
+/* What a configuration file gives (conffile.h): --name=value forms, the
+ * mountpoint and FUSE options as options; a positional MOUNTPOINT wins. */
+static void test_config_file_forms(void **state)
+{
+    (void)state;
+    struct mount_options o;
+    char *file_only[] = {"tessera-mount", "--meta=tcp://f:1", "--mountpoint=/mnt/f",
+                         "--fuse-options=allow_other,default_permissions", "--replace-dead",
+                         "--config", "/etc/tessera/mount.conf", "--check-config", NULL};
+    assert_int_equal(parse(&o, file_only), 0);
+    assert_string_equal(o.meta, "tcp://f:1");
+    assert_string_equal(o.mountpoint, "/mnt/f");
+    assert_string_equal(o.fuse_options, "allow_other,default_permissions");
+    assert_int_equal(o.replace_dead, 1);
+    mountargs_free(&o);
+    char *positional_wins[] = {"tessera-mount", "--mountpoint=/mnt/f", "/mnt/flag", NULL};
+    assert_int_equal(parse(&o, positional_wins), 0);
+    assert_string_equal(o.mountpoint, "/mnt/flag");
+    mountargs_free(&o);
+    char *bad[] = {"tessera-mount", "--statahead=lots", "/mnt", NULL};
+    assert_int_equal(parse(&o, bad), 2);
+    assert_string_equal(o.bad_option, "statahead");
+    mountargs_free(&o);
+
+    /* The table a file's keys are checked against: every option, with its kind. */
+    const struct option *table = mountargs_long_options();
+    bool seen_value = false, seen_switch = false;
+    for (; table->name; table++) {
+        if (strcmp(table->name, "io-timeout-ms") == 0)
+            seen_value = table->has_arg == required_argument;
+        if (strcmp(table->name, "replace-dead") == 0)
+            seen_switch = table->has_arg == no_argument;
+    }
+    assert_true(seen_value);
+    assert_true(seen_switch);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_own_flags),
         cmocka_unit_test(test_mount8_form),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_config_file_forms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
