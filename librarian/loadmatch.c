@@ -80,14 +80,40 @@ static int match_under(const uint64_t *workload, size_t role_count, size_t machi
 int loadmatch_assign(const uint64_t *io_matrix, size_t role_count, size_t machine_count,
                      size_t *machine_of_role, uint64_t *bottleneck)
 {
+    uint64_t *workload;
+    int rc;
+
+    if (!bottleneck || (role_count && (!io_matrix || !machine_of_role)))
+        return -EINVAL;
+    if (role_count > machine_count)
+        return -EINVAL;
+    *bottleneck = 0;
+    if (role_count == 0)
+        return 0;
+    if ((role_count * machine_count) / role_count != machine_count)
+        return -EOVERFLOW;
+    workload = malloc(role_count * machine_count * sizeof(*workload));
+    if (!workload)
+        return -ENOMEM;
+    rc = loadmatch_workload(io_matrix, role_count, machine_count, workload);
+    if (rc == 0)
+        rc = loadmatch_assign_workload(workload, role_count, machine_count, machine_of_role,
+                                       bottleneck);
+    free(workload);
+    return rc;
+}
+
+int loadmatch_assign_workload(const uint64_t *workload, size_t role_count, size_t machine_count,
+                              size_t *machine_of_role, uint64_t *bottleneck)
+{
     size_t cells = role_count * machine_count;
-    uint64_t *workload = NULL, *sorted = NULL;
+    uint64_t *sorted = NULL;
     size_t *edge_start = NULL, *edge_right = NULL;
     size_t distinct = 0, low, high;
     bool covers = false;
     int rc;
 
-    if (!bottleneck || (role_count && (!io_matrix || !machine_of_role)))
+    if (!bottleneck || (role_count && (!workload || !machine_of_role)))
         return -EINVAL;
     if (role_count > machine_count)
         return -EINVAL;
@@ -98,16 +124,11 @@ int loadmatch_assign(const uint64_t *io_matrix, size_t role_count, size_t machin
         return -EOVERFLOW;
 
     rc = -ENOMEM;
-    workload = malloc(cells * sizeof(*workload));
     sorted = malloc(cells * sizeof(*sorted));
     edge_start = malloc((role_count + 1) * sizeof(*edge_start));
     edge_right = malloc(cells * sizeof(*edge_right));
-    if (!workload || !sorted || !edge_start || !edge_right)
+    if (!sorted || !edge_start || !edge_right)
         goto out;
-    rc = loadmatch_workload(io_matrix, role_count, machine_count, workload);
-    if (rc < 0)
-        goto out;
-
     /* Step 1: L = the distinct weights of Y in non-decreasing order. */
     memcpy(sorted, workload, cells * sizeof(*sorted));
     qsort(sorted, cells, sizeof(*sorted), compare_u64);
@@ -141,7 +162,6 @@ int loadmatch_assign(const uint64_t *io_matrix, size_t role_count, size_t machin
     *bottleneck = sorted[high];
     rc = 0;
 out:
-    free(workload);
     free(sorted);
     free(edge_start);
     free(edge_right);

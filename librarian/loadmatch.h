@@ -36,6 +36,15 @@ int loadmatch_assign(const uint64_t *io_matrix, size_t role_count, size_t machin
                      size_t *machine_of_role, uint64_t *bottleneck);
 
 /*
+ * The same search on a workload matrix the caller built (role_count x
+ * machine_count, row-major): for callers whose rows also count bytes of
+ * machines that may not serve (accessors without a datanode), so that Y is
+ * not W's row sum minus one entry. Same results and errors.
+ */
+int loadmatch_assign_workload(const uint64_t *workload, size_t role_count, size_t machine_count,
+                              size_t *machine_of_role, uint64_t *bottleneck);
+
+/*
  * The workload matrix Y of io_matrix (same shape) into workload. Returns
  * 0, -EINVAL for NULL, -EOVERFLOW when a row's sum overflows.
  */

@@ -26,8 +26,8 @@ struct traversal {
     size_t *depth;             /* per subcluster, root 0 */
     uint64_t *subtree_read;    /* [subcluster][server]: R_r */
     uint64_t *subtree_write;   /* [subcluster][server]: R_w */
-    size_t *own_machines;      /* per subcluster: machines in it */
-    size_t *subtree_machines;  /* per subcluster: machines in T(v) */
+    size_t *own_machines;      /* per subcluster: machines in it that can serve */
+    size_t *subtree_machines;  /* per subcluster: the same in T(v) */
     size_t *machine_of_server;
     size_t *subcluster_of_server;
 };
@@ -62,6 +62,11 @@ static int tree_depths(const struct loadtraverse_input *input, size_t *depth)
     return roots == 1 ? 0 : -EINVAL;
 }
 
+static bool machine_serves(const struct loadtraverse_input *input, size_t machine)
+{
+    return !input->can_serve || input->can_serve[machine];
+}
+
 static int check_input(const struct loadtraverse_input *input)
 {
     if (!input || !input->parent || input->subcluster_count == 0)
@@ -70,12 +75,14 @@ static int check_input(const struct loadtraverse_input *input)
         return -EINVAL;
     if (input->server_count && (!input->read_bytes || !input->write_bytes))
         return -EINVAL;
-    if (input->server_count > input->machine_count)
-        return -EINVAL;
+    size_t serving = 0;
     for (size_t m = 0; m < input->machine_count; m++) {
         if (input->subcluster_of_machine[m] >= input->subcluster_count)
             return -EINVAL;
+        serving += machine_serves(input, m);
     }
+    if (input->server_count > serving)
+        return -EINVAL;
     for (size_t v = 0; input->link_bytes_per_sec && v < input->subcluster_count; v++) {
         if (!(input->link_bytes_per_sec[v] > 0))
             return -EINVAL;
@@ -132,7 +139,7 @@ static int traversal_init(struct traversal *t, const struct loadtraverse_input *
     /* r_r(v,k), r_w(v,k): each machine's bytes into its own subcluster. */
     for (size_t m = 0; m < input->machine_count; m++) {
         size_t v = input->subcluster_of_machine[m];
-        t->own_machines[v]++;
+        t->own_machines[v] += machine_serves(input, m);
         for (size_t k = 0; k < input->server_count; k++) {
             size_t cell = k * input->machine_count + m;
             rc = add_checked(&t->subtree_read[v * servers + k], input->read_bytes[cell]);
@@ -236,13 +243,18 @@ static int compare_heat(const void *a, const void *b, void *context)
     return x < y ? -1 : x > y;
 }
 
-/* Step 5: LBM over the machines of v for the servers kept at v. */
+/*
+ * Step 5: LBM over the serving machines of v for the servers kept at v.
+ * W is read + write bytes; a row's sum runs over every machine of v, so
+ * requests of machines that cannot serve count as remote wherever the
+ * server goes.
+ */
 static int match_in_subcluster(struct traversal *t, size_t v, const size_t *kept, size_t kept_count)
 {
     const struct loadtraverse_input *input = t->input;
     size_t machines = t->own_machines[v];
     size_t *machine_index = NULL, *chosen = NULL;
-    uint64_t *io_matrix = NULL, bottleneck;
+    uint64_t *workload = NULL, bottleneck;
     size_t n = 0;
     int rc = -ENOMEM;
 
@@ -250,24 +262,33 @@ static int match_in_subcluster(struct traversal *t, size_t v, const size_t *kept
         return 0;
     machine_index = calloc(machines, sizeof(*machine_index));
     chosen = calloc(kept_count, sizeof(*chosen));
-    io_matrix = calloc(kept_count * machines, sizeof(*io_matrix));
-    if (!machine_index || !chosen || !io_matrix)
+    workload = calloc(kept_count * machines, sizeof(*workload));
+    if (!machine_index || !chosen || !workload)
         goto out;
     for (size_t m = 0; m < input->machine_count; m++) {
-        if (input->subcluster_of_machine[m] == v)
+        if (input->subcluster_of_machine[m] == v && machine_serves(input, m))
             machine_index[n++] = m;
     }
     for (size_t a = 0; a < kept_count; a++) {
-        for (size_t g = 0; g < machines; g++) {
-            size_t cell = kept[a] * input->machine_count + machine_index[g];
-            uint64_t sum = input->read_bytes[cell];
-            rc = add_checked(&sum, input->write_bytes[cell]);
-            if (rc < 0)
-                goto out;
-            io_matrix[a * machines + g] = sum;
+        const uint64_t *reads = input->read_bytes + kept[a] * input->machine_count;
+        const uint64_t *writes = input->write_bytes + kept[a] * input->machine_count;
+        uint64_t row_sum = 0;
+        rc = 0;
+        for (size_t m = 0; m < input->machine_count && rc == 0; m++) {
+            if (input->subcluster_of_machine[m] != v)
+                continue;
+            rc = add_checked(&row_sum, reads[m]);
+            if (rc == 0)
+                rc = add_checked(&row_sum, writes[m]);
         }
+        if (rc < 0)
+            goto out;
+        /* No underflow: each entry is part of the row's checked sum. */
+        for (size_t g = 0; g < machines; g++)
+            workload[a * machines + g] =
+                row_sum - reads[machine_index[g]] - writes[machine_index[g]];
     }
-    rc = loadmatch_assign(io_matrix, kept_count, machines, chosen, &bottleneck);
+    rc = loadmatch_assign_workload(workload, kept_count, machines, chosen, &bottleneck);
     if (rc < 0)
         goto out;
     for (size_t a = 0; a < kept_count; a++) {
@@ -277,7 +298,7 @@ static int match_in_subcluster(struct traversal *t, size_t v, const size_t *kept
 out:
     free(machine_index);
     free(chosen);
-    free(io_matrix);
+    free(workload);
     return rc;
 }
 

@@ -32,7 +32,10 @@
  * - Capacity: a server needs a machine of its own (LBM's m <= n), so an
  *   option is taken only when its subcluster (for v itself) or subtree
  *   still has a machine without a server. Dispatch never gets stuck: the
- *   caller gives no more servers than machines.
+ *   caller gives no more servers than machines. Machines that cannot
+ *   serve (can_serve, e.g. clients without a datanode) still make
+ *   requests: they load the links and count in LBM's row sums, but are
+ *   never chosen.
  * - Link speeds: the paper assumes equal links. Each link may carry a
  *   speed, and M_L compares loads as seconds (bytes / speed), which with
  *   equal speeds is the paper's comparison.
@@ -57,7 +60,8 @@ struct loadtraverse_input {
     const double *link_bytes_per_sec;  /* per subcluster, its link to its parent (> 0); NULL: all equal */
     size_t machine_count;
     const size_t *subcluster_of_machine; /* per machine */
-    size_t server_count;               /* <= machine_count */
+    const unsigned char *can_serve;    /* per machine, nonzero if it may host a server; NULL: all */
+    size_t server_count;               /* <= the machines that can serve */
     const uint64_t *read_bytes;        /* server_count x machine_count: bytes machine reads from server */
     const uint64_t *write_bytes;       /* same shape, bytes written */
 };
@@ -74,7 +78,7 @@ struct loadtraverse_trace {
  * (server_count entries each; the machines are distinct). trace may be
  * NULL. Returns 0; -EINVAL for a NULL array, a tree that is not one tree
  * (no root, two roots, a cycle, a parent out of range), a machine in no
- * subcluster, a link speed <= 0, or more servers than machines;
+ * subcluster, a link speed <= 0, or more servers than machines that can serve;
  * -EOVERFLOW when byte sums overflow; -ENOMEM.
  */
 int loadtraverse_assign(const struct loadtraverse_input *input, const struct loadtraverse_trace *trace,

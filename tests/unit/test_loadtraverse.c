@@ -213,7 +213,7 @@ static void test_single_subcluster_is_loadmatch(void **state)
     const size_t subcluster_of_machine[4] = {0, 0, 0, 0};
     const uint64_t reads[8] = {7, 11, 0, 0, 3, 7, 4, 4};
     const uint64_t writes[8] = {0};
-    struct loadtraverse_input input = {1, parent, NULL, 4, subcluster_of_machine, 2, reads, writes};
+    struct loadtraverse_input input = {1, parent, NULL, 4, subcluster_of_machine, NULL, 2, reads, writes};
     size_t machine_of_server[2], subcluster_of_server[2];
 
     assert_int_equal(loadtraverse_assign(&input, NULL, machine_of_server, subcluster_of_server), 0);
@@ -237,7 +237,7 @@ static void test_link_speed_weighs_load(void **state)
     const uint64_t reads[3] = {10, 10, 10};
     const uint64_t writes[3] = {0, 0, 0};
     const double equal[4] = {1, 1, 1, 1}, c_fast[4] = {1, 1, 1, 10};
-    struct loadtraverse_input input = {4, parent, equal, 3, subcluster_of_machine, 1, reads, writes};
+    struct loadtraverse_input input = {4, parent, equal, 3, subcluster_of_machine, NULL, 1, reads, writes};
     struct decisions d = {0};
     struct loadtraverse_trace trace = {record_decision, &d};
     size_t machine, subcluster;
@@ -253,6 +253,33 @@ static void test_link_speed_weighs_load(void **state)
     assert_decision(&d, 0, 0, 0, 3, 10.0);
 }
 
+/*
+ * A machine that cannot serve (a client without a datanode) is never
+ * chosen, but its requests count: W row (5, 3, 10) with the third machine
+ * a client gives Y = (13, 15) over the first two, so the first serves.
+ * Two servers need two serving machines.
+ */
+static void test_clients_count_but_never_serve(void **state)
+{
+    (void)state;
+    const size_t parent[1] = {LOADTRAVERSE_ROOT};
+    const size_t subcluster_of_machine[3] = {0, 0, 0};
+    const unsigned char can_serve[3] = {1, 1, 0};
+    const uint64_t reads[6] = {5, 3, 10, 0, 0, 0};
+    const uint64_t writes[6] = {0};
+    struct loadtraverse_input input = {1, parent, NULL, 3, subcluster_of_machine, can_serve,
+                                       1, reads, writes};
+    size_t machine[3], subcluster[3];
+
+    assert_int_equal(loadtraverse_assign(&input, NULL, machine, subcluster), 0);
+    assert_int_equal(machine[0], 0);
+    input.server_count = 2;
+    assert_int_equal(loadtraverse_assign(&input, NULL, machine, subcluster), 0);
+    assert_true(machine[0] != 2 && machine[1] != 2 && machine[0] != machine[1]);
+    input.server_count = 3;
+    assert_int_equal(loadtraverse_assign(&input, NULL, machine, subcluster), -EINVAL);
+}
+
 static void test_rejects_bad_trees(void **state)
 {
     (void)state;
@@ -264,7 +291,7 @@ static void test_rejects_bad_trees(void **state)
     const uint64_t bytes[6] = {0};
     const double zero_speed[2] = {1, 0};
     size_t machine[3], subcluster[3];
-    struct loadtraverse_input input = {2, two_roots, NULL, 2, subcluster_of_machine, 1, bytes, bytes};
+    struct loadtraverse_input input = {2, two_roots, NULL, 2, subcluster_of_machine, NULL, 1, bytes, bytes};
 
     assert_int_equal(loadtraverse_assign(&input, NULL, machine, subcluster), -EINVAL);
     input.subcluster_count = 3;
@@ -294,6 +321,7 @@ int main(void)
         cmocka_unit_test(test_capacity_one_machine_each),
         cmocka_unit_test(test_single_subcluster_is_loadmatch),
         cmocka_unit_test(test_link_speed_weighs_load),
+        cmocka_unit_test(test_clients_count_but_never_serve),
         cmocka_unit_test(test_rejects_bad_trees),
     };
     return cmocka_run_group_tests_name("loadtraverse", tests, NULL, NULL);
