@@ -359,10 +359,10 @@ static int traverse(struct traversal *t, size_t v, size_t *pending, size_t pendi
     for (size_t n = 0; n < pending_count; n++) {
         size_t x = pending[n];
         size_t best_slot = DISPATCH_NONE;
-        double best = 0, best_child_load = 0;
+        double best = 0, best_total = 0, best_child_load = 0;
 
         for (size_t slot = 0; slot <= child_count; slot++) {
-            double with_x = 0, worst = 0;
+            double with_x = 0, worst = 0, total = 0;
             if (room[slot] == 0)
                 continue;
             if (slot != DISPATCH_HERE) {
@@ -379,10 +379,12 @@ static int traverse(struct traversal *t, size_t v, size_t *pending, size_t pendi
                 double value = i == slot ? with_x : load[i];
                 if (value > worst)
                     worst = value;
+                total += value;
             }
-            if (best_slot == DISPATCH_NONE || worst < best) {
+            if (best_slot == DISPATCH_NONE || worst < best || (worst == best && total < best_total)) {
                 best_slot = slot;
                 best = worst;
+                best_total = total;
                 best_child_load = with_x;
             }
         }

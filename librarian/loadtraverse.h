@@ -24,7 +24,12 @@
  * first (largest R(root,k) = R_r + R_w; ties: lower index), each to the
  * option i in {v itself, its 1st child's subtree, ...} with the smallest
  * M_L, the largest link load of v's children if the server goes there
- * (equations 4, 5; ties: v itself, then children in order). Then LBM
+ * (equations 4, 5). Ties, which the paper leaves open, go to the option
+ * whose child links carry the least in total, then to v itself, then to
+ * the children in order: servers not dispatched yet count as outside
+ * every subtree, so a server whose readers all sit in one subtree ties
+ * "here" on M_L with that subtree (the other links' loads dominate), and
+ * only the total tells them apart. Then LBM
  * over the machines of v for the servers kept at v, with W = read +
  * write bytes per machine, and the same recursively in each child.
  *

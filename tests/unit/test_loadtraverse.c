@@ -254,6 +254,34 @@ static void test_link_speed_weighs_load(void **state)
 }
 
 /*
+ * The tie rule: core (machine 0) with racks a (machine 1) and b (machine
+ * 2); server 0 is read 10 bytes by a, server 1 10 bytes by b. For server
+ * 0, M_L is 10 both at the core (both racks read across their links) and
+ * in rack a (server 1, not placed yet, still counts as outside b): the
+ * total of the child links (20 against 10) sends it to a, and server 1
+ * then to b. Nothing crosses a link in the end.
+ */
+static void test_tie_goes_to_least_total(void **state)
+{
+    (void)state;
+    const size_t parent[3] = {LOADTRAVERSE_ROOT, 0, 0};
+    const size_t subcluster_of_machine[3] = {0, 1, 2};
+    const uint64_t reads[6] = {0, 10, 0, 0, 0, 10};
+    const uint64_t writes[6] = {0};
+    struct loadtraverse_input input = {3, parent, NULL, 3, subcluster_of_machine, NULL,
+                                       2, reads, writes};
+    struct decisions d = {0};
+    struct loadtraverse_trace trace = {record_decision, &d};
+    size_t machine[2], subcluster[2];
+
+    assert_int_equal(loadtraverse_assign(&input, &trace, machine, subcluster), 0);
+    assert_decision(&d, 0, 0, 0, 1, 10.0);
+    assert_decision(&d, 1, 0, 1, 2, 0.0);
+    assert_int_equal(machine[0], 1);
+    assert_int_equal(machine[1], 2);
+}
+
+/*
  * A machine that cannot serve (a client without a datanode) is never
  * chosen, but its requests count: W row (5, 3, 10) with the third machine
  * a client gives Y = (13, 15) over the first two, so the first serves.
@@ -321,6 +349,7 @@ int main(void)
         cmocka_unit_test(test_capacity_one_machine_each),
         cmocka_unit_test(test_single_subcluster_is_loadmatch),
         cmocka_unit_test(test_link_speed_weighs_load),
+        cmocka_unit_test(test_tie_goes_to_least_total),
         cmocka_unit_test(test_clients_count_but_never_serve),
         cmocka_unit_test(test_rejects_bad_trees),
     };
