@@ -22,10 +22,10 @@ struct matcher {
     const struct hopcroftkarp_graph *graph;
     size_t *match_of_left;
     size_t *match_of_right;
-    size_t *layer;  /* per left vertex, this phase's BFS distance */
-    size_t *queue;  /* BFS queue of left vertices */
-    size_t *cursor; /* per left vertex, next edge the DFS tries */
-    size_t *stack;  /* DFS path of left vertices */
+    size_t *layer;     /* per left vertex, this phase's BFS distance */
+    size_t *queue;     /* BFS queue of left vertices */
+    size_t *cursor;    /* per left vertex, next edge the DFS tries */
+    size_t *stack;     /* DFS path of left vertices */
     size_t free_layer; /* layer of the shortest augmenting paths' last left vertex */
 };
 

@@ -23,11 +23,11 @@
 struct traversal {
     const struct loadtraverse_input *input;
     const struct loadtraverse_trace *trace;
-    size_t *depth;             /* per subcluster, root 0 */
-    uint64_t *subtree_read;    /* [subcluster][server]: R_r */
-    uint64_t *subtree_write;   /* [subcluster][server]: R_w */
-    size_t *own_machines;      /* per subcluster: machines in it that can serve */
-    size_t *subtree_machines;  /* per subcluster: the same in T(v) */
+    size_t *depth;            /* per subcluster, root 0 */
+    uint64_t *subtree_read;   /* [subcluster][server]: R_r */
+    uint64_t *subtree_write;  /* [subcluster][server]: R_w */
+    size_t *own_machines;     /* per subcluster: machines in it that can serve */
+    size_t *subtree_machines; /* per subcluster: the same in T(v) */
     size_t *machine_of_server;
     size_t *subcluster_of_server;
 };
@@ -381,7 +381,8 @@ static int traverse(struct traversal *t, size_t v, size_t *pending, size_t pendi
                     worst = value;
                 total += value;
             }
-            if (best_slot == DISPATCH_NONE || worst < best || (worst == best && total < best_total)) {
+            if (best_slot == DISPATCH_NONE || worst < best ||
+                (worst == best && total < best_total)) {
                 best_slot = slot;
                 best = worst;
                 best_total = total;
@@ -432,8 +433,9 @@ out:
     return rc;
 }
 
-int loadtraverse_assign(const struct loadtraverse_input *input, const struct loadtraverse_trace *trace,
-                        size_t *machine_of_server, size_t *subcluster_of_server)
+int loadtraverse_assign(const struct loadtraverse_input *input,
+                        const struct loadtraverse_trace *trace, size_t *machine_of_server,
+                        size_t *subcluster_of_server)
 {
     struct traversal t;
     size_t *pending;

@@ -61,14 +61,18 @@
  */
 struct loadtraverse_input {
     size_t subcluster_count;
-    const size_t *parent;              /* per subcluster; LOADTRAVERSE_ROOT for exactly one */
-    const double *link_bytes_per_sec;  /* per subcluster, its link to its parent (> 0); NULL: all equal */
+    /* Per subcluster: its parent, LOADTRAVERSE_ROOT for exactly one. */
+    const size_t *parent;
+    /* Per subcluster: the speed of its link to its parent (> 0); NULL: all equal. */
+    const double *link_bytes_per_sec;
     size_t machine_count;
     const size_t *subcluster_of_machine; /* per machine */
-    const unsigned char *can_serve;    /* per machine, nonzero if it may host a server; NULL: all */
-    size_t server_count;               /* <= the machines that can serve */
-    const uint64_t *read_bytes;        /* server_count x machine_count: bytes machine reads from server */
-    const uint64_t *write_bytes;       /* same shape, bytes written */
+    /* Per machine: nonzero if it may host a server; NULL: every machine may. */
+    const unsigned char *can_serve;
+    size_t server_count; /* <= the machines that can serve */
+    /* server_count x machine_count, row-major: bytes each machine reads from each server. */
+    const uint64_t *read_bytes;
+    const uint64_t *write_bytes; /* the same shape: bytes written */
 };
 
 /* Called once per dispatch decision when a trace is given (tests, `tessera place`). */
@@ -86,8 +90,9 @@ struct loadtraverse_trace {
  * subcluster, a link speed <= 0, or more servers than machines that can serve;
  * -EOVERFLOW when byte sums overflow; -ENOMEM.
  */
-int loadtraverse_assign(const struct loadtraverse_input *input, const struct loadtraverse_trace *trace,
-                        size_t *machine_of_server, size_t *subcluster_of_server);
+int loadtraverse_assign(const struct loadtraverse_input *input,
+                        const struct loadtraverse_trace *trace, size_t *machine_of_server,
+                        size_t *subcluster_of_server);
 
 /*
  * The downward and upward loads in bytes (equations 1, 2) of the link

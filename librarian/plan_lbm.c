@@ -106,11 +106,11 @@ static int push_role(struct plan_lbm_assignment *out, size_t *capacity,
 
 /* Per-file scratch: the roles' W split by reads and writes, and LBT's answer. */
 struct lbm_file {
-    size_t first;      /* work tiles [first, end) are the file's */
+    size_t first; /* work tiles [first, end) are the file's */
     size_t end;
     uint64_t group_size;
-    size_t role_count; /* groups with a profiled tile */
-    uint64_t *read_bytes;  /* role_count x machine_count */
+    size_t role_count;    /* groups with a profiled tile */
+    uint64_t *read_bytes; /* role_count x machine_count */
     uint64_t *write_bytes;
     size_t *machine_of_role;
     size_t *subcluster_of_role;
@@ -197,7 +197,8 @@ static int place_file(const struct plan_work *work, const struct lbm_cluster *c,
             i++;
         }
         for (size_t m = 0; m < machines; m++) {
-            uint64_t bytes = f->read_bytes[role * machines + m] + f->write_bytes[role * machines + m];
+            uint64_t bytes =
+                f->read_bytes[role * machines + m] + f->write_bytes[role * machines + m];
             entry.bytes += bytes;
             if (m != f->machine_of_role[role])
                 entry.remote_bytes += bytes;
@@ -402,26 +403,5 @@ out:
 int plan_lbm(const struct plan_cluster *cluster, const struct plan_profile *profile,
              const struct plan_tilemap *map, const struct plan_options *options, struct plan *out)
 {
-    struct plan_work work;
-    struct plan_placement *targets;
-    int rc;
-
-    if (!out)
-        return -EINVAL;
-    memset(out, 0, sizeof(*out));
-    rc = plan_work_build(cluster, profile, map, options, &work);
-    if (rc < 0)
-        return rc;
-    targets = calloc(work.tile_count ? work.tile_count : 1, sizeof(*targets));
-    if (!targets) {
-        rc = -ENOMEM;
-        goto out;
-    }
-    rc = lbm_targets(&work, options, targets);
-    if (rc == 0)
-        rc = plan_work_emit(&work, targets, PLAN_BASIS_LBM, out);
-out:
-    free(targets);
-    plan_work_release(&work);
-    return rc;
+    return plan_work_plan(cluster, profile, map, options, lbm_targets, PLAN_BASIS_LBM, out);
 }

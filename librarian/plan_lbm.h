@@ -72,7 +72,6 @@ void plan_lbm_assignment_release(struct plan_lbm_assignment *assignment);
 
 /* Plans `lbm` (conventions in plan.h). Returns 0, -EINVAL, -EOVERFLOW, -ENOMEM. */
 int plan_lbm(const struct plan_cluster *cluster, const struct plan_profile *profile,
-             const struct plan_tilemap *map, const struct plan_options *options,
-             struct plan *out);
+             const struct plan_tilemap *map, const struct plan_options *options, struct plan *out);
 
 #endif

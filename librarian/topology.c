@@ -199,20 +199,18 @@ static int add_machine(struct parser *p, size_t line, char **words, size_t count
         return -EINVAL;
     }
     if (find_name(t->machine_names, t->machine_count, words[1], &existing) == 0) {
-        set_error(p->error, p->error_size, "line %zu: machine '%s' declared twice", line,
-                  words[1]);
+        set_error(p->error, p->error_size, "line %zu: machine '%s' declared twice", line, words[1]);
         return -EINVAL;
     }
     if (topology_subcluster_index(t, words[2], &subcluster) < 0) {
-        set_error(p->error, p->error_size,
-                  "line %zu: '%s' is not a subcluster declared above", line, words[2]);
+        set_error(p->error, p->error_size, "line %zu: '%s' is not a subcluster declared above",
+                  line, words[2]);
         return -EINVAL;
     }
     size_t n = t->machine_count;
     rc = grow((void **)&t->machine_names, sizeof(char *), n, &p->machine_capacity[0]);
     if (rc == 0)
-        rc = grow((void **)&t->subcluster_of_machine, sizeof(size_t), n,
-                  &p->machine_capacity[1]);
+        rc = grow((void **)&t->subcluster_of_machine, sizeof(size_t), n, &p->machine_capacity[1]);
     if (rc < 0)
         return rc;
     t->machine_names[n] = strdup(words[1]);
@@ -280,8 +278,8 @@ int topology_parse(const char *text, struct topology *out, char *error, size_t e
         }
         for (size_t k = 0; k < count && rc == 0; k++) {
             if (strlen(words[k]) > TOPOLOGY_MAX_NAME) {
-                set_error(error, error_size, "line %zu: a name longer than %d bytes",
-                          line_number, TOPOLOGY_MAX_NAME);
+                set_error(error, error_size, "line %zu: a name longer than %d bytes", line_number,
+                          TOPOLOGY_MAX_NAME);
                 rc = -EINVAL;
             }
         }

@@ -267,8 +267,7 @@ static int place_compare(const struct rebalanceinput *input, const struct plan_o
 
     rebalanceinput_views(input, &cluster, &profile, &map);
     machines = calloc(cluster.node_count ? cluster.node_count : 1, sizeof(*machines));
-    remote = calloc((cluster.node_count ? cluster.node_count : 1) * PLACE_COLUMNS,
-                    sizeof(*remote));
+    remote = calloc((cluster.node_count ? cluster.node_count : 1) * PLACE_COLUMNS, sizeof(*remote));
     if (!machines || !remote) {
         fprintf(stderr, "%s: out of memory\n", PLACE_WHO);
         goto out;
@@ -344,7 +343,8 @@ static int place_run(const struct place_options *options, struct rpc_client *met
     exit_code = 1;
     if (options->topology_path) {
         if (topologyfile_load(PLACE_WHO, options->topology_path, &topology) != 0 ||
-            topologyfile_check(PLACE_WHO, options->topology_path, &topology, &cluster, &profile) != 0)
+            topologyfile_check(PLACE_WHO, options->topology_path, &topology, &cluster, &profile) !=
+                0)
             goto out;
         plan_options.topology = &topology;
     }

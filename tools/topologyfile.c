@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Reads the whole file into a NUL-terminated buffer; 0 or a negative errno (-EFBIG when too big). */
+/* Reads the whole file into a NUL-terminated buffer; 0 or a negative errno (-EFBIG when too big).
+ */
 static int topologyfile_read(const char *path, char **out)
 {
     FILE *file = fopen(path, "r");
@@ -53,7 +54,7 @@ int topologyfile_load(const char *who, const char *path, struct topology *out)
     memset(out, 0, sizeof(*out));
     if (rc < 0) {
         fprintf(stderr, "%s: --topology %s: %s\n", who, path,
-                rc == -EFBIG ? "larger than 4 MiB: not a topology file"
+                rc == -EFBIG    ? "larger than 4 MiB: not a topology file"
                 : rc == -EINVAL ? "holds a NUL byte: not a text file"
                                 : strerror(-rc));
         return 1;
@@ -94,13 +95,14 @@ int topologyfile_check(const char *who, const char *path, const struct topology 
             continue;
         /* Name each machine once, not once per profile record. */
         for (size_t j = 0; j < k && !reported; j++)
-            reported = profile->accesses[j].machine &&
-                       strcmp(profile->accesses[j].machine, machine) == 0;
+            reported =
+                profile->accesses[j].machine && strcmp(profile->accesses[j].machine, machine) == 0;
         for (size_t n = 0; n < cluster->node_count && !reported; n++)
             reported = cluster->nodes[n].machine && strcmp(cluster->nodes[n].machine, machine) == 0;
         if (!reported) {
-            fprintf(stderr, "%s: --topology %s: machine '%s' (in the profile) is in no subcluster\n",
-                    who, path, machine);
+            fprintf(stderr,
+                    "%s: --topology %s: machine '%s' (in the profile) is in no subcluster\n", who,
+                    path, machine);
             exit_code = 1;
         }
     }

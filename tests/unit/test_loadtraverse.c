@@ -49,7 +49,7 @@ struct example {
     struct loadtraverse_input input;
 };
 
-/* The paper's example with machines_each machines per subcluster (machine v*machines_each first). */
+/* The paper's example, machines_each machines per subcluster (v's first is v * machines_each). */
 static void example_build(struct example *e, size_t machines_each)
 {
     size_t machines = SUBCLUSTERS * machines_each;
@@ -159,8 +159,8 @@ static void test_paper_traversal(void **state)
     size_t machine_of_server[SERVERS], subcluster_of_server[SERVERS];
 
     example_build(&e, 4);
-    assert_int_equal(
-        loadtraverse_assign(&e.input, &trace, machine_of_server, subcluster_of_server), 0);
+    assert_int_equal(loadtraverse_assign(&e.input, &trace, machine_of_server, subcluster_of_server),
+                     0);
     assert_int_equal(d.count, 7);
     assert_decision(&d, 0, 0, 0, 1, 25.0);
     assert_decision(&d, 1, 0, 2, 1, 18.0);
@@ -195,8 +195,8 @@ static void test_capacity_one_machine_each(void **state)
     size_t machine_of_server[SERVERS], subcluster_of_server[SERVERS];
 
     example_build(&e, 1);
-    assert_int_equal(
-        loadtraverse_assign(&e.input, &trace, machine_of_server, subcluster_of_server), 0);
+    assert_int_equal(loadtraverse_assign(&e.input, &trace, machine_of_server, subcluster_of_server),
+                     0);
     assert_decision(&d, 0, 0, 0, 1, 25.0);
     const size_t expected_subcluster[SERVERS] = {1, 3, 4, 0};
     for (size_t k = 0; k < SERVERS; k++) {
@@ -213,7 +213,8 @@ static void test_single_subcluster_is_loadmatch(void **state)
     const size_t subcluster_of_machine[4] = {0, 0, 0, 0};
     const uint64_t reads[8] = {7, 11, 0, 0, 3, 7, 4, 4};
     const uint64_t writes[8] = {0};
-    struct loadtraverse_input input = {1, parent, NULL, 4, subcluster_of_machine, NULL, 2, reads, writes};
+    struct loadtraverse_input input = {1,    parent, NULL,  4,     subcluster_of_machine,
+                                       NULL, 2,      reads, writes};
     size_t machine_of_server[2], subcluster_of_server[2];
 
     assert_int_equal(loadtraverse_assign(&input, NULL, machine_of_server, subcluster_of_server), 0);
@@ -237,7 +238,8 @@ static void test_link_speed_weighs_load(void **state)
     const uint64_t reads[3] = {10, 10, 10};
     const uint64_t writes[3] = {0, 0, 0};
     const double equal[4] = {1, 1, 1, 1}, c_fast[4] = {1, 1, 1, 10};
-    struct loadtraverse_input input = {4, parent, equal, 3, subcluster_of_machine, NULL, 1, reads, writes};
+    struct loadtraverse_input input = {4,    parent, equal, 3,     subcluster_of_machine,
+                                       NULL, 1,      reads, writes};
     struct decisions d = {0};
     struct loadtraverse_trace trace = {record_decision, &d};
     size_t machine, subcluster;
@@ -268,8 +270,8 @@ static void test_tie_goes_to_least_total(void **state)
     const size_t subcluster_of_machine[3] = {0, 1, 2};
     const uint64_t reads[6] = {0, 10, 0, 0, 0, 10};
     const uint64_t writes[6] = {0};
-    struct loadtraverse_input input = {3, parent, NULL, 3, subcluster_of_machine, NULL,
-                                       2, reads, writes};
+    struct loadtraverse_input input = {3,    parent, NULL,  3,     subcluster_of_machine,
+                                       NULL, 2,      reads, writes};
     struct decisions d = {0};
     struct loadtraverse_trace trace = {record_decision, &d};
     size_t machine[2], subcluster[2];
@@ -295,8 +297,8 @@ static void test_clients_count_but_never_serve(void **state)
     const unsigned char can_serve[3] = {1, 1, 0};
     const uint64_t reads[6] = {5, 3, 10, 0, 0, 0};
     const uint64_t writes[6] = {0};
-    struct loadtraverse_input input = {1, parent, NULL, 3, subcluster_of_machine, can_serve,
-                                       1, reads, writes};
+    struct loadtraverse_input input = {1,         parent, NULL,  3,     subcluster_of_machine,
+                                       can_serve, 1,      reads, writes};
     size_t machine[3], subcluster[3];
 
     assert_int_equal(loadtraverse_assign(&input, NULL, machine, subcluster), 0);
@@ -319,7 +321,8 @@ static void test_rejects_bad_trees(void **state)
     const uint64_t bytes[6] = {0};
     const double zero_speed[2] = {1, 0};
     size_t machine[3], subcluster[3];
-    struct loadtraverse_input input = {2, two_roots, NULL, 2, subcluster_of_machine, NULL, 1, bytes, bytes};
+    struct loadtraverse_input input = {2,    two_roots, NULL,  2,    subcluster_of_machine,
+                                       NULL, 1,         bytes, bytes};
 
     assert_int_equal(loadtraverse_assign(&input, NULL, machine, subcluster), -EINVAL);
     input.subcluster_count = 3;
@@ -337,7 +340,8 @@ static void test_rejects_bad_trees(void **state)
     input.server_count = 1;
     unsigned char in_subtree[1] = {0};
     uint64_t down, up;
-    assert_int_equal(loadtraverse_link_load(&input, 0, in_subtree, &down, &up), -EINVAL); /* the root has no link */
+    assert_int_equal(loadtraverse_link_load(&input, 0, in_subtree, &down, &up),
+                     -EINVAL); /* the root has no link */
     assert_int_equal(loadtraverse_assign(&input, NULL, machine, subcluster), 0);
 }
 

@@ -36,14 +36,14 @@ static struct plan_node node_of(uint32_t id, const char *machine)
 
 static struct plan_tile tile_on(uint64_t tile, uint32_t node)
 {
-    return (struct plan_tile){.ino = 7, .tile = tile, .version = 1, .tile_bytes = 4096,
-                              .node_count = 1, .nodes = {node}};
+    return (struct plan_tile){
+        .ino = 7, .tile = tile, .version = 1, .tile_bytes = 4096, .node_count = 1, .nodes = {node}};
 }
 
 static struct plan_access read_of(uint64_t tile, const char *machine, uint64_t bytes)
 {
-    return (struct plan_access){.ino = 7, .tile = tile, .machine = machine, .reads = 1,
-                                .bytes_read = bytes};
+    return (struct plan_access){
+        .ino = 7, .tile = tile, .machine = machine, .reads = 1, .bytes_read = bytes};
 }
 
 /*

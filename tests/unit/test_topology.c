@@ -73,12 +73,17 @@ static void test_errors_name_the_line(void **state)
     } cases[] = {
         {"", "no subcluster: a topology needs at least a root"},
         {"# only a comment\n", "no subcluster: a topology needs at least a root"},
-        {"subcluster a\nsubcluster b\n", "line 2: subcluster 'b' has no parent but 'a' is already the root"},
+        {"subcluster a\nsubcluster b\n",
+         "line 2: subcluster 'b' has no parent but 'a' is already the root"},
         {"subcluster a\nsubcluster a parent a\n", "line 2: subcluster 'a' declared twice"},
-        {"subcluster a\nsubcluster b parent c\n", "line 2: parent 'c' is not a subcluster declared above"},
-        {"subcluster a\n\nsubcluster b parent a link fast\n", "line 3: link rate 'fast' is not bytes/s like 125000000 or 125M"},
-        {"subcluster a\nsubcluster b parent a link 0\n", "line 2: link rate '0' is not bytes/s like 125000000 or 125M"},
-        {"subcluster a\nsubcluster b parent a link 12MM\n", "line 2: link rate '12MM' is not bytes/s like 125000000 or 125M"},
+        {"subcluster a\nsubcluster b parent c\n",
+         "line 2: parent 'c' is not a subcluster declared above"},
+        {"subcluster a\n\nsubcluster b parent a link fast\n",
+         "line 3: link rate 'fast' is not bytes/s like 125000000 or 125M"},
+        {"subcluster a\nsubcluster b parent a link 0\n",
+         "line 2: link rate '0' is not bytes/s like 125000000 or 125M"},
+        {"subcluster a\nsubcluster b parent a link 12MM\n",
+         "line 2: link rate '12MM' is not bytes/s like 125000000 or 125M"},
         {"subcluster a link 5\n", "line 1: the root 'a' has no link to give a rate"},
         {"subcluster a\nsubcluster b parent a parent a\n", "line 2: unexpected 'parent'"},
         {"subcluster a colour red\n", "line 1: unexpected 'colour'"},
@@ -87,7 +92,8 @@ static void test_errors_name_the_line(void **state)
         {"subcluster a\nmachine m b\n", "line 2: 'b' is not a subcluster declared above"},
         {"subcluster a\nmachine m a\nmachine m a\n", "line 3: machine 'm' declared twice"},
         {"machine m a\n", "line 1: 'a' is not a subcluster declared above"},
-        {"subcluster a\nrack b\n", "line 2: unknown statement 'rack' (expected subcluster or machine)"},
+        {"subcluster a\nrack b\n",
+         "line 2: unknown statement 'rack' (expected subcluster or machine)"},
         {"subcluster a b c d e f g\n", "line 1: too many words"},
     };
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
@@ -125,8 +131,9 @@ static void test_many_entries(void **state)
     struct topology t;
     used += (size_t)snprintf(text + used, sizeof(text) - used, "subcluster s0\n");
     for (int k = 1; k < 40; k++)
-        used += (size_t)snprintf(text + used, sizeof(text) - used,
-                                 "subcluster s%d parent s%d\nmachine m%d s%d\n", k, (k - 1) / 2, k, k);
+        used +=
+            (size_t)snprintf(text + used, sizeof(text) - used,
+                             "subcluster s%d parent s%d\nmachine m%d s%d\n", k, (k - 1) / 2, k, k);
     assert_int_equal(topology_parse(text, &t, NULL, 0), 0);
     assert_int_equal(t.subcluster_count, 40);
     assert_int_equal(t.machine_count, 39);
@@ -137,10 +144,8 @@ static void test_many_entries(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_documented_example),
-        cmocka_unit_test(test_default_rate),
-        cmocka_unit_test(test_errors_name_the_line),
-        cmocka_unit_test(test_long_name),
+        cmocka_unit_test(test_documented_example),   cmocka_unit_test(test_default_rate),
+        cmocka_unit_test(test_errors_name_the_line), cmocka_unit_test(test_long_name),
         cmocka_unit_test(test_many_entries),
     };
     return cmocka_run_group_tests_name("topology", tests, NULL, NULL);
