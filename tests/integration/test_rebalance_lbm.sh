@@ -15,6 +15,8 @@
 #    topology that misses a machine, or has a bad line, fails with the
 #    machine or the line named; --groups without --policy lbm is a usage
 #    error.
+# 5. An array file with a 2x2 mesh written by this machine alone has its
+#    four disk chunks on four datanodes of the three machines (arrayhome.h).
 source "$(dirname "$0")/lib.sh"
 
 cluster_up
@@ -173,6 +175,54 @@ grep -q -- "--groups and --topology go with --policy lbm" "$T/usage.txt" ||
 status=0
 tool place >"$T/usage.txt" 2>&1 || status=$?
 [ "$status" = 2 ] || fail "place without PATH exited $status, not 2"
+
+# ---- 5. an array file keeps its disk layout --------------------------------------
+# A 2x2 mesh written by this machine alone: its four disk chunks (four
+# 256 KiB tiles each, consecutive) get homes on lbm-a, lbm-b and this
+# machine's datanodes, not all on this machine's fastest node.
+mkdir "$MNT/array"
+setfattr -n user.tessera.layout -v copies=1 "$MNT/array" || fail "copies=1 on $MNT/array failed"
+touch "$MNT/array/grid"
+setfattr -n user.tessera.array -v "f32 1024x1024 BLOCK,BLOCK mesh=2x2 threshold=256K" \
+    "$MNT/array/grid" || fail "setting the array layout failed"
+grid=$(random_file 4M)
+cp "$grid" "$MNT/array/grid"
+sync "$MNT/array/grid"
+cmp "$MNT/array/grid" "$grid" || fail "the array reads back other bytes"
+tool layout "$MNT/array/grid" --json >"$T/grid.json" || fail "tessera layout --json failed"
+python3 - "$T/grid.json" "$node_a" "$node_b" <<'PY' || fail "the array's chunks are not spread"
+import json, sys
+layout = json.load(open(sys.argv[1]))
+machine = {int(sys.argv[2]): "lbm-a", int(sys.argv[3]): "lbm-b"}
+tiles = layout["tiles"]
+if len(tiles) != 16:
+    sys.exit("expected 16 tiles, got %d" % len(tiles))
+homes = []
+for chunk in range(4):
+    nodes = {t["node"] for t in tiles if t["chunk"] == chunk}
+    if sum(1 for t in tiles if t["chunk"] == chunk) != 4:
+        sys.exit("chunk %d does not have 4 tiles" % chunk)
+    if len(nodes) != 1:
+        sys.exit("chunk %d is on several nodes: %s" % (chunk, sorted(nodes)))
+    homes.append(nodes.pop())
+if len(set(homes)) != 4:
+    sys.exit("the four chunks share nodes: %s" % homes)
+machines = {machine.get(node, "here") for node in homes}
+if machines != {"lbm-a", "lbm-b", "here"}:
+    sys.exit("the chunks are not on the three machines: %s" % homes)
+print("chunk homes:", homes)
+PY
+# layout show ends with each chunk's home, the same nodes.
+tool layout show "$MNT/array/grid" >"$T/grid.txt" || fail "tessera layout show failed"
+homes=$(python3 -c 'import json, sys
+tiles = json.load(open(sys.argv[1]))["tiles"]
+print(" ".join(str(next(t["node"] for t in tiles if t["chunk"] == c)) for c in range(4)))' "$T/grid.json")
+chunk=0
+for home in $homes; do
+    grep -Eq "^chunk $chunk +datanode $home$" "$T/grid.txt" ||
+        fail "layout show does not give chunk $chunk's home $home: $(tail -n 6 "$T/grid.txt")"
+    chunk=$((chunk + 1))
+done
 
 assert_daemons_alive
 cmp "$APP/file" "$data" || fail "the file changed (this mount)"
