@@ -346,8 +346,12 @@ static int traverse(struct traversal *t, size_t v, size_t *pending, size_t pendi
         slot_of_server[k] = DISPATCH_NONE;
 
     /* Step 2's order: highest R(root, x) first. */
-    for (size_t k = 0; k < server_count; k++)
-        heat[k] = t->subtree_read[root * servers + k] + t->subtree_write[root * servers + k];
+    for (size_t k = 0; k < server_count; k++) {
+        /* R_r and R_w each fit in 64 bits; their sum saturates rather than wraps. */
+        uint64_t read = t->subtree_read[root * servers + k];
+        uint64_t write = t->subtree_write[root * servers + k];
+        heat[k] = read > UINT64_MAX - write ? UINT64_MAX : read + write;
+    }
     qsort_r(pending, pending_count, sizeof(*pending), compare_heat, heat);
 
     /* L_L of every child link with nothing dispatched yet. */

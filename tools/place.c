@@ -139,20 +139,45 @@ static bool same_name(const char *a, const char *b)
     return a && b && strcmp(a, b) == 0;
 }
 
-/* The holders a tile has after the plan (its changed entry), or now (plan NULL). */
-static const struct plan_tile *place_tile_after(const struct plan_tilemap *map,
-                                                const struct plan *plan, uint64_t ino,
-                                                uint64_t tile)
+/* (ino, tile) order, as plan.h keeps a plan's changed entries. */
+static int place_compare_tiles(const void *a, const void *b)
 {
-    for (size_t k = 0; plan && k < plan->changed_count; k++) {
-        if (plan->changed[k].ino == ino && plan->changed[k].tile == tile)
-            return &plan->changed[k];
+    const struct plan_tile *x = a, *y = b;
+    if (x->ino != y->ino)
+        return x->ino < y->ino ? -1 : 1;
+    return x->tile < y->tile ? -1 : x->tile > y->tile;
+}
+
+static int place_compare_tile_pointers(const void *a, const void *b)
+{
+    return place_compare_tiles(*(const struct plan_tile *const *)a,
+                               *(const struct plan_tile *const *)b);
+}
+
+/*
+ * The holders a tile has after the plan (its changed entry), or now (plan
+ * NULL, or the plan leaves it): by binary search, so a comparison over a
+ * profile of many tiles stays O(n log n). sorted_map is the map's entries
+ * in (ino, tile) order.
+ */
+static const struct plan_tile *place_tile_after(const struct plan_tile *const *sorted_map,
+                                                size_t map_count, const struct plan *plan,
+                                                uint64_t ino, uint64_t tile)
+{
+    struct plan_tile key = {.ino = ino, .tile = tile};
+    const struct plan_tile *key_pointer = &key;
+    const struct plan_tile *const *found;
+
+    if (plan && plan->changed_count) {
+        const struct plan_tile *changed = bsearch(&key, plan->changed, plan->changed_count,
+                                                  sizeof(*plan->changed), place_compare_tiles);
+        if (changed)
+            return changed;
     }
-    for (size_t k = 0; k < map->count; k++) {
-        if (map->tiles[k].ino == ino && map->tiles[k].tile == tile)
-            return &map->tiles[k];
-    }
-    return NULL;
+    found = map_count ? bsearch(&key_pointer, sorted_map, map_count, sizeof(*sorted_map),
+                                place_compare_tile_pointers)
+                      : NULL;
+    return found ? *found : NULL;
 }
 
 /*
@@ -160,12 +185,14 @@ static const struct plan_tile *place_tile_after(const struct plan_tilemap *map,
  * remote[] (indexed like machines[]).
  */
 static void place_remote(const struct plan_cluster *cluster, const struct plan_profile *profile,
-                         const struct plan_tilemap *map, const struct plan *plan,
-                         const char *const *machines, size_t machine_count, uint64_t *remote)
+                         const struct plan_tile *const *sorted_map, size_t map_count,
+                         const struct plan *plan, const char *const *machines, size_t machine_count,
+                         uint64_t *remote)
 {
     for (size_t a = 0; a < profile->count; a++) {
         const struct plan_access *access = &profile->accesses[a];
-        const struct plan_tile *tile = place_tile_after(map, plan, access->ino, access->tile);
+        const struct plan_tile *tile =
+            place_tile_after(sorted_map, map_count, plan, access->ino, access->tile);
         const char *server;
         bool local = false;
 
@@ -260,6 +287,7 @@ static int place_compare(const struct rebalanceinput *input, const struct plan_o
     struct plan_tilemap map;
     struct plan plans[PLACE_COLUMNS - 1] = {{0}};
     const char **machines = NULL;
+    const struct plan_tile **sorted_map = NULL;
     uint64_t *remote = NULL, worst[PLACE_COLUMNS] = {0};
     size_t machine_count;
     int exit_code = 1;
@@ -268,11 +296,15 @@ static int place_compare(const struct rebalanceinput *input, const struct plan_o
     rebalanceinput_views(input, &cluster, &profile, &map);
     machines = calloc(cluster.node_count ? cluster.node_count : 1, sizeof(*machines));
     remote = calloc((cluster.node_count ? cluster.node_count : 1) * PLACE_COLUMNS, sizeof(*remote));
-    if (!machines || !remote) {
+    sorted_map = calloc(map.count ? map.count : 1, sizeof(*sorted_map));
+    if (!machines || !remote || !sorted_map) {
         fprintf(stderr, "%s: out of memory\n", PLACE_WHO);
         goto out;
     }
     machine_count = place_machines(&cluster, machines);
+    for (size_t k = 0; k < map.count; k++)
+        sorted_map[k] = &map.tiles[k];
+    qsort(sorted_map, map.count, sizeof(*sorted_map), place_compare_tile_pointers);
     for (size_t p = 0; p < PLACE_COLUMNS - 1; p++) {
         int rc = plan_make(policies[p], &cluster, &profile, &map, options, &plans[p]);
         if (rc != 0) {
@@ -282,8 +314,8 @@ static int place_compare(const struct rebalanceinput *input, const struct plan_o
         }
     }
     for (size_t column = 0; column < PLACE_COLUMNS; column++)
-        place_remote(&cluster, &profile, &map, column ? &plans[column - 1] : NULL, machines,
-                     machine_count, remote + column * machine_count);
+        place_remote(&cluster, &profile, sorted_map, map.count, column ? &plans[column - 1] : NULL,
+                     machines, machine_count, remote + column * machine_count);
 
     printf("\npredicted remote transfer per server (what it serves to other machines):\n");
     printf("%-20s %10s %10s %10s %10s\n", "MACHINE", "NOW", "FREQUENT", "BALANCED", "LBM");
@@ -310,6 +342,7 @@ out:
         plan_release(&plans[p]);
     free(machines);
     free(remote);
+    free(sorted_map);
     return exit_code;
 }
 
