@@ -1,13 +1,14 @@
 /*
  * @file plan.c
  * Policy dispatch, names and release of plans (see plan.h). The planners
- * themselves are plan_frequent.c and plan_balanced.c; the working form and
+ * themselves are plan_frequent.c, plan_balanced.c and plan_lbm.c; the working form and
  * the plan's steps are built in plan_work.c.
  */
 #include "plan.h"
 
 #include "plan_balanced.h"
 #include "plan_frequent.h"
+#include "plan_lbm.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@ int plan_make(enum plan_policy policy, const struct plan_cluster *cluster,
     switch (policy) {
     case PLAN_FREQUENT: return plan_frequent(cluster, profile, map, options, out);
     case PLAN_BALANCED: return plan_balanced(cluster, profile, map, options, out);
+    case PLAN_LBM: return plan_lbm(cluster, profile, map, options, out);
     }
     if (out)
         memset(out, 0, sizeof(*out));
@@ -43,6 +45,8 @@ int plan_policy_parse(const char *name, enum plan_policy *out)
         *out = PLAN_FREQUENT;
     else if (name && strcmp(name, "balanced") == 0)
         *out = PLAN_BALANCED;
+    else if (name && strcmp(name, "lbm") == 0)
+        *out = PLAN_LBM;
     else
         return -EINVAL;
     return 0;
@@ -53,6 +57,7 @@ const char *plan_policy_name(enum plan_policy policy)
     switch (policy) {
     case PLAN_FREQUENT: return "frequent";
     case PLAN_BALANCED: return "balanced";
+    case PLAN_LBM: return "lbm";
     }
     return "?";
 }

@@ -13,7 +13,10 @@
  * - PLAN_BALANCED (plan_balanced.h): the paper's coarse-grained greedy over
  *   the cost matrix, then its fine-grained split by equation (2), for
  *   disks of different speeds (section 4.3); never predicted worse than
- *   PLAN_FREQUENT or than leaving the map as it is.
+ *   PLAN_FREQUENT or than leaving the map as it is;
+ * - PLAN_LBM (plan_lbm.h): each file's tiles in groups ("roles"), each
+ *   role served from its own machine chosen by Load Balance Matching, or
+ *   by Load Balance Traversing over a topology (seed 003, Wu et al.).
  * How "cost" is predicted is in plan_cost.h.
  *
  * Conventions shared by every planner:
@@ -117,6 +120,8 @@ struct plan_tilemap {
     size_t count;
 };
 
+struct topology; /* topology.h */
+
 struct plan_options {
     /*
      * Holders a read-shared tile may have in all, the primary included:
@@ -133,9 +138,16 @@ struct plan_options {
      * measuring the paper's heuristic; it can predict worse than both.
      */
     int greedy_only;
+    /*
+     * lbm: roles per file, each a contiguous group of its tiles; 0 = one
+     * per machine that runs an up datanode. Never more than those machines.
+     */
+    uint32_t groups;
+    /* lbm: the cluster's subclusters and links (topology.h); NULL = one same-cost subcluster. */
+    const struct topology *topology;
 };
 
-enum plan_policy { PLAN_FREQUENT = 1, PLAN_BALANCED = 2 };
+enum plan_policy { PLAN_FREQUENT = 1, PLAN_BALANCED = 2, PLAN_LBM = 3 };
 
 enum plan_action_kind {
     PLAN_COPY = 1, /* to_node pulls the tile from from_node; from_node keeps it */
@@ -167,6 +179,7 @@ enum plan_basis {
     PLAN_BASIS_FREQUENT = 1, /* the most-frequent-accessor placement */
     PLAN_BASIS_BALANCED = 2, /* the coarse-grained greedy and its split */
     PLAN_BASIS_CURRENT = 3,  /* nothing predicted better than the current map */
+    PLAN_BASIS_LBM = 4,      /* roles on the machines Load Balance Matching/Traversing chose */
 };
 
 /*
@@ -204,7 +217,7 @@ int plan_make(enum plan_policy policy, const struct plan_cluster *cluster,
 /* Frees what a plan holds and empties it; accepts NULL and empty plans. */
 void plan_release(struct plan *plan);
 
-/* "frequent" / "balanced" to a policy: 0, or -EINVAL for any other name. */
+/* "frequent" / "balanced" / "lbm" to a policy: 0, or -EINVAL for any other name. */
 int plan_policy_parse(const char *name, enum plan_policy *out);
 /* The policy's name, "?" when unknown. */
 const char *plan_policy_name(enum plan_policy policy);

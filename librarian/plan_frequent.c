@@ -232,30 +232,18 @@ out:
     return rc;
 }
 
+/* plan_frequent_targets() as a plan_work_targets_fn: `frequent` takes no lbm options. */
+static int frequent_targets(const struct plan_work *work, const struct plan_options *options,
+                            struct plan_placement *targets)
+{
+    (void)options;
+    return plan_frequent_targets(work, targets);
+}
+
 int plan_frequent(const struct plan_cluster *cluster, const struct plan_profile *profile,
                   const struct plan_tilemap *map, const struct plan_options *options,
                   struct plan *out)
 {
-    struct plan_work work;
-    struct plan_placement *targets;
-    int rc;
-
-    if (!out)
-        return -EINVAL;
-    memset(out, 0, sizeof(*out));
-    rc = plan_work_build(cluster, profile, map, options, &work);
-    if (rc < 0)
-        return rc;
-    targets = calloc(work.tile_count ? work.tile_count : 1, sizeof(*targets));
-    if (!targets) {
-        rc = -ENOMEM;
-        goto out;
-    }
-    rc = plan_frequent_targets(&work, targets);
-    if (rc == 0)
-        rc = plan_work_emit(&work, targets, PLAN_BASIS_FREQUENT, out);
-out:
-    free(targets);
-    plan_work_release(&work);
-    return rc;
+    return plan_work_plan(cluster, profile, map, options, frequent_targets, PLAN_BASIS_FREQUENT,
+                          out);
 }

@@ -593,3 +593,31 @@ fail:
     plan_release(out);
     return rc;
 }
+
+int plan_work_plan(const struct plan_cluster *cluster, const struct plan_profile *profile,
+                   const struct plan_tilemap *map, const struct plan_options *options,
+                   plan_work_targets_fn targets, enum plan_basis basis, struct plan *out)
+{
+    struct plan_work work;
+    struct plan_placement *wanted;
+    int rc;
+
+    if (!out)
+        return -EINVAL;
+    memset(out, 0, sizeof(*out));
+    rc = plan_work_build(cluster, profile, map, options, &work);
+    if (rc < 0)
+        return rc;
+    wanted = calloc(work.tile_count ? work.tile_count : 1, sizeof(*wanted));
+    if (!wanted) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    rc = targets(&work, options, wanted);
+    if (rc == 0)
+        rc = plan_work_emit(&work, wanted, basis, out);
+out:
+    free(wanted);
+    plan_work_release(&work);
+    return rc;
+}

@@ -112,4 +112,19 @@ void plan_work_finalize(const struct plan_work *work, size_t tile_index,
 int plan_work_emit(const struct plan_work *work, const struct plan_placement *targets,
                    enum plan_basis basis, struct plan *out);
 
+/* A policy's targets for every work tile (see plan_work_emit()); 0 or a negative errno. */
+typedef int (*plan_work_targets_fn)(const struct plan_work *work,
+                                    const struct plan_options *options,
+                                    struct plan_placement *targets);
+
+/*
+ * The whole of a simple planner: builds the work, asks `targets` for each
+ * tile's wanted holders and emits the plan with `basis`. Returns 0 with
+ * *out to plan_release(); -EINVAL (out NULL, or plan_work_build()'s
+ * checks), -ENOMEM, or what `targets` returned; on failure *out is empty.
+ */
+int plan_work_plan(const struct plan_cluster *cluster, const struct plan_profile *profile,
+                   const struct plan_tilemap *map, const struct plan_options *options,
+                   plan_work_targets_fn targets, enum plan_basis basis, struct plan *out);
+
 #endif

@@ -15,6 +15,7 @@
 #include "handlers_files.h"
 
 #include "arrayhint.h"
+#include "arrayhome.h"
 #include "copies.h"
 #include "handlers_i.h"
 #include "handlers_xattrs.h"
@@ -506,6 +507,23 @@ static int tile_map_replicate(struct store_txn *txn, struct tile_map_op *op, uin
     return TS_OK;
 }
 
+/*
+ * An array file's tile goes to its disk chunk's home (arrayhome.h): the
+ * mesh spreads the chunks over distinct machines, then distinct nodes,
+ * whoever writes them; only a home that is down or full sends the tile
+ * elsewhere (placement_choose_named() falls back to earliest finish).
+ * 0 with *home, or -1 when no node is up (the caller's placement reports it).
+ */
+static int tile_map_array_home(const struct tile_map_op *op, uint64_t ino, uint64_t tile,
+                               uint32_t *home)
+{
+    uint64_t chunk;
+    if (arrayhome_chunk_of(op->array, tile, &chunk) < 0 ||
+        arrayhome_pick(op->candidates, op->candidate_count, ino, chunk, home) < 0)
+        return -1;
+    return 0;
+}
+
 /* Places tile `tile` of the file on its nodes (primary and replicas) and records it. */
 static int tile_map_allocate(struct store_txn *txn, struct tile_map_op *op,
                              const struct inodes_record *record, uint64_t tile,
@@ -525,7 +543,10 @@ static int tile_map_allocate(struct store_txn *txn, struct tile_map_op *op,
         if (status != TS_OK)
             return status;
     }
-    if (placement == TS_PLACEMENT_DYNAMIC && op->request->node != 0)
+    if (op->array && tile_map_array_home(op, record->attr.ino, tile, &node) == 0)
+        err = placement_choose_named(node, op->candidates, op->candidate_count, record->attr.ino,
+                                     tile, tile_bytes, 1, &node);
+    else if (placement == TS_PLACEMENT_DYNAMIC && op->request->node != 0)
         err = placement_choose_named(op->request->node, op->candidates, op->candidate_count,
                                      record->attr.ino, tile, tile_bytes, 1, &node);
     else

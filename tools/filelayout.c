@@ -7,6 +7,7 @@
  */
 #include "filelayout.h"
 
+#include "arrayhome.h"
 #include "arraylayout.h"
 #include "cliargs.h"
 #include "clusterconf.h"
@@ -324,7 +325,9 @@ static void filelayout_print_tile(const struct filelayout_options *options,
         uint32_t dims = file->array->spec.ndims;
         bytes = info.bytes;
         if (json) {
-            printf(", \"bytes\": %" PRIu64 ", \"lower\": ", bytes);
+            uint64_t chunk = 0;
+            arrayhome_chunk_of(file->array, tile, &chunk);
+            printf(", \"bytes\": %" PRIu64 ", \"chunk\": %" PRIu64 ", \"lower\": ", bytes, chunk);
             filelayout_print_vector(info.lower, dims, ",", true, 0);
             printf(", \"shape\": ");
             filelayout_print_vector(info.shape, dims, "x", true, 0);
@@ -343,6 +346,41 @@ static void filelayout_print_tile(const struct filelayout_options *options,
         printf(", \"bytes\": %" PRIu64 ", \"offset\": %" PRIu64 "}", bytes, offset);
     else
         printf("%-20" PRIu64 " %" PRIu64 "\n", offset, bytes);
+}
+
+/* A chunk whose tiles are not all on one datanode (some moved off its home). */
+#define FILELAYOUT_HOME_MIXED UINT32_MAX
+
+/*
+ * Notes tile `tile`'s primary as its disk chunk's home: homes[chunk] is 0
+ * until a placed tile is seen, then that node, or FILELAYOUT_HOME_MIXED
+ * once the chunk's tiles disagree.
+ */
+static void filelayout_note_home(const struct filelayout_file *file, uint32_t *homes,
+                                 uint64_t tile, uint32_t node)
+{
+    uint64_t chunk;
+    if (node == 0 || arrayhome_chunk_of(file->array, tile, &chunk) < 0)
+        return;
+    if (homes[chunk] == 0)
+        homes[chunk] = node;
+    else if (homes[chunk] != node)
+        homes[chunk] = FILELAYOUT_HOME_MIXED;
+}
+
+/* The text form's last lines for an array: each disk chunk's home datanode. */
+static void filelayout_print_homes(const struct filelayout_file *file, const uint32_t *homes)
+{
+    uint64_t chunks = arrayhome_chunk_count(file->array);
+    printf("\nchunk homes (disk chunks in mesh order: the datanode holding their tiles):\n");
+    for (uint64_t chunk = 0; chunk < chunks; chunk++) {
+        if (homes[chunk] == 0)
+            printf("chunk %-6" PRIu64 " -\n", chunk);
+        else if (homes[chunk] == FILELAYOUT_HOME_MIXED)
+            printf("chunk %-6" PRIu64 " several datanodes (tiles moved off its home)\n", chunk);
+        else
+            printf("chunk %-6" PRIu64 " datanode %" PRIu32 "\n", chunk, homes[chunk]);
+    }
 }
 
 /* Prints the head of show: what the layout is. */
@@ -477,6 +515,7 @@ static int filelayout_show(const struct filelayout_options *options)
     uint32_t *nodes = NULL;
     uint64_t *versions = NULL;
     uint32_t *flags = NULL;
+    uint32_t *chunk_homes = NULL; /* array files: per disk chunk, see filelayout_note_home() */
     char error_text[256];
     bool copies_unknown = false; /* meta does not answer TILE_HOLDERS */
     int exit_code = 1;
@@ -494,6 +533,15 @@ static int filelayout_show(const struct filelayout_options *options)
     if (exit_code != 0) {
         exit_code = exit_code < 0 ? 0 : exit_code; /* a directory is shown already */
         goto out;
+    }
+    if (file->array) {
+        uint64_t chunks = arrayhome_chunk_count(file->array);
+        chunk_homes = calloc(chunks ? chunks : 1, sizeof(*chunk_homes));
+        if (!chunk_homes) {
+            fprintf(stderr, "tessera layout: out of memory\n");
+            exit_code = 1;
+            goto out;
+        }
     }
     filelayout_print_head(options, file);
     for (uint64_t first = 0; first < file->tile_count; first += TS_MAX_TILES_PER_MAP) {
@@ -546,13 +594,18 @@ static int filelayout_show(const struct filelayout_options *options)
                 tile_holders = (struct filelayout_holders){&primary, 1};
             filelayout_print_tile(options, file, first + i, nodes[i], versions[i], flags[i],
                                   &tile_holders, first + i == 0);
+            if (chunk_homes)
+                filelayout_note_home(file, chunk_homes, first + i, nodes[i]);
         }
         free(holders);
     }
     if (options->json)
         printf("%s]}\n", file->tile_count ? "\n  " : "");
+    else if (chunk_homes)
+        filelayout_print_homes(file, chunk_homes);
     exit_code = 0;
 out:
+    free(chunk_homes);
     free(flags);
     free(versions);
     free(nodes);

@@ -16,6 +16,7 @@ static const char *planview_basis_text(enum plan_basis basis)
     case PLAN_BASIS_FREQUENT: return "the most-frequent-accessor placement";
     case PLAN_BASIS_BALANCED: return "the balanced greedy placement";
     case PLAN_BASIS_CURRENT: return "the current placement (nothing predicted better)";
+    case PLAN_BASIS_LBM: return "the load-balance-matching placement";
     }
     return "?";
 }
@@ -26,6 +27,7 @@ static const char *planview_basis_name(enum plan_basis basis)
     case PLAN_BASIS_FREQUENT: return "frequent";
     case PLAN_BASIS_BALANCED: return "balanced";
     case PLAN_BASIS_CURRENT: return "current";
+    case PLAN_BASIS_LBM: return "lbm";
     }
     return "?";
 }

@@ -26,6 +26,7 @@
 #include "rebalanceinput.h"
 #include "relocate.h"
 #include "relocnet.h"
+#include "topologyfile.h"
 #include "rpc.h"
 #include "status.h"
 #include "util.h"
@@ -56,6 +57,8 @@ struct rebalance_options {
     bool policy_given;
     enum plan_policy policy;
     long max_copies;            /* 0 = the planner's default */
+    long groups;                /* lbm: roles per file, 0 = one per datanode machine */
+    const char *topology_path;  /* lbm: --topology FILE, NULL = one subcluster */
     uint64_t network_bytes_per_sec; /* plan, apply; 0 = the planner's default */
     long concurrency;           /* apply */
     uint64_t max_bytes_per_sec; /* apply; 0 = unlimited */
@@ -65,10 +68,12 @@ struct rebalance_options {
 static void rebalance_usage(FILE *out)
 {
     fprintf(out,
-            "Usage: tessera rebalance plan PATH --policy frequent|balanced [--max-copies N]\n"
-            "                              [--network-mbps R] [--json]\n"
-            "       tessera rebalance apply PATH --policy frequent|balanced [--max-copies N]\n"
-            "                               [--network-mbps R] [--concurrency N] [--max-mbps R]\n"
+            "Usage: tessera rebalance plan PATH --policy frequent|balanced|lbm [--max-copies N]\n"
+            "                              [--network-mbps R] [--groups M] [--topology FILE]\n"
+            "                              [--json]\n"
+            "       tessera rebalance apply PATH --policy frequent|balanced|lbm [--max-copies N]\n"
+            "                               [--network-mbps R] [--groups M] [--topology FILE]\n"
+            "                               [--concurrency N] [--max-mbps R]\n"
             "       tessera rebalance status [--json]\n"
             "       tessera rebalance abort\n"
             "     (each also takes [--state DIR | --meta ENDPOINT] [--timeout-ms MS])\n"
@@ -94,7 +99,14 @@ static void rebalance_usage(FILE *out)
             "\n"
             "  --policy P        frequent: each tile to the machine that uses it most, copies\n"
             "                    for tiles several machines read; balanced: also weighs the\n"
-            "                    datanodes' speeds so no disk becomes the bottleneck\n"
+            "                    datanodes' speeds so no disk becomes the bottleneck; lbm:\n"
+            "                    each file's tiles in groups, each group served from its own\n"
+            "                    machine so the busiest server's network transfer is least\n"
+            "                    (Load Balance Matching; see tessera place)\n"
+            "  --groups M        lbm: groups per file, contiguous runs of tiles (default: one\n"
+            "                    per machine with a datanode; never more)\n"
+            "  --topology FILE   lbm: subclusters, their machines and the links between them\n"
+            "                    (format: tessera place --help); default: one switch\n"
             "  --max-copies N    holders a read-shared tile may have, 1..%d (default %d;\n"
             "                    1 = no copies)\n"
             "  --network-mbps R  the bandwidth between two machines the cost model counts,\n"
@@ -151,10 +163,12 @@ static int rebalance_check(const struct rebalance_options *options, int position
     if (!planning && positional != 0)
         return rebalance_usage_error("status and abort take no PATH", NULL);
     if (planning && !options->policy_given)
-        return rebalance_usage_error("missing --policy frequent|balanced", NULL);
+        return rebalance_usage_error("missing --policy frequent|balanced|lbm", NULL);
     if (!planning && (options->policy_given || copies_given))
         return rebalance_usage_error(
             "--policy, --max-copies and --network-mbps go with plan and apply", NULL);
+    if ((options->groups || options->topology_path) && options->policy != PLAN_LBM)
+        return rebalance_usage_error("--groups and --topology go with --policy lbm", NULL);
     if (apply_only_given && options->action != REBALANCE_APPLY)
         return rebalance_usage_error("--concurrency and --max-mbps go with apply", NULL);
     if (options->json && options->action != REBALANCE_PLAN && options->action != REBALANCE_STATUS)
@@ -179,7 +193,7 @@ static int rebalance_take(void *ctx, int option, const char *value)
     switch (option) {
     case 'p':
         if (plan_policy_parse(value, &options->policy) != 0)
-            return rebalance_usage_error("--policy wants frequent or balanced, got", value);
+            return rebalance_usage_error("--policy wants frequent, balanced or lbm, got", value);
         options->policy_given = true;
         return CLIARGS_GO_ON;
     case 'c':
@@ -204,6 +218,11 @@ static int rebalance_take(void *ctx, int option, const char *value)
                 "--network-mbps wants MB/s above 0 (e.g. 125 for 1 Gbit/s), got", value);
         given->copies = true; /* a planning option, as --max-copies */
         return CLIARGS_GO_ON;
+    case 'g':
+        if (util_parse_long(value, 1, 1000000, &options->groups) != 0)
+            return rebalance_usage_error("--groups wants 1..1000000, got", value);
+        return CLIARGS_GO_ON;
+    case 'o': options->topology_path = value; return CLIARGS_GO_ON;
     case 'j': options->json = true; return CLIARGS_GO_ON;
     default: return CLIARGS_NOT_MINE;
     }
@@ -219,6 +238,8 @@ static int rebalance_parse(int argc, char **argv, struct rebalance_options *opti
         {"concurrency", required_argument, NULL, 'n'},
         {"max-mbps", required_argument, NULL, 'r'},
         {"network-mbps", required_argument, NULL, 'w'},
+        {"groups", required_argument, NULL, 'g'},
+        {"topology", required_argument, NULL, 'o'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, CLIARGS_HELP},
         {NULL, 0, NULL, 0},
@@ -277,12 +298,25 @@ static int rebalance_make_plan(const struct rebalance_options *options,
     struct plan_cluster cluster;
     struct plan_profile profile;
     struct plan_tilemap map;
-    struct plan_options plan_options = {.max_copies = (uint32_t)options->max_copies};
+    struct plan_options plan_options = {.max_copies = (uint32_t)options->max_copies,
+                                        .groups = (uint32_t)options->groups};
+    struct topology topology = {0};
     int rc;
 
     rebalanceinput_views(input, &cluster, &profile, &map);
     cluster.network_bytes_per_sec = options->network_bytes_per_sec;
+    if (options->topology_path) {
+        if (topologyfile_load(REBALANCE_WHO, options->topology_path, &topology) != 0)
+            return 1;
+        if (topologyfile_check(REBALANCE_WHO, options->topology_path, &topology, &cluster,
+                               &profile) != 0) {
+            topology_release(&topology);
+            return 1;
+        }
+        plan_options.topology = &topology;
+    }
     rc = plan_make(options->policy, &cluster, &profile, &map, &plan_options, plan);
+    topology_release(&topology);
     if (rc != 0) {
         fprintf(stderr,
                 "%s: the %s planner refused the snapshot (%s); this is a bug: please "

@@ -2,12 +2,14 @@
  * @file rebalance.h
  * `tessera rebalance`: plans from the access profiles and runs the plans.
  *
- *   tessera rebalance plan PATH --policy frequent|balanced [--max-copies N]
+ *   tessera rebalance plan PATH --policy frequent|balanced|lbm [--max-copies N]
+ *                                [--groups M] [--topology FILE]
  *                                [--json]
  *       the moves, copies and drops the policy wants for the files under
  *       PATH, with the predicted cost per tile and per datanode before and
  *       after, and the bytes to transfer;
- *   tessera rebalance apply PATH --policy P [--max-copies N]
+ *   tessera rebalance apply PATH --policy P [--max-copies N] [--groups M]
+ *                                [--topology FILE]
  *                                [--concurrency N] [--max-mbps R]
  *       finishes what the relocation journal holds, then plans again and
  *       runs the plan (librarian/relocate.h), with progress on stderr;

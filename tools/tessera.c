@@ -21,6 +21,7 @@
 #include "version.h"
 #include "scrubrun.h"
 #include "profile.h"
+#include "place.h"
 #include "rebalance.h"
 #include "toolkey.h"
 #include "up.h"
@@ -54,6 +55,7 @@ static const struct tessera_command tessera_commands[] = {
     {"layout", filelayout_main, "set or show a file's layout and its tile map"},
     {"profile", profile_main, "count who accesses which tiles: start, stop, reset, show"},
     {"rebalance", rebalance_main, "move tiles to their users: plan, apply, status, abort"},
+    {"place", place_main, "where Load Balance Matching would serve the files under a path"},
     {"keys", keyscmd_main, "the cluster's CURVE keys: init, add, list, revoke"},
     {"config", configcmd_main, "check a daemon's configuration file: check FILE"},
 };

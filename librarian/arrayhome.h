@@ -1,0 +1,41 @@
+/*
+ * @file arrayhome.h
+ * The home datanode of each disk chunk of an array file (issue 31, Panda's
+ * "we respect the user's choice of high-level disk layout"): the mesh
+ * says how the array spreads over I/O nodes, so the chunks go to distinct
+ * machines first, then to distinct datanodes, instead of wherever the
+ * writer's placement would put every tile (its own fastest node).
+ *
+ * Homes are dealt from the up datanodes in machine-interleaved order:
+ * the machines (in the order their first up node appears in the
+ * snapshot) rotated by ino, then round r takes the r-th up node of each
+ * machine that has one. Chunk c gets entry c mod n, so the first chunks
+ * of a file land on distinct machines while there are machines, then on
+ * the machines' other nodes, and different files start
+ * on different machines. Pure: no I/O.
+ */
+#ifndef TESSERA_ARRAYHOME_H
+#define TESSERA_ARRAYHOME_H
+
+#include "arraylayout.h"
+#include "placement.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Disk chunks the layout has (the product of the chunks along each axis). */
+uint64_t arrayhome_chunk_count(const struct arraylayout *layout);
+
+/* The row-major index of tile `tile`'s disk chunk: 0, or -EINVAL when there is no such tile. */
+int arrayhome_chunk_of(const struct arraylayout *layout, uint64_t tile, uint64_t *chunk);
+
+/*
+ * The home of chunk `chunk` of file `ino` among nodes[0..count) (their
+ * `up` and `machine` fields; room is not looked at: a full home is the
+ * caller's to route around). Returns 0 with *home the node id, or
+ * -ENODEV when no node is up, -ENOMEM.
+ */
+int arrayhome_pick(const struct placement_node *nodes, size_t count, uint64_t ino, uint64_t chunk,
+                   uint32_t *home);
+
+#endif

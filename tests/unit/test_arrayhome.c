@@ -1,0 +1,124 @@
+/*
+ * @file test_arrayhome.c
+ * Unit tests of array disk chunks' homes (librarian/arrayhome.c): a
+ * tile's chunk index on a 2x2 mesh, homes on distinct machines first and
+ * distinct nodes after, down nodes skipped, different files starting on
+ * different machines.
+ */
+#include "arrayhome.h"
+#include "arraylayout.h"
+#include "arrayspec.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+static void layout_from_text(struct arraylayout *layout, const char *text)
+{
+    struct arrayspec spec;
+    char message[ARRAYSPEC_MESSAGE_MAX];
+    if (arrayspec_parse(text, strlen(text), &spec, message, sizeof(message)) != 0)
+        fail_msg("\"%s\": %s", text, message);
+    assert_int_equal(arraylayout_init(layout, &spec, message, sizeof(message)), 0);
+}
+
+/*
+ * 1024x1024 f32 (4 MiB) on a 2x2 mesh with 1 MiB tiles: one tile per
+ * chunk, and the tiles of a chunk are consecutive; with 256 KiB tiles
+ * each chunk has four.
+ */
+static void test_chunk_of_tile(void **state)
+{
+    (void)state;
+    struct arraylayout layout;
+    uint64_t chunk;
+
+    layout_from_text(&layout, "f32 1024x1024 BLOCK,BLOCK mesh=2x2 threshold=1M");
+    assert_int_equal(arrayhome_chunk_count(&layout), 4);
+    assert_int_equal(arraylayout_tile_count(&layout), 4);
+    for (uint64_t tile = 0; tile < 4; tile++) {
+        assert_int_equal(arrayhome_chunk_of(&layout, tile, &chunk), 0);
+        assert_int_equal(chunk, tile);
+    }
+    assert_int_equal(arrayhome_chunk_of(&layout, 4, &chunk), -EINVAL);
+
+    layout_from_text(&layout, "f32 1024x1024 BLOCK,BLOCK mesh=2x2 threshold=256K");
+    assert_int_equal(arraylayout_tile_count(&layout), 16);
+    for (uint64_t tile = 0; tile < 16; tile++) {
+        assert_int_equal(arrayhome_chunk_of(&layout, tile, &chunk), 0);
+        assert_int_equal(chunk, tile / 4);
+    }
+}
+
+static struct placement_node node_on(uint32_t id, uint32_t machine, int up)
+{
+    return (struct placement_node){.id = id, .up = up, .free_bytes = 1u << 30, .machine = machine};
+}
+
+/*
+ * Machines 1 (nodes 1-4, the writer's), 2 (node 5) and 3 (node 6): four
+ * chunks of file 0 go to nodes 1, 5, 6, then 2 (machines 1, 2, 3, 1).
+ */
+static void test_distinct_machines_then_nodes(void **state)
+{
+    (void)state;
+    struct placement_node nodes[6] = {node_on(1, 1, 1), node_on(2, 1, 1), node_on(3, 1, 1),
+                                      node_on(4, 1, 1), node_on(5, 2, 1), node_on(6, 3, 1)};
+    const uint32_t expected[6] = {1, 5, 6, 2, 3, 4};
+    uint32_t home;
+
+    for (uint64_t chunk = 0; chunk < 6; chunk++) {
+        assert_int_equal(arrayhome_pick(nodes, 6, 0, chunk, &home), 0);
+        assert_int_equal(home, expected[chunk]);
+    }
+    /* Chunk 6 starts over. */
+    assert_int_equal(arrayhome_pick(nodes, 6, 0, 6, &home), 0);
+    assert_int_equal(home, 1);
+    /* File 1 starts one machine later: on machine 2. */
+    assert_int_equal(arrayhome_pick(nodes, 6, 1, 0, &home), 0);
+    assert_int_equal(home, 5);
+    /* Whatever the file, its first three chunks are on the three machines. */
+    for (uint64_t ino = 0; ino < 12; ino++) {
+        bool machine_used[4] = {false};
+        for (uint64_t chunk = 0; chunk < 3; chunk++) {
+            assert_int_equal(arrayhome_pick(nodes, 6, ino, chunk, &home), 0);
+            uint32_t machine = nodes[home - 1].machine;
+            assert_false(machine_used[machine]);
+            machine_used[machine] = true;
+        }
+    }
+}
+
+static void test_down_nodes_skipped(void **state)
+{
+    (void)state;
+    struct placement_node nodes[4] = {node_on(1, 1, 1), node_on(2, 1, 1), node_on(3, 2, 0),
+                                      node_on(4, 3, 1)};
+    uint32_t home;
+
+    assert_int_equal(arrayhome_pick(nodes, 4, 0, 0, &home), 0);
+    assert_int_equal(home, 1);
+    assert_int_equal(arrayhome_pick(nodes, 4, 0, 1, &home), 0);
+    assert_int_equal(home, 4); /* machine 2's only node is down */
+    assert_int_equal(arrayhome_pick(nodes, 4, 0, 2, &home), 0);
+    assert_int_equal(home, 2);
+    for (size_t i = 0; i < 4; i++)
+        nodes[i].up = 0;
+    assert_int_equal(arrayhome_pick(nodes, 4, 0, 0, &home), -ENODEV);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_chunk_of_tile),
+        cmocka_unit_test(test_distinct_machines_then_nodes),
+        cmocka_unit_test(test_down_nodes_skipped),
+    };
+    return cmocka_run_group_tests_name("arrayhome", tests, NULL, NULL);
+}
