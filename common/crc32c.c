@@ -264,6 +264,12 @@ uint32_t crc32c(uint32_t crc, const void *buf, size_t len)
     return ~crc32c_slice8(~crc, buf, len);
 }
 
+bool crc32c_uses_instruction(void)
+{
+    pthread_once(&crc32c_once, crc32c_init);
+    return crc32c_use_hardware;
+}
+
 static uint32_t crc32c_block_operator[32];
 static pthread_once_t crc32c_block_once = PTHREAD_ONCE_INIT;
 

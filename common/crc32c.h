@@ -14,11 +14,15 @@
 #ifndef TESSERA_CRC32C_H
 #define TESSERA_CRC32C_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 /* Extends crc (0 to start) over len bytes of buf; buf may be NULL when len is 0. */
 uint32_t crc32c(uint32_t crc, const void *buf, size_t len);
+
+/* Whether crc32c() runs the CPU's crc32 instruction (SSE4.2), not the tables. */
+bool crc32c_uses_instruction(void);
 
 /*
  * The same with the portable tables whatever the CPU has: what crc32c()

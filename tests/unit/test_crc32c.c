@@ -194,10 +194,10 @@ static double crc32c_mbps(uint32_t (*sum)(uint32_t, const void *, size_t), const
 }
 
 /*
- * How fast each path sums (printed: the datanode sums every byte it
- * stores and serves, the mount every byte it writes). The instruction
- * path, when the CPU has it, must beat the tables: else crc32c() did not
- * pick it.
+ * crc32c() takes the instruction path exactly when the CPU has SSE4.2, and
+ * how fast each path sums is printed (the datanode sums every byte it
+ * stores and serves, the mount every byte it writes): a figure, not an
+ * assertion, as a loaded machine may stall either measurement.
  */
 static void test_throughput(void **state)
 {
@@ -212,8 +212,9 @@ static void test_throughput(void **state)
     printf("# crc32c: %.0f MB/s as chosen, %.0f MB/s by the tables\n", chosen, portable);
 #if defined(__x86_64__)
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("sse4.2"))
-        assert_true(chosen > 1.5 * portable);
+    assert_int_equal(crc32c_uses_instruction(), __builtin_cpu_supports("sse4.2") != 0);
+#else
+    assert_false(crc32c_uses_instruction());
 #endif
     free(buf);
 }
