@@ -75,7 +75,7 @@ check_cap() {
     log "mount pid $1: peak resident $peak MiB, cap $2 MiB ($(grep -E "^Rss(Anon|File)" "/proc/$1/status" | tr -s " \t\n" " "))"
 }
 
-# 64 MiB cap: 16 MiB of write buffers. 200 files x 2 partial tiles would hold 400.
+# 64 MiB cap: about 10 MiB of write buffers. 200 files x 2 partial tiles would hold 400.
 many_files "$SMALL" 200 2
 streams "$SMALL"
 check_cap "$MOUNT2_PID" 64
