@@ -59,6 +59,9 @@ static const char *const mountmetrics_names[MOUNTMETRICS_OPCODES] = {
     [FUSE_COPY_FILE_RANGE] = "copy_file_range",
 };
 
+_Static_assert(MOUNTMETRICS_HEAD_BYTES >= sizeof(struct fuse_in_header) + sizeof(struct fuse_read_in),
+               "the head a request thread copies holds what is read of it here");
+
 void mountmetrics_note(const void *request, size_t size, int64_t elapsed_ns)
 {
     struct fuse_in_header header;

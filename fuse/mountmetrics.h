@@ -14,10 +14,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The start of a request mountmetrics_note() reads: a fuse_in_header and
+ * the fuse_read_in / fuse_write_in after it (40 + 40 bytes), rounded up. */
+#define MOUNTMETRICS_HEAD_BYTES 96
+
 /*
- * Counts one request: its bytes as read from /dev/fuse (a fuse_in_header
- * first; anything shorter is ignored) and the time its thread spent on it.
- * Any thread; lock-free.
+ * Counts one request: the first MOUNTMETRICS_HEAD_BYTES (or fewer) of its
+ * bytes as read from /dev/fuse (a fuse_in_header first; anything shorter
+ * is ignored), copied before it was served, and the time its thread spent
+ * on it. Any thread; lock-free.
  */
 void mountmetrics_note(const void *request, size_t size, int64_t elapsed_ns);
 

@@ -151,9 +151,15 @@ static void *request_thread_main(void *arg)
         if (size == 0)
             break;
         struct fuse_buf buf = {.size = size, .mem = start};
+        /* What the metrics need of the request, taken before it is served:
+         * a whole-tile write hands its memory to the write-behind, which
+         * may free it before fuse_session_process_buf() returns. */
+        uint8_t head[MOUNTMETRICS_HEAD_BYTES];
+        size_t head_size = size < sizeof(head) ? size : sizeof(head);
+        memcpy(head, start, head_size);
         int64_t started_ns = util_monotonic_ns();
         fuse_session_process_buf(loop->session, &buf);
-        mountmetrics_note(start, size, util_monotonic_ns() - started_ns);
+        mountmetrics_note(head, head_size, util_monotonic_ns() - started_ns);
         pthread_mutex_lock(&loop->lock);
         loop->waiting++;
         self->in_read = true;
