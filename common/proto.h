@@ -33,7 +33,7 @@
  * TILE_MAP records list every holder, REPLICA_DROP replaces TILE_UNCOPY;
  * TILE_WRITE and the tile stream's requests carry the CRC-32C of a
  * write's bytes. */
-#define TS_PROTO_VERSION 6
+#define TS_PROTO_VERSION 7
 #define TS_HEADER_BYTES 32
 #define TS_MAX_FRAME_BYTES (4u << 20) /* frame 0 cap, either direction */
 #define TS_MAX_DATA_BYTES (16u << 20) /* frame 1 cap: one tile at most */
@@ -263,11 +263,13 @@ enum ts_node_state { TS_NODE_DOWN = 0, TS_NODE_UP = 1 };
 #define TS_MSG_ATTR_REP(X) X(ATTR, attr)
 #define TS_MSG_GETATTR_REQ(X) X(U64, ino)
 /*
- * SETATTR. With TS_SET_SIZE it may carry the sender's COMMIT too, applied
+ * SETATTR. It may carry the sender's COMMIT of a regular file too, applied
  * first exactly as COMMIT would: min_size (0 = none) the size its writes
  * not committed yet reach, commit_mtime (sec 0 = none) their mtime. A
- * writer truncating its own file then needs one round trip, and bytes it
- * wrote past the new end are cut as if they had been committed.
+ * writer changing its own file's attributes then needs one round trip:
+ * bytes it wrote past a new end are cut as if they had been committed, and
+ * times the request sets (`touch`, `tar` after writing) win over the
+ * writes'. (Before TS_PROTO_VERSION 7 only a size change carried it.)
  */
 #define TS_MSG_SETATTR_REQ(X)                                                                     \
     X(U64, ino)                                                                                    \

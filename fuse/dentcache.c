@@ -75,6 +75,17 @@ struct dc_change {
     double at;
 };
 
+/* A file's attributes from this mount's last setattr of it. */
+struct dc_file_attr {
+    struct ts_attr attr; /* attr.ino 0: a free slot */
+    uint64_t known;
+    double expires;
+};
+
+/* Files whose setattr replies are kept: the kernel's getattr comes right
+ * after (chown's check of the set-id bits), so a few are enough. */
+#define DENTCACHE_FILE_ATTRS 8
+
 struct dentcache {
     double timeout;
     uint32_t max_window;
@@ -85,6 +96,8 @@ struct dentcache {
     uint64_t links_changed;
     uint64_t all_changed; /* a change could not be recorded: nothing before it counts */
     struct dc_dir dirs[DENTCACHE_DIRS];
+    struct dc_file_attr files[DENTCACHE_FILE_ATTRS];
+    uint32_t files_next; /* the slot the next kept file takes */
     struct dc_change *changes;
     size_t changes_cap; /* a power of two */
     size_t changes_used;
@@ -495,6 +508,19 @@ out:
     return fresh;
 }
 
+void dentcache_dir_made(struct dentcache *cache, uint64_t dir, struct dentcache_ticket ticket)
+{
+    if (cache_off(cache))
+        return;
+    /* As a fetch decided now (after the mkdir's own changes were noted)
+     * whose listing meta gave at the mkdir: fresh until then + timeout. */
+    struct dentcache_fetch fetch = {.parent = dir, .max_entries = 1, .started = ticket.started};
+    pthread_mutex_lock(&cache->lock);
+    fetch.ticket = ++cache->seq;
+    pthread_mutex_unlock(&cache->lock);
+    dentcache_install(cache, &fetch, "", NULL, 0, true);
+}
+
 void dentcache_walk_hint(struct dentcache *cache, uint64_t dir)
 {
     if (cache_off(cache))
@@ -751,6 +777,23 @@ void dentcache_changed(struct dentcache *cache, uint64_t ino)
     pthread_mutex_unlock(&cache->lock);
 }
 
+void dentcache_attr_set(struct dentcache *cache, const struct ts_attr *attr)
+{
+    if (cache_off(cache))
+        return;
+    pthread_mutex_lock(&cache->lock);
+    double now = cache->clock();
+    change_note(cache, attr->ino, now);
+    struct dc_file_attr *slot = NULL;
+    for (uint32_t i = 0; i < DENTCACHE_FILE_ATTRS && !slot; i++)
+        if (cache->files[i].attr.ino == attr->ino)
+            slot = &cache->files[i];
+    if (!slot)
+        slot = &cache->files[cache->files_next++ % DENTCACHE_FILE_ATTRS];
+    *slot = (struct dc_file_attr){.attr = *attr, .known = ++cache->seq, .expires = now + cache->timeout};
+    pthread_mutex_unlock(&cache->lock);
+}
+
 bool dentcache_getattr(struct dentcache *cache, uint64_t ino, struct ts_attr *attr,
                        double *timeout_s)
 {
@@ -767,6 +810,20 @@ bool dentcache_getattr(struct dentcache *cache, uint64_t ino, struct ts_attr *at
         dir->last_used = now;
         cache->stats.dir_attrs++;
         kept = true;
+    }
+    for (uint32_t i = 0; i < DENTCACHE_FILE_ATTRS && !kept; i++) {
+        struct dc_file_attr *file = &cache->files[i];
+        if (file->attr.ino != ino || ino == 0)
+            continue;
+        if (now < file->expires && change_seq(cache, ino) < file->known &&
+            cache->all_changed < file->known) {
+            *attr = file->attr;
+            *timeout_s = file->expires - now;
+            cache->stats.file_attrs++;
+            kept = true;
+        } else {
+            file->attr.ino = 0;
+        }
     }
     pthread_mutex_unlock(&cache->lock);
     return kept;

@@ -76,6 +76,7 @@ struct dentcache_stats {
     uint64_t installed; /* windows installed */
     uint64_t discarded; /* windows fetched across a change, not installed */
     uint64_t dir_attrs; /* getattrs answered from kept directory attributes */
+    uint64_t file_attrs; /* getattrs answered from kept setattr replies */
 };
 
 /* Seconds on a monotonic clock; tests pass their own. */
@@ -142,6 +143,15 @@ struct dentcache_ticket {
 struct dentcache_ticket dentcache_ticket(struct dentcache *cache);
 
 /*
+ * Directory dir was made by this mount with a mkdir asked after `ticket`:
+ * it is known empty, as a window fetched then would say, so the lookups
+ * of the names about to be created in it (`tar x`, `cp -r`, `git
+ * checkout`) need no round trip. Another mount adding names meanwhile is
+ * seen as with any window: once it expires.
+ */
+void dentcache_dir_made(struct dentcache *cache, uint64_t dir, struct dentcache_ticket ticket);
+
+/*
  * This mount's changes, reported after meta has done them and before the
  * kernel is answered.
  * added: name in parent now names attr->ino (create, mknod, mkdir,
@@ -173,11 +183,23 @@ void dentcache_unlinked_early(struct dentcache *cache, uint64_t parent, const ch
                               struct dentcache_ticket ticket);
 
 /*
+ * A setattr of attr->ino that meta has just answered with attr, before the
+ * kernel is answered: noted as a change (dentcache_changed), and attr kept
+ * for dentcache_getattr(). The kernel asks for a file's attributes again
+ * right after a chown (to clear set-id bits): `tar` paid a round trip per
+ * file for it. No ticket is needed: the kernel holds the inode's lock for
+ * the whole setattr, and the file's writes and commits here wait on its
+ * lock (datapath_setattr), so nothing of this mount changed it since.
+ */
+void dentcache_attr_set(struct dentcache *cache, const struct ts_attr *attr);
+
+/*
  * The attributes of directory ino kept from this mount's last change to
- * it, if still fresh and trusted: true with *attr and *timeout_s (what is
- * left of the timeout). The kernel asks for them right after each change
- * (it invalidates a changed directory's attributes), so a create or an
- * unlink then costs one round trip, not two.
+ * it, or of a file from its last setattr here, if still fresh and trusted:
+ * true with *attr and *timeout_s (what is left of the timeout). The kernel
+ * asks for them right after each change (it invalidates a changed
+ * directory's attributes), so a create or an unlink then costs one round
+ * trip, not two.
  */
 bool dentcache_getattr(struct dentcache *cache, uint64_t ino, struct ts_attr *attr,
                        double *timeout_s);

@@ -161,19 +161,24 @@ int datapath_setattr(struct datapath *datapath, const struct ts_setattr_req *req
     bool size = (request->valid & TS_SET_SIZE) != 0;
 
     int result = truncation_begin(datapath, request->ino, size, &file);
-    if (result == 0 && file && size && file->size_dirty) {
-        /* This mount's COMMIT travels with the truncation: one round trip. */
+    /* This mount's COMMIT travels with the change (proto.h): one round trip
+     * where `tar` and `touch` after a write took two. The file stays locked
+     * until the answer, so no write comes between. */
+    bool commits = result == 0 && file && file->size_dirty;
+    if (commits) {
         change.min_size = file->size;
         change.commit_mtime_sec = file->mtime.tv_sec;
         change.commit_mtime_nsec = (uint32_t)file->mtime.tv_nsec;
-    } else if (result == 0 && file) {
-        result = filecommit_size(datapath, file, 0);
     }
     if (result == 0)
         result = errno_of_status(metaclient_setattr(datapath->meta, &change, &reply));
     bool changed = result == 0;
     if (changed)
         filecommit_note(datapath, &reply.attr);
+    if (changed && commits && !size) { /* a size change settles it in truncation_end */
+        file->size_dirty = false;
+        tilecache_size_learned(datapath, file, reply.attr.size);
+    }
     if (changed && size)
         result = cut_tile(datapath, request->ino, &reply);
     if (result == 0)

@@ -394,12 +394,13 @@ static void x_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *st, int to_se
     if (to_set & FUSE_SET_ATTR_CTIME)
         request.valid |= TS_SET_CTIME;
     int error = datapath_setattr(state_of(req)->datapath, &request, &attr);
-    /* Even a failed setattr may have done part of its work (cut a tile). */
-    dentcache_changed(state_of(req)->dentries, ino);
     if (error != 0) {
+        /* Even a failed setattr may have done part of its work (cut a tile). */
+        dentcache_changed(state_of(req)->dentries, ino);
         fuse_reply_err(req, -error);
         return;
     }
+    dentcache_attr_set(state_of(req)->dentries, &attr);
     reply_attr(req, &attr);
 }
 
@@ -449,8 +450,10 @@ static void x_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t 
     struct dentcache_ticket ticket = dentcache_ticket(state->dentries);
     int status = metaclient_mkdir(state->meta, parent, name, mode | S_IFDIR, ctx->uid, ctx->gid,
                                   &attr, &dirs);
-    if (status == TS_OK)
+    if (status == TS_OK) {
         dentcache_added(state->dentries, parent, name, &attr, &dirs, ticket);
+        dentcache_dir_made(state->dentries, attr.ino, ticket);
+    }
     reply_entry(req, status, &attr);
 }
 

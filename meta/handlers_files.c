@@ -182,6 +182,7 @@ static int setattr_body(struct store_txn *txn, void *arg)
     status = handlers_load_inode(txn, request->ino, &op->record);
     if (status != TS_OK)
         return status;
+    bool commits = request->min_size != 0 || request->commit_mtime_sec != 0;
     if (valid & TS_SET_SIZE) {
         if (S_ISDIR(attr->mode))
             return TS_ERR_ISDIR;
@@ -189,20 +190,23 @@ static int setattr_body(struct store_txn *txn, void *arg)
             return TS_ERR_INVAL;
         if (attr->tile_bytes == 0)
             return TS_ERR_INTERNAL;
-        /* The sender's COMMIT first (proto.h), so what its writes put
-         * past the new end is cut. An array's size only grows to bytes
-         * inside it: the sender refuses writes past its end. */
-        if (request->min_size > attr->size)
-            attr->size = request->min_size;
-        if (request->commit_mtime_sec != 0) {
-            attr->mtime_sec = attr->ctime_sec = request->commit_mtime_sec;
-            attr->mtime_nsec = attr->ctime_nsec = request->commit_mtime_nsec;
-        }
-        if (attr->flags & TS_ATTR_ARRAY) {
-            status = setattr_array_size(txn, op);
-            if (status != TS_OK)
-                return status;
-        }
+    } else if (commits && !S_ISREG(attr->mode)) {
+        return TS_ERR_INVAL;
+    }
+    /* The sender's COMMIT first (proto.h): what its writes put past a new
+     * end is cut, and a time this request sets wins over its writes'.
+     * An array's size only grows to bytes inside it: the sender refuses
+     * writes past its end. */
+    if (request->min_size > attr->size)
+        attr->size = request->min_size;
+    if (request->commit_mtime_sec != 0) {
+        attr->mtime_sec = attr->ctime_sec = request->commit_mtime_sec;
+        attr->mtime_nsec = attr->ctime_nsec = request->commit_mtime_nsec;
+    }
+    if ((valid & TS_SET_SIZE) && (attr->flags & TS_ATTR_ARRAY)) {
+        status = setattr_array_size(txn, op);
+        if (status != TS_OK)
+            return status;
     }
     if (valid & TS_SET_MODE)
         attr->mode = (attr->mode & S_IFMT) | (request->mode & 07777);
@@ -258,7 +262,7 @@ int handlers_files_setattr(void *ctx, const struct rpc_request *request,
 
     if (ts_setattr_req_decode(&message, request->payload, request->payload_len) != 0)
         return reply_bad_message(response, request->header.type);
-    if ((message.valid & TS_SET_SIZE) && (message.size > INT64_MAX || message.min_size > INT64_MAX))
+    if (((message.valid & TS_SET_SIZE) && message.size > INT64_MAX) || message.min_size > INT64_MAX)
         return TS_ERR_FBIG;
     if (((message.valid & TS_SET_ATIME) && message.atime_nsec >= HANDLERS_NSEC_PER_SEC) ||
         ((message.valid & TS_SET_MTIME) && message.mtime_nsec >= HANDLERS_NSEC_PER_SEC) ||

@@ -428,6 +428,68 @@ static void test_dir_attrs(void **state)
     assert_false(dentcache_getattr(cache, DIR_INO, &attr, &timeout));
 }
 
+/* A setattr's answer answers the kernel's getattr right after it. */
+static void test_file_attrs(void **state)
+{
+    struct dentcache *cache = *state;
+    struct ts_attr attr;
+    double timeout = 0;
+    struct ts_attr set = file_attr(900, 1);
+
+    assert_false(dentcache_getattr(cache, 900, &attr, &timeout));
+    dentcache_attr_set(cache, &set);
+    assert_true(dentcache_getattr(cache, 900, &attr, &timeout));
+    assert_int_equal(attr.size, set.size);
+    assert_true(timeout > 0 && timeout <= TIMEOUT);
+    /* Any other change of it (a commit, an xattr): ask meta. */
+    dentcache_changed(cache, 900);
+    assert_false(dentcache_getattr(cache, 900, &attr, &timeout));
+    /* A newer setattr replaces the kept answer; kept answers expire. */
+    set.size = 77;
+    dentcache_attr_set(cache, &set);
+    assert_true(dentcache_getattr(cache, 900, &attr, &timeout));
+    assert_int_equal(attr.size, 77);
+    fake_now += TIMEOUT;
+    assert_false(dentcache_getattr(cache, 900, &attr, &timeout));
+    /* Only the last few files are kept. */
+    for (uint64_t ino = 1000; ino < 1100; ino++) {
+        set = file_attr(ino, 1);
+        dentcache_attr_set(cache, &set);
+    }
+    assert_true(dentcache_getattr(cache, 1099, &attr, &timeout));
+    assert_false(dentcache_getattr(cache, 1000, &attr, &timeout));
+}
+
+/* A directory this mount made is known empty: its names need no lookup. */
+static void test_dir_made(void **state)
+{
+    struct dentcache *cache = *state;
+    struct dentcache_fetch fetch;
+    struct ts_attr made = dir_attr(800, 3000);
+    struct ts_attr attr;
+
+    struct dentcache_ticket ticket = dentcache_ticket(cache);
+    dentcache_added(cache, DIR_INO, "new", &made, NULL, ticket);
+    dentcache_dir_made(cache, 800, ticket);
+    assert_int_equal(lookup(cache, 800, "anything", NULL, &fetch), DENTCACHE_ABSENT);
+    assert_true(dentcache_absent(cache, 800, "b"));
+    /* Names created in it join the window. */
+    struct ts_attr file = file_attr(801, 1);
+    ticket = dentcache_ticket(cache);
+    dentcache_added(cache, 800, "f", &file, NULL, ticket);
+    assert_int_equal(lookup(cache, 800, "f", &attr, &fetch), DENTCACHE_FOUND);
+    assert_int_equal(attr.ino, 801);
+    /* It is a window like a fetched one: it expires from the mkdir. */
+    fake_now += TIMEOUT;
+    assert_int_equal(lookup(cache, 800, "anything", NULL, &fetch), DENTCACHE_MISS);
+
+    /* A mkdir answered too long ago says nothing any more. */
+    ticket = dentcache_ticket(cache);
+    fake_now += TIMEOUT;
+    dentcache_dir_made(cache, 802, ticket);
+    assert_int_equal(lookup(cache, 802, "x", NULL, &fetch), DENTCACHE_MISS);
+}
+
 /* Many directories: the least recently used gives way, nothing breaks. */
 static void test_many_directories(void **state)
 {
@@ -502,6 +564,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_hard_links, setup, teardown),
         cmocka_unit_test_setup_teardown(test_renamed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dir_attrs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_file_attrs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dir_made, setup, teardown),
         cmocka_unit_test_setup_teardown(test_many_directories, setup, teardown),
         cmocka_unit_test_setup_teardown(test_window_growth_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_off, setup, teardown),

@@ -882,6 +882,36 @@ static void test_setattr_carries_commit(void **state)
 
     truncate.commit_mtime_nsec = 1000000000;
     assert_int_equal(do_setattr(f, &truncate, NULL), TS_ERR_INVAL);
+
+    /* Any setattr carries it (`tar` sets times, owner and mode of a file it
+     * has just written): the size grows to the writes', and a time the
+     * request sets wins over the writes' mtime. */
+    struct ts_setattr_req times = {.ino = file,
+                                   .valid = TS_SET_MTIME | TS_SET_ATIME,
+                                   .atime_sec = 42,
+                                   .mtime_sec = 43,
+                                   .min_size = 5000,
+                                   .commit_mtime_sec = 2000};
+    assert_int_equal(do_setattr(f, &times, &reply), TS_OK);
+    assert_int_equal(reply.attr.size, 5000);
+    assert_int_equal(reply.attr.mtime_sec, 43);
+    assert_int_equal(reply.attr.atime_sec, 42);
+    struct ts_setattr_req mode = {
+        .ino = file, .valid = TS_SET_MODE, .mode = 0600, .min_size = 6000, .commit_mtime_sec = 2001};
+    assert_int_equal(do_setattr(f, &mode, &reply), TS_OK);
+    assert_int_equal(reply.attr.size, 6000);
+    assert_int_equal(reply.attr.mtime_sec, 2001);
+    assert_int_equal(reply.attr.mode & 07777, 0600);
+    /* A smaller size than meta's is no shrink: COMMIT only grows. */
+    mode.min_size = 10;
+    assert_int_equal(do_setattr(f, &mode, &reply), TS_OK);
+    assert_int_equal(reply.attr.size, 6000);
+    /* Only a regular file has writes to commit. */
+    mode.ino = TS_ROOT_INO;
+    assert_int_equal(do_setattr(f, &mode, NULL), TS_ERR_INVAL);
+    mode.min_size = 1ull << 63;
+    mode.ino = file;
+    assert_int_equal(do_setattr(f, &mode, NULL), TS_ERR_FBIG);
 }
 
 /* TILE_MAP answers the file's size with the records. */
