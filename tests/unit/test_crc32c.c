@@ -170,6 +170,17 @@ static void test_combine(void **state)
         uint32_t b = crc32c(0, buf + cut, len - cut);
         assert_int_equal(crc32c_combine(a, b, len - cut), whole);
     }
+    /* Every short length and a spread of long ones (one power-of-two map per set bit). */
+    for (size_t tail = 1; tail < len; tail = tail < 300 ? tail + 1 : tail * 3 + 7) {
+        uint32_t a = crc32c(0, buf, len - tail);
+        uint32_t b = crc32c(0, buf + len - tail, tail);
+        assert_int_equal(crc32c_combine(a, b, tail), whole);
+    }
+    /* Three pieces, joined left to right as a datanode joins blocks. */
+    uint32_t joined = crc32c(0, buf, 10000);
+    joined = crc32c_combine(joined, crc32c(0, buf + 10000, 65536), 65536);
+    joined = crc32c_combine(joined, crc32c(0, buf + 75536, len - 75536), len - 75536);
+    assert_int_equal(joined, whole);
     free(buf);
 }
 
