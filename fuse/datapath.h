@@ -251,6 +251,14 @@ int datapath_open_truncating(struct datapath *datapath, uint64_t ino, uint32_t f
  * caller then fetches them again or leaves them out.
  */
 bool datapath_settle_attr(struct datapath *datapath, struct ts_attr *attr);
+/*
+ * The file open as `file` was just created by this mount with attr, for a
+ * caller with uid (early: under a directory lease, before meta has it):
+ * its mode, owner and time changes may wait for its commit
+ * (attrwriteback.h).
+ */
+void datapath_file_created(struct datapath *datapath, struct open_file *file,
+                           const struct ts_attr *attr, uint32_t uid, bool early);
 /* As datapath_settle_attr for attributes meta has just answered, which are
  * never older than any handed out before: nothing to refuse. */
 void datapath_settle_fresh(struct datapath *datapath, struct ts_attr *attr);

@@ -181,6 +181,13 @@ struct open_file {
      * may hold bytes the kernel must not get (datapath_store_begin). */
     uint64_t generation;
     int writers;             /* handles open for writing */
+    /* Attribute write-back (attrwriteback.h): meta's latest attributes of
+     * a file this mount created, and the changes held back since. */
+    bool attrs_known;
+    struct ts_attr attrs;
+    int64_t attrs_learned_ms; /* when meta answered them */
+    struct ts_setattr_req attrs_pending; /* valid 0: none */
+    struct timespec attrs_pending_ctime;
     int stores_in_progress;  /* tiles being put into the kernel's page cache */
     uint64_t waits_given_up; /* opens and truncations that did not wait for them */
 };
@@ -211,6 +218,10 @@ struct datapath {
     /* This mount's commits of sizes and times, for attribute replies
      * assembled across one (attrguard.h). */
     struct attrguard *guard;
+    /* What this mount's synchronous creates by root came back owned by
+     * (attrwriteback.h): root's (root_owner_kept) or meta's squashed owner. */
+    atomic_bool root_owner_kept;
+    atomic_bool root_squashed;
     void (*committed)(void *context, uint64_t ino);
     void *committed_context;
     pthread_mutex_t lock;

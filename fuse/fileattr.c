@@ -9,6 +9,8 @@
  */
 #include "datapath_i.h"
 
+#include "attrwriteback.h"
+
 #include "filecommit.h"
 #include "log.h"
 #include "metaclient.h"
@@ -160,7 +162,23 @@ int datapath_setattr(struct datapath *datapath, const struct ts_setattr_req *req
     struct open_file *file;
     bool size = (request->valid & TS_SET_SIZE) != 0;
 
+    /* A change of a file this mount created and has open waits for its commit. */
+    struct open_file *held = openfiles_get(datapath, request->ino);
+    if (held) {
+        pthread_mutex_lock(&held->lock);
+        bool kept = attrwriteback_hold(held, request, attr);
+        pthread_mutex_unlock(&held->lock);
+        openfiles_put(datapath, held);
+        if (kept)
+            return 0;
+    }
     int result = truncation_begin(datapath, request->ino, size, &file);
+    /* What was held goes first; this request's own fields win. */
+    struct ts_setattr_req held_before = {0};
+    if (result == 0 && file) {
+        held_before = file->attrs_pending;
+        attrwriteback_into(file, &change);
+    }
     /* This mount's COMMIT travels with the change (proto.h): one round trip
      * where `tar` and `touch` after a write took two. The file stays locked
      * until the answer, so no write comes between. */
@@ -175,6 +193,10 @@ int datapath_setattr(struct datapath *datapath, const struct ts_setattr_req *req
     bool changed = result == 0;
     if (changed)
         filecommit_note(datapath, &reply.attr);
+    if (file && changed)
+        attrwriteback_learn(file, &reply.attr);
+    else if (file && held_before.valid) /* not sent: still to send */
+        file->attrs_pending = held_before;
     if (changed && commits && !size) { /* a size change settles it in truncation_end */
         file->size_dirty = false;
         tilecache_size_learned(datapath, file, reply.attr.size);
@@ -220,6 +242,8 @@ int datapath_punch(struct datapath *datapath, struct open_file *file, uint64_t f
             metaclient_punch(datapath->meta, file->ino, first_tile, last_tile, attr));
     if (result == 0) {
         filecommit_note(datapath, attr);
+        attrwriteback_learn(file, attr);
+        attrwriteback_written(file); /* meta set mtime now: later than a held one */
         tilelocation_forget_range(file, first_tile, last_tile);
         tilecache_forget_range(datapath, file, first_tile, last_tile);
         /* Their files are garbage now: nothing of them to sync at fsync. */
@@ -245,9 +269,18 @@ static void overlay_unwritten(struct datapath *datapath, struct ts_attr *attr)
             attr->mtime_sec = file->mtime.tv_sec;
             attr->mtime_nsec = (uint32_t)file->mtime.tv_nsec;
         }
+        attrwriteback_overlay(file, attr); /* held after the writes: later */
         pthread_mutex_unlock(&file->lock);
         openfiles_put(datapath, file);
     }
+}
+
+void datapath_file_created(struct datapath *datapath, struct open_file *file,
+                           const struct ts_attr *attr, uint32_t uid, bool early)
+{
+    pthread_mutex_lock(&file->lock);
+    attrwriteback_created(datapath, file, attr, uid, early);
+    pthread_mutex_unlock(&file->lock);
 }
 
 bool datapath_settle_attr(struct datapath *datapath, struct ts_attr *attr)

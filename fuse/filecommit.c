@@ -7,6 +7,8 @@
  */
 #include "filecommit.h"
 
+#include "attrwriteback.h"
+
 #include "log.h"
 #include "metaclient.h"
 #include "proto.h"
@@ -39,12 +41,50 @@ int filecommit_wait(struct datapath *datapath, struct open_file *file)
     return 0;
 }
 
+/*
+ * Sends the changes attribute write-back holds (attrwriteback.h) in one
+ * SETATTR with this mount's commit folded in (proto.h), the lock held
+ * throughout. Returns 0 or an errno; on failure they stay held.
+ */
+static int held_attrs_send(struct datapath *datapath, struct open_file *file)
+{
+    struct ts_setattr_req change = {.ino = file->ino};
+    struct ts_setattr_rep reply;
+    struct ts_setattr_req held = file->attrs_pending;
+    attrwriteback_into(file, &change);
+    bool commits = file->size_dirty;
+    if (commits) {
+        change.min_size = file->size;
+        change.commit_mtime_sec = file->mtime.tv_sec;
+        change.commit_mtime_nsec = (uint32_t)file->mtime.tv_nsec;
+    }
+    int status = metaclient_setattr(datapath->meta, &change, &reply);
+    if (status != TS_OK) {
+        file->attrs_pending = held;
+        log_warn("inode %llu: mode, owner or times set while open not saved: %s",
+                 (unsigned long long)file->ino, status_text(status));
+        return errno_of_status(status);
+    }
+    filecommit_note(datapath, &reply.attr);
+    attrwriteback_learn(file, &reply.attr);
+    if (commits) {
+        file->size_dirty = false;
+        tilecache_size_learned(datapath, file, reply.attr.size);
+    }
+    return 0;
+}
+
 int filecommit_size(struct datapath *datapath, struct open_file *file, int sync)
 {
     struct ts_attr attr;
     int error = filecommit_wait(datapath, file);
     if (error != 0)
         return error;
+    if (attrwriteback_pending(file)) {
+        error = held_attrs_send(datapath, file);
+        if (error != 0)
+            return error;
+    }
     if (!file->size_dirty && !sync)
         return 0;
     /* What is committed is taken now; the COMMIT goes with the lock let go,
@@ -66,6 +106,7 @@ int filecommit_size(struct datapath *datapath, struct open_file *file, int sync)
      * together meanwhile finds the size here or is refused as older. */
     if (dirty)
         filecommit_note(datapath, &attr);
+    attrwriteback_learn(file, &attr);
     /* A write that came meanwhile is still to commit, and its size, newer
      * than the answer, stays (unless meta knows a larger one). */
     if (file->writes_made == writes_made) {

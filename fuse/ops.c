@@ -765,6 +765,9 @@ static void x_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
         fuse_reply_err(req, error);
         return;
     }
+    if (created)
+        datapath_file_created(state->datapath, (struct open_file *)(uintptr_t)fi->fh, &attr,
+                              ctx->uid, early);
     datapath_settle_fresh(state->datapath, &attr);
     fill_entry(req, &attr, &entry);
     if (fuse_reply_create(req, &entry, fi) == -ENOENT)

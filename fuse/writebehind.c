@@ -25,6 +25,7 @@
  */
 #include "writebehind.h"
 
+#include "attrwriteback.h"
 #include "crc32c.h"
 
 #include "log.h"
@@ -654,6 +655,7 @@ ssize_t datapath_write(struct datapath *datapath, struct open_file *file, const 
     file->size_dirty = true;
     file->writes_made++;
     file->mtime = util_now();
+    attrwriteback_written(file);
 out:
     pthread_mutex_unlock(&file->lock);
     if (profiled && result >= 0)

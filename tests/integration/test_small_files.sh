@@ -39,9 +39,11 @@ tar --compare -f "$T/tree.tar" -C "$MNT2/x" >"$T/cmp2" 2>&1 ||
     fail "tar --compare on the second mount: $(head -5 "$T/cmp2")"
 log "tar x: 300 files, 24 directories, 12 symlinks compare equal on both mounts"
 
-# Writes, then times, owner and mode set on the open descriptor: this mount
-# sees the writes' size and the set times at once, the other one within its
-# cache timeouts (the setattr committed the writes), before and after close.
+# Writes, then times, owner and mode set on the open descriptor of a file
+# this mount created: this mount sees each change at once (they wait for the
+# file's commit, fuse/attrwriteback.h), the other one after fsync or close
+# (close-to-open, as for the bytes); a write after set times moves mtime on;
+# a truncation or another fsync takes what waits along.
 python3 - "$MNT" "$MNT2" <<'EOF2' || fail "write then set attributes on the open file"
 import os, sys, time
 one, two = sys.argv[1], sys.argv[2]
@@ -62,27 +64,43 @@ def appears(what, check, path):
 fd = os.open(p1, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
 os.write(fd, b"a" * 70000)
 os.utime(fd, (1_400_000_000, 1_300_000_000))
-st = os.fstat(fd)
-assert st.st_size == 70000 and st.st_mtime == 1_300_000_000, ("after utime", st)
-appears("mount 2 after utime", lambda st: st.st_size == 70000 and st.st_mtime == 1_300_000_000, p2)
+for st in (os.fstat(fd), os.stat(p1)):
+    assert st.st_size == 70000 and st.st_mtime == 1_300_000_000, ("after utime", st)
+    assert st.st_atime == 1_400_000_000, ("atime after utime", st)
+os.fsync(fd)
+appears("mount 2 after utime and fsync",
+        lambda st: st.st_size == 70000 and st.st_mtime == 1_300_000_000, p2)
 os.write(fd, b"b" * 1000)          # a write after the set times moves mtime on
 os.fchmod(fd, 0o751)
 os.fchown(fd, 4242, 4343)
-st = os.fstat(fd)
-assert st.st_size == 71000 and (st.st_mode & 0o777) == 0o751, ("after fchmod", st)
-assert (st.st_uid, st.st_gid) == (4242, 4343), ("owner", st)
-assert st.st_mtime > 1_300_000_000, ("the later write's mtime", st)
-appears("mount 2 after fchown", lambda st: st.st_size == 71000 and st.st_uid == 4242 and
-        st.st_mtime > 1_300_000_000, p2)
+for st in (os.fstat(fd), os.stat(p1)):
+    assert st.st_size == 71000 and (st.st_mode & 0o7777) == 0o751, ("after fchmod", st)
+    assert (st.st_uid, st.st_gid) == (4242, 4343), ("owner", st)
+    assert st.st_mtime > 1_300_000_000, ("the later write's mtime", st)
+os.ftruncate(fd, 71000)            # a truncation sends what waits with it
+appears("mount 2 after ftruncate", lambda st: st.st_size == 71000 and st.st_uid == 4242 and
+        (st.st_mode & 0o7777) == 0o751 and st.st_mtime > 1_300_000_000, p2)
 os.utime(fd, (1_400_000_000, 1_200_000_000))
+os.fchmod(fd, 0o640)
+st = os.stat(p1)
+assert st.st_mtime == 1_200_000_000 and (st.st_mode & 0o7777) == 0o640, ("before close", st)
 os.close(fd)
 st = os.stat(p1)
 assert st.st_size == 71000 and st.st_mtime == 1_200_000_000, ("after close", st)
 appears("mount 2 after close", lambda st: st.st_size == 71000 and st.st_mtime == 1_200_000_000 and
-        (st.st_mode & 0o777) == 0o751, p2)
+        (st.st_mode & 0o7777) == 0o640 and st.st_atime == 1_400_000_000, p2)
 for p in (p1, p2):
     with open(p, "rb") as f:
         assert f.read() == b"a" * 70000 + b"b" * 1000, p
+# chmod by path (no descriptor) of an open file, and a set-id bit.
+fd = os.open(os.path.join(one, "y", "v"), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+os.chmod(os.path.join(one, "y", "v"), 0o4755)
+os.utime(os.path.join(one, "y", "v"), (5, 6))
+st = os.stat(os.path.join(one, "y", "v"))
+assert (st.st_mode & 0o7777) == 0o4755 and st.st_mtime == 6, ("chmod by path", st)
+os.close(fd)
+appears("mount 2 after chmod by path", lambda st: (st.st_mode & 0o7777) == 0o4755 and
+        st.st_mtime == 6, os.path.join(two, "y", "v"))
 print("# write then attributes on the open file: ok")
 EOF2
 
