@@ -815,8 +815,11 @@ bool dentcache_getattr(struct dentcache *cache, uint64_t ino, struct ts_attr *at
         struct dc_file_attr *file = &cache->files[i];
         if (file->attr.ino != ino || ino == 0)
             continue;
+        /* A name removed here that this cache could not place may have been
+         * one of its links (as entry_trusted()). */
+        bool links_moved = file->attr.nlink > 1 && cache->links_changed > file->known;
         if (now < file->expires && change_seq(cache, ino) < file->known &&
-            cache->all_changed < file->known) {
+            cache->all_changed < file->known && !links_moved) {
             *attr = file->attr;
             *timeout_s = file->expires - now;
             cache->stats.file_attrs++;

@@ -451,6 +451,20 @@ static void test_file_attrs(void **state)
     assert_int_equal(attr.size, 77);
     fake_now += TIMEOUT;
     assert_false(dentcache_getattr(cache, 900, &attr, &timeout));
+    /* A file with several links: the removal of a name this cache cannot
+     * place may have been one of them (its nlink changed). */
+    set = file_attr(950, 3);
+    dentcache_attr_set(cache, &set);
+    assert_true(dentcache_getattr(cache, 950, &attr, &timeout));
+    struct dentcache_ticket ticket = dentcache_ticket(cache);
+    dentcache_removed(cache, OTHER_DIR, "unknown", NULL, ticket);
+    assert_false(dentcache_getattr(cache, 950, &attr, &timeout));
+    /* One link only: no other name of it can go. */
+    set = file_attr(951, 1);
+    dentcache_attr_set(cache, &set);
+    ticket = dentcache_ticket(cache);
+    dentcache_removed(cache, OTHER_DIR, "unknown2", NULL, ticket);
+    assert_true(dentcache_getattr(cache, 951, &attr, &timeout));
     /* Only the last few files are kept. */
     for (uint64_t ino = 1000; ino < 1100; ino++) {
         set = file_attr(ino, 1);
