@@ -139,8 +139,10 @@ static void truncation_end(struct datapath *datapath, struct open_file *file,
 {
     if (!file)
         return;
-    if (attr)
+    if (attr) {
         file->mode = attr->mode;
+        attrwriteback_learn(file, attr);
+    }
     if (attr && size) {
         file->size_dirty = false; /* meta took this mount's size with the change */
         file->size = attr->size;
@@ -193,9 +195,7 @@ int datapath_setattr(struct datapath *datapath, const struct ts_setattr_req *req
     bool changed = result == 0;
     if (changed)
         filecommit_note(datapath, &reply.attr);
-    if (file && changed)
-        attrwriteback_learn(file, &reply.attr);
-    else if (file && held_before.valid) /* not sent: still to send */
+    if (file && !changed && held_before.valid) /* not sent: still to send */
         file->attrs_pending = held_before;
     if (changed && commits && !size) { /* a size change settles it in truncation_end */
         file->size_dirty = false;
