@@ -47,6 +47,7 @@ struct nodehandlers_stats {
     uint64_t bytes_reclaimed;     /* ... and their bytes */
     uint64_t reclaim_passes;      /* the reclaimer's passes over DATA/tiles completed */
     uint64_t writes_refused_crc;  /* writes whose bytes did not match the writer's CRC */
+    uint64_t changes_refused_token; /* writes and truncates without a valid tile token */
     /* The distinct tiles TILE_READ touched (TS_MAX_STATS_TILES of them);
      * made at the first read; if it cannot be, reads are not listed. */
     struct readset *tiles_read;
@@ -75,6 +76,10 @@ struct nodehandlers_context {
     struct warmer *warmer; /* NULL: small reads warm no tile */
     struct replymem *replies; /* counts read replies in flight; NULL: not counted */
     struct scrub *scrub;      /* NULL: NODE_SCRUB answers TS_ERR_NOTSUP */
+    /* Meta's id for this datanode (0 until it has one): tile tokens
+     * (tiletoken.h) name the datanode they let write, so a token for
+     * another datanode's replica is refused here. */
+    uint32_t node_id;
 };
 
 /* The largest throttle NODE_THROTTLE accepts: 1 TB/s (anything above is no throttle at all). */

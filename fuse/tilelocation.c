@@ -302,9 +302,21 @@ static bool holders_equal(const struct tile_location *a, const struct tile_locat
     return true;
 }
 
+/* Whether b's holders carry the same tile tokens as a's (holders_equal(a, b) first). */
+static bool tokens_equal(const struct tile_location *a, const struct tile_location *b)
+{
+    for (uint32_t i = 0; i < a->holder_count; i++) {
+        if (a->holders[i].token_expiry != b->holders[i].token_expiry)
+            return false;
+    }
+    return true;
+}
+
+/* Equal down to the tokens: a refreshed token is worth caching, so the
+ * next write of the tile does not find the expired one again. */
 static bool location_equal(const struct tile_location *a, const struct tile_location *b)
 {
-    return holders_equal(a, b) && a->read_node == b->read_node &&
+    return holders_equal(a, b) && tokens_equal(a, b) && a->read_node == b->read_node &&
            a->read_version == b->read_version && a->flags == b->flags;
 }
 
