@@ -509,6 +509,13 @@ static int serve(struct rpc_server *server, struct heartbeat *heartbeat, struct 
                                                     sizeof(items) / sizeof(items[0]) - fixed)
                                 : 0;
         long timeout_ms = heartbeat_wait_ms(heartbeat, util_monotonic_ms());
+        /* Replies held back for a throttle's pace leave on time (diskio.h). */
+        int64_t due_ns = rpc_server_next_due_ns(server);
+        if (due_ns != INT64_MAX) {
+            int64_t due_ms = (due_ns - util_monotonic_ns() + 999999) / 1000000;
+            if (due_ms < timeout_ms || timeout_ms < 0)
+                timeout_ms = due_ms > 0 ? (long)due_ms : 0;
+        }
 
         pthread_mutex_unlock(&context->lock);
         int polled = zmq_poll(items, (int)(fixed + streams), timeout_ms);
@@ -530,6 +537,7 @@ static int serve(struct rpc_server *server, struct heartbeat *heartbeat, struct 
         /* Both check ZMQ_EVENTS (and the server its gate) themselves, so
          * calling them spuriously is harmless. */
         rpc_server_handle_pending(server);
+        rpc_server_send_due(server, util_monotonic_ns());
         if (items[1].revents & ZMQ_POLLIN)
             puller_collect(puller);
         if (stream)
@@ -729,6 +737,9 @@ int main(int argc, char **argv)
     loop.heartbeat = heartbeat;
     loop.disk = disk;
     diskio_set_wait(disk, datanode_wait, &loop);
+    /* A throttle paces replies, not the loop: heartbeats, other clients and
+     * admin requests are answered while a throttled reply waits. */
+    diskio_set_defer(disk, true);
     log_info("listening on %s (advertised as %s, tile stream on TCP port %u and local socket "
              "@%s, machine %s, data %s); registering with meta at %s",
              options.listen, options.advertise, (unsigned)context.stream_port,

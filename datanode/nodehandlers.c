@@ -1015,6 +1015,8 @@ static int handle_node_scrub(void *ctx, const struct rpc_request *request,
         int64_t started_ns = util_monotonic_ns();                                                  \
         context->stats.requests[op]++;                                                             \
         int status = handle_##name(ctx, request, response);                                        \
+        /* A throttled disk's pace, off the loop: the reply waits, not the loop. */                \
+        response->send_at_ns = diskio_take_reply_at(context->disk);                                \
         if (status != TS_OK)                                                                       \
             context->stats.failures++;                                                             \
         context->stats.busy_ns[op] += (uint64_t)(util_monotonic_ns() - started_ns);                \

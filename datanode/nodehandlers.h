@@ -84,8 +84,9 @@ struct nodehandlers_context {
 
 /* The largest throttle NODE_THROTTLE accepts: 1 TB/s (anything above is no throttle at all). */
 #define HANDLERS_MAX_THROTTLE_BYTES_PER_SEC 1000000000000ull
-/* The smallest: 1 MB/s, so a default tile is waited out in about a second
- * (the wait runs on the loop; a slower "disk" would hold every request up). */
+/* The smallest: 1 MB/s, so a default tile's reply is held back about a
+ * second (diskio.h: the loop goes on meanwhile; a slower "disk" would time
+ * its clients out). */
 #define HANDLERS_MIN_THROTTLE_BYTES_PER_SEC 1000000ull
 
 /* A TILE_READ longer than this is first cut to what the file holds, so a
