@@ -32,10 +32,11 @@
 #include <string.h>
 
 /* Tile locations remembered per open file, direct-mapped by tile index: a
- * few KiB for small files, so that many open files stay cheap, growing with
- * the file up to a cap (random readers of a big file then find every
- * location without asking meta again). */
-#define LOCATION_CACHE_MIN 256
+ * few KiB for small files (64 slots of 208 bytes, each holder's tile token
+ * included), so that many open files stay cheap, growing with the file up
+ * to a cap (random readers of a big file then find every location without
+ * asking meta again). */
+#define LOCATION_CACHE_MIN 64
 #define LOCATION_CACHE_MAX 65536
 /* Tiles asked of meta at once when reading. */
 #define TILE_MAP_BATCH 64
