@@ -63,8 +63,7 @@ int keys_pair_generate(struct keys_pair *pair)
     return 0;
 }
 
-/* Writes text to a new file at path with mode (O_EXCL), synced. 0 or -errno. */
-static int keys_write_new(const char *path, const char *text, mode_t mode)
+int keys_write_new(const char *path, const char *text, mode_t mode)
 {
     size_t len = strlen(text);
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
@@ -104,11 +103,7 @@ int keys_public_write(const char *path, const char *public_z85)
     return keys_write_new(path, text, 0644);
 }
 
-/*
- * Reads path whole into a NUL-terminated buffer the caller frees. With
- * secret, refuses (-EPERM) a file group or others may read or write.
- */
-static int keys_slurp(const char *path, bool secret, char **text, size_t *len, char *why,
+int keys_slurp(const char *path, bool secret, char **text, size_t *len, char *why,
                       size_t why_cap)
 {
     struct stat st;

@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #define KEYS_Z85_LEN 40
 #define KEYS_NAME_MAX 63
@@ -44,6 +45,16 @@ int keys_pair_write(const char *path, const struct keys_pair *pair);
  * file; -errno when it cannot be read. why gets the reason in every failure.
  */
 int keys_pair_read(const char *path, struct keys_pair *pair, char *why, size_t why_cap);
+
+/* Writes text to a new file at path with mode (O_EXCL), synced. 0 or -errno. */
+int keys_write_new(const char *path, const char *text, mode_t mode);
+/*
+ * Reads path whole into a NUL-terminated buffer (*text, *len) the caller
+ * frees. With secret, refuses (-EPERM) a file group or others may read or
+ * write. 0 or -errno, why saying what is wrong in every failure.
+ */
+int keys_slurp(const char *path, bool secret, char **text, size_t *len, char *why,
+               size_t why_cap);
 
 /* Writes path with the public line only, mode 0644. 0 or -errno. */
 int keys_public_write(const char *path, const char *public_z85);

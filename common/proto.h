@@ -32,7 +32,9 @@
  * NODE_LIST records carry a record version (TS_RECORDS); 5: replica sets:
  * TILE_MAP records list every holder, REPLICA_DROP replaces TILE_UNCOPY;
  * TILE_WRITE and the tile stream's requests carry the CRC-32C of a
- * write's bytes. */
+ * write's bytes; 7: TILE_MAP's holder records carry a write token, which
+ * TILE_WRITE and TILE_TRUNCATE present (common/tiletoken.h), and any
+ * SETATTR of a regular file may carry the sender's COMMIT. */
 #define TS_PROTO_VERSION 7
 #define TS_HEADER_BYTES 32
 #define TS_MAX_FRAME_BYTES (4u << 20) /* frame 0 cap, either direction */
@@ -535,7 +537,15 @@ enum ts_session_state { TS_SESSION_OK = 0, TS_SESSION_ANNOUNCE = 1 };
  * rebalance` adds above them (TS_MOVE_COPY), which meta refuses past this. */
 #define TS_MAX_HOLDERS 8
 enum ts_replica_state { TS_REPLICA_UP = 0, TS_REPLICA_DOWN = 1 };
-#define TS_REC_REPLICA(X) X(U32, node) X(U64, version) X(U32, state)
+/*
+ * token, token_expiry: with tile tokens on (common/tiletoken.h), meta's MAC
+ * over (ino, tile, this holder's version and node, rights, expiry) that a
+ * TILE_WRITE or TILE_TRUNCATE of this holder's file must present; the
+ * write right only for a mount key whose export may write. "" and 0 when
+ * tokens are off.
+ */
+#define TS_REC_REPLICA(X)                                                                          \
+    X(U32, node) X(U64, version) X(U32, state) X(U64, token_expiry) X(STR, token)
 /* size: the file's size as of the reply, so a reader past the end it knew
  * learns the new end and where its tiles are in one round trip. */
 #define TS_MSG_TILE_MAP_REP(X) X(U32, count) X(U64, size) X(BLOB, tiles)
@@ -900,8 +910,13 @@ enum ts_health { TS_HEALTHY = 0, TS_DEGRADED = 1, TS_UNAVAILABLE = 2 };
  * datanode checks the block CRCs it keeps of every byte it serves and
  * answers TS_ERR_CORRUPT rather than bytes that fail them.
  */
+/* token, token_expiry: the holder's from TILE_MAP (TS_REC_REPLICA); a
+ * datanode with tile tokens on refuses a write without a valid one:
+ * TS_ERR_PERM (forged, another file's or node's, no write right) or
+ * TS_ERR_STALE (expired: ask meta again), storing nothing. */
 #define TS_MSG_TILE_WRITE_REQ(X)                                                                  \
-    X(U64, ino) X(U64, tile) X(U64, version) X(U32, offset) X(U32, crc)
+    X(U64, ino) X(U64, tile) X(U64, version) X(U32, offset) X(U32, crc) X(U64, token_expiry)       \
+    X(STR, token)
 /* Read reply's frame 1 may be shorter than asked: the rest is a hole (zeros).
  * The reply's crc: the CRC-32C of frame 1's bytes as the datanode checked
  * them (0 without frame 1), so a receiver can tell bytes changed on the way
@@ -915,7 +930,9 @@ enum ts_health { TS_HEALTHY = 0, TS_DEGRADED = 1, TS_UNAVAILABLE = 2 };
     X(U32, length)
 /* TILE_SYNC: fsync these tile files (TS_REC_TILE_FILE records). */
 #define TS_MSG_TILE_SYNC_REQ(X) X(U32, count) X(BLOB, tiles)
-#define TS_MSG_TILE_TRUNCATE_REQ(X) X(U64, ino) X(U64, tile) X(U64, version) X(U32, length)
+/* TILE_TRUNCATE: token as TILE_WRITE's. */
+#define TS_MSG_TILE_TRUNCATE_REQ(X)                                                               \
+    X(U64, ino) X(U64, tile) X(U64, version) X(U32, length) X(U64, token_expiry) X(STR, token)
 
 /*
  * The tile stream: a plain TCP connection to a datanode beside its
@@ -945,6 +962,12 @@ enum ts_health { TS_HEALTHY = 0, TS_DEGRADED = 1, TS_UNAVAILABLE = 2 };
  * where the answer says what went wrong. A request that does not decode
  * closes the connection, as does a write that fails once its bytes are
  * being taken (the client then writes over ZeroMQ).
+ *
+ * A stream write carries no tile token (common/tiletoken.h): with keys
+ * the stream serves only the local socket, and only to processes of the
+ * datanode's own uid or root (SO_PEERCRED, datanode/stream.c), which can
+ * open the tile files in its data directory anyway; a token would stop
+ * no one there and cost the fast local path a MAC per request.
  */
 #define TS_MSG_TILE_STREAM_REP(X) X(U32, port) X(STR, local)
 /* A local name's room, NUL included (an abstract Unix address has 107 bytes). */

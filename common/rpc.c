@@ -626,6 +626,12 @@ struct rpc_pending_reply {
     bool with_data;
 };
 
+/* A reply held back until due_ns (rpc_response.send_at_ns). */
+struct rpc_held_reply {
+    struct rpc_pending_reply reply;
+    int64_t due_ns;
+};
+
 struct rpc_server {
     void *socket;
     const rpc_handler_fn *handlers;
@@ -636,6 +642,9 @@ struct rpc_server {
     int64_t pending_since_us; /* when pending[0] was queued */
     bool (*room)(void *arg);  /* may another message be taken? NULL: always */
     void *room_arg;
+    struct rpc_held_reply *held; /* in the order their requests came */
+    size_t held_count;
+    size_t held_cap;
     /* Per opcode; added to by the serving thread, read by the metrics
      * thread: relaxed atomics, each figure on its own. */
     struct rpc_op_counters counters[TS_OP_MAX];
@@ -710,10 +719,22 @@ fail:
     return NULL;
 }
 
+/* Closes a reply's messages unsent. */
+static void rpc_pending_close(struct rpc_pending_reply *reply)
+{
+    zmq_msg_close(&reply->identity);
+    zmq_msg_close(&reply->frame);
+    if (reply->with_data)
+        zmq_msg_close(&reply->data);
+}
+
 void rpc_server_destroy(struct rpc_server **serverp)
 {
     if (!serverp || !*serverp)
         return;
+    for (size_t i = 0; i < (*serverp)->held_count; i++)
+        rpc_pending_close(&(*serverp)->held[i].reply);
+    free((*serverp)->held);
     if ((*serverp)->socket)
         zmq_close((*serverp)->socket);
     free((*serverp)->reply_frame);
@@ -744,23 +765,106 @@ int rpc_receive_multipart(void *socket, zmq_msg_t *frames, int max)
     return count;
 }
 
+/* Sends one built reply and closes its messages. */
+static void rpc_send_pending(struct rpc_server *server, struct rpc_pending_reply *reply)
+{
+    zmq_msg_send(&reply->identity, server->socket, ZMQ_SNDMORE);
+    if (zmq_msg_send(&reply->frame, server->socket, reply->with_data ? ZMQ_SNDMORE : 0) < 0)
+        log_warn("reply not sent: %s", zmq_strerror(zmq_errno()));
+    if (reply->with_data && zmq_msg_send(&reply->data, server->socket, 0) < 0)
+        zmq_msg_close(&reply->data);
+    /* Sent messages are empty now; closing them is always allowed. */
+    rpc_pending_close(reply);
+}
+
 /* Sends the replies built so far, in order. */
 static void rpc_flush_replies(struct rpc_server *server)
 {
-    for (int i = 0; i < server->pending_count; i++) {
-        struct rpc_pending_reply *reply = &server->pending[i];
-        zmq_msg_send(&reply->identity, server->socket, ZMQ_SNDMORE);
-        if (zmq_msg_send(&reply->frame, server->socket, reply->with_data ? ZMQ_SNDMORE : 0) < 0)
-            log_warn("reply not sent: %s", zmq_strerror(zmq_errno()));
-        if (reply->with_data && zmq_msg_send(&reply->data, server->socket, 0) < 0)
-            zmq_msg_close(&reply->data);
-        /* Sent messages are empty now; closing them is always allowed. */
-        zmq_msg_close(&reply->identity);
-        zmq_msg_close(&reply->frame);
-        if (reply->with_data)
-            zmq_msg_close(&reply->data);
-    }
+    for (int i = 0; i < server->pending_count; i++)
+        rpc_send_pending(server, &server->pending[i]);
     server->pending_count = 0;
+}
+
+/* Whether two identity frames name the same peer. */
+static bool rpc_same_peer(zmq_msg_t *a, zmq_msg_t *b)
+{
+    size_t len = zmq_msg_size(a);
+    return len == zmq_msg_size(b) && memcmp(zmq_msg_data(a), zmq_msg_data(b), len) == 0;
+}
+
+/*
+ * When a reply to identity's peer due at due_ns may leave: due_ns, or
+ * later when a reply held for that peer is due later (its order kept);
+ * INT64_MIN when none is held and due_ns has passed (send it now).
+ */
+static int64_t rpc_held_due(const struct rpc_server *server, zmq_msg_t *identity, int64_t due_ns)
+{
+    bool behind = false;
+    for (size_t i = 0; i < server->held_count; i++) {
+        /* zmq_msg_size() and zmq_msg_data() take no const: they only read here. */
+        if (rpc_same_peer((zmq_msg_t *)&server->held[i].reply.identity, identity)) {
+            behind = true;
+            if (server->held[i].due_ns > due_ns)
+                due_ns = server->held[i].due_ns;
+        }
+    }
+    return behind || due_ns > util_monotonic_ns() ? due_ns : INT64_MIN;
+}
+
+/* Holds reply back until due_ns (moved in). false: no memory (the caller sends it now). */
+static bool rpc_hold(struct rpc_server *server, struct rpc_pending_reply *reply, int64_t due_ns)
+{
+    if (server->held_count == server->held_cap) {
+        size_t cap = server->held_cap ? 2 * server->held_cap : 16;
+        struct rpc_held_reply *grown = realloc(server->held, cap * sizeof(*grown));
+        if (!grown)
+            return false;
+        server->held = grown;
+        server->held_cap = cap;
+    }
+    struct rpc_held_reply *held = &server->held[server->held_count++];
+    held->due_ns = due_ns;
+    held->reply.with_data = reply->with_data;
+    zmq_msg_init(&held->reply.identity);
+    zmq_msg_move(&held->reply.identity, &reply->identity);
+    zmq_msg_init(&held->reply.frame);
+    zmq_msg_move(&held->reply.frame, &reply->frame);
+    if (reply->with_data) {
+        zmq_msg_init(&held->reply.data);
+        zmq_msg_move(&held->reply.data, &reply->data);
+    }
+    rpc_pending_close(reply);
+    return true;
+}
+
+int rpc_server_send_due(struct rpc_server *server, int64_t now_ns)
+{
+    size_t kept = 0;
+    int sent = 0;
+    /* One peer's held replies are due in the order they came (rpc_held_due),
+     * so sending every due one in list order keeps each peer's order. */
+    for (size_t i = 0; i < server->held_count; i++) {
+        if (server->held[i].due_ns <= now_ns) {
+            rpc_send_pending(server, &server->held[i].reply);
+            sent++;
+        } else {
+            if (kept != i)
+                server->held[kept] = server->held[i];
+            kept++;
+        }
+    }
+    server->held_count = kept;
+    return sent;
+}
+
+int64_t rpc_server_next_due_ns(const struct rpc_server *server)
+{
+    int64_t next = INT64_MAX;
+    for (size_t i = 0; i < server->held_count; i++) {
+        if (server->held[i].due_ns < next)
+            next = server->held[i].due_ns;
+    }
+    return next;
 }
 
 /* Builds the reply to `request` and queues it; the identity frame moves into the queue. */
@@ -815,10 +919,21 @@ static void rpc_send_reply(struct rpc_server *server, zmq_msg_t *identity,
             memcpy(zmq_msg_data(&reply->data), response->data, response->data_len);
         }
     }
-    if (server->pending_count++ == 0)
-        server->pending_since_us = monotonic_us();
-    if (with_data || monotonic_us() - server->pending_since_us >= RPC_SERVER_REPLY_HOLD_US)
+    int64_t due_ns = server->held_count > 0 || response->send_at_ns > 0
+                         ? rpc_held_due(server, &reply->identity, response->send_at_ns)
+                         : INT64_MIN;
+    if (due_ns != INT64_MIN) {
+        /* Not before due_ns: what was batched goes first (it came first);
+         * reply's slot is past the batch, so the flush leaves it alone. */
         rpc_flush_replies(server);
+        if (!rpc_hold(server, reply, due_ns))
+            rpc_send_pending(server, reply);
+    } else {
+        if (server->pending_count++ == 0)
+            server->pending_since_us = monotonic_us();
+        if (with_data || monotonic_us() - server->pending_since_us >= RPC_SERVER_REPLY_HOLD_US)
+            rpc_flush_replies(server);
+    }
     if (response->data_free)
         response->data_free(response->data, NULL);
 }
@@ -901,13 +1016,6 @@ static void rpc_server_dispatch(struct rpc_server *server, zmq_msg_t *frames, in
     if (status == TS_OK && response.payload_len > response.payload_cap)
         status = TS_ERR_INTERNAL;
     rpc_send_reply(server, &frames[0], &header, status, &response);
-}
-
-/* Whether two identity frames name the same peer. */
-static bool rpc_same_peer(zmq_msg_t *a, zmq_msg_t *b)
-{
-    size_t len = zmq_msg_size(a);
-    return len == zmq_msg_size(b) && memcmp(zmq_msg_data(a), zmq_msg_data(b), len) == 0;
 }
 
 /* Messages handled per call, so the caller's timers still run under load. */

@@ -169,6 +169,10 @@ struct rpc_response {
     size_t data_len;
     void (*data_free)(void *data, void *hint);
     char error_text[256];
+    /* CLOCK_MONOTONIC ns before which the reply must not leave (a
+     * throttled datanode's pace, diskio.h); 0: at once. The server holds
+     * it back meanwhile (rpc_server_send_due()) and keeps serving. */
+    int64_t send_at_ns;
 };
 
 typedef int (*rpc_handler_fn)(void *ctx, const struct rpc_request *request,
@@ -197,6 +201,15 @@ int rpc_server_handle_pending(struct rpc_server *server);
  * (room NULL: takes them all). The datanode's memory cap.
  */
 void rpc_server_set_gate(struct rpc_server *server, bool (*room)(void *arg), void *arg);
+/*
+ * Replies held back (rpc_response.send_at_ns): rpc_server_send_due() sends
+ * those due by now_ns (CLOCK_MONOTONIC), and returns how many it sent;
+ * rpc_server_next_due_ns() says when the next one is due (INT64_MAX: none),
+ * for the caller's poll timeout. One peer's replies leave in the order its
+ * requests came: a reply to a peer with one held back waits behind it.
+ */
+int rpc_server_send_due(struct rpc_server *server, int64_t now_ns);
+int64_t rpc_server_next_due_ns(const struct rpc_server *server);
 
 /* What a server has handled of one opcode since it started (metrics.h). */
 struct rpc_op_counters {

@@ -31,6 +31,9 @@ struct diskio {
     diskio_wait_fn wait;
     void *wait_arg;
     uint32_t in_service;
+    bool defer;           /* diskio_set_defer(): no wait, reply_at_ns instead */
+    int64_t reply_at_ns;  /* the latest wait deferred since diskio_take_reply_at() */
+    int64_t serial_done_ns; /* when the last deferred operation counts as done */
 };
 
 int64_t diskio_now_ns(void) { return util_monotonic_ns(); }
@@ -75,11 +78,49 @@ void diskio_set_wait(struct diskio *disk, diskio_wait_fn wait, void *arg)
     disk->wait_arg = wait ? arg : NULL;
 }
 
-/* Waits out the throttle until until_ns, for at most DISKIO_MAX_WAIT_NS from now. */
-static void diskio_wait(struct diskio *disk, int64_t until_ns)
+/*
+ * Waits out the throttle until until_ns, for at most DISKIO_MAX_WAIT_NS
+ * from now; deferring, only notes that time for the reply instead.
+ * Returns how long the operation that started at start_ns took, as the
+ * measurement should count it.
+ */
+static int64_t diskio_wait(struct diskio *disk, int64_t until_ns, int64_t start_ns)
 {
-    int64_t latest = diskio_now_ns() + DISKIO_MAX_WAIT_NS;
-    disk->wait(disk->wait_arg, until_ns < latest ? until_ns : latest);
+    int64_t now = diskio_now_ns();
+    if (!disk->defer) {
+        int64_t latest = now + DISKIO_MAX_WAIT_NS;
+        disk->wait(disk->wait_arg, until_ns < latest ? until_ns : latest);
+        return diskio_now_ns() - start_ns;
+    }
+    /* As if the operations still waited one after another (as the loop did):
+     * each one starts when the one before it is done, and its cap counts
+     * from then, so concurrent requests cannot beat the rate by all
+     * hitting the cap, nor measure each other's waits as their own. */
+    int64_t previous = disk->serial_done_ns;
+    int64_t start = previous > now ? previous : now;
+    int64_t latest = start + DISKIO_MAX_WAIT_NS;
+    int64_t done = until_ns < latest ? until_ns : latest;
+    if (done < now)
+        done = now;
+    disk->serial_done_ns = done;
+    if (done > disk->reply_at_ns)
+        disk->reply_at_ns = done;
+    disk->wait(disk->wait_arg, now); /* the hook's chores (heartbeats), no waiting */
+    return done - (start_ns > previous ? start_ns : previous);
+}
+
+void diskio_set_defer(struct diskio *disk, bool defer)
+{
+    disk->defer = defer;
+}
+
+int64_t diskio_take_reply_at(struct diskio *disk)
+{
+    if (!disk)
+        return 0;
+    int64_t at = disk->reply_at_ns;
+    disk->reply_at_ns = 0;
+    return at;
 }
 
 /*
@@ -91,8 +132,7 @@ static void diskio_finish(struct diskio *disk, struct measure_rate *rate, int64_
                           uint64_t bytes, uint64_t counted_bytes)
 {
     int64_t until = throttle_book(&disk->throttle, bytes, start_ns);
-    diskio_wait(disk, until);
-    measure_add(rate, counted_bytes, diskio_now_ns() - start_ns);
+    measure_add(rate, counted_bytes, diskio_wait(disk, until, start_ns));
     disk->in_service = 0;
 }
 
@@ -229,7 +269,7 @@ static int diskio_probe_write(struct diskio *disk, const char *path, const uint8
     if (rc == 0 && fsync(fd) != 0)
         rc = -errno;
     close(fd);
-    diskio_wait(disk, throttle_book(&disk->throttle, DISKIO_PROBE_BYTES, start));
+    diskio_wait(disk, throttle_book(&disk->throttle, DISKIO_PROBE_BYTES, start), start);
     *busy_ns += diskio_now_ns() - start;
     return rc;
 }
@@ -248,7 +288,7 @@ static int diskio_probe_read(struct diskio *disk, const char *path, uint8_t *buf
     start = diskio_now_ns();
     rc = diskio_read_all(fd, buf, DISKIO_PROBE_BYTES);
     close(fd);
-    diskio_wait(disk, throttle_book(&disk->throttle, DISKIO_PROBE_BYTES, start));
+    diskio_wait(disk, throttle_book(&disk->throttle, DISKIO_PROBE_BYTES, start), start);
     *busy_ns += diskio_now_ns() - start;
     return rc;
 }

@@ -14,6 +14,13 @@
  * hook is also called, with a deadline already past, after every operation,
  * so a long run of requests never starves the heartbeat.
  *
+ * With diskio_set_defer() the loop does not wait at all: the operation
+ * ends at once, counted (in the measurement too) as ending when the
+ * emulated disk would have finished, and that time is kept for the reply
+ * (diskio_take_reply_at()), which the rpc server holds back until then
+ * (rpc_response.send_at_ns). The loop meanwhile serves heartbeats, other
+ * clients and admin requests.
+ *
  * At start diskio_probe() runs the paper's empirical test: three 1 MiB
  * files written and synced (and read back from the disk, not the cache)
  * under the data directory, which seeds both averages before the first
@@ -39,10 +46,11 @@
  */
 #define DISKIO_THROTTLE_BURST_BYTES 4096u
 /*
- * The longest one operation waits out its throttle: the wait holds up the
- * loop's other requests, so however far ahead the emulated disk is booked
- * (a huge tile at the lowest rate), no request stops the loop for longer.
- * At the rates NODE_THROTTLE accepts a default tile waits about 1 s.
+ * The longest one operation waits out its throttle (or has its reply held
+ * back, deferring): however far ahead the emulated disk is booked (a huge
+ * tile at the lowest rate), no reply comes later than this, so no client
+ * times out on a throttle. At the rates NODE_THROTTLE accepts a default
+ * tile waits about 1 s.
  */
 #define DISKIO_MAX_WAIT_NS (2ll * 1000 * 1000 * 1000)
 #define DISKIO_PROBE_FILES 3
@@ -68,6 +76,17 @@ typedef void (*diskio_wait_fn)(void *arg, int64_t until_ns);
 int diskio_new(struct tilestore *store, uint64_t throttle_bytes_per_sec, struct diskio **diskp);
 void diskio_destroy(struct diskio **diskp);
 void diskio_set_wait(struct diskio *disk, diskio_wait_fn wait, void *arg);
+/*
+ * Deferring (see the top): throttle waits are not waited out but noted
+ * for the reply. Off at first (the probe and tests wait).
+ */
+void diskio_set_defer(struct diskio *disk, bool defer);
+/*
+ * The monotonic time (ns) before which the reply to the request handled
+ * since the last call must not leave (0: none, or not deferring), and
+ * forgets it.
+ */
+int64_t diskio_take_reply_at(struct diskio *disk);
 
 /* CLOCK_MONOTONIC in nanoseconds: the clock of throttle deadlines. */
 int64_t diskio_now_ns(void);

@@ -35,6 +35,7 @@
 #include "fences.h"
 #include "nodehandlers.h"
 #include "curve.h"
+#include "tiletoken.h"
 #include "heartbeat.h"
 #include "identity.h"
 #include "log.h"
@@ -83,6 +84,7 @@ struct datanode_options {
     enum log_level log_level;
     const char *key_path; /* --key FILE; NULL: no CURVE */
     bool insecure;        /* --insecure: may listen beyond loopback without keys */
+    const char *tile_secret; /* --tile-secret FILE; NULL: KEYDIR/tile.secret */
     const char *log_file; /* --log-file FILE; NULL: stderr */
     const char *metrics;  /* --metrics [HOST:]PORT; NULL: no endpoint */
 };
@@ -158,6 +160,8 @@ static void usage(FILE *out)
             "                        server.pub and known_keys are read from its directory\n"
             "                        and only peers with known keys are let in (CURVE)\n"
             "  --insecure            without --key, listen beyond loopback anyway\n"
+            "  --tile-secret FILE    the secret meta signs tile write tokens with (default\n"
+            "                        tile.secret beside --key; none: writes need no token)\n"
             "  --log-level LEVEL     error, warn, info (default) or debug\n"
             "  --metrics [HOST:]PORT serve Prometheus metrics at http://HOST:PORT/metrics\n"
             "                        (HOST defaults to 127.0.0.1; default: off)\n"
@@ -220,6 +224,7 @@ enum datanode_option {
     OPT_METRICS,
     OPT_KEY,
     OPT_INSECURE,
+    OPT_TILE_SECRET,
     OPT_HELP,
     OPT_VERSION,
     OPT_CONFIG,
@@ -242,6 +247,7 @@ static const struct option datanode_long_options[] = {
     {"metrics", required_argument, NULL, OPT_METRICS},
     {"key", required_argument, NULL, OPT_KEY},
     {"insecure", no_argument, NULL, OPT_INSECURE},
+    {"tile-secret", required_argument, NULL, OPT_TILE_SECRET},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
     {CONFFILE_FLAG, required_argument, NULL, OPT_CONFIG},
@@ -339,6 +345,7 @@ static int parse_options(int argc, char **argv, void *context, int *failed_arg)
             break;
         }
         case OPT_INSECURE: options->insecure = true; break;
+        case OPT_TILE_SECRET: options->tile_secret = optarg; break;
         case 'h':
         case OPT_HELP: usage(stdout); return -1;
         case OPT_VERSION: version_print(stdout, "tessera-datanode"); return -1;
@@ -502,6 +509,13 @@ static int serve(struct rpc_server *server, struct heartbeat *heartbeat, struct 
                                                     sizeof(items) / sizeof(items[0]) - fixed)
                                 : 0;
         long timeout_ms = heartbeat_wait_ms(heartbeat, util_monotonic_ms());
+        /* Replies held back for a throttle's pace leave on time (diskio.h). */
+        int64_t due_ns = rpc_server_next_due_ns(server);
+        if (due_ns != INT64_MAX) {
+            int64_t due_ms = (due_ns - util_monotonic_ns() + 999999) / 1000000;
+            if (due_ms < timeout_ms || timeout_ms < 0)
+                timeout_ms = due_ms > 0 ? (long)due_ms : 0;
+        }
 
         pthread_mutex_unlock(&context->lock);
         int polled = zmq_poll(items, (int)(fixed + streams), timeout_ms);
@@ -523,11 +537,13 @@ static int serve(struct rpc_server *server, struct heartbeat *heartbeat, struct 
         /* Both check ZMQ_EVENTS (and the server its gate) themselves, so
          * calling them spuriously is harmless. */
         rpc_server_handle_pending(server);
+        rpc_server_send_due(server, util_monotonic_ns());
         if (items[1].revents & ZMQ_POLLIN)
             puller_collect(puller);
         if (stream)
             stream_serve(stream, items + fixed, streams);
         heartbeat_tick(heartbeat, util_monotonic_ms());
+        context->node_id = heartbeat_node_id(heartbeat);
         if (heartbeat_refused(heartbeat)) {
             log_error("stopping: meta does not take data directory %s for node %" PRIu32
                       " (see above)",
@@ -602,6 +618,8 @@ int main(int argc, char **argv)
     install_signal_handlers();
     readiness_reopen_log_on_sighup();
     if (curve_setup(options.key_path, options.insecure, true) != 0)
+        goto out;
+    if (tiletoken_daemon_setup(options.tile_secret) != 0)
         goto out;
 
     /* Before the store makes DATA/tiles anew: a directory that lost its tiles stays refused. */
@@ -694,6 +712,7 @@ int main(int argc, char **argv)
         goto out;
     }
     context.replies = replies;
+    context.node_id = heartbeat_node_id(heartbeat); /* from node.id; the loop keeps it current */
     server = rpc_server_new(options.listen, nodehandlers_table, &context);
     if (!server) {
         log_error("not started: no socket listening on %s", options.listen);
@@ -704,8 +723,9 @@ int main(int argc, char **argv)
     if (rc == 0) {
         context.stream_port = stream_port(stream);
         context.stream_local = stream_local_name(stream);
-        /* TCP carries no credentials: with keys only the local socket serves (stream.h). */
-        if (curve_enabled()) {
+        /* TCP carries no credentials: with keys (or tile tokens, which a stream
+         * write does not carry) only the local socket serves (stream.h). */
+        if (curve_enabled() || tiletoken_enabled()) {
             stream_refuse_tcp(stream);
             if (context.stream_local[0] == '\0')
                 context.stream_port = 0; /* no stream to offer: mounts use ZeroMQ */
@@ -717,6 +737,9 @@ int main(int argc, char **argv)
     loop.heartbeat = heartbeat;
     loop.disk = disk;
     diskio_set_wait(disk, datanode_wait, &loop);
+    /* A throttle paces replies, not the loop: heartbeats, other clients and
+     * admin requests are answered while a throttled reply waits. */
+    diskio_set_defer(disk, true);
     log_info("listening on %s (advertised as %s, tile stream on TCP port %u and local socket "
              "@%s, machine %s, data %s); registering with meta at %s",
              options.listen, options.advertise, (unsigned)context.stream_port,

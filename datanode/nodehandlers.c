@@ -17,6 +17,7 @@
 #include "scrub.h"
 #include "status.h"
 #include "tilecheck.h"
+#include "tiletoken.h"
 #include "util.h"
 
 #include <errno.h>
@@ -160,6 +161,62 @@ static bool handlers_crc_matches(struct nodehandlers_context *context,
     return false;
 }
 
+/*
+ * Whether a change (op: "write", "truncate") of tile file (ino, tile,
+ * version) presents meta's tile token for that file on this datanode with
+ * the write right (tiletoken.h): TS_OK; TS_ERR_STALE for an expired token
+ * (the client asks meta again and gets a fresh one); TS_ERR_PERM for none,
+ * a forged one or one for another file, node or right; TS_ERR_BUSY before
+ * meta has given this datanode its id. Refusals are logged, the first and
+ * then at each power of two, so a flood of forged writes cannot flood the
+ * log. Without a tile secret every change passes, as before tokens.
+ */
+static int handlers_token(struct nodehandlers_context *context, const struct rpc_request *request,
+                          struct rpc_response *response, const char *op, uint64_t ino,
+                          uint64_t tile, uint64_t version, uint64_t expiry_ms, struct ts_str token)
+{
+    if (!tiletoken_enabled())
+        return TS_OK;
+    if (context->node_id == 0) {
+        snprintf(response->error_text, sizeof(response->error_text),
+                 "%s of tile %" PRIu64 ".%" PRIu64 ".%" PRIu64
+                 ": this datanode has no id from meta yet, so it cannot check tile tokens",
+                 op, ino, tile, version);
+        return TS_ERR_BUSY;
+    }
+    struct tiletoken_claim claim = {.ino = ino,
+                                    .tile = tile,
+                                    .version = version,
+                                    .node = context->node_id,
+                                    .rights = TILETOKEN_WRITE,
+                                    .expiry_ms = expiry_ms};
+    int rc = tiletoken_check(&claim, (const uint8_t *)token.ptr, token.len, tiletoken_now_ms());
+    if (rc == 0)
+        return TS_OK;
+    if (rc == -ETIME) {
+        snprintf(response->error_text, sizeof(response->error_text),
+                 "%s of tile %" PRIu64 ".%" PRIu64 ".%" PRIu64
+                 ": its tile token expired; ask meta for the tile again",
+                 op, ino, tile, version);
+        return TS_ERR_STALE;
+    }
+    uint64_t refused = ++context->stats.changes_refused_token;
+    if ((refused & (refused - 1)) == 0)
+        log_warn("refused a %s of tile %" PRIu64 ".%" PRIu64 ".%" PRIu64
+                 " from key %s: %s tile token for it on datanode %" PRIu32
+                 " (%" PRIu64 " refused so far)",
+                 op, ino, tile, version,
+                 request->key_user && request->key_user[0] ? request->key_user : "(none)",
+                 token.len ? "not meta's" : "no", context->node_id, refused);
+    snprintf(response->error_text, sizeof(response->error_text),
+             "%s of tile %" PRIu64 ".%" PRIu64 ".%" PRIu64 " refused: no valid tile token from "
+             "meta for this tile file on datanode %" PRIu32
+             " (meta did not allocate it here, the token is forged or altered, or the export is "
+             "read-only); nothing changed",
+             op, ino, tile, version, context->node_id);
+    return TS_ERR_PERM;
+}
+
 static int handle_tile_write(void *ctx, const struct rpc_request *request,
                              struct rpc_response *response)
 {
@@ -167,6 +224,10 @@ static int handle_tile_write(void *ctx, const struct rpc_request *request,
     struct ts_tile_write_req req;
     if (ts_tile_write_req_decode(&req, request->payload, request->payload_len) != 0)
         return handlers_badmsg(response, "TILE_WRITE");
+    int allowed = handlers_token(context, request, response, "write", req.ino, req.tile,
+                                 req.version, req.token_expiry, req.token);
+    if (allowed != TS_OK)
+        return allowed;
     int fenced = handlers_fenced(context, response, "write", req.ino, req.tile, req.version, true);
     if (fenced != TS_OK)
         return fenced;
@@ -607,6 +668,10 @@ static int handle_tile_truncate(void *ctx, const struct rpc_request *request,
     struct ts_tile_truncate_req req;
     if (ts_tile_truncate_req_decode(&req, request->payload, request->payload_len) != 0)
         return handlers_badmsg(response, "TILE_TRUNCATE");
+    int allowed = handlers_token(context, request, response, "truncate", req.ino, req.tile,
+                                 req.version, req.token_expiry, req.token);
+    if (allowed != TS_OK)
+        return allowed;
     int fenced =
         handlers_fenced(context, response, "truncate", req.ino, req.tile, req.version, true);
     if (fenced != TS_OK)
@@ -950,6 +1015,8 @@ static int handle_node_scrub(void *ctx, const struct rpc_request *request,
         int64_t started_ns = util_monotonic_ns();                                                  \
         context->stats.requests[op]++;                                                             \
         int status = handle_##name(ctx, request, response);                                        \
+        /* A throttled disk's pace, off the loop: the reply waits, not the loop. */                \
+        response->send_at_ns = diskio_take_reply_at(context->disk);                                \
         if (status != TS_OK)                                                                       \
             context->stats.failures++;                                                             \
         context->stats.busy_ns[op] += (uint64_t)(util_monotonic_ns() - started_ns);                \

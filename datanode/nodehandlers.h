@@ -47,6 +47,7 @@ struct nodehandlers_stats {
     uint64_t bytes_reclaimed;     /* ... and their bytes */
     uint64_t reclaim_passes;      /* the reclaimer's passes over DATA/tiles completed */
     uint64_t writes_refused_crc;  /* writes whose bytes did not match the writer's CRC */
+    uint64_t changes_refused_token; /* writes and truncates without a valid tile token */
     /* The distinct tiles TILE_READ touched (TS_MAX_STATS_TILES of them);
      * made at the first read; if it cannot be, reads are not listed. */
     struct readset *tiles_read;
@@ -75,12 +76,17 @@ struct nodehandlers_context {
     struct warmer *warmer; /* NULL: small reads warm no tile */
     struct replymem *replies; /* counts read replies in flight; NULL: not counted */
     struct scrub *scrub;      /* NULL: NODE_SCRUB answers TS_ERR_NOTSUP */
+    /* Meta's id for this datanode (0 until it has one): tile tokens
+     * (tiletoken.h) name the datanode they let write, so a token for
+     * another datanode's replica is refused here. */
+    uint32_t node_id;
 };
 
 /* The largest throttle NODE_THROTTLE accepts: 1 TB/s (anything above is no throttle at all). */
 #define HANDLERS_MAX_THROTTLE_BYTES_PER_SEC 1000000000000ull
-/* The smallest: 1 MB/s, so a default tile is waited out in about a second
- * (the wait runs on the loop; a slower "disk" would hold every request up). */
+/* The smallest: 1 MB/s, so a default tile's reply is held back about a
+ * second (diskio.h: the loop goes on meanwhile; a slower "disk" would time
+ * its clients out). */
 #define HANDLERS_MIN_THROTTLE_BYTES_PER_SEC 1000000ull
 
 /* A TILE_READ longer than this is first cut to what the file holds, so a

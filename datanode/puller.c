@@ -77,6 +77,14 @@ struct puller {
     pthread_t *threads;
     unsigned threads_started;
     bool hooked; /* puller_on_delete is the store's delete hook */
+    /* Meta's datanode addresses (NODE_LIST) as last asked, shared by the
+     * threads: see puller_source_registered(). */
+    pthread_mutex_t sources_lock; /* protects the four below */
+    char (*sources)[PULLER_ENDPOINT_MAX];
+    size_t source_count;
+    int64_t sources_fetched_ms;
+    bool sources_valid;
+    atomic_uint_fast64_t node_list_calls;
 };
 
 /* A worker thread's connections, one rpc_client per source. */
@@ -137,14 +145,22 @@ static void puller_clients_fini(struct puller_clients *clients)
     rpc_client_destroy(&clients->meta);
 }
 
+/* Whether source is in the cached list; caller holds sources_lock. */
+static bool puller_sources_contain(const struct puller *puller, const char *source)
+{
+    for (size_t i = 0; i < puller->source_count; i++) {
+        if (strcmp(puller->sources[i], source) == 0)
+            return true;
+    }
+    return false;
+}
+
 /*
- * Whether source is the address of a datanode meta lists (NODE_LIST): a
- * pull copies only from a member of the cluster, never from whatever
- * endpoint a request names. TS_OK, TS_ERR_PERM when it is not one, or
- * why meta could not say (text in why).
+ * Asks meta for its node list and makes it the cache. TS_OK, or why meta
+ * could not say (text in why; the cache is left as it was).
  */
-static int puller_source_registered(struct puller *puller, struct puller_clients *clients,
-                                    const char *source, char *why, size_t cap)
+static int puller_sources_fetch(struct puller *puller, struct puller_clients *clients, char *why,
+                                size_t cap)
 {
     struct rpc_reply reply;
     struct ts_node_list_rep list;
@@ -156,29 +172,86 @@ static int puller_source_registered(struct puller *puller, struct puller_clients
         snprintf(why, cap, "cannot reach meta at %.80s", puller->config.meta_endpoint);
         return TS_ERR_IO;
     }
+    atomic_fetch_add(&puller->node_list_calls, 1);
     int status = rpc_client_call(clients->meta, TS_OP_NODE_LIST, NULL, 0, NULL, 0,
                                  puller->config.ping_timeout_ms, &reply);
     if (status == TS_OK && ts_node_list_rep_decode(&list, reply.payload, reply.payload_len) != 0)
         status = TS_ERR_BADMSG;
-    if (status != TS_OK) {
-        snprintf(why, cap, "meta's node list: %s", status_text(status));
-        rpc_reply_release(&reply);
-        return status;
+    char(*addresses)[PULLER_ENDPOINT_MAX] = NULL;
+    size_t count = 0;
+    if (status == TS_OK && list.count > 0) {
+        if (!ts_records_fit(list.count, list.nodes.len, ts_node_list_rec_bytes))
+            status = TS_ERR_BADMSG;
+        else if (!(addresses = calloc(list.count, sizeof(*addresses))))
+            status = TS_ERR_NOMEM;
     }
-    status = TS_ERR_PERM;
-    ts_cursor_init(&cursor, list.nodes.ptr, list.nodes.len);
-    for (uint32_t i = 0; i < list.count && status != TS_OK; i++) {
-        struct ts_node_list_rec node;
-        if (ts_node_list_rec_read(&cursor, &node) != 0)
-            break;
-        if (node.address.len == strlen(source) &&
-            memcmp(node.address.ptr, source, node.address.len) == 0)
-            status = TS_OK;
+    if (status == TS_OK) {
+        ts_cursor_init(&cursor, list.nodes.ptr, list.nodes.len);
+        for (uint32_t i = 0; i < list.count; i++) {
+            struct ts_node_list_rec node;
+            if (ts_node_list_rec_read(&cursor, &node) != 0) {
+                status = TS_ERR_BADMSG;
+                break;
+            }
+            /* An address too long to be a pull's source cannot match one: left out. */
+            if (ts_str_copy(node.address, addresses[count], sizeof(addresses[count])) == 0)
+                count++;
+        }
     }
     rpc_reply_release(&reply);
+    if (status != TS_OK) {
+        free(addresses);
+        snprintf(why, cap, "meta's node list: %s", status_text(status));
+        return status;
+    }
+    pthread_mutex_lock(&puller->sources_lock);
+    free(puller->sources);
+    puller->sources = addresses;
+    puller->source_count = count;
+    puller->sources_fetched_ms = util_monotonic_ms();
+    puller->sources_valid = true;
+    pthread_mutex_unlock(&puller->sources_lock);
+    return TS_OK;
+}
+
+/*
+ * Whether source is the address of a datanode meta lists (NODE_LIST): a
+ * pull copies only from a member of the cluster, never from whatever
+ * endpoint a request names. TS_OK, TS_ERR_PERM when it is not one, or
+ * why meta could not say (text in why).
+ *
+ * The list is cached for PULLER_SOURCES_FRESH_MS, so a repair of thousands
+ * of tiles asks meta a handful of times, not once a tile. A source not in
+ * the cache (a datanode registered since, or no datanode at all) makes it
+ * be asked again at once: a new datanode is never refused for a stale
+ * cache, and a removed one stays a source for at most
+ * PULLER_SOURCES_FRESH_MS (its replicas are being made elsewhere anyway).
+ */
+static int puller_source_registered(struct puller *puller, struct puller_clients *clients,
+                                    const char *source, char *why, size_t cap)
+{
+    pthread_mutex_lock(&puller->sources_lock);
+    bool fresh = puller->sources_valid &&
+                 util_monotonic_ms() - puller->sources_fetched_ms < PULLER_SOURCES_FRESH_MS;
+    bool found = fresh && puller_sources_contain(puller, source);
+    pthread_mutex_unlock(&puller->sources_lock);
+    if (found)
+        return TS_OK;
+    int status = puller_sources_fetch(puller, clients, why, cap);
     if (status != TS_OK)
-        snprintf(why, cap, "%.80s is not the address of a datanode meta knows", source);
-    return status;
+        return status;
+    pthread_mutex_lock(&puller->sources_lock);
+    found = puller_sources_contain(puller, source);
+    pthread_mutex_unlock(&puller->sources_lock);
+    if (found)
+        return TS_OK;
+    snprintf(why, cap, "%.80s is not the address of a datanode meta knows", source);
+    return TS_ERR_PERM;
+}
+
+uint64_t puller_node_list_calls(struct puller *puller)
+{
+    return atomic_load(&puller->node_list_calls);
 }
 
 /* Sets a failure outcome on the (worker-owned) copy of a job. */
@@ -403,6 +476,7 @@ int puller_new(struct tilestore *store, const struct puller_config *config, stru
         puller_config_default(&puller->config);
     puller->event_fd = -1;
     pthread_mutex_init(&puller->lock, NULL);
+    pthread_mutex_init(&puller->sources_lock, NULL);
     pthread_cond_init(&puller->work, NULL);
     puller->slot_count = puller->config.queue_limit + puller->config.finished_limit;
     puller->slots = calloc(puller->slot_count ? puller->slot_count : 1, sizeof(*puller->slots));
@@ -451,6 +525,8 @@ void puller_destroy(struct puller **pullerp)
         close(puller->event_fd);
     pthread_cond_destroy(&puller->work);
     pthread_mutex_destroy(&puller->lock);
+    pthread_mutex_destroy(&puller->sources_lock);
+    free(puller->sources);
     free(puller->threads);
     free(puller->slots);
     free(puller);

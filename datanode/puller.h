@@ -15,7 +15,8 @@
  * and CRC-32C. Each puller thread keeps its own rpc_client per source
  * address (a few, least recently used goes first). With meta_endpoint set,
  * a source that is not a registered datanode's address is refused
- * (TS_ERR_PERM) before anything is fetched from it.
+ * (TS_ERR_PERM) before anything is fetched from it; meta's node list is
+ * cached for that, so a repair of many tiles costs few NODE_LISTs.
  *
  * Jobs are known by the file they make, (ino, tile, new_version). The loop
  * thread learns of finished jobs through an eventfd (puller_event_fd()) and
@@ -47,6 +48,8 @@
 #define PULLER_READ_TIMEOUT_MS 60000             /* ... and send the tile by then */
 #define PULLER_CLIENTS_PER_THREAD 8              /* sources a thread stays connected to */
 #define PULLER_TEXT_MAX 240
+/* How long meta's node list stays good for checking sources (a miss asks again at once). */
+#define PULLER_SOURCES_FRESH_MS 5000
 
 struct puller_config {
     unsigned threads;
@@ -56,7 +59,8 @@ struct puller_config {
     int ping_timeout_ms;
     int read_timeout_ms;
     /* Meta's endpoint: a pull's source must be the address of a datanode in
-     * its NODE_LIST, asked before each pull. "" = sources not checked (a
+     * its NODE_LIST (cached: PULLER_SOURCES_FRESH_MS, asked again at once
+     * for a source not in it). "" = sources not checked (a
      * cluster without keys, where anyone may register anyway). */
     char meta_endpoint[256];
 };
@@ -108,6 +112,9 @@ void puller_destroy(struct puller **pullerp);
 
 /* Readable (poll for input) when a job has finished since the last collect. */
 int puller_event_fd(const struct puller *puller);
+
+/* How many times the threads asked meta for NODE_LIST (tests, metrics). Any thread. */
+uint64_t puller_node_list_calls(struct puller *puller);
 
 /*
  * Takes the finished jobs' news: counts each new tile file in the

@@ -55,12 +55,15 @@
  * Holders a cached location keeps: copies=2 and a read copy, or a replica
  * being moved, fit. A tile with more is not cached (asked of meta at each
  * use): every holder must be known to write the tile, and a location cache
- * of full tile_locations (TS_MAX_HOLDERS each) cost 184 bytes a slot,
- * 12 MiB for one large file at LOCATION_CACHE_MAX.
+ * of full tile_locations (TS_MAX_HOLDERS each) cost 184 bytes a slot
+ * before tile tokens (over 500 with them); three holders with their
+ * tokens are 208 bytes a slot, 13 MiB for one large file at
+ * LOCATION_CACHE_MAX.
  */
 #define CACHED_HOLDERS 3
 
-/* One tile's struct tile_location, compact (tilelocation.c packs it): 88 bytes. */
+/* One tile's struct tile_location, compact (tilelocation.c packs it): 208 bytes
+ * (each holder's tile token and its expiry are 40 of them). */
 struct cached_location {
     uint64_t tile;
     uint64_t version; /* the primary's */

@@ -29,9 +29,14 @@ static int cut_holder(struct datapath *datapath, uint64_t ino, uint64_t tile, ui
                       const struct tile_holder *holder)
 {
     struct rpc_reply node_reply;
-    uint8_t payload[64];
+    uint8_t payload[128];
     struct ts_tile_truncate_req request = {
-        .ino = ino, .tile = tile, .version = holder->version, .length = length};
+        .ino = ino,
+        .tile = tile,
+        .version = holder->version,
+        .length = length,
+        .token_expiry = holder->token_expiry,
+        .token = {.ptr = (const char *)holder->token, .len = holder->token_expiry ? TILETOKEN_MAC_BYTES : 0}};
     int len = ts_tile_truncate_req_encode(&request, payload, sizeof(payload));
     int status = nodedir_call(datapath->nodes, holder->node, TS_OP_TILE_TRUNCATE, payload,
                               (size_t)len, NULL, 0, &node_reply);

@@ -219,7 +219,8 @@ static int sync_failed_node(struct datapath *datapath, struct open_file *file,
                       dirty->node, status_text(status));
             return errno_of_status(status);
         }
-        struct tile_holder holder = {dirty->node, TS_REPLICA_UP, dirty->version};
+        struct tile_holder holder = {
+            .node = dirty->node, .state = TS_REPLICA_UP, .version = dirty->version};
         struct tile_location location;
         log_error("sync of inode %llu tile %llu failed on datanode %u: %s; the tile's other "
                   "holders have it",

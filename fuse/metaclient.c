@@ -1102,11 +1102,16 @@ static int metaclient_tile_records(struct ts_cursor *cursor, uint32_t count,
         location->flags = record.flags;
         for (uint32_t h = 0; h < record.holders; h++) {
             struct ts_replica_rec holder;
-            if (ts_replica_rec_read(cursor, &holder) != 0 || holder.node == 0)
+            if (ts_replica_rec_read(cursor, &holder) != 0 || holder.node == 0 ||
+                (holder.token.len != 0 && holder.token.len != TILETOKEN_MAC_BYTES) ||
+                (holder.token.len == 0) != (holder.token_expiry == 0))
                 return -1;
             location->holders[h] =
                 (struct tile_holder){.node = holder.node, .state = holder.state,
-                                     .version = holder.version};
+                                     .version = holder.version,
+                                     .token_expiry = holder.token_expiry};
+            if (holder.token.len)
+                memcpy(location->holders[h].token, holder.token.ptr, holder.token.len);
         }
     }
     return cursor->failed || cursor->left != 0 ? -1 : 0;

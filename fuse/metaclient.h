@@ -13,6 +13,7 @@
 
 #include "nsqueue.h"
 #include "proto.h"
+#include "tiletoken.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -28,6 +29,13 @@ struct tile_holder {
     uint32_t node;
     uint32_t state; /* enum ts_replica_state: TS_REPLICA_DOWN if meta counts it down */
     uint64_t version;
+    /* Meta's tile token for writing this holder's file (common/tiletoken.h),
+     * sent with every
+     * TILE_WRITE and TILE_TRUNCATE. An expired one is answered STALE, and
+     * the write asks meta again (tilelocation_relocate()). token_expiry 0:
+     * no token (meta gave none: tokens off). */
+    uint64_t token_expiry;
+    uint8_t token[TILETOKEN_MAC_BYTES];
 };
 
 struct tile_location {

@@ -32,10 +32,11 @@
 #include <string.h>
 
 /* Tile locations remembered per open file, direct-mapped by tile index: a
- * few KiB for small files, so that many open files stay cheap, growing with
- * the file up to a cap (random readers of a big file then find every
- * location without asking meta again). */
-#define LOCATION_CACHE_MIN 256
+ * few KiB for small files (64 slots of 208 bytes, each holder's tile token
+ * included), so that many open files stay cheap, growing with the file up
+ * to a cap (random readers of a big file then find every location without
+ * asking meta again). */
+#define LOCATION_CACHE_MIN 64
 #define LOCATION_CACHE_MAX 65536
 /* Tiles asked of meta at once when reading. */
 #define TILE_MAP_BATCH 64
@@ -302,9 +303,21 @@ static bool holders_equal(const struct tile_location *a, const struct tile_locat
     return true;
 }
 
+/* Whether b's holders carry the same tile tokens as a's (holders_equal(a, b) first). */
+static bool tokens_equal(const struct tile_location *a, const struct tile_location *b)
+{
+    for (uint32_t i = 0; i < a->holder_count; i++) {
+        if (a->holders[i].token_expiry != b->holders[i].token_expiry)
+            return false;
+    }
+    return true;
+}
+
+/* Equal down to the tokens: a refreshed token is worth caching, so the
+ * next write of the tile does not find the expired one again. */
 static bool location_equal(const struct tile_location *a, const struct tile_location *b)
 {
-    return holders_equal(a, b) && a->read_node == b->read_node &&
+    return holders_equal(a, b) && tokens_equal(a, b) && a->read_node == b->read_node &&
            a->read_version == b->read_version && a->flags == b->flags;
 }
 

@@ -114,7 +114,7 @@ static void write_buffer_hold(void *hint)
 /* Sends the job's bytes to one holder of the tile. Returns a status. */
 static int write_send(struct write_job *job, const struct tile_holder *holder)
 {
-    uint8_t payload[64];
+    uint8_t payload[128];
     struct rpc_reply reply;
     struct rpc_data_owner owner = {write_buffer_free, job, write_buffer_hold};
     /* The bytes' CRC-32C where they leave this machine's memory: any
@@ -123,7 +123,10 @@ static int write_send(struct write_job *job, const struct tile_holder *holder)
                                         .tile = job->tile,
                                         .version = holder->version,
                                         .offset = job->offset,
-                                        .crc = job->crc};
+                                        .crc = job->crc,
+                                        .token_expiry = holder->token_expiry,
+                                        .token = {.ptr = (const char *)holder->token,
+                                                  .len = holder->token_expiry ? TILETOKEN_MAC_BYTES : 0}};
     int len = ts_tile_write_req_encode(&request, payload, sizeof(payload));
 
     if (job->datapath->streams) {
@@ -190,8 +193,8 @@ static size_t write_targets(const struct tile_location *location, struct holder_
             sends[count++].holder = location->holders[i];
     }
     if (location->holder_count == 0 && location->node != 0) /* a record without holders */
-        sends[count++].holder = (struct tile_holder){location->node, TS_REPLICA_UP,
-                                                     location->version};
+        sends[count++].holder = (struct tile_holder){
+            .node = location->node, .state = TS_REPLICA_UP, .version = location->version};
     return count;
 }
 

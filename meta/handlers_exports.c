@@ -11,6 +11,7 @@
 #include "roles.h"
 #include "service.h"
 #include "status.h"
+#include "tiletoken.h"
 #include "util.h"
 
 #include <errno.h>
@@ -218,6 +219,16 @@ int handlers_exports_gate(void *ctx, const struct rpc_request *request,
     }
     free(copy);
     return status;
+}
+
+uint32_t handlers_exports_token_rights(struct service *service, const char *key_user)
+{
+    if (!key_user || key_user[0] == '\0')
+        return TILETOKEN_WRITE;
+    if (roles_of_user(key_user) != ROLES_MOUNT)
+        return TILETOKEN_READ;
+    const struct exports_rule *rule = exports_find(&service->exports, key_user);
+    return rule && !rule->read_only ? TILETOKEN_WRITE : TILETOKEN_READ;
 }
 
 void handlers_exports_table(rpc_handler_fn table[TS_OP_MAX])

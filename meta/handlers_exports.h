@@ -13,6 +13,8 @@
 
 #include "rpc.h"
 
+#include <stdint.h>
+
 /*
  * Fills table with handlers_table's handlers, each behind the export gate
  * (NULL where handlers_table has none): the table meta's server uses.
@@ -22,6 +24,16 @@ void handlers_exports_table(rpc_handler_fn table[TS_OP_MAX]);
 /* The gate itself: checks request against the exports, then calls handlers_table[op]. */
 int handlers_exports_gate(void *ctx, const struct rpc_request *request,
                           struct rpc_response *response);
+
+/*
+ * The tile token rights (common/tiletoken.h) meta gives the holders in a
+ * TILE_MAP or REPLICA_DROP reply to the peer with ZAP user id key_user:
+ * TILETOKEN_WRITE to a mount key whose export may write, and on a link
+ * without keys (""); TILETOKEN_READ to a read-only export and to every
+ * other key (admin: fsck and layout read the map, never write a tile).
+ */
+struct service;
+uint32_t handlers_exports_token_rights(struct service *service, const char *key_user);
 
 /*
  * Reads service->exports_path into service->exports when the file changed

@@ -17,6 +17,7 @@
 #include "arrayhint.h"
 #include "arrayhome.h"
 #include "copies.h"
+#include "handlers_exports.h"
 #include "handlers_i.h"
 #include "handlers_xattrs.h"
 #include "inodes.h"
@@ -393,6 +394,7 @@ struct tile_map_op {
     uint64_t size;             /* the file's size, for the reply */
     bool under_replicated_logged; /* one log line per request */
     uint32_t writer_machine; /* candidates' machine number of the asking client's; 0: none */
+    uint32_t token_rights;   /* what the holders' tile tokens grant (readsource_grant) */
 };
 
 /* The registered nodes: up or not, free space, speed and backlog as of now. */
@@ -630,6 +632,7 @@ static int tile_map_body(struct store_txn *txn, void *arg)
                           request->count, request->machine, &source);
     if (err < 0)
         return reply_store_status(err);
+    readsource_grant(source, op->token_rights);
     for (uint32_t i = 0; i < request->count && status == TS_OK; i++) {
         uint64_t tile = request->first + i;
         struct tiles_entry entry = {0, 0, 0};
@@ -666,6 +669,7 @@ int handlers_files_tile_map(void *ctx, const struct rpc_request *request,
         return TS_ERR_FBIG;
     ts_writer_init(&op.records, service->scratch, SERVICE_SCRATCH_BYTES);
     op.now_ms = util_monotonic_ms();
+    op.token_rights = handlers_exports_token_rights(service, request->key_user);
     if (message.allocate)
         status = store_write(service->store, tile_map_body, &op);
     else

@@ -36,6 +36,7 @@
 
 #include "copies.h"
 #include "garbage.h"
+#include "handlers_exports.h"
 #include "handlers_i.h"
 #include "inodes.h"
 #include "journal.h"
@@ -65,6 +66,7 @@ struct replica_drop_op {
     struct ts_writer records; /* the tile's TILE_MAP record as it is after */
     int64_t now_ms;
     const struct nodes_live *live;
+    uint32_t token_rights; /* what the holders' tile tokens grant (readsource_grant) */
     bool dropped;
     char why[HANDLERS_WHY_MAX];
 };
@@ -100,6 +102,7 @@ static int replica_drop_body(struct store_txn *txn, void *arg)
                               request->machine, &source);
     if (err < 0)
         return reply_store_status(err);
+    readsource_grant(source, op->token_rights);
     readsource_record(source, request->tile, &primary, &op->records);
     readsource_free(&source);
     return op->records.failed ? TS_ERR_INTERNAL : TS_OK;
@@ -120,6 +123,7 @@ int handlers_moves_replica_drop(void *ctx, const struct rpc_request *request,
     ts_writer_init(&op.records, service->scratch, SERVICE_SCRATCH_BYTES);
     op.now_ms = util_monotonic_ms();
     op.live = service->live;
+    op.token_rights = handlers_exports_token_rights(service, request->key_user);
     int status = store_write(service->store, replica_drop_body, &op);
     if (status != TS_OK)
         return handlers_refused(status, op.why, response);

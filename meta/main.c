@@ -11,6 +11,7 @@
  * interrupting zmq_poll.
  */
 #include "conffile.h"
+#include "tiletoken.h"
 #include "curve.h"
 #include "handlers.h"
 #include "handlers_exports.h"
@@ -50,6 +51,7 @@ struct meta_options {
     const char *key_path;          /* --key FILE; NULL: no CURVE */
     bool insecure;                 /* --insecure: may listen beyond loopback without keys */
     const char *exports_path;      /* --exports FILE; NULL: DATA/exports (exports.h) */
+    const char *tile_secret;       /* --tile-secret FILE; NULL: KEYDIR/tile.secret */
     const char *log_file;          /* --log-file FILE; NULL: stderr */
     const char *metrics;           /* --metrics [HOST:]PORT; NULL: no endpoint */
 };
@@ -96,6 +98,8 @@ static void meta_usage(FILE *out)
             "                          server.pub and known_keys are read from its directory\n"
             "                          and only peers with known keys are let in (CURVE)\n"
             "  --insecure              without --key, listen beyond loopback anyway\n"
+            "  --tile-secret FILE      the secret tile write tokens are signed with (default\n"
+            "                          tile.secret beside --key; none: no tokens)\n"
             "  --exports FILE          which mount keys may mount, read-only or not, root\n"
             "                          squashed or not (default DATA/exports if it exists;\n"
             "                          without it every mount key mounts / read-write)\n"
@@ -150,6 +154,7 @@ static const struct option meta_long_options[] = {
     {"key", required_argument, NULL, 'k'},
     {"insecure", no_argument, NULL, 'I'},
     {"exports", required_argument, NULL, 'E'},
+    {"tile-secret", required_argument, NULL, 'T'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {CONFFILE_FLAG, required_argument, NULL, 'C'},
@@ -174,6 +179,7 @@ static int meta_parse(int argc, char **argv, void *context, int *failed_arg)
     options->metrics = NULL;
     options->insecure = false;
     options->exports_path = NULL;
+    options->tile_secret = NULL;
     options->node_timeout_ms = SERVICE_DEFAULT_NODE_TIMEOUT_MS;
     options->mount_lease_ms = SESSIONS_DEFAULT_LEASE_MS;
     options->placement = SERVICE_DEFAULT_PLACEMENT;
@@ -272,6 +278,7 @@ static int meta_parse(int argc, char **argv, void *context, int *failed_arg)
         }
         case 'I': options->insecure = true; break;
         case 'E': options->exports_path = optarg; break;
+        case 'T': options->tile_secret = optarg; break;
         case 'h': meta_usage(stdout); return 1;
         case 'V': version_print(stdout, "tessera-meta"); return 1;
         case ':':
@@ -377,6 +384,8 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
 
     if (curve_setup(options.key_path, options.insecure, true) != 0)
+        goto out;
+    if (tiletoken_daemon_setup(options.tile_secret) != 0)
         goto out;
     if (service_open(options.data_dir, options.node_timeout_ms, &service) < 0)
         goto out;

@@ -7,6 +7,7 @@
 #include "readsource.h"
 
 #include "copies.h"
+#include "tiletoken.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -26,6 +27,9 @@ struct readsource {
     size_t copy_cap;
     struct readsource_node *nodes; /* every registered node, id order */
     size_t node_count;
+    uint64_t ino;
+    uint32_t token_rights; /* readsource_grant(); 0: no tokens */
+    uint64_t token_expiry_ms;
 };
 
 static int readsource_keep_copy(void *arg, const struct copies_entry *entry)
@@ -83,6 +87,7 @@ int readsource_load(struct store_txn *txn, const struct nodes_live *live, int64_
     source = calloc(1, sizeof(*source));
     if (!source)
         return -ENOMEM;
+    source->ino = ino;
     err = copies_scan(txn, ino, first, first + (count - 1), readsource_keep_copy, source);
     if (err == 0)
         err = readsource_load_nodes(txn, source, live, now_ms, machine);
@@ -184,12 +189,29 @@ void readsource_record(const struct readsource *source, uint64_t tile,
                                      .flags = primary->node ? primary->flags : 0};
     ts_tile_map_rec_write(writer, &record);
     for (size_t i = 0; i < count; i++) {
+        uint8_t mac[TILETOKEN_MAC_BYTES];
         struct ts_replica_rec holder = {.node = holders[i].node,
                                         .version = holders[i].version,
                                         .state = holders[i].rank == 2 ? TS_REPLICA_DOWN
                                                                       : TS_REPLICA_UP};
+        struct tiletoken_claim claim = {.ino = source->ino,
+                                        .tile = tile,
+                                        .version = holders[i].version,
+                                        .node = holders[i].node,
+                                        .rights = source->token_rights,
+                                        .expiry_ms = source->token_expiry_ms};
+        if (source->token_rights && tiletoken_sign(&claim, mac) == 0) {
+            holder.token_expiry = claim.expiry_ms;
+            holder.token = (struct ts_str){.ptr = (const char *)mac, .len = sizeof(mac)};
+        }
         ts_replica_rec_write(writer, &holder);
     }
+}
+
+void readsource_grant(struct readsource *source, uint32_t rights)
+{
+    source->token_rights = tiletoken_enabled() ? rights : 0;
+    source->token_expiry_ms = tiletoken_now_ms() + TILETOKEN_LIFETIME_MS;
 }
 
 void readsource_free(struct readsource **sourcep)

@@ -48,6 +48,14 @@ int readsource_load(struct store_txn *txn, const struct nodes_live *live, int64_
 void readsource_record(const struct readsource *source, uint64_t tile,
                        const struct tiles_entry *primary, struct ts_writer *writer);
 
+/*
+ * Makes readsource_record() give every holder a tile token
+ * (common/tiletoken.h) with these rights (TILETOKEN_WRITE or
+ * TILETOKEN_READ; 0: none), valid TILETOKEN_LIFETIME_MS from now. Without
+ * a tile secret no token is given. Before it: none.
+ */
+void readsource_grant(struct readsource *source, uint32_t rights);
+
 /* Frees; accepts NULL, clears *sourcep. */
 void readsource_free(struct readsource **sourcep);
 

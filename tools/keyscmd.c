@@ -10,6 +10,7 @@
 #include "clusterconf.h"
 #include "fmt.h"
 #include "keysdir.h"
+#include "tiletoken.h"
 
 #include <getopt.h>
 #include <limits.h>
@@ -30,6 +31,7 @@ static void keyscmd_usage(FILE *out)
                  "       tessera keys add --role meta|datanode|mount|admin NAME\n"
                  "       tessera keys list\n"
                  "       tessera keys revoke NAME\n"
+                 "       tessera keys rotate-tile-secret\n"
                  "Options: --dir DIR (the key directory), or --state STATE (its STATE/keys);\n"
                  "default: the default state directory's keys, which `tessera up` makes.\n"
                  "\n"
@@ -42,7 +44,10 @@ static void keyscmd_usage(FILE *out)
                  "  init    makes DIR with the server key and the keys of meta and admin\n"
                  "  add     makes NAME.key and registers it with its role\n"
                  "  list    shows every key, its role and whether it is revoked\n"
-                 "  revoke  refuses NAME's key from now on (its name stays taken)\n");
+                 "  revoke  refuses NAME's key from now on (its name stays taken)\n"
+                 "  rotate-tile-secret  a new secret for tile write tokens in DIR/tile.secret,\n"
+                 "          the old one kept as previous (datanodes accept both): copy the\n"
+                 "          file to every datanode's key directory, then to meta's\n");
 }
 
 static int keyscmd_take(void *ctx, int option, const char *value)
@@ -84,7 +89,7 @@ int keyscmd_main(int argc, char **argv)
     };
     static const struct cliargs_command command = {KEYSCMD_WHO, keyscmd_usage, long_options,
                                                    keyscmd_take};
-    static const char *const actions[] = {"init", "add", "list", "revoke"};
+    static const char *const actions[] = {"init", "add", "list", "revoke", "rotate-tile-secret"};
     struct keyscmd_options options = {0};
     char dir[PATH_MAX];
     size_t action;
@@ -96,10 +101,10 @@ int keyscmd_main(int argc, char **argv)
     exit_code = cliargs_parse(&command, argc, argv, &options, &operand);
     if (exit_code != CLIARGS_GO_ON)
         return exit_code;
-    exit_code = cliargs_action(KEYSCMD_WHO, actions, 4, argc, argv, operand, &action);
+    exit_code = cliargs_action(KEYSCMD_WHO, actions, 5, argc, argv, operand, &action);
     if (exit_code != CLIARGS_GO_ON)
         return exit_code;
-    operands_wanted = action == 0 || action == 2 ? 0 : 1;
+    operands_wanted = action == 0 || action == 2 || action == 4 ? 0 : 1;
     if (action == 0 && operand + 1 < argc && !options.dir)
         options.dir = argv[++operand];
     if (argc - operand - 1 != operands_wanted)
@@ -116,7 +121,7 @@ int keyscmd_main(int argc, char **argv)
         if (keysdir_init(dir, KEYSCMD_WHO) != 0)
             return CLIARGS_EXIT_FAILED;
         printf("keys of a new cluster in %s: meta.key, admin.key, server.key, server.pub, "
-               "known_keys\n",
+               "known_keys, tile.secret\n",
                dir);
         return CLIARGS_EXIT_OK;
     case 1:
@@ -125,6 +130,13 @@ int keyscmd_main(int argc, char **argv)
         printf("%s/%s.key made and known as %s\n", dir, argv[operand + 1], options.role);
         return CLIARGS_EXIT_OK;
     case 2: return keysdir_list(dir, KEYSCMD_WHO) == 0 ? CLIARGS_EXIT_OK : CLIARGS_EXIT_FAILED;
+    case 4:
+        if (keysdir_tile_secret(dir, true, KEYSCMD_WHO) != 0)
+            return CLIARGS_EXIT_FAILED;
+        printf("%s/%s has a new current secret; meta and the datanodes reread it within a "
+               "second\n",
+               dir, TILETOKEN_FILE);
+        return CLIARGS_EXIT_OK;
     default:
         if (keysdir_revoke(dir, argv[operand + 1], KEYSCMD_WHO) != 0)
             return CLIARGS_EXIT_FAILED;

@@ -7,6 +7,7 @@
 #include "keysdir.h"
 
 #include "keys.h"
+#include "tiletoken.h"
 #include "util.h"
 
 #include <errno.h>
@@ -63,6 +64,19 @@ static int keysdir_new_pair(const char *dir, const char *name, struct keys_pair 
     return rc;
 }
 
+int keysdir_tile_secret(const char *dir, bool rotate, const char *who)
+{
+    char path[PATH_MAX + 16];
+    char why[512];
+    snprintf(path, sizeof(path), "%s/%s", dir, TILETOKEN_FILE);
+    if (!rotate && access(path, F_OK) == 0)
+        return 0;
+    int rc = tiletoken_write_secret(path, rotate, why, sizeof(why));
+    if (rc != 0)
+        fprintf(stderr, "%s: %s\n", who, why);
+    return rc;
+}
+
 int keysdir_init(const char *dir, const char *who)
 {
     static const char *const members[][2] = {{"meta", "meta"}, {"admin", "admin"}};
@@ -99,6 +113,8 @@ int keysdir_init(const char *dir, const char *who)
     }
     if (rc == 0)
         rc = keysdir_write_known(dir, &known, who);
+    if (rc == 0)
+        rc = keysdir_tile_secret(dir, false, who);
     explicit_bzero(&pair, sizeof(pair));
     keys_known_clear(&known);
     return rc;
@@ -137,6 +153,8 @@ int keysdir_add(const char *dir, const char *role, const char *name, const char 
         rc = keys_known_add(&known, role, name, pair.public_z85);
     if (rc == 0)
         rc = keysdir_write_known(dir, &known, who);
+    if (rc == 0)
+        rc = keysdir_tile_secret(dir, false, who);
     explicit_bzero(&pair, sizeof(pair));
 out:
     keys_known_clear(&known);

@@ -32,4 +32,11 @@ int keysdir_list(const char *dir, const char *who);
 /* Whether dir/known_keys exists. */
 bool keysdir_exists(const char *dir);
 
+/*
+ * Makes DIR/tile.secret (common/tiletoken.h) when it is missing; with
+ * rotate, a fresh current secret and the old one kept as previous. 0 or
+ * -errno after printing why, prefixed with who.
+ */
+int keysdir_tile_secret(const char *dir, bool rotate, const char *who);
+
 #endif

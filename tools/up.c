@@ -985,6 +985,13 @@ static int up_keys(struct cluster *cluster, const struct up_options *options)
         if (result != 0)
             return result;
     }
+    /* Keys made before tile tokens: add the secret, but only while meta is
+     * down (datanodes with it would refuse writes meta did not sign). */
+    if (cluster->daemons[0].pid <= 0) {
+        result = keysdir_tile_secret(dir, false, UP_WHO);
+        if (result != 0)
+            return result;
+    }
     for (size_t i = 0; i < cluster->count; i++) {
         const struct cluster_daemon *daemon = &cluster->daemons[i];
         const char *role = daemon->role == CLUSTER_META   ? "meta"

@@ -53,6 +53,25 @@
  *         pull NODE INO TILE VERSION SOURCE  TILE_PULL into VERSION + 1000
  *         remove META NODE_ID          NODE_ADMIN remove
  *         heartbeat META NODE_ID ADDRESS     HEARTBEAT with 1 PiB free
+ *         forged NODE INO TILE VERSION TILE_WRITE as `write`, with a made-up
+ *                                      tile token (32 bytes of 'A')
+ *         tokenwrite META MAP_INO TILE NODE WRITE_INO WRITE_VERSION
+ *                                      asks META for tile TILE of MAP_INO
+ *                                      (TILE_MAP), takes its first holder's
+ *                                      tile token and sends NODE a TILE_WRITE
+ *                                      of (WRITE_INO, TILE, WRITE_VERSION)
+ *                                      with it; WRITE_VERSION `=`: the
+ *                                      holder's version. Prints the holder
+ *                                      as "(holder N version V)" before the
+ *                                      outcome
+ *         hexwrite NODE INO TILE VERSION EXPIRY HEX
+ *                                      TILE_WRITE as `write`, with the tile
+ *                                      token HEX (64 hex digits, as `token`
+ *                                      prints) and its EXPIRY
+ *   client_helper token META INO TILE
+ *       prints the first holder of the tile and its tile token, as meta
+ *       gives them to TESSERA_KEY: "node version expiry hex" (hex "-" when
+ *       meta gave none), for a replay after the tile changed
  *   client_helper stream NODE UID INO TILE VERSION
  *       as uid UID (a child process), connects to the datanode's local tile
  *       stream socket (its name from TILE_STREAM, asked with TESSERA_KEY)
@@ -73,6 +92,7 @@
 #include "proto.h"
 #include "rpc.h"
 #include "status.h"
+#include "tiletoken.h"
 #include "util.h"
 
 #include <errno.h>
@@ -84,6 +104,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <sodium.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -516,6 +537,39 @@ static int probe(const char *endpoint, const char *key, char **ops, int op_count
 
 static uint64_t number(const char *text);
 
+/*
+ * The first holder of (ino, tile) as meta's TILE_MAP names it, with its
+ * tile token copied into token (holder->token.len 0: none). A status.
+ */
+static int first_holder(const char *meta, uint64_t ino, uint64_t tile,
+                        struct ts_replica_rec *holder, uint8_t token[TILETOKEN_MAC_BYTES])
+{
+    uint8_t buf[512];
+    struct ts_tile_map_req request = {.ino = ino, .first = tile, .count = 1};
+    struct ts_tile_map_rep map;
+    struct ts_tile_map_rec record;
+    struct rpc_reply reply;
+    struct ts_cursor cursor;
+    int status =
+        call(meta, TS_OP_TILE_MAP, buf, ts_tile_map_req_encode(&request, buf, sizeof(buf)), &reply);
+    if (status == TS_OK &&
+        (ts_tile_map_rep_decode(&map, reply.payload, reply.payload_len) != 0 || map.count != 1))
+        status = TS_ERR_BADMSG;
+    if (status == TS_OK) {
+        ts_cursor_init(&cursor, map.tiles.ptr, map.tiles.len);
+        if (ts_tile_map_rec_read(&cursor, &record) != 0 || record.holders == 0 ||
+            ts_replica_rec_read(&cursor, holder) != 0 || holder->token.len > TILETOKEN_MAC_BYTES)
+            status = TS_ERR_BADMSG;
+        else
+            memcpy(token, holder->token.ptr, holder->token.len);
+    }
+    rpc_reply_release(&reply);
+    if (status != TS_OK)
+        fprintf(stderr, "client_helper: no holder of inode %llu tile %llu: %s\n",
+                (unsigned long long)ino, (unsigned long long)tile, status_text(status));
+    return status;
+}
+
 /* See the file comment: one attack, its outcome printed. Exit 0 when it was sent, 2 on bad usage.
  */
 static int attack(int argc, char **argv)
@@ -552,6 +606,54 @@ static int attack(int argc, char **argv)
                     : ts_tile_read_req_encode(&r, buf, sizeof(buf));
         data = write ? block : NULL;
         data_len = write ? sizeof(block) : 0;
+    } else if (strcmp(name, "forged") == 0 && argc == 7) {
+        static uint8_t forged[TILETOKEN_MAC_BYTES];
+        memset(forged, 'A', sizeof(forged));
+        struct ts_tile_write_req w = {
+            .ino = number(argv[4]),
+            .tile = number(argv[5]),
+            .version = number(argv[6]),
+            .crc = crc32c(0, block, sizeof(block)),
+            .token_expiry = tiletoken_now_ms() + 60000,
+            .token = {.ptr = (const char *)forged, .len = sizeof(forged)}};
+        op = TS_OP_TILE_WRITE;
+        len = ts_tile_write_req_encode(&w, buf, sizeof(buf));
+        data = block;
+        data_len = sizeof(block);
+    } else if (strcmp(name, "tokenwrite") == 0 && argc == 9) {
+        static uint8_t token[TILETOKEN_MAC_BYTES];
+        struct ts_replica_rec holder;
+        if (first_holder(endpoint, number(argv[4]), number(argv[5]), &holder, token) != TS_OK)
+            return 1;
+        printf("(holder %u version %llu) ", holder.node, (unsigned long long)holder.version);
+        struct ts_tile_write_req w = {
+            .ino = number(argv[7]),
+            .tile = number(argv[5]),
+            .version = strcmp(argv[8], "=") == 0 ? holder.version : number(argv[8]),
+            .crc = crc32c(0, block, sizeof(block)),
+            .token_expiry = holder.token_expiry,
+            .token = {.ptr = (const char *)token, .len = holder.token.len}};
+        endpoint = argv[6];
+        op = TS_OP_TILE_WRITE;
+        len = ts_tile_write_req_encode(&w, buf, sizeof(buf));
+        data = block;
+        data_len = sizeof(block);
+    } else if (strcmp(name, "hexwrite") == 0 && argc == 9) {
+        static uint8_t token[TILETOKEN_MAC_BYTES];
+        size_t token_len = 0;
+        if (sodium_hex2bin(token, sizeof(token), argv[8], strlen(argv[8]), NULL, &token_len,
+                           NULL) != 0)
+            return 2;
+        struct ts_tile_write_req w = {.ino = number(argv[4]),
+                                      .tile = number(argv[5]),
+                                      .version = number(argv[6]),
+                                      .crc = crc32c(0, block, sizeof(block)),
+                                      .token_expiry = number(argv[7]),
+                                      .token = {.ptr = (const char *)token, .len = token_len}};
+        op = TS_OP_TILE_WRITE;
+        len = ts_tile_write_req_encode(&w, buf, sizeof(buf));
+        data = block;
+        data_len = sizeof(block);
     } else if (strcmp(name, "throttle") == 0 && argc == 5) {
         struct ts_node_throttle m = {.bytes_per_sec = number(argv[4])};
         op = TS_OP_NODE_THROTTLE;
@@ -745,6 +847,18 @@ int main(int argc, char **argv)
         (strcmp(argv[6], "copy") == 0 || strcmp(argv[6], "move") == 0))
         return do_move(argv[2], number(argv[3]), number(argv[4]), (uint32_t)number(argv[5]),
                        strcmp(argv[6], "copy") == 0, argc == 8);
+    if (argc == 5 && strcmp(argv[1], "token") == 0) {
+        uint8_t token[TILETOKEN_MAC_BYTES];
+        char hex[2 * TILETOKEN_MAC_BYTES + 1] = "-";
+        struct ts_replica_rec holder;
+        if (first_holder(argv[2], number(argv[3]), number(argv[4]), &holder, token) != TS_OK)
+            return 1;
+        if (holder.token.len == TILETOKEN_MAC_BYTES)
+            sodium_bin2hex(hex, sizeof(hex), token, sizeof(token));
+        printf("%u %" PRIu64 " %" PRIu64 " %s\n", holder.node, holder.version, holder.token_expiry,
+               hex);
+        return 0;
+    }
     if (argc == 6 && strcmp(argv[1], "freeze") == 0) {
         struct ts_tile_map_rec record;
         char address[256];

@@ -175,6 +175,51 @@ static void test_one_wait_is_bounded(void **state)
     diskio_set_throttle(fixture->disk, 0);
 }
 
+/*
+ * Deferring (the datanode's loop): a throttled operation does not wait in
+ * the hook at all; its reply is due when the emulated disk is done, the
+ * next one's one step later, each at most DISKIO_MAX_WAIT_NS after the one
+ * before (as when they waited in turn), and the measurement still sees
+ * the throttled speed.
+ */
+static void test_deferred_waits(void **state)
+{
+    struct fixture *fixture = *state;
+    static uint8_t tile[MIB];
+    struct diskio_report report;
+
+    diskio_set_defer(fixture->disk, true);
+    diskio_set_throttle(fixture->disk, 10 * MB);
+    int64_t before = diskio_now_ns();
+    assert_int_equal(diskio_write(fixture->disk, 9, 0, 1, 0, tile, sizeof(tile), NULL), 0);
+    int64_t after = diskio_now_ns();
+    int64_t expected = (int64_t)(MIB - DISKIO_THROTTLE_BURST_BYTES) * 1000 / 10;
+    assert_true(fixture->last_until <= after); /* the hook was not asked to wait */
+    int64_t first = diskio_take_reply_at(fixture->disk);
+    assert_true(first >= before + expected);
+    assert_true(first <= after + expected);
+    assert_int_equal(diskio_take_reply_at(fixture->disk), 0); /* taken */
+    assert_int_equal(diskio_write(fixture->disk, 9, 1, 1, 0, tile, sizeof(tile), NULL), 0);
+    assert_int_equal(diskio_take_reply_at(fixture->disk) - first, (int64_t)MIB * 1000 / 10);
+    diskio_report(fixture->disk, &report);
+    assert_true(report.write_bytes_per_sec <= 11 * MB);
+    assert_true(report.write_bytes_per_sec >= 9 * MB);
+
+    /* Many at the lowest rate: each reply at most DISKIO_MAX_WAIT_NS after the previous. */
+    static uint8_t big[4u << 20];
+    diskio_set_throttle(fixture->disk, HANDLERS_MIN_THROTTLE_BYTES_PER_SEC);
+    int64_t previous = diskio_now_ns();
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(
+            diskio_write(fixture->disk, 8, (uint64_t)i, 1, 0, big, sizeof(big), NULL), 0);
+        int64_t due = diskio_take_reply_at(fixture->disk);
+        assert_true(due - previous <= DISKIO_MAX_WAIT_NS + 500 * 1000 * 1000ll);
+        assert_true(due - previous >= DISKIO_MAX_WAIT_NS - 500 * 1000 * 1000ll);
+        previous = due;
+    }
+    diskio_set_throttle(fixture->disk, 0);
+}
+
 /* The empirical test, with real waits: a throttled disk measures at its cap. */
 static void test_probe_measures_the_throttle(void **state)
 {
@@ -429,6 +474,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unthrottled_io_is_measured, setup, teardown),
         cmocka_unit_test_setup_teardown(test_throttled_deadlines, setup, teardown),
         cmocka_unit_test_setup_teardown(test_one_wait_is_bounded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deferred_waits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_probe_measures_the_throttle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_node_throttle_request, setup, teardown),
         cmocka_unit_test_setup_teardown(test_node_stats, setup, teardown),

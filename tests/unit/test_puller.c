@@ -608,6 +608,56 @@ static void test_pull_only_from_a_registered_datanode(void **state)
     listed_address = "";
 }
 
+/*
+ * A repair pulls many tiles from the same sources: meta's node list is
+ * asked once for all of them (cached), and again for a source not in it
+ * (which may have registered since): refused only after that.
+ */
+static void test_source_check_asks_meta_once(void **state)
+{
+    struct fixture *fixture = *state;
+    struct source *source = fixture->source;
+    uint8_t data[1000];
+    struct puller_result result;
+    const uint64_t pulls = 20;
+
+    fill_pattern(data, sizeof(data), 9);
+    for (uint64_t tile = 0; tile < pulls; tile++)
+        assert_int_equal(tilestore_write(source->store, 920, tile, 1, 0, data, sizeof(data)), 0);
+    source_start(source);
+    listed_address = source->endpoint;
+    for (uint64_t tile = 0; tile < pulls; tile++) {
+        struct puller_job job = {.ino = 920,
+                                 .tile = tile,
+                                 .version = 1,
+                                 .new_version = 2,
+                                 .source = source->endpoint,
+                                 .max_bytes = UINT64_MAX};
+        assert_int_equal(puller_start(fixture->puller, &job), 0);
+        wait_finished(fixture);
+        puller_collect(fixture->puller);
+        puller_query(fixture->puller, &job, &result);
+        assert_int_equal(result.state, PULLER_DONE);
+    }
+    assert_int_equal(puller_node_list_calls(fixture->puller), 1);
+
+    /* A source not in the list: meta is asked again, then it is refused. */
+    struct puller_job stranger = {.ino = 920,
+                                  .tile = 0,
+                                  .version = 1,
+                                  .new_version = 3,
+                                  .source = "tcp://192.0.2.7:7401",
+                                  .max_bytes = UINT64_MAX};
+    assert_int_equal(puller_start(fixture->puller, &stranger), 0);
+    wait_finished(fixture);
+    puller_collect(fixture->puller);
+    puller_query(fixture->puller, &stranger, &result);
+    assert_int_equal(result.state, PULLER_FAILED);
+    assert_int_equal(result.status, TS_ERR_PERM);
+    assert_int_equal(puller_node_list_calls(fixture->puller), 2);
+    listed_address = "";
+}
+
 /* Flips one byte of a stored tile file behind its store's back, as a bad disk would. */
 static void flip_stored_byte(const char *data_dir, uint64_t ino, uint64_t tile, uint64_t version,
                              off_t at)
@@ -806,6 +856,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pull_from_source, setup_source, teardown),
         cmocka_unit_test_setup_teardown(test_pull_only_from_a_registered_datanode,
                                         setup_checked_source, teardown),
+        cmocka_unit_test_setup_teardown(test_source_check_asks_meta_once, setup_checked_source,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_pull_of_missing_source_stores_nothing, setup_source,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_pull_of_corrupt_source_is_refused, setup_source,

@@ -102,10 +102,30 @@ static int handle_lookup(void *ctx, const struct rpc_request *request,
     return TS_OK;
 }
 
+/* READLINK: answered at once, but its reply held back hold_ms (rpc_response.send_at_ns). */
+static atomic_int hold_ms;
+
+static int64_t monotonic_ns(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
+static int handle_readlink(void *ctx, const struct rpc_request *request,
+                           struct rpc_response *response)
+{
+    (void)ctx;
+    (void)request;
+    response->send_at_ns = monotonic_ns() + (int64_t)atomic_load(&hold_ms) * 1000000;
+    return TS_OK;
+}
+
 static void *serve(void *arg)
 {
     static rpc_handler_fn handlers[TS_OP_MAX];
     (void)arg;
+    handlers[TS_OP_READLINK] = handle_readlink;
     handlers[TS_OP_UNLINK] = handle_unlink;
     handlers[TS_OP_GETATTR] = handle_getattr;
     handlers[TS_OP_LOOKUP] = handle_lookup;
@@ -120,8 +140,9 @@ static void *serve(void *arg)
         /* Like the datanode's loop: no POLLIN while the gate is shut. */
         short events = gate_open(NULL) ? ZMQ_POLLIN : 0;
         zmq_pollitem_t item = {rpc_server_socket(server), 0, events, 0};
-        if (zmq_poll(&item, 1, 10) > 0)
+        if (zmq_poll(&item, 1, 5) > 0)
             rpc_server_handle_pending(server);
+        rpc_server_send_due(server, monotonic_ns());
     }
     rpc_server_destroy(&server);
     return NULL;
@@ -369,6 +390,66 @@ static void test_named_pool_and_refusal_sent_once(void **state)
     rpc_pool_destroy(&pool);
 }
 
+/* One held-back call: READLINK, its elapsed ms into *arg (an int64_t). */
+static void *held_call(void *arg)
+{
+    struct rpc_client *client = rpc_client_new(ENDPOINT);
+    struct rpc_reply reply;
+    int64_t started = monotonic_ns();
+    int status = rpc_client_call(client, TS_OP_READLINK, NULL, 0, NULL, 0, 5000, &reply);
+    rpc_reply_release(&reply);
+    rpc_client_destroy(&client);
+    *(int64_t *)arg = status == TS_OK ? (monotonic_ns() - started) / 1000000 : -1;
+    return NULL;
+}
+
+/*
+ * A reply held back (a throttled datanode's pace) holds back no one else:
+ * another peer's request is answered at once meanwhile; the held reply
+ * comes when due; one peer's replies keep the order of its requests.
+ */
+static void test_held_reply(void **state)
+{
+    struct rpc_client *client = rpc_client_new(ENDPOINT);
+    struct rpc_reply reply;
+    pthread_t waiter;
+    int64_t held_ms = 0;
+    (void)state;
+    atomic_store(&hold_ms, 600);
+    assert_int_equal(pthread_create(&waiter, NULL, held_call, &held_ms), 0);
+    struct timespec pause = {0, 100 * 1000000L}; /* the READLINK is in, held */
+    nanosleep(&pause, NULL);
+    uint8_t payload[32];
+    struct ts_getattr_req getattr = {.ino = 1};
+    int len = ts_getattr_req_encode(&getattr, payload, sizeof(payload));
+    int64_t started = monotonic_ns();
+    assert_int_equal(rpc_client_call(client, TS_OP_GETATTR, payload, (size_t)len, NULL, 0, 5000,
+                                     &reply),
+                     TS_OK);
+    rpc_reply_release(&reply);
+    assert_true((monotonic_ns() - started) / 1000000 < 300);
+    pthread_join(waiter, NULL);
+    assert_true(held_ms >= 600);
+    assert_true(held_ms < 3000);
+
+    /* Same peer: a GETATTR after a held READLINK is answered after it, in order. */
+    struct rpc_call calls[2] = {{TS_OP_READLINK, NULL, 0}, {TS_OP_GETATTR, payload, (size_t)len}};
+    struct rpc_reply replies[2];
+    int statuses[2];
+    atomic_store(&hold_ms, 300);
+    started = monotonic_ns();
+    assert_int_equal(rpc_client_call_many(client, calls, 2, 5000, replies, statuses), TS_OK);
+    assert_true((monotonic_ns() - started) / 1000000 >= 300);
+    assert_int_equal(statuses[0], TS_OK);
+    assert_int_equal(statuses[1], TS_OK);
+    assert_int_equal(replies[0].header.type, TS_OP_READLINK);
+    assert_int_equal(replies[1].header.type, TS_OP_GETATTR);
+    rpc_reply_release(&replies[0]);
+    rpc_reply_release(&replies[1]);
+    atomic_store(&hold_ms, 0);
+    rpc_client_destroy(&client);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -376,6 +457,7 @@ int main(void)
         cmocka_unit_test(test_pipeline_timeout),  cmocka_unit_test(test_gate_holds_requests),
         cmocka_unit_test(test_pipeline_full),
         cmocka_unit_test(test_named_pool_and_refusal_sent_once),
+        cmocka_unit_test(test_held_reply),
     };
     return cmocka_run_group_tests_name("rpc", tests, group_setup, group_teardown);
 }

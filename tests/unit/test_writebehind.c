@@ -281,7 +281,8 @@ static void test_write_follows_a_moved_tile(void **state)
     after = before;
     after.node = before.node % FAKECLUSTER_NODES + 1;
     after.version = before.version + 100;
-    after.holders[0] = (struct tile_holder){after.node, TS_REPLICA_UP, after.version};
+    after.holders[0] =
+        (struct tile_holder){.node = after.node, .state = TS_REPLICA_UP, .version = after.version};
     after.read_node = after.node;
     after.read_version = after.version;
     fakecluster_store(after.node, INO, 0, after.version, first, TILE);
