@@ -1,0 +1,144 @@
+/*
+ * @file perfmodel.c
+ * The Panda-style queue model (see perfmodel.h).  Each tile request is
+ * routed through the resources it uses and adds its service time to each;
+ * the requests of all clients run concurrently, so the transfer ends when
+ * the busiest resource drains (the paper's "slowest resource finish
+ * time"), plus the start-up (a meta round trip to open) and the closing
+ * (writes: the slowest node's final sync, and a meta round trip to close).
+ */
+#include "perfmodel.h"
+
+#include <stdio.h>
+
+static double seconds_for(uint64_t bytes, double mbps, int infinite)
+{
+    if (infinite || mbps <= 0.0)
+        return 0.0;
+    return (double)bytes / (mbps * 1e6);
+}
+
+static size_t resource_slot(struct perfmodel_result *out,
+                            enum perfmodel_resource_kind kind, int index)
+{
+    for (size_t i = 0; i < out->n_resources; i++)
+        if (out->resources[i].kind == kind && out->resources[i].index == index)
+            return i;
+    size_t i = out->n_resources++;
+    out->resources[i] = (struct perfmodel_resource){ kind, index, 0.0 };
+    return i;
+}
+
+static void add_busy(struct perfmodel_result *out,
+                     enum perfmodel_resource_kind kind, int index, double s)
+{
+    out->resources[resource_slot(out, kind, index)].busy_s += s;
+}
+
+static int workload_valid(const struct perfmodel_cluster *c,
+                          const struct perfmodel_workload *w)
+{
+    if (c->n_nodes == 0 || c->n_nodes > PERFMODEL_MAX_NODES ||
+        c->n_machines == 0 || c->n_machines > PERFMODEL_MAX_MACHINES)
+        return 0;
+    if (w->n_clients == 0 || w->n_clients > PERFMODEL_MAX_CLIENTS ||
+        w->bytes == 0 || w->tile_bytes == 0 ||
+        w->copies == 0 || w->copies > c->n_nodes)
+        return 0;
+    for (size_t i = 0; i < c->n_nodes; i++)
+        if (c->nodes[i].machine < 0 ||
+            (size_t)c->nodes[i].machine >= c->n_machines)
+            return 0;
+    for (size_t i = 0; i < w->n_clients; i++)
+        if (w->client_machine[i] < 0 ||
+            (size_t)w->client_machine[i] >= c->n_machines)
+            return 0;
+    return 1;
+}
+
+int perfmodel_predict(const struct perfmodel_cluster *c,
+                      const struct perfmodel_workload *w,
+                      const struct perfmodel_whatif *whatif,
+                      struct perfmodel_result *out)
+{
+    static const struct perfmodel_whatif none;
+    if (!whatif)
+        whatif = &none;
+    if (!workload_valid(c, w))
+        return -1;
+    *out = (struct perfmodel_result){ 0 };
+    int cpu0 = whatif->cpu_inf;
+    uint64_t n_tiles = (w->bytes + w->tile_bytes - 1) / w->tile_bytes;
+    double max_latency = 0.0;
+
+    add_busy(out, PERFMODEL_RES_META, 0, 0.0);
+    for (uint64_t t = 0; t < n_tiles; t++) {
+        uint64_t len = t + 1 < n_tiles ? w->tile_bytes
+                                       : w->bytes - t * w->tile_bytes;
+        size_t client = (size_t)(t % w->n_clients);
+        int cm = w->client_machine[client];
+        double mount = cpu0 ? 0.0 : c->mount_cpu_per_request_s +
+                                    (double)len * c->mount_cpu_per_byte_s;
+        add_busy(out, PERFMODEL_RES_MOUNT_CPU, (int)client, mount);
+        /* A read is served by the primary; a write goes to every copy. */
+        unsigned served = w->op == PERFMODEL_READ ? 1 : w->copies;
+        for (unsigned k = 0; k < served; k++) {
+            size_t n = (size_t)((t + k) % c->n_nodes);
+            const struct perfmodel_node *node = &c->nodes[n];
+            int nm = node->machine;
+            double dcpu = cpu0 ? 0.0 : node->cpu_per_request_s +
+                                       (double)len * node->cpu_per_byte_s;
+            add_busy(out, PERFMODEL_RES_NODE_CPU, (int)n, dcpu);
+            double mbps = w->op == PERFMODEL_READ ? node->disk_read_mbps
+                                                  : node->disk_write_mbps;
+            add_busy(out, PERFMODEL_RES_DISK, (int)n,
+                     seconds_for(len, mbps, whatif->disk_inf));
+            if (nm != cm) { /* same machine: no network hop */
+                int from = w->op == PERFMODEL_READ ? nm : cm;
+                int to = w->op == PERFMODEL_READ ? cm : nm;
+                add_busy(out, PERFMODEL_RES_LINK_OUT, from,
+                         seconds_for(len, c->links[from].mbps, whatif->net_inf));
+                add_busy(out, PERFMODEL_RES_LINK_IN, to,
+                         seconds_for(len, c->links[to].mbps, whatif->net_inf));
+                double lat = whatif->net_inf ? 0.0 :
+                    c->links[from].latency_s + c->links[to].latency_s;
+                if (lat > max_latency)
+                    max_latency = lat;
+            }
+        }
+    }
+    /* Start-up: open (a meta round trip) and the first request's flight. */
+    out->startup_s = c->meta_rtt_s + max_latency;
+    /* Closing: release at meta; writes wait for every node's final sync,
+     * which run in parallel, so the slowest one counts. */
+    out->closing_s = c->meta_rtt_s;
+    if (w->op == PERFMODEL_WRITE) {
+        double worst = 0.0;
+        for (size_t n = 0; n < c->n_nodes && n < n_tiles * w->copies; n++)
+            if (!whatif->disk_inf && c->nodes[n].sync_seconds > worst)
+                worst = c->nodes[n].sync_seconds;
+        out->closing_s += worst;
+    }
+    add_busy(out, PERFMODEL_RES_META, 0, 2 * c->meta_rtt_s);
+    /* Meta's round trips are the start-up and closing, so the
+     * bottleneck is the busiest of the other resources. */
+    out->bottleneck = 1;
+    for (size_t i = 2; i < out->n_resources; i++)
+        if (out->resources[i].busy_s > out->resources[out->bottleneck].busy_s)
+            out->bottleneck = i;
+    double slowest = out->resources[out->bottleneck].busy_s;
+    out->total_s = out->startup_s + slowest + out->closing_s;
+    out->mbps = out->total_s > 0.0 ? (double)w->bytes / out->total_s / 1e6 : 0.0;
+    return 0;
+}
+
+void perfmodel_resource_name(const struct perfmodel_resource *res,
+                             char *buf, size_t len)
+{
+    static const char *const names[] = {
+        [PERFMODEL_RES_MOUNT_CPU] = "mount-cpu", [PERFMODEL_RES_LINK_OUT] = "link-out",
+        [PERFMODEL_RES_LINK_IN] = "link-in", [PERFMODEL_RES_NODE_CPU] = "node-cpu",
+        [PERFMODEL_RES_DISK] = "disk", [PERFMODEL_RES_META] = "meta",
+    };
+    snprintf(buf, len, "%s[%d]", names[res->kind], res->index);
+}

@@ -1,0 +1,98 @@
+/*
+ * @file perfmodel.h
+ * A pure performance model of a Tessera transfer, after Chen et al.'s
+ * Panda model (seed 001): predicted time = start-up + the finish time of
+ * the slowest resource + closing.  Every resource (each mount's CPU, each
+ * machine's link in each direction, each datanode's CPU and disk, meta)
+ * is a queue whose busy time is the sum of the work routed through it, so
+ * resources working at the same time overlap instead of adding up; the
+ * one with the largest busy time is the bottleneck.  No I/O, no globals.
+ */
+#ifndef TESSERA_PERFMODEL_H
+#define TESSERA_PERFMODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PERFMODEL_MAX_NODES   64
+#define PERFMODEL_MAX_CLIENTS 64
+#define PERFMODEL_MAX_MACHINES 64
+#define PERFMODEL_MAX_RESOURCES (2 * PERFMODEL_MAX_NODES + \
+    PERFMODEL_MAX_CLIENTS + 2 * PERFMODEL_MAX_MACHINES + 1)
+
+/* One datanode: where it runs and what its disk and CPU cost. */
+struct perfmodel_node {
+    int machine;              /* index into the cluster's machines */
+    double disk_read_mbps;    /* MB/s (1e6 bytes); 0 = infinitely fast */
+    double disk_write_mbps;
+    double sync_seconds;      /* final fsync cost per written file */
+    double cpu_per_request_s; /* datanode CPU per tile request */
+    double cpu_per_byte_s;    /* datanode CPU per byte moved */
+};
+
+/* One machine's network link; both directions have this speed. */
+struct perfmodel_link {
+    double latency_s;         /* one-way, paid once per request */
+    double mbps;              /* MB/s; 0 = infinitely fast */
+};
+
+struct perfmodel_cluster {
+    size_t n_nodes;
+    struct perfmodel_node nodes[PERFMODEL_MAX_NODES];
+    size_t n_machines;
+    struct perfmodel_link links[PERFMODEL_MAX_MACHINES];
+    double mount_cpu_per_request_s; /* FUSE mount CPU per tile request */
+    double mount_cpu_per_byte_s;
+    double meta_rtt_s;              /* one metadata round trip */
+};
+
+enum perfmodel_op { PERFMODEL_READ, PERFMODEL_WRITE };
+
+/* What is moved: clients share the file's tiles, each tile's primary is
+ * node (tile index mod n_nodes) -- Tessera's round-robin linear layout --
+ * and its copies are the following nodes. */
+struct perfmodel_workload {
+    enum perfmodel_op op;
+    uint64_t bytes;
+    uint64_t tile_bytes;
+    size_t n_clients;
+    int client_machine[PERFMODEL_MAX_CLIENTS];
+    unsigned copies;          /* 1 = no replica */
+};
+
+/* What-if overrides: infinitely fast disk / network / CPU. */
+struct perfmodel_whatif {
+    int disk_inf, net_inf, cpu_inf;
+};
+
+enum perfmodel_resource_kind {
+    PERFMODEL_RES_MOUNT_CPU, PERFMODEL_RES_LINK_OUT, PERFMODEL_RES_LINK_IN,
+    PERFMODEL_RES_NODE_CPU, PERFMODEL_RES_DISK, PERFMODEL_RES_META,
+};
+
+struct perfmodel_resource {
+    enum perfmodel_resource_kind kind;
+    int index;                /* client, machine or node index */
+    double busy_s;
+};
+
+struct perfmodel_result {
+    double startup_s, closing_s, total_s;
+    double mbps;              /* bytes / total_s, in MB/s */
+    size_t n_resources;
+    struct perfmodel_resource resources[PERFMODEL_MAX_RESOURCES];
+    size_t bottleneck;        /* index into resources */
+};
+
+/* Predicts the workload's time on the cluster.  Returns 0, or -1 (and
+ * leaves out untouched) when the input is out of range. */
+int perfmodel_predict(const struct perfmodel_cluster *cluster,
+                      const struct perfmodel_workload *work,
+                      const struct perfmodel_whatif *whatif,
+                      struct perfmodel_result *out);
+
+/* "mount-cpu[2]", "disk[0]", ... into buf. */
+void perfmodel_resource_name(const struct perfmodel_resource *res,
+                             char *buf, size_t len);
+
+#endif

@@ -1,0 +1,149 @@
+/* Unit tests for librarian/perfmodel.c: hand-computable cases. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "perfmodel.h"
+
+/* Two datanodes on machines 1 and 2, one client on machine 0; disks 100
+ * MB/s, links 1000 MB/s, no CPU cost, no latency. */
+static void two_node_cluster(struct perfmodel_cluster *c)
+{
+    memset(c, 0, sizeof *c);
+    c->n_nodes = 2;
+    c->n_machines = 3;
+    for (int i = 0; i < 2; i++)
+        c->nodes[i] = (struct perfmodel_node){ .machine = i + 1,
+            .disk_read_mbps = 100, .disk_write_mbps = 50, .sync_seconds = 0.5 };
+    for (int m = 0; m < 3; m++)
+        c->links[m] = (struct perfmodel_link){ .mbps = 1000 };
+}
+
+static char *bottleneck_name(const struct perfmodel_result *r)
+{
+    static char buf[64];
+    perfmodel_resource_name(&r->resources[r->bottleneck], buf, sizeof buf);
+    return buf;
+}
+
+/* 400 MB read, 4 MB tiles round-robin over two 100 MB/s disks: each disk
+ * serves 200 MB = 2 s, they overlap, so 2 s (not 4 s) and disk-bound. */
+static void test_read_disks_overlap(void **state)
+{
+    (void)state;
+    struct perfmodel_cluster c;
+    two_node_cluster(&c);
+    struct perfmodel_workload w = { .op = PERFMODEL_READ, .bytes = 400000000,
+        .tile_bytes = 4000000, .n_clients = 1, .copies = 1 };
+    struct perfmodel_result r;
+    assert_int_equal(perfmodel_predict(&c, &w, NULL, &r), 0);
+    assert_true(fabs(r.total_s - 2.0) < 1e-9);
+    assert_true(strncmp(bottleneck_name(&r), "disk[", 5) == 0);
+    /* The client's link carries all 400 MB at 1000 MB/s: 0.4 s busy. */
+    int seen = 0;
+    for (size_t i = 0; i < r.n_resources; i++)
+        if (r.resources[i].kind == PERFMODEL_RES_LINK_IN &&
+            r.resources[i].index == 0) {
+            assert_true(fabs(r.resources[i].busy_s - 0.4) < 1e-9);
+            seen = 1;
+        }
+    assert_true(seen);
+    /* disk=inf: now the client's link (0.4 s) is the slowest resource. */
+    struct perfmodel_whatif wi = { .disk_inf = 1 };
+    assert_int_equal(perfmodel_predict(&c, &w, &wi, &r), 0);
+    assert_true(fabs(r.total_s - 0.4) < 1e-9);
+    assert_string_equal(bottleneck_name(&r), "link-in[0]");
+}
+
+/* The issue's case: mount CPU bound.  2 us per request + 1 ns per byte at
+ * the mount, 100 tiles of 4 MB: 100 * (2e-6 + 4e-2) = 4.0002 s, twice
+ * the disks' 2 s, so the mount is the bottleneck. */
+static void test_mount_cpu_bottleneck(void **state)
+{
+    (void)state;
+    struct perfmodel_cluster c;
+    two_node_cluster(&c);
+    c.mount_cpu_per_request_s = 2e-6;
+    c.mount_cpu_per_byte_s = 1e-8;
+    struct perfmodel_workload w = { .op = PERFMODEL_READ, .bytes = 400000000,
+        .tile_bytes = 4000000, .n_clients = 1, .copies = 1 };
+    struct perfmodel_result r;
+    assert_int_equal(perfmodel_predict(&c, &w, NULL, &r), 0);
+    assert_true(fabs(r.total_s - 4.0002) < 1e-9);
+    assert_string_equal(bottleneck_name(&r), "mount-cpu[0]");
+    /* Two clients split the mount work: 2.0001 s, now just above disk. */
+    w.n_clients = 2;
+    w.client_machine[1] = 0;
+    assert_int_equal(perfmodel_predict(&c, &w, NULL, &r), 0);
+    assert_true(fabs(r.total_s - 2.0001) < 1e-9);
+    struct perfmodel_whatif wi = { .cpu_inf = 1 };
+    assert_int_equal(perfmodel_predict(&c, &w, &wi, &r), 0);
+    assert_true(fabs(r.total_s - 2.0) < 1e-9);
+}
+
+/* Writes with two copies: every tile goes to both nodes, so each 50 MB/s
+ * disk takes all 100 MB = 2 s; closing adds the 0.5 s final sync and the
+ * start-up and closing each a 10 ms meta round trip: 2.52 s. */
+static void test_write_copies_sync_and_meta(void **state)
+{
+    (void)state;
+    struct perfmodel_cluster c;
+    two_node_cluster(&c);
+    c.meta_rtt_s = 0.01;
+    struct perfmodel_workload w = { .op = PERFMODEL_WRITE, .bytes = 100000000,
+        .tile_bytes = 1000000, .n_clients = 1, .copies = 2 };
+    struct perfmodel_result r;
+    assert_int_equal(perfmodel_predict(&c, &w, NULL, &r), 0);
+    assert_true(fabs(r.startup_s - 0.01) < 1e-9);
+    assert_true(fabs(r.closing_s - 0.51) < 1e-9);
+    assert_true(fabs(r.total_s - 2.52) < 1e-9);
+}
+
+/* A client on the datanode's own machine skips the network. */
+static void test_local_read_skips_link(void **state)
+{
+    (void)state;
+    struct perfmodel_cluster c;
+    two_node_cluster(&c);
+    c.n_nodes = 1;
+    c.links[1].mbps = 1; /* would dominate if used */
+    struct perfmodel_workload w = { .op = PERFMODEL_READ, .bytes = 10000000,
+        .tile_bytes = 1000000, .n_clients = 1, .client_machine = { 1 },
+        .copies = 1 };
+    struct perfmodel_result r;
+    assert_int_equal(perfmodel_predict(&c, &w, NULL, &r), 0);
+    assert_true(fabs(r.total_s - 0.1) < 1e-9);
+}
+
+static void test_rejects_bad_input(void **state)
+{
+    (void)state;
+    struct perfmodel_cluster c;
+    two_node_cluster(&c);
+    struct perfmodel_workload w = { .op = PERFMODEL_READ, .bytes = 1,
+        .tile_bytes = 0, .n_clients = 1, .copies = 1 };
+    struct perfmodel_result r;
+    assert_int_equal(perfmodel_predict(&c, &w, NULL, &r), -1);
+    w.tile_bytes = 1;
+    w.copies = 3; /* more copies than nodes */
+    assert_int_equal(perfmodel_predict(&c, &w, NULL, &r), -1);
+    w.copies = 1;
+    w.client_machine[0] = 7; /* no such machine */
+    assert_int_equal(perfmodel_predict(&c, &w, NULL, &r), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_read_disks_overlap),
+        cmocka_unit_test(test_mount_cpu_bottleneck),
+        cmocka_unit_test(test_write_copies_sync_and_meta),
+        cmocka_unit_test(test_local_read_skips_link),
+        cmocka_unit_test(test_rejects_bad_input),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
