@@ -189,12 +189,7 @@ int datapath_setattr(struct datapath *datapath, const struct ts_setattr_req *req
     /* This mount's COMMIT travels with the change (proto.h): one round trip
      * where `tar` and `touch` after a write took two. The file stays locked
      * until the answer, so no write comes between. */
-    bool commits = result == 0 && file && file->size_dirty;
-    if (commits) {
-        change.min_size = file->size;
-        change.commit_mtime_sec = file->mtime.tv_sec;
-        change.commit_mtime_nsec = (uint32_t)file->mtime.tv_nsec;
-    }
+    bool commits = result == 0 && file && filecommit_fold(file, &change);
     if (result == 0)
         result = errno_of_status(metaclient_setattr(datapath->meta, &change, &reply));
     bool changed = result == 0;
@@ -202,10 +197,8 @@ int datapath_setattr(struct datapath *datapath, const struct ts_setattr_req *req
         filecommit_note(datapath, &reply.attr);
     if (file && !changed && held_before.valid) /* not sent: still to send */
         file->attrs_pending = held_before;
-    if (changed && commits && !size) { /* a size change settles it in truncation_end */
-        file->size_dirty = false;
-        tilecache_size_learned(datapath, file, reply.attr.size);
-    }
+    if (changed && commits && !size) /* a size change settles it in truncation_end */
+        filecommit_folded(datapath, file, &reply.attr);
     if (changed && size)
         result = cut_tile(datapath, request->ino, &reply);
     if (result == 0)

@@ -41,6 +41,22 @@ int filecommit_wait(struct datapath *datapath, struct open_file *file)
     return 0;
 }
 
+bool filecommit_fold(const struct open_file *file, struct ts_setattr_req *change)
+{
+    if (!file->size_dirty)
+        return false;
+    change->min_size = file->size;
+    change->commit_mtime_sec = file->mtime.tv_sec;
+    change->commit_mtime_nsec = (uint32_t)file->mtime.tv_nsec;
+    return true;
+}
+
+void filecommit_folded(struct datapath *datapath, struct open_file *file, const struct ts_attr *attr)
+{
+    file->size_dirty = false;
+    tilecache_size_learned(datapath, file, attr->size);
+}
+
 /*
  * Sends the changes attribute write-back holds (attrwriteback.h) in one
  * SETATTR with this mount's commit folded in (proto.h), the lock held
@@ -52,12 +68,7 @@ static int held_attrs_send(struct datapath *datapath, struct open_file *file)
     struct ts_setattr_rep reply;
     struct ts_setattr_req held = file->attrs_pending;
     attrwriteback_into(file, &change);
-    bool commits = file->size_dirty;
-    if (commits) {
-        change.min_size = file->size;
-        change.commit_mtime_sec = file->mtime.tv_sec;
-        change.commit_mtime_nsec = (uint32_t)file->mtime.tv_nsec;
-    }
+    bool commits = filecommit_fold(file, &change);
     int status = metaclient_setattr(datapath->meta, &change, &reply);
     if (status != TS_OK) {
         file->attrs_pending = held;
@@ -67,10 +78,8 @@ static int held_attrs_send(struct datapath *datapath, struct open_file *file)
     }
     filecommit_note(datapath, &reply.attr);
     attrwriteback_learn(file, &reply.attr);
-    if (commits) {
-        file->size_dirty = false;
-        tilecache_size_learned(datapath, file, reply.attr.size);
-    }
+    if (commits)
+        filecommit_folded(datapath, file, &reply.attr);
     return 0;
 }
 

@@ -27,5 +27,12 @@ int filecommit_size(struct datapath *datapath, struct open_file *file, int sync)
  * writes' error.
  */
 int filecommit_wait(struct datapath *datapath, struct open_file *file);
+/*
+ * Puts this mount's commit of the file into change, a SETATTR about to be
+ * sent with file->lock held until its answer (proto.h): true if there was
+ * one to fold. After meta's answer attr, filecommit_folded() settles it.
+ */
+bool filecommit_fold(const struct open_file *file, struct ts_setattr_req *change);
+void filecommit_folded(struct datapath *datapath, struct open_file *file, const struct ts_attr *attr);
 
 #endif
