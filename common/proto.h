@@ -34,8 +34,9 @@
  * TILE_WRITE and the tile stream's requests carry the CRC-32C of a
  * write's bytes; 7: TILE_MAP's holder records carry a write token, which
  * TILE_WRITE and TILE_TRUNCATE present (common/tiletoken.h), and any
- * SETATTR of a regular file may carry the sender's COMMIT. */
-#define TS_PROTO_VERSION 7
+ * SETATTR of a regular file may carry the sender's COMMIT; 8: TILE_FENCE
+ * names a new_version (TS_FENCE_RELINK): copies of open files. */
+#define TS_PROTO_VERSION 8
 #define TS_HEADER_BYTES 32
 #define TS_MAX_FRAME_BYTES (4u << 20) /* frame 0 cap, either direction */
 #define TS_MAX_DATA_BYTES (16u << 20) /* frame 1 cap: one tile at most */
@@ -614,18 +615,23 @@ enum ts_profile_action { TS_PROFILE_STOP = 0, TS_PROFILE_START = 1, TS_PROFILE_R
  *   TILE_PULL   -> the target datanode copies the tile from the source;
  *   TILE_FENCE  -> the source freezes the tile (writes get TS_ERR_STALE)
  *                  and gives its checksum; the pull must match it;
+ *   TILE_FENCE relink (copy only) -> the source's file also becomes its
+ *                  version new_version, durable (before the commit, so
+ *                  the map never names a file that is not there);
  *   MOVE_COMMIT -> meta switches the tile map in one transaction if the
- *                  tile is still (from_node, version); a move queues the
- *                  old file for deletion, a drop the dropped copy; the
- *                  entry stays, in state COMMITTED;
- *   TILE_FENCE retire (move, drop) -> the source refuses the old file for
- *                  good; lift (copy) -> the source's freeze ends;
+ *                  tile is still (from_node, version); a copy names both
+ *                  holders at new_version and queues the source's old
+ *                  name for deletion, a move the old file, a drop the
+ *                  dropped copy; the entry stays, in state COMMITTED;
+ *   TILE_FENCE retire -> the source refuses the old file for good (for a
+ *                  copy: its old name; a client that cached it is told
+ *                  STALE and asks meta for the new replica set);
  *   MOVE_COMMIT again ("finish") -> the COMMITTED entry is removed.
  * A COMMITTED entry remembers that the old holder's file is not retired
  * yet: until it is, a client with a stale cached location could still
  * write there once the freeze's lease ends, and that write would be lost
  * with the file. Whoever finds a COMMITTED entry (MOVE_LIST after a
- * crash) retires or lifts and then finishes it; it cannot be aborted.
+ * crash) retires and then finishes it; it cannot be aborted.
  * MOVE_ABORT removes a BEGUN entry and queues the target's new file (if
  * any) for deletion; of a COMMITTED entry it is TS_ERR_INVAL. kind:
  * TS_MOVE_COPY (from keeps the tile), TS_MOVE_MOVE (from loses it: the
@@ -636,12 +642,12 @@ enum ts_profile_action { TS_PROFILE_STOP = 0, TS_PROFILE_START = 1, TS_PROFILE_R
  * longer (from_node, version) is TS_ERR_STALE. MOVE_COMMIT of a tile that
  * changed since MOVE_BEGIN is TS_ERR_STALE (the entry is then aborted as
  * by MOVE_ABORT).
- * Copies are made only of closed files: a client that cached a tile's
- * record without copies before the copy committed would write the primary
- * without TILE_UNCOPY and leave the copy stale. So MOVE_BEGIN and the
- * first MOVE_COMMIT of a TS_MOVE_COPY are TS_ERR_BUSY while the inode is
- * open on any client (an entry already BEGUN stays: the caller aborts it,
- * or commits once the file is closed).
+ * Copies of open files are safe because of the relink: a client that
+ * cached the tile's replica set before the copy committed writes the old
+ * version, which is frozen until the commit and retired after it, so its
+ * write is refused (STALE), it asks meta again and writes every holder of
+ * the new set. MOVE_ABORT of a BEGUN copy also queues the source's
+ * new_version name for deletion (a relink may have made it).
  * MOVE_LIST answers journal entries as TS_REC_MOVE records: started_sec
  * is wall clock, state an enum ts_move_state.
  */
@@ -999,12 +1005,24 @@ enum ts_pull_state { TS_PULL_RUNNING = 0, TS_PULL_DONE = 1 };
  *   (renewed by asking again; lifted early by TS_FENCE_LIFT); reads go on;
  * TS_FENCE_RETIRE: for good, kept across restarts: writes, truncates and
  *   reads of that file get TS_ERR_STALE (a client then asks meta again);
- * TS_FENCE_LIFT: ends a freeze (not a retirement).
+ * TS_FENCE_LIFT: ends a freeze (not a retirement);
+ * TS_FENCE_RELINK: the file's bytes, made durable, also become the tile
+ *   file (ino, tile, new_version) on this datanode (a hard link with a
+ *   sidecar of its own); the source of a copy takes the copy's new version
+ *   this way, so that every client that cached the old version is told
+ *   STALE once it is retired and learns the new replica set from meta.
+ *   Linking again is a no-op; a file already named new_version is
+ *   TS_ERR_EXIST. new_version is 0 for every other action.
  * Reply: the tile's bytes and CRC-32C now (0/0 when it has no file).
  */
-enum ts_fence_action { TS_FENCE_LIFT = 0, TS_FENCE_FREEZE = 1, TS_FENCE_RETIRE = 2 };
+enum ts_fence_action {
+    TS_FENCE_LIFT = 0,
+    TS_FENCE_FREEZE = 1,
+    TS_FENCE_RETIRE = 2,
+    TS_FENCE_RELINK = 3,
+};
 #define TS_MSG_TILE_FENCE_REQ(X)                                                                  \
-    X(U64, ino) X(U64, tile) X(U64, version) X(U32, action) X(U32, lease_ms)
+    X(U64, ino) X(U64, tile) X(U64, version) X(U32, action) X(U32, lease_ms) X(U64, new_version)
 #define TS_MSG_TILE_FENCE_REP(X) X(U64, bytes) X(U32, checksum)
 
 /*

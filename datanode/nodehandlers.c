@@ -799,13 +799,32 @@ static int handle_tile_fence(void *ctx, const struct rpc_request *request,
                  "this datanode keeps no fences");
         return TS_ERR_NOTSUP;
     }
-    if (req.action > TS_FENCE_RETIRE || req.ino == 0) {
+    if (req.action > TS_FENCE_RELINK || req.ino == 0) {
         snprintf(response->error_text, sizeof(response->error_text),
                  req.ino == 0 ? "TILE_FENCE of inode 0, which is no file"
                               : "TILE_FENCE action %" PRIu32
-                                " is unknown; use 0 (lift), 1 (freeze) or 2 (retire)",
+                                " is unknown; use 0 (lift), 1 (freeze), 2 (retire) or 3 (relink)",
                  req.action);
         return TS_ERR_INVAL;
+    }
+    if ((req.action == TS_FENCE_RELINK) !=
+        (req.new_version != 0 && req.new_version != req.version)) {
+        snprintf(response->error_text, sizeof(response->error_text),
+                 "TILE_FENCE: new_version %" PRIu64 " %s", req.new_version,
+                 req.action == TS_FENCE_RELINK
+                     ? "must name a version other than the file's (a relink)"
+                     : "must be 0 but for a relink");
+        return TS_ERR_INVAL;
+    }
+    if (req.action == TS_FENCE_RELINK &&
+        fences_check(context->fences, req.ino, req.tile, req.version, util_monotonic_ms()) !=
+            FENCES_FROZEN) {
+        /* Unfrozen, the bytes linked could change before meta's commit names them. */
+        snprintf(response->error_text, sizeof(response->error_text),
+                 "TILE_FENCE relink of tile %" PRIu64 ".%" PRIu64 ".%" PRIu64
+                 ": the file is not frozen (freeze it first) or is retired",
+                 req.ino, req.tile, req.version);
+        return TS_ERR_STALE;
     }
     switch (req.action) {
     case TS_FENCE_LIFT: fences_lift(context->fences, req.ino, req.tile, req.version); break;
@@ -823,16 +842,28 @@ static int handle_tile_fence(void *ctx, const struct rpc_request *request,
     case TS_FENCE_RETIRE:
         rc = fences_retire(context->fences, req.ino, req.tile, req.version);
         break;
+    case TS_FENCE_RELINK:
+        rc = tilestore_relink(context->store, req.ino, req.tile, req.version, req.new_version);
+        if (rc == -EEXIST) {
+            snprintf(response->error_text, sizeof(response->error_text),
+                     "tile %" PRIu64 ".%" PRIu64 ": version %" PRIu64
+                     " is another file already; the relink was refused",
+                     req.ino, req.tile, req.new_version);
+            return TS_ERR_EXIST;
+        }
+        break;
     }
     if (rc != 0)
         return handlers_status(response, "fence", req.ino, req.tile, req.version, rc);
     log_debug("fence %s on tile %" PRIu64 ".%" PRIu64 ".%" PRIu64,
               req.action == TS_FENCE_LIFT     ? "lifted"
               : req.action == TS_FENCE_FREEZE ? "frozen"
-                                              : "retired",
+              : req.action == TS_FENCE_RETIRE ? "retired"
+                                              : "relinked",
               req.ino, req.tile, req.version);
-    rc = tilestore_checksum(context->store, req.ino, req.tile, req.version, &reply.bytes,
-                            &reply.checksum);
+    rc = tilestore_checksum(context->store, req.ino, req.tile,
+                            req.action == TS_FENCE_RELINK ? req.new_version : req.version,
+                            &reply.bytes, &reply.checksum);
     if (rc != 0 && rc != -ENOENT)
         return handlers_status(response, "fence", req.ino, req.tile, req.version, rc);
     int len = ts_tile_fence_rep_encode(&reply, response->payload, response->payload_cap);

@@ -1233,13 +1233,83 @@ int tilestore_delete(struct tilestore *store, uint64_t ino, uint64_t tile, uint6
     tilestore_forget_corrupt(store, ino, tile, version);
     if (fstatat(store->tiles_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
         return errno == ENOENT ? 0 : tilestore_errno();
-    if (!tilestore_keep_spare(store, name) && unlinkat(store->tiles_fd, name, 0) != 0)
+    /* A spare is emptied: never one whose inode another name still holds. */
+    bool shared = st.st_nlink > 1;
+    if ((shared || !tilestore_keep_spare(store, name)) && unlinkat(store->tiles_fd, name, 0) != 0)
         return errno == ENOENT ? 0 : tilestore_errno();
     store->bucket_unsynced[tilestore_bucket(ino)] = true;
     tilestore_account(store, (uint64_t)st.st_size, 0);
     if (store->tiles > 0)
         store->tiles--;
     return 0;
+}
+
+int tilestore_relink(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
+                     uint64_t new_version)
+{
+    char name[TILESTORE_PATH_MAX];
+    char new_name[TILESTORE_PATH_MAX];
+    char bucket_name[16];
+    struct tilecrc crc = {.blocks = 0};
+    struct stat st, new_st;
+    int rc = tilestore_check(ino, 0, 0);
+    int fd, bucket_fd;
+
+    if (rc != 0)
+        return rc;
+    if (new_version == version || new_version == 0)
+        return -EINVAL;
+    tilestore_name(ino, tile, version, name);
+    tilestore_name(ino, tile, new_version, new_name);
+    fd = openat(store->tiles_fd, name, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : tilestore_errno();
+    if (fstat(fd, &st) != 0) {
+        rc = tilestore_errno();
+        goto out;
+    }
+    if (fstatat(store->tiles_fd, new_name, &new_st, AT_SYMLINK_NOFOLLOW) == 0) {
+        rc = new_st.st_ino == st.st_ino && new_st.st_dev == st.st_dev ? 0 : -EEXIST;
+        goto out;
+    }
+    if (errno != ENOENT) {
+        rc = tilestore_errno();
+        goto out;
+    }
+    /* The CRCs the new name gets are checked against the bytes first. */
+    rc = tilestore_load_crc(store, ino, tile, version, name, fd, (uint64_t)st.st_size, &crc);
+    if (rc == 0)
+        rc = tilecrc_verify(fd, (uint64_t)st.st_size, &crc, 0, (uint64_t)st.st_size, NULL, 0);
+    if (rc == -EBADMSG)
+        tilestore_note_corrupt(store, ino, tile, version);
+    if (rc == 0 && fdatasync(fd) != 0)
+        rc = tilestore_errno();
+    if (rc == 0 && linkat(store->tiles_fd, name, store->tiles_fd, new_name, 0) != 0)
+        rc = tilestore_errno();
+    if (rc != 0)
+        goto out;
+    rc = tilecrc_store(store->tiles_fd, new_name, &crc, store->run, true);
+    if (rc != 0) {
+        /* As tilestore_install(): its CRCs are rebuilt from these durable bytes at first use. */
+        log_warn("tile %s: its block checksums could not be stored (%s); they are computed "
+                 "from its bytes when it is first read",
+                 new_name, strerror(-rc));
+        tilecrc_remove(store->tiles_fd, new_name);
+        rc = 0;
+    }
+    snprintf(bucket_name, sizeof(bucket_name), "%u", tilestore_bucket(ino));
+    bucket_fd = openat(store->tiles_fd, bucket_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (bucket_fd < 0) {
+        rc = tilestore_errno();
+        goto out;
+    }
+    if (fsync(bucket_fd) != 0)
+        rc = tilestore_errno();
+    close(bucket_fd);
+    tilestore_count_installed(store, ino, tile, new_version, (uint64_t)st.st_size);
+out:
+    close(fd);
+    return rc;
 }
 
 int tilestore_tiles_fd(const struct tilestore *store)

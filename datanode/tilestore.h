@@ -186,8 +186,26 @@ int tilestore_sync_filesystem(const struct tilestore *store);
 int tilestore_truncate(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
                        uint64_t length);
 
-/* Removes the tile's file; a missing tile is not an error. */
+/*
+ * Removes the tile's file; a missing tile is not an error. A file that has
+ * another name too (tilestore_relink()) loses this name only: it is not
+ * emptied into the spares, since the other name still holds its bytes.
+ */
 int tilestore_delete(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version);
+/*
+ * Gives the tile file (ino, tile, version) a second name, new_version, for
+ * a copy of an open file (TS_FENCE_RELINK, proto.h): the bytes are made
+ * durable (fdatasync), hard-linked under the new name, and given a sidecar
+ * of their own holding the same block CRCs (so a later rewrite of one
+ * name's sidecar never touches the other's); the bucket is fsync'd before
+ * it returns. The new name is counted and queued as created (the
+ * heartbeat tells meta). Linking again to the same file is a no-op;
+ * -EEXIST when new_version names another file; 0 with nothing done when
+ * the old file does not exist (a tile never written: a hole either way);
+ * -EBADMSG when its bytes do not match their checksums (nothing linked).
+ */
+int tilestore_relink(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
+                     uint64_t new_version);
 
 /* The descriptor of DATA/tiles, valid while the store is open (for reading names). */
 int tilestore_tiles_fd(const struct tilestore *store);

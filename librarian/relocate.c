@@ -3,9 +3,13 @@
  * See relocate.h. The invariants this file keeps:
  * - a step that got past MOVE_BEGIN leaves meta's journal entry either
  *   aborted (the source lifted, or frozen only until its lease runs out
- *   when even LIFT failed), finished (the old holder retired, or lifted for
- *   a copy), or COMMITTED (the old holder did not answer RETIRE: the entry
+ *   when even LIFT failed), finished (the old holder's old file retired),
+ *   or COMMITTED (the old holder did not answer RETIRE: the entry
  *   remembers it); a committed entry is never finished before its RETIRE;
+ * - a copy's source is relinked to the copy's new version (frozen, checked
+ *   against the pull) before the commit names it there, so every client
+ *   that cached the old replica set is sent back to meta by the retirement
+ *   and no write reaches the source without the new replica;
  * - the freeze is renewed while a frozen source is pulled from, so its
  *   lease never ends before the commit;
  * - counts in struct relocate are changed under its mutex only, and every
@@ -97,7 +101,6 @@ const char *relocate_outcome_name(enum relocate_outcome outcome)
     case RELOCATE_STALE: return "stale";
     case RELOCATE_FAILED: return "failed";
     case RELOCATE_NOT_RUN: return "not run";
-    case RELOCATE_BUSY: return "busy";
     }
     return "?";
 }
@@ -155,8 +158,9 @@ struct relocate_call {
     bool freeze_tried;           /* a FREEZE went to the source: LIFT when undoing */
 };
 
-static int relocate_fence(struct relocate_call *call, uint32_t action, uint64_t *bytes,
-                          uint32_t *checksum)
+/* TILE_FENCE action on the step's source; new_version: a relink's new name, else 0. */
+static int relocate_fence_as(struct relocate_call *call, uint32_t action, uint64_t new_version,
+                             uint64_t *bytes, uint32_t *checksum)
 {
     const struct relocate_step *step = call->step;
     uint64_t ignored_bytes;
@@ -166,9 +170,16 @@ static int relocate_fence(struct relocate_call *call, uint32_t action, uint64_t 
     if (action == TS_FENCE_FREEZE)
         call->freeze_tried = true;
     return call->tr->tile_fence(call->worker, step->from_node, step->ino, step->tile, step->version,
-                                action, call->options.lease_ms, bytes ? bytes : &ignored_bytes,
+                                action, call->options.lease_ms, new_version,
+                                bytes ? bytes : &ignored_bytes,
                                 checksum ? checksum : &ignored_checksum, call->peer,
                                 sizeof(call->peer));
+}
+
+static int relocate_fence(struct relocate_call *call, uint32_t action, uint64_t *bytes,
+                          uint32_t *checksum)
+{
+    return relocate_fence_as(call, action, 0, bytes, checksum);
 }
 
 /*
@@ -200,14 +211,10 @@ static int relocate_undo(struct relocate_call *call)
     return status;
 }
 
-/* The outcome of a step meta refused: stale, busy (a copy of an open file) or failed. */
-static enum relocate_outcome relocate_refused(const struct relocate_step *step, int status)
+/* The outcome of a step meta refused: stale or failed. */
+static enum relocate_outcome relocate_refused(int status)
 {
-    if (status == TS_ERR_STALE)
-        return RELOCATE_STALE;
-    if (status == TS_ERR_BUSY && step->kind == PLAN_COPY)
-        return RELOCATE_BUSY;
-    return RELOCATE_FAILED;
+    return status == TS_ERR_STALE ? RELOCATE_STALE : RELOCATE_FAILED;
 }
 
 /*
@@ -273,35 +280,34 @@ static int relocate_begin(struct relocate_call *call, uint64_t *new_version)
     if (status == TS_ERR_STALE)
         relocate_explain(call->result, "MOVE_BEGIN", status,
                          call->peer[0] ? call->peer : "the tile changed since it was planned");
-    else if (relocate_refused(call->step, status) == RELOCATE_BUSY)
-        relocate_explain(call->result, "MOVE_BEGIN", status, call->peer);
     else if (status != TS_OK)
         relocate_explain(call->result, "MOVE_BEGIN on meta", status, call->peer);
     return status;
 }
 
 /*
- * After the map switched: RETIRE (move, drop) or LIFT (copy) on the old
- * holder, then MOVE_COMMIT again to finish the entry. Sets the outcome.
- * A move or drop is never finished without its RETIRE: when the holder
- * does not take it, the COMMITTED entry stays for the next run and the
- * step fails. A copy is finished even when its LIFT fails (a warning).
+ * After the map switched: RETIRE on the old holder's old file (a copy's
+ * source holds the tile under its new version too, since the relink),
+ * then MOVE_COMMIT again to finish the entry. Sets the outcome. A step is
+ * never finished without its RETIRE: a client that cached the old file
+ * could write it once the freeze ends, past the new replica (a copy) or
+ * into a file about to be deleted (a move). When the holder does not take
+ * it, the COMMITTED entry stays for the next run and the step fails.
  */
 static void relocate_finish(struct relocate_call *call)
 {
     const struct relocate_step *step = call->step;
     struct relocate_result *result = call->result;
-    uint32_t action = step->kind == PLAN_COPY ? TS_FENCE_LIFT : TS_FENCE_RETIRE;
     char fence_peer[RELOCATE_WHY_MAX];
     char what[128];
     int fence_status;
     int status;
 
-    fence_status = relocate_fence(call, action, NULL, NULL);
+    fence_status = relocate_fence(call, TS_FENCE_RETIRE, NULL, NULL);
     memcpy(fence_peer, call->peer, sizeof(fence_peer));
-    relocate_text(what, sizeof(what), "committed, but %s on datanode %" PRIu32 " failed",
-                  action == TS_FENCE_LIFT ? "LIFT" : "RETIRE", step->from_node);
-    if (fence_status != TS_OK && action == TS_FENCE_RETIRE) {
+    relocate_text(what, sizeof(what), "committed, but RETIRE on datanode %" PRIu32 " failed",
+                  step->from_node);
+    if (fence_status != TS_OK) {
         size_t len;
         relocate_explain(result, what, fence_status, fence_peer);
         len = strlen(result->why);
@@ -323,10 +329,6 @@ static void relocate_finish(struct relocate_call *call)
         return;
     }
     result->outcome = RELOCATE_DONE;
-    if (fence_status != TS_OK) {
-        result->fence_warning = true;
-        relocate_explain(result, what, fence_status, fence_peer);
-    }
 }
 
 /* MOVE_COMMIT, then relocate_finish(). Sets the outcome. */
@@ -349,9 +351,8 @@ static void relocate_commit(struct relocate_call *call)
         return;
     }
     if (status != TS_OK) {
-        enum relocate_outcome outcome = relocate_refused(step, status);
-        relocate_explain(result, outcome == RELOCATE_BUSY ? "MOVE_COMMIT" : "MOVE_COMMIT on meta",
-                         status, call->peer);
+        enum relocate_outcome outcome = relocate_refused(status);
+        relocate_explain(result, "MOVE_COMMIT on meta", status, call->peer);
         if (relocate_undo(call) != TS_ERR_INVAL) {
             result->outcome = outcome;
             return;
@@ -360,6 +361,32 @@ static void relocate_commit(struct relocate_call *call)
         result->why[0] = '\0';
     }
     relocate_finish(call);
+}
+
+/*
+ * A copy's source, frozen and checked against the pull, takes the copy's
+ * new version too (TS_FENCE_RELINK), before the commit names it there.
+ * TS_OK, or the status with why written.
+ */
+static int relocate_relink(struct relocate_call *call, uint64_t new_version,
+                           const struct relocate_pull *pull)
+{
+    const struct relocate_step *step = call->step;
+    uint64_t bytes = 0;
+    uint32_t checksum = 0;
+    char what[96];
+    int status = relocate_fence_as(call, TS_FENCE_RELINK, new_version, &bytes, &checksum);
+
+    relocate_text(what, sizeof(what), "TILE_FENCE relink on datanode %" PRIu32, step->from_node);
+    if (status != TS_OK) {
+        relocate_explain(call->result, what, status, call->peer);
+        return status;
+    }
+    if (bytes != pull->bytes || checksum != pull->checksum) {
+        relocate_explain(call->result, what, TS_ERR_IO, "the relinked file differs from the copy");
+        return TS_ERR_IO;
+    }
+    return TS_OK;
 }
 
 /* A drop: freeze the holder if it answers, commit, retire. */
@@ -402,7 +429,7 @@ void relocate_run_step(const struct relocate_transport *transport, void *worker,
     }
     status = relocate_begin(&call, &new_version);
     if (status != TS_OK) {
-        result->outcome = relocate_refused(step, status);
+        result->outcome = relocate_refused(status);
         return;
     }
     if (step->kind == PLAN_DROP) {
@@ -420,8 +447,11 @@ void relocate_run_step(const struct relocate_transport *transport, void *worker,
             relocate_explain(result, what, status, call.peer);
             goto undo;
         }
-        if (bytes == pull.bytes && checksum == pull.checksum)
+        if (bytes == pull.bytes && checksum == pull.checksum) {
+            if (step->kind == PLAN_COPY && relocate_relink(&call, new_version, &pull) != TS_OK)
+                goto undo;
             break;
+        }
         if (attempt > 0) {
             relocate_text(result->why, sizeof(result->why),
                           "the copy on datanode %" PRIu32 " (%" PRIu64 " bytes, crc %08" PRIx32
@@ -446,7 +476,7 @@ void relocate_run_step(const struct relocate_transport *transport, void *worker,
         status = relocate_begin(&call, &new_version);
         if (status != TS_OK) {
             (void)relocate_fence(&call, TS_FENCE_LIFT, NULL, NULL);
-            result->outcome = relocate_refused(step, status);
+            result->outcome = relocate_refused(status);
             return;
         }
     }
@@ -558,12 +588,9 @@ static bool relocate_group_run(struct relocate_worker *worker, const struct relo
         case RELOCATE_STALE: run->progress.steps_stale++; break;
         case RELOCATE_FAILED: run->progress.steps_failed++; break;
         case RELOCATE_NOT_RUN: run->progress.steps_not_run++; break;
-        case RELOCATE_BUSY: run->progress.steps_busy++; break;
         }
         if (result.outcome == RELOCATE_DONE)
             run->progress.bytes_done += result.pulled ? result.pulled : step->tile_bytes;
-        if (result.fence_warning)
-            run->progress.fence_warnings++;
         if (result.pulled_again)
             run->progress.pulled_again++;
         pthread_mutex_unlock(&run->lock);
@@ -746,7 +773,7 @@ void relocate_progress(struct relocate *run, struct relocate_progress *out)
     if (run->workers_alive == 0) {
         /* Tiles no worker took (stopped before them) count as not run. */
         size_t counted = out->steps_done + out->steps_stale + out->steps_failed +
-                         out->steps_not_run + out->steps_busy;
+                         out->steps_not_run;
         out->steps_not_run += out->steps_total - counted;
     }
     pthread_mutex_unlock(&run->lock);

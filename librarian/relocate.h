@@ -11,23 +11,22 @@
  *     pull's. If they differ the tile was written meanwhile: the step is
  *     begun again (MOVE_ABORT, MOVE_BEGIN: a new file version), pulled
  *     again while the source stays frozen, and compared again;
+ *   for a copy, TILE_FENCE RELINK on the source: its file takes the copy's
+ *     new version too, so that the retirement below sends every client
+ *     that cached the old replica set back to meta (copies of open files);
  *   MOVE_COMMIT on meta: the map switches, the entry stays, COMMITTED;
- *   TILE_FENCE RETIRE on the old holder (move, drop) or LIFT (copy);
+ *   TILE_FENCE RETIRE on the old holder's old file;
  *   MOVE_COMMIT again: the entry is finished (removed).
  * A drop pulls nothing: it freezes the holder when it answers (a down
  * holder takes no writes), commits and retires.
  * A commit answered TS_ERR_STALE means the file changed: meta has undone
- * the entry, the source is lifted and the step counts as stale. A copy
- * whose file is open on a client (TS_ERR_BUSY at MOVE_BEGIN or MOVE_COMMIT)
- * is undone and counts as busy: skipped, to be made once the file is
- * closed. Any other failure before the commit is undone here (MOVE_ABORT,
+ * the entry, the source is lifted and the step counts as stale.
+ * Any other failure before the commit is undone here (MOVE_ABORT,
  * then LIFT on the source) and counts as failed; running the plan again
- * redoes it. After the commit nothing is undone: a move or drop whose old
- * holder does not take RETIRE keeps its COMMITTED entry and counts as
- * failed, and the next run retires and finishes it (a step with
- * `committed` set: RETIRE or LIFT, then MOVE_COMMIT). A copy is finished
- * even when LIFT fails: that only ends early a freeze whose lease ends by
- * itself (a fence warning).
+ * redoes it. After the commit nothing is undone: a step whose old holder
+ * does not take RETIRE keeps its COMMITTED entry and counts as failed,
+ * and the next run retires and finishes it (a step with `committed` set:
+ * RETIRE, then MOVE_COMMIT).
  *
  * Transport: the executor never sees a socket. It calls the functions of a
  * struct relocate_transport, each worker thread through its own handle
@@ -75,7 +74,6 @@ enum relocate_outcome {
     RELOCATE_STALE = 1,   /* the tile changed (or moved) meanwhile: skipped */
     RELOCATE_FAILED = 2,  /* undone after an error: run the plan again */
     RELOCATE_NOT_RUN = 3, /* stopped, or an earlier step of its tile did not finish */
-    RELOCATE_BUSY = 4,    /* a copy of a file open on a client: skipped, undone */
 };
 
 /* A finished pull as TILE_PULL reports it. */
@@ -106,10 +104,13 @@ struct relocate_transport {
     int (*tile_pull)(void *worker, uint32_t target, uint32_t source,
                      const struct relocate_step *step, uint64_t new_version,
                      struct relocate_pull *pull, char *why, size_t cap);
-    /* TILE_FENCE `action` (enum ts_fence_action) on `node`'s file (ino, tile, version). */
+    /*
+     * TILE_FENCE `action` (enum ts_fence_action) on `node`'s file (ino,
+     * tile, version); new_version: a relink's new name, else 0.
+     */
     int (*tile_fence)(void *worker, uint32_t node, uint64_t ino, uint64_t tile, uint64_t version,
-                      uint32_t action, uint32_t lease_ms, uint64_t *bytes, uint32_t *checksum,
-                      char *why, size_t cap);
+                      uint32_t action, uint32_t lease_ms, uint64_t new_version, uint64_t *bytes,
+                      uint32_t *checksum, char *why, size_t cap);
 };
 
 /* Where a run stands. Counts are of steps unless named otherwise. */
@@ -119,13 +120,11 @@ struct relocate_progress {
     size_t steps_stale;
     size_t steps_failed;
     size_t steps_not_run;
-    size_t steps_busy; /* copies skipped because their files were open */
     size_t steps_running;
     size_t tiles_total;    /* distinct tiles among the steps */
     size_t tiles_finished; /* tiles whose steps all ran (or ended at a failure) */
     uint64_t bytes_total;  /* tile_bytes of the copies and moves */
     uint64_t bytes_done;   /* bytes pulled by steps that finished */
-    size_t fence_warnings; /* done, but the copy's source did not take LIFT */
     size_t pulled_again;   /* steps whose tile was written during the pull */
     bool stopping;         /* a stop was requested */
 };
@@ -134,7 +133,6 @@ struct relocate_progress {
 struct relocate_result {
     enum relocate_outcome outcome;
     uint64_t pulled;            /* bytes the target stored (0 for a drop or when not done) */
-    bool fence_warning;         /* done, but the copy's source did not take LIFT */
     bool pulled_again;          /* written during the pull: pulled again, source frozen */
     char why[RELOCATE_WHY_MAX]; /* what failed or was odd, "" when nothing */
 };
@@ -192,7 +190,7 @@ void relocate_run_step(const struct relocate_transport *transport, void *worker,
                        const struct relocate_step *step, const struct relocate_options *options,
                        struct relocate_result *result);
 
-/* "done", "stale", "failed", "not run", "busy". */
+/* "done", "stale", "failed", "not run". */
 const char *relocate_outcome_name(enum relocate_outcome outcome);
 
 /* A plan action as a step (version and tile_bytes as the plan has them). */

@@ -242,16 +242,6 @@ static int move_holder_bounds(const struct journal_entry *entry, const struct mo
     return TS_OK;
 }
 
-/* TS_ERR_BUSY with why: a copy of a file that is open somewhere. */
-static int move_copy_of_open_file(uint64_t ino, uint64_t tile, char *why)
-{
-    snprintf(why, HANDLERS_WHY_MAX,
-             "inode %llu (tile %llu) is open on a client; copies are made only of closed "
-             "files: run the step again once it is closed",
-             (unsigned long long)ino, (unsigned long long)tile);
-    return TS_ERR_BUSY;
-}
-
 static void move_not_held(const struct journal_entry *entry, const struct move_holders *holders,
                           char *why)
 {
@@ -268,7 +258,6 @@ static void move_not_held(const struct journal_entry *entry, const struct move_h
 struct move_begin_op {
     const struct ts_move_begin_req *request;
     const struct layout_defaults *defaults; /* the cluster's copies for files naming none */
-    bool file_open;                         /* the inode is open on a client (sessions.h) */
     int64_t now_sec;
     uint64_t new_version;
     bool resumed;
@@ -322,8 +311,6 @@ static int move_begin_body(struct store_txn *txn, void *arg)
                  move_kind_name(existing.kind), existing.from_node);
         return TS_ERR_BUSY;
     }
-    if (request->kind == TS_MOVE_COPY && op->file_open)
-        return move_copy_of_open_file(request->ino, request->tile, op->why);
     if (err == 0) {
         if (existing.kind == entry.kind && existing.from_node == entry.from_node &&
             existing.to_node == entry.to_node && existing.version == entry.version) {
@@ -411,7 +398,6 @@ int handlers_moves_begin(void *ctx, const struct rpc_request *request,
     }
     op.now_sec = util_now().tv_sec;
     op.defaults = &service->defaults;
-    op.file_open = sessions_open_count(service->sessions, message.ino) > 0;
     status = store_write(service->store, move_begin_body, &op);
     if (status != TS_OK)
         return handlers_refused(status, op.why, response);
@@ -428,7 +414,6 @@ int handlers_moves_begin(void *ctx, const struct rpc_request *request,
 struct move_tile_op {
     const struct ts_move_tile_req *request;
     const struct layout_defaults *defaults; /* MOVE_COMMIT: the cluster's copies */
-    bool file_open; /* MOVE_COMMIT: the inode is open on a client (sessions.h) */
     struct journal_entry entry;
     bool stale; /* the entry was aborted instead of committed */
     char why[HANDLERS_WHY_MAX];
@@ -457,7 +442,24 @@ static int move_apply(struct store_txn *txn, const struct journal_entry *entry,
     int err = 0;
 
     switch (entry->kind) {
-    case TS_MOVE_COPY: return copies_put(txn, entry->ino, &target);
+    case TS_MOVE_COPY:
+        /*
+         * The source holds the tile as new_version too (TILE_FENCE relink):
+         * both holders are named at it, and the source's old name, retired
+         * next, goes with the garbage, so that every client that cached
+         * the old replica set is sent back here before it writes again.
+         */
+        if (holders->from_is_primary) {
+            struct tiles_entry primary = {entry->from_node, entry->new_version,
+                                          holders->primary.flags};
+            err = tiles_put(txn, entry->ino, entry->tile, &primary);
+        } else {
+            struct copies_entry source = {entry->tile, entry->from_node, entry->new_version};
+            err = copies_put(txn, entry->ino, &source);
+        }
+        if (err == 0)
+            err = copies_put(txn, entry->ino, &target);
+        break;
     case TS_MOVE_MOVE:
         if (holders->from_is_primary) {
             /* The bytes went along: a tile that was stored stays stored. */
@@ -506,8 +508,6 @@ static int move_commit_body(struct store_txn *txn, void *arg)
     /* Committed before: the old holder is retired now, and the entry is done. */
     if (entry->state == TS_MOVE_COMMITTED)
         return reply_store_status(journal_delete(txn, entry->ino, entry->tile));
-    if (entry->kind == TS_MOVE_COPY && op->file_open)
-        return move_copy_of_open_file(entry->ino, entry->tile, op->why);
     status = handlers_load_inode_why(txn, entry->ino, &record, op->why);
     if (status == TS_OK)
         status = move_holders_get(txn, entry, &holders, op->why);
@@ -560,7 +560,6 @@ int handlers_moves_commit(void *ctx, const struct rpc_request *request,
     if (ts_move_tile_req_decode(&message, request->payload, request->payload_len) != 0)
         return reply_bad_message(response, request->header.type);
     op.defaults = &service->defaults;
-    op.file_open = sessions_open_count(service->sessions, message.ino) > 0;
     status = store_write(service->store, move_commit_body, &op);
     if (status == TS_OK && op.stale) {
         log_info("relocation of inode %llu tile %llu aborted at commit: %s",

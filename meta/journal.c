@@ -92,7 +92,13 @@ int journal_abort(struct store_txn *txn, const struct journal_entry *entry)
         .tile = entry->tile,
         .version = entry->new_version,
     };
-    return garbage_add(txn, &target);
+    err = garbage_add(txn, &target);
+    if (err < 0 || entry->kind != TS_MOVE_COPY)
+        return err;
+    /* A copy's source may have taken new_version too (TILE_FENCE relink): that name goes. */
+    struct garbage_record relinked = target;
+    relinked.node = entry->from_node;
+    return garbage_add(txn, &relinked);
 }
 
 /* journal_scan_after() over store_scan(): the key to skip, and the caller's visitor. */

@@ -15,7 +15,9 @@
  *
  * A BEGUN entry owns its target file (to_node, new_version): whoever
  * removes it without committing it queues that file in the garbage table
- * (journal_abort()), since the target may hold a pulled copy. A COMMITTED
+ * (journal_abort()), since the target may hold a pulled copy; a copy's
+ * BEGUN entry owns the source's new_version name too (a relink may have
+ * made it: proto.h, "Relocation journal"). A COMMITTED
  * entry owns nothing: the target file is in the tile map, and the old
  * holder's file was queued for deletion by the commit.
  */
@@ -47,8 +49,9 @@ int journal_put(struct store_txn *txn, const struct journal_entry *entry);
 int journal_delete(struct store_txn *txn, uint64_t ino, uint64_t tile);
 /*
  * Removes the entry without committing it, and queues its target file
- * (to_node, new_version), if it names one, for deletion; a COMMITTED
- * entry is only removed. 0 or a negative errno.
+ * (to_node, new_version), if it names one, for deletion, and for a copy
+ * the source's (from_node, new_version) too; a COMMITTED entry is only
+ * removed. 0 or a negative errno.
  */
 int journal_abort(struct store_txn *txn, const struct journal_entry *entry);
 

@@ -86,7 +86,7 @@ static void applyrun_report(void *ctx, const struct relocate_step *step,
     struct applyrun_run *run = ctx;
     char what[PATH_MAX + 128];
 
-    if (result->outcome == RELOCATE_DONE && !result->fence_warning)
+    if (result->outcome == RELOCATE_DONE)
         return;
     if (result->outcome == RELOCATE_NOT_RUN)
         return; /* counted in the summary */
@@ -95,8 +95,6 @@ static void applyrun_report(void *ctx, const struct relocate_step *step,
     applyrun_clear_line(run);
     if (result->outcome == RELOCATE_STALE)
         fprintf(stderr, "%s: %s skipped: the file changed (%s)\n", APPLYRUN_WHO, what, result->why);
-    else if (result->outcome == RELOCATE_BUSY)
-        fprintf(stderr, "%s: %s skipped: the file is open (%s)\n", APPLYRUN_WHO, what, result->why);
     else if (result->outcome == RELOCATE_FAILED)
         fprintf(stderr, "%s: %s failed: %s\n", APPLYRUN_WHO, what, result->why);
     else
@@ -217,28 +215,15 @@ int applyrun_summary(const char *what, const struct relocate_progress *progress)
     char pulled[16];
 
     fmt_size(progress->bytes_done, pulled, sizeof(pulled));
-    printf("%s: %zu step%s: %zu done, %zu skipped (file changed), %zu failed, %zu not run, %zu "
-           "skipped (file open); %s pulled\n",
+    printf("%s: %zu step%s: %zu done, %zu skipped (file changed), %zu failed, %zu not run; %s "
+           "pulled\n",
            what, progress->steps_total, progress->steps_total == 1 ? "" : "s", progress->steps_done,
-           progress->steps_stale, progress->steps_failed, progress->steps_not_run,
-           progress->steps_busy, pulled);
+           progress->steps_stale, progress->steps_failed, progress->steps_not_run, pulled);
     if (progress->pulled_again)
         printf("%zu tile%s written while being pulled: pulled again from the frozen source\n",
                progress->pulled_again, progress->pulled_again == 1 ? " was" : "s were");
-    if (progress->fence_warnings)
-        printf("note: the source of %zu cop%s did not take LIFT (datanode down?); its freeze "
-               "ends with its lease\n",
-               progress->fence_warnings, progress->fence_warnings == 1 ? "y" : "ies");
-    /* Not a failure: a copy waits for its file to be closed (proto.h, "Relocation journal"). */
-    if (progress->steps_busy)
-        fprintf(stderr,
-                "%s: %zu cop%s skipped because %s open; run `tessera rebalance apply` again "
-                "once %s closed\n",
-                APPLYRUN_WHO, progress->steps_busy, progress->steps_busy == 1 ? "y" : "ies",
-                progress->steps_busy == 1 ? "its file was" : "their files were",
-                progress->steps_busy == 1 ? "it is" : "they are");
     if (progress->stopping) {
-        size_t left = progress->steps_not_run + progress->steps_failed + progress->steps_busy;
+        size_t left = progress->steps_not_run + progress->steps_failed;
         fprintf(stderr,
                 "%s: interrupted: %zu step%s left; run `tessera rebalance apply` again "
                 "to finish\n",

@@ -39,11 +39,16 @@ int nodeclient_tile_pull(struct rpc_client *client, int timeout_ms, uint64_t ino
 }
 
 int nodeclient_tile_fence(struct rpc_client *client, int timeout_ms, uint64_t ino, uint64_t tile,
-                          uint64_t version, uint32_t action, uint32_t lease_ms, uint64_t *bytes,
-                          uint32_t *checksum, char *error_text, size_t error_cap)
+                          uint64_t version, uint32_t action, uint32_t lease_ms,
+                          uint64_t new_version, uint64_t *bytes, uint32_t *checksum,
+                          char *error_text, size_t error_cap)
 {
-    struct ts_tile_fence_req request = {
-        .ino = ino, .tile = tile, .version = version, .action = action, .lease_ms = lease_ms};
+    struct ts_tile_fence_req request = {.ino = ino,
+                                        .tile = tile,
+                                        .version = version,
+                                        .action = action,
+                                        .lease_ms = lease_ms,
+                                        .new_version = new_version};
     struct ts_tile_fence_rep answer;
     struct rpc_reply reply;
     uint8_t payload[64];

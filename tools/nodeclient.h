@@ -21,9 +21,13 @@ int nodeclient_tile_pull(struct rpc_client *client, int timeout_ms, uint64_t ino
                          uint64_t version, uint64_t new_version, const char *source,
                          struct ts_tile_pull_rep *answer, char *error_text, size_t error_cap);
 
-/* TILE_FENCE action (enum ts_fence_action); *bytes, *checksum: the file now. */
+/*
+ * TILE_FENCE action (enum ts_fence_action; new_version for a relink, else
+ * 0); *bytes, *checksum: the file now.
+ */
 int nodeclient_tile_fence(struct rpc_client *client, int timeout_ms, uint64_t ino, uint64_t tile,
-                          uint64_t version, uint32_t action, uint32_t lease_ms, uint64_t *bytes,
-                          uint32_t *checksum, char *error_text, size_t error_cap);
+                          uint64_t version, uint32_t action, uint32_t lease_ms,
+                          uint64_t new_version, uint64_t *bytes, uint32_t *checksum,
+                          char *error_text, size_t error_cap);
 
 #endif

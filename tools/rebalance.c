@@ -578,7 +578,7 @@ static bool rebalance_abort_entry(const struct relocate_transport *transport, vo
     /* The freeze first: once the entry is gone nothing names the source's file. */
     int status =
         transport->tile_fence(worker, move->from_node, move->ino, move->tile, move->version,
-                              TS_FENCE_LIFT, 0, &bytes, &checksum, peer, sizeof(peer));
+                              TS_FENCE_LIFT, 0, 0, &bytes, &checksum, peer, sizeof(peer));
     if (status != TS_OK)
         fprintf(stderr,
                 "%s: inode %" PRIu64 " tile %" PRIu64 ": LIFT on datanode %" PRIu32

@@ -222,7 +222,8 @@ static int relocnet_tile_pull(void *handle, uint32_t target, uint32_t source,
 
 static int relocnet_tile_fence(void *handle, uint32_t node, uint64_t ino, uint64_t tile,
                                uint64_t version, uint32_t action, uint32_t lease_ms,
-                               uint64_t *bytes, uint32_t *checksum, char *why, size_t cap)
+                               uint64_t new_version, uint64_t *bytes, uint32_t *checksum,
+                               char *why, size_t cap)
 {
     struct relocnet_worker *worker = handle;
     struct rpc_client *client = relocnet_node_client(worker, node, why, cap);
@@ -231,7 +232,7 @@ static int relocnet_tile_fence(void *handle, uint32_t node, uint64_t ino, uint64
     if (!client)
         return TS_ERR_INVAL;
     status = nodeclient_tile_fence(client, worker->net->timeout_ms, ino, tile, version, action,
-                                   lease_ms, bytes, checksum, why, cap);
+                                   lease_ms, new_version, bytes, checksum, why, cap);
     relocnet_blame(worker->net, node, status, why, cap);
     return status;
 }

@@ -15,9 +15,10 @@
 #    left half-done in the journal; apply again finishes.
 # 5. apply while a process rewrites the tiles (client_helper): no write is
 #    lost, skipped steps are done by the next apply.
-# 6. copies are made only of closed files: apply while this shell holds
-#    the file open skips them (exit 0, with the word why); once it is
-#    closed, apply makes them.
+# 6. copies of a file held open by a writer: apply makes them; the writer,
+#    which cached the tiles' one-holder sets before, writes through its
+#    descriptor afterwards and fsyncs: the old files are retired, so its
+#    writes go to both holders (the far mount reads them from its copy).
 # 7. a step committed but not finished (a tool killed between MOVE_COMMIT
 #    and RETIRE; client_helper ... unfinished): status shows it committed,
 #    abort finishes it (retires the old file) and apply resumes one; the
@@ -290,30 +291,58 @@ tool profile stop "$MNT/held/file" >/dev/null
 grep -q "2 steps: 2 copies" <<<"$(tool rebalance plan "$MNT/held/file" --policy frequent)" ||
     fail "held should get 2 copies: $(tool rebalance plan "$MNT/held/file" --policy frequent)"
 held_ino=$(stat -c %i "$MNT/held/file")
-exec 7<"$MNT/held/file" # held open by this shell: meta counts the open
+# A writer that keeps the file open across the copies: it writes tile 0 first (so
+# its mount caches the tiles' replica sets as they are now), waits for the copies,
+# writes into tiles 0 and 1 again through the same descriptor, fsyncs, and closes.
+python3 - "$MNT/held/file" "$T/held.go" "$T/held.ready" <<'PY' >"$T/held.writer" 2>&1 &
+import os, sys, time
+path, go, ready = sys.argv[1:4]
+fd = os.open(path, os.O_RDWR)
+os.pwrite(fd, b"before-the-copies", 100)
+os.fsync(fd)
+open(ready, "w").close()
+deadline = time.time() + 60
+while not os.path.exists(go):
+    if time.time() > deadline:
+        sys.exit("no go from the test")
+    time.sleep(0.05)
+os.pwrite(fd, b"after-the-copies-tile-0", 5000)
+os.pwrite(fd, b"after-the-copies-tile-1", (1 << 20) + 7000)
+os.fsync(fd)
+os.close(fd)
+PY
+writer=$!
+wait_for 10 "the writer to open held" test -e "$T/held.ready"
+printf 'before-the-copies' | dd of="$held" bs=1 seek=100 conv=notrunc status=none
 rc=0
 tool rebalance apply "$MNT/held/file" --policy frequent >"$T/held.out" 2>"$T/held.err" || rc=$?
-log "apply while held open (exit $rc): $(grep '^apply:' "$T/held.out")"
+log "apply while held open for writing (exit $rc): $(grep '^apply:' "$T/held.out")"
 [ "$rc" = 0 ] || fail "apply with copies of an open file exited $rc: $(cat "$T/held.out" "$T/held.err")"
-grep -q "apply: 2 steps: 0 done, 0 skipped (file changed), 0 failed, 0 not run, 2 skipped (file open)" \
-    "$T/held.out" || fail "the copies of an open file were not skipped: $(cat "$T/held.out" "$T/held.err")"
-grep -q "2 copies skipped because their files were open; run .tessera rebalance apply. again once they are closed" \
-    "$T/held.err" || fail "no word on the skipped copies: $(cat "$T/held.err")"
-grep -q "skipped: the file is open.*copies are made only of closed files" "$T/held.err" ||
-    fail "no word on each skipped copy: $(cat "$T/held.err")"
-[ "$(record_of "$held_ino" 0 3)" = 0 ] || fail "a copy of the open file was made"
-grep -q "the relocation journal is empty" <<<"$(tool rebalance status)" ||
-    fail "skipped copies left steps in the journal: $(tool rebalance status)"
-exec 7<&-
-# The release reaches meta in the background (kernel, then the mount's queue).
-held_copied() {
-    tool rebalance apply "$MNT/held/file" --policy frequent >"$T/held2.out" 2>&1 &&
-        grep -q "nothing to do" <<<"$(tool rebalance plan "$MNT/held/file" --policy frequent)"
-}
-wait_for 10 "apply to make the copies of held once it is closed" held_copied
+grep -q "apply: 2 steps: 2 done, 0 skipped (file changed), 0 failed, 0 not run" "$T/held.out" ||
+    fail "the copies of an open file were not made: $(cat "$T/held.out" "$T/held.err")"
 [ "$(record_of "$held_ino" 0 3)" = 1 ] && [ "$(record_of "$held_ino" 1 3)" = 1 ] ||
-    fail "after closing, held does not have its copies"
-dd if="$MNT2/held/file" bs=1M iflag=direct status=none | cmp - "$held" || fail "held: other bytes from its copies"
+    fail "held open, held does not have its copies"
+grep -q "the relocation journal is empty" <<<"$(tool rebalance status)" ||
+    fail "the copies left steps in the journal: $(tool rebalance status)"
+touch "$T/held.go"
+wait "$writer" || fail "the writer of held failed: $(cat "$T/held.writer")"
+printf 'after-the-copies-tile-0' | dd of="$held" bs=1 seek=5000 conv=notrunc status=none
+printf 'after-the-copies-tile-1' | dd of="$held" bs=1 seek=$((MIB + 7000)) conv=notrunc status=none
+# Both holders got the writes made after the copies: the far mount reads its copies.
+dd if="$MNT/held/file" bs=1M iflag=direct status=none | cmp - "$held" ||
+    fail "held: other bytes than its writer wrote (mount 1)"
+dd if="$MNT2/held/file" bs=1M iflag=direct status=none | cmp - "$held" ||
+    fail "held: the far mount's copies miss the writes made after the copies"
+# And on the disks: each tile's two files (its version on both holders) hold those bytes.
+for tile in 0 1; do
+    version=$(record_of "$held_ino" "$tile" 2)
+    files=$(find "$STATE" "$T/far/data" -path "*/tiles/*" -name "$held_ino.$tile.$version")
+    [ "$(wc -l <<<"$files")" = 2 ] || fail "held tile $tile: not 2 files of version $version: $files"
+    for file in $files; do
+        cmp -s "$file" <(dd if="$held" bs=1M skip="$tile" count=1 status=none) ||
+            fail "held tile $tile: $file misses the writes made after the copies"
+    done
+done
 
 # ---- 7. a step committed but not finished ----------------------------------------
 moved_ino=$(stat -c %i "$APP/moved")

@@ -342,13 +342,19 @@ static int tile_read(struct daemon *node, uint64_t ino, uint64_t tile, uint64_t 
     return status;
 }
 
-static int tile_fence(struct daemon *node, uint64_t ino, uint64_t tile, uint64_t version,
-                      uint32_t action, struct ts_tile_fence_rep *rep, char *text, size_t text_cap)
+/* TILE_FENCE action; new_version: a relink's new name, else 0. */
+static int tile_fence_as(struct daemon *node, uint64_t ino, uint64_t tile, uint64_t version,
+                         uint32_t action, uint64_t new_version, struct ts_tile_fence_rep *rep,
+                         char *text, size_t text_cap)
 {
     uint8_t payload[128];
     struct rpc_reply reply;
-    struct ts_tile_fence_req req = {
-        .ino = ino, .tile = tile, .version = version, .action = action, .lease_ms = 30000};
+    struct ts_tile_fence_req req = {.ino = ino,
+                                    .tile = tile,
+                                    .version = version,
+                                    .action = action,
+                                    .lease_ms = 30000,
+                                    .new_version = new_version};
     int status = call(node, TS_OP_TILE_FENCE, payload,
                       ts_tile_fence_req_encode(&req, payload, sizeof(payload)), NULL, 0, &reply,
                       text, text_cap);
@@ -357,6 +363,12 @@ static int tile_fence(struct daemon *node, uint64_t ino, uint64_t tile, uint64_t
         assert_int_equal(ts_tile_fence_rep_decode(rep, reply.payload, reply.payload_len), 0);
     rpc_reply_release(&reply);
     return status;
+}
+
+static int tile_fence(struct daemon *node, uint64_t ino, uint64_t tile, uint64_t version,
+                      uint32_t action, struct ts_tile_fence_rep *rep, char *text, size_t text_cap)
+{
+    return tile_fence_as(node, ino, tile, version, action, 0, rep, text, text_cap);
 }
 
 static int tile_pull(struct daemon *node, uint64_t ino, uint64_t tile, uint64_t version,
@@ -575,6 +587,84 @@ static void test_fences_on_the_source(void **state)
     assert_int_equal(tile_write(&cluster->node_a, 2000, 0, 6, data, 10, text, sizeof(text)), TS_OK);
 }
 
+/*
+ * The relink a copy of an open file makes on its source: only of a frozen
+ * file; the new name serves the same bytes and takes writes, the old one
+ * is retired afterwards; both names survive a restart.
+ */
+static void test_relink_on_the_source(void **state)
+{
+    struct cluster *cluster = *state;
+    static uint8_t data[200000], back[300000];
+    struct ts_tile_fence_rep fence;
+    char text[256];
+    size_t got = 0;
+
+    fill_random(data, sizeof(data), 4);
+    assert_int_equal(
+        tile_write(&cluster->node_a, 2500, 1, 3, data, sizeof(data), text, sizeof(text)), TS_OK);
+    /* Unfrozen, its bytes could change before meta names the new version: refused. */
+    assert_int_equal(tile_fence_as(&cluster->node_a, 2500, 1, 3, TS_FENCE_RELINK, 9, &fence, text,
+                                   sizeof(text)),
+                     TS_ERR_STALE);
+    assert_non_null(strstr(text, "not frozen"));
+    /* A relink names a new version; no other action does. */
+    assert_int_equal(tile_fence_as(&cluster->node_a, 2500, 1, 3, TS_FENCE_RELINK, 3, &fence, text,
+                                   sizeof(text)),
+                     TS_ERR_INVAL);
+    assert_int_equal(tile_fence_as(&cluster->node_a, 2500, 1, 3, TS_FENCE_RETIRE, 9, &fence, text,
+                                   sizeof(text)),
+                     TS_ERR_INVAL);
+    assert_int_equal(
+        tile_read(&cluster->node_a, 2500, 1, 3, back, sizeof(back), &got, text, sizeof(text)),
+        TS_OK);
+    assert_int_equal(got, sizeof(data));
+
+    assert_int_equal(
+        tile_fence(&cluster->node_a, 2500, 1, 3, TS_FENCE_FREEZE, &fence, text, sizeof(text)),
+        TS_OK);
+    assert_int_equal(tile_fence_as(&cluster->node_a, 2500, 1, 3, TS_FENCE_RELINK, 9, &fence, text,
+                                   sizeof(text)),
+                     TS_OK);
+    assert_int_equal(fence.bytes, sizeof(data));
+    assert_int_equal(fence.checksum, crc32c(0, data, sizeof(data)));
+    /* Asked again (an answer lost): the same file, fine. A name another file has: refused. */
+    assert_int_equal(tile_fence_as(&cluster->node_a, 2500, 1, 3, TS_FENCE_RELINK, 9, &fence, text,
+                                   sizeof(text)),
+                     TS_OK);
+    assert_int_equal(tile_write(&cluster->node_a, 2500, 1, 10, data, 10, text, sizeof(text)),
+                     TS_OK);
+    assert_int_equal(tile_fence_as(&cluster->node_a, 2500, 1, 3, TS_FENCE_RELINK, 10, &fence, text,
+                                   sizeof(text)),
+                     TS_ERR_EXIST);
+
+    /* Retired, the old name sends its clients to meta; the new one reads and writes. */
+    assert_int_equal(
+        tile_fence(&cluster->node_a, 2500, 1, 3, TS_FENCE_RETIRE, &fence, text, sizeof(text)),
+        TS_OK);
+    assert_int_equal(tile_write(&cluster->node_a, 2500, 1, 3, data, 10, text, sizeof(text)),
+                     TS_ERR_STALE);
+    assert_int_equal(
+        tile_read(&cluster->node_a, 2500, 1, 9, back, sizeof(back), &got, text, sizeof(text)),
+        TS_OK);
+    assert_int_equal(got, sizeof(data));
+    assert_memory_equal(back, data, sizeof(data));
+    memset(data + 1000, 0x5a, 100);
+    assert_int_equal(
+        tile_write(&cluster->node_a, 2500, 1, 9, data, sizeof(data), text, sizeof(text)), TS_OK);
+
+    stop(cluster, &cluster->node_a);
+    start_datanode(cluster, &cluster->node_a);
+    assert_int_equal(
+        tile_read(&cluster->node_a, 2500, 1, 9, back, sizeof(back), &got, text, sizeof(text)),
+        TS_OK);
+    assert_int_equal(got, sizeof(data));
+    assert_memory_equal(back, data, sizeof(data));
+    assert_int_equal(
+        tile_read(&cluster->node_a, 2500, 1, 3, back, sizeof(back), &got, text, sizeof(text)),
+        TS_ERR_STALE);
+}
+
 /* A dead source fails in the puller's PING timeout with a text naming it; nodes keep serving. */
 static void test_pull_from_dead_source(void **state)
 {
@@ -675,6 +765,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_pull_copies_a_tile, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fences_on_the_source, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_relink_on_the_source, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pull_from_dead_source, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mutual_pulls, setup, teardown),
     };

@@ -765,7 +765,11 @@ static void make_cluster(struct metafixture *f, struct cluster *c, uint32_t tile
         c->version[i] = tile_of(f, c->file, i, "").version;
 }
 
-/* A committed and finished copy of tile from `from` to `to`; returns the copy's version. */
+/*
+ * A committed and finished copy of tile from `from` to `to`; returns the
+ * copy's version, which the source holds the tile at too from then on
+ * (its file was relinked: proto.h, "Relocation journal").
+ */
 static uint64_t add_copy(struct metafixture *f, uint64_t ino, uint64_t tile, uint64_t version,
                          uint32_t from, uint32_t to)
 {
@@ -791,17 +795,19 @@ static void test_tile_map_read_node(void **state)
     assert_int_equal(record.read_version, c.version[0]);
 
     uint64_t copy = add_copy(f, c.file, 0, c.version[0], c.alpha, c.beta2);
-    /* beta reads its own copy; alpha its primary; others the primary. */
+    /* beta reads its own copy; alpha its primary; others the primary. Both at the copy's
+     * version: the primary's file was relinked to it. */
     record = tile_of(f, c.file, 0, "beta");
     assert_int_equal(record.node, c.alpha);
-    assert_int_equal(record.version, c.version[0]);
+    assert_int_equal(record.version, copy);
     assert_int_equal(record.holders, 2);
     assert_int_equal(record.read_node, c.beta2);
     assert_int_equal(record.read_version, copy);
     record = tile_of(f, c.file, 0, "alpha");
     assert_int_equal(record.holders, 2);
     assert_int_equal(record.read_node, c.alpha);
-    assert_int_equal(record.read_version, c.version[0]);
+    assert_int_equal(record.read_version, copy);
+    assert_true(garbage_has(f, c.alpha, "alpha", c.file, 0, c.version[0]));
     record = tile_of(f, c.file, 0, "gamma");
     assert_int_equal(record.read_node, c.alpha);
     record = tile_of(f, c.file, 0, "");
@@ -821,7 +827,7 @@ static void test_tile_map_read_node(void **state)
     assert_int_equal(records[2].read_version, 0);
 
     /* Two copies on beta: the lower node id serves. */
-    uint64_t copy1 = add_copy(f, c.file, 0, c.version[0], c.alpha, c.beta1);
+    uint64_t copy1 = add_copy(f, c.file, 0, copy, c.alpha, c.beta1);
     record = tile_of(f, c.file, 0, "beta");
     assert_int_equal(record.holders, 3);
     assert_int_equal(record.read_node, c.beta1);
@@ -908,7 +914,10 @@ static void test_replica_drop(void **state)
     assert_true(garbage_has(f, c.beta1, "beta", c.file, 1, copy1));
     assert_false(garbage_has(f, c.beta1, "beta", c.file, 0, copy0));
     assert_true(garbage_has(f, c.beta2, "beta", c.file, 2, copy2));
-    assert_int_equal(garbage_count_of(f, c.alpha, "alpha"), 0);
+    /* alpha's garbage: only the old names its files had before the copies relinked them. */
+    assert_int_equal(garbage_count_of(f, c.alpha, "alpha"), 3);
+    for (uint64_t tile = 0; tile < 3; tile++)
+        assert_true(garbage_has(f, c.alpha, "alpha", c.file, tile, c.version[tile]));
     /* Again: nothing left to drop, still fine. */
     drop_replicas(f, c.file, 1, 2);
 
@@ -918,7 +927,7 @@ static void test_replica_drop(void **state)
     assert_false(garbage_has(f, c.beta1, "beta", c.file, 0, copy0));
     /* The primary leaves: its replica becomes the primary, keeping the flags. */
     uint32_t flags = tile_of(f, c.file, 0, "").flags;
-    assert_int_equal(replica_drop(f, c.file, 0, c.alpha, c.version[0]), TS_OK);
+    assert_int_equal(replica_drop(f, c.file, 0, c.alpha, copy0), TS_OK);
     struct ts_tile_map_rep reply;
     struct ts_tile_map_rec answered;
     struct ts_cursor cursor;
@@ -930,7 +939,7 @@ static void test_replica_drop(void **state)
     assert_int_equal(answered.holders, 1);
     assert_int_equal(answered.flags, flags);
     assert_int_equal(tile_of(f, c.file, 0, "").node, c.beta1);
-    assert_true(garbage_has(f, c.alpha, "alpha", c.file, 0, c.version[0]));
+    assert_true(garbage_has(f, c.alpha, "alpha", c.file, 0, copy0));
     /* The last holder stays: the client's write fails instead. */
     assert_int_equal(replica_drop(f, c.file, 0, c.beta1, copy0), TS_ERR_BUSY);
     assert_text(f, "last holder");
@@ -963,7 +972,8 @@ static void test_truncate_keeps_replicas_of_cut_tile(void **state)
     assert_false(garbage_has(f, c.beta1, "beta", c.file, 1, copy1));
     assert_true(garbage_has(f, c.beta1, "beta", c.file, 2, copy2));
     assert_false(garbage_has(f, c.beta1, "beta", c.file, 0, copy0));
-    assert_true(garbage_has(f, c.alpha, "alpha", c.file, 2, c.version[2]));
+    /* alpha's file of tile 2 goes too, under the name the copy relinked it to. */
+    assert_true(garbage_has(f, c.alpha, "alpha", c.file, 2, copy2));
     assert_int_equal(rows_of(f, STORE_COPIES), 2);
 }
 
@@ -1054,8 +1064,8 @@ static void test_move_begin_checks(void **state)
     assert_int_equal(move_begin(f, c.file, 0, v, TS_MOVE_DROP, c.alpha, 0, NULL), TS_ERR_INVAL);
     assert_text(f, "only copy");
     /* A target that holds the tile already. */
-    add_copy(f, c.file, 0, v, c.alpha, c.beta1);
-    assert_int_equal(move_begin(f, c.file, 0, v, TS_MOVE_COPY, c.alpha, c.beta1, NULL),
+    uint64_t copied = add_copy(f, c.file, 0, v, c.alpha, c.beta1);
+    assert_int_equal(move_begin(f, c.file, 0, copied, TS_MOVE_COPY, c.alpha, c.beta1, NULL),
                      TS_ERR_EXIST);
     assert_text(f, "already holds");
     /* None of it left an entry. */
@@ -1090,20 +1100,21 @@ static void test_move_commit_move_copy_drop(void **state)
                      TS_OK);
     commit_and_finish(f, c.file, 0);
     record = tile_of(f, c.file, 0, "alpha");
-    assert_int_equal(record.node, c.beta1); /* the primary stays */
-    assert_int_equal(record.version, moved);
+    assert_int_equal(record.node, c.beta1); /* the primary stays, relinked by the copy */
+    assert_int_equal(record.version, copy);
+    assert_true(garbage_has(f, c.beta1, "beta", c.file, 0, moved));
     assert_int_equal(record.holders, 2);
     assert_int_equal(record.read_node, c.beta1);
     assert_true(garbage_has(f, c.alpha, "alpha", c.file, 0, copy));
 
     /* Drop the primary: its copy on beta2 is promoted. */
-    assert_int_equal(move_begin(f, c.file, 0, moved, TS_MOVE_DROP, c.beta1, 0, NULL), TS_OK);
+    assert_int_equal(move_begin(f, c.file, 0, copy, TS_MOVE_DROP, c.beta1, 0, NULL), TS_OK);
     commit_and_finish(f, c.file, 0);
     record = tile_of(f, c.file, 0, "");
     assert_int_equal(record.node, c.beta2);
     assert_int_equal(record.version, copy_moved);
     assert_int_equal(record.holders, 1);
-    assert_true(garbage_has(f, c.beta1, "beta", c.file, 0, moved));
+    assert_true(garbage_has(f, c.beta1, "beta", c.file, 0, copy));
     assert_false(garbage_has(f, c.beta2, "beta", c.file, 0, copy_moved));
 
     /* Drop a copy: the primary stays. */
@@ -1185,8 +1196,8 @@ static void test_moves_keep_stored(void **state)
     assert_int_equal(tile_of(f, c.file, 1, "").flags, TS_TILE_STORED);
 
     /* Dropping the primary promotes a copy, which keeps the mark. */
-    add_copy(f, c.file, 0, moved, c.beta1, c.alpha);
-    assert_int_equal(move_begin(f, c.file, 0, moved, TS_MOVE_DROP, c.beta1, 0, NULL), TS_OK);
+    uint64_t copy0 = add_copy(f, c.file, 0, moved, c.beta1, c.alpha);
+    assert_int_equal(move_begin(f, c.file, 0, copy0, TS_MOVE_DROP, c.beta1, 0, NULL), TS_OK);
     commit_and_finish(f, c.file, 0);
     assert_int_equal(tile_of(f, c.file, 0, "").node, c.alpha);
     assert_int_equal(tile_of(f, c.file, 0, "").flags, TS_TILE_STORED);
@@ -1251,51 +1262,48 @@ static void test_move_committed_until_finished(void **state)
     assert_true(garbage_has(f, c.beta1, "beta", c.file, 0, moved));
 }
 
-static void test_copy_refused_while_open(void **state)
+/*
+ * Copies of an open file are made like any other: the commit names the
+ * source at the copy's version too and queues its old name (retired by the
+ * executor), so a client that cached the old replica set is sent back to
+ * meta before it writes again.
+ */
+static void test_copy_of_an_open_file(void **state)
 {
     struct metafixture *f = *state;
     struct cluster c;
-    struct ts_move_rec rows[2];
+    struct ts_replica_rec holders[TS_MAX_HOLDERS];
     uint64_t copy = 0;
-    uint32_t done = 0;
 
     make_cluster(f, &c, 2);
     uint64_t v = c.version[0];
+    report_created(f, c.alpha, "alpha", c.file, 0, v);
+    uint32_t flags = tile_of(f, c.file, 0, "").flags;
     open_file(f, c.file);
-    assert_int_equal(move_begin(f, c.file, 0, v, TS_MOVE_COPY, c.alpha, c.beta1, NULL),
-                     TS_ERR_BUSY);
-    assert_text(f, "open on a client; copies are made only of closed files");
-    assert_int_equal(rows_of(f, STORE_JOURNAL), 0);
-    /* Moves and drops do not care: a stale writer is told STALE by the retired file. */
-    assert_int_equal(move_begin(f, c.file, 1, c.version[1], TS_MOVE_MOVE, c.alpha, c.beta1, NULL),
-                     TS_OK);
-    commit_and_finish(f, c.file, 1);
-    /* Open twice, released once: still open. */
-    open_file(f, c.file);
-    release_file(f, c.file);
-    assert_int_equal(move_begin(f, c.file, 0, v, TS_MOVE_COPY, c.alpha, c.beta1, NULL),
-                     TS_ERR_BUSY);
-    release_file(f, c.file);
     assert_int_equal(move_begin(f, c.file, 0, v, TS_MOVE_COPY, c.alpha, c.beta1, &copy), TS_OK);
-
-    /* Opened between begin and commit: the commit is refused, the entry kept as begun. */
-    open_file(f, c.file);
-    assert_int_equal(move_commit(f, c.file, 0), TS_ERR_BUSY);
-    assert_text(f, "copies are made only of closed files");
-    assert_int_equal(tile_of(f, c.file, 0, "beta").holders, 1);
-    assert_int_equal(move_list(f, 0, 0, 0, rows, 2, &done), 1);
-    assert_int_equal(rows[0].state, TS_MOVE_BEGUN);
-    /* Resuming it is refused too while the file is open. */
-    assert_int_equal(move_begin(f, c.file, 0, v, TS_MOVE_COPY, c.alpha, c.beta1, NULL),
-                     TS_ERR_BUSY);
-    release_file(f, c.file);
+    open_file(f, c.file); /* opened again between begin and commit */
     assert_int_equal(move_commit(f, c.file, 0), TS_OK);
-    assert_int_equal(tile_of(f, c.file, 0, "beta").holders, 2);
-    assert_int_equal(tile_of(f, c.file, 0, "beta").read_version, copy);
-    /* Finishing a committed copy is no new copy: an open file does not stop it. */
-    open_file(f, c.file);
+    assert_int_equal(holders_of(f, c.file, 0, holders), 2);
+    assert_int_equal(holders[0].node, c.alpha);
+    assert_int_equal(holders[0].version, copy);
+    assert_int_equal(holders[1].node, c.beta1);
+    assert_int_equal(holders[1].version, copy);
+    assert_int_equal(tile_of(f, c.file, 0, "").flags, flags);
+    assert_true(garbage_has(f, c.alpha, "alpha", c.file, 0, v));
     assert_int_equal(move_commit(f, c.file, 0), TS_OK);
     assert_int_equal(rows_of(f, STORE_JOURNAL), 0);
+    /* A copy of a copy: the copy's holder, not the primary, takes the newer version. */
+    uint64_t second = 0;
+    assert_int_equal(move_begin(f, c.file, 0, copy, TS_MOVE_COPY, c.beta1, c.beta2, &second),
+                     TS_OK);
+    commit_and_finish(f, c.file, 0);
+    assert_int_equal(holders_of(f, c.file, 0, holders), 3);
+    assert_int_equal(tile_of(f, c.file, 0, "").node, c.alpha);
+    assert_int_equal(tile_of(f, c.file, 0, "").version, copy);
+    for (int h = 1; h < 3; h++)
+        assert_int_equal(holders[h].version, second);
+    assert_true(garbage_has(f, c.beta1, "beta", c.file, 0, copy));
+    release_file(f, c.file);
     release_file(f, c.file);
 }
 
@@ -1433,6 +1441,7 @@ static void test_move_commit_stale(void **state)
     /* A copy source uncopied by a writer in between. */
     uint64_t v = tile_of(f, c.file, 0, "").version;
     uint64_t copy = add_copy(f, c.file, 0, v, c.alpha, c.beta1);
+    v = copy; /* the primary's file too, relinked */
     assert_int_equal(move_begin(f, c.file, 0, copy, TS_MOVE_COPY, c.beta1, c.beta2, &target),
                      TS_OK);
     drop_replicas(f, c.file, 0, 1);
@@ -1440,7 +1449,7 @@ static void test_move_commit_stale(void **state)
     assert_true(garbage_has(f, c.beta2, "beta", c.file, 0, target));
 
     /* A drop of the primary whose copies went away in between. */
-    copy = add_copy(f, c.file, 0, v, c.alpha, c.beta1);
+    v = add_copy(f, c.file, 0, v, c.alpha, c.beta1);
     assert_int_equal(move_begin(f, c.file, 0, v, TS_MOVE_DROP, c.alpha, 0, NULL), TS_OK);
     drop_replicas(f, c.file, 0, 1);
     assert_int_equal(move_commit(f, c.file, 0), TS_ERR_STALE);
@@ -1474,11 +1483,20 @@ static void test_move_abort(void **state)
     assert_int_equal(move_begin(f, c.file, 0, c.version[0], TS_MOVE_MOVE, c.alpha, c.beta1, &fresh),
                      TS_OK);
     assert_true(fresh > target);
-    /* A drop has no target file to throw away. */
     assert_int_equal(move_abort(f, c.file, 0), TS_OK);
-    add_copy(f, c.file, 0, c.version[0], c.alpha, c.beta2);
+    /* A copy's abort throws away the source's relinked name too, and only that. */
+    uint64_t copied = 0;
+    assert_int_equal(
+        move_begin(f, c.file, 0, c.version[0], TS_MOVE_COPY, c.alpha, c.beta2, &copied), TS_OK);
+    assert_int_equal(move_abort(f, c.file, 0), TS_OK);
+    assert_true(garbage_has(f, c.beta2, "beta", c.file, 0, copied));
+    assert_true(garbage_has(f, c.alpha, "alpha", c.file, 0, copied));
+    assert_false(garbage_has(f, c.alpha, "alpha", c.file, 0, c.version[0]));
+    assert_int_equal(tile_of(f, c.file, 0, "").version, c.version[0]);
+    /* A drop has no target file to throw away. */
+    uint64_t kept = add_copy(f, c.file, 0, c.version[0], c.alpha, c.beta2);
     uint32_t before = garbage_count_of(f, c.alpha, "alpha");
-    assert_int_equal(move_begin(f, c.file, 0, c.version[0], TS_MOVE_DROP, c.alpha, 0, NULL), TS_OK);
+    assert_int_equal(move_begin(f, c.file, 0, kept, TS_MOVE_DROP, c.alpha, 0, NULL), TS_OK);
     assert_int_equal(move_abort(f, c.file, 0), TS_OK);
     assert_int_equal(garbage_count_of(f, c.alpha, "alpha"), before);
 }
@@ -1756,12 +1774,12 @@ static void test_tile_holders(void **state)
 
     make_cluster(f, &c, 2);
     uint64_t copy_b2 = add_copy(f, c.file, 0, c.version[0], c.alpha, c.beta2);
-    uint64_t copy_b1 = add_copy(f, c.file, 0, c.version[0], c.alpha, c.beta1);
+    uint64_t copy_b1 = add_copy(f, c.file, 0, copy_b2, c.alpha, c.beta1);
     /* Tile 0: primary, then copies by node; tile 1: primary; tile 2: a hole. */
     assert_int_equal(tile_holders(f, c.file, 0, 3, rows, 8), 4);
     assert_int_equal(rows[0].tile, 0);
     assert_int_equal(rows[0].node, c.alpha);
-    assert_int_equal(rows[0].version, c.version[0]);
+    assert_int_equal(rows[0].version, copy_b1);
     assert_int_equal(rows[0].kind, TS_HOLDER_PRIMARY);
     assert_int_equal(rows[1].node, c.beta1);
     assert_int_equal(rows[1].version, copy_b1);
@@ -1828,7 +1846,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_move_begin_checks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_move_commit_move_copy_drop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_move_committed_until_finished, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_copy_refused_while_open, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_copy_of_an_open_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_move_commit_stale, setup, teardown),
         cmocka_unit_test_setup_teardown(test_moves_keep_holder_bounds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_moves_keep_stored, setup, teardown),

@@ -6,7 +6,8 @@
  * and retirements), reached through the same struct relocate_transport the
  * tool fills with rpc clients. Knobs make the fake write a tile during its
  * pull, answer a commit with STALE, lose a commit's answer, keep a pull
- * running, hold a file open (copies of it are BUSY), or be down.
+ * running, or be down. Like meta, the fake refuses to commit a copy whose
+ * source was not relinked to the copy's version first.
  */
 #include "plan.h"
 #include "proto.h"
@@ -72,10 +73,9 @@ struct fake {
     int running_polls;       /* each pull answers RUNNING this many times first */
     int lost_commits;        /* this many commits are applied but answer TIMEDOUT */
     uint32_t down_at_commit; /* this node goes down when a commit switches the map */
-    uint64_t open_ino;       /* this inode is open on a client: its copies are BUSY */
-    uint64_t open_on_pull;   /* this inode is opened when one of its pulls finishes */
+    int refused_relinks;     /* this many relinks answer EXIST (a file of that name) */
     /* counters */
-    int begins, commits, finishes, aborts, pulls, freezes, lifts, retires, opens, closes;
+    int begins, commits, finishes, aborts, pulls, freezes, lifts, retires, relinks, opens, closes;
     int running_now, running_max;
     /* pull progress per (target, ino, tile, new_version): polls seen */
     struct {
@@ -180,9 +180,6 @@ static int fake_move_begin(void *worker, const struct relocate_step *step, uint6
     if (journal && journal->committed) {
         snprintf(why, cap, "a committed entry is not finished");
         status = TS_ERR_BUSY;
-    } else if (step->kind == PLAN_COPY && step->ino == fake->open_ino) {
-        snprintf(why, cap, "file is open on a client; copies are made only of closed files");
-        status = TS_ERR_BUSY;
     } else if (holder < 0 || entry->versions[holder] != step->version) {
         status = TS_ERR_STALE;
     } else if (journal) {
@@ -220,9 +217,11 @@ static int fake_move_commit(void *worker, uint64_t ino, uint64_t tile, char *why
     } else if (journal->committed) {
         fake->finishes++;
         journal->used = false;
-    } else if (journal->step.kind == PLAN_COPY && ino == fake->open_ino) {
-        snprintf(why, cap, "file is open on a client; copies are made only of closed files");
-        status = TS_ERR_BUSY;
+    } else if (journal->step.kind == PLAN_COPY &&
+               !fake_file_find(fake, journal->step.from_node, ino, tile, journal->new_version)) {
+        /* Stricter than meta, which cannot see the datanode: the executor's order is tested. */
+        snprintf(why, cap, "the copy's source was not relinked before the commit");
+        status = TS_ERR_INVAL;
     } else if (fake->stale_commits > 0) {
         fake->stale_commits--;
         journal->used = false;
@@ -233,6 +232,7 @@ static int fake_move_commit(void *worker, uint64_t ino, uint64_t tile, char *why
         const struct relocate_step *step = &journal->step;
         int holder = fake_holder(entry, step->from_node);
         if (step->kind == PLAN_COPY) {
+            entry->versions[holder] = journal->new_version;
             entry->nodes[entry->count] = step->to_node;
             entry->versions[entry->count++] = journal->new_version;
         } else if (step->kind == PLAN_MOVE) {
@@ -324,8 +324,6 @@ static int fake_tile_pull(void *worker, uint32_t target, uint32_t source,
         copy->frozen = false;
         copy->retired = false;
         fake->running_now--;
-        if (fake->open_on_pull == step->ino)
-            fake->open_ino = step->ino;
         if (fake->writes_during_pull > 0 && !from->frozen) {
             fake->writes_during_pull--;
             from->checksum ^= 0xffffu;
@@ -340,14 +338,13 @@ out:
 }
 
 static int fake_tile_fence(void *worker, uint32_t node, uint64_t ino, uint64_t tile,
-                           uint64_t version, uint32_t action, uint32_t lease_ms, uint64_t *bytes,
-                           uint32_t *checksum, char *why, size_t cap)
+                           uint64_t version, uint32_t action, uint32_t lease_ms,
+                           uint64_t new_version, uint64_t *bytes, uint32_t *checksum, char *why,
+                           size_t cap)
 {
     struct fake *fake = worker;
     int status = TS_OK;
     (void)lease_ms;
-    (void)why;
-    (void)cap;
     pthread_mutex_lock(&fake->lock);
     if (fake->down[node]) {
         status = TS_ERR_TIMEDOUT;
@@ -371,6 +368,28 @@ static int fake_tile_fence(void *worker, uint32_t node, uint64_t ino, uint64_t t
         fake->retires++;
         file->frozen = false;
         file->retired = true;
+        break;
+    case TS_FENCE_RELINK:
+        /* As the datanode: only a frozen file, whose bytes cannot change meanwhile. */
+        if (!file->frozen || file->retired) {
+            snprintf(why, cap, "the file is not frozen");
+            status = TS_ERR_STALE;
+            break;
+        }
+        if (fake->refused_relinks > 0) {
+            fake->refused_relinks--;
+            snprintf(why, cap, "version %llu is another file already",
+                     (unsigned long long)new_version);
+            status = TS_ERR_EXIST;
+            break;
+        }
+        fake->relinks++;
+        if (!fake_file_find(fake, node, ino, tile, new_version)) {
+            struct fake_file *linked = &fake->files[fake->file_count++];
+            *linked = *file;
+            linked->version = new_version;
+            linked->frozen = false;
+        }
         break;
     }
 out:
@@ -473,7 +492,6 @@ static void test_move_commits_and_retires(void **statep)
     relocate_run_step(&state->transport, fake, &step, &state->options, &result);
     assert_int_equal(result.outcome, RELOCATE_DONE);
     assert_int_equal(result.pulled, 4096);
-    assert_false(result.fence_warning);
     assert_int_equal(fake->tiles[0].count, 1);
     assert_int_equal(fake->tiles[0].nodes[0], 2);
     assert_int_equal(fake->tiles[0].versions[0], 101);
@@ -487,7 +505,7 @@ static void test_move_commits_and_retires(void **statep)
     assert_true(journal_empty(fake));
 }
 
-static void test_copy_lifts_the_source(void **statep)
+static void test_copy_relinks_and_retires_the_source(void **statep)
 {
     struct state *state = *statep;
     struct fake *fake = &state->fake;
@@ -500,13 +518,19 @@ static void test_copy_lifts_the_source(void **statep)
     relocate_run_step(&state->transport, fake, &step, &state->options, &result);
     assert_int_equal(result.outcome, RELOCATE_DONE);
     assert_int_equal(result.pulled, 1000);
+    /* Both holders at the copy's version: the source took it by a relink, before the commit. */
     assert_int_equal(fake->tiles[0].count, 2);
     assert_int_equal(fake->tiles[0].nodes[0], 3);
+    assert_int_equal(fake->tiles[0].versions[0], 101);
     assert_int_equal(fake->tiles[0].nodes[1], 1);
-    assert_int_equal(fake->lifts, 1);
-    assert_int_equal(fake->retires, 0);
+    assert_int_equal(fake->tiles[0].versions[1], 101);
+    assert_int_equal(fake->relinks, 1);
+    assert_non_null(fake_file_find(fake, 3, 7, 2, 101));
+    /* The old name is retired: a client that cached it is sent back to meta. */
+    assert_true(fake_file_find(fake, 3, 7, 2, 1)->retired);
+    assert_int_equal(fake->retires, 1);
+    assert_int_equal(fake->lifts, 0);
     assert_int_equal(fake->finishes, 1);
-    assert_false(fake_file_find(fake, 3, 7, 2, 1)->retired);
     assert_false(any_frozen(fake));
     assert_true(journal_empty(fake));
 }
@@ -602,7 +626,7 @@ static void test_retire_failure_keeps_the_entry(void **statep)
     assert_true(journal_empty(fake));
 }
 
-static void test_resumed_committed_copy_is_lifted_and_finished(void **statep)
+static void test_resumed_committed_copy_is_retired_and_finished(void **statep)
 {
     struct state *state = *statep;
     struct fake *fake = &state->fake;
@@ -613,32 +637,45 @@ static void test_resumed_committed_copy_is_lifted_and_finished(void **statep)
     uint64_t new_version = 0;
     char why[64];
 
-    /* A run killed between the two commits, its source still frozen. */
+    /* A run killed between the two commits (relinked and committed), its source still frozen. */
     assert_int_equal(fake_move_begin(fake, &step, &new_version, why, sizeof(why)), TS_OK);
     fake_file_find(fake, 3, 7, 0, 1)->frozen = true;
+    uint64_t bytes;
+    uint32_t checksum;
+    assert_int_equal(fake_tile_fence(fake, 3, 7, 0, 1, TS_FENCE_RELINK, 0, new_version, &bytes,
+                                     &checksum, why, sizeof(why)),
+                     TS_OK);
     assert_int_equal(fake_move_commit(fake, 7, 0, why, sizeof(why)), TS_OK);
     step.committed = true;
     relocate_run_step(&state->transport, fake, &step, &state->options, &result);
     assert_int_equal(result.outcome, RELOCATE_DONE);
-    assert_false(result.fence_warning);
-    assert_int_equal(fake->lifts, 1);
-    assert_int_equal(fake->retires, 0);
+    assert_int_equal(fake->lifts, 0);
+    assert_int_equal(fake->retires, 1);
+    assert_true(fake_file_find(fake, 3, 7, 0, 1)->retired);
     assert_int_equal(fake->tiles[0].count, 2);
     assert_false(any_frozen(fake));
     assert_true(journal_empty(fake));
 
-    /* A copy's LIFT only ends a freeze early: a source that does not answer is a warning. */
+    /* A source that does not take the RETIRE keeps the entry: a cached old version could
+     * still be written past the new replica. */
     uint32_t other[] = {3};
     fake_add_tile(fake, 7, 1, 1000, 1, other);
     struct relocate_step second = make_step(PLAN_COPY, 7, 1, 3, 1);
     assert_int_equal(fake_move_begin(fake, &second, &new_version, why, sizeof(why)), TS_OK);
+    fake_file_find(fake, 3, 7, 1, 1)->frozen = true;
+    assert_int_equal(fake_tile_fence(fake, 3, 7, 1, 1, TS_FENCE_RELINK, 0, new_version, &bytes,
+                                     &checksum, why, sizeof(why)),
+                     TS_OK);
     assert_int_equal(fake_move_commit(fake, 7, 1, why, sizeof(why)), TS_OK);
     fake->down[3] = true;
     second.committed = true;
     relocate_run_step(&state->transport, fake, &second, &state->options, &result);
+    assert_int_equal(result.outcome, RELOCATE_FAILED);
+    assert_non_null(strstr(result.why, "RETIRE on datanode 3 failed"));
+    assert_false(journal_empty(fake));
+    fake->down[3] = false;
+    relocate_run_step(&state->transport, fake, &second, &state->options, &result);
     assert_int_equal(result.outcome, RELOCATE_DONE);
-    assert_true(result.fence_warning);
-    assert_non_null(strstr(result.why, "LIFT on datanode 3 failed"));
     assert_true(journal_empty(fake));
 }
 
@@ -896,7 +933,7 @@ static void test_pacing_limits_the_rate(void **statep)
     assert_true(elapsed_ms >= 280.0);
 }
 
-static void test_copy_of_an_open_file_is_busy(void **statep)
+static void test_copy_whose_relink_fails_is_undone(void **statep)
 {
     struct state *state = *statep;
     struct fake *fake = &state->fake;
@@ -906,43 +943,33 @@ static void test_copy_of_an_open_file_is_busy(void **statep)
     fake_add_tile(fake, 6, 0, 4096, 1, holders);
     struct relocate_step step = make_step(PLAN_COPY, 5, 0, 1, 2);
 
-    /* Open when the copy begins: nothing happens. */
-    fake->open_ino = 5;
+    /* The source refuses the relink: nothing is committed, the freeze is lifted. */
+    fake->refused_relinks = 1;
     relocate_run_step(&state->transport, fake, &step, &state->options, &result);
-    assert_int_equal(result.outcome, RELOCATE_BUSY);
-    assert_non_null(strstr(result.why, "copies are made only of closed files"));
-    assert_int_equal(fake->pulls, 0);
-    assert_int_equal(fake->freezes, 0);
-    assert_true(journal_empty(fake));
-
-    /* Opened during the pull (a writer blocked on the frozen source): undone, lifted. */
-    fake->open_ino = 0;
-    fake->open_on_pull = 5;
-    relocate_run_step(&state->transport, fake, &step, &state->options, &result);
-    assert_int_equal(result.outcome, RELOCATE_BUSY);
-    assert_non_null(strstr(result.why, "MOVE_COMMIT"));
+    assert_int_equal(result.outcome, RELOCATE_FAILED);
+    assert_non_null(strstr(result.why, "relink on datanode 1"));
+    assert_int_equal(fake->commits, 0);
     assert_int_equal(fake->aborts, 1);
     assert_int_equal(fake->lifts, 1);
     assert_int_equal(fake->tiles[0].count, 1);
+    assert_int_equal(fake->tiles[0].versions[0], 1);
+    assert_false(fake_file_find(fake, 1, 5, 0, 1)->retired);
     assert_false(any_frozen(fake));
     assert_true(journal_empty(fake));
 
-    /* In a run: counted as busy, not failed, and a move of an open file goes on. */
-    fake->open_on_pull = 0;
+    /* In a run: counted as failed, the rest of its tile not run, other tiles go on. */
+    fake->refused_relinks = 1;
     struct relocate_step steps[] = {
         make_step(PLAN_COPY, 5, 0, 1, 3),
         make_step(PLAN_DROP, 5, 0, 1, 0), /* after the copy: not run */
         make_step(PLAN_MOVE, 6, 0, 1, 3),
     };
     struct relocate_progress progress = run_all(state, steps, 3);
-    assert_int_equal(progress.steps_busy, 1);
-    assert_int_equal(progress.steps_failed, 0);
+    assert_int_equal(progress.steps_failed, 1);
     assert_int_equal(progress.steps_not_run, 1);
     assert_int_equal(progress.steps_done, 1);
-    assert_int_equal(state->reported[RELOCATE_BUSY], 1);
     assert_int_equal(fake->tiles[1].nodes[0], 3);
     assert_true(journal_empty(fake));
-    assert_string_equal(relocate_outcome_name(RELOCATE_BUSY), "busy");
 }
 
 static void test_resumed_entry_uses_the_journal(void **statep)
@@ -1012,15 +1039,15 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_move_commits_and_retires, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_copy_lifts_the_source, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_copy_relinks_and_retires_the_source, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drop_retires_the_holder, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drop_of_a_down_holder_waits_in_the_journal, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_retire_failure_keeps_the_entry, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_resumed_committed_copy_is_lifted_and_finished, setup,
+        cmocka_unit_test_setup_teardown(test_resumed_committed_copy_is_retired_and_finished, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_lost_commit_answer_is_finished, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_copy_of_an_open_file_is_busy, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_copy_whose_relink_fails_is_undone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_during_pull_pulls_again_frozen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stale_commit_is_skipped_and_lifted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stale_begin_does_nothing, setup, teardown),

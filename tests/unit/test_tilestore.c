@@ -304,6 +304,51 @@ static void test_deleted_files_are_reused(void **state)
     assert_int_equal(back[10], 'z');
 }
 
+/* A relinked tile: durable under both names, each with its own sidecar, and one name's
+ * deletion never empties the other (no spare is taken from a shared inode). */
+static void test_relink_shares_the_bytes_not_the_spares(void **state)
+{
+    struct fixture *fixture = *state;
+    uint8_t data[70000], back[80000];
+    uint64_t tiles, used;
+    size_t got = 0;
+
+    fill_pattern(data, sizeof(data), 9);
+    assert_int_equal(tilestore_write(fixture->store, 450, 2, 1, 0, data, sizeof(data)), 0);
+    assert_int_equal(tilestore_relink(fixture->store, 450, 2, 1, 7), 0);
+    assert_int_equal(tile_inode(fixture, 450, 2, 7), tile_inode(fixture, 450, 2, 1));
+    /* Again: a no-op. Onto another file, or onto itself: refused. */
+    assert_int_equal(tilestore_relink(fixture->store, 450, 2, 1, 7), 0);
+    assert_int_equal(tilestore_write(fixture->store, 450, 2, 8, 0, "x", 1), 0);
+    assert_int_equal(tilestore_relink(fixture->store, 450, 2, 1, 8), -EEXIST);
+    assert_int_equal(tilestore_relink(fixture->store, 450, 2, 1, 1), -EINVAL);
+    /* A tile that was never written has nothing to link: a hole under either name. */
+    assert_int_equal(tilestore_relink(fixture->store, 451, 0, 1, 2), 0);
+    assert_int_equal(tile_inode(fixture, 451, 0, 2), 0);
+    tilestore_usage(fixture->store, &tiles, &used);
+    assert_int_equal(tiles, 3);
+    assert_int_equal(used, 2 * sizeof(data) + 1);
+
+    /* The old name goes (meta's garbage after the copy): the new one keeps every byte. */
+    assert_int_equal(tilestore_delete(fixture->store, 450, 2, 1), 0);
+    assert_int_equal(tile_inode(fixture, 450, 2, 1), 0);
+    assert_int_equal(spare_files(fixture), 1); /* the old sidecar only */
+    assert_int_equal(tilestore_read(fixture->store, 450, 2, 7, 0, sizeof(back), back, &got), 0);
+    assert_int_equal(got, sizeof(data));
+    assert_memory_equal(back, data, sizeof(data));
+    /* Its own sidecar checks a change of it, across a reopen. */
+    assert_int_equal(tilestore_write(fixture->store, 450, 2, 7, 100, "hello", 5), 0);
+    tilestore_close(&fixture->store);
+    assert_int_equal(tilestore_open(fixture->dir, 0, &fixture->store), 0);
+    assert_int_equal(tilestore_read(fixture->store, 450, 2, 7, 0, sizeof(back), back, &got), 0);
+    assert_int_equal(got, sizeof(data));
+    assert_memory_equal(back + 100, "hello", 5);
+    assert_memory_equal(back + 105, data + 105, sizeof(data) - 105);
+    /* The last name of the inode goes the usual way: into the spares. */
+    assert_int_equal(tilestore_delete(fixture->store, 450, 2, 7), 0);
+    assert_int_equal(spare_files(fixture), 3);
+}
+
 static void test_usage_counters(void **state)
 {
     struct fixture *fixture = *state;
@@ -909,6 +954,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_truncate_shrink_and_grow, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deleted_files_are_reused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_relink_shares_the_bytes_not_the_spares, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_usage_counters, setup, teardown),
         cmocka_unit_test_setup_teardown(test_created_records, setup, teardown),
         cmocka_unit_test_setup_teardown(test_second_open_is_refused, setup, teardown),
