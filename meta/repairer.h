@@ -18,8 +18,10 @@
  * first, since a journaled tile is left out of the passes.
  * Least-replicated first: each pass runs the steps of tiles with one good
  * replica or none before the others. Copies are paced to
- * max_bytes_per_sec; a file open on a client is skipped (the executor's
- * BUSY) and repaired by a later pass once closed.
+ * max_bytes_per_sec. Files open on clients are repaired like closed ones:
+ * a copy relinks its source to the new version and retires the old name,
+ * so a writer that cached the old replica set asks meta again (proto.h,
+ * "Relocation journal").
  *
  * Why through meta's socket and not its store: the request thread owns the
  * store's writes and the nodes' liveness; the repairer sees them the way
