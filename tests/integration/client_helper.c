@@ -186,12 +186,18 @@ static int tile_map(const char *meta, uint64_t ino, uint64_t tile, const char *m
     return status;
 }
 
-static int fence(const char *address, uint64_t ino, uint64_t tile, uint64_t version,
-                 uint32_t action, uint32_t lease_ms, struct ts_tile_fence_rep *out)
+/* TILE_FENCE action; new_version: a relink's new name (a copy's source), else 0. */
+static int fence_as(const char *address, uint64_t ino, uint64_t tile, uint64_t version,
+                    uint32_t action, uint32_t lease_ms, uint64_t new_version,
+                    struct ts_tile_fence_rep *out)
 {
     uint8_t buf[128];
-    struct ts_tile_fence_req request = {
-        .ino = ino, .tile = tile, .version = version, .action = action, .lease_ms = lease_ms};
+    struct ts_tile_fence_req request = {.ino = ino,
+                                        .tile = tile,
+                                        .version = version,
+                                        .action = action,
+                                        .lease_ms = lease_ms,
+                                        .new_version = new_version};
     struct rpc_reply reply;
     int status = call(address, TS_OP_TILE_FENCE, buf,
                       ts_tile_fence_req_encode(&request, buf, sizeof(buf)), &reply);
@@ -199,6 +205,12 @@ static int fence(const char *address, uint64_t ino, uint64_t tile, uint64_t vers
         status = TS_ERR_BADMSG;
     rpc_reply_release(&reply);
     return status;
+}
+
+static int fence(const char *address, uint64_t ino, uint64_t tile, uint64_t version,
+                 uint32_t action, uint32_t lease_ms, struct ts_tile_fence_rep *out)
+{
+    return fence_as(address, ino, tile, version, action, lease_ms, 0, out);
 }
 
 static int move_tile_op(const char *meta, uint16_t op, uint64_t ino, uint64_t tile)
@@ -278,9 +290,15 @@ static int do_move(const char *meta, uint64_t ino, uint64_t tile, uint32_t to_no
         move_tile_op(meta, TS_OP_MOVE_ABORT, ino, tile);
         return 3;
     }
+    /* A copy's source takes the copy's version too, before the commit names it (proto.h). */
+    if (copy && fence_as(source, ino, tile, record.version, TS_FENCE_RELINK, 0, begun.new_version,
+                         &fenced) != TS_OK) {
+        fence(source, ino, tile, record.version, TS_FENCE_LIFT, 0, &fenced);
+        goto abort;
+    }
     status = move_tile_op(meta, TS_OP_MOVE_COMMIT, ino, tile);
     if (status != TS_OK) {
-        /* STALE: meta aborted the entry itself; otherwise (BUSY: opened meanwhile) abort it. */
+        /* STALE: meta aborted the entry itself; otherwise abort it. */
         if (status != TS_ERR_STALE)
             move_tile_op(meta, TS_OP_MOVE_ABORT, ino, tile);
         fence(source, ino, tile, record.version, TS_FENCE_LIFT, 0, &fenced);
@@ -291,8 +309,7 @@ static int do_move(const char *meta, uint64_t ino, uint64_t tile, uint32_t to_no
                record.node, to_node);
         return 0;
     }
-    status = fence(source, ino, tile, record.version, copy ? TS_FENCE_LIFT : TS_FENCE_RETIRE, 0,
-                   &fenced);
+    status = fence(source, ino, tile, record.version, TS_FENCE_RETIRE, 0, &fenced);
     if (status == TS_OK)
         status = move_tile_op(meta, TS_OP_MOVE_COMMIT, ino, tile); /* finish */
     if (status != TS_OK)
