@@ -122,10 +122,13 @@ int handlers_moves_replica_drop(void *ctx, const struct rpc_request *request,
     if (message.node == 0)
         return TS_ERR_INVAL;
     /* A mount drops a holder only after its own write, sync or cut of the
-     * file failed there, which it does with the file open: any other mount
-     * key's drop would only strip a file it does not use of its replicas. */
+     * file failed there: with the file open, or just told to cut it by a
+     * truncate (recentcuts.h). Any other mount key's drop would only strip
+     * a file it does not use of its replicas. */
+    uint64_t sender = handlers_sender_mount(request);
     if (roles_of_user(request->key_user) == ROLES_MOUNT &&
-        sessions_holds(service->sessions, handlers_sender_mount(request), message.ino) == 0) {
+        sessions_holds(service->sessions, sender, message.ino) == 0 &&
+        !recentcuts_has(&service->recent_cuts, sender, message.ino, util_monotonic_ms())) {
         snprintf(response->error_text, sizeof(response->error_text),
                  "%s holds inode %llu not open: it may not drop its replicas", request->key_user,
                  (unsigned long long)message.ino);

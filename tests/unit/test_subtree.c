@@ -9,7 +9,8 @@
  * with TS_ERR_PERM and nothing changes, a link in from outside is refused
  * but one of a file linked both inside and outside is not, an unlinked
  * file passes only for the mount that holds it open; REPLICA_DROP from a
- * mount key only for a file that mount holds open; and a store from
+ * mount key only for a file that mount holds open or was just told to
+ * cut (recentcuts.h); and a store from
  * before the table gets it built when it opens. Prints what the check
  * costs per create and stat.
  */
@@ -17,10 +18,12 @@
 #include "metafixture.h"
 #include "parents.h"
 #include "proto.h"
+#include "recentcuts.h"
 #include "service.h"
 #include "status.h"
 #include "store.h"
 #include "subtree.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -310,6 +313,17 @@ static void test_replica_drop_needs_open(void **state)
     /* Open: the drop reaches the replica set (a hole: nothing to drop, the set as it is). */
     assert_int_not_equal(CALL(f, TS_OP_REPLICA_DROP, replica_drop_req, &drop), TS_ERR_PERM);
     metafixture_send_as(f, MOUNT_OTHER);
+    assert_int_equal(CALL(f, TS_OP_REPLICA_DROP, replica_drop_req, &drop), TS_ERR_PERM);
+
+    /* Told to cut a tile of it (a truncate by path, without an open): accepted for a while. */
+    int64_t now = util_monotonic_ms();
+    recentcuts_note(&f->service->recent_cuts, MOUNT_OTHER, file, now - RECENTCUTS_TTL_MS - 1);
+    assert_int_equal(CALL(f, TS_OP_REPLICA_DROP, replica_drop_req, &drop), TS_ERR_PERM);
+    recentcuts_note(&f->service->recent_cuts, MOUNT_OTHER, file, now);
+    assert_int_not_equal(CALL(f, TS_OP_REPLICA_DROP, replica_drop_req, &drop), TS_ERR_PERM);
+    /* Pushed out by the notes of many other cuts: refused again. */
+    for (uint64_t i = 0; i < RECENTCUTS_MAX; i++)
+        recentcuts_note(&f->service->recent_cuts, MOUNT_ALICE, 1000 + i, now);
     assert_int_equal(CALL(f, TS_OP_REPLICA_DROP, replica_drop_req, &drop), TS_ERR_PERM);
 }
 
