@@ -1,10 +1,14 @@
 /*
  * @file dirents.c
- * See dirents.h.
+ * See dirents.h. Every put, overwrite and delete of an entry also updates
+ * the parents table (parents.h) in the same transaction, so the two never
+ * disagree whichever handler changed the namespace (a rename over an
+ * existing name included: the overwritten child loses that parent).
  */
 #include "dirents.h"
 
 #include "log.h"
+#include "parents.h"
 
 #include <errno.h>
 #include <string.h>
@@ -62,6 +66,22 @@ int dirents_put(struct store_txn *txn, uint64_t parent, struct ts_str name,
     int err = dirents_key(key, parent, name, &key_len);
     if (err < 0)
         return err;
+    struct dirents_entry before;
+    MDB_val old;
+    err = store_get(txn, STORE_DIRENTS, key, key_len, &old);
+    if (err == 0)
+        err = dirents_decode(&old, &before);
+    if (err == -ENOENT)
+        before.ino = 0;
+    else if (err < 0)
+        return err;
+    if (before.ino != entry->ino) {
+        err = before.ino ? parents_remove(txn, before.ino, parent) : 0;
+        if (err == 0)
+            err = parents_add(txn, entry->ino, parent);
+        if (err < 0)
+            return err;
+    }
     ts_writer_init(&writer, value, sizeof(value));
     ts_writer_u64(&writer, entry->ino);
     ts_writer_u32(&writer, entry->mode);
@@ -72,9 +92,17 @@ int dirents_delete(struct store_txn *txn, uint64_t parent, struct ts_str name)
 {
     uint8_t key[DIRENTS_KEY_MAX];
     size_t key_len;
+    struct dirents_entry before;
+    MDB_val old;
     int err = dirents_key(key, parent, name, &key_len);
     if (err == 0)
+        err = store_get(txn, STORE_DIRENTS, key, key_len, &old);
+    if (err == 0)
+        err = dirents_decode(&old, &before);
+    if (err == 0)
         err = store_del(txn, STORE_DIRENTS, key, key_len);
+    if (err == 0)
+        err = parents_remove(txn, before.ino, parent);
     return err;
 }
 

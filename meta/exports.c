@@ -10,7 +10,43 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const struct exports_rule exports_default = {.name = "*"};
+static const struct exports_rule exports_default = {.name = "*", .path = "/"};
+
+bool exports_rule_subtree(const struct exports_rule *rule)
+{
+    return strcmp(rule->path, "/") != 0;
+}
+
+/*
+ * Copies absolute path into out, normalised (one '/' between components,
+ * none at the end); false when it is not absolute, too long, or has a "."
+ * or ".." component (a path that escapes or aliases is not exported).
+ */
+static bool exports_path(const char *path, char out[EXPORTS_PATH_MAX])
+{
+    size_t len = 0;
+    if (path[0] != '/')
+        return false;
+    for (const char *at = path; *at;) {
+        while (*at == '/')
+            at++;
+        size_t part = strcspn(at, "/");
+        if (part == 0)
+            break;
+        if ((part == 1 && at[0] == '.') || (part == 2 && at[0] == '.' && at[1] == '.'))
+            return false;
+        if (len + 1 + part + 1 > EXPORTS_PATH_MAX)
+            return false;
+        out[len++] = '/';
+        memcpy(out + len, at, part);
+        len += part;
+        at += part;
+    }
+    if (len == 0)
+        out[len++] = '/';
+    out[len] = '\0';
+    return true;
+}
 
 void exports_clear(struct exports *exports)
 {
@@ -56,8 +92,9 @@ static int exports_add(struct exports *exports, char **words, int count, int num
         snprintf(why, why_cap, "exports line %d: '%.64s' is not a key name or *", number, words[0]);
         return -EINVAL;
     }
-    if (strcmp(words[1], "/") != 0) {
-        snprintf(why, why_cap, "exports line %d: subtree '%.64s': only / can be exported for now",
+    if (!exports_path(words[1], rule.path)) {
+        snprintf(why, why_cap,
+                 "exports line %d: '%.64s' is not an absolute path without . or .. components",
                  number, words[1]);
         return -EINVAL;
     }

@@ -7,13 +7,23 @@
  *
  *   NAME    PATH   OPTIONS
  *   laptop  /      ro
+ *   alice   /projects/a  rw
  *   *       /      rw,root_squash
  *
  * NAME is a mount key's name in known_keys, or `*` for any mount key; a
- * named rule wins over `*`. PATH is the subtree the key may mount: only
- * `/` for now (meta keeps no parent of a regular file, so it cannot tell
- * cheaply whether an inode lies under a subtree; a line naming another
- * path is refused rather than enforced halfway). OPTIONS, comma-separated:
+ * named rule wins over `*`. PATH is the directory the key may mount: `/`
+ * (everything) or an absolute path such as /projects/a. A mount of a key
+ * whose PATH is not `/` sees that directory as its root: meta reads its
+ * inode 1 as the directory PATH names (resolved at each request, so a
+ * rename of the directory moves the export to whatever PATH names then,
+ * as with NFS exports by path), answers `..` of it with itself, and
+ * refuses with TS_ERR_PERM (EPERM, as MooseFS's master does for an inode
+ * outside a session's root) every request naming an inode not under it:
+ * a file is under it when one of its links is (meta/subtree.h), an
+ * unlinked file only while the sending mount holds it open. A rename or
+ * link out of the subtree names a directory outside, so it is refused too.
+ * A PATH that names nothing (or not a directory) refuses every request of
+ * the key until it does. OPTIONS, comma-separated:
  * `ro` or `rw` (default), `root_squash` (uid and gid 0 in the owners the
  * mount sends become EXPORTS_NOBODY) or `no_root_squash` (default).
  *
@@ -32,8 +42,11 @@
 #define EXPORTS_FILE "exports"
 #define EXPORTS_NOBODY 65534u
 
+#define EXPORTS_PATH_MAX 1024
+
 struct exports_rule {
     char name[KEYS_NAME_MAX + 1]; /* "*" for any mount key */
+    char path[EXPORTS_PATH_MAX];  /* normalised: "/", or "/a/b" (no "//", no trailing "/") */
     bool read_only;
     bool root_squash;
 };
@@ -48,13 +61,17 @@ struct exports {
 /*
  * Parses an exports text of len bytes into exports (emptied first; present
  * set). 0, or -EINVAL with why naming the line and what is wrong with it
- * (a bad name, a path other than /, an unknown option, a name twice),
+ * (a bad name, a path not absolute or with . or .., an unknown option,
+ * a name twice),
  * -ENOMEM.
  */
 int exports_parse(struct exports *exports, const char *text, size_t len, char *why, size_t why_cap);
 /* Reads and parses path; -ENOENT (exports left empty, not present) when there is none. */
 int exports_read(const char *path, struct exports *exports, char *why, size_t why_cap);
 void exports_clear(struct exports *exports);
+
+/* Whether rule exports a subtree rather than the whole namespace. */
+bool exports_rule_subtree(const struct exports_rule *rule);
 
 /*
  * The rule for a mount key's ZAP user id "mount:NAME": its named rule, else

@@ -7,6 +7,7 @@
 #include "handlers_exports.h"
 
 #include "handlers.h"
+#include "handlers_subtree.h"
 #include "log.h"
 #include "roles.h"
 #include "service.h"
@@ -177,6 +178,33 @@ static int exports_squashed(const struct rpc_request *request, uint8_t *out, siz
     }
 }
 
+/* Runs request's handler, its owners squashed first when rule says so. */
+static int handlers_exports_squash(void *ctx, const struct exports_rule *rule,
+                                   const struct rpc_request *request,
+                                   struct rpc_response *response)
+{
+    rpc_handler_fn handler = handlers_table[request->header.type];
+    if (!rule->root_squash)
+        return handler(ctx, request, response);
+    /* A copy a little larger than the payload: CREATE_MANY's is built twice in it. */
+    size_t cap = 2 * request->payload_len + 64;
+    uint8_t *copy = malloc(cap);
+    if (!copy)
+        return TS_ERR_NOMEM;
+    int len = exports_squashed(request, copy, cap);
+    int status;
+    if (len >= 0) {
+        struct rpc_request squashed = *request;
+        squashed.payload = copy;
+        squashed.payload_len = (size_t)len;
+        status = handler(ctx, &squashed, response);
+    } else {
+        status = handler(ctx, request, response);
+    }
+    free(copy);
+    return status;
+}
+
 int handlers_exports_gate(void *ctx, const struct rpc_request *request,
                           struct rpc_response *response)
 {
@@ -200,24 +228,31 @@ int handlers_exports_gate(void *ctx, const struct rpc_request *request,
                  "mount key %s has a read-only export", key_user);
         return TS_ERR_ROFS;
     }
-    if (!rule->root_squash)
-        return handler(ctx, request, response);
-    /* A copy a little larger than the payload: CREATE_MANY's is built twice in it. */
-    size_t cap = 2 * request->payload_len + 64;
-    uint8_t *copy = malloc(cap);
-    if (!copy)
-        return TS_ERR_NOMEM;
-    int len = exports_squashed(request, copy, cap);
+    struct rpc_request checked = *request;
+    uint8_t *mapped = NULL;
     int status;
-    if (len >= 0) {
-        struct rpc_request squashed = *request;
-        squashed.payload = copy;
-        squashed.payload_len = (size_t)len;
-        status = handler(ctx, &squashed, response);
-    } else {
-        status = handler(ctx, request, response);
+    if (exports_rule_subtree(rule)) {
+        size_t cap = 2 * request->payload_len + 64;
+        size_t len;
+        mapped = malloc(cap);
+        if (!mapped)
+            return TS_ERR_NOMEM;
+        status = handlers_subtree_check(service, rule, request, mapped, cap, &len,
+                                        response->error_text, sizeof(response->error_text));
+        if (status != TS_OK) {
+            if (status == TS_ERR_PERM)
+                log_warn("refused %s from %s: %s", ts_op_name(request->header.type), key_user,
+                         response->error_text);
+            free(mapped);
+            return status;
+        }
+        if (len != SIZE_MAX) {
+            checked.payload = mapped;
+            checked.payload_len = len;
+        }
     }
-    free(copy);
+    status = handlers_exports_squash(ctx, rule, &checked, response);
+    free(mapped);
     return status;
 }
 

@@ -280,6 +280,9 @@ int handlers_files_setattr(void *ctx, const struct rpc_request *request,
     }
     if (status != TS_OK)
         return status;
+    if (op.reply.cut_node != 0) /* a holder failing the cut may leave the set (recentcuts.h) */
+        recentcuts_note(&service->recent_cuts, handlers_sender_mount(request), message.ino,
+                        util_monotonic_ms());
     inodes_attr(&op.record, &service->defaults, &op.reply.attr);
     return REPLY_ENCODE(setattr_rep, &op.reply, response);
 }

@@ -45,6 +45,7 @@
 #include "readsource.h"
 #include "replicaset.h"
 #include "reply.h"
+#include "roles.h"
 #include "service.h"
 #include "sessions.h"
 #include "status.h"
@@ -120,6 +121,22 @@ int handlers_moves_replica_drop(void *ctx, const struct rpc_request *request,
         return reply_bad_message(response, request->header.type);
     if (message.node == 0)
         return TS_ERR_INVAL;
+    /* A mount drops a holder only after its own write, sync or cut of the
+     * file failed there: with the file open, or just told to cut it by a
+     * truncate (recentcuts.h). Any other mount key's drop would only strip
+     * a file it does not use of its replicas. */
+    uint64_t sender = handlers_sender_mount(request);
+    if (roles_of_user(request->key_user) == ROLES_MOUNT &&
+        sessions_holds(service->sessions, sender, message.ino) == 0 &&
+        !recentcuts_has(&service->recent_cuts, sender, message.ino, util_monotonic_ms())) {
+        snprintf(response->error_text, sizeof(response->error_text),
+                 "%s holds inode %llu not open: it may not drop its replicas", request->key_user,
+                 (unsigned long long)message.ino);
+        log_warn("refused REPLICA_DROP of inode %llu tile %llu from %s: file not open there",
+                 (unsigned long long)message.ino, (unsigned long long)message.tile,
+                 request->key_user);
+        return TS_ERR_PERM;
+    }
     ts_writer_init(&op.records, service->scratch, SERVICE_SCRATCH_BYTES);
     op.now_ms = util_monotonic_ms();
     op.live = service->live;

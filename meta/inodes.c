@@ -22,6 +22,7 @@
 
 #include "journal.h"
 #include "log.h"
+#include "parents.h"
 #include "profiles.h"
 #include "tile.h"
 #include "tiles.h"
@@ -192,6 +193,8 @@ int inodes_delete(struct store_txn *txn, uint64_t ino)
         err = profiles_delete_all(txn, ino, NULL);
     if (err == 0)
         err = xattrs_delete_all(txn, ino);
+    if (err == 0) /* none are left but after a damaged store's repair: make sure */
+        err = parents_delete_all(txn, ino);
     if (err < 0)
         return err;
     store_be64_put(key, ino);

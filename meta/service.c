@@ -10,6 +10,7 @@
 #include "clusterid.h"
 #include "inodes.h"
 #include "log.h"
+#include "parents.h"
 #include "status.h"
 #include "util.h"
 
@@ -18,7 +19,8 @@
 
 struct service_prepare_work {
     struct service *service;
-    bool fresh; /* the store was made by this start */
+    bool fresh;         /* the store was made by this start */
+    bool parents_built; /* the parents table was built from the dirents (an older store) */
 };
 
 /* Start-up work in one transaction: the root exists, the cluster has its id. */
@@ -32,6 +34,8 @@ static int service_prepare(struct store_txn *txn, void *arg)
         err = inodes_create_root(txn, util_now());
     if (err == 0)
         err = clusterid_get(txn, work->service->cluster_id);
+    if (err == 0)
+        err = parents_ensure(txn, &work->parents_built);
     return err == 0 ? TS_OK : TS_ERR_INTERNAL;
 }
 
@@ -66,6 +70,8 @@ int service_open(const char *data_dir, int64_t node_timeout_ms, struct service *
         goto fail;
     }
     log_info("cluster id %s", service->cluster_id);
+    if (work.parents_built && !work.fresh)
+        log_info("built the parents table of a store from before it (subtree exports need it)");
     service->started_ms = util_monotonic_ms();
     service->fresh_store = work.fresh;
     service_set_mount_lease(service, SESSIONS_DEFAULT_LEASE_MS);

@@ -17,6 +17,7 @@
 #include "proto.h"
 #include "repairpass.h"
 #include "sessions.h"
+#include "recentcuts.h"
 #include "store.h"
 
 #include <limits.h>
@@ -60,6 +61,9 @@ struct service {
     int64_t exports_checked_ms;
     struct timespec exports_mtime;
     off_t exports_size;
+    /* Mounts just told to cut a tile by SETATTR, whose REPLICA_DROP of it
+     * is accepted without the file open (recentcuts.h). */
+    struct recentcuts recent_cuts;
 };
 
 /* The cluster's placement policy unless tessera-meta --placement says otherwise. */

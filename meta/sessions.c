@@ -235,6 +235,12 @@ int sessions_open(struct sessions *sessions, uint64_t mount, uint64_t ino, int64
     return session_add(sessions, session, ino, 1);
 }
 
+uint32_t sessions_holds(const struct sessions *sessions, uint64_t mount, uint64_t ino)
+{
+    const struct session *session = session_of(sessions, mount);
+    return session ? inocount_get(session->held, ino) : 0;
+}
+
 bool sessions_release(struct sessions *sessions, uint64_t mount, uint64_t ino)
 {
     struct session *session = session_of(sessions, mount);

@@ -46,6 +46,8 @@ void sessions_set_lease_ms(struct sessions *sessions, int64_t lease_ms);
 
 /* How many opens of ino all sessions hold together. */
 uint32_t sessions_open_count(const struct sessions *sessions, uint64_t ino);
+/* How many opens of ino mount's session holds (0 without a session). */
+uint32_t sessions_holds(const struct sessions *sessions, uint64_t mount, uint64_t ino);
 /* Sessions known now, the anonymous one included once it held anything. */
 size_t sessions_count(const struct sessions *sessions);
 

@@ -68,6 +68,7 @@ static const char *const store_table_names[STORE_TABLE_COUNT] = {
     [STORE_NODES] = "nodes",       [STORE_XATTRS] = "xattrs",     [STORE_GARBAGE] = "garbage",
     [STORE_COUNTERS] = "counters", [STORE_PROFILES] = "profiles", [STORE_COPIES] = "copies",
     [STORE_JOURNAL] = "journal",   [STORE_GRANTS] = "grants",     [STORE_IDENTITY] = "identity",
+    [STORE_PARENTS] = "parents",
 };
 
 /* The first value each counter hands out. */

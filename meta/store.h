@@ -42,7 +42,8 @@ enum store_table {
     STORE_COPIES,   /* u64 ino + u64 tile + u32 node -> replica's version (copies.c) */
     STORE_JOURNAL,  /* u64 ino + u64 tile -> relocation in progress (journal.c) */
     STORE_GRANTS,   /* u64 first ino -> inode numbers granted to a mount (grants.c) */
-    STORE_IDENTITY, /* name -> value: which cluster this store is (identity.c) */
+    STORE_IDENTITY, /* name -> value: which cluster this store is (clusterid.c) */
+    STORE_PARENTS,  /* u64 child + u64 parent -> entries naming it (parents.c) */
     STORE_TABLE_COUNT
 };
 

@@ -64,6 +64,10 @@
  *                                      holder's version. Prints the holder
  *                                      as "(holder N version V)" before the
  *                                      outcome
+ *         getattr META INO             GETATTR
+ *         lookup META PARENT NAME      LOOKUP
+ *         tilemap META INO TILE        TILE_MAP of one tile, no allocation
+ *         drop META INO TILE NODE VERSION  REPLICA_DROP of that holder
  *         hexwrite NODE INO TILE VERSION EXPIRY HEX
  *                                      TILE_WRITE as `write`, with the tile
  *                                      token HEX (64 hex digits, as `token`
@@ -671,6 +675,27 @@ static int attack(int argc, char **argv)
         len = ts_tile_write_req_encode(&w, buf, sizeof(buf));
         data = block;
         data_len = sizeof(block);
+    } else if (strcmp(name, "getattr") == 0 && argc == 5) {
+        struct ts_getattr_req m = {.ino = number(argv[4])};
+        op = TS_OP_GETATTR;
+        len = ts_getattr_req_encode(&m, buf, sizeof(buf));
+    } else if (strcmp(name, "lookup") == 0 && argc == 6) {
+        struct ts_lookup_req m = {.parent = number(argv[4]), .name = ts_str_of(argv[5])};
+        op = TS_OP_LOOKUP;
+        len = ts_lookup_req_encode(&m, buf, sizeof(buf));
+    } else if (strcmp(name, "tilemap") == 0 && argc == 6) {
+        struct ts_tile_map_req m = {
+            .ino = number(argv[4]), .first = number(argv[5]), .count = 1, .machine = ts_str_of("x")};
+        op = TS_OP_TILE_MAP;
+        len = ts_tile_map_req_encode(&m, buf, sizeof(buf));
+    } else if (strcmp(name, "drop") == 0 && argc == 8) {
+        struct ts_replica_drop_req m = {.ino = number(argv[4]),
+                                        .tile = number(argv[5]),
+                                        .node = (uint32_t)number(argv[6]),
+                                        .version = number(argv[7]),
+                                        .machine = ts_str_of("x")};
+        op = TS_OP_REPLICA_DROP;
+        len = ts_replica_drop_req_encode(&m, buf, sizeof(buf));
     } else if (strcmp(name, "throttle") == 0 && argc == 5) {
         struct ts_node_throttle m = {.bytes_per_sec = number(argv[4])};
         op = TS_OP_NODE_THROTTLE;

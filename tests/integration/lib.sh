@@ -341,13 +341,13 @@ wait_mounted() {
 
 # mount_second DIR [MOUNT ARGS...]: another tessera-mount of this cluster at
 # DIR, unmounted and stopped with the rest; its pid in MOUNT2_PID, its log in
-# $T/mount2.log.
+# $T/mount2.log. Its key is mount2's, or MOUNT2_KEY's when that names another.
 mount_second() {
     local dir=$1 key
     shift
     mkdir -p "$dir"
     IT_MOUNTS+=("$dir")
-    mapfile -t key < <(key_args mount2 mount)
+    mapfile -t key < <(key_args "${MOUNT2_KEY:-mount2}" mount)
     "$TESSERA_MOUNT" --meta "$(meta_endpoint)" --io-timeout-ms "$IO_TIMEOUT_MS" -f \
         -o default_permissions "${key[@]}" "$@" "$dir" >"$T/mount2.log" 2>&1 &
     MOUNT2_PID=$!

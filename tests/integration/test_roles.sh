@@ -4,7 +4,8 @@
 # revoked key, a stolen node id and an outsider on the tile stream. Each
 # attack is a real request (client_helper attack) against a file of
 # mode 600 and the datanode holding its first tile: a mount's key sends
-# admin messages (throttle, fence retire, pull, node removal, heartbeat),
+# admin messages (throttle, fence retire, pull, node removal, heartbeat) and
+# drops a replica of a file it does not hold open,
 # the admin key and a datanode's key change the file's mode and owner and
 # write or read its tile, a new datanode key heartbeats with a registered
 # node's id, the admin asks for a throttle of 1 B/s and a pull from an
@@ -66,6 +67,9 @@ attack "$KEYS/mount.key" "$PERM" retire "$address" "$ino" 0 "$version"
 attack "$KEYS/mount.key" "$PERM" pull "$other" "$ino" 0 "$version" "$address"
 attack "$KEYS/mount.key" "$PERM" remove "$meta" "$node"
 attack "$KEYS/mount.key" "$PERM" heartbeat "$meta" "$node" "tcp://127.0.0.1:9"
+# A mount key dropping a replica of a file it does not hold open (REPLICA_DROP
+# is a mount's own failed write's; meta checks the sender's session).
+attack "$KEYS/mount.key" "$PERM" drop "$meta" "$ino" 0 "$node" "$version"
 # The admin key (and a datanode's) on the namespace and the tiles: no uid
 # or gid from anything but a mount key, no tile bytes but a mount's or a datanode's.
 attack "$KEYS/admin.key" "$PERM" chmod "$meta" "$ino" 777 4242

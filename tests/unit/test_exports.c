@@ -71,11 +71,19 @@ static void test_parse_and_find(void **state)
     assert_int_equal(parse(&exports, "laptop / ro\n", why, sizeof(why)), 0);
     assert_null(exports_find(&exports, "mount:desk")); /* a table without * */
 
+    /* Subtree paths are kept normalised; / alone is no subtree. */
+    assert_int_equal(parse(&exports, "a //projects///a/ rw\nb / ro\n", why, sizeof(why)), 0);
+    rule = exports_find(&exports, "mount:a");
+    assert_string_equal(rule->path, "/projects/a");
+    assert_true(exports_rule_subtree(rule));
+    assert_false(exports_rule_subtree(exports_find(&exports, "mount:b")));
+
     static const struct {
         const char *text;
         const char *why;
     } bad[] = {
-        {"laptop /data ro\n", "line 1: subtree '/data'"},
+        {"laptop data ro\n", "line 1: 'data' is not an absolute path"},
+        {"laptop /data/../etc ro\n", "line 1: '/data/../etc' is not an absolute path"},
         {"ok /\nlaptop / ro,fast\n", "line 2: unknown option 'fast'"},
         {"laptop\n", "line 1: want NAME PATH"},
         {"a / ro\nb / ro\na / rw\n", "line 3: a has a rule already"},
@@ -169,7 +177,7 @@ static void test_refresh(void **state)
 
     file = fopen(f->service->exports_path, "w");
     assert_non_null(file);
-    fputs("* /elsewhere ro\nbroken\n", file);
+    fputs("* elsewhere ro\nbroken\n", file);
     fclose(file);
     assert_int_equal(handlers_exports_refresh(f->service, 0, true, why, sizeof(why)), -EINVAL);
     assert_non_null(strstr(why, "line 1"));
