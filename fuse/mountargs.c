@@ -15,8 +15,11 @@
 #include "metrics.h"
 #include "util.h"
 
+#include <fuse_lowlevel.h>
 #include <fuse_opt.h>
 #include <getopt.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -336,6 +339,67 @@ static int mountargs_place(struct mount_options *options, size_t positionals)
     return 0;
 }
 
+/* libfuse logs nothing while it probes: the caller says what was wrong. */
+static void mountargs_quiet_log(enum fuse_log_level level, const char *fmt, va_list ap)
+{
+    (void)level, (void)fmt, (void)ap;
+}
+
+/* Whether libfuse takes the option list: its own parser, the one
+ * fuse_session_new runs for the real mount, on a session never mounted. */
+static bool mountargs_fuse_takes(const char *option_list)
+{
+    static const struct fuse_lowlevel_ops no_ops;
+    struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+    if (fuse_opt_add_arg(&args, "tessera-mount") != 0 ||
+        (option_list[0] && (fuse_opt_add_arg(&args, "-o") != 0 ||
+                            fuse_opt_add_arg(&args, option_list) != 0))) {
+        fuse_opt_free_args(&args);
+        return false;
+    }
+    fuse_set_log_func(mountargs_quiet_log);
+    struct fuse_session *probe = fuse_session_new(&args, &no_ops, sizeof(no_ops), NULL);
+    fuse_set_log_func(NULL);
+    fuse_opt_free_args(&args);
+    if (probe)
+        fuse_session_destroy(probe);
+    return probe != NULL;
+}
+
+int mountargs_check_fuse_options(const struct mount_options *options)
+{
+    /* Before the mount forks and waits for meta: a typo used to fail only
+     * after meta's timeout, or never when meta was up. */
+    if (mountargs_fuse_takes(options->fuse_options))
+        return 0;
+    char list[sizeof(options->fuse_options)];
+    memcpy(list, options->fuse_options, sizeof(list));
+    char *save = NULL;
+    for (char *option = strtok_r(list, ",", &save); option; option = strtok_r(NULL, ",", &save)) {
+        if (mountargs_fuse_takes(option))
+            continue;
+        /* A near miss of one of ours, as -o spells it (io_timeout for io_timeout_ms). */
+        char name[64];
+        snprintf(name, sizeof(name), "%.*s", (int)strcspn(option, "="), option);
+        for (char *c = name; *c; c++)
+            if (*c == '_')
+                *c = '-';
+        const char *guess = util_closest_name(name, mountargs_names, MOUNTARGS_VALUES);
+        char guess_o[64] = "";
+        if (guess) {
+            snprintf(guess_o, sizeof(guess_o), "%s", guess);
+            for (char *c = guess_o; *c; c++)
+                if (*c == '-')
+                    *c = '_';
+        }
+        fprintf(stderr,
+                "tessera-mount: unknown mount option -o %s: neither tessera's (see --help) nor "
+                "one FUSE or mount(8) takes%s%s%s\n",
+                option, guess ? " (did you mean " : "", guess_o, guess ? "?)" : "");
+    }
+    return -1;
+}
+
 int mountargs_parse(int argc, char **argv, struct mount_options *options)
 {
     uint64_t memory_min = options->memory_min_bytes;
@@ -363,7 +427,9 @@ int mountargs_parse(int argc, char **argv, struct mount_options *options)
     if (options->mode != 0)
         return options->mode;
     rc = mountargs_convert(options);
-    return rc != 0 ? rc : mountargs_place(options, options->positionals);
+    if (rc == 0)
+        rc = mountargs_place(options, options->positionals);
+    return rc != 0 || mountargs_check_fuse_options(options) == 0 ? rc : 2;
 }
 
 const struct option *mountargs_long_options(void)

@@ -12,7 +12,8 @@
  * "tessera" to use meta= or the default), and every --name option is also
  * an -o name=value option (dashes as underscores). Options only mount(8)
  * and fstab mean (_netdev, nofail, noauto, auto, user, users, nouser,
- * defaults, x-*, comment=) are dropped; every other -o option goes to FUSE.
+ * defaults, x-*, comment=) are dropped; every other -o option goes to FUSE,
+ * and one libfuse does not take is refused while parsing.
  */
 #ifndef TESSERA_FUSE_MOUNTARGS_H
 #define TESSERA_FUSE_MOUNTARGS_H
@@ -66,6 +67,13 @@ struct mount_options {
  * usage error that names the option and the fix.
  */
 int mountargs_parse(int argc, char **argv, struct mount_options *options);
+
+/*
+ * 0 when libfuse takes every option in fuse_options; else -1 after
+ * libfuse named the unknown ones and this says where they came from.
+ * mountargs_parse() runs it last.
+ */
+int mountargs_check_fuse_options(const struct mount_options *options);
 
 /* Appends one option to fuse_options: 0, or -1 (said so) when they would not fit. */
 int mountargs_add_fuse_option(struct mount_options *options, const char *option);

@@ -7,6 +7,7 @@
  */
 #include "mountargs.h"
 
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -100,6 +101,38 @@ static void test_refusals(void **state)
     mountargs_free(&o);
 }
 
+/* -o options neither tessera nor FUSE knows are refused while parsing, by
+ * libfuse's own parser: before the mount forks or asks meta anything. The
+ * FUSE and kernel options (and the ones fstab lines carry) still pass. */
+static void test_unknown_fuse_options(void **state)
+{
+    (void)state;
+    struct mount_options o;
+    bool stdin_open = fcntl(0, F_GETFD) != -1;
+    char *known[] = {"mount.fuse.tessera", "tcp://h:1", "/mnt/t", "-o",
+                     "rw,_netdev,noauto,defaults,allow_other,default_permissions,noatime,nosuid,"
+                     "nodev,max_read=65536,fsname=x,subtype=tessera",
+                     NULL};
+    assert_int_equal(parse(&o, known), 0);
+    mountargs_free(&o);
+    char *no_options[] = {"tessera-mount", "/mnt/t", NULL};
+    assert_int_equal(parse(&o, no_options), 0);
+    mountargs_free(&o);
+    char *typo[] = {"mount.fuse.tessera", "tcp://h:1", "/mnt/t", "-o", "allow_other,io_timeout=3",
+                    NULL};
+    assert_int_equal(parse(&o, typo), 2);
+    mountargs_free(&o);
+    char *bogus[] = {"tessera-mount", "-o", "bogus", "/mnt/t", NULL};
+    assert_int_equal(parse(&o, bogus), 2);
+    mountargs_free(&o);
+    char *in_file[] = {"tessera-mount", "--fuse-options=default_permissions,nonsense=1",
+                       "/mnt/t", NULL};
+    assert_int_equal(parse(&o, in_file), 2);
+    mountargs_free(&o);
+    /* The probe session was never mounted: destroying it closed no descriptor of ours. */
+    assert_int_equal(fcntl(0, F_GETFD) != -1, stdin_open);
+}
+
 /* What a configuration file gives (conffile.h): --name=value forms, the
  * mountpoint and FUSE options as options; a positional MOUNTPOINT wins. */
 static void test_config_file_forms(void **state)
@@ -143,6 +176,7 @@ int main(void)
         cmocka_unit_test(test_own_flags),
         cmocka_unit_test(test_mount8_form),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_unknown_fuse_options),
         cmocka_unit_test(test_config_file_forms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
