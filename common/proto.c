@@ -479,6 +479,7 @@ const char *ts_op_name(uint16_t type)
     case TS_OP_MOVE_COMMIT: return "MOVE_COMMIT";
     case TS_OP_MOVE_ABORT: return "MOVE_ABORT";
     case TS_OP_MOVE_LIST: return "MOVE_LIST";
+    case TS_OP_APPLY_LOCK: return "APPLY_LOCK";
     case TS_OP_HEARTBEAT: return "HEARTBEAT";
     case TS_OP_TILE_RECONCILE: return "TILE_RECONCILE";
     case TS_OP_TILE_HOLDERS: return "TILE_HOLDERS";

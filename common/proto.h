@@ -111,6 +111,7 @@ enum ts_op {
     TS_OP_MOVE_COMMIT,
     TS_OP_MOVE_ABORT,
     TS_OP_MOVE_LIST,
+    TS_OP_APPLY_LOCK, /* one rebalance apply (or abort) at a time per cluster */
 
     /* datanode -> meta */
     TS_OP_HEARTBEAT = 60,
@@ -671,6 +672,41 @@ enum ts_move_state { TS_MOVE_BEGUN = 0, TS_MOVE_COMMITTED = 1 };
 #define TS_MSG_MOVE_LIST_REP(X) X(U32, count) X(U32, done) X(BLOB, records)
 
 /*
+ * APPLY_LOCK: the cluster's lease for `tessera rebalance apply` and
+ * `abort` (meta/applylock.h), so two runs from two machines never work
+ * the journal at once. action TS_APPLY_LOCK_TAKE takes the lease for
+ * token (the sender's random secret, != 0) or renews it when token
+ * holds it, with the holder's description (user@host pid N) and its
+ * progress; TS_APPLY_LOCK_RELEASE frees it when token holds it;
+ * TS_APPLY_LOCK_QUERY changes nothing (tessera rebalance status). A lease
+ * lapses lease_ms (clamped to 1 s..10 min) after its last renewal.
+ * Reply: granted = 1 when token holds the lease after the request
+ * (TAKE) or held it (RELEASE); then, or when another holds it, held = 1
+ * and the holder's description, since_sec (meta's wall clock at the
+ * take), its progress and left_ms of the lease. A free lock: held = 0.
+ */
+enum ts_apply_lock_action {
+    TS_APPLY_LOCK_QUERY = 0,
+    TS_APPLY_LOCK_TAKE = 1,
+    TS_APPLY_LOCK_RELEASE = 2,
+};
+#define TS_MSG_APPLY_LOCK_REQ(X)                                                                   \
+    X(U32, action)                                                                                 \
+    X(U64, token)                                                                                  \
+    X(U32, lease_ms)                                                                               \
+    X(U64, steps_total)                                                                            \
+    X(U64, steps_done)                                                                             \
+    X(STR, holder)
+#define TS_MSG_APPLY_LOCK_REP(X)                                                                   \
+    X(U32, granted)                                                                                \
+    X(U32, held)                                                                                   \
+    X(STR, holder)                                                                                 \
+    X(I64, since_sec)                                                                              \
+    X(U64, steps_total)                                                                            \
+    X(U64, steps_done)                                                                             \
+    X(U32, left_ms)
+
+/*
  * COMMIT: data was written: size = max(size, min_size); mtime/ctime set to
  * the given time if mtime_sec != 0. Also makes meta's store durable when
  * sync = 1 (fsync).
@@ -1166,6 +1202,8 @@ enum ts_check_state { TS_CHECK_OK = 0, TS_CHECK_MISSING = 1, TS_CHECK_CORRUPT = 
     M(move_tile_req, TS_MSG_MOVE_TILE_REQ)                                                         \
     M(move_list_req, TS_MSG_MOVE_LIST_REQ)                                                         \
     M(move_list_rep, TS_MSG_MOVE_LIST_REP)                                                         \
+    M(apply_lock_req, TS_MSG_APPLY_LOCK_REQ)                                                       \
+    M(apply_lock_rep, TS_MSG_APPLY_LOCK_REP)                                                       \
     M(commit_req, TS_MSG_COMMIT_REQ)                                                               \
     M(punch_req, TS_MSG_PUNCH_REQ)                                                                 \
     M(node_list_rep, TS_MSG_NODE_LIST_REP)                                                         \

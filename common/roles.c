@@ -69,6 +69,8 @@ static const unsigned roles_table[TS_OP_MAX] = {
     [TS_OP_MOVE_COMMIT] = M | A,
     [TS_OP_MOVE_ABORT] = M | A,
     [TS_OP_MOVE_LIST] = M | A,
+    /* the tool's apply lease; meta's repairer does not take it (applylock.h) */
+    [TS_OP_APPLY_LOCK] = A,
     [TS_OP_REPAIR_SCAN] = M,
     /* meta: datanodes */
     [TS_OP_HEARTBEAT] = D,

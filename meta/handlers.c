@@ -25,6 +25,7 @@
 #include "handlers_dirs.h"
 #include "handlers_files.h"
 #include "handlers_i.h"
+#include "handlers_applylock.h"
 #include "handlers_moves.h"
 #include "handlers_namespace.h"
 #include "handlers_nodes.h"
@@ -214,4 +215,5 @@ const rpc_handler_fn handlers_table[TS_OP_MAX] = {
     [TS_OP_MOVE_COMMIT] = handlers_moves_commit,
     [TS_OP_MOVE_ABORT] = handlers_moves_abort,
     [TS_OP_MOVE_LIST] = handlers_moves_list,
+    [TS_OP_APPLY_LOCK] = handlers_applylock,
 };

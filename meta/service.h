@@ -10,6 +10,7 @@
 #ifndef TESSERA_META_SERVICE_H
 #define TESSERA_META_SERVICE_H
 
+#include "applylock.h"
 #include "exports.h"
 #include "layout.h"
 #include "leases.h"
@@ -64,6 +65,7 @@ struct service {
     /* Mounts just told to cut a tile by SETATTR, whose REPLICA_DROP of it
      * is accepted without the file open (recentcuts.h). */
     struct recentcuts recent_cuts;
+    struct applylock apply_lock; /* the running rebalance apply's lease (APPLY_LOCK) */
 };
 
 /* The cluster's placement policy unless tessera-meta --placement says otherwise. */

@@ -142,7 +142,8 @@ static void applyrun_draw(struct applyrun_run *run, const struct relocate_progre
  */
 int applyrun_steps(struct relocnet *net, const struct rebalanceinput *input,
                    const struct relocate_step *steps, size_t count, unsigned concurrency,
-                   uint64_t max_bytes_per_sec, struct relocate_progress *out)
+                   uint64_t max_bytes_per_sec, struct applylease *lease,
+                   struct relocate_progress *out)
 {
     struct applyrun_run run = {.input = input, .tty = isatty(STDERR_FILENO) == 1};
     struct relocate_options relocate_options = {
@@ -157,6 +158,8 @@ int applyrun_steps(struct relocnet *net, const struct rebalanceinput *input,
     sigset_t block, saved;
     double last_draw = -1;
     bool stop_sent = false;
+    /* Steps an earlier run of this process (the journal's) already counted. */
+    uint64_t lease_base = lease ? lease->steps_total : 0;
     int rc;
 
     pthread_mutex_init(&run.output_lock, NULL);
@@ -178,6 +181,23 @@ int applyrun_steps(struct relocnet *net, const struct rebalanceinput *input,
     while (relocate_wait(relocation, APPLYRUN_TICK_MS) != 0) {
         struct relocate_progress progress;
         double elapsed = applyrun_elapsed(&start);
+        if (lease) {
+            relocate_progress(relocation, &progress);
+            applylease_progress(lease, lease_base + progress.steps_total,
+                                lease_base + progress.steps_done + progress.steps_stale +
+                                    progress.steps_failed);
+            if (!applylease_tick(lease) && !stop_sent) {
+                relocate_stop(relocation);
+                stop_sent = true;
+                pthread_mutex_lock(&run.output_lock);
+                applyrun_clear_line(&run);
+                fprintf(stderr,
+                        "%s: stopping: this run's apply lock lapsed (meta did not hear from it "
+                        "for %d s) and another run took it\n",
+                        APPLYRUN_WHO, APPLYLEASE_LEASE_MS / 1000);
+                pthread_mutex_unlock(&run.output_lock);
+            }
+        }
         if (applyrun_signals > 0 && !stop_sent) {
             relocate_stop(relocation);
             stop_sent = true;

@@ -10,6 +10,7 @@
 #ifndef TESSERA_TOOLS_APPLYRUN_H
 #define TESSERA_TOOLS_APPLYRUN_H
 
+#include "applylease.h"
 #include "rebalanceinput.h"
 #include "relocate.h"
 #include "relocnet.h"
@@ -29,12 +30,15 @@ bool applyrun_interrupted(void);
 /*
  * Runs steps[count] (concurrency workers, pulls paced to
  * max_bytes_per_sec, 0 = unlimited) until they end or a signal stops
- * them; input (may be NULL) names the files in messages. *out gets the
- * final counts. Returns 0, or exit code 1 when the run could not start.
+ * them; input (may be NULL) names the files in messages. lease (may be
+ * NULL) is renewed with the progress while they run; lost to another
+ * run, it stops them as a signal would. *out gets the final counts.
+ * Returns 0, or exit code 1 when the run could not start.
  */
 int applyrun_steps(struct relocnet *net, const struct rebalanceinput *input,
                    const struct relocate_step *steps, size_t count, unsigned concurrency,
-                   uint64_t max_bytes_per_sec, struct relocate_progress *out);
+                   uint64_t max_bytes_per_sec, struct applylease *lease,
+                   struct relocate_progress *out);
 
 /*
  * Prints the summary of a run (what: "apply", "journal"): counts on

@@ -11,6 +11,7 @@
  */
 #include "rebalance.h"
 
+#include "applylease.h"
 #include "applyrun.h"
 #include "cliargs.h"
 #include "clusterconf.h"
@@ -32,6 +33,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -92,10 +94,16 @@ static void rebalance_usage(FILE *out)
             "        pulled again or skipped, never rolled back. Copies are made only of\n"
             "        closed files: a copy of a file open on a client is skipped (not a\n"
             "        failure). Ctrl-C stops it cleanly; run it again to finish.\n"
-            "status  the steps in the journal (under way, or left by an interrupted apply):\n"
-            "        begun, or committed (the map switched; the old file is not retired yet)\n"
+            "        One apply or abort runs on a cluster at a time: it holds a lock in meta\n"
+            "        (renewed every 3 s); a second one is refused and names the first. A run\n"
+            "        killed with -9 keeps the lock until it lapses, 15 s after its last renewal.\n"
+            "status  the apply or abort running anywhere on the cluster (who, since when,\n"
+            "        steps done), and the steps in the journal (under way, or left by an\n"
+            "        interrupted apply): begun, or committed (the map switched; the old file\n"
+            "        is not retired yet)\n"
             "abort   undoes every begun step in the journal (lifts the source's freeze,\n"
-            "        aborts) and finishes every committed one (retires the old file)\n"
+            "        aborts) and finishes every committed one (retires the old file); refused\n"
+            "        while an apply runs (stop that one instead: Ctrl-C, or kill its pid)\n"
             "\n"
             "  --policy P        frequent: each tile to the machine that uses it most, copies\n"
             "                    for tiles several machines read; balanced: also weighs the\n"
@@ -114,7 +122,9 @@ static void rebalance_usage(FILE *out)
             "                    measured speeds, capped by their throttles\n"
             "  --concurrency N   apply: tiles moved at once (default %d)\n"
             "  --max-mbps R      apply: cap on the bytes pulled, MB/s (10^6; default none)\n"
-            "  --json            plan, status: one JSON object\n"
+            "  --json            plan, status: one JSON object (status: {\"apply\": null or\n"
+            "                    {holder, since_sec, steps_total, steps_done, lease_left_sec},\n"
+            "                    \"entries\": [...], \"count\": N})\n"
             "  --state DIR       the local cluster in DIR (default: PATH's cluster, named by\n"
             "                    its mount's tessera.cluster attribute; without PATH\n"
             "                    $TESSERA_STATE, else $XDG_STATE_HOME/tessera, else\n"
@@ -123,8 +133,8 @@ static void rebalance_usage(FILE *out)
             "  --timeout-ms MS   how long to wait for each reply (default %d)\n"
             "  -h, --help        this help\n"
             "\n"
-            "Exit status: 0 done, 1 failed (or some steps failed: run apply again), 2 usage\n"
-            "error, 130 interrupted.\n",
+            "Exit status: 0 done, 1 failed (or some steps failed: run apply again; or another\n"
+            "apply runs), 2 usage error, 130 interrupted.\n",
             PLAN_MAX_COPIES, PLAN_DEFAULT_MAX_COPIES,
             (unsigned long long)(PLAN_DEFAULT_NETWORK_BYTES_PER_SEC / 1000000),
             REBALANCE_DEFAULT_CONCURRENCY,
@@ -341,7 +351,7 @@ static struct relocate_step *rebalance_journal_steps(const struct ts_move_rec *m
 
 /* Finishes what the journal holds; returns -1 to go on, else the exit code. */
 static int rebalance_resume(const struct rebalance_options *options, struct rpc_client *meta,
-                            struct relocnet *net)
+                            struct relocnet *net, struct applylease *lease)
 {
     struct ts_move_rec *moves = NULL;
     struct relocate_step *steps = NULL;
@@ -381,7 +391,7 @@ static int rebalance_resume(const struct rebalance_options *options, struct rpc_
            "files are retired first)\n",
            valid, valid == 1 ? "" : "s", committed);
     exit_code = applyrun_steps(net, NULL, steps, valid, (unsigned)options->concurrency,
-                               options->max_bytes_per_sec, &progress);
+                               options->max_bytes_per_sec, lease, &progress);
     free(steps);
     if (exit_code != 0)
         return exit_code;
@@ -425,13 +435,18 @@ static int rebalance_apply(const struct rebalance_options *options, struct rpc_c
     struct plan plan = {0};
     struct relocate_step *steps = NULL;
     struct relocate_progress progress;
+    struct applylease lease = {0};
     size_t node_count = 0, step_count = 0;
     char transfer[16];
     int exit_code;
 
     rebalanceinput_init(&input);
     applyrun_catch_signals();
-    exit_code = rebalance_nodes(options, meta, &nodes, &node_count);
+    /* Before the journal is read: what another run does is not ours to resume. */
+    exit_code = applylease_take(&lease, meta, options->target.endpoint,
+                                (int)options->target.timeout_ms, "apply", REBALANCE_WHO);
+    if (exit_code == 0)
+        exit_code = rebalance_nodes(options, meta, &nodes, &node_count);
     if (exit_code != 0)
         goto out;
     net = relocnet_new(options->target.endpoint, nodes, node_count, (int)options->target.timeout_ms);
@@ -440,7 +455,7 @@ static int rebalance_apply(const struct rebalance_options *options, struct rpc_c
         exit_code = 1;
         goto out;
     }
-    exit_code = rebalance_resume(options, meta, net);
+    exit_code = rebalance_resume(options, meta, net, &lease);
     if (exit_code >= 0)
         goto out;
     exit_code = rebalancefetch_build(options->path, options->target.endpoint, meta,
@@ -474,12 +489,13 @@ static int rebalance_apply(const struct rebalance_options *options, struct rpc_c
            counts.drops, counts.drops == 1 ? "" : "s", transfer, options->concurrency,
            options->max_bytes_per_sec ? ", paced" : "");
     exit_code = applyrun_steps(net, &input, steps, step_count, (unsigned)options->concurrency,
-                               options->max_bytes_per_sec, &progress);
+                               options->max_bytes_per_sec, &lease, &progress);
     if (exit_code == 0)
         exit_code = applyrun_summary("apply", &progress);
     if (exit_code == 0)
         printf("makespan predicted %.6f s -> %.6f s\n", plan.makespan_before, plan.makespan_after);
 out:
+    applylease_release(&lease);
     free(steps);
     plan_release(&plan);
     rebalanceinput_release(&input);
@@ -499,20 +515,81 @@ static const char *rebalance_state_name(uint32_t state)
     }
 }
 
+/* The apply lock as JSON: null when free. */
+static json_t *rebalance_lock_json(const struct toolmeta_apply_lock *lock)
+{
+    if (!lock->held)
+        return json_null();
+    /* The holder is meta's cleaned text; json_string refuses only bad UTF-8. */
+    json_t *holder = json_string(lock->holder);
+    return json_pack("{s:o, s:I, s:I, s:I, s:f}", "holder", holder ? holder : json_string("?"),
+                     "since_sec", (json_int_t)lock->since_sec, "steps_total",
+                     (json_int_t)lock->steps_total, "steps_done", (json_int_t)lock->steps_done,
+                     "lease_left_sec", lock->left_ms / 1000.0);
+}
+
+static int rebalance_status_json(const struct toolmeta_apply_lock *lock,
+                                 const struct ts_move_rec *moves, size_t count, time_t now)
+{
+    json_t *entries = json_array();
+    json_t *root;
+    int rc;
+
+    for (size_t i = 0; entries && i < count; i++) {
+        const struct ts_move_rec *move = &moves[i];
+        double seconds = move->started_sec > 0 ? difftime(now, (time_t)move->started_sec) : -1;
+        json_array_append_new(
+            entries,
+            json_pack("{s:I, s:I, s:s, s:I, s:I, s:I, s:I, s:s, s:I, s:f}", "ino",
+                      (json_int_t)move->ino, "tile", (json_int_t)move->tile, "kind",
+                      plan_action_kind_name((enum plan_action_kind)move->kind), "from",
+                      (json_int_t)move->from_node, "to", (json_int_t)move->to_node, "version",
+                      (json_int_t)move->version, "new_version", (json_int_t)move->new_version,
+                      "state", rebalance_state_name(move->state), "started_sec",
+                      (json_int_t)move->started_sec, "age_sec", seconds));
+    }
+    root = json_pack("{s:o, s:o, s:I}", "apply", rebalance_lock_json(lock), "entries",
+                     entries ? entries : json_array(), "count", (json_int_t)count);
+    rc = root && json_dumpf(root, stdout, JSON_INDENT(2)) == 0 ? 0 : 1;
+    if (rc == 0)
+        printf("\n");
+    else
+        fprintf(stderr, "%s: cannot write the JSON (out of memory?)\n", REBALANCE_WHO);
+    json_decref(root);
+    return rc;
+}
+
 static int rebalance_status(const struct rebalance_options *options, struct rpc_client *meta)
 {
     struct ts_move_rec *moves = NULL;
+    struct ts_apply_lock_req query = {.action = TS_APPLY_LOCK_QUERY, .holder = ts_str_of("")};
+    struct toolmeta_apply_lock lock;
     size_t count = 0;
-    char peer[256], age[16];
+    char peer[256], age[16], running[512];
     time_t now = time(NULL);
-    int status =
-        toolmeta_move_list(meta, (int)options->target.timeout_ms, &moves, &count, peer, sizeof(peer));
+    int status = toolmeta_apply_lock(meta, (int)options->target.timeout_ms, &query, &lock, peer,
+                                     sizeof(peer));
 
+    if (status == TS_ERR_NOTSUP || status == TS_ERR_PROTO)
+        memset(&lock, 0, sizeof(lock)); /* an older meta: no lock to show */
+    else if (status != TS_OK)
+        return rebalance_meta_failed(options, "APPLY_LOCK", status, peer);
+    status =
+        toolmeta_move_list(meta, (int)options->target.timeout_ms, &moves, &count, peer, sizeof(peer));
     if (status != TS_OK)
         return rebalance_meta_failed(options, "MOVE_LIST", status, peer);
-    if (options->json)
-        printf("{\"entries\": [");
-    else if (count == 0)
+    if (options->json) {
+        int rc = rebalance_status_json(&lock, moves, count, now);
+        free(moves);
+        return rc;
+    }
+    if (lock.held) {
+        applylease_describe(&lock, running, sizeof(running));
+        printf("running: %s\n", running);
+    } else {
+        printf("no rebalance apply or abort is running on this cluster\n");
+    }
+    if (count == 0)
         printf("the relocation journal is empty\n");
     else
         printf("%-12s %-8s %-5s %-6s    %-6s %-12s %-12s %-9s %s\n", "inode", "tile", "kind",
@@ -520,25 +597,16 @@ static int rebalance_status(const struct rebalance_options *options, struct rpc_
     for (size_t i = 0; i < count; i++) {
         const struct ts_move_rec *move = &moves[i];
         double seconds = move->started_sec > 0 ? difftime(now, (time_t)move->started_sec) : -1;
-        const char *kind = plan_action_kind_name((enum plan_action_kind)move->kind);
-        const char *state = rebalance_state_name(move->state);
-        if (options->json) {
-            printf("%s\n  {\"ino\": %" PRIu64 ", \"tile\": %" PRIu64 ", \"kind\": \"%s\", "
-                   "\"from\": %" PRIu32 ", \"to\": %" PRIu32 ", \"version\": %" PRIu64
-                   ", \"new_version\": %" PRIu64 ", \"state\": \"%s\", \"started_sec\": %" PRId64
-                   ", \"age_sec\": %.0f}",
-                   i ? "," : "", move->ino, move->tile, kind, move->from_node, move->to_node,
-                   move->version, move->new_version, state, move->started_sec, seconds);
-            continue;
-        }
         progress_format_duration(seconds, age, sizeof(age));
         printf("%-12" PRIu64 " %-8" PRIu64 " %-5s %-6" PRIu32 " -> %-6" PRIu32 " %-12" PRIu64
                " %-12" PRIu64 " %-9s %s\n",
-               move->ino, move->tile, kind, move->from_node, move->to_node, move->version,
-               move->new_version, state, age);
+               move->ino, move->tile, plan_action_kind_name((enum plan_action_kind)move->kind),
+               move->from_node, move->to_node, move->version, move->new_version,
+               rebalance_state_name(move->state), age);
     }
-    if (options->json)
-        printf("%s], \"count\": %zu}\n", count ? "\n" : "", count);
+    if (count > 0 && lock.held)
+        printf("%zu entr%s: the running %s is working on them\n", count,
+               count == 1 ? "y" : "ies", strstr(lock.holder, " abort ") ? "abort" : "apply");
     else if (count > 0)
         printf("%zu entr%s: `tessera rebalance apply PATH --policy P` finishes them; `tessera "
                "rebalance abort` undoes the begun ones and finishes the committed ones\n",
@@ -600,11 +668,16 @@ static int rebalance_abort(const struct rebalance_options *options, struct rpc_c
     struct relocnet *net = NULL;
     struct relocate_transport transport;
     void *worker = NULL;
+    struct applylease lease = {0};
     size_t node_count = 0, count = 0, aborted = 0, finished = 0, failed = 0;
     char peer[256];
-    int exit_code = rebalance_nodes(options, meta, &nodes, &node_count);
+    /* Undoing the steps a running apply is working on would only fail them: abort waits. */
+    int exit_code = applylease_take(&lease, meta, options->target.endpoint,
+                                    (int)options->target.timeout_ms, "abort", REBALANCE_WHO);
     int status;
 
+    if (exit_code == 0)
+        exit_code = rebalance_nodes(options, meta, &nodes, &node_count);
     if (exit_code != 0)
         goto out;
     status =
@@ -629,6 +702,8 @@ static int rebalance_abort(const struct rebalance_options *options, struct rpc_c
         bool committed = move->state == TS_MOVE_COMMITTED;
         bool gone = committed ? rebalance_finish_entry(&transport, worker, move)
                               : rebalance_abort_entry(&transport, worker, move);
+        applylease_progress(&lease, count, i + 1);
+        (void)applylease_tick(&lease);
         if (!gone)
             failed++;
         else if (committed)
@@ -649,6 +724,7 @@ static int rebalance_abort(const struct rebalance_options *options, struct rpc_c
         exit_code = 1;
     }
 out:
+    applylease_release(&lease);
     if (worker)
         transport.worker_close(worker);
     relocnet_destroy(&net);

@@ -562,3 +562,32 @@ void toolmeta_move_step(const struct ts_move_rec *move, struct relocate_step *st
     step->to_node = move->kind == TS_MOVE_DROP ? 0 : move->to_node;
     step->committed = move->state == TS_MOVE_COMMITTED;
 }
+
+int toolmeta_apply_lock(struct rpc_client *client, int timeout_ms,
+                        const struct ts_apply_lock_req *request, struct toolmeta_apply_lock *out,
+                        char *error_text, size_t error_cap)
+{
+    struct ts_apply_lock_rep answer;
+    struct rpc_reply reply;
+    uint8_t payload[512];
+    int status = toolmeta_call(client, TS_OP_APPLY_LOCK, payload,
+                               ts_apply_lock_req_encode(request, payload, sizeof(payload)),
+                               timeout_ms, &reply, error_text, error_cap);
+
+    memset(out, 0, sizeof(*out));
+    if (status == TS_OK && ts_apply_lock_rep_decode(&answer, reply.payload, reply.payload_len) != 0)
+        status = TS_ERR_BADMSG;
+    if (status == TS_OK) {
+        out->granted = answer.granted != 0;
+        out->held = answer.held != 0;
+        /* A description longer than ours is cut, not refused: it is only shown. */
+        snprintf(out->holder, sizeof(out->holder), "%.*s", (int)answer.holder.len,
+                 answer.holder.ptr ? answer.holder.ptr : "");
+        out->since_sec = answer.since_sec;
+        out->steps_total = answer.steps_total;
+        out->steps_done = answer.steps_done;
+        out->left_ms = answer.left_ms;
+    }
+    rpc_reply_release(&reply);
+    return status;
+}

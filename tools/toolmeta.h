@@ -4,8 +4,8 @@
  * serving?), NODE_LIST (the datanodes and their state), STATFS (the
  * filesystem's totals), GETATTR and TILE_MAP (a file's layout and where
  * its tiles are, for `tessera layout`), PROFILE_SET/GET (`tessera profile`)
- * and the relocation journal, MOVE_BEGIN/COMMIT/ABORT/LIST (`tessera
- * rebalance`). Each call has a deadline and returns a project
+ * and the relocation journal, MOVE_BEGIN/COMMIT/ABORT/LIST, and the apply
+ * lease, APPLY_LOCK (`tessera rebalance`). Each call has a deadline and returns a project
  * status (status.h): TS_OK, TS_ERR_TIMEDOUT when meta did not answer in
  * time, the status meta answered with, or TS_ERR_BADMSG for a reply that
  * does not decode.
@@ -17,6 +17,7 @@
 #include "relocate.h"
 #include "rpc.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -170,5 +171,21 @@ void toolmeta_move_step(const struct ts_move_rec *move, struct relocate_step *st
 /* Every journal entry (MOVE_LIST, page after page); *moves malloc'd. */
 int toolmeta_move_list(struct rpc_client *client, int timeout_ms, struct ts_move_rec **moves,
                        size_t *count, char *error_text, size_t error_cap);
+
+/* The lock as APPLY_LOCK answers it (proto.h); holder NUL-terminated. */
+struct toolmeta_apply_lock {
+    bool granted;
+    bool held;
+    char holder[256];
+    int64_t since_sec;
+    uint64_t steps_total;
+    uint64_t steps_done;
+    uint32_t left_ms;
+};
+
+/* APPLY_LOCK: request (its holder a C string) into *out. */
+int toolmeta_apply_lock(struct rpc_client *client, int timeout_ms,
+                        const struct ts_apply_lock_req *request, struct toolmeta_apply_lock *out,
+                        char *error_text, size_t error_cap);
 
 #endif

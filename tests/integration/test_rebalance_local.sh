@@ -12,7 +12,10 @@
 #    which its mount then reads locally; tessera layout show lists each
 #    tile's primary, then the copy (table and JSON).
 # 4. apply paced by --max-mbps and interrupted (SIGINT): exit 130, nothing
-#    left half-done in the journal; apply again finishes.
+#    left half-done in the journal; apply again finishes. While it runs, a
+#    second apply and an abort are refused at once naming it, and status
+#    (text, JSON) shows it; an apply killed with -9 holds the cluster's
+#    apply lock until its lease lapses, then the next apply resumes it.
 # 5. apply while a process rewrites the tiles (client_helper): no write is
 #    lost, skipped steps are done by the next apply.
 # 6. copies of a file held open by a writer: apply makes them; the writer,
@@ -206,11 +209,33 @@ log "the far mount read $far_bytes bytes of shared from its own datanode"
 read_direct "$MNT" shared | cmp - "$shared" || fail "this mount reads other bytes (shared)"
 
 # ---- 4. interrupted and resumed ------------------------------------------------
-"$TESSERA_TOOL" rebalance apply "$APP/paced" --policy frequent --meta "$meta" --max-mbps 2 \
+"$TESSERA_TOOL" rebalance apply "$APP/paced" --policy frequent --meta "$meta" --max-mbps 1 \
     --concurrency 2 >"$T/paced.out" 2>"$T/paced.err" &
 apply_pid=$!
 IT_PIDS+=("$apply_pid")
 wait_for 30 "the paced apply to move a tile" grep -q "^tiles [1-9]" "$T/paced.err"
+# One apply at a time per cluster: a second one is refused at once, naming
+# the first; status (text and JSON) shows the first running, with progress.
+rc=0
+tool rebalance apply "$APP/paced" --policy frequent >"$T/second.out" 2>"$T/second.err" || rc=$?
+[ "$rc" = 1 ] || fail "a second apply exited $rc while one ran: $(cat "$T/second.out" "$T/second.err")"
+grep -q "another rebalance runs on this cluster: tessera rebalance apply by .* pid $apply_pid" \
+    "$T/second.err" || fail "the refusal does not name the running apply: $(cat "$T/second.err")"
+grep -q "Wait for it to end" "$T/second.err" || fail "the refusal says nothing of what to do"
+[ ! -s "$T/second.out" ] || fail "the refused apply did something: $(cat "$T/second.out")"
+rc=0
+tool rebalance abort >"$T/abort-busy.out" 2>&1 || rc=$?
+[ "$rc" = 1 ] && grep -q "pid $apply_pid" "$T/abort-busy.out" ||
+    fail "abort ran beside a running apply (exit $rc): $(cat "$T/abort-busy.out")"
+grep -q "^running: tessera rebalance apply by .* pid $apply_pid, since .* of 12 steps done" \
+    <<<"$(tool rebalance status)" || fail "status does not show the running apply: $(tool rebalance status)"
+tool rebalance status --json >"$T/status-running.json" || fail "status --json failed"
+python3 -c '
+import json, sys
+apply = json.load(open(sys.argv[1]))["apply"]
+assert apply is not None and ("pid " + sys.argv[2]) in apply["holder"], apply
+assert apply["steps_total"] == 12 and apply["since_sec"] > 0 and apply["lease_left_sec"] > 0, apply
+' "$T/status-running.json" "$apply_pid" || fail "status --json: $(cat "$T/status-running.json")"
 kill -INT "$apply_pid"
 rc=0
 wait "$apply_pid" || rc=$?
@@ -221,6 +246,28 @@ grep -q "the relocation journal is empty" <<<"$(tool rebalance status)" ||
     fail "the interrupted apply left steps in the journal: $(tool rebalance status)"
 done_before=$(tool layout show "$APP/paced" --json | count_of "\"node\": $far_node,")
 ((done_before >= 1 && done_before < 12)) || fail "$done_before of 12 tiles moved before the stop"
+grep -q "no rebalance apply or abort is running" <<<"$(tool rebalance status)" ||
+    fail "the stopped apply did not release its lock: $(tool rebalance status)"
+# An apply killed with -9 cannot release its lock: the next one is refused
+# until the lease lapses (15 s after its last renewal), then proceeds and
+# resumes what the killed one left in the journal.
+"$TESSERA_TOOL" rebalance apply "$APP/paced" --policy frequent --meta "$meta" --max-mbps 1 \
+    --concurrency 2 >"$T/killed.out" 2>"$T/killed.err" &
+killed_pid=$!
+IT_PIDS+=("$killed_pid")
+wait_for 30 "the apply to be killed to move a tile" grep -q "^tiles [1-9]" "$T/killed.err"
+kill -KILL "$killed_pid"
+wait "$killed_pid" 2>/dev/null || true
+killed_at=$(now_ms)
+rc=0
+tool rebalance apply "$APP/paced" --policy frequent >"$T/after-kill.out" 2>"$T/after-kill.err" || rc=$?
+[ "$rc" = 1 ] && grep -q "pid $killed_pid" "$T/after-kill.err" ||
+    fail "an apply right after a kill -9 was not refused (exit $rc): $(cat "$T/after-kill.err")"
+lock_lapsed() { grep -q "no rebalance apply or abort is running" <<<"$(tool rebalance status)"; }
+wait_for 25 "the killed apply's lock to lapse" lock_lapsed
+lapse_ms=$(($(now_ms) - killed_at))
+log "the killed apply's lock lapsed after $lapse_ms ms"
+((lapse_ms >= 9000)) || fail "the killed apply's lock lapsed after only $lapse_ms ms"
 tool rebalance apply "$APP/paced" --policy frequent >"$T/paced2.txt" 2>&1 ||
     fail "the second apply failed: $(cat "$T/paced2.txt")"
 [ "$(tool layout show "$APP/paced" --json | count_of "\"node\": $far_node,")" = 12 ] ||
