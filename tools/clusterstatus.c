@@ -12,6 +12,7 @@
 #include "curve.h"
 #include "fmt.h"
 #include "healthview.h"
+#include "jsonname.h"
 #include "toolmeta.h"
 #include "status.h"
 #include "util.h"
@@ -173,48 +174,42 @@ static void clusterstatus_print_table(const struct toolmeta_node *nodes, size_t 
            total_text, free_text, totals->files, totals->nodes_up);
 }
 
-/* Prints text as a JSON string (quotes, backslashes and control bytes escaped). */
-static void clusterstatus_json_string(const char *text)
+static int clusterstatus_print_json(const struct toolmeta_node *nodes, size_t count)
 {
-    putchar('"');
-    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
-        if (*c == '"' || *c == '\\')
-            printf("\\%c", *c);
-        else if (*c < 0x20)
-            printf("\\u%04x", *c);
-        else
-            putchar(*c);
-    }
-    putchar('"');
-}
+    json_t *array = json_array();
 
-static void clusterstatus_print_json(const struct toolmeta_node *nodes, size_t count)
-{
-    printf("[");
-    for (size_t i = 0; i < count; i++) {
+    for (size_t i = 0; array && i < count; i++) {
         const struct toolmeta_node *node = &nodes[i];
-        printf("%s\n  {\"id\": %" PRIu32 ", \"machine\": ", i ? "," : "", node->id);
-        clusterstatus_json_string(node->machine);
-        printf(", \"address\": ");
-        clusterstatus_json_string(node->address);
-        printf(", \"state\": \"%s\", \"capacity\": %" PRIu64 ", \"free\": %" PRIu64
-               ", \"used\": %" PRIu64 ", \"tiles\": %" PRIu64 ", \"heartbeat_age_ms\": %" PRIu64
-               ", \"read_bytes_per_sec\": %" PRIu64 ", \"write_bytes_per_sec\": %" PRIu64
-               ", \"queue_depth\": %" PRIu32 ", \"throttle_bytes_per_sec\": %" PRIu64
-               ", \"admin\": \"%s\"",
-               node->state == TS_NODE_UP ? "up" : "down", node->capacity, node->free_bytes,
-               node->used_bytes, node->tiles, node->heartbeat_age_ms, node->read_bytes_per_sec,
-               node->write_bytes_per_sec, node->queue_depth, node->throttle_bytes_per_sec,
-               node->admin == TS_NODE_DRAINING  ? "draining"
-               : node->admin == TS_NODE_REMOVED ? "removed"
-                                                : "active");
-        printf(", \"corrupt_files\": %" PRIu64 ", \"scrub\": {\"running\": %s, \"files\": %" PRIu64
-               ", \"bytes\": %" PRIu64 ", \"corrupt\": %" PRIu64 ", \"bytes_per_sec\": %" PRIu64
-               ", \"passes\": %" PRIu64 "}}",
-               node->corrupt_files, node->scrub_running ? "true" : "false", node->scrub_files,
-               node->scrub_bytes, node->scrub_corrupt, node->scrub_rate, node->scrub_passes);
+        json_t *row = json_pack("{s:I}", "id", (json_int_t)node->id);
+        json_t *rest = json_pack(
+            "{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:I, "
+            "s:{s:b, s:I, s:I, s:I, s:I, s:I}}",
+            "state", node->state == TS_NODE_UP ? "up" : "down", "capacity",
+            (json_int_t)node->capacity, "free", (json_int_t)node->free_bytes, "used",
+            (json_int_t)node->used_bytes, "tiles", (json_int_t)node->tiles, "heartbeat_age_ms",
+            (json_int_t)node->heartbeat_age_ms, "read_bytes_per_sec",
+            (json_int_t)node->read_bytes_per_sec, "write_bytes_per_sec",
+            (json_int_t)node->write_bytes_per_sec, "queue_depth", (json_int_t)node->queue_depth,
+            "throttle_bytes_per_sec", (json_int_t)node->throttle_bytes_per_sec, "admin",
+            node->admin == TS_NODE_DRAINING  ? "draining"
+            : node->admin == TS_NODE_REMOVED ? "removed"
+                                             : "active",
+            "corrupt_files", (json_int_t)node->corrupt_files, "scrub", "running",
+            node->scrub_running ? 1 : 0, "files", (json_int_t)node->scrub_files, "bytes",
+            (json_int_t)node->scrub_bytes, "corrupt", (json_int_t)node->scrub_corrupt,
+            "bytes_per_sec", (json_int_t)node->scrub_rate, "passes",
+            (json_int_t)node->scrub_passes);
+        /* Key order as before: id, machine, address, then the figures. */
+        if (!row || !rest || jsonname_set(row, "machine", node->machine) != 0 ||
+            jsonname_set(row, "address", node->address) != 0 || json_object_update(row, rest) != 0 ||
+            json_array_append_new(array, row) != 0) {
+            json_decref(row);
+            json_decref(array);
+            array = NULL;
+        }
+        json_decref(rest);
     }
-    printf("%s]\n", count ? "\n" : "");
+    return jsonname_print(stdout, array);
 }
 
 /* How the link to meta is protected: it answered, so it speaks what this process speaks. */
@@ -270,7 +265,10 @@ static int clusterstatus_query(const struct viewargs *options)
         goto out;
     }
     if (options->json) {
-        clusterstatus_print_json(nodes, count);
+        if (clusterstatus_print_json(nodes, count) != 0) {
+            fprintf(stderr, "tessera status: cannot write the JSON (out of memory?)\n");
+            exit_code = 1;
+        }
         goto out;
     }
     struct healthview health;

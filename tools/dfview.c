@@ -10,7 +10,7 @@
 #include "cliargs.h"
 #include "diskspace.h"
 #include "fmt.h"
-#include "jsonout.h"
+#include "jsonname.h"
 #include "status.h"
 #include "toolmeta.h"
 #include "viewargs.h"
@@ -154,43 +154,53 @@ static void dfview_print_table(const struct toolmeta_node *nodes, size_t count,
            "its disk's, or its --capacity; a disk several datanodes share counts once.\n");
 }
 
-static void dfview_print_json_sum(const struct dfview_sum *sum)
+static json_t *dfview_json_sum(const struct dfview_sum *sum)
 {
-    printf("{");
-    if (sum->machine) {
-        printf("\"machine\": ");
-        jsonout_string(stdout, sum->machine);
-        printf(", ");
+    json_t *object = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "disks",
+                               (json_int_t)sum->space.disks, "datanodes", (json_int_t)sum->datanodes,
+                               "up", (json_int_t)sum->up, "size", (json_int_t)sum->space.capacity,
+                               "used", (json_int_t)sum->used_bytes, "free",
+                               (json_int_t)sum->space.free_bytes, "tiles", (json_int_t)sum->tiles);
+    if (object && sum->machine && jsonname_set(object, "machine", sum->machine) != 0) {
+        json_decref(object);
+        return NULL;
     }
-    printf("\"disks\": %zu, \"datanodes\": %zu, \"up\": %zu, \"size\": %" PRIu64
-           ", \"used\": %" PRIu64 ", \"free\": %" PRIu64 ", \"tiles\": %" PRIu64 "}",
-           sum->space.disks, sum->datanodes, sum->up, sum->space.capacity, sum->used_bytes,
-           sum->space.free_bytes, sum->tiles);
+    return object;
 }
 
-static void dfview_print_json(const struct toolmeta_node *nodes, size_t count,
-                              const struct dfview_sum *sums, size_t machines,
-                              const struct dfview_sum *total)
+static int dfview_print_json(const struct toolmeta_node *nodes, size_t count,
+                             const struct dfview_sum *sums, size_t machines,
+                             const struct dfview_sum *total)
 {
-    printf("{\"datanodes\": [");
-    for (size_t i = 0; i < count; i++) {
+    json_t *datanodes = json_array();
+    json_t *by_machine = json_array();
+    char disk_id[17];
+
+    for (size_t i = 0; datanodes && i < count; i++) {
         const struct toolmeta_node *node = &nodes[i];
-        printf("%s\n  {\"id\": %" PRIu32 ", \"machine\": ", i ? "," : "", node->id);
-        jsonout_string(stdout, node->machine);
-        printf(", \"state\": \"%s\", \"disk_id\": \"%016" PRIx64 "\", \"disk_size\": %" PRIu64
-               ", \"disk_free\": %" PRIu64 ", \"size\": %" PRIu64 ", \"used\": %" PRIu64
-               ", \"free\": %" PRIu64 ", \"tiles\": %" PRIu64 "}",
-               node->state == TS_NODE_UP ? "up" : "down", node->disk_id, node->disk_bytes,
-               node->disk_free, node->capacity, node->used_bytes, node->free_bytes, node->tiles);
+        snprintf(disk_id, sizeof(disk_id), "%016" PRIx64, node->disk_id);
+        json_t *row = json_pack("{s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "id",
+                                (json_int_t)node->id, "state",
+                                node->state == TS_NODE_UP ? "up" : "down", "disk_id", disk_id,
+                                "disk_size", (json_int_t)node->disk_bytes, "disk_free",
+                                (json_int_t)node->disk_free, "size", (json_int_t)node->capacity,
+                                "used", (json_int_t)node->used_bytes, "free",
+                                (json_int_t)node->free_bytes, "tiles", (json_int_t)node->tiles);
+        if (!row || jsonname_set(row, "machine", node->machine) != 0 ||
+            json_array_append_new(datanodes, row) != 0) {
+            json_decref(datanodes);
+            datanodes = NULL;
+        }
     }
-    printf("%s],\n \"machines\": [", count ? "\n " : "");
-    for (size_t m = 0; m < machines; m++) {
-        printf("%s\n  ", m ? "," : "");
-        dfview_print_json_sum(&sums[m]);
+    for (size_t m = 0; by_machine && m < machines; m++) {
+        if (json_array_append_new(by_machine, dfview_json_sum(&sums[m])) != 0) {
+            json_decref(by_machine);
+            by_machine = NULL;
+        }
     }
-    printf("%s],\n \"total\": ", machines ? "\n " : "");
-    dfview_print_json_sum(total);
-    printf("}\n");
+    return jsonname_print(stdout, json_pack("{s:o, s:o, s:o}", "datanodes", datanodes,
+                                            "machines", by_machine, "total",
+                                            dfview_json_sum(total)));
 }
 
 static int dfview_query(const struct viewargs *options)
@@ -231,9 +241,11 @@ static int dfview_query(const struct viewargs *options)
             goto out;
         }
     }
-    if (options->json)
-        dfview_print_json(nodes, count, sums, machines, &total);
-    else
+    if (options->json && dfview_print_json(nodes, count, sums, machines, &total) != 0) {
+        fprintf(stderr, "%s: cannot write the JSON (out of memory?)\n", DFVIEW_WHO);
+        goto out;
+    }
+    if (!options->json)
         dfview_print_table(nodes, count, sums, machines, &total);
     exit_code = CLIARGS_EXIT_OK;
 out:

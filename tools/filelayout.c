@@ -12,6 +12,7 @@
 #include "cliargs.h"
 #include "clusterconf.h"
 #include "fmt.h"
+#include "jsonname.h"
 #include "toolmeta.h"
 #include "metatarget.h"
 #include "proto.h"
@@ -234,19 +235,11 @@ static int filelayout_set(const struct filelayout_options *options)
     return 0;
 }
 
-/* Prints text as a JSON string (quotes, backslashes and control bytes escaped). */
+/* text as a JSON string, through jansson (jsonname.h). */
 static void filelayout_json_string(const char *text)
 {
-    putchar('"');
-    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
-        if (*c == '"' || *c == '\\')
-            printf("\\%c", *c);
-        else if (*c < 0x20)
-            printf("\\u%04x", *c);
-        else
-            putchar(*c);
-    }
-    putchar('"');
+    if (jsonname_fprint_string(stdout, text) != 0)
+        printf("null");
 }
 
 /* "a<sep>b<sep>c" of the first dims values, JSON list when json. */
@@ -388,8 +381,8 @@ static void filelayout_print_head(const struct filelayout_options *options,
                                   const struct filelayout_file *file)
 {
     if (options->json) {
-        printf("{\"path\": ");
-        filelayout_json_string(options->path);
+        printf("{");
+        jsonname_fprint_member(stdout, "path", options->path);
         printf(", \"ino\": %" PRIu64 ", \"size\": %" PRIu64 ", \"layout\": ", file->ino,
                file->size);
         filelayout_json_string(file->layout_text);
@@ -449,8 +442,8 @@ static int filelayout_load(const struct filelayout_options *options, struct rpc_
     if (S_ISDIR(st.st_mode)) {
         /* A directory has no tiles: show what its new files get. */
         if (options->json) {
-            printf("{\"path\": ");
-            filelayout_json_string(options->path);
+            printf("{");
+            jsonname_fprint_member(stdout, "path", options->path);
             printf(", \"ino\": %" PRIu64 ", \"directory\": true, \"layout\": ",
                    (uint64_t)st.st_ino);
             filelayout_json_string(file->layout_text);

@@ -6,7 +6,7 @@
 
 #include "cliargs.h"
 #include "fmt.h"
-#include "jsonout.h"
+#include "jsonname.h"
 #include "viewargs.h"
 #include "status.h"
 
@@ -133,24 +133,31 @@ void healthview_print(FILE *out, const struct healthview *health)
 void healthview_print_json(FILE *out, const struct healthview *health)
 {
     const struct ts_health_rep *f = &health->figures;
-    fprintf(out, "{\"state\": \"%s\", \"known\": %s, \"tiles\": %" PRIu64
-                 ", \"degraded_tiles\": %" PRIu64 ", \"degraded_bytes\": %" PRIu64
-                 ", \"unavailable_tiles\": %" PRIu64 ", \"checked_ms_ago\": %" PRIu64
-                 ",\n \"repair\": {\"steps_done\": %" PRIu64 ", \"bytes_done\": %" PRIu64
-                 ", \"bytes_per_sec\": %" PRIu64 ", \"steps_queued\": %" PRIu64
-                 ", \"bytes_queued\": %" PRIu64 ", \"steps_failed\": %" PRIu64 "},\n \"unavailable_files\": [",
-            healthview_state_name(f->state), f->pass_age_ms == UINT64_MAX ? "false" : "true",
-            f->tiles, f->degraded_tiles, f->degraded_bytes, f->unavailable_tiles,
-            f->pass_age_ms == UINT64_MAX ? 0 : f->pass_age_ms, f->repair_steps_done,
-            f->repair_bytes_done, f->repair_bytes_per_sec, f->repair_steps_waiting,
-            f->repair_bytes_waiting, f->repair_steps_failed);
-    for (uint32_t i = 0; i < health->file_count; i++) {
-        fprintf(out, "%s{\"ino\": %" PRIu64 ", \"tiles\": %" PRIu64 ", \"path\": ", i ? ", " : "",
-                health->files[i].ino, health->files[i].tiles);
-        jsonout_string(out, health->files[i].path);
-        fputc('}', out);
+    json_t *files = json_array();
+    json_t *root;
+
+    for (uint32_t i = 0; files && i < health->file_count; i++) {
+        json_t *file = json_pack("{s:I, s:I}", "ino", (json_int_t)health->files[i].ino, "tiles",
+                                 (json_int_t)health->files[i].tiles);
+        if (!file || jsonname_set(file, "path", health->files[i].path) != 0 ||
+            json_array_append_new(files, file) != 0) {
+            json_decref(files);
+            files = NULL;
+        }
     }
-    fprintf(out, "]}\n");
+    root = json_pack(
+        "{s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:o}", "state",
+        healthview_state_name(f->state), "known", f->pass_age_ms != UINT64_MAX, "tiles",
+        (json_int_t)f->tiles, "degraded_tiles", (json_int_t)f->degraded_tiles, "degraded_bytes",
+        (json_int_t)f->degraded_bytes, "unavailable_tiles", (json_int_t)f->unavailable_tiles,
+        "checked_ms_ago", (json_int_t)(f->pass_age_ms == UINT64_MAX ? 0 : f->pass_age_ms),
+        "repair", "steps_done", (json_int_t)f->repair_steps_done, "bytes_done",
+        (json_int_t)f->repair_bytes_done, "bytes_per_sec", (json_int_t)f->repair_bytes_per_sec,
+        "steps_queued", (json_int_t)f->repair_steps_waiting, "bytes_queued",
+        (json_int_t)f->repair_bytes_waiting, "steps_failed", (json_int_t)f->repair_steps_failed,
+        "unavailable_files", files);
+    if (jsonname_print(out, root) != 0)
+        fprintf(stderr, "tessera health: cannot write the JSON (out of memory?)\n");
 }
 
 static void healthview_usage(FILE *out)

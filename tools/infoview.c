@@ -9,12 +9,13 @@
  * bound), so "stored" is what the replicas hold at most: a tile not yet
  * written has holders but no bytes, which the datanodes, not meta, know.
  * JSON through jansson, which escapes any file name (names that are not
- * UTF-8 have their bytes replaced, as jansson refuses them).
+ * UTF-8 are written as jsonname.h says, as jansson refuses them).
  */
 #include "infoview.h"
 
 #include "cliargs.h"
 #include "fmt.h"
+#include "jsonname.h"
 #include "metatarget.h"
 #include "mountwalk.h"
 #include "proto.h"
@@ -25,7 +26,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -208,24 +208,6 @@ static int infoview_by_id(const void *a, const void *b)
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* path as a JSON string: jansson refuses bytes that are not UTF-8. */
-static json_t *infoview_json_path(const char *path)
-{
-    json_t *text = json_string(path);
-    if (text)
-        return text;
-    char *copy = strdup(path);
-    if (!copy)
-        return NULL;
-    for (unsigned char *c = (unsigned char *)copy; *c; c++) {
-        if (*c >= 0x80)
-            *c = '?';
-    }
-    text = json_string(copy);
-    free(copy);
-    return text;
-}
-
 static int infoview_print_json(const char *path, const struct infoview_totals *totals)
 {
     json_t *nodes = json_array();
@@ -241,7 +223,11 @@ static int infoview_print_json(const char *path, const struct infoview_totals *t
                                                (json_int_t)totals->nodes[i].replicas, "bytes",
                                                (json_int_t)totals->nodes[i].bytes));
     }
-    json_object_set_new(root, "path", infoview_json_path(path));
+    if (jsonname_set(root, "path", path) != 0) {
+        json_decref(nodes);
+        json_decref(root);
+        return -1;
+    }
     json_object_set_new(root, "files", json_integer((json_int_t)totals->files));
     json_object_set_new(root, "directories", json_integer((json_int_t)totals->directories));
     json_object_set_new(root, "symlinks", json_integer((json_int_t)totals->symlinks));

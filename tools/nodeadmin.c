@@ -10,6 +10,7 @@
 #include "cliargs.h"
 #include "clusterconf.h"
 #include "fmt.h"
+#include "jsonname.h"
 #include "toolmeta.h"
 #include "metatarget.h"
 #include "proto.h"
@@ -300,60 +301,79 @@ static int nodeadmin_throttle(const struct nodeadmin_options *options,
     return 0;
 }
 
-/* Prints a NODE_STATS reply whose blobs were checked; text or JSON. */
-static void nodeadmin_print_stats(const struct nodeadmin_options *options,
-                                  const struct toolmeta_node *node,
+/* A NODE_STATS reply whose blobs were checked, as JSON (jansson); 0 or -1. */
+static int nodeadmin_print_stats_json(const struct toolmeta_node *node,
+                                      const struct ts_node_stats_rep *stats)
+{
+    struct ts_cursor cursor;
+    json_t *ops = json_object();
+    json_t *tiles = json_array();
+    bool ok = ops && tiles;
+
+    ts_cursor_init(&cursor, stats->ops.ptr, stats->ops.len);
+    for (uint32_t i = 0; ok && i < stats->op_count; i++) {
+        struct ts_stats_op_rec op;
+        (void)ts_stats_op_rec_read(&cursor, &op); /* nodeadmin_stats checked the blob */
+        ok = json_object_set_new(ops, ts_op_name((uint16_t)op.opcode),
+                                 json_integer((json_int_t)op.count)) == 0;
+    }
+    ts_cursor_init(&cursor, stats->tiles.ptr, stats->tiles.len);
+    for (uint32_t i = 0; ok && i < stats->tile_count; i++) {
+        struct ts_stats_tile_rec tile;
+        (void)ts_stats_tile_rec_read(&cursor, &tile); /* nodeadmin_stats checked the blob */
+        ok = json_array_append_new(tiles, json_pack("{s:I, s:I, s:I, s:I}", "ino",
+                                                    (json_int_t)tile.ino, "tile",
+                                                    (json_int_t)tile.tile, "reads",
+                                                    (json_int_t)tile.reads, "bytes",
+                                                    (json_int_t)tile.bytes)) == 0;
+    }
+    if (!ok) {
+        json_decref(ops);
+        json_decref(tiles);
+        return -1;
+    }
+    return jsonname_print(
+        stdout, json_pack("{s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:o}", "id",
+                          (json_int_t)node->id, "requests", (json_int_t)stats->requests,
+                          "failures", (json_int_t)stats->failures, "bytes_read",
+                          (json_int_t)stats->bytes_read, "bytes_written",
+                          (json_int_t)stats->bytes_written, "ops", ops, "tiles_reclaimed",
+                          (json_int_t)stats->tiles_reclaimed, "bytes_reclaimed",
+                          (json_int_t)stats->bytes_reclaimed, "reclaim_passes",
+                          (json_int_t)stats->reclaim_passes, "tiles_dropped",
+                          (json_int_t)stats->tiles_dropped, "tiles_read", tiles));
+}
+
+/* Prints a NODE_STATS reply whose blobs were checked as text. */
+static void nodeadmin_print_stats(const struct toolmeta_node *node,
                                   const struct ts_node_stats_rep *stats)
 {
     struct ts_cursor cursor;
-    bool json = options->json;
 
-    if (json)
-        printf("{\"id\": %" PRIu32 ", \"requests\": %" PRIu64 ", \"failures\": %" PRIu64
-               ", \"bytes_read\": %" PRIu64 ", \"bytes_written\": %" PRIu64 ", \"ops\": {",
-               node->id, stats->requests, stats->failures, stats->bytes_read, stats->bytes_written);
-    else
-        printf("datanode %" PRIu32 " (%s): %" PRIu64 " requests, %" PRIu64 " failed, %" PRIu64
-               " bytes read, %" PRIu64 " bytes written\n",
-               node->id, node->address, stats->requests, stats->failures, stats->bytes_read,
-               stats->bytes_written);
+    printf("datanode %" PRIu32 " (%s): %" PRIu64 " requests, %" PRIu64 " failed, %" PRIu64
+           " bytes read, %" PRIu64 " bytes written\n",
+           node->id, node->address, stats->requests, stats->failures, stats->bytes_read,
+           stats->bytes_written);
     ts_cursor_init(&cursor, stats->ops.ptr, stats->ops.len);
     for (uint32_t i = 0; i < stats->op_count; i++) {
         struct ts_stats_op_rec op;
         (void)ts_stats_op_rec_read(&cursor, &op); /* nodeadmin_stats checked the blob */
-        if (json)
-            printf("%s\"%s\": %" PRIu64, i ? ", " : "", ts_op_name((uint16_t)op.opcode), op.count);
-        else
-            printf("  %-14s %" PRIu64 "\n", ts_op_name((uint16_t)op.opcode), op.count);
+        printf("  %-14s %" PRIu64 "\n", ts_op_name((uint16_t)op.opcode), op.count);
     }
-    if (json)
-        printf("}, \"tiles_reclaimed\": %" PRIu64 ", \"bytes_reclaimed\": %" PRIu64
-               ", \"reclaim_passes\": %" PRIu64 ", \"tiles_dropped\": %" PRIu64
-               ", \"tiles_read\": [",
-               stats->tiles_reclaimed, stats->bytes_reclaimed, stats->reclaim_passes,
-               stats->tiles_dropped);
-    else
-        printf("reclaimed: %" PRIu64 " tile files meta mapped nowhere (%" PRIu64
-               " bytes) in %" PRIu64 " passes over the tile directory\n"
-               "tiles read: %" PRIu32 "%s\n",
-               stats->tiles_reclaimed, stats->bytes_reclaimed, stats->reclaim_passes,
-               stats->tile_count, stats->tiles_dropped ? " (more were read than listed)" : "");
-    if (!json && stats->tile_count > 0)
+    printf("reclaimed: %" PRIu64 " tile files meta mapped nowhere (%" PRIu64
+           " bytes) in %" PRIu64 " passes over the tile directory\n"
+           "tiles read: %" PRIu32 "%s\n",
+           stats->tiles_reclaimed, stats->bytes_reclaimed, stats->reclaim_passes,
+           stats->tile_count, stats->tiles_dropped ? " (more were read than listed)" : "");
+    if (stats->tile_count > 0)
         printf("  %-12s %-10s %-8s %s\n", "ino", "tile", "reads", "bytes");
     ts_cursor_init(&cursor, stats->tiles.ptr, stats->tiles.len);
     for (uint32_t i = 0; i < stats->tile_count; i++) {
         struct ts_stats_tile_rec tile;
         (void)ts_stats_tile_rec_read(&cursor, &tile); /* nodeadmin_stats checked the blob */
-        if (json)
-            printf("%s\n  {\"ino\": %" PRIu64 ", \"tile\": %" PRIu64 ", \"reads\": %" PRIu64
-                   ", \"bytes\": %" PRIu64 "}",
-                   i ? "," : "", tile.ino, tile.tile, tile.reads, tile.bytes);
-        else
-            printf("  %-12" PRIu64 " %-10" PRIu64 " %-8" PRIu64 " %" PRIu64 "\n", tile.ino,
-                   tile.tile, tile.reads, tile.bytes);
+        printf("  %-12" PRIu64 " %-10" PRIu64 " %-8" PRIu64 " %" PRIu64 "\n", tile.ino,
+               tile.tile, tile.reads, tile.bytes);
     }
-    if (json)
-        printf("%s]}\n", stats->tile_count ? "\n" : "");
 }
 
 /* Sends NODE_STATS to the node and prints the answer; returns the exit code. */
@@ -377,8 +397,12 @@ static int nodeadmin_stats(const struct nodeadmin_options *options,
         status = TS_ERR_BADMSG;
     if (status != TS_OK)
         exit_code = nodeadmin_call_failed(options, node, status, &reply);
-    else
-        nodeadmin_print_stats(options, node, &stats);
+    else if (!options->json)
+        nodeadmin_print_stats(node, &stats);
+    else if (nodeadmin_print_stats_json(node, &stats) != 0) {
+        fprintf(stderr, "tessera node stats: cannot write the JSON (out of memory?)\n");
+        exit_code = 1;
+    }
     rpc_reply_release(&reply);
     return exit_code;
 }

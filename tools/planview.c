@@ -5,9 +5,10 @@
 #include "planview.h"
 
 #include "fmt.h"
-#include "jsonout.h"
+#include "jsonname.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 static const char *planview_basis_text(enum plan_basis basis)
@@ -52,40 +53,75 @@ static void planview_node_label(const struct rebalanceinput *input, uint32_t id,
     snprintf(out, cap, "%" PRIu32 " (%.40s)", id, rebalanceinput_node_machine(input, id));
 }
 
+/* kind, path (a name), then the rest of a step, in this order. */
+static json_t *planview_json_step(const struct rebalanceinput *input,
+                                  const struct plan_action *action)
+{
+    const struct rebalanceinput_file *file = rebalanceinput_file_of(input, action->ino);
+    json_t *object = json_pack("{s:s}", "kind", plan_action_kind_name(action->kind));
+    json_t *rest = json_pack(
+        "{s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f}", "ino", (json_int_t)action->ino, "tile",
+        (json_int_t)action->tile, "from", (json_int_t)action->from_node, "to",
+        (json_int_t)action->to_node, "bytes",
+        (json_int_t)(action->kind == PLAN_DROP ? 0 : action->tile_bytes), "version",
+        (json_int_t)action->version, "cost_before", action->cost_before, "cost_after",
+        action->cost_after);
+    if (!object || !rest || jsonname_set(object, "path", file ? file->path : "") != 0 ||
+        json_object_update(object, rest) != 0) {
+        json_decref(object);
+        object = NULL;
+    }
+    json_decref(rest);
+    return object;
+}
+
 void planview_json(FILE *out, const char *path, enum plan_policy policy,
                    const struct rebalanceinput *input, const struct plan *plan)
 {
-    fprintf(out, "{\"path\": ");
-    jsonout_string(out, path);
-    fprintf(out,
-            ", \"policy\": \"%s\", \"basis\": \"%s\", \"files\": %zu, \"tiles\": %zu, "
-            "\"transfer_bytes\": %" PRIu64 ", \"makespan_before\": %.9g, \"makespan_after\": %.9g, "
-            "\"steps\": [",
-            plan_policy_name(policy), planview_basis_name(plan->basis), input->file_count,
-            input->tile_count, plan->transfer_bytes, plan->makespan_before, plan->makespan_after);
-    for (size_t i = 0; i < plan->action_count; i++) {
-        const struct plan_action *action = &plan->actions[i];
-        const struct rebalanceinput_file *file = rebalanceinput_file_of(input, action->ino);
-        fprintf(out, "%s\n  {\"kind\": \"%s\", \"path\": ", i ? "," : "",
-                plan_action_kind_name(action->kind));
-        jsonout_string(out, file ? file->path : "");
-        fprintf(out,
-                ", \"ino\": %" PRIu64 ", \"tile\": %" PRIu64 ", \"from\": %" PRIu32
-                ", \"to\": %" PRIu32 ", \"bytes\": %" PRIu64 ", \"version\": %" PRIu64
-                ", \"cost_before\": %.9g, \"cost_after\": %.9g}",
-                action->ino, action->tile, action->from_node, action->to_node,
-                action->kind == PLAN_DROP ? 0 : action->tile_bytes, action->version,
-                action->cost_before, action->cost_after);
+    json_t *root = json_object();
+    json_t *rest = json_pack("{s:s, s:s, s:I, s:I, s:I, s:f, s:f}", "policy",
+                             plan_policy_name(policy), "basis", planview_basis_name(plan->basis),
+                             "files", (json_int_t)input->file_count, "tiles",
+                             (json_int_t)input->tile_count, "transfer_bytes",
+                             (json_int_t)plan->transfer_bytes, "makespan_before",
+                             plan->makespan_before, "makespan_after", plan->makespan_after);
+    json_t *steps = json_array();
+    json_t *nodes = json_array();
+    bool ok = root && rest && steps && nodes && jsonname_set(root, "path", path) == 0 &&
+              json_object_update(root, rest) == 0;
+
+    for (size_t i = 0; ok && i < plan->action_count; i++)
+        ok = json_array_append_new(steps, planview_json_step(input, &plan->actions[i])) == 0;
+    for (size_t i = 0; ok && i < plan->node_count && i < input->node_count; i++) {
+        json_t *node = json_pack("{s:I}", "id", (json_int_t)input->nodes[i].id);
+        json_t *figures = json_pack("{s:b, s:f, s:f}", "up", input->nodes[i].up ? 1 : 0,
+                                    "seconds_before", plan->node_seconds_before[i],
+                                    "seconds_after", plan->node_seconds_after[i]);
+        ok = node && figures &&
+             jsonname_set(node, "machine",
+                          input->nodes[i].machine ? input->nodes[i].machine : "") == 0 &&
+             json_object_update(node, figures) == 0;
+        json_decref(figures);
+        if (ok)
+            ok = json_array_append_new(nodes, node) == 0;
+        else
+            json_decref(node);
     }
-    fprintf(out, "%s], \"nodes\": [", plan->action_count ? "\n" : "");
-    for (size_t i = 0; i < plan->node_count && i < input->node_count; i++) {
-        fprintf(out, "%s\n  {\"id\": %" PRIu32 ", \"machine\": ", i ? "," : "", input->nodes[i].id);
-        jsonout_string(out, input->nodes[i].machine ? input->nodes[i].machine : "");
-        fprintf(out, ", \"up\": %s, \"seconds_before\": %.9g, \"seconds_after\": %.9g}",
-                input->nodes[i].up ? "true" : "false", plan->node_seconds_before[i],
-                plan->node_seconds_after[i]);
+    json_decref(rest);
+    if (ok) {
+        /* set_new takes its value even when it fails. */
+        ok = json_object_set_new(root, "steps", steps) == 0;
+        ok = json_object_set_new(root, "nodes", nodes) == 0 && ok;
+        steps = nodes = NULL;
     }
-    fprintf(out, "%s]}\n", plan->node_count ? "\n" : "");
+    json_decref(steps);
+    json_decref(nodes);
+    if (!ok) {
+        json_decref(root);
+        root = NULL;
+    }
+    if (jsonname_print(out, root) != 0)
+        fprintf(stderr, "tessera rebalance: cannot write the JSON (out of memory?)\n");
 }
 
 void planview_text(FILE *out, const char *path, enum plan_policy policy,

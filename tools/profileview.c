@@ -8,7 +8,8 @@
 #include "profileview.h"
 
 #include "fmt.h"
-#include "jsonout.h"
+#include "jsonname.h"
+#include "xmltext.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -254,57 +255,95 @@ int profileview_text(FILE *out, const struct profileview_file *files, size_t cou
     return 0;
 }
 
-static void profileview_json_totals(FILE *out, const struct profileview_totals *totals)
+static json_t *profileview_json_totals(const struct profileview_totals *totals)
 {
-    fprintf(out,
-            "{\"files\": %zu, \"tiles\": %zu, \"machines\": %zu, \"reads\": %" PRIu64
-            ", \"writes\": %" PRIu64 ", \"bytes_read\": %" PRIu64 ", \"bytes_written\": %" PRIu64
-            ", \"local_bytes\": %" PRIu64 ", \"remote_bytes\": %" PRIu64 "}",
-            totals->files, totals->tiles, totals->machines, totals->reads, totals->writes,
-            totals->bytes_read, totals->bytes_written, totals->local_bytes, totals->remote_bytes);
+    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "files",
+                     (json_int_t)totals->files, "tiles", (json_int_t)totals->tiles, "machines",
+                     (json_int_t)totals->machines, "reads", (json_int_t)totals->reads, "writes",
+                     (json_int_t)totals->writes, "bytes_read", (json_int_t)totals->bytes_read,
+                     "bytes_written", (json_int_t)totals->bytes_written, "local_bytes",
+                     (json_int_t)totals->local_bytes, "remote_bytes",
+                     (json_int_t)totals->remote_bytes);
+}
+
+/* One record: tile, machine (a name), then the counts, in this order. */
+static json_t *profileview_json_record(const struct toolmeta_access *record)
+{
+    json_t *object = json_pack("{s:I}", "tile", (json_int_t)record->tile);
+    json_t *counts = json_pack(
+        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "reads", (json_int_t)record->reads, "writes",
+        (json_int_t)record->writes, "bytes_read", (json_int_t)record->bytes_read,
+        "bytes_written", (json_int_t)record->bytes_written, "local_bytes",
+        (json_int_t)record->local_bytes, "remote_bytes", (json_int_t)profileview_remote(record),
+        "first_access_ns", (json_int_t)record->first_access_ns);
+    if (!object || !counts || jsonname_set(object, "machine", record->machine) != 0 ||
+        json_object_update(object, counts) != 0) {
+        json_decref(object);
+        object = NULL;
+    }
+    json_decref(counts);
+    return object;
+}
+
+/* One file: path (a name), ino, profiling, its totals and records. */
+static json_t *profileview_json_file(const struct profileview_file *file, int *rc)
+{
+    struct profileview_totals totals;
+    json_t *object = json_object();
+    json_t *records = json_array();
+
+    *rc = profileview_totals(file, 1, &totals);
+    if (*rc != 0 || !object || !records || jsonname_set(object, "path", file->path) != 0)
+        goto fail;
+    for (size_t r = 0; r < file->count; r++)
+        if (json_array_append_new(records, profileview_json_record(&file->records[r])) != 0)
+            goto fail;
+    if (json_object_set_new(object, "ino", json_integer((json_int_t)file->ino)) != 0 ||
+        json_object_set_new(object, "profiling", json_boolean(file->profiling)) != 0 ||
+        json_object_set_new(object, "totals", profileview_json_totals(&totals)) != 0 ||
+        json_object_set_new(object, "records", records) != 0) {
+        records = NULL; /* set_new took it, even on failure */
+        goto fail;
+    }
+    return object;
+fail:
+    json_decref(records);
+    json_decref(object);
+    if (*rc == 0)
+        *rc = -ENOMEM;
+    return NULL;
 }
 
 int profileview_json(FILE *out, const char *root, const struct profileview_file *files,
                      size_t count)
 {
     struct profileview_totals totals;
-    int rc;
+    json_t *object = json_object();
+    json_t *array = json_array();
+    int rc = 0;
 
-    fprintf(out, "{\"path\": ");
-    jsonout_string(out, root);
-    fprintf(out, ", \"files\": [");
-    for (size_t f = 0; f < count; f++) {
-        const struct profileview_file *file = &files[f];
-        rc = profileview_totals(file, 1, &totals);
-        if (rc != 0)
-            return rc;
-        fprintf(out, "%s\n  {\"path\": ", f ? "," : "");
-        jsonout_string(out, file->path);
-        fprintf(out, ", \"ino\": %" PRIu64 ", \"profiling\": %s, \"totals\": ", file->ino,
-                file->profiling ? "true" : "false");
-        profileview_json_totals(out, &totals);
-        fprintf(out, ", \"records\": [");
-        for (size_t r = 0; r < file->count; r++) {
-            const struct toolmeta_access *record = &file->records[r];
-            fprintf(out, "%s\n    {\"tile\": %" PRIu64 ", \"machine\": ", r ? "," : "",
-                    record->tile);
-            jsonout_string(out, record->machine);
-            fprintf(out,
-                    ", \"reads\": %" PRIu64 ", \"writes\": %" PRIu64 ", \"bytes_read\": %" PRIu64
-                    ", \"bytes_written\": %" PRIu64 ", \"local_bytes\": %" PRIu64
-                    ", \"remote_bytes\": %" PRIu64 ", \"first_access_ns\": %" PRIu64 "}",
-                    record->reads, record->writes, record->bytes_read, record->bytes_written,
-                    record->local_bytes, profileview_remote(record), record->first_access_ns);
-        }
-        fprintf(out, "%s]}", file->count ? "\n  " : "");
+    if (!object || !array || jsonname_set(object, "path", root) != 0)
+        rc = -ENOMEM;
+    for (size_t f = 0; rc == 0 && f < count; f++) {
+        json_t *file = profileview_json_file(&files[f], &rc);
+        if (rc == 0 && json_array_append_new(array, file) != 0)
+            rc = -ENOMEM;
     }
-    rc = profileview_totals(files, count, &totals);
-    if (rc != 0)
+    if (rc == 0)
+        rc = profileview_totals(files, count, &totals);
+    if (rc == 0) {
+        if (json_object_set_new(object, "files", array) != 0)
+            rc = -ENOMEM;
+        array = NULL; /* set_new took it, even on failure */
+    }
+    if (rc == 0 && json_object_set_new(object, "totals", profileview_json_totals(&totals)) != 0)
+        rc = -ENOMEM;
+    if (rc != 0) {
+        json_decref(array);
+        json_decref(object);
         return rc;
-    fprintf(out, "%s], \"totals\": ", count ? "\n" : "");
-    profileview_json_totals(out, &totals);
-    fprintf(out, "}\n");
-    return 0;
+    }
+    return jsonname_print(out, object) == 0 ? 0 : -EIO;
 }
 
 /* ---- SVG heat map --------------------------------------------------------- */
@@ -393,7 +432,7 @@ static void profileview_svg_text(FILE *out, int x, int y, const char *anchor, co
                                  const char *text)
 {
     fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"%s\"%s>", x, y, anchor, extra);
-    jsonout_xml(out, text);
+    xmltext_escape(out, text);
     fprintf(out, "</text>\n");
 }
 
@@ -408,8 +447,8 @@ static int profileview_svg_file(FILE *out, const struct profileview_file *file,
     snprintf(label, sizeof(label), " (inode %" PRIu64 ", tiles %" PRIu64 "-%" PRIu64 ")", file->ino,
              map->first_tile, map->last_tile);
     fprintf(out, "<text x=\"%d\" y=\"%d\" font-weight=\"bold\">", SVG_MARGIN, y + 18);
-    jsonout_xml(out, file->path);
-    jsonout_xml(out, label);
+    xmltext_escape(out, file->path);
+    xmltext_escape(out, label);
     fprintf(out, "</text>\n");
     y += SVG_TITLE_HEIGHT;
     profileview_svg_text(out, SVG_MARGIN + SVG_LABEL_WIDTH - 6, y + 15, "end", "",
@@ -447,7 +486,7 @@ static int profileview_svg_file(FILE *out, const struct profileview_file *file,
                     "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\" "
                     "stroke=\"#ffffff\"><title>tile%s %s, ",
                     x, y, SVG_CELL_WIDTH, SVG_CELL_HEIGHT, colour, first == last ? "" : "s", label);
-            jsonout_xml(out, names->names[m]);
+            xmltext_escape(out, names->names[m]);
             fprintf(out,
                     ": %s (%" PRIu64 " bytes), %" PRIu64 " reads, %" PRIu64
                     " writes, %s local</title></rect>\n",
@@ -542,7 +581,7 @@ int profileview_svg(FILE *out, const char *root, const struct profileview_file *
     fprintf(out, "<text x=\"%d\" y=\"%d\" font-size=\"15\" font-weight=\"bold\">", SVG_MARGIN,
             SVG_MARGIN + 10);
     fputs("Tessera access profile: ", out);
-    jsonout_xml(out, root);
+    xmltext_escape(out, root);
     fprintf(out, "</text>\n");
     y = SVG_MARGIN + SVG_TITLE_HEIGHT;
     if (shown == 0) {

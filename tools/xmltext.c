@@ -1,24 +1,10 @@
 /*
- * @file jsonout.c
- * See jsonout.h.
+ * @file xmltext.c
+ * See xmltext.h.
  */
-#include "jsonout.h"
+#include "xmltext.h"
 
-void jsonout_string(FILE *out, const char *text)
-{
-    fputc('"', out);
-    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
-        if (*c == '"' || *c == '\\')
-            fprintf(out, "\\%c", *c);
-        else if (*c < 0x20)
-            fprintf(out, "\\u%04x", *c);
-        else
-            fputc(*c, out);
-    }
-    fputc('"', out);
-}
-
-void jsonout_xml(FILE *out, const char *text)
+void xmltext_escape(FILE *out, const char *text)
 {
     for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
         switch (*c) {
