@@ -68,7 +68,8 @@ done
 for unit in tessera-meta.service tessera-datanode@.service tessera-mount@.service; do
     [ -f "/lib/systemd/system/$unit" ]
 done
-man -w tessera tessera-meta tessera-datanode tessera-mount mount.tessera mount.fuse.tessera tessera.conf
+man -w tessera tessera-rebalance tessera-meta tessera-datanode tessera-mount mount.tessera mount.fuse.tessera tessera.conf
+[ -f /usr/share/bash-completion/completions/tessera ]
 grep -q /etc/tessera/meta.conf /var/lib/dpkg/info/tessera.conffiles
 tessera --version
 mkdir -p /var/lib/tessera /srv/tessera/disk1 /srv/tessera/disk2 /mnt/tessera-check /var/log/tessera
