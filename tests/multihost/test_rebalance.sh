@@ -187,6 +187,8 @@ wait "$apply_pid" || mh_fail "rebalance apply failed (exit $?)"
 apply_ms=$(($(mh_now_ms) - t0))
 mh_log "apply took $apply_ms ms; host3 compared its region $checks times meanwhile"
 journal_empty() { tool rebalance status --meta "$MH_META" | grep -q "journal is empty"; }
+# No apply holds the cluster's lock (a killed one's lease lapses after ~15 s).
+apply_lock_free() { tool rebalance status --meta "$MH_META" | grep -q "no rebalance apply or abort is running"; }
 journal_empty || mh_fail "the journal is not empty after apply: $(tool rebalance status --meta "$MH_META")"
 
 # ---- 3. after --------------------------------------------------------------
@@ -271,6 +273,8 @@ sleep "0.$((RANDOM % 9 + 1))"
 kill -9 "$BG_PID" 2>/dev/null || true
 wait "$BG_PID" 2>/dev/null || true
 mh_log "killed apply (-9); journal: $(tool rebalance status --meta "$MH_META" | tail -n 1)"
+# Its lock stays until its lease lapses: the next apply would be refused until then.
+mh_wait_for 30 "the killed apply's lock to lapse" apply_lock_free
 # b) kill -9 of a source datanode (host 4 holds 3/4 of the other regions'
 #    tiles' sources at random) at a random point of the next apply.
 bg_on_host 1 "${apply_crash[@]}"
@@ -282,6 +286,7 @@ else
     mh_log "apply with a dead source datanode ended with an error, as it should"
 fi
 mh_start_node 4
+mh_wait_for 30 "the second apply's lock to be released or lapse" apply_lock_free
 # c) run to the end.
 mh_exec 1 "${apply_crash[@]}" || mh_fail "apply after the crashes failed"
 journal_empty || mh_fail "the journal is not empty after the final apply"
