@@ -66,7 +66,7 @@ int dirents_put(struct store_txn *txn, uint64_t parent, struct ts_str name,
     int err = dirents_key(key, parent, name, &key_len);
     if (err < 0)
         return err;
-    struct dirents_entry before;
+    struct dirents_entry before = {.ino = 0};
     MDB_val old;
     err = store_get(txn, STORE_DIRENTS, key, key_len, &old);
     if (err == 0)
