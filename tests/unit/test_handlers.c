@@ -2198,7 +2198,7 @@ static void test_array_xattr(void **state)
     uint64_t file = make_file(f, TS_ROOT_INO, "a");
     struct ts_attr attr = {0};
     char value[600];
-    uint32_t nodes[64];
+    uint32_t nodes[64] = {0};
     uint64_t versions[64];
 
     /* A plain file has none and is not flagged. */
