@@ -54,10 +54,13 @@ other=$(address_of "$other_node")
 [ -n "$address" ] && [ -n "$other" ] || fail "no addresses for nodes $node and $other_node"
 log "victim inode $ino tile 0 on node $node ($address) version $version; other node $other_node"
 
-# Every tile file of the victim on every datanode, with its bytes' sum.
+# Every tile file of the victim on every datanode (NODE/BUCKET/NAME), with
+# its bytes' sum. sha256sum names each file it summed itself: a retired
+# file deleted between find and its sum is left out, not glued to the next.
 victim_files() {
-    find "$STATE"/node*/tiles -name "$ino.*" ! -name '*.crc' -printf '%P ' -exec sha256sum {} \; |
-        cut -d' ' -f1,2 | sort
+    find "$STATE"/node*/tiles -name "$ino.*" ! -name '*.crc' -exec sha256sum {} + 2>/dev/null |
+        awk -v state="$STATE/" '{ path = substr($0, 67); sub(state, "", path); print path, $1 }' |
+        sort
 }
 victim_files >"$T/files.before"
 [ -s "$T/files.before" ] || fail "no tile file of the victim found"
