@@ -21,8 +21,10 @@
  * measured write throughput and backlog) over every usable node, the slow
  * home included with its share by speed. Slow means its measured write
  * throughput is below ARRAYHOME_SLOW_PERCENT % of the median measured
- * throughput of the other up nodes (a throttled or failing disk, not the
- * noise between healthy ones); an unmeasured home, or one with no
+ * throughput of the other up nodes: a throttled or failing disk, not the
+ * noise between healthy ones (the start-up probe of a few fsynced MiB on
+ * a busy machine varies by a factor of two or more, and a chunk moved on
+ * noise would scatter the mesh the user asked for); an unmeasured home, or one with no
  * measured peer, is not slow. The chunks of healthy homes stay put, so
  * one slow node never piles the mesh on another.
  */
@@ -52,7 +54,7 @@ int arrayhome_pick(const struct placement_node *nodes, size_t count, uint64_t in
                    uint32_t *home);
 
 /* Below this percentage of its peers' median measured write throughput, a home is slow. */
-#define ARRAYHOME_SLOW_PERCENT 50
+#define ARRAYHOME_SLOW_PERCENT 25
 
 /* Whether node `home` (an id among nodes[0..count)) is slow, as defined above. */
 bool arrayhome_slow(const struct placement_node *nodes, size_t count, uint32_t home);
