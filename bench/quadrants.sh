@@ -52,7 +52,7 @@ if [ "$one" = 0 ]; then
         [ -x "$build/tools/tessera" ] ||
             { echo "quadrants.sh: $build/tools/tessera not found; build first" >&2; exit 2; }
         # The run's log to stderr as it goes; its last line is the result.
-        line=$(TESSERA_BUILD=$build "$0" --one --link "$link" --passes "$passes" | tee /dev/stderr |
+        line=$(TESSERA_BUILD=$build "$0" --one --link "$link" --passes "$passes" | tee -a /dev/stderr |
             tail -n 1)
         results+=("$line")
     done

@@ -430,6 +430,21 @@ static uint64_t max_link_load(const struct bench_cluster *c, const struct loadtr
     return worst;
 }
 
+/* Stable insertion sort of items[0..n) by key[item], ascending or descending. */
+static void sort_by_key(size_t *items, size_t n, const uint64_t *key, bool descending)
+{
+    for (size_t a = 1; a < n; a++) {
+        for (size_t b = a; b > 0; b--) {
+            uint64_t x = key[items[b]], y = key[items[b - 1]];
+            if (descending ? x <= y : x >= y)
+                break;
+            size_t t = items[b];
+            items[b] = items[b - 1];
+            items[b - 1] = t;
+        }
+    }
+}
+
 enum { ALG_EVEN, ALG_RANDOM, ALG_SHORTEST, ALG_VOLUME, ALG_LBT, ALG_COUNT };
 
 static void networked_point(const struct bench_cluster *c, const char *label, size_t servers,
@@ -494,22 +509,10 @@ static void networked_point(const struct bench_cluster *c, const char *label, si
         for (size_t u = 0; u < BENCH_SUBCLUSTERS; u++)
             distance[v] += c->size[u] * c->hops[u][v];
     }
-    for (size_t a = 1; a < BENCH_SUBCLUSTERS; a++) {
-        for (size_t b = a; b > 0 && distance[central[b]] < distance[central[b - 1]]; b--) {
-            size_t t = central[b];
-            central[b] = central[b - 1];
-            central[b - 1] = t;
-        }
-    }
+    sort_by_key(central, BENCH_SUBCLUSTERS, distance, false);
     for (size_t k = 0; k < servers; k++)
         by_heat[k] = k;
-    for (size_t a = 1; a < servers; a++) {
-        for (size_t b = a; b > 0 && heat[by_heat[b]] > heat[by_heat[b - 1]]; b--) {
-            size_t t = by_heat[b];
-            by_heat[b] = by_heat[b - 1];
-            by_heat[b - 1] = t;
-        }
-    }
+    sort_by_key(by_heat, servers, heat, true);
     for (size_t k = 0; k < servers; k++)
         at[by_heat[k]] = central[k];
     load[ALG_SHORTEST] = max_link_load(c, &input, at);

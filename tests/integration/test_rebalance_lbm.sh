@@ -70,18 +70,24 @@ node_b=$NODE_ID
 
 # ---- 1. profiles ---------------------------------------------------------------
 out=$(tool profile start "$APP") || fail "profile start failed: $out"
-# read_part MACHINE FIRST_TILE: tiles FIRST..FIRST+3 (1 MiB each) through MACHINE's mount.
-read_part() {
-    dd if="$T/mnt-$1/app/file" bs=1M skip="$2" count=4 iflag=direct status=none |
-        cmp - <(tail -c +$(($2 * 1048576 + 1)) "$data" | head -c $((4 * 1048576))) ||
-        fail "$1 read other bytes than were written"
+# read_mib MACHINE REL SOURCE FIRST COUNT: MiB FIRST..FIRST+COUNT-1 of $MNT/REL
+# through MACHINE's mount (O_DIRECT), compared with SOURCE.
+read_mib() {
+    dd if="$T/mnt-$1/$2" bs=1M skip="$4" count="$5" iflag=direct status=none |
+        cmp - <(tail -c +$(($4 * 1048576 + 1)) "$3" | head -c $(($5 * 1048576))) ||
+        fail "$1 read other bytes of $2 than were written"
+}
+read_part() { read_mib "$1" app/file "$data" "$2" 4; }
+# both_counted REL N: lbm-a and lbm-b each have reads of N tiles of $MNT/REL in its profile.
+both_counted() {
+    local json
+    json=$(tool profile show "$MNT/$1" --json)
+    [ "$(count_of '"machine": "lbm-a", "reads": [1-9]' <<<"$json")" = "$2" ] &&
+        [ "$(count_of '"machine": "lbm-b", "reads": [1-9]' <<<"$json")" = "$2" ]
 }
 # A mount learns a file is profiled at its next open: read until both are counted.
 counted() {
-    local json
-    json=$(tool profile show "$APP/file" --json)
-    [ "$(count_of '"machine": "lbm-a", "reads": [1-9]' <<<"$json")" = 4 ] &&
-        [ "$(count_of '"machine": "lbm-b", "reads": [1-9]' <<<"$json")" = 4 ] && return 0
+    both_counted app/file 4 && return 0
     read_part lbm-a 0
     read_part lbm-b 4
     sleep 0.3
@@ -233,18 +239,10 @@ done
 # (a linear file's default three groups would be 0-5, 6-11, 12-15), and
 # 0-7 goes to lbm-a, its only reader.
 out=$(tool profile start "$MNT/array") || fail "profile start on the array failed: $out"
-read_half() {
-    dd if="$T/mnt-$1/array/grid" bs=1M skip="$2" count=2 iflag=direct status=none |
-        cmp - <(tail -c +$(($2 * 1048576 + 1)) "$grid" | head -c $((2 * 1048576))) ||
-        fail "$1 read other bytes of the grid than were written"
-}
 grid_counted() {
-    local json
-    json=$(tool profile show "$MNT/array/grid" --json)
-    [ "$(count_of '"machine": "lbm-a", "reads": [1-9]' <<<"$json")" = 8 ] &&
-        [ "$(count_of '"machine": "lbm-b", "reads": [1-9]' <<<"$json")" = 8 ] && return 0
-    read_half lbm-a 0
-    read_half lbm-b 2
+    both_counted array/grid 8 && return 0
+    read_mib lbm-a array/grid "$grid" 0 2
+    read_mib lbm-b array/grid "$grid" 2 2
     sleep 0.3
     return 1
 }
