@@ -140,8 +140,7 @@ static int tile_group(const struct lbm_file *f, size_t serving, uint64_t tile, u
     if (arrayhome_chunk_of(f->array, tile, &chunk) < 0)
         return -EINVAL;
     chunks = arrayhome_chunk_count(f->array);
-    *group = chunks <= serving ? chunk
-                               : (uint64_t)((lbm_wide)chunk * serving / chunks);
+    *group = chunks <= serving ? chunk : (uint64_t)((lbm_wide)chunk * serving / chunks);
     return 0;
 }
 

@@ -460,8 +460,7 @@ int rebalanceinput_set_array(struct rebalanceinput *input, size_t index, const c
     return 0;
 }
 
-void rebalanceinput_array_options(const struct rebalanceinput *input,
-                                  struct plan_options *options)
+void rebalanceinput_array_options(const struct rebalanceinput *input, struct plan_options *options)
 {
     options->arrays = input->arrays;
     options->array_count = input->array_count;

@@ -45,10 +45,10 @@ struct rebalanceinput_file {
     uint64_t ino;
     uint64_t size;
     uint32_t tile_bytes;
-    uint32_t copies;    /* the layout's copies= */
-    bool array;         /* tiles of an array layout: sizes are the upper bound */
+    uint32_t copies;            /* the layout's copies= */
+    bool array;                 /* tiles of an array layout: sizes are the upper bound */
     struct arraylayout *layout; /* an array file's, once set_array gave it; else NULL */
-    uint64_t *profiled; /* distinct profiled tiles, sorted */
+    uint64_t *profiled;         /* distinct profiled tiles, sorted */
     size_t profiled_count;
     size_t first_tile_entry; /* its tiles in the map: [first, first + count) */
     size_t tile_entries;
@@ -136,8 +136,7 @@ int rebalanceinput_add_holders(struct rebalanceinput *input, size_t index,
 int rebalanceinput_set_array(struct rebalanceinput *input, size_t index, const char *text);
 
 /* Points options->arrays at the array layouts given so far (into input). */
-void rebalanceinput_array_options(const struct rebalanceinput *input,
-                                  struct plan_options *options);
+void rebalanceinput_array_options(const struct rebalanceinput *input, struct plan_options *options);
 
 /* The planner's views of the input (pointing into it). */
 void rebalanceinput_views(const struct rebalanceinput *input, struct plan_cluster *cluster,

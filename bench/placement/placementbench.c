@@ -287,15 +287,17 @@ static void same_cost_point(double role_ratio, double ratio, size_t roles, uint6
     }
     lbm = bottleneck_of(w, roles, machines, machine_of);
     if (lbm != bound || lbm > mwm) {
-        fprintf(stderr, "placementbench: LBM's bottleneck %" PRIu64 " (bound %" PRIu64
-                        ") is not the least (MWM %" PRIu64 ")\n",
+        fprintf(stderr,
+                "placementbench: LBM's bottleneck %" PRIu64 " (bound %" PRIu64
+                ") is not the least (MWM %" PRIu64 ")\n",
                 lbm, bound, mwm);
         exit(1);
     }
     /* Seconds on Fast Ethernet (40.36 MB/s), the paper's Figure 10-11 network. */
     printf("%7.1f %7.1f %7zu %10.1f %9.1f%% %9.1f%% %9.1f%%\n", ratio, role_ratio, roles,
            (double)baseline / 40.36e6, gain_percent((double)baseline, random_sum / trials),
-           gain_percent((double)baseline, (double)mwm), gain_percent((double)baseline, (double)lbm));
+           gain_percent((double)baseline, (double)mwm),
+           gain_percent((double)baseline, (double)lbm));
     free(w);
     free(machine_of);
     free(perm);
@@ -314,8 +316,8 @@ static void same_cost_part(uint64_t requests, unsigned trials)
            trials);
     printf("Paper: LBM and MWM gain more as the cluster grows (Fig. 10, r = 0.5); LBM ahead "
            "of MWM at small r,\nthe two close as r -> 0.9 (Fig. 11, m = 8).\n\n");
-    printf("%7s %7s %7s %10s %10s %10s %10s\n", "r", "r_role", "roles", "base(s)", "Random",
-           "MWM", "LBM");
+    printf("%7s %7s %7s %10s %10s %10s %10s\n", "r", "r_role", "roles", "base(s)", "Random", "MWM",
+           "LBM");
     printf("-- Figure 10: r = 0.5, roles varied\n");
     for (size_t k = 0; k < sizeof(role_counts) / sizeof(role_counts[0]); k++)
         same_cost_point(0.5, 0.5, role_counts[k], requests, trials);
@@ -389,8 +391,8 @@ static void cluster_build(struct bench_cluster *c)
     }
     c->machine_count = 0;
     for (size_t v = 0; v < BENCH_SUBCLUSTERS; v++) {
-        c->size[v] = BENCH_MIN_SUBCLUSTER +
-                     bench_below(BENCH_MAX_SUBCLUSTER - BENCH_MIN_SUBCLUSTER + 1);
+        c->size[v] =
+            BENCH_MIN_SUBCLUSTER + bench_below(BENCH_MAX_SUBCLUSTER - BENCH_MIN_SUBCLUSTER + 1);
         c->first_machine[v] = c->machine_count;
         c->machine_count += c->size[v];
     }
@@ -569,9 +571,9 @@ static void networked_part(uint64_t requests, unsigned trials)
     printf("Paper: LBT least contention and highest throughput everywhere, 10-60 %% ahead; "
            "Request-Volume\nclosest at small DRC; all fall as NIS grows, rise as DRS or DRC "
            "falls.\n\n");
-    printf("%-12s %4s %4s %4s | %8s %8s %8s %8s %8s | %8s %8s %8s %8s\n", "series", "NIS",
-           "DRC", "DRS", "Even", "Random", "Shortest", "Volume", "LBT", "Random", "Shortest",
-           "Volume", "LBT");
+    printf("%-12s %4s %4s %4s | %8s %8s %8s %8s %8s | %8s %8s %8s %8s\n", "series", "NIS", "DRC",
+           "DRS", "Even", "Random", "Shortest", "Volume", "LBT", "Random", "Shortest", "Volume",
+           "LBT");
     for (size_t k = 0; k < sizeof(server_counts) / sizeof(server_counts[0]); k++)
         networked_point(&c, "Fig14-15", server_counts[k], 0.5, 0.5, requests, trials);
     for (size_t k = 0; k < sizeof(ratios) / sizeof(ratios[0]); k++)
