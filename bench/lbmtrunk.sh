@@ -58,7 +58,9 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export TESSERA_BUILD=${TESSERA_BUILD:-$repo/build}
 [ -x "$TESSERA_BUILD/tools/tessera" ] ||
     { echo "lbmtrunk.sh: $TESSERA_BUILD/tools/tessera not found; build first" >&2; exit 2; }
+# Reads queued behind the trunk wait longer than the mounts' default 5 s.
 export MH_LINK_MBPS=$link MH_TRUNK_AT=2 MH_TRUNK_MBPS=$trunk MH_NAME=bench-lbmtrunk
+export MH_IO_TIMEOUT_MS=${MH_IO_TIMEOUT_MS:-30000}
 # shellcheck source=tests/multihost/lib.sh
 source "$repo/tests/multihost/lib.sh"
 

@@ -69,7 +69,9 @@ if [ "$one" = 0 ]; then
     exit 0
 fi
 
-export MH_LINK_MBPS=$link MH_NAME=bench-quadrants
+# Host 1 writes 3/4 of the array over its one link with many tiles in
+# flight: at 10 MB/s a write waits longer than the mounts' default 5 s.
+export MH_LINK_MBPS=$link MH_NAME=bench-quadrants MH_IO_TIMEOUT_MS=${MH_IO_TIMEOUT_MS:-30000}
 # shellcheck source=tests/multihost/lib.sh
 source "$repo/tests/multihost/lib.sh"
 
