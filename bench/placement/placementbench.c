@@ -123,6 +123,14 @@ static void shuffle(size_t *items, size_t n)
     }
 }
 
+/* 0..n-1 in a random order. */
+static void random_order(size_t *items, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        items[i] = i;
+    shuffle(items, n);
+}
+
 /* ---- Part 1: same-cost cluster ------------------------------------------ */
 
 /* The most loaded server's remote bytes when role i is on machine_of[i]. */
@@ -234,9 +242,7 @@ static void same_cost_workload(double role_ratio, double client_ratio, size_t ro
 
     geometric_prefix(role_ratio, roles, role_prefix);
     geometric_prefix(client_ratio, machines, client_prefix);
-    for (size_t j = 0; j < machines; j++)
-        order[j] = j;
-    shuffle(order, machines);
+    random_order(order, machines);
     for (size_t i = 1; i < roles; i++) {
         size_t rotate = bench_below(3);
         for (size_t j = 0; j < machines; j++)
@@ -274,9 +280,7 @@ static void same_cost_point(double role_ratio, double ratio, size_t roles, uint6
         machine_of[i] = i;
     baseline = bottleneck_of(w, roles, machines, machine_of);
     for (unsigned t = 0; t < trials; t++) {
-        for (size_t j = 0; j < machines; j++)
-            perm[j] = j;
-        shuffle(perm, machines);
+        random_order(perm, machines);
         random_sum += (double)bottleneck_of(w, roles, machines, perm);
     }
     least_total_matching(w, roles, machines, machine_of);
@@ -464,9 +468,7 @@ static void networked_point(const struct bench_cluster *c, const char *label, si
 
     geometric_prefix(drs, servers, server_prefix);
     geometric_prefix(drc, BENCH_SUBCLUSTERS, client_prefix);
-    for (size_t v = 0; v < BENCH_SUBCLUSTERS; v++)
-        order[v] = v;
-    shuffle(order, BENCH_SUBCLUSTERS);
+    random_order(order, BENCH_SUBCLUSTERS);
     for (uint64_t r = 0; r < requests; r++) {
         size_t k = geometric_pick(server_prefix, servers);
         size_t v = order[geometric_pick(client_prefix, BENCH_SUBCLUSTERS)];
