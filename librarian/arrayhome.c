@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
+__extension__ typedef unsigned __int128 arrayhome_wide;
+
 uint64_t arrayhome_chunk_count(const struct arraylayout *layout)
 {
     uint64_t count = 1;
@@ -80,4 +82,55 @@ out:
     free(rank);
     free(first);
     return rc;
+}
+
+static int arrayhome_compare_speeds(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+bool arrayhome_slow(const struct placement_node *nodes, size_t count, uint32_t home)
+{
+    uint64_t home_speed = 0, median;
+    uint64_t *peers = calloc(count ? count : 1, sizeof(*peers));
+    size_t measured = 0;
+    bool slow;
+
+    if (!peers)
+        return false; /* no memory to judge: the home keeps its chunk */
+    for (size_t i = 0; i < count; i++) {
+        if (nodes[i].id == home)
+            home_speed = nodes[i].write_bytes_per_sec;
+        else if (nodes[i].up && nodes[i].write_bytes_per_sec > 0)
+            peers[measured++] = nodes[i].write_bytes_per_sec;
+    }
+    if (home_speed == 0 || measured == 0) {
+        free(peers);
+        return false;
+    }
+    qsort(peers, measured, sizeof(*peers), arrayhome_compare_speeds);
+    /* The mean of the middle two when even, halved first so it cannot overflow. */
+    median = peers[(measured - 1) / 2] / 2 + peers[measured / 2] / 2 +
+             (peers[(measured - 1) / 2] % 2 + peers[measured / 2] % 2) / 2;
+    free(peers);
+    slow = (arrayhome_wide)home_speed * 100 < (arrayhome_wide)median * ARRAYHOME_SLOW_PERCENT;
+    return slow;
+}
+
+int arrayhome_place(struct placement_node *nodes, size_t count, const struct arraylayout *layout,
+                    uint64_t ino, uint64_t tile, uint32_t tile_bytes, uint32_t *node)
+{
+    uint64_t chunk;
+    uint32_t home;
+    int rc = arrayhome_chunk_of(layout, tile, &chunk);
+
+    if (rc < 0)
+        return rc;
+    rc = arrayhome_pick(nodes, count, ino, chunk, &home);
+    if (rc < 0)
+        return rc;
+    if (arrayhome_slow(nodes, count, home))
+        return placement_choose(PLACEMENT_STATIC, nodes, count, ino, tile, tile_bytes, 1, node);
+    return placement_choose_named(home, nodes, count, ino, tile, tile_bytes, 1, node);
 }

@@ -120,7 +120,14 @@ struct plan_tilemap {
     size_t count;
 };
 
-struct topology; /* topology.h */
+struct topology;    /* topology.h */
+struct arraylayout; /* arraylayout.h */
+
+/* An array file's disk layout, for the lbm policy's roles. */
+struct plan_array_file {
+    uint64_t ino;
+    const struct arraylayout *layout;
+};
 
 struct plan_options {
     /*
@@ -145,6 +152,12 @@ struct plan_options {
     uint32_t groups;
     /* lbm: the cluster's subclusters and links (topology.h); NULL = one same-cost subcluster. */
     const struct topology *topology;
+    /*
+     * lbm: the array files among the map's (plan_lbm.h): their roles are
+     * their mesh's disk chunks, whatever `groups` says. NULL/0 = none.
+     */
+    const struct plan_array_file *arrays;
+    size_t array_count;
 };
 
 enum plan_policy { PLAN_FREQUENT = 1, PLAN_BALANCED = 2, PLAN_LBM = 3 };

@@ -7,6 +7,7 @@
  */
 #include "plan_lbm.h"
 
+#include "arrayhome.h"
 #include "loadtraverse.h"
 #include "topology.h"
 
@@ -14,6 +15,8 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+
+__extension__ typedef unsigned __int128 lbm_wide;
 
 /* The cluster as LBT sees it, shared by every file. */
 struct lbm_cluster {
@@ -108,6 +111,7 @@ static int push_role(struct plan_lbm_assignment *out, size_t *capacity,
 struct lbm_file {
     size_t first; /* work tiles [first, end) are the file's */
     size_t end;
+    const struct arraylayout *array; /* NULL: a linear file, cut into groups */
     uint64_t group_size;
     size_t role_count;    /* groups with a profiled tile */
     uint64_t *read_bytes; /* role_count x machine_count */
@@ -115,6 +119,30 @@ struct lbm_file {
     size_t *machine_of_role;
     size_t *subcluster_of_role;
 };
+
+/*
+ * The group (role key) of a tile, nondecreasing in tile order. A linear
+ * file's: tile / group_size. An array file's: its disk chunk; when the
+ * mesh has more chunks than serving machines, runs of whole consecutive
+ * chunks (chunk * serving / chunks), since a role needs a machine of its
+ * own. A chunk's tiles are consecutive (arraylayout.h), so either way a
+ * role is a contiguous run of tiles. 0, or -EINVAL for a tile the array
+ * does not have.
+ */
+static int tile_group(const struct lbm_file *f, size_t serving, uint64_t tile, uint64_t *group)
+{
+    uint64_t chunk, chunks;
+
+    if (!f->array) {
+        *group = tile / f->group_size;
+        return 0;
+    }
+    if (arrayhome_chunk_of(f->array, tile, &chunk) < 0)
+        return -EINVAL;
+    chunks = arrayhome_chunk_count(f->array);
+    *group = chunks <= serving ? chunk : (uint64_t)((lbm_wide)chunk * serving / chunks);
+    return 0;
+}
 
 /*
  * One file: its roles, LBT, the roles into out, each work tile's machine
@@ -138,12 +166,16 @@ static int place_file(const struct plan_work *work, const struct lbm_cluster *c,
         return -ENOMEM;
     f->role_count = 0;
     for (size_t i = f->first; i < f->end; i++) {
-        uint64_t group = work->tiles[i].tile->tile / f->group_size;
+        uint64_t group;
+        rc = tile_group(f, c->serving_count, work->tiles[i].tile->tile, &group);
+        if (rc < 0)
+            goto out;
         if (group != previous_group)
             f->role_count++;
         previous_group = group;
         role_of_tile[i - f->first] = f->role_count - 1;
     }
+    rc = -ENOMEM;
     f->read_bytes = calloc(f->role_count * machines, sizeof(*f->read_bytes));
     f->write_bytes = calloc(f->role_count * machines, sizeof(*f->write_bytes));
     f->machine_of_role = calloc(f->role_count, sizeof(*f->machine_of_role));
@@ -231,6 +263,16 @@ out:
     return rc;
 }
 
+/* The layout of file `ino` when options name it an array file, else NULL. */
+static const struct arraylayout *array_of(const struct plan_options *options, uint64_t ino)
+{
+    for (size_t k = 0; options && k < options->array_count; k++) {
+        if (options->arrays[k].ino == ino)
+            return options->arrays[k].layout;
+    }
+    return NULL;
+}
+
 /* plan_lbm_assign(), also giving each work tile's machine when machine_of_tile is not NULL. */
 static int assign_roles(const struct plan_work *work, const struct plan_options *options,
                         struct plan_lbm_assignment *out, size_t *machine_of_tile)
@@ -261,7 +303,8 @@ static int assign_roles(const struct plan_work *work, const struct plan_options 
         size_t end = first;
         while (end < work->tile_count && work->tiles[end].tile->ino == work->tiles[first].tile->ino)
             end++;
-        struct lbm_file file = {.first = first, .end = end};
+        struct lbm_file file = {
+            .first = first, .end = end, .array = array_of(options, work->tiles[first].tile->ino)};
         rc = place_file(work, &cluster, groups, &file, out, &role_capacity, machine_of_tile);
         if (rc < 0)
             goto out;

@@ -4,14 +4,16 @@
  * (loadmatch.h) or, with a topology, Load Balance Traversing
  * (loadtraverse.h), seed 003 (Wu et al.).
  *
- * The paper's I/O servers are roles: per file, its tiles cut into
- * options->groups contiguous groups of equal tile count over the span of
- * its profiled tiles (tile indices 0 .. the largest profiled one; groups
- * with no profiled tile need no server and are left out). For an array
- * file whose disk chunks have equal tile counts, groups = the mesh's chunk
- * count makes each role one disk chunk (the tiles of a chunk are
- * consecutive, arraylayout.h). Each file is placed on its own: the roles
- * of one file go to distinct machines.
+ * The paper's I/O servers are roles. An array file's roles (named in
+ * options->arrays) are the disk chunks of its mesh (arrayhome_chunk_of(),
+ * the chunks whose homes meta deals when it is written); when the mesh has
+ * more chunks than machines that can serve, each role is a run of whole
+ * consecutive chunks, as even as the counts allow. A linear file's
+ * roles are its tiles cut into options->groups contiguous groups of equal
+ * tile count over the span of its profiled tiles (tile indices 0 .. the
+ * largest profiled one). Roles with no profiled tile need no server and
+ * are left out. Each file is placed on its own: the roles of one file go
+ * to distinct machines.
  *
  * The I/O matrix W of a file has w[role][machine] = bytes the machine read
  * and wrote in the role's tiles. Only machines with an up datanode can

@@ -516,23 +516,6 @@ static int tile_map_replicate(struct store_txn *txn, struct tile_map_op *op, uin
     return TS_OK;
 }
 
-/*
- * An array file's tile goes to its disk chunk's home (arrayhome.h): the
- * mesh spreads the chunks over distinct machines, then distinct nodes,
- * whoever writes them; only a home that is down or full sends the tile
- * elsewhere (placement_choose_named() falls back to earliest finish).
- * 0 with *home, or -1 when no node is up (the caller's placement reports it).
- */
-static int tile_map_array_home(const struct tile_map_op *op, uint64_t ino, uint64_t tile,
-                               uint32_t *home)
-{
-    uint64_t chunk;
-    if (arrayhome_chunk_of(op->array, tile, &chunk) < 0 ||
-        arrayhome_pick(op->candidates, op->candidate_count, ino, chunk, home) < 0)
-        return -1;
-    return 0;
-}
-
 /* Places tile `tile` of the file on its nodes (primary and replicas) and records it. */
 static int tile_map_allocate(struct store_txn *txn, struct tile_map_op *op,
                              const struct inodes_record *record, uint64_t tile,
@@ -552,9 +535,15 @@ static int tile_map_allocate(struct store_txn *txn, struct tile_map_op *op,
         if (status != TS_OK)
             return status;
     }
-    if (op->array && tile_map_array_home(op, record->attr.ino, tile, &node) == 0)
-        err = placement_choose_named(node, op->candidates, op->candidate_count, record->attr.ino,
-                                     tile, tile_bytes, 1, &node);
+    /*
+     * An array file's tile goes to its disk chunk's home (arrayhome.h): the
+     * mesh spreads the chunks over distinct machines, then distinct nodes,
+     * whoever writes them; a home that is down, full or slow sends the
+     * tile where static allocation finishes it earliest.
+     */
+    if (op->array)
+        err = arrayhome_place(op->candidates, op->candidate_count, op->array, record->attr.ino,
+                              tile, tile_bytes, &node);
     else if (placement == TS_PLACEMENT_DYNAMIC && op->request->node != 0)
         err = placement_choose_named(op->request->node, op->candidates, op->candidate_count,
                                      record->attr.ino, tile, tile_bytes, 1, &node);
@@ -562,8 +551,8 @@ static int tile_map_allocate(struct store_txn *txn, struct tile_map_op *op,
         err = placement_choose(
             placement == TS_PLACEMENT_ROUNDROBIN ? PLACEMENT_ROUNDROBIN : PLACEMENT_STATIC,
             op->candidates, op->candidate_count, record->attr.ino, tile, tile_bytes, 1, &node);
-    if (err == -ENOENT)
-        return TS_ERR_INVAL; /* a node id meta never registered */
+    if (err == -ENOENT || err == -EINVAL)
+        return TS_ERR_INVAL; /* a node id meta never registered, a tile the array lacks */
     if (err == -ENOSPC)
         return TS_ERR_NOSPC;
     if (err == -ENOMEM)

@@ -58,8 +58,9 @@ static void place_usage(FILE *out)
             "Then every machine's predicted remote transfer now and under frequent,\n"
             "balanced and lbm. Changes nothing.\n"
             "\n"
-            "  --groups M       groups per file, contiguous runs of tiles (default: one per\n"
-            "                   machine with a datanode; never more)\n"
+            "  --groups M       groups per linear file, contiguous runs of tiles (default:\n"
+            "                   one per machine with a datanode; never more); an array\n"
+            "                   file's groups are its mesh's disk chunks\n"
             "  --topology FILE  the cluster's subclusters and links, one statement a line:\n"
             "                     subcluster NAME [parent NAME] [link RATE]\n"
             "                     machine NAME SUBCLUSTER\n"
@@ -373,6 +374,7 @@ static int place_run(const struct place_options *options, struct rpc_client *met
     if (exit_code != 0)
         goto out;
     rebalanceinput_views(&input, &cluster, &profile, &map);
+    rebalanceinput_array_options(&input, &plan_options);
     exit_code = 1;
     if (options->topology_path) {
         if (topologyfile_load(PLACE_WHO, options->topology_path, &topology) != 0 ||

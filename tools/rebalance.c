@@ -111,8 +111,9 @@ static void rebalance_usage(FILE *out)
             "                    each file's tiles in groups, each group served from its own\n"
             "                    machine so the busiest server's network transfer is least\n"
             "                    (Load Balance Matching; see tessera place)\n"
-            "  --groups M        lbm: groups per file, contiguous runs of tiles (default: one\n"
-            "                    per machine with a datanode; never more)\n"
+            "  --groups M        lbm: groups per linear file, contiguous runs of tiles\n"
+            "                    (default: one per machine with a datanode; never more); an\n"
+            "                    array file's groups are its mesh's disk chunks\n"
             "  --topology FILE   lbm: subclusters, their machines and the links between them\n"
             "                    (format: tessera place --help); default: one switch\n"
             "  --max-copies N    holders a read-shared tile may have, 1..%d (default %d;\n"
@@ -314,6 +315,7 @@ static int rebalance_make_plan(const struct rebalance_options *options,
     int rc;
 
     rebalanceinput_views(input, &cluster, &profile, &map);
+    rebalanceinput_array_options(input, &plan_options);
     cluster.network_bytes_per_sec = options->network_bytes_per_sec;
     if (options->topology_path) {
         if (topologyfile_load(REBALANCE_WHO, options->topology_path, &topology) != 0)

@@ -3,7 +3,8 @@
  * See rebalancefetch.h. Per regular file: GETATTR (its layout), every
  * PROFILE_GET page, then TILE_MAP of the ranges holding profiled tiles
  * (primaries) and, only when some of them have further replicas,
- * TILE_HOLDERS of those ranges: every holder with its own version. The
+ * TILE_HOLDERS of those ranges: every holder with its own version; for an
+ * array file, its layout from the mount's user.tessera.array. The
  * first request meta refuses or does not answer ends the walk with a
  * message naming the file and the request.
  */
@@ -21,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 
 #define REBALANCEFETCH_WHO "tessera rebalance"
 
@@ -89,6 +91,31 @@ static int rebalancefetch_ranges(struct rebalancefetch_walk *walk, size_t index,
     return 0;
 }
 
+/*
+ * An array file's layout, read from the mount as `tessera layout show`
+ * reads it: lbm's roles are its disk chunks. 0 or exit code 1.
+ */
+static int rebalancefetch_array(const char *path, struct rebalanceinput *input, size_t index)
+{
+    char text[4096];
+    ssize_t len = getxattr(path, "user.tessera.array", text, sizeof(text) - 1);
+    int rc;
+
+    if (len < 0) {
+        fprintf(stderr, "%s: %s: reading its array layout (user.tessera.array): %s\n",
+                REBALANCEFETCH_WHO, path, strerror(errno));
+        return 1;
+    }
+    text[len] = '\0';
+    rc = rebalanceinput_set_array(input, index, text);
+    if (rc != 0) {
+        fprintf(stderr, "%s: %s: its array layout \"%s\": %s\n", REBALANCEFETCH_WHO, path, text,
+                strerror(-rc));
+        return 1;
+    }
+    return 0;
+}
+
 static int rebalancefetch_visit(void *ctx, const char *path, const struct stat *st)
 {
     struct rebalancefetch_walk *walk = ctx;
@@ -127,6 +154,11 @@ static int rebalancefetch_visit(void *ctx, const char *path, const struct stat *
     if (rc != 0) {
         fprintf(stderr, "%s: %s\n", REBALANCEFETCH_WHO, strerror(-rc));
         return 1;
+    }
+    if (attr.flags & TS_ATTR_ARRAY) {
+        rc = rebalancefetch_array(path, walk->input, index);
+        if (rc != 0)
+            return rc;
     }
     rc = rebalancefetch_ranges(walk, index, path, false, &has_copies);
     if (rc == 0 && has_copies)

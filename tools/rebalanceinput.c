@@ -6,6 +6,9 @@
  */
 #include "rebalanceinput.h"
 
+#include "arraylayout.h"
+#include "arrayspec.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +25,9 @@ void rebalanceinput_release(struct rebalanceinput *input)
     for (size_t i = 0; i < input->file_count; i++) {
         free(input->files[i].path);
         free(input->files[i].profiled);
+        free(input->files[i].layout);
     }
+    free(input->arrays);
     free(input->names);
     free(input->nodes);
     free(input->accesses);
@@ -426,4 +431,37 @@ const char *rebalanceinput_node_machine(const struct rebalanceinput *input, uint
             return input->nodes[i].machine ? input->nodes[i].machine : "-";
     }
     return "?";
+}
+
+int rebalanceinput_set_array(struct rebalanceinput *input, size_t index, const char *text)
+{
+    struct rebalanceinput_file *file = &input->files[index];
+    struct arrayspec spec;
+    char why[ARRAYSPEC_MESSAGE_MAX];
+    struct arraylayout *layout;
+
+    if (file->layout || arrayspec_parse(text, strlen(text), &spec, why, sizeof(why)) != 0)
+        return -EINVAL;
+    layout = malloc(sizeof(*layout));
+    if (!layout)
+        return -ENOMEM;
+    if (arraylayout_init(layout, &spec, why, sizeof(why)) != 0) {
+        free(layout);
+        return -EINVAL;
+    }
+    if (rebalanceinput_grow((void **)&input->arrays, &input->array_cap, input->array_count,
+                            sizeof(*input->arrays)) != 0) {
+        free(layout);
+        return -ENOMEM;
+    }
+    /* Each layout has its own allocation: the pointer survives the arrays' growth. */
+    file->layout = layout;
+    input->arrays[input->array_count++] = (struct plan_array_file){file->ino, layout};
+    return 0;
+}
+
+void rebalanceinput_array_options(const struct rebalanceinput *input, struct plan_options *options)
+{
+    options->arrays = input->arrays;
+    options->array_count = input->array_count;
 }

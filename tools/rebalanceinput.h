@@ -18,7 +18,9 @@
  *   rebalanceinput_add_holders()            when a range had replicas
  *                                           besides the primary: its
  *                                           TILE_HOLDERS records, every
- *                                           holder with its own version.
+ *                                           holder with its own version;
+ *   rebalanceinput_set_array()              for an array file, its layout
+ *                                           (user.tessera.array's text).
  *
  * Only profiled tiles enter the map (the others cost nothing and never
  * move). A tile's bytes are the file's tile size, less for the last tile
@@ -43,9 +45,10 @@ struct rebalanceinput_file {
     uint64_t ino;
     uint64_t size;
     uint32_t tile_bytes;
-    uint32_t copies;    /* the layout's copies= */
-    bool array;         /* tiles of an array layout: sizes are the upper bound */
-    uint64_t *profiled; /* distinct profiled tiles, sorted */
+    uint32_t copies;            /* the layout's copies= */
+    bool array;                 /* tiles of an array layout: sizes are the upper bound */
+    struct arraylayout *layout; /* an array file's, once set_array gave it; else NULL */
+    uint64_t *profiled;         /* distinct profiled tiles, sorted */
     size_t profiled_count;
     size_t first_tile_entry; /* its tiles in the map: [first, first + count) */
     size_t tile_entries;
@@ -80,6 +83,9 @@ struct rebalanceinput {
     size_t file_cap;
     struct rebalanceinput_seen *seen; /* ino -> file index, open addressing (ino 0 = empty) */
     size_t seen_cap;
+    struct plan_array_file *arrays; /* the files' layouts, for the lbm policy's roles */
+    size_t array_count;
+    size_t array_cap;
 };
 
 void rebalanceinput_init(struct rebalanceinput *input);
@@ -121,6 +127,16 @@ int rebalanceinput_add_tiles(struct rebalanceinput *input, size_t index, uint64_
  */
 int rebalanceinput_add_holders(struct rebalanceinput *input, size_t index,
                                const struct toolmeta_holder *holders, size_t count);
+
+/*
+ * The disk layout of array file `index` from its canonical text (the
+ * user.tessera.array xattr): its lbm roles become its mesh's disk chunks.
+ * Returns 0, -EINVAL when the text is not a valid layout, -ENOMEM.
+ */
+int rebalanceinput_set_array(struct rebalanceinput *input, size_t index, const char *text);
+
+/* Points options->arrays at the array layouts given so far (into input). */
+void rebalanceinput_array_options(const struct rebalanceinput *input, struct plan_options *options);
 
 /* The planner's views of the input (pointing into it). */
 void rebalanceinput_views(const struct rebalanceinput *input, struct plan_cluster *cluster,

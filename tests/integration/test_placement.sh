@@ -5,7 +5,9 @@
 # new files, refused when malformed (EINVAL) or when the file already has
 # tiles (EBUSY); a static-placement file puts fewer tiles on the slow node,
 # a round-robin one puts the same number everywhere, and tile=256K cuts a
-# file into 256 KiB tiles. A new directory shows the cluster's defaults
+# file into 256 KiB tiles; an array file's chunk whose home is the slow node
+# goes elsewhere by static allocation while the fast homes keep their
+# chunks (arrayhome.h). A new directory shows the cluster's defaults
 # (copies=2); the static and round-robin directories set copies=1, since
 # what they check is where single tiles go, and the tile=256K file keeps
 # copies=2: two files per tile.
@@ -118,6 +120,48 @@ for ((tile = 0; tile < 4; tile++)); do
         sort -u | wc -l)
     [ "$holder_nodes" = 2 ] || fail "tile $tile of small/file is on $holder_nodes nodes, expected 2"
 done
+
+# An array file on a 2x2 mesh: each of the four nodes is one chunk's home.
+# The slow node, throttled further to 2 of 40 MB/s (below
+# ARRAYHOME_SLOW_PERCENT, 10 %, of its peers), keeps at most 2 of its
+# chunk's 16 tiles (its share by speed is under one), the rest going to the fast nodes by earliest finish (uneven when
+# their backlogs differ); each fast home keeps its own chunk whole, and no
+# node gets half the mesh.
+run_tool node throttle "$slow" 2 --state "$STATE" || fail "tessera node throttle $slow 2 failed"
+slower_known() { [ "$(field "$slow" write_bytes_per_sec)" -le 2000000 ]; }
+wait_for 10 "tessera status to show node $slow at 2 MB/s" slower_known
+mkdir "$MNT/array" || fail "mkdir array failed"
+setfattr -n user.tessera.layout -v copies=1 "$MNT/array" || fail "copies=1 on array failed"
+touch "$MNT/array/grid"
+setfattr -n user.tessera.array -v "f32 1024x1024 BLOCK,BLOCK mesh=2x2 threshold=64K" \
+    "$MNT/array/grid" || fail "setting the array layout failed"
+head -c 4M "$source_file" >"$MNT/array/grid" || fail "writing the array failed"
+sync "$MNT/array/grid" || fail "fsync of the array failed"
+cmp "$MNT/array/grid" <(head -c 4M "$source_file") || fail "the array reads back other bytes"
+"$TESSERA_TOOL" layout "$MNT/array/grid" --json --state "$STATE" >"$T/grid.json" ||
+    fail "tessera layout --json failed"
+python3 - "$T/grid.json" "$slow" <<'PY' || fail "the slow home's chunk is not spread"
+import json, sys
+tiles = json.load(open(sys.argv[1]))["tiles"]
+slow = int(sys.argv[2])
+if len(tiles) != 64:
+    sys.exit("expected 64 tiles, got %d" % len(tiles))
+whole, spread = [], []
+for chunk in range(4):
+    nodes = [t["node"] for t in tiles if t["chunk"] == chunk]
+    (whole if len(set(nodes)) == 1 else spread).append((chunk, nodes))
+if len(whole) != 3 or len(spread) != 1:
+    sys.exit("expected three chunks whole on their homes and one spread: %s" % (whole + spread))
+if slow in {nodes[0] for _, nodes in whole} or len({nodes[0] for _, nodes in whole}) != 3:
+    sys.exit("the whole chunks are not on the three fast nodes: %s" % whole)
+chunk, nodes = spread[0]
+if nodes.count(slow) > 2:
+    sys.exit("the slow node kept %d of chunk %d's tiles: %s" % (nodes.count(slow), chunk, nodes))
+per_node = {n: sum(1 for t in tiles if t["node"] == n) for n in {t["node"] for t in tiles}}
+if len(set(nodes)) < 2 or max(per_node.values()) >= 32:
+    sys.exit("the slow chunk went to one node, or a node got half the mesh: %s" % per_node)
+print("slow node %d, chunk %d spread over %s; tiles per node %s" % (slow, chunk, sorted(set(nodes)), per_node))
+PY
 
 run_tool node throttle "$slow" off --state "$STATE" || fail "tessera node throttle $slow off failed"
 throttle_off() { [ "$(field "$slow" throttle_bytes_per_sec)" = 0 ]; }

@@ -17,6 +17,8 @@
 #    error.
 # 5. An array file with a 2x2 mesh written by this machine alone has its
 #    four disk chunks on four datanodes of the three machines (arrayhome.h).
+# 6. Profiled, the array's lbm roles are its disk chunks (runs of whole
+#    chunks: four chunks, three machines), not --groups' equal runs.
 source "$(dirname "$0")/lib.sh"
 
 cluster_up
@@ -68,18 +70,24 @@ node_b=$NODE_ID
 
 # ---- 1. profiles ---------------------------------------------------------------
 out=$(tool profile start "$APP") || fail "profile start failed: $out"
-# read_part MACHINE FIRST_TILE: tiles FIRST..FIRST+3 (1 MiB each) through MACHINE's mount.
-read_part() {
-    dd if="$T/mnt-$1/app/file" bs=1M skip="$2" count=4 iflag=direct status=none |
-        cmp - <(tail -c +$(($2 * 1048576 + 1)) "$data" | head -c $((4 * 1048576))) ||
-        fail "$1 read other bytes than were written"
+# read_mib MACHINE REL SOURCE FIRST COUNT: MiB FIRST..FIRST+COUNT-1 of $MNT/REL
+# through MACHINE's mount (O_DIRECT), compared with SOURCE.
+read_mib() {
+    dd if="$T/mnt-$1/$2" bs=1M skip="$4" count="$5" iflag=direct status=none |
+        cmp - <(tail -c +$(($4 * 1048576 + 1)) "$3" | head -c $(($5 * 1048576))) ||
+        fail "$1 read other bytes of $2 than were written"
+}
+read_part() { read_mib "$1" app/file "$data" "$2" 4; }
+# both_counted REL N: lbm-a and lbm-b each have reads of N tiles of $MNT/REL in its profile.
+both_counted() {
+    local json
+    json=$(tool profile show "$MNT/$1" --json)
+    [ "$(count_of '"machine": "lbm-a", "reads": [1-9]' <<<"$json")" = "$2" ] &&
+        [ "$(count_of '"machine": "lbm-b", "reads": [1-9]' <<<"$json")" = "$2" ]
 }
 # A mount learns a file is profiled at its next open: read until both are counted.
 counted() {
-    local json
-    json=$(tool profile show "$APP/file" --json)
-    [ "$(count_of '"machine": "lbm-a", "reads": [1-9]' <<<"$json")" = 4 ] &&
-        [ "$(count_of '"machine": "lbm-b", "reads": [1-9]' <<<"$json")" = 4 ] && return 0
+    both_counted app/file 4 && return 0
     read_part lbm-a 0
     read_part lbm-b 4
     sleep 0.3
@@ -223,6 +231,30 @@ for home in $homes; do
         fail "layout show does not give chunk $chunk's home $home: $(tail -n 6 "$T/grid.txt")"
     chunk=$((chunk + 1))
 done
+
+# ---- 6. lbm's roles of an array file are its disk chunks ---------------------------
+# lbm-a reads the top half of the grid (rows 0-511: chunks 0 and 1, tiles
+# 0-7), lbm-b the bottom half (chunks 2 and 3). Three machines serve, four
+# chunks: the roles are runs of whole chunks, tiles 0-7, 8-11 and 12-15
+# (a linear file's default three groups would be 0-5, 6-11, 12-15), and
+# 0-7 goes to lbm-a, its only reader.
+out=$(tool profile start "$MNT/array") || fail "profile start on the array failed: $out"
+grid_counted() {
+    both_counted array/grid 8 && return 0
+    read_mib lbm-a array/grid "$grid" 0 2
+    read_mib lbm-b array/grid "$grid" 2 2
+    sleep 0.3
+    return 1
+}
+wait_for 20 "the grid reads of lbm-a and lbm-b counted" grid_counted
+tool place "$MNT/array" >"$T/place-grid.txt" 2>&1 ||
+    fail "place on the array failed: $(cat "$T/place-grid.txt")"
+log "$(cat "$T/place-grid.txt")"
+grep -Eq "^$MNT/array/grid +0-7 +lbm-a " "$T/place-grid.txt" ||
+    fail "place: the grid's chunks 0-1 (tiles 0-7) are not one role on lbm-a: $(cat "$T/place-grid.txt")"
+grep -Eq "^$MNT/array/grid +8-11 " "$T/place-grid.txt" &&
+    grep -Eq "^$MNT/array/grid +12-15 " "$T/place-grid.txt" ||
+    fail "place: chunks 2 and 3 are not roles of their own: $(cat "$T/place-grid.txt")"
 
 assert_daemons_alive
 cmp "$APP/file" "$data" || fail "the file changed (this mount)"

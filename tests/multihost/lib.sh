@@ -101,6 +101,11 @@
 #   MH_HOSTS          K, when mh_up is given no count (default 4, at most 64)
 #   MH_LINK_MBPS      link cap per host and direction in MB/s; 0 = no cap
 #                     (default 25)
+#   MH_TRUNK_AT       two subclusters: hosts 1..N on switch br0, the others
+#                     on br1, the two switches joined by one link (veth
+#                     tr0-tr1 in the switch namespace); 0 = one switch
+#                     (default)
+#   MH_TRUNK_MBPS     that link's cap each way in MB/s (default 10)
 #   MH_SUBNET         first three octets of the hosts' /24 (default 10.77.0)
 #   MH_META_PORT, MH_NODE_PORT   (default 7400, 7401)
 #   MH_IO_TIMEOUT_MS  the mounts' --io-timeout-ms (default 5000)
@@ -140,6 +145,8 @@ MH_MOUNT_BIN=$TESSERA_BUILD/fuse/tessera-mount
 
 MH_HOSTS=${MH_HOSTS:-4}
 MH_LINK_MBPS=${MH_LINK_MBPS:-25}
+MH_TRUNK_AT=${MH_TRUNK_AT:-0}
+MH_TRUNK_MBPS=${MH_TRUNK_MBPS:-10}
 MH_SUBNET=${MH_SUBNET:-10.77.0}
 MH_META_PORT=${MH_META_PORT:-7400}
 MH_NODE_PORT=${MH_NODE_PORT:-7401}
@@ -479,32 +486,50 @@ mh__net() {
 
 # mh_set_link I MBPS: cap host I's link at MBPS MB/s each way (0: no cap).
 mh_set_link() {
-    local i=$1 mbps=$2 bits burst
+    local i=$1 mbps=$2
     if [ "$mbps" = 0 ]; then
         tc -n "${MH_NS[$i]}" qdisc del dev eth0 root 2>/dev/null || true
         tc -n "$MH_SWITCH_NS" qdisc del dev "h$i" root 2>/dev/null || true
         return 0
     fi
     [[ $mbps =~ ^[0-9]+$ ]] || mh_fail "mh_set_link: '$mbps' is not a whole number of MB/s"
-    bits=$((mbps * 8))mbit
+    mh__tbf "${MH_NS[$i]}" eth0 "$mbps"
+    mh__tbf "$MH_SWITCH_NS" "h$i" "$mbps"
+}
+
+# mh__tbf NS DEV MBPS: cap DEV's egress in namespace NS at MBPS MB/s.
+mh__tbf() {
+    local bits=$(($3 * 8))mbit burst=$(($3 * 10000))
     # A burst of 10 ms of traffic (at least 64 KiB, one GSO packet): enough
     # for the timer not to lose rate, small enough not to show as a spike.
     # 100 ms of queue, so TCP fills the pipe without a drop per window.
-    burst=$((mbps * 10000))
     [ "$burst" -ge 65536 ] || burst=65536
-    mh__net tc -n "${MH_NS[$i]}" qdisc replace dev eth0 root tbf rate "$bits" burst "$burst" latency 100ms
-    mh__net tc -n "$MH_SWITCH_NS" qdisc replace dev "h$i" root tbf rate "$bits" burst "$burst" latency 100ms
+    mh__net tc -n "$1" qdisc replace dev "$2" root tbf rate "$bits" burst "$burst" latency 100ms
 }
 
-# The network: switch namespace with br0, K host namespaces, veths, caps.
+# The network: switch namespace with br0 (and br1 with MH_TRUNK_AT), K host
+# namespaces, veths, caps.
 mh__network_up() {
-    local i ns
+    local i ns bridge=br0
+    [[ $MH_TRUNK_AT =~ ^[0-9]+$ && $MH_TRUNK_MBPS =~ ^[1-9][0-9]*$ ]] ||
+        mh_fail "MH_TRUNK_AT='$MH_TRUNK_AT', MH_TRUNK_MBPS='$MH_TRUNK_MBPS' must be whole numbers"
     MH_SWITCH_NS=$MH_ID-switch
     mh__register ns "$MH_SWITCH_NS"
     mh__net ip netns add "$MH_SWITCH_NS"
     mh__net ip -n "$MH_SWITCH_NS" link set lo up
     mh__net ip -n "$MH_SWITCH_NS" link add br0 type bridge
     mh__net ip -n "$MH_SWITCH_NS" link set br0 up
+    if [ "$MH_TRUNK_AT" -gt 0 ]; then
+        # Two switches and the one capped link between them: all traffic
+        # between the subclusters shares it, each way.
+        mh__net ip -n "$MH_SWITCH_NS" link add br1 type bridge
+        mh__net ip -n "$MH_SWITCH_NS" link set br1 up
+        mh__net ip -n "$MH_SWITCH_NS" link add tr0 type veth peer name tr1
+        mh__net ip -n "$MH_SWITCH_NS" link set tr0 master br0 up
+        mh__net ip -n "$MH_SWITCH_NS" link set tr1 master br1 up
+        mh__tbf "$MH_SWITCH_NS" tr0 "$MH_TRUNK_MBPS"
+        mh__tbf "$MH_SWITCH_NS" tr1 "$MH_TRUNK_MBPS"
+    fi
     for ((i = 1; i <= MH_K; i++)); do
         ns=$MH_ID-host$i
         MH_NS[i]=$ns
@@ -513,7 +538,8 @@ mh__network_up() {
         mh__register ns "$ns"
         mh__net ip netns add "$ns"
         mh__net ip -n "$MH_SWITCH_NS" link add "h$i" type veth peer name eth0 netns "$ns"
-        mh__net ip -n "$MH_SWITCH_NS" link set "h$i" master br0 up
+        [ "$MH_TRUNK_AT" -gt 0 ] && [ "$i" -gt "$MH_TRUNK_AT" ] && bridge=br1
+        mh__net ip -n "$MH_SWITCH_NS" link set "h$i" master "$bridge" up
         mh__net ip -n "$ns" link set lo up
         mh__net ip -n "$ns" addr add "${MH_ADDR[$i]}/24" dev eth0
         mh__net ip -n "$ns" link set eth0 up

@@ -3,7 +3,8 @@
  * Unit tests of array disk chunks' homes (librarian/arrayhome.c): a
  * tile's chunk index on a 2x2 mesh, homes on distinct machines first and
  * distinct nodes after, down nodes skipped, different files starting on
- * different machines.
+ * different machines; a slow home's chunk spread by static allocation,
+ * the healthy homes' chunks kept.
  */
 #include "arrayhome.h"
 #include "arraylayout.h"
@@ -113,12 +114,103 @@ static void test_down_nodes_skipped(void **state)
     assert_int_equal(arrayhome_pick(nodes, 4, 0, 0, &home), -ENODEV);
 }
 
+static struct placement_node node_at_speed(uint32_t id, uint64_t mb_per_sec)
+{
+    struct placement_node node = node_on(id, id, 1);
+    node.write_bytes_per_sec = mb_per_sec * 1000000;
+    return node;
+}
+
+/* Slow: below a tenth of the median of the other up, measured nodes; nothing else is. */
+static void test_slow_threshold(void **state)
+{
+    (void)state;
+    struct placement_node nodes[5] = {node_at_speed(1, 9), node_at_speed(2, 100),
+                                      node_at_speed(3, 98), node_at_speed(4, 102),
+                                      node_at_speed(5, 1)};
+
+    /* Peers of node 1: 1, 98, 100, 102: median 99, a tenth of it 9.9. */
+    assert_true(arrayhome_slow(nodes, 5, 1));
+    nodes[0].write_bytes_per_sec = 10 * 1000000;
+    assert_false(arrayhome_slow(nodes, 5, 1));
+    assert_true(arrayhome_slow(nodes, 5, 5));
+    assert_false(arrayhome_slow(nodes, 5, 3));
+    /* A down peer does not count: peers 98, 102 (median 100), and 9 is slow again. */
+    nodes[0].write_bytes_per_sec = 9 * 1000000;
+    nodes[1].up = 0;
+    nodes[4].up = 0;
+    assert_true(arrayhome_slow(nodes, 5, 1));
+    /* Not measured: not slow; no measured peer: not slow. */
+    nodes[0].write_bytes_per_sec = 0;
+    assert_false(arrayhome_slow(nodes, 5, 1));
+    nodes[0].write_bytes_per_sec = 1;
+    nodes[2].write_bytes_per_sec = 0;
+    nodes[3].write_bytes_per_sec = 0;
+    assert_false(arrayhome_slow(nodes, 5, 1));
+    assert_false(arrayhome_slow(nodes, 5, 99)); /* no such node */
+}
+
+/*
+ * A 2x2 mesh of 16 tiles a chunk written whole, four machines, chunk c's
+ * home node c + 1. Node 1 at `home_speed` MB/s, the others at 100. Counts
+ * each node's tiles in holders[node][chunk].
+ */
+static void place_mesh(uint64_t home_speed, unsigned holders[5][4])
+{
+    struct arraylayout layout;
+    struct placement_node nodes[4] = {node_at_speed(1, home_speed), node_at_speed(2, 100),
+                                      node_at_speed(3, 100), node_at_speed(4, 100)};
+
+    layout_from_text(&layout, "f32 1024x1024 BLOCK,BLOCK mesh=2x2 threshold=64K");
+    assert_int_equal(arraylayout_tile_count(&layout), 64);
+    memset(holders, 0, 5 * sizeof(*holders));
+    for (uint64_t tile = 0; tile < 64; tile++) {
+        uint32_t node;
+        assert_int_equal(arrayhome_place(nodes, 4, &layout, 0, tile,
+                                         arraylayout_tile_bytes(&layout, tile), &node),
+                         0);
+        assert_in_range(node, 1, 4);
+        holders[node][tile / 16]++;
+    }
+    assert_int_equal(arrayhome_place(nodes, 4, &layout, 0, 64, 65536, &(uint32_t){0}), -EINVAL);
+}
+
+static void test_slow_home_spread(void **state)
+{
+    (void)state;
+    unsigned holders[5][4];
+
+    /* At 12 % of its peers node 1 keeps its chunk: every chunk on its home. */
+    place_mesh(12, holders);
+    for (uint32_t chunk = 0; chunk < 4; chunk++)
+        assert_int_equal(holders[chunk + 1][chunk], 16);
+
+    /*
+     * At 5 %: chunk 0 goes by earliest finish, node 1 taking its share by
+     * speed (5 of 305 MB/s: at most one tile), the rest spread over the
+     * three others; their own chunks stay on them, and no node holds more
+     * than its chunk and a third of chunk 0.
+     */
+    place_mesh(5, holders);
+    assert_in_range(holders[1][0], 0, 1);
+    for (uint32_t n = 2; n <= 4; n++) {
+        unsigned total = 0;
+        assert_in_range(holders[n][0], 4, 6);
+        assert_int_equal(holders[n][n - 1], 16);
+        for (uint32_t chunk = 0; chunk < 4; chunk++)
+            total += holders[n][chunk];
+        assert_true(total <= 16 + 6);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chunk_of_tile),
         cmocka_unit_test(test_distinct_machines_then_nodes),
         cmocka_unit_test(test_down_nodes_skipped),
+        cmocka_unit_test(test_slow_threshold),
+        cmocka_unit_test(test_slow_home_spread),
     };
     return cmocka_run_group_tests_name("arrayhome", tests, NULL, NULL);
 }

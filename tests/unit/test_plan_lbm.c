@@ -3,8 +3,12 @@
  * Unit tests of the `lbm` rebalancing policy (librarian/plan_lbm.c): the
  * paper's example (seed 003, W = [[7,11,0,0],[3,7,4,4]]) as one file of
  * two tile groups on four machines, clients without a datanode, tile
- * groups, a two-subcluster topology with its link loads, and the errors.
+ * groups, a two-subcluster topology with its link loads, and the errors;
+ * an array file's roles are its mesh's disk chunks.
  */
+#include "arrayhome.h"
+#include "arraylayout.h"
+#include "arrayspec.h"
 #include "plan.h"
 #include "plan_lbm.h"
 #include "plan_work.h"
@@ -263,6 +267,152 @@ static void test_topology_links(void **state)
     topology_release(&topology);
 }
 
+/*
+ * 33x1024 f32 rows over mesh=4 with 8 KiB tiles: chunks of 5, 5, 5 and 6
+ * tiles (tiles 0-4, 5-9, 10-14, 15-20), so --groups 4 (runs of 6) would
+ * cut across them. Each tile starts on p1's node.
+ */
+struct array_example {
+    struct arraylayout layout;
+    struct plan_node nodes[4];
+    struct plan_access accesses[42];
+    struct plan_tile tiles[21];
+    struct plan_cluster cluster;
+    struct plan_profile profile;
+    struct plan_tilemap map;
+    struct plan_array_file array;
+};
+
+/* Machine reader(chunk) reads 100 bytes of every tile of the chunk; machine chunk % n reads 10. */
+static void array_example_build(struct array_example *e, size_t node_count,
+                                size_t (*reader)(uint64_t chunk))
+{
+    const char *text = "f32 33x1024 BLOCK,* mesh=4 threshold=8K";
+    struct arrayspec spec;
+    char message[ARRAYSPEC_MESSAGE_MAX];
+    size_t count = 0;
+
+    assert_int_equal(arrayspec_parse(text, strlen(text), &spec, message, sizeof(message)), 0);
+    assert_int_equal(arraylayout_init(&e->layout, &spec, message, sizeof(message)), 0);
+    assert_int_equal(arraylayout_tile_count(&e->layout), 21);
+    for (uint32_t n = 0; n < node_count; n++)
+        e->nodes[n] = node_of(n + 1, machines[n]);
+    for (uint64_t t = 0; t < 21; t++) {
+        uint64_t chunk;
+        assert_int_equal(arrayhome_chunk_of(&e->layout, t, &chunk), 0);
+        e->accesses[count++] = read_of(t, machines[reader(chunk)], 100);
+        e->accesses[count++] = read_of(t, machines[chunk % node_count], 10);
+        e->tiles[t] = tile_on(t, 1);
+    }
+    e->cluster = (struct plan_cluster){e->nodes, node_count, 0};
+    e->profile = (struct plan_profile){e->accesses, count};
+    e->map = (struct plan_tilemap){e->tiles, 21};
+    e->array = (struct plan_array_file){.ino = 7, .layout = &e->layout};
+}
+
+static size_t next_machine_reads(uint64_t chunk)
+{
+    return (size_t)(chunk + 1) % 4;
+}
+
+/*
+ * Chunk c is read mostly by machine c + 1 (mod 4): the roles are the four
+ * chunks, with their own tile bounds (not --groups' runs of 6), each on
+ * its reader's machine, 10 bytes a tile remote; the plan moves every
+ * tile of chunk c to machine c + 1's node.
+ */
+static void test_array_roles_are_chunks(void **state)
+{
+    (void)state;
+    static const uint64_t first[4] = {0, 5, 10, 15}, last[4] = {4, 9, 14, 20};
+    struct array_example e;
+    struct plan_options options = {.groups = 4, .array_count = 1};
+    struct plan_work work;
+    struct plan_lbm_assignment assignment;
+    struct plan plan;
+
+    array_example_build(&e, 4, next_machine_reads);
+    options.arrays = &e.array;
+    assert_int_equal(plan_work_build(&e.cluster, &e.profile, &e.map, &options, &work), 0);
+    assert_int_equal(plan_lbm_assign(&work, &options, &assignment), 0);
+    assert_int_equal(assignment.role_count, 4);
+    for (size_t r = 0; r < 4; r++) {
+        assert_int_equal(assignment.roles[r].first_tile, first[r]);
+        assert_int_equal(assignment.roles[r].last_tile, last[r]);
+        assert_string_equal(assignment.roles[r].machine, machines[(r + 1) % 4]);
+        assert_int_equal(assignment.roles[r].remote_bytes, 10 * (last[r] - first[r] + 1));
+    }
+    plan_lbm_assignment_release(&assignment);
+    plan_work_release(&work);
+
+    /* The same file named linear: --groups 4 cuts runs of 6 tiles instead. */
+    options.array_count = 0;
+    assert_int_equal(plan_lbm_place(&e.cluster, &e.profile, &e.map, &options, &assignment), 0);
+    assert_int_equal(assignment.role_count, 4);
+    assert_int_equal(assignment.roles[0].last_tile, 5);
+    plan_lbm_assignment_release(&assignment);
+
+    options.array_count = 1;
+    assert_int_equal(plan_make(PLAN_LBM, &e.cluster, &e.profile, &e.map, &options, &plan), 0);
+    for (uint64_t t = 0; t < 21; t++) {
+        uint64_t chunk;
+        uint32_t primary = e.tiles[t].nodes[0];
+        assert_int_equal(arrayhome_chunk_of(&e.layout, t, &chunk), 0);
+        for (size_t k = 0; k < plan.changed_count; k++) {
+            if (plan.changed[k].tile == t)
+                primary = plan.changed[k].nodes[0];
+        }
+        assert_int_equal(primary, (chunk + 1) % 4 + 1);
+    }
+    plan_release(&plan);
+}
+
+static size_t halves_read_crosswise(uint64_t chunk)
+{
+    return chunk < 2 ? 1 : 0;
+}
+
+/*
+ * Four chunks, two machines that can serve: each role is two whole
+ * chunks (tiles 0-9 and 10-20), chunks 0-1 read by p2 and 2-3 by p1.
+ */
+static void test_array_more_chunks_than_machines(void **state)
+{
+    (void)state;
+    struct array_example e;
+    struct plan_options options = {.array_count = 1};
+    struct plan_lbm_assignment assignment;
+
+    array_example_build(&e, 2, halves_read_crosswise);
+    options.arrays = &e.array;
+    assert_int_equal(plan_lbm_place(&e.cluster, &e.profile, &e.map, &options, &assignment), 0);
+    assert_int_equal(assignment.role_count, 2);
+    assert_int_equal(assignment.roles[0].first_tile, 0);
+    assert_int_equal(assignment.roles[0].last_tile, 9);
+    assert_string_equal(assignment.roles[0].machine, "p2");
+    assert_int_equal(assignment.roles[1].first_tile, 10);
+    assert_int_equal(assignment.roles[1].last_tile, 20);
+    assert_string_equal(assignment.roles[1].machine, "p1");
+    plan_lbm_assignment_release(&assignment);
+}
+
+/* A profiled tile the array does not have is refused, not placed by guess. */
+static void test_array_tile_outside_layout(void **state)
+{
+    (void)state;
+    struct array_example e;
+    struct plan_options options = {.array_count = 1};
+    struct plan_lbm_assignment assignment;
+
+    array_example_build(&e, 4, next_machine_reads);
+    options.arrays = &e.array;
+    e.tiles[20].tile = 21;
+    e.accesses[40].tile = 21;
+    e.accesses[41].tile = 21;
+    assert_int_equal(plan_lbm_place(&e.cluster, &e.profile, &e.map, &options, &assignment),
+                     -EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -271,6 +421,9 @@ int main(void)
         cmocka_unit_test(test_default_groups_one_per_machine),
         cmocka_unit_test(test_client_never_serves),
         cmocka_unit_test(test_topology_links),
+        cmocka_unit_test(test_array_roles_are_chunks),
+        cmocka_unit_test(test_array_more_chunks_than_machines),
+        cmocka_unit_test(test_array_tile_outside_layout),
     };
     return cmocka_run_group_tests_name("plan_lbm", tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@
  * from it (librarian/plan.h), with each source's file version.
  */
 #include "plan.h"
+#include "arraylayout.h"
 #include "rebalanceinput.h"
 
 #include <errno.h>
@@ -305,6 +306,35 @@ static void test_many_files_are_found(void **statep)
     assert_null(rebalanceinput_file_of(input, 99));
 }
 
+/* Array files' layouts reach the planner's options; a bad layout text is refused. */
+static void test_array_layouts_reach_options(void **statep)
+{
+    struct state *state = *statep;
+    struct rebalanceinput *input = &state->input;
+    struct plan_options options = {0};
+    size_t index;
+
+    for (uint64_t ino = 40; ino < 43; ino++) {
+        struct ts_attr attr = file_attr(ino, MIB);
+        attr.flags = ino == 41 ? 0 : TS_ATTR_ARRAY;
+        assert_int_equal(rebalanceinput_add_file(input, "/m/a", &attr, NULL, 0, &index), 0);
+    }
+    assert_int_equal(rebalanceinput_set_array(input, 0, "f32 1024x1024 BLOCK,BLOCK mesh=2x2"), 0);
+    assert_int_equal(rebalanceinput_set_array(input, 2, "f32 1024x1024 BLOCK,BLOCK mesh=4x"),
+                     -EINVAL);
+    assert_int_equal(rebalanceinput_set_array(input, 2, "f64 64 BLOCK mesh=2"), 0);
+    /* A second layout for one file is a caller's bug. */
+    assert_int_equal(rebalanceinput_set_array(input, 2, "f64 64 BLOCK mesh=2"), -EINVAL);
+    rebalanceinput_array_options(input, &options);
+    assert_int_equal(options.array_count, 2);
+    assert_int_equal(options.arrays[0].ino, 40);
+    assert_ptr_equal(options.arrays[0].layout, rebalanceinput_file_of(input, 40)->layout);
+    assert_int_equal(options.arrays[0].layout->spec.ndims, 2);
+    assert_int_equal(options.arrays[1].ino, 42);
+    assert_int_equal(options.arrays[1].layout->spec.ndims, 1);
+    assert_null(rebalanceinput_file_of(input, 41)->layout);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -315,6 +345,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_plan_steps_name_the_source_version, setup, teardown),
         cmocka_unit_test_setup_teardown(test_empty_input_plans_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_many_files_are_found, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_array_layouts_reach_options, setup, teardown),
     };
     return cmocka_run_group_tests_name("rebalanceinput", tests, NULL, NULL);
 }

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+#
+# quadrants.sh: issue 31's array test on 4 hosts (tests/multihost/lib.sh:
+# network namespaces, every link capped with tc). Host 1 writes a
+# 16384x4096 f32 array (256 MiB, 256 tiles of 1 MiB) declared with
+# mesh=2x2, in a copies=1 directory; then, before any rebalance, the four
+# hosts each read one quadrant (64 MiB: 8192 rows of 8 KiB, O_DIRECT
+# preads) at once. Printed per build: where the tiles are (per host), the
+# wall time of the four reads and their total MB/s, and each reader's
+# sha256 checked against the source.
+#
+# --baseline BUILD_DIR runs the same on an older build (e.g. a worktree at
+# e24bd07, before array homes: the writer's dynamic placement put most
+# tiles on its own datanode) and prints the speedup. Not part of
+# `meson test`. Needs root, network namespaces and FUSE.
+set -euo pipefail
+exec </dev/null
+
+usage() {
+    cat <<'USAGE'
+usage: bench/quadrants.sh [--link MBPS] [--passes N] [--baseline BUILD_DIR]
+
+  --link MBPS          cap of every host's link, MB/s (default 25)
+  --passes N           read passes per build, median taken (default 3)
+  --baseline BUILD_DIR also run an older build and print the speedup
+  -h, --help           this text
+
+Environment: TESSERA_BUILD=DIR (default ./build).
+USAGE
+}
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+link=25
+passes=3
+baseline=""
+one=0
+while [ $# -gt 0 ]; do
+    case $1 in
+    -h | --help) usage; exit 0 ;;
+    --link) link=${2:?--link needs MB/s}; shift 2 ;;
+    --passes) passes=${2:?--passes needs a number}; shift 2 ;;
+    --baseline) baseline=${2:?--baseline needs a build directory}; shift 2 ;;
+    --one) one=1; shift ;; # internal: measure TESSERA_BUILD once, print one result line
+    *) echo "quadrants.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+
+if [ "$one" = 0 ]; then
+    current=${TESSERA_BUILD:-$repo/build}
+    results=()
+    for build in "$current" ${baseline:+"$baseline"}; do
+        [ -x "$build/tools/tessera" ] ||
+            { echo "quadrants.sh: $build/tools/tessera not found; build first" >&2; exit 2; }
+        # The run's log to stderr as it goes; its last line is the result.
+        line=$(TESSERA_BUILD=$build "$0" --one --link "$link" --passes "$passes" | tee -a /dev/stderr |
+            tail -n 1)
+        results+=("$line")
+    done
+    echo
+    printf '%-44s %-22s %10s %10s\n' build "tiles on host1..4" "read ms" "MB/s"
+    for line in "${results[@]}"; do
+        printf '%-44s %-22s %10s %10s\n' $line
+    done
+    if [ -n "$baseline" ]; then
+        now=$(awk "{ print \$3 }" <<<"${results[0]}")
+        before=$(awk "{ print \$3 }" <<<"${results[1]}")
+        awk -v b="$before" -v a="$now" 'BEGIN { printf "speedup of the four quadrant reads: %.2fx (the issue asks >= 2x)\n", b / a }'
+    fi
+    exit 0
+fi
+
+# Host 1 writes 3/4 of the array over its one link with many tiles in
+# flight: at 10 MB/s a write waits longer than the mounts' default 5 s.
+export MH_LINK_MBPS=$link MH_NAME=bench-quadrants MH_IO_TIMEOUT_MS=${MH_IO_TIMEOUT_MS:-30000}
+# shellcheck source=tests/multihost/lib.sh
+source "$repo/tests/multihost/lib.sh"
+
+ROWS=16384
+COLS=4096
+K=4
+
+mh_up $K
+dir=${MH_MNT[1]}/arrays
+mh_exec 1 mkdir "$dir"
+mh_exec 1 setfattr -n user.tessera.layout -v copies=1 "$dir"
+mh_exec 1 touch "$dir/grid"
+mh_exec 1 setfattr -n user.tessera.array -v "f32 ${ROWS}x${COLS} BLOCK,BLOCK mesh=2x2 threshold=1M" \
+    "$dir/grid"
+src=$(mh_random_file $((ROWS * COLS * 4)))
+mh_exec 1 dd if="$src" of="$dir/grid" bs=1M conv=notrunc,fsync status=none ||
+    mh_fail "writing the array failed"
+
+# The reader: quadrant Q (row-major: 0 top left .. 3 bottom right) of FILE
+# by one O_DIRECT pread per row; prints the sha256 of the bytes.
+reader=$MH_SHM/quadrant_read.py
+cat >"$reader" <<'PY'
+import hashlib, mmap, os, sys
+path, quadrant, rows, cols, direct = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == "1"
+row_bytes = cols * 4
+segment = row_bytes // 2
+first_row = (quadrant // 2) * (rows // 2)
+column = (quadrant % 2) * segment
+fd = os.open(path, os.O_RDONLY | (os.O_DIRECT if direct else 0))
+buf = mmap.mmap(-1, segment)
+digest = hashlib.sha256()
+for row in range(first_row, first_row + rows // 2):
+    if os.preadv(fd, [buf], row * row_bytes + column) != segment:
+        sys.exit("short read at row %d" % row)
+    digest.update(buf)
+print(digest.hexdigest())
+PY
+expected=()
+for ((q = 0; q < K; q++)); do
+    expected[q]=$(python3 "$reader" "$src" "$q" "$ROWS" "$COLS" 0)
+done
+
+ino=$(mh_exec 1 stat -c %i "$dir/grid")
+counts=""
+for ((h = 1; h <= K; h++)); do
+    counts+="$(mh_tiles_on "$h" "$ino" | grep -c . || true)"
+    [ "$h" = "$K" ] || counts+=","
+done
+mh_log "tiles per host: $counts"
+# The write speeds meta placed by (the datanodes' start-up probe, then real I/O).
+mh_log "measured write MB/s per node: $(mh_status --json | python3 -c '
+import json, sys
+status = json.load(sys.stdin)
+nodes = status["nodes"] if isinstance(status, dict) else status
+print(" ".join("%s:%.0f" % (n.get("machine", n["id"]), n["write_bytes_per_sec"] / 1e6)
+               for n in nodes))')"
+
+times=()
+for ((p = 1; p <= passes; p++)); do
+    pids=()
+    t0=$(mh_now_ms)
+    for ((h = 1; h <= K; h++)); do
+        mh_exec "$h" python3 "$reader" "${MH_MNT[$h]}/arrays/grid" $((h - 1)) "$ROWS" "$COLS" 1 \
+            >"$MH_SHM/sum.$h" &
+        pids+=($!)
+    done
+    for pid in "${pids[@]}"; do
+        wait "$pid" || mh_fail "a quadrant read failed"
+    done
+    times+=($(($(mh_now_ms) - t0)))
+    for ((h = 1; h <= K; h++)); do
+        [ "$(cat "$MH_SHM/sum.$h")" = "${expected[$((h - 1))]}" ] ||
+            mh_fail "host$h read other bytes of quadrant $((h - 1)) than were written"
+    done
+done
+ms=$(printf '%s\n' "${times[@]}" | sort -n | sed -n "$(((passes + 1) / 2))p")
+mh_log "passes: ${times[*]} ms"
+mh_down
+mbps=$(awk -v b=$((ROWS * COLS * 4)) -v ms="$ms" 'BEGIN { printf "%.1f", b / ms / 1000 }')
+echo "$TESSERA_BUILD $counts $ms $mbps"
