@@ -258,8 +258,16 @@ int tiletoken_check(const struct tiletoken_claim *claim, const uint8_t *mac, siz
     if (!loaded)
         return 0;
     int rc = -EPERM;
-    if (mac && mac_len == TILETOKEN_MAC_BYTES) {
-        tiletoken_encode(claim, bytes);
+    /* Meta grants READ, or READ|WRITE (tiletoken.h): the right asked for
+     * alone first, then with the other (the read-write token a writable
+     * export's holders carry). */
+    struct tiletoken_claim granted = *claim;
+    const uint32_t grants[2] = {claim->rights, TILETOKEN_READ | TILETOKEN_WRITE};
+    for (size_t i = 0; mac && mac_len == TILETOKEN_MAC_BYTES && rc != 0 && i < 2; i++) {
+        if (i == 1 && grants[1] == grants[0])
+            break;
+        granted.rights = grants[i];
+        tiletoken_encode(&granted, bytes);
         if (crypto_auth_verify(mac, bytes, sizeof(bytes), current) == 0 ||
             (has_previous && crypto_auth_verify(mac, bytes, sizeof(bytes), previous) == 0))
             rc = now_ms > claim->expiry_ms + TILETOKEN_SKEW_MS ? -ETIME : 0;

@@ -1,6 +1,6 @@
 /*
  * @file tiletoken.h
- * Tile write capabilities, in the style of HDFS block access tokens and
+ * Tile read and write capabilities, in the style of HDFS block access tokens and
  * Ceph's cephx tickets: meta hands a mount, with every holder of a tile in
  * a TILE_MAP reply, a token
  *   MAC(ino, tile, holder's version, holder's datanode id, rights, expiry)
@@ -9,7 +9,12 @@
  * whose token is not a MAC of exactly that tile file on exactly this
  * datanode with the write right, unexpired: a mount key may write only the
  * tile files meta allocated to that node, and only while its export lets
- * it write. The MAC is libsodium's crypto_auth (HMAC-SHA-512-256).
+ * it write. Reads alike: a datanode serves a mount key's TILE_READ (and
+ * any tile stream request) only with a token of that file on that node
+ * with the read right, which meta grants for every file of the mount's
+ * export, so a mount key cannot read another subtree's tiles by guessing
+ * inode numbers and versions; datanodes' keys (pulls) read by role.
+ * The MAC is libsodium's crypto_auth (HMAC-SHA-512-256).
  *
  * The secret file (TILETOKEN_FILE beside the key pairs, mode 0600, made by
  * `tessera keys init` and `tessera up`) has a `current HEX` line and, after
@@ -86,9 +91,10 @@ void tiletoken_reset(void);
 int tiletoken_sign(const struct tiletoken_claim *claim, uint8_t mac[TILETOKEN_MAC_BYTES]);
 
 /*
- * Whether mac (mac_len bytes) is a token for claim with at least the
- * rights claim->rights names (a token's rights must be exactly those:
- * meta grants either TILETOKEN_WRITE or TILETOKEN_READ), valid at now_ms
+ * Whether mac (mac_len bytes) is a token for claim with the one right
+ * claim->rights names (meta grants TILETOKEN_READ, or TILETOKEN_READ |
+ * TILETOKEN_WRITE: either passes a read check, only the second a write
+ * check; a token with the right asked for passes in one MAC), valid at now_ms
  * (wall clock): 0; -EPERM for no token, a forged or altered one, one for
  * another tile file or datanode, one without that right, or one signed by
  * a secret rotated away twice (so rotate no more often than

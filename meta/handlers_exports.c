@@ -258,12 +258,13 @@ int handlers_exports_gate(void *ctx, const struct rpc_request *request,
 
 uint32_t handlers_exports_token_rights(struct service *service, const char *key_user)
 {
+    const uint32_t read_write = TILETOKEN_READ | TILETOKEN_WRITE;
     if (!key_user || key_user[0] == '\0')
-        return TILETOKEN_WRITE;
+        return read_write;
     if (roles_of_user(key_user) != ROLES_MOUNT)
         return TILETOKEN_READ;
     const struct exports_rule *rule = exports_find(&service->exports, key_user);
-    return rule && !rule->read_only ? TILETOKEN_WRITE : TILETOKEN_READ;
+    return rule && !rule->read_only ? read_write : TILETOKEN_READ;
 }
 
 void handlers_exports_table(rpc_handler_fn table[TS_OP_MAX])
