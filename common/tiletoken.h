@@ -48,6 +48,14 @@
 #define TILETOKEN_LIFETIME_MS (10 * 60 * 1000)
 /* How far the datanode's clock may be behind meta's. */
 #define TILETOKEN_SKEW_MS (60 * 1000)
+/*
+ * The environment variable that shortens both, for a cluster whose every
+ * daemon has it (tests of expiry; an operator who wants a revoked export
+ * to lose its tokens within seconds): tokens live that many ms (at least
+ * 1000, at most TILETOKEN_LIFETIME_MS) and the clocks may disagree by a
+ * tenth of it.
+ */
+#define TILETOKEN_LIFETIME_ENV "TESSERA_TILE_TOKEN_LIFETIME_MS"
 
 /* The rights a token grants. */
 #define TILETOKEN_READ 0x1u
@@ -110,6 +118,11 @@ int tiletoken_check(const struct tiletoken_claim *claim, const uint8_t *mac, siz
  * written to a new file then renamed over path. 0 or -errno with why.
  */
 int tiletoken_write_secret(const char *path, bool rotate, char *why, size_t why_cap);
+
+/* How long meta's tokens live, and the clock skew a datanode allows:
+ * TILETOKEN_LIFETIME_MS and TILETOKEN_SKEW_MS, or as TILETOKEN_LIFETIME_ENV says. */
+uint64_t tiletoken_lifetime_ms(void);
+uint64_t tiletoken_skew_ms(void);
 
 /* The wall clock in ms since the epoch, as token expiries are. */
 uint64_t tiletoken_now_ms(void);

@@ -203,6 +203,12 @@ static int handlers_token(struct nodehandlers_context *context, const char *who,
     if (rc == 0)
         return TS_OK;
     if (rc == -ETIME) {
+        uint64_t expired = ++context->stats.tokens_expired;
+        if ((expired & (expired - 1)) == 0)
+            log_info("a %s of tile %" PRIu64 ".%" PRIu64 ".%" PRIu64 " from %s came with an "
+                     "expired tile token: answered STALE, so it asks meta for a fresh one (%" PRIu64
+                     " so far)",
+                     op, ino, tile, version, who, expired);
         snprintf(error_text, error_cap,
                  "%s of tile %" PRIu64 ".%" PRIu64 ".%" PRIu64
                  ": its tile token expired; ask meta for the tile again",

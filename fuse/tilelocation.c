@@ -410,8 +410,10 @@ int tilelocation_relocate(struct datapath *datapath, uint64_t ino, uint64_t tile
         return errno_of_status(status);
     }
     bool same = tilelocation_same_for(access, location, &now);
+    /* An expired tile token, now replaced by meta's fresh one: no wait. */
+    bool refreshed = holders_equal(location, &now) && !tokens_equal(location, &now);
     *location = now;
-    if (same) {
+    if (same && !refreshed) {
         int64_t left = retry->deadline_ms - now_ms;
         util_sleep_ms(retry->delay_ms < left ? retry->delay_ms : left);
         retry->delay_ms =
