@@ -7,6 +7,7 @@
 #include "handlers_exports.h"
 
 #include "handlers.h"
+#include "handlers_session.h"
 #include "handlers_subtree.h"
 #include "log.h"
 #include "roles.h"
@@ -211,6 +212,9 @@ int handlers_exports_gate(void *ctx, const struct rpc_request *request,
     struct service *service = ctx;
     rpc_handler_fn handler = handlers_table[request->header.type];
     const char *key_user = request->key_user ? request->key_user : "";
+    int owned = handlers_session_key_check(ctx, request, response);
+    if (owned != TS_OK)
+        return owned;
 
     if (roles_of_user(key_user) != ROLES_MOUNT)
         return handler(ctx, request, response);
