@@ -339,7 +339,7 @@ void ts_stream_req_encode(const struct ts_tile_read_req *request, enum ts_stream
                           uint32_t crc, uint8_t out[TS_STREAM_REQ_BYTES])
 {
     struct ts_writer writer;
-    bool token = request->token.len == STREAM_TOKEN_BYTES;
+    bool token = request->token.len == STREAM_TOKEN_BYTES && request->token_expiry != 0;
     memset(out, 0, TS_STREAM_REQ_BYTES);
     ts_writer_init(&writer, out, TS_STREAM_REQ_BYTES);
     ts_writer_u32(&writer, stream_magics[kind]);
@@ -377,11 +377,15 @@ int ts_stream_req_decode(struct ts_tile_read_req *request, enum ts_stream_kind *
     if (known == sizeof(stream_magics) / sizeof(stream_magics[0]) || cursor.failed ||
         request->length > TS_MAX_DATA_BYTES)
         return TS_ERR_BADMSG;
-    /* Expiry 0: no token (tokens off), as TILE_MAP's holders say. */
-    if (request->token_expiry != 0)
-        request->token = (struct ts_str){.ptr = (const char *)in + TS_STREAM_REQ_BYTES -
-                                                    STREAM_TOKEN_BYTES,
-                                         .len = STREAM_TOKEN_BYTES};
+    /* Expiry 0: no token (tokens off), as TILE_MAP's holders say; its
+     * bytes are then zeros, so that a request has one encoding. */
+    const uint8_t *token = in + TS_STREAM_REQ_BYTES - STREAM_TOKEN_BYTES;
+    if (request->token_expiry == 0) {
+        for (size_t i = 0; i < STREAM_TOKEN_BYTES; i++)
+            if (token[i] != 0)
+                return TS_ERR_BADMSG;
+    } else
+        request->token = (struct ts_str){.ptr = (const char *)token, .len = STREAM_TOKEN_BYTES};
     *kind = (enum ts_stream_kind)known;
     return TS_OK;
 }

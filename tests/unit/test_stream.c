@@ -241,6 +241,8 @@ static void test_codecs(void **state)
     ts_stream_req_encode(&in, TS_STREAM_READ, 0, bytes);
     assert_int_equal(ts_stream_req_decode(&out, &kind, &(uint32_t){0}, bytes), TS_OK);
     assert_int_equal(out.token.len, 0);
+    bytes[TS_STREAM_REQ_BYTES - 1] = 1; /* token bytes without an expiry: two encodings of none */
+    assert_int_equal(ts_stream_req_decode(&out, &kind, &(uint32_t){0}, bytes), TS_ERR_BADMSG);
     uint32_t crc = 0;
     bytes[0] ^= 1; /* the magic */
     assert_int_equal(ts_stream_req_decode(&out, &kind, &crc, bytes), TS_ERR_BADMSG);
