@@ -82,6 +82,7 @@ static int teardown(void **state)
 {
     struct fixture *fixture = *state;
     tiletoken_reset();
+    nodehandlers_stats_fini(&fixture->context.stats); /* what reads counted */
     diskio_destroy(&fixture->disk);
     tilestore_close(&fixture->store);
     nftw(fixture->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
