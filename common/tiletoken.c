@@ -288,11 +288,11 @@ int tiletoken_check(const struct tiletoken_claim *claim, const uint8_t *mac, siz
     if (!loaded)
         return 0;
     int rc = -EPERM;
-    /* Meta grants READ, or READ|WRITE (tiletoken.h): the right asked for
-     * alone first, then with the other (the read-write token a writable
-     * export's holders carry). */
+    /* Meta grants READ, or READ|WRITE (tiletoken.h): the read-write token
+     * of a writable export first (most mounts: one MAC), then the right
+     * asked for alone (a read-only export's reads). */
     struct tiletoken_claim granted = *claim;
-    const uint32_t grants[2] = {claim->rights, TILETOKEN_READ | TILETOKEN_WRITE};
+    const uint32_t grants[2] = {TILETOKEN_READ | TILETOKEN_WRITE, claim->rights};
     for (size_t i = 0; mac && mac_len == TILETOKEN_MAC_BYTES && rc != 0 && i < 2; i++) {
         if (i == 1 && grants[1] == grants[0])
             break;

@@ -102,7 +102,7 @@ int tiletoken_sign(const struct tiletoken_claim *claim, uint8_t mac[TILETOKEN_MA
  * Whether mac (mac_len bytes) is a token for claim with the one right
  * claim->rights names (meta grants TILETOKEN_READ, or TILETOKEN_READ |
  * TILETOKEN_WRITE: either passes a read check, only the second a write
- * check; a token with the right asked for passes in one MAC), valid at now_ms
+ * check; a read-write token passes in one MAC, a read-only one in two), valid at now_ms
  * (wall clock): 0; -EPERM for no token, a forged or altered one, one for
  * another tile file or datanode, one without that right, or one signed by
  * a secret rotated away twice (so rotate no more often than
