@@ -970,7 +970,9 @@ enum ts_health { TS_HEALTHY = 0, TS_DEGRADED = 1, TS_UNAVAILABLE = 2 };
 /* token, token_expiry: the holder's from TILE_MAP, as TILE_WRITE's; a
  * datanode with tile tokens on refuses a mount key's read without one with
  * the read right (TS_ERR_PERM, or TS_ERR_STALE when expired: ask meta
- * again); datanodes' keys (pulls, repairs) read by their role. */
+ * again); datanodes' keys (pulls, repairs) read by their role. A file the
+ * datanode does not have is TS_ERR_NOENT, token or not (a lost tile's
+ * holder: nothing to protect). */
 #define TS_MSG_TILE_READ_REQ(X)                                                                   \
     X(U64, ino)                                                                                    \
     X(U64, tile)                                                                                   \

@@ -367,7 +367,14 @@ static int handle_tile_read(void *ctx, const struct rpc_request *request,
                  TS_MAX_DATA_BYTES);
         return TS_ERR_INVAL;
     }
-    if (handlers_read_needs_token(request)) {
+    /* A file this datanode does not have is answered "no file" (below)
+     * before any token: no byte to protect, and a mount that reached a
+     * new node at a wiped node's address (its token names the old id)
+     * learns that the tile is lost there, not that it may not read it. */
+    uint64_t present_size = 0;
+    if (handlers_read_needs_token(request) &&
+        tilestore_size(context->store, req.ino, req.tile, req.version, &present_size) !=
+            -ENOENT) {
         rc = handlers_request_token(context, request, response, TILETOKEN_READ, "read", req.ino,
                                     req.tile, req.version, req.token_expiry, req.token);
         if (rc != TS_OK)

@@ -424,6 +424,10 @@ static void test_handlers_refuse_reads_without_token(void **state)
                      TS_ERR_PERM);
     /* A link without keys is no way around it. */
     assert_int_equal(read_with(fixture, "", 40, 2, NULL, 0, 0, &response), TS_ERR_PERM);
+    /* A file this datanode lacks is "no file", token or not (a lost tile). */
+    assert_int_equal(read_with(fixture, "mount:alice", 42, 2, NULL, 0, 0, &response),
+                     TS_ERR_NOENT);
+    assert_null(response.data);
     assert_int_equal(fixture->context.stats.reads_refused_token, 5);
     assert_int_equal(fixture->context.stats.changes_refused_token, 0);
 
