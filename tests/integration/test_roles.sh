@@ -109,10 +109,12 @@ out=$(TESSERA_KEY=$KEYS/mount.key "$CLIENT_HELPER" stream "$address" 65534 "$ino
 [ "$out" = closed ] || fail "the tile stream served uid 65534 (or: $out)"
 out=$(TESSERA_KEY=$KEYS/mount.key "$CLIENT_HELPER" stream "$address" "$(id -u)" "$ino" 0 "$version")
 [ "$out" = "answered $PERM" ] || fail "the tile stream served a read without a tile token: $out"
-read -r _ _ expiry hex < <(TESSERA_KEY=$KEYS/mount.key "$CLIENT_HELPER" token "$meta" "$ino" 0) ||
-    fail "no tile token for the mount key"
-out=$(TESSERA_KEY=$KEYS/mount.key "$CLIENT_HELPER" stream "$address" "$(id -u)" "$ino" 0 "$version" \
-    "$expiry" "$hex")
+# The token is the first holder's, which may be another replica than node's.
+read -r token_node token_version expiry hex < <(TESSERA_KEY=$KEYS/mount.key "$CLIENT_HELPER" \
+    token "$meta" "$ino" 0) || fail "no tile token for the mount key"
+token_address=$(awk -v id="$token_node" '$1 == id { gsub(/"/, "", $2); print $2 }' "$T/nodes.before")
+out=$(TESSERA_KEY=$KEYS/mount.key "$CLIENT_HELPER" stream "$token_address" "$(id -u)" "$ino" 0 \
+    "$token_version" "$expiry" "$hex")
 [ "$out" = served ] || fail "the tile stream did not serve the datanode's own uid its token's read: $out"
 grep -q "tile stream: refused a local connection from process [0-9]* of uid 65534" \
     "$STATE"/logs/node*.log || fail "no datanode logged the other uid's stream connection"
