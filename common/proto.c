@@ -331,33 +331,61 @@ static const uint32_t stream_magics[] = {
     [TS_STREAM_WRITE] = TS_STREAM_WRITE_MAGIC,
 };
 
+/* The stream's token: TILE_READ_REQ's own is a STR, the stream's requests are fixed-size. */
+#define STREAM_TOKEN_BYTES 32
+#define STREAM_FIELDS_BYTES 32 /* ino, tile, version, offset, length */
+
 void ts_stream_req_encode(const struct ts_tile_read_req *request, enum ts_stream_kind kind,
                           uint32_t crc, uint8_t out[TS_STREAM_REQ_BYTES])
 {
     struct ts_writer writer;
+    bool token = request->token.len == STREAM_TOKEN_BYTES && request->token_expiry != 0;
+    memset(out, 0, TS_STREAM_REQ_BYTES);
     ts_writer_init(&writer, out, TS_STREAM_REQ_BYTES);
     ts_writer_u32(&writer, stream_magics[kind]);
-    (void)ts_tile_read_req_encode(request, out + 4, TS_STREAM_REQ_BYTES - 8);
-    ts_writer_init(&writer, out + TS_STREAM_REQ_BYTES - 4, 4);
+    ts_writer_u64(&writer, request->ino);
+    ts_writer_u64(&writer, request->tile);
+    ts_writer_u64(&writer, request->version);
+    ts_writer_u32(&writer, request->offset);
+    ts_writer_u32(&writer, request->length);
     ts_writer_u32(&writer, crc);
+    ts_writer_u64(&writer, token ? request->token_expiry : 0);
+    if (token)
+        memcpy(out + writer.len, request->token.ptr, STREAM_TOKEN_BYTES);
 }
 
 int ts_stream_req_decode(struct ts_tile_read_req *request, enum ts_stream_kind *kind,
                          uint32_t *crc, const uint8_t in[TS_STREAM_REQ_BYTES])
 {
+    _Static_assert(4 + STREAM_FIELDS_BYTES + 4 + 8 + STREAM_TOKEN_BYTES == TS_STREAM_REQ_BYTES,
+                   "the stream request's layout (proto.h)");
     struct ts_cursor cursor;
-    ts_cursor_init(&cursor, in, 4);
+    ts_cursor_init(&cursor, in, TS_STREAM_REQ_BYTES - STREAM_TOKEN_BYTES);
     uint32_t magic = ts_cursor_u32(&cursor);
     size_t known = 0;
     while (known < sizeof(stream_magics) / sizeof(stream_magics[0]) &&
            stream_magics[known] != magic)
         known++;
-    if (known == sizeof(stream_magics) / sizeof(stream_magics[0]) ||
-        ts_tile_read_req_decode(request, in + 4, TS_STREAM_REQ_BYTES - 8) != 0 ||
+    memset(request, 0, sizeof(*request));
+    request->ino = ts_cursor_u64(&cursor);
+    request->tile = ts_cursor_u64(&cursor);
+    request->version = ts_cursor_u64(&cursor);
+    request->offset = ts_cursor_u32(&cursor);
+    request->length = ts_cursor_u32(&cursor);
+    *crc = ts_cursor_u32(&cursor);
+    request->token_expiry = ts_cursor_u64(&cursor);
+    if (known == sizeof(stream_magics) / sizeof(stream_magics[0]) || cursor.failed ||
         request->length > TS_MAX_DATA_BYTES)
         return TS_ERR_BADMSG;
-    ts_cursor_init(&cursor, in + TS_STREAM_REQ_BYTES - 4, 4);
-    *crc = ts_cursor_u32(&cursor);
+    /* Expiry 0: no token (tokens off), as TILE_MAP's holders say; its
+     * bytes are then zeros, so that a request has one encoding. */
+    const uint8_t *token = in + TS_STREAM_REQ_BYTES - STREAM_TOKEN_BYTES;
+    if (request->token_expiry == 0) {
+        for (size_t i = 0; i < STREAM_TOKEN_BYTES; i++)
+            if (token[i] != 0)
+                return TS_ERR_BADMSG;
+    } else
+        request->token = (struct ts_str){.ptr = (const char *)token, .len = STREAM_TOKEN_BYTES};
     *kind = (enum ts_stream_kind)known;
     return TS_OK;
 }

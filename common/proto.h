@@ -35,8 +35,10 @@
  * write's bytes; 7: TILE_MAP's holder records carry a write token, which
  * TILE_WRITE and TILE_TRUNCATE present (common/tiletoken.h), and any
  * SETATTR of a regular file may carry the sender's COMMIT; 8: TILE_FENCE
- * names a new_version (TS_FENCE_RELINK): copies of open files. */
-#define TS_PROTO_VERSION 8
+ * names a new_version (TS_FENCE_RELINK): copies of open files; 9: TILE_READ
+ * and the tile stream's requests carry the holder's tile token (a mount's
+ * reads need the read right). */
+#define TS_PROTO_VERSION 9
 #define TS_HEADER_BYTES 32
 #define TS_MAX_FRAME_BYTES (4u << 20) /* frame 0 cap, either direction */
 #define TS_MAX_DATA_BYTES (16u << 20) /* frame 1 cap: one tile at most */
@@ -542,9 +544,10 @@ enum ts_replica_state { TS_REPLICA_UP = 0, TS_REPLICA_DOWN = 1 };
 /*
  * token, token_expiry: with tile tokens on (common/tiletoken.h), meta's MAC
  * over (ino, tile, this holder's version and node, rights, expiry) that a
- * TILE_WRITE or TILE_TRUNCATE of this holder's file must present; the
- * write right only for a mount key whose export may write. "" and 0 when
- * tokens are off.
+ * mount's TILE_READ, TILE_WRITE or TILE_TRUNCATE of this holder's file must
+ * present: the read right for every mount key that may reach the file (its
+ * export's subtree), the write right too when its export may write. "" and
+ * 0 when tokens are off.
  */
 #define TS_REC_REPLICA(X)                                                                          \
     X(U32, node) X(U64, version) X(U32, state) X(U64, token_expiry) X(STR, token)
@@ -964,12 +967,20 @@ enum ts_health { TS_HEALTHY = 0, TS_DEGRADED = 1, TS_UNAVAILABLE = 2 };
  * them (0 without frame 1), so a receiver can tell bytes changed on the way
  * (a pull refuses to store them). */
 #define TS_MSG_TILE_READ_REP(X) X(U32, crc)
+/* token, token_expiry: the holder's from TILE_MAP, as TILE_WRITE's; a
+ * datanode with tile tokens on refuses a mount key's read without one with
+ * the read right (TS_ERR_PERM, or TS_ERR_STALE when expired: ask meta
+ * again); datanodes' keys (pulls, repairs) read by their role. A file the
+ * datanode does not have is TS_ERR_NOENT, token or not (a lost tile's
+ * holder: nothing to protect). */
 #define TS_MSG_TILE_READ_REQ(X)                                                                   \
     X(U64, ino)                                                                                    \
     X(U64, tile)                                                                                   \
     X(U64, version)                                                                                \
     X(U32, offset)                                                                                 \
-    X(U32, length)
+    X(U32, length)                                                                                 \
+    X(U64, token_expiry)                                                                           \
+    X(STR, token)
 /* TILE_SYNC: fsync these tile files (TS_REC_TILE_FILE records). */
 #define TS_MSG_TILE_SYNC_REQ(X) X(U32, count) X(BLOB, tiles)
 /* TILE_TRUNCATE: token as TILE_WRITE's. */
@@ -988,8 +999,9 @@ enum ts_health { TS_HEALTHY = 0, TS_DEGRADED = 1, TS_UNAVAILABLE = 2 };
  * stream to mounts on its machine, "" when none (the mount then uses TCP).
  *
  * On the stream the client sends fixed-size requests, one at a time:
- *   u32 TS_STREAM_MAGIC, then the fields of TILE_READ_REQ (32 bytes), then
- *   u32 crc (0 but in a write);
+ *   u32 TS_STREAM_MAGIC, then TILE_READ_REQ's ino, tile, version, offset
+ *   and length (32 bytes), then u32 crc (0 but in a write), then its
+ *   u64 token_expiry and the token's TILETOKEN_MAC_BYTES (zeros: none);
  *   or u32 TS_STREAM_KEPT_MAGIC and the same: a read whose bytes the
  *   reader keeps in its page cache (a buffered read through the mount, on
  *   the datanode's machine as every stream is). The datanode then drops
@@ -1005,11 +1017,13 @@ enum ts_health { TS_HEALTHY = 0, TS_DEGRADED = 1, TS_UNAVAILABLE = 2 };
  * closes the connection, as does a write that fails once its bytes are
  * being taken (the client then writes over ZeroMQ).
  *
- * A stream write carries no tile token (common/tiletoken.h): with keys
- * the stream serves only the local socket, and only to processes of the
- * datanode's own uid or root (SO_PEERCRED, datanode/stream.c), which can
- * open the tile files in its data directory anyway; a token would stop
- * no one there and cost the fast local path a MAC per request.
+ * With keys the stream serves only the local socket, and only to
+ * processes of the datanode's own uid or root (SO_PEERCRED,
+ * datanode/stream.c); every request there still needs its tile token
+ * (common/tiletoken.h), as over ZeroMQ: such a process may run where the
+ * data directory is out of its sight (another mount namespace, a
+ * container sharing the network namespace), and a MAC per request (about
+ * 2 us) costs the local path little (README, "Tile tokens").
  */
 #define TS_MSG_TILE_STREAM_REP(X) X(U32, port) X(STR, local)
 /* A local name's room, NUL included (an abstract Unix address has 107 bytes). */
@@ -1017,7 +1031,7 @@ enum ts_health { TS_HEALTHY = 0, TS_DEGRADED = 1, TS_UNAVAILABLE = 2 };
 #define TS_STREAM_MAGIC 0x53525354u       /* "TSRS" */
 #define TS_STREAM_KEPT_MAGIC 0x4b525354u  /* "TSRK" */
 #define TS_STREAM_WRITE_MAGIC 0x57525354u /* "TSRW" */
-#define TS_STREAM_REQ_BYTES 40
+#define TS_STREAM_REQ_BYTES 80
 #define TS_STREAM_REP_BYTES 12
 
 /*
@@ -1408,10 +1422,12 @@ enum ts_stream_kind {
     TS_STREAM_READ_KEPT, /* TS_STREAM_KEPT_MAGIC: the reader caches the bytes */
     TS_STREAM_WRITE,     /* TS_STREAM_WRITE_MAGIC */
 };
-/* crc: a write's bytes' CRC-32C, 0 for a read. */
+/* crc: a write's bytes' CRC-32C, 0 for a read. request's token travels
+ * when it has TILETOKEN_MAC_BYTES (32) bytes, else none does. */
 void ts_stream_req_encode(const struct ts_tile_read_req *request, enum ts_stream_kind kind,
                           uint32_t crc, uint8_t out[TS_STREAM_REQ_BYTES]);
-/* TS_OK, or TS_ERR_BADMSG (wrong magic, or a length over TS_MAX_DATA_BYTES). */
+/* TS_OK, or TS_ERR_BADMSG (wrong magic, or a length over TS_MAX_DATA_BYTES).
+ * request->token points into `in` (none when its expiry is 0). */
 int ts_stream_req_decode(struct ts_tile_read_req *request, enum ts_stream_kind *kind,
                          uint32_t *crc, const uint8_t in[TS_STREAM_REQ_BYTES]);
 void ts_stream_rep_encode(int32_t status, uint32_t data_bytes, uint8_t out[TS_STREAM_REP_BYTES]);

@@ -990,6 +990,7 @@ static void rpc_server_dispatch(struct rpc_server *server, zmq_msg_t *frames, in
         request.key_user = zmq_msg_gets(&frames[1], "User-Id");
         if (!request.key_user)
             request.key_user = "";
+        request.peer_address = zmq_msg_gets(&frames[1], "Peer-Address");
         request.header = header;
         request.payload = (const uint8_t *)zmq_msg_data(&frames[1]) + TS_HEADER_BYTES;
         request.payload_len = header.payload_bytes;

@@ -147,6 +147,9 @@ struct rpc_request {
     /* "ROLE:NAME" of the peer's key (known_keys), given by the ZAP handler
      * at the handshake (curve.h); "" on a link without CURVE. Never NULL. */
     const char *key_user;
+    /* The peer's address as ZeroMQ gives it ("Peer-Address"), for logs;
+     * NULL when unknown (a local peer, a test). */
+    const char *peer_address;
     struct ts_header header;
     const uint8_t *payload;
     size_t payload_len;

@@ -49,6 +49,36 @@ uint64_t tiletoken_now_ms(void)
     return (uint64_t)now.tv_sec * 1000u + (uint64_t)now.tv_nsec / 1000000u;
 }
 
+static uint64_t tiletoken_lifetime = TILETOKEN_LIFETIME_MS;
+static pthread_once_t tiletoken_lifetime_once = PTHREAD_ONCE_INIT;
+
+static void tiletoken_lifetime_read(void)
+{
+    const char *text = getenv(TILETOKEN_LIFETIME_ENV);
+    char *end = NULL;
+    unsigned long long value = text && *text ? strtoull(text, &end, 10) : 0;
+    if (!text || !*text)
+        return;
+    if (*end != '\0' || value < 1000 || value > TILETOKEN_LIFETIME_MS) {
+        log_warn("%s=%s ignored: give 1000 to %d ms", TILETOKEN_LIFETIME_ENV, text,
+                 TILETOKEN_LIFETIME_MS);
+        return;
+    }
+    tiletoken_lifetime = value;
+}
+
+uint64_t tiletoken_lifetime_ms(void)
+{
+    pthread_once(&tiletoken_lifetime_once, tiletoken_lifetime_read);
+    return tiletoken_lifetime;
+}
+
+uint64_t tiletoken_skew_ms(void)
+{
+    uint64_t lifetime = tiletoken_lifetime_ms();
+    return lifetime == TILETOKEN_LIFETIME_MS ? TILETOKEN_SKEW_MS : lifetime / 10;
+}
+
 /* Parses 64 hex digits into key. 0 or -1. */
 static int tiletoken_parse_hex(const char *hex, uint8_t key[TILETOKEN_KEY_BYTES])
 {
@@ -258,11 +288,19 @@ int tiletoken_check(const struct tiletoken_claim *claim, const uint8_t *mac, siz
     if (!loaded)
         return 0;
     int rc = -EPERM;
-    if (mac && mac_len == TILETOKEN_MAC_BYTES) {
-        tiletoken_encode(claim, bytes);
+    /* Meta grants READ, or READ|WRITE (tiletoken.h): the read-write token
+     * of a writable export first (most mounts: one MAC), then the right
+     * asked for alone (a read-only export's reads). */
+    struct tiletoken_claim granted = *claim;
+    const uint32_t grants[2] = {TILETOKEN_READ | TILETOKEN_WRITE, claim->rights};
+    for (size_t i = 0; mac && mac_len == TILETOKEN_MAC_BYTES && rc != 0 && i < 2; i++) {
+        if (i == 1 && grants[1] == grants[0])
+            break;
+        granted.rights = grants[i];
+        tiletoken_encode(&granted, bytes);
         if (crypto_auth_verify(mac, bytes, sizeof(bytes), current) == 0 ||
             (has_previous && crypto_auth_verify(mac, bytes, sizeof(bytes), previous) == 0))
-            rc = now_ms > claim->expiry_ms + TILETOKEN_SKEW_MS ? -ETIME : 0;
+            rc = now_ms > claim->expiry_ms + tiletoken_skew_ms() ? -ETIME : 0;
     }
     sodium_memzero(current, sizeof(current));
     sodium_memzero(previous, sizeof(previous));

@@ -1,6 +1,6 @@
 /*
  * @file tiletoken.h
- * Tile write capabilities, in the style of HDFS block access tokens and
+ * Tile read and write capabilities, in the style of HDFS block access tokens and
  * Ceph's cephx tickets: meta hands a mount, with every holder of a tile in
  * a TILE_MAP reply, a token
  *   MAC(ino, tile, holder's version, holder's datanode id, rights, expiry)
@@ -9,7 +9,12 @@
  * whose token is not a MAC of exactly that tile file on exactly this
  * datanode with the write right, unexpired: a mount key may write only the
  * tile files meta allocated to that node, and only while its export lets
- * it write. The MAC is libsodium's crypto_auth (HMAC-SHA-512-256).
+ * it write. Reads alike: a datanode serves a mount key's TILE_READ (and
+ * any tile stream request) only with a token of that file on that node
+ * with the read right, which meta grants for every file of the mount's
+ * export, so a mount key cannot read another subtree's tiles by guessing
+ * inode numbers and versions; datanodes' keys (pulls) read by role.
+ * The MAC is libsodium's crypto_auth (HMAC-SHA-512-256).
  *
  * The secret file (TILETOKEN_FILE beside the key pairs, mode 0600, made by
  * `tessera keys init` and `tessera up`) has a `current HEX` line and, after
@@ -43,6 +48,14 @@
 #define TILETOKEN_LIFETIME_MS (10 * 60 * 1000)
 /* How far the datanode's clock may be behind meta's. */
 #define TILETOKEN_SKEW_MS (60 * 1000)
+/*
+ * The environment variable that shortens both, for a cluster whose every
+ * daemon has it (tests of expiry; an operator who wants a revoked export
+ * to lose its tokens within seconds): tokens live that many ms (at least
+ * 1000, at most TILETOKEN_LIFETIME_MS) and the clocks may disagree by a
+ * tenth of it.
+ */
+#define TILETOKEN_LIFETIME_ENV "TESSERA_TILE_TOKEN_LIFETIME_MS"
 
 /* The rights a token grants. */
 #define TILETOKEN_READ 0x1u
@@ -86,9 +99,10 @@ void tiletoken_reset(void);
 int tiletoken_sign(const struct tiletoken_claim *claim, uint8_t mac[TILETOKEN_MAC_BYTES]);
 
 /*
- * Whether mac (mac_len bytes) is a token for claim with at least the
- * rights claim->rights names (a token's rights must be exactly those:
- * meta grants either TILETOKEN_WRITE or TILETOKEN_READ), valid at now_ms
+ * Whether mac (mac_len bytes) is a token for claim with the one right
+ * claim->rights names (meta grants TILETOKEN_READ, or TILETOKEN_READ |
+ * TILETOKEN_WRITE: either passes a read check, only the second a write
+ * check; a read-write token passes in one MAC, a read-only one in two), valid at now_ms
  * (wall clock): 0; -EPERM for no token, a forged or altered one, one for
  * another tile file or datanode, one without that right, or one signed by
  * a secret rotated away twice (so rotate no more often than
@@ -104,6 +118,11 @@ int tiletoken_check(const struct tiletoken_claim *claim, const uint8_t *mac, siz
  * written to a new file then renamed over path. 0 or -errno with why.
  */
 int tiletoken_write_secret(const char *path, bool rotate, char *why, size_t why_cap);
+
+/* How long meta's tokens live, and the clock skew a datanode allows:
+ * TILETOKEN_LIFETIME_MS and TILETOKEN_SKEW_MS, or as TILETOKEN_LIFETIME_ENV says. */
+uint64_t tiletoken_lifetime_ms(void);
+uint64_t tiletoken_skew_ms(void);
 
 /* The wall clock in ms since the epoch, as token expiries are. */
 uint64_t tiletoken_now_ms(void);

@@ -14,6 +14,7 @@
 
 #include "crc32c.h"
 #include "log.h"
+#include "roles.h"
 #include "scrub.h"
 #include "status.h"
 #include "tilecheck.h"
@@ -162,23 +163,31 @@ static bool handlers_crc_matches(struct nodehandlers_context *context,
 }
 
 /*
- * Whether a change (op: "write", "truncate") of tile file (ino, tile,
- * version) presents meta's tile token for that file on this datanode with
- * the write right (tiletoken.h): TS_OK; TS_ERR_STALE for an expired token
+ * Whether a request (op: "read", "write", "truncate") of tile file (ino,
+ * tile, version) from `who` (a ZAP user id, or what the tile stream knows
+ * of its peer) presents meta's tile token for that file on this datanode
+ * with `right` (tiletoken.h): TS_OK; TS_ERR_STALE for an expired token
  * (the client asks meta again and gets a fresh one); TS_ERR_PERM for none,
  * a forged one or one for another file, node or right; TS_ERR_BUSY before
- * meta has given this datanode its id. Refusals are logged, the first and
- * then at each power of two, so a flood of forged writes cannot flood the
- * log. Without a tile secret every change passes, as before tokens.
+ * meta has given this datanode its id. Why goes to error_text (NULL: the
+ * tile stream, whose answers carry no text). Refusals are logged, the
+ * first and then at each power of two, so a flood of forged requests
+ * cannot flood the log. Without a tile secret every request passes, as
+ * before tokens.
  */
-static int handlers_token(struct nodehandlers_context *context, const struct rpc_request *request,
-                          struct rpc_response *response, const char *op, uint64_t ino,
+static int handlers_token(struct nodehandlers_context *context, const char *who, uint32_t right,
+                          char *error_text, size_t error_cap, const char *op, uint64_t ino,
                           uint64_t tile, uint64_t version, uint64_t expiry_ms, struct ts_str token)
 {
+    char ignored[8];
     if (!tiletoken_enabled())
         return TS_OK;
+    if (!error_text) {
+        error_text = ignored;
+        error_cap = sizeof(ignored);
+    }
     if (context->node_id == 0) {
-        snprintf(response->error_text, sizeof(response->error_text),
+        snprintf(error_text, error_cap,
                  "%s of tile %" PRIu64 ".%" PRIu64 ".%" PRIu64
                  ": this datanode has no id from meta yet, so it cannot check tile tokens",
                  op, ino, tile, version);
@@ -188,33 +197,66 @@ static int handlers_token(struct nodehandlers_context *context, const struct rpc
                                     .tile = tile,
                                     .version = version,
                                     .node = context->node_id,
-                                    .rights = TILETOKEN_WRITE,
+                                    .rights = right,
                                     .expiry_ms = expiry_ms};
     int rc = tiletoken_check(&claim, (const uint8_t *)token.ptr, token.len, tiletoken_now_ms());
     if (rc == 0)
         return TS_OK;
     if (rc == -ETIME) {
-        snprintf(response->error_text, sizeof(response->error_text),
+        uint64_t expired = ++context->stats.tokens_expired;
+        if ((expired & (expired - 1)) == 0)
+            log_info("a %s of tile %" PRIu64 ".%" PRIu64 ".%" PRIu64 " from %s came with an "
+                     "expired tile token: answered STALE, so it asks meta for a fresh one (%" PRIu64
+                     " so far)",
+                     op, ino, tile, version, who, expired);
+        snprintf(error_text, error_cap,
                  "%s of tile %" PRIu64 ".%" PRIu64 ".%" PRIu64
                  ": its tile token expired; ask meta for the tile again",
                  op, ino, tile, version);
         return TS_ERR_STALE;
     }
-    uint64_t refused = ++context->stats.changes_refused_token;
+    uint64_t refused = right == TILETOKEN_READ ? ++context->stats.reads_refused_token
+                                               : ++context->stats.changes_refused_token;
     if ((refused & (refused - 1)) == 0)
         log_warn("refused a %s of tile %" PRIu64 ".%" PRIu64 ".%" PRIu64
-                 " from key %s: %s tile token for it on datanode %" PRIu32
-                 " (%" PRIu64 " refused so far)",
-                 op, ino, tile, version,
-                 request->key_user && request->key_user[0] ? request->key_user : "(none)",
-                 token.len ? "not meta's" : "no", context->node_id, refused);
-    snprintf(response->error_text, sizeof(response->error_text),
+                 " from %s: %s tile token for it on datanode %" PRIu32
+                 " (%" PRIu64 " %s refused so far)",
+                 op, ino, tile, version, who, token.len ? "not meta's" : "no", context->node_id,
+                 refused, right == TILETOKEN_READ ? "reads" : "changes");
+    snprintf(error_text, error_cap,
              "%s of tile %" PRIu64 ".%" PRIu64 ".%" PRIu64 " refused: no valid tile token from "
-             "meta for this tile file on datanode %" PRIu32
-             " (meta did not allocate it here, the token is forged or altered, or the export is "
-             "read-only); nothing changed",
-             op, ino, tile, version, context->node_id);
+             "meta for this tile file on datanode %" PRIu32 " (meta did not %s, the token is "
+             "forged or altered%s)%s",
+             op, ino, tile, version, context->node_id,
+             right == TILETOKEN_READ ? "give this key that file" : "allocate it here",
+             right == TILETOKEN_READ ? "" : ", or the export is read-only",
+             right == TILETOKEN_READ ? "; nothing read" : "; nothing changed");
     return TS_ERR_PERM;
+}
+
+/* handlers_token() for a request over ZeroMQ: who is its key. */
+static int handlers_request_token(struct nodehandlers_context *context,
+                                  const struct rpc_request *request, struct rpc_response *response,
+                                  uint32_t right, const char *op, uint64_t ino, uint64_t tile,
+                                  uint64_t version, uint64_t expiry_ms, struct ts_str token)
+{
+    char who[160];
+    snprintf(who, sizeof(who), "key %s",
+             request->key_user && request->key_user[0] ? request->key_user : "(none)");
+    return handlers_token(context, who, right, response->error_text,
+                          sizeof(response->error_text), op, ino, tile, version, expiry_ms, token);
+}
+
+/*
+ * Whether a TILE_READ from this key needs a tile token: a mount's (and a
+ * link without keys, which a cluster with a tile secret has only for
+ * mounts) does; other datanodes' (TILE_PULL's source reads, repairs) and
+ * meta's and admins' keys read by their role, which roles.c checked.
+ */
+static bool handlers_read_needs_token(const struct rpc_request *request)
+{
+    unsigned role = roles_of_user(request->key_user ? request->key_user : "");
+    return (role & (ROLES_DATANODE | ROLES_META | ROLES_ADMIN)) == 0;
 }
 
 static int handle_tile_write(void *ctx, const struct rpc_request *request,
@@ -224,8 +266,9 @@ static int handle_tile_write(void *ctx, const struct rpc_request *request,
     struct ts_tile_write_req req;
     if (ts_tile_write_req_decode(&req, request->payload, request->payload_len) != 0)
         return handlers_badmsg(response, "TILE_WRITE");
-    int allowed = handlers_token(context, request, response, "write", req.ino, req.tile,
-                                 req.version, req.token_expiry, req.token);
+    int allowed = handlers_request_token(context, request, response, TILETOKEN_WRITE, "write",
+                                         req.ino, req.tile, req.version, req.token_expiry,
+                                         req.token);
     if (allowed != TS_OK)
         return allowed;
     int fenced = handlers_fenced(context, response, "write", req.ino, req.tile, req.version, true);
@@ -323,6 +366,19 @@ static int handle_tile_read(void *ctx, const struct rpc_request *request,
                  "TILE_READ of %" PRIu32 " bytes: at most %u per request", req.length,
                  TS_MAX_DATA_BYTES);
         return TS_ERR_INVAL;
+    }
+    /* A file this datanode does not have is answered "no file" (below)
+     * before any token: no byte to protect, and a mount that reached a
+     * new node at a wiped node's address (its token names the old id)
+     * learns that the tile is lost there, not that it may not read it. */
+    uint64_t present_size = 0;
+    if (handlers_read_needs_token(request) &&
+        tilestore_size(context->store, req.ino, req.tile, req.version, &present_size) !=
+            -ENOENT) {
+        rc = handlers_request_token(context, request, response, TILETOKEN_READ, "read", req.ino,
+                                    req.tile, req.version, req.token_expiry, req.token);
+        if (rc != TS_OK)
+            return rc;
     }
     rc = handlers_fenced(context, response, "read", req.ino, req.tile, req.version, false);
     if (rc != TS_OK)
@@ -581,6 +637,13 @@ int nodehandlers_stream_request(struct nodehandlers_context *context, const uint
     context->stats.requests[op]++;
     if (status != TS_OK || !received) {
         status = -1; /* no request, or its bytes broke off: the connection closes */
+    } else if ((status = handlers_token(context, "a tile stream client",
+                                        write ? TILETOKEN_WRITE : TILETOKEN_READ, NULL, 0,
+                                        write ? "stream write" : "stream read", req.ino,
+                                        req.tile, req.version, req.token_expiry, req.token)) !=
+               TS_OK) {
+        /* Every stream client is a mount: its requests carry their tokens. */
+        status = handlers_stream_head(sock, status, 0) ? status : -1;
     } else if (write) {
         struct ts_tile_write_req write_req = {.ino = req.ino,
                                               .tile = req.tile,
@@ -668,8 +731,9 @@ static int handle_tile_truncate(void *ctx, const struct rpc_request *request,
     struct ts_tile_truncate_req req;
     if (ts_tile_truncate_req_decode(&req, request->payload, request->payload_len) != 0)
         return handlers_badmsg(response, "TILE_TRUNCATE");
-    int allowed = handlers_token(context, request, response, "truncate", req.ino, req.tile,
-                                 req.version, req.token_expiry, req.token);
+    int allowed = handlers_request_token(context, request, response, TILETOKEN_WRITE,
+                                         "truncate", req.ino, req.tile, req.version,
+                                         req.token_expiry, req.token);
     if (allowed != TS_OK)
         return allowed;
     int fenced =

@@ -48,6 +48,8 @@ struct nodehandlers_stats {
     uint64_t reclaim_passes;      /* the reclaimer's passes over DATA/tiles completed */
     uint64_t writes_refused_crc;  /* writes whose bytes did not match the writer's CRC */
     uint64_t changes_refused_token; /* writes and truncates without a valid tile token */
+    uint64_t reads_refused_token;   /* mounts' reads without a valid tile token */
+    uint64_t tokens_expired;        /* requests answered STALE for an expired token */
     /* The distinct tiles TILE_READ touched (TS_MAX_STATS_TILES of them);
      * made at the first read; if it cannot be, reads are not listed. */
     struct readset *tiles_read;

@@ -190,11 +190,13 @@ static struct ts_tile_read_req segment_read_request(const struct open_file *file
 {
     uint64_t version;
     tilelocation_read_source(location, node, &version);
-    return (struct ts_tile_read_req){.ino = file->ino,
-                                     .tile = segment->tile,
-                                     .version = version,
-                                     .offset = segment->tile_offset,
-                                     .length = segment->length};
+    struct ts_tile_read_req request = {.ino = file->ino,
+                                       .tile = segment->tile,
+                                       .version = version,
+                                       .offset = segment->tile_offset,
+                                       .length = segment->length};
+    tilelocation_read_token(location, *node, version, &request);
+    return request;
 }
 
 /*

@@ -350,6 +350,20 @@ void tilelocation_read_source(const struct tile_location *location, uint32_t *no
     }
 }
 
+void tilelocation_read_token(const struct tile_location *location, uint32_t node,
+                             uint64_t version, struct ts_tile_read_req *request)
+{
+    for (uint32_t i = 0; i < location->holder_count && i < TS_MAX_HOLDERS; i++) {
+        const struct tile_holder *holder = &location->holders[i];
+        if (holder->node == node && holder->version == version && holder->token_expiry != 0) {
+            request->token_expiry = holder->token_expiry;
+            request->token = (struct ts_str){.ptr = (const char *)holder->token,
+                                             .len = TILETOKEN_MAC_BYTES};
+            return;
+        }
+    }
+}
+
 static const char *access_name(enum tile_access access)
 {
     return access == TILE_ACCESS_READ ? "read" : access == TILE_ACCESS_WRITE ? "write" : "truncate";
@@ -396,8 +410,10 @@ int tilelocation_relocate(struct datapath *datapath, uint64_t ino, uint64_t tile
         return errno_of_status(status);
     }
     bool same = tilelocation_same_for(access, location, &now);
+    /* An expired tile token, now replaced by meta's fresh one: no wait. */
+    bool refreshed = holders_equal(location, &now) && !tokens_equal(location, &now);
     *location = now;
-    if (same) {
+    if (same && !refreshed) {
         int64_t left = retry->deadline_ms - now_ms;
         util_sleep_ms(retry->delay_ms < left ? retry->delay_ms : left);
         retry->delay_ms =

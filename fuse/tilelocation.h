@@ -65,6 +65,15 @@ void tilelocation_replace(struct open_file *file, uint64_t tile, const struct ti
 void tilelocation_read_source(const struct tile_location *location, uint32_t *node,
                               uint64_t *version);
 
+/*
+ * Puts the tile token of the holder tilelocation_read_source() names into
+ * request (no token when meta gave none, or that holder is not among the
+ * holders), so the datanode serves the read (common/tiletoken.h). The
+ * token points into location, which must outlive the request's sending.
+ */
+void tilelocation_read_token(const struct tile_location *location, uint32_t node,
+                             uint64_t version, struct ts_tile_read_req *request);
+
 /* What a request does to a tile: which location it uses, what it may allocate. */
 enum tile_access { TILE_ACCESS_READ, TILE_ACCESS_WRITE, TILE_ACCESS_TRUNCATE };
 

@@ -71,7 +71,7 @@ int tileread_fetch(struct datapath *datapath, uint64_t ino, uint64_t tile, uint3
     bool asked_missing = false;
     uint32_t tried = 0; /* holders (bits of location->holders) that failed this read */
     int32_t other_failure = TS_OK; /* a tried holder's failure other than "no file" */
-    uint8_t payload[64];
+    uint8_t payload[128]; /* the request with its tile token */
 
     for (;;) {
         uint32_t node;
@@ -82,6 +82,7 @@ int tileread_fetch(struct datapath *datapath, uint64_t ino, uint64_t tile, uint3
         tilelocation_read_source(location, &node, &version);
         struct ts_tile_read_req request = {
             .ino = ino, .tile = tile, .version = version, .offset = tile_offset, .length = length};
+        tilelocation_read_token(location, node, version, &request);
         int len = ts_tile_read_req_encode(&request, payload, sizeof(payload));
         int status = nodedir_call(datapath->nodes, node, TS_OP_TILE_READ, payload, (size_t)len,
                                   NULL, 0, reply);

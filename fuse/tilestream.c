@@ -597,7 +597,9 @@ int tilestream_write(struct tilestream *streams, uint32_t node,
                                      .tile = request->tile,
                                      .version = request->version,
                                      .offset = request->offset,
-                                     .length = length};
+                                     .length = length,
+                                     .token_expiry = request->token_expiry,
+                                     .token = request->token};
     uint32_t got = 0;
     if (length == 0)
         return -EAGAIN; /* nothing to splice: ZeroMQ validates */

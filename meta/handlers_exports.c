@@ -7,6 +7,7 @@
 #include "handlers_exports.h"
 
 #include "handlers.h"
+#include "handlers_session.h"
 #include "handlers_subtree.h"
 #include "log.h"
 #include "roles.h"
@@ -211,6 +212,9 @@ int handlers_exports_gate(void *ctx, const struct rpc_request *request,
     struct service *service = ctx;
     rpc_handler_fn handler = handlers_table[request->header.type];
     const char *key_user = request->key_user ? request->key_user : "";
+    int owned = handlers_session_key_check(ctx, request, response);
+    if (owned != TS_OK)
+        return owned;
 
     if (roles_of_user(key_user) != ROLES_MOUNT)
         return handler(ctx, request, response);
@@ -258,12 +262,13 @@ int handlers_exports_gate(void *ctx, const struct rpc_request *request,
 
 uint32_t handlers_exports_token_rights(struct service *service, const char *key_user)
 {
+    const uint32_t read_write = TILETOKEN_READ | TILETOKEN_WRITE;
     if (!key_user || key_user[0] == '\0')
-        return TILETOKEN_WRITE;
+        return read_write;
     if (roles_of_user(key_user) != ROLES_MOUNT)
         return TILETOKEN_READ;
     const struct exports_rule *rule = exports_find(&service->exports, key_user);
-    return rule && !rule->read_only ? TILETOKEN_WRITE : TILETOKEN_READ;
+    return rule && !rule->read_only ? read_write : TILETOKEN_READ;
 }
 
 void handlers_exports_table(rpc_handler_fn table[TS_OP_MAX])

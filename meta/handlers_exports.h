@@ -28,9 +28,12 @@ int handlers_exports_gate(void *ctx, const struct rpc_request *request,
 /*
  * The tile token rights (common/tiletoken.h) meta gives the holders in a
  * TILE_MAP or REPLICA_DROP reply to the peer with ZAP user id key_user:
- * TILETOKEN_WRITE to a mount key whose export may write, and on a link
- * without keys (""); TILETOKEN_READ to a read-only export and to every
- * other key (admin: fsck and layout read the map, never write a tile).
+ * TILETOKEN_READ | TILETOKEN_WRITE to a mount key whose export may write,
+ * and on a link without keys (""); TILETOKEN_READ to a read-only export
+ * and to every other key (admin: fsck and layout read the map, never
+ * write a tile). The gate before (handlers_subtree.c) answers TILE_MAP
+ * only for files of the mount's subtree, so a mount holds read tokens for
+ * those alone.
  */
 struct service;
 uint32_t handlers_exports_token_rights(struct service *service, const char *key_user);

@@ -38,6 +38,38 @@ static void session_reap_freed(struct service *service, struct sessions_freed *f
     sessions_freed_clear(freed);
 }
 
+int handlers_session_key_check(void *ctx, const struct rpc_request *request,
+                               struct rpc_response *response)
+{
+    struct service *service = ctx;
+    uint64_t mount = leases_mount_of(request->peer, request->peer_len);
+    char owner[128] = "";
+    if (mount == 0 || !request->key_user || request->key_user[0] == '\0')
+        return TS_OK;
+    int rc = sessionkeys_claim(service->session_keys, mount, request->key_user,
+                               util_monotonic_ms(), owner, sizeof(owner));
+    if (rc == 0)
+        return TS_OK;
+    const char *address = request->peer_address && *request->peer_address
+                              ? request->peer_address
+                              : "a local peer";
+    if (rc == -ENOSPC) {
+        snprintf(response->error_text, sizeof(response->error_text),
+                 "meta holds %d mount session ids in use; try again later", SESSIONKEYS_MAX);
+        log_warn("refused %s from key %s at %s: no room for its mount session id %016llx "
+                 "(%d in use)",
+                 ts_op_name(request->header.type), request->key_user, address,
+                 (unsigned long long)mount, SESSIONKEYS_MAX);
+        return TS_ERR_BUSY;
+    }
+    snprintf(response->error_text, sizeof(response->error_text),
+             "mount session %016llx belongs to another key", (unsigned long long)mount);
+    log_warn("refused %s from key %s at %s: its mount session id %016llx belongs to key %s",
+             ts_op_name(request->header.type), request->key_user, address,
+             (unsigned long long)mount, owner);
+    return TS_ERR_PERM;
+}
+
 int handlers_session_renew(void *ctx, const struct rpc_request *request,
                            struct rpc_response *response)
 {

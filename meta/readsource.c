@@ -211,7 +211,7 @@ void readsource_record(const struct readsource *source, uint64_t tile,
 void readsource_grant(struct readsource *source, uint32_t rights)
 {
     source->token_rights = tiletoken_enabled() ? rights : 0;
-    source->token_expiry_ms = tiletoken_now_ms() + TILETOKEN_LIFETIME_MS;
+    source->token_expiry_ms = tiletoken_now_ms() + tiletoken_lifetime_ms();
 }
 
 void readsource_free(struct readsource **sourcep)

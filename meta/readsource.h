@@ -51,7 +51,7 @@ void readsource_record(const struct readsource *source, uint64_t tile,
 /*
  * Makes readsource_record() give every holder a tile token
  * (common/tiletoken.h) with these rights (TILETOKEN_WRITE or
- * TILETOKEN_READ; 0: none), valid TILETOKEN_LIFETIME_MS from now. Without
+ * TILETOKEN_READ; 0: none), valid tiletoken_lifetime_ms() from now. Without
  * a tile secret no token is given. Before it: none.
  */
 void readsource_grant(struct readsource *source, uint32_t rights);

@@ -54,9 +54,10 @@ int service_open(const char *data_dir, int64_t node_timeout_ms, struct service *
     service->defaults.copies = SERVICE_DEFAULT_COPIES;
     service->sessions = sessions_new(SESSIONS_DEFAULT_LEASE_MS);
     service->leases = leases_new();
+    service->session_keys = sessionkeys_new();
     service->live = nodes_live_new(node_timeout_ms);
     service->scratch = malloc(SERVICE_SCRATCH_BYTES);
-    if (!service->sessions || !service->leases || !service->live || !service->scratch) {
+    if (!service->sessions || !service->leases || !service->session_keys || !service->live || !service->scratch) {
         err = -ENOMEM;
         goto fail;
     }
@@ -92,6 +93,7 @@ void service_close(struct service **servicep)
     nodes_live_destroy(&service->live);
     sessions_destroy(&service->sessions);
     leases_destroy(&service->leases);
+    sessionkeys_destroy(&service->session_keys);
     exports_clear(&service->exports);
     free(service->scratch);
     free(service);

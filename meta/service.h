@@ -17,6 +17,7 @@
 #include "nodes.h"
 #include "proto.h"
 #include "repairpass.h"
+#include "sessionkeys.h"
 #include "sessions.h"
 #include "recentcuts.h"
 #include "store.h"
@@ -33,6 +34,7 @@
 struct service {
     struct store *store;
     struct sessions *sessions; /* who holds which inode open (sessions.h) */
+    struct sessionkeys *session_keys; /* which key owns which session id (sessionkeys.h) */
     struct leases *leases;     /* directory leases of mounts (leases.h) */
     struct nodes_live *live;
     int64_t node_timeout_ms;

@@ -64,6 +64,9 @@
  *                                      holder's version. Prints the holder
  *                                      as "(holder N version V)" before the
  *                                      outcome
+ *         tokenread META MAP_INO TILE NODE READ_INO READ_VERSION
+ *                                      as tokenwrite, a TILE_READ of 4096
+ *                                      bytes with the holder's token
  *         getattr META INO             GETATTR
  *         lookup META PARENT NAME      LOOKUP
  *         tilemap META INO TILE        TILE_MAP of one tile, no allocation
@@ -76,10 +79,12 @@
  *       prints the first holder of the tile and its tile token, as meta
  *       gives them to TESSERA_KEY: "node version expiry hex" (hex "-" when
  *       meta gave none), for a replay after the tile changed
- *   client_helper stream NODE UID INO TILE VERSION
+ *   client_helper stream NODE UID INO TILE VERSION [EXPIRY HEX]
  *       as uid UID (a child process), connects to the datanode's local tile
  *       stream socket (its name from TILE_STREAM, asked with TESSERA_KEY)
- *       and asks for 4096 bytes of the tile; prints "served" or "closed"
+ *       and asks for 4096 bytes of the tile, with the tile token HEX and
+ *       its EXPIRY (as `token` prints them) if given; prints "served",
+ *       "answered STATUS-NUMBER status text" (refused) or "closed"
  *   client_helper hog NODE COUNT SECONDS
  *       opens COUNT connections to the datanode's local tile stream socket,
  *       prints how many of them it still holds a second later ("held N")
@@ -641,6 +646,22 @@ static int attack(int argc, char **argv)
         len = ts_tile_write_req_encode(&w, buf, sizeof(buf));
         data = block;
         data_len = sizeof(block);
+    } else if (strcmp(name, "tokenread") == 0 && argc == 9) {
+        static uint8_t token[TILETOKEN_MAC_BYTES];
+        struct ts_replica_rec holder;
+        if (first_holder(endpoint, number(argv[4]), number(argv[5]), &holder, token) != TS_OK)
+            return 1;
+        printf("(holder %u version %llu) ", holder.node, (unsigned long long)holder.version);
+        struct ts_tile_read_req r = {
+            .ino = number(argv[7]),
+            .tile = number(argv[5]),
+            .version = strcmp(argv[8], "=") == 0 ? holder.version : number(argv[8]),
+            .length = sizeof(block),
+            .token_expiry = holder.token_expiry,
+            .token = {.ptr = (const char *)token, .len = holder.token.len}};
+        endpoint = argv[6];
+        op = TS_OP_TILE_READ;
+        len = ts_tile_read_req_encode(&r, buf, sizeof(buf));
     } else if (strcmp(name, "tokenwrite") == 0 && argc == 9) {
         static uint8_t token[TILETOKEN_MAC_BYTES];
         struct ts_replica_rec holder;
@@ -773,8 +794,13 @@ static int stream_address(const char *node, struct sockaddr_un *address, socklen
 }
 
 /* See the file comment (stream). */
-static int stream_as(const char *node, uid_t uid, uint64_t ino, uint64_t tile, uint64_t version)
+static int stream_as(const char *node, uid_t uid, uint64_t ino, uint64_t tile, uint64_t version,
+                     uint64_t expiry, const char *hex)
 {
+    uint8_t token[TILETOKEN_MAC_BYTES];
+    size_t token_len = 0;
+    if (hex && sodium_hex2bin(token, sizeof(token), hex, strlen(hex), NULL, &token_len, NULL) != 0)
+        return 2;
     struct sockaddr_un address;
     socklen_t len = 0;
     if (stream_address(node, &address, &len) != TS_OK)
@@ -787,7 +813,12 @@ static int stream_as(const char *node, uid_t uid, uint64_t ino, uint64_t tile, u
         uint8_t bytes[TS_STREAM_REQ_BYTES];
         uint8_t head[TS_STREAM_REP_BYTES];
         struct ts_tile_read_req request = {
-            .ino = ino, .tile = tile, .version = version, .length = 4096};
+            .ino = ino,
+            .tile = tile,
+            .version = version,
+            .length = 4096,
+            .token_expiry = token_len ? expiry : 0,
+            .token = {.ptr = (const char *)token, .len = token_len}};
         if (setgid((gid_t)uid) != 0 || setuid(uid) != 0)
             _exit(1);
         int fd = socket(AF_UNIX, SOCK_STREAM, 0);
@@ -803,7 +834,13 @@ static int stream_as(const char *node, uid_t uid, uint64_t ino, uint64_t tile, u
         }
         /* Closed with our request unread: end of stream, or ECONNRESET. */
         ssize_t got = recv(fd, head, sizeof(head), MSG_WAITALL);
-        printf("%s\n", got == (ssize_t)sizeof(head) ? "served" : got <= 0 ? "closed" : "cut short");
+        int32_t status = TS_OK;
+        uint32_t data_bytes = 0;
+        if (got == (ssize_t)sizeof(head) && ts_stream_rep_decode(&status, &data_bytes, head) == TS_OK &&
+            status != TS_OK)
+            printf("answered %d %s\n", status, status_text(status));
+        else
+            printf("%s\n", got == (ssize_t)sizeof(head) ? "served" : got <= 0 ? "closed" : "cut short");
         fflush(stdout); /* _exit() does not */
         _exit(0);
     }
@@ -870,9 +907,10 @@ int main(int argc, char **argv)
         return probe(argv[2], argv[3], argv + 4, argc - 4);
     if (argc >= 5 && strcmp(argv[1], "attack") == 0)
         return attack(argc, argv);
-    if (argc == 7 && strcmp(argv[1], "stream") == 0)
+    if ((argc == 7 || argc == 9) && strcmp(argv[1], "stream") == 0)
         return stream_as(argv[2], (uid_t)number(argv[3]), number(argv[4]), number(argv[5]),
-                         number(argv[6]));
+                         number(argv[6]), argc == 9 ? number(argv[7]) : 0,
+                         argc == 9 ? argv[8] : NULL);
     if (argc == 5 && strcmp(argv[1], "hog") == 0)
         return hog(argv[2], (unsigned)number(argv[3]), (unsigned)number(argv[4]));
     if (argc == 6 && strcmp(argv[1], "map") == 0) {

@@ -9,17 +9,26 @@
 # /projects/a is hers through its link in a. Bob's mount shows
 # /projects/b, reads it and changes nothing (EROFS). Afterwards the files
 # outside alice's subtree are as before and every daemon is up.
+# Read tokens: alice's key asks the datanode holding tile 0 of
+# /projects/b/secret for its bytes by TILE_READ and over the local tile
+# stream, with no token and with the token of her own file's tile: every
+# one refused, no byte served (her own token on her own tile is served).
+# Tokens live 4 s here (TESSERA_TILE_TOKEN_LIFETIME_MS, in every daemon):
+# a read of hers after that presents an expired one, which the datanode
+# answers STALE, and her mount asks meta again and reads the right bytes.
 source "$(dirname "$0")/lib.sh"
 
 [ -n "${CLIENT_HELPER:-}" ] && [ -x "$CLIENT_HELPER" ] ||
     fail "CLIENT_HELPER is not set to the built client_helper (run through meson test)"
 
+export TESSERA_TILE_TOKEN_LIFETIME_MS=4000
 cluster_up
 KEYS=$STATE/keys
 meta=$(meta_endpoint)
 mkdir -p "$MNT/projects/a" "$MNT/projects/b"
 echo mine >"$MNT/projects/a/mine"
 head -c $((1048576 + 99)) /dev/urandom >"$MNT/projects/b/secret"
+head -c $((24 * 1048576 + 7)) /dev/urandom >"$MNT/projects/a/big"
 echo both >"$MNT/projects/b/shared"
 ln "$MNT/projects/b/shared" "$MNT/projects/a/shared"
 sync
@@ -32,6 +41,14 @@ read -r node version _ < <("$CLIENT_HELPER" map "$meta" "$secret" 0 "$(hostname)
     fail "no map of tile 0 of the secret file"
 read -r mine_node mine_version _ < <("$CLIENT_HELPER" map "$meta" "$mine" 0 "$(hostname)") ||
     fail "no map of tile 0 of alice's file"
+# address NODE_ID: the datanode's ZeroMQ address.
+address() {
+    "$TESSERA_TOOL" status --state "$STATE" --json | tr '{' '\n' |
+        sed -n "s/.*\"id\": $1, .*\"address\": \"\([^\"]*\)\".*/\1/p"
+}
+address=$(address "$node")
+[ -n "$address" ] || fail "no address of datanode $node"
+big_want=$(sha256sum <"$MNT/projects/a/big" | cut -d' ' -f1)
 
 # The cluster's own mount keeps everything (its key is "mount").
 printf 'alice /projects/a rw\nbob /projects/b ro,root_squash\nmount / rw\n' >"$STATE/meta/exports"
@@ -39,7 +56,7 @@ wait_for 10 "meta to read its exports" grep -q 'exports: 3 rules from' "$STATE/l
 
 MOUNT2_KEY=alice mount_second "$T/alice"
 ALICE_PID=$MOUNT2_PID
-[ "$(ls "$T/alice" | tr '\n' ' ')" = "mine shared " ] ||
+[ "$(ls "$T/alice" | tr '\n' ' ')" = "big mine shared " ] ||
     fail "alice's root is not /projects/a: $(ls "$T/alice")"
 [ "$(cat "$T/alice/mine")" = mine ] || fail "alice does not read her file"
 [ "$(cat "$T/alice/shared")" = both ] || fail "alice does not read the file linked into a"
@@ -73,6 +90,53 @@ attack "lookup 0 " lookup "$meta" 1 ..
 attack "getattr 0 " getattr "$meta" "$shared"
 grep -q "refused GETATTR from mount:alice: inode $secret is not under /projects/a" \
     "$STATE/logs/meta.log" || fail "meta did not log alice's refused GETATTR"
+
+# The secret's tile straight from its datanode: no token, her own file's token.
+attack "$PERM" read "$address" "$secret" 0 "$version"
+attack "$PERM" tokenread "$meta" "$mine" 0 "$address" "$secret" "$version"
+# stream ARGS...: client_helper stream with alice's key, as this uid (the datanode's).
+stream() { TESSERA_KEY=$KEYS/alice.key "$CLIENT_HELPER" stream "$@"; }
+read -r token_node token_version expiry hex < <(TESSERA_KEY=$KEYS/alice.key "$CLIENT_HELPER" token "$meta" "$mine" 0) ||
+    fail "no tile token of alice's own file"
+[ "$hex" != - ] || fail "meta gave alice no tile token"
+out=$(stream "$address" "$(id -u)" "$secret" 0 "$version")
+[ "$out" = "answered $PERM" ] || fail "the tile stream answered a read without a token: $out"
+out=$(stream "$address" "$(id -u)" "$secret" 0 "$version" "$expiry" "$hex")
+[ "$out" = "answered $PERM" ] || fail "the tile stream answered a read with another tile's token: $out"
+out=$(stream "$(address "$token_node")" "$(id -u)" "$mine" 0 "$token_version" "$expiry" "$hex")
+[ "$out" = served ] || fail "the tile stream did not serve alice's token on her own tile: $out"
+grep -q "refused a read of tile $secret\.0\.$version from key mount:alice" "$STATE"/logs/node*.log ||
+    fail "no datanode logged alice's TILE_READ of the secret's tile"
+grep -q "refused a stream read of tile $secret\.0\.$version from a tile stream client" \
+    "$STATE"/logs/node*.log || fail "no datanode logged the stream read of the secret's tile"
+
+# A read of hers whose cached tokens expired: STALE, meta asked again, the
+# right bytes. One open only (an open forgets the cached tile locations and
+# their tokens); the kernel's cache dropped on that descriptor, and the
+# file (24 tiles) larger than the mount's 16-tile read cache, so the second
+# pass reads from the datanodes with the first pass's tokens.
+got=$(python3 - "$T/alice/big" <<'PY'
+import hashlib, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+size = os.fstat(fd).st_size
+def digest():
+    h, at = hashlib.sha256(), 0
+    while at < size:
+        chunk = os.pread(fd, 1 << 20, at)
+        if not chunk:
+            break
+        h.update(chunk)
+        at += len(chunk)
+    return h.hexdigest()
+first = digest()
+time.sleep(5)  # the 4 s tokens, and their 0.4 s of clock skew, are over
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+print(first, digest())
+PY
+) || fail "alice's reads of her big file failed"
+[ "$got" = "$big_want $big_want" ] || fail "alice read other bytes of her big file (before, after expiry): $got"
+grep -q "came with an expired tile token: answered STALE" "$STATE"/logs/node*.log ||
+    fail "no datanode saw alice's expired tile token (the read did not test expiry)"
 
 fusermount3 -u "$T/alice" || fail "unmount of alice's mount failed"
 wait "$ALICE_PID" 2>/dev/null || true

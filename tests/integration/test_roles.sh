@@ -11,7 +11,8 @@
 # node's id, the admin asks for a throttle of 1 B/s and a pull from an
 # endpoint that is no datanode, a revoked mount key tries a chmod; then a
 # process of another uid asks the datanode's local tile stream for the
-# tile, and one process opens 200 stream connections while a second mount
+# tile (the datanode's own uid is answered, and served only with the tile
+# token meta gives a mount key), and one process opens 200 stream connections while a second mount
 # reads the file through its own. Every one is refused (the right status,
 # logged with the key), and afterwards the file's bytes, mode and owner,
 # the node list (ids, addresses, throttles, admin state) are as before,
@@ -102,11 +103,19 @@ grep -q "refused SETATTR from key admin:admin at" "$STATE/logs/meta.log" ||
 grep -q "refused a heartbeat: .* came with key datanode:thief, but node $node registered with key datanode:" \
     "$STATE/logs/meta.log" || fail "meta did not log the stolen node id"
 
-# The local tile stream: another uid is closed unserved; this one (root) is served.
+# The local tile stream: another uid is closed unserved; this one (root)
+# is answered, and served with the tile token meta gives the mount key.
 out=$(TESSERA_KEY=$KEYS/mount.key "$CLIENT_HELPER" stream "$address" 65534 "$ino" 0 "$version")
 [ "$out" = closed ] || fail "the tile stream served uid 65534 (or: $out)"
 out=$(TESSERA_KEY=$KEYS/mount.key "$CLIENT_HELPER" stream "$address" "$(id -u)" "$ino" 0 "$version")
-[ "$out" = served ] || fail "the tile stream did not serve the datanode's own uid: $out"
+[ "$out" = "answered $PERM" ] || fail "the tile stream served a read without a tile token: $out"
+# The token is the first holder's, which may be another replica than node's.
+read -r token_node token_version expiry hex < <(TESSERA_KEY=$KEYS/mount.key "$CLIENT_HELPER" \
+    token "$meta" "$ino" 0) || fail "no tile token for the mount key"
+token_address=$(awk -v id="$token_node" '$1 == id { gsub(/"/, "", $2); print $2 }' "$T/nodes.before")
+out=$(TESSERA_KEY=$KEYS/mount.key "$CLIENT_HELPER" stream "$token_address" "$(id -u)" "$ino" 0 \
+    "$token_version" "$expiry" "$hex")
+[ "$out" = served ] || fail "the tile stream did not serve the datanode's own uid its token's read: $out"
 grep -q "tile stream: refused a local connection from process [0-9]* of uid 65534" \
     "$STATE"/logs/node*.log || fail "no datanode logged the other uid's stream connection"
 # One process takes what it may of the slots; a second mount still gets its own.

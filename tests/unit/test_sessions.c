@@ -10,6 +10,7 @@
 #include "metafixture.h"
 #include "proto.h"
 #include "service.h"
+#include "sessionkeys.h"
 #include "sessions.h"
 #include "status.h"
 #include "util.h"
@@ -398,6 +399,83 @@ static void test_session_requests_refused(void **state)
     assert_int_equal(call_as(f, MOUNT_A, TS_OP_SESSION_RENEW, 3), TS_ERR_BADMSG);
 }
 
+/*
+ * A mount session id is its first key's (sessionkeys.h): another mount key
+ * naming it in its routing id is refused everything meta's gate lets
+ * through, its RELEASE of the owner's open and its SESSION_HOLDS included,
+ * and the owner's opens stay counted; the owner and the other key's own id
+ * go on working. Without keys (no CURVE) there is nothing to bind.
+ */
+static void test_session_ids_bound_to_keys(void **state)
+{
+    struct metafixture *f = *state;
+    f->through_exports = true;
+    f->key_user = "mount:alice";
+    uint64_t ino = make_file(f, "hers");
+    assert_int_equal(do_open(f, MOUNT_A, ino), TS_OK);
+    assert_int_equal(do_renew(f, MOUNT_A, &ino, (const uint32_t[]){1}, 1), TS_SESSION_OK);
+
+    f->key_user = "mount:mallory";
+    assert_int_equal(do_release(f, MOUNT_A, ino), TS_ERR_PERM);
+    assert_non_null(strstr(f->error_text, "belongs to another key"));
+    struct ts_session_holds_req holds = {.first = 1};
+    assert_int_equal(CALL_AS(f, MOUNT_A, TS_OP_SESSION_HOLDS, session_holds_req, &holds),
+                     TS_ERR_PERM);
+    struct ts_getattr_req getattr = {.ino = ino};
+    assert_int_equal(CALL_AS(f, MOUNT_A, TS_OP_GETATTR, getattr_req, &getattr), TS_ERR_PERM);
+    assert_int_equal(sessions_holds(f->service->sessions, MOUNT_A, ino), 1);
+    /* Her own id works; the owner's goes on working. */
+    assert_int_equal(CALL_AS(f, MOUNT_B, TS_OP_GETATTR, getattr_req, &getattr), TS_OK);
+    f->key_user = "mount:alice";
+    assert_int_equal(CALL_AS(f, MOUNT_B, TS_OP_GETATTR, getattr_req, &getattr), TS_ERR_PERM);
+    assert_int_equal(do_release(f, MOUNT_A, ino), TS_OK);
+    assert_int_equal(sessions_holds(f->service->sessions, MOUNT_A, ino), 0);
+    /* Links without keys (and unnamed senders) bind nothing. */
+    f->key_user = NULL;
+    assert_int_equal(CALL_AS(f, MOUNT_A, TS_OP_GETATTR, getattr_req, &getattr), TS_OK);
+    f->key_user = "admin:ops";
+    assert_int_equal(CALL_AS(f, NO_MOUNT, TS_OP_GETATTR, getattr_req, &getattr), TS_OK);
+    assert_int_equal(sessionkeys_count(f->service->session_keys), 2);
+}
+
+/* The table itself: a binding per id, room for SESSIONKEYS_MAX in use,
+ * idle ids forgotten only when room is needed. */
+static void test_sessionkeys_table(void **state)
+{
+    (void)state;
+    char owner[128] = "";
+    struct sessionkeys *keys = sessionkeys_new();
+    assert_non_null(keys);
+    for (uint64_t mount = 1; mount <= SESSIONKEYS_MAX; mount++)
+        assert_int_equal(sessionkeys_claim(keys, mount, mount % 2 ? "mount:a" : "mount:b", 1000,
+                                           owner, sizeof(owner)),
+                         0);
+    assert_int_equal(sessionkeys_count(keys), SESSIONKEYS_MAX);
+    for (uint64_t mount = 1; mount <= SESSIONKEYS_MAX; mount += 997) {
+        const char *theirs = mount % 2 ? "mount:a" : "mount:b";
+        const char *other = mount % 2 ? "mount:b" : "mount:a";
+        assert_int_equal(sessionkeys_claim(keys, mount, theirs, 2000, owner, sizeof(owner)), 0);
+        assert_int_equal(sessionkeys_claim(keys, mount, other, 2000, owner, sizeof(owner)),
+                         -EPERM);
+        assert_string_equal(owner, theirs);
+    }
+    /* Full of ids in use: a new one waits; once they idle, it gets room. */
+    assert_int_equal(
+        sessionkeys_claim(keys, SESSIONKEYS_MAX + 1, "mount:c", 3000, owner, sizeof(owner)),
+        -ENOSPC);
+    /* Id 1 was used at 2000: kept; those idle since 1000 go. */
+    int64_t later = 1000 + SESSIONKEYS_IDLE_MS + 1;
+    assert_int_equal(
+        sessionkeys_claim(keys, SESSIONKEYS_MAX + 1, "mount:c", later, owner, sizeof(owner)), 0);
+    assert_int_equal(sessionkeys_claim(keys, 1, "mount:b", later, owner, sizeof(owner)), -EPERM);
+    assert_int_equal(sessionkeys_claim(keys, 2, "mount:c", later, owner, sizeof(owner)), 0);
+    assert_int_equal(sessionkeys_claim(keys, SESSIONKEYS_MAX + 1, "mount:a", later, owner,
+                                       sizeof(owner)),
+                     -EPERM);
+    sessionkeys_destroy(&keys);
+    assert_null(keys);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -408,6 +486,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lease_expiry_reaps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart_grace, setup, teardown),
         cmocka_unit_test_setup_teardown(test_session_requests_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_session_ids_bound_to_keys, setup, teardown),
+        cmocka_unit_test(test_sessionkeys_table),
     };
     return cmocka_run_group_tests_name("sessions", tests, NULL, NULL);
 }

@@ -227,6 +227,22 @@ static void test_codecs(void **state)
         assert_int_equal(kind, kinds[i]);
         assert_int_equal(crc, 0xdeadbeef + (uint32_t)i);
     }
+    /* A tile token travels whole; without one (expiry 0) none comes out. */
+    static const char token[32] = "0123456789abcdef0123456789abcdef";
+    in.token_expiry = 77;
+    in.token = (struct ts_str){.ptr = token, .len = sizeof(token)};
+    ts_stream_req_encode(&in, TS_STREAM_READ, 0, bytes);
+    assert_int_equal(ts_stream_req_decode(&out, &kind, &(uint32_t){0}, bytes), TS_OK);
+    assert_int_equal(out.token_expiry, 77);
+    assert_int_equal(out.token.len, sizeof(token));
+    assert_memory_equal(out.token.ptr, token, sizeof(token));
+    in.token_expiry = 0;
+    in.token.len = 0;
+    ts_stream_req_encode(&in, TS_STREAM_READ, 0, bytes);
+    assert_int_equal(ts_stream_req_decode(&out, &kind, &(uint32_t){0}, bytes), TS_OK);
+    assert_int_equal(out.token.len, 0);
+    bytes[TS_STREAM_REQ_BYTES - 1] = 1; /* token bytes without an expiry: two encodings of none */
+    assert_int_equal(ts_stream_req_decode(&out, &kind, &(uint32_t){0}, bytes), TS_ERR_BADMSG);
     uint32_t crc = 0;
     bytes[0] ^= 1; /* the magic */
     assert_int_equal(ts_stream_req_decode(&out, &kind, &crc, bytes), TS_ERR_BADMSG);

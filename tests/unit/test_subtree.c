@@ -41,6 +41,7 @@
 
 #define MOUNT_ALICE 7
 #define MOUNT_OTHER 8
+#define MOUNT_BOB 9 /* a session id is one key's (meta/sessionkeys.h) */
 #define TEST_UID 1000
 
 static int setup(void **state)
@@ -281,6 +282,7 @@ static void test_subtree_gate(void **state)
 
     /* Bob's export is read-only, and his root is /projects/b. */
     f->key_user = "mount:bob";
+    metafixture_send_as(f, MOUNT_BOB);
     assert_int_equal(do_lookup(f, TS_ROOT_INO, "secret", &attr), TS_OK);
     assert_int_equal(attr.ino, secret);
     struct ts_mkdir_req mkdir = {.parent = TS_ROOT_INO, .name = ts_str_of("x"), .mode = 0755};
