@@ -55,8 +55,10 @@ int service_open(const char *data_dir, int64_t node_timeout_ms, struct service *
     service->sessions = sessions_new(SESSIONS_DEFAULT_LEASE_MS);
     service->leases = leases_new();
     service->live = nodes_live_new(node_timeout_ms);
+    service->metrics_dir = metricsdir_new();
     service->scratch = malloc(SERVICE_SCRATCH_BYTES);
-    if (!service->sessions || !service->leases || !service->live || !service->scratch) {
+    if (!service->sessions || !service->leases || !service->live || !service->metrics_dir ||
+        !service->scratch) {
         err = -ENOMEM;
         goto fail;
     }
@@ -92,6 +94,7 @@ void service_close(struct service **servicep)
     nodes_live_destroy(&service->live);
     sessions_destroy(&service->sessions);
     leases_destroy(&service->leases);
+    metricsdir_destroy(&service->metrics_dir);
     exports_clear(&service->exports);
     free(service->scratch);
     free(service);
