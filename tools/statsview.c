@@ -154,14 +154,18 @@ static void statsview_list_clear(struct statsview_list *list)
 /*
  * An announced address whose host is 0.0.0.0 (every interface) is
  * reachable at the host we reached meta at; anything else is as given.
+ * False when the result does not fit in cap bytes.
  */
-static void statsview_reachable(const char *announced, const char *meta_host, char *out, size_t cap)
+static bool statsview_reachable(const char *announced, const char *meta_host, char *out,
+                                size_t cap)
 {
     static const char any[] = "0.0.0.0:";
+    int len;
     if (*meta_host && strncmp(announced, any, sizeof(any) - 1) == 0)
-        snprintf(out, cap, "%s:%s", meta_host, announced + sizeof(any) - 1);
+        len = snprintf(out, cap, "%s:%s", meta_host, announced + sizeof(any) - 1);
     else
-        snprintf(out, cap, "%s", announced);
+        len = snprintf(out, cap, "%s", announced);
+    return len >= 0 && (size_t)len < cap;
 }
 
 /* Decodes METRICS_LIST's records into list. TS_OK or TS_ERR_BADMSG / TS_ERR_NOMEM. */
@@ -176,7 +180,8 @@ static int statsview_decode(const struct ts_metrics_list_rep *reply, const char 
     if (reply->meta.len > 0) {
         if (ts_str_copy(reply->meta, text, sizeof(text)) != 0)
             return TS_ERR_BADMSG;
-        statsview_reachable(text, meta_host, address, sizeof(address));
+        if (!statsview_reachable(text, meta_host, address, sizeof(address)))
+            return TS_ERR_BADMSG;
         if (statsview_add(list, STATSFIGURES_META, "", "", address) != 0)
             return TS_ERR_NOMEM;
     }
@@ -191,7 +196,8 @@ static int statsview_decode(const struct ts_metrics_list_rep *reply, const char 
             ts_str_copy(record.machine, machine, sizeof(machine)) != 0 ||
             ts_str_copy(record.address, text, sizeof(text)) != 0 || text[0] == '\0')
             return TS_ERR_BADMSG;
-        statsview_reachable(text, meta_host, address, sizeof(address));
+        if (!statsview_reachable(text, meta_host, address, sizeof(address)))
+            return TS_ERR_BADMSG;
         bool datanode = record.kind == TS_METRICS_DATANODE;
         if (datanode)
             snprintf(id, sizeof(id), "%llu", (unsigned long long)record.id);
