@@ -156,8 +156,7 @@ static void statsview_list_clear(struct statsview_list *list)
  * reachable at the host we reached meta at; anything else is as given.
  * False when the result does not fit in cap bytes.
  */
-static bool statsview_reachable(const char *announced, const char *meta_host, char *out,
-                                size_t cap)
+static bool statsview_reachable(const char *announced, const char *meta_host, char *out, size_t cap)
 {
     static const char any[] = "0.0.0.0:";
     int len;
