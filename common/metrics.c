@@ -123,6 +123,36 @@ int metrics_parse_address(const char *text, char *host, size_t host_cap, uint16_
     return 0;
 }
 
+int metrics_announced_address(const char *address, const char *any_host, char *out, size_t cap)
+{
+    char host[64];
+    uint16_t port;
+    if (metrics_parse_address(address, host, sizeof(host), &port) != 0)
+        return -EINVAL;
+    const char *shown = host;
+    if (strcmp(host, "0.0.0.0") == 0 && any_host && *any_host)
+        shown = any_host;
+    int len = snprintf(out, cap, "%s:%u", shown, (unsigned)port);
+    return len < 0 || (size_t)len >= cap ? -EINVAL : 0;
+}
+
+void metrics_endpoint_host(const char *endpoint, char *host, size_t cap)
+{
+    static const char scheme[] = "tcp://";
+    if (cap == 0)
+        return;
+    host[0] = '\0';
+    if (strncmp(endpoint, scheme, sizeof(scheme) - 1) != 0)
+        return;
+    const char *start = endpoint + sizeof(scheme) - 1;
+    const char *colon = strrchr(start, ':');
+    size_t len = colon ? (size_t)(colon - start) : 0;
+    if (len == 0 || len >= cap || (len == 1 && start[0] == '*'))
+        return;
+    memcpy(host, start, len);
+    host[len] = '\0';
+}
+
 static enum MHD_Result metrics_answer(void *cls, struct MHD_Connection *connection, const char *url,
                                       const char *method, const char *version,
                                       const char *upload_data, size_t *upload_data_size,

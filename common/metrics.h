@@ -48,6 +48,22 @@ int metrics_render(metrics_collect_fn *collect, void *context, char **out, size_
 int metrics_parse_address(const char *text, char *host, size_t host_cap, uint16_t *port);
 
 /*
+ * The address a daemon announces for address (as above) so that others can
+ * scrape it (HEARTBEAT, SESSION_RENEW): "HOST:PORT", where a HOST of
+ * 0.0.0.0 (every interface) becomes any_host when that is not NULL or "",
+ * since 0.0.0.0 names no machine. 0, or -EINVAL for a bad address or one
+ * that does not fit in cap bytes.
+ */
+int metrics_announced_address(const char *address, const char *any_host, char *out, size_t cap);
+
+/*
+ * The HOST of a ZeroMQ endpoint "tcp://HOST:PORT" into host (cap bytes with
+ * the NUL), for metrics_announced_address()'s any_host; "" for any other
+ * endpoint (ipc://, a wildcard "*", too long).
+ */
+void metrics_endpoint_host(const char *endpoint, char *host, size_t cap);
+
+/*
  * Starts serving on address (as above). 0 with *serverp set, -EINVAL for a
  * bad address, or -errno when it cannot listen (-EADDRINUSE, ...).
  */

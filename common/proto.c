@@ -514,6 +514,7 @@ const char *ts_op_name(uint16_t type)
     case TS_OP_NODE_ADMIN: return "NODE_ADMIN";
     case TS_OP_HEALTH: return "HEALTH";
     case TS_OP_REPAIR_SCAN: return "REPAIR_SCAN";
+    case TS_OP_METRICS_LIST: return "METRICS_LIST";
     case TS_OP_TILE_WRITE: return "TILE_WRITE";
     case TS_OP_TILE_READ: return "TILE_READ";
     case TS_OP_TILE_SYNC: return "TILE_SYNC";

@@ -37,7 +37,8 @@
  * SETATTR of a regular file may carry the sender's COMMIT; 8: TILE_FENCE
  * names a new_version (TS_FENCE_RELINK): copies of open files; 9: TILE_READ
  * and the tile stream's requests carry the holder's tile token (a mount's
- * reads need the read right). */
+ * reads need the read right); HEARTBEAT and SESSION_RENEW name the
+ * sender's metrics endpoint, METRICS_LIST lists them. */
 #define TS_PROTO_VERSION 9
 #define TS_HEADER_BYTES 32
 #define TS_MAX_FRAME_BYTES (4u << 20) /* frame 0 cap, either direction */
@@ -126,6 +127,9 @@ enum ts_op {
 
     /* meta's repairer -> meta */
     TS_OP_REPAIR_SCAN = 66, /* the next repair steps, from a cursor over the tile map */
+
+    /* tool -> meta */
+    TS_OP_METRICS_LIST = 67, /* every daemon's Prometheus endpoint (tessera stats) */
 
     /* client -> datanode */
     TS_OP_TILE_WRITE = 80,
@@ -474,7 +478,10 @@ enum ts_lease_action { TS_LEASE_GET = 1, TS_LEASE_RENEW, TS_LEASE_RETURN, TS_LEA
  *   I/O instead of reading or writing tiles that are gone.
  */
 enum ts_session_state { TS_SESSION_OK = 0, TS_SESSION_ANNOUNCE = 1 };
-#define TS_MSG_SESSION_RENEW_REQ(X) X(U64, holds) X(U64, fingerprint) X(U32, ending)
+/* machine and metrics (METRICS_LIST below): the mount's machine name and its
+ * Prometheus endpoint ("" without --metrics). */
+#define TS_MSG_SESSION_RENEW_REQ(X)                                                                \
+    X(U64, holds) X(U64, fingerprint) X(U32, ending) X(STR, machine) X(STR, metrics)
 #define TS_MSG_SESSION_RENEW_REP(X) X(U32, lease_ms) X(U32, state)
 #define TS_MAX_HOLDS 65536
 #define TS_REC_HOLD(X) X(U64, ino) X(U32, count)
@@ -803,6 +810,8 @@ enum ts_apply_lock_action {
  * node (TS_INTEGRITY_FIELDS; corrupt_files there is meta's count, the
  * heartbeat's is unused). The scrub fields are the datanode's.
  * TS_DISK_FIELDS: the disk its data directory is on.
+ * metrics: its Prometheus endpoint HOST:PORT ("" without --metrics), for
+ * METRICS_LIST.
  * The reply gives the id and up to TS_MAX_GARBAGE tile files to delete
  * (TS_REC_TILE_FILE), which the datanode confirms in its next heartbeat.
  */
@@ -829,8 +838,25 @@ enum ts_apply_lock_action {
     X(U32, corrupt_count)                                                                          \
     X(BLOB, corrupt)                                                                               \
     TS_INTEGRITY_FIELDS(X)                                                                         \
-    TS_DISK_FIELDS(X)
+    TS_DISK_FIELDS(X)                                                                              \
+    X(STR, metrics)
 #define TS_MSG_HEARTBEAT_REP(X) X(U32, node_id) X(U32, garbage_count) X(BLOB, garbage)
+
+/*
+ * METRICS_LIST: where `tessera stats` scrapes each daemon. meta: meta's own
+ * Prometheus endpoint HOST:PORT ("" without --metrics; a HOST of 0.0.0.0
+ * means "the host you reached meta at"); one TS_REC_METRICS_ENDPOINT per
+ * datanode that named one in a heartbeat of the last
+ * TS_METRICS_ENDPOINT_FRESH_MS and per mount session that named one and is
+ * live; kind: enum ts_metrics_kind; id: the node id or the mount id.
+ * Kept in meta's memory only: after a restart the list fills again within
+ * a heartbeat and a mount renewal.
+ */
+enum ts_metrics_kind { TS_METRICS_DATANODE = 1, TS_METRICS_MOUNT = 2 };
+#define TS_METRICS_ENDPOINT_FRESH_MS 30000
+#define TS_MAX_METRICS_ENDPOINTS 4096
+#define TS_REC_METRICS_ENDPOINT(X) X(U32, kind) X(U64, id) X(STR, machine) X(STR, address)
+#define TS_MSG_METRICS_LIST_REP(X) X(STR, meta) X(U32, count) X(BLOB, endpoints)
 
 /*
  * TILE_RECONCILE: the datanode `node_id` names tile files it holds (each
@@ -1231,6 +1257,7 @@ enum ts_check_state { TS_CHECK_OK = 0, TS_CHECK_MISSING = 1, TS_CHECK_CORRUPT = 
     M(repair_scan_req, TS_MSG_REPAIR_SCAN_REQ)                                                     \
     M(repair_scan_rep, TS_MSG_REPAIR_SCAN_REP)                                                     \
     M(health_rep, TS_MSG_HEALTH_REP)                                                               \
+    M(metrics_list_rep, TS_MSG_METRICS_LIST_REP)                                                   \
     M(tile_write_req, TS_MSG_TILE_WRITE_REQ)                                                       \
     M(tile_read_req, TS_MSG_TILE_READ_REQ)                                                         \
     M(tile_read_rep, TS_MSG_TILE_READ_REP)                                                         \
@@ -1359,7 +1386,8 @@ int ts_str_copy(struct ts_str str, char *out, size_t cap);
     R(health_file, TS_REC_HEALTH_FILE, 0)                                                          \
     R(tile_check, TS_REC_TILE_CHECK, 0)                                                            \
     R(stats_op, TS_REC_STATS_OP, 0)                                                                \
-    R(stats_tile, TS_REC_STATS_TILE, 0)
+    R(stats_tile, TS_REC_STATS_TILE, 0)                                                            \
+    R(metrics_endpoint, TS_REC_METRICS_ENDPOINT, 0)
 
 /* The version prefix of a record of version > 0: u16 version, u32 body_bytes. */
 #define TS_REC_PREFIX_BYTES 6

@@ -79,6 +79,7 @@ static const unsigned roles_table[TS_OP_MAX] = {
     [TS_OP_TILE_HOLDERS] = A,
     [TS_OP_NODE_ADMIN] = A,
     [TS_OP_HEALTH] = A,
+    [TS_OP_METRICS_LIST] = A,
 
     /* datanode: tile I/O (a pulling datanode reads its source) */
     [TS_OP_TILE_WRITE] = U | D,

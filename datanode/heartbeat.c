@@ -81,6 +81,7 @@ struct heartbeat {
     char data_dir[4096];
     char machine[TS_MAX_NAME + 1];
     char address[256];
+    char metrics[256]; /* "" none */
     struct tilestore *store;
     heartbeat_load_fn load;
     void *load_arg;
@@ -184,7 +185,9 @@ int heartbeat_new(const struct heartbeat_config *config, struct tilestore *store
                        config->meta_endpoint) != 0 ||
         heartbeat_copy(heartbeat->data_dir, sizeof(heartbeat->data_dir), config->data_dir) != 0 ||
         heartbeat_copy(heartbeat->machine, sizeof(heartbeat->machine), config->machine) != 0 ||
-        heartbeat_copy(heartbeat->address, sizeof(heartbeat->address), config->address) != 0) {
+        heartbeat_copy(heartbeat->address, sizeof(heartbeat->address), config->address) != 0 ||
+        heartbeat_copy(heartbeat->metrics, sizeof(heartbeat->metrics),
+                       config->metrics ? config->metrics : "") != 0) {
         rc = -ENAMETOOLONG;
         goto fail;
     }
@@ -361,6 +364,7 @@ static void heartbeat_send(struct heartbeat *heartbeat, int64_t now_ms)
         .disk_id = disk_id,
         .disk_bytes = disk_bytes,
         .disk_free = disk_free,
+        .metrics = ts_str_of(heartbeat->metrics),
     };
     int len = ts_heartbeat_req_encode(&req, payload, HEARTBEAT_PAYLOAD_CAP);
     struct ts_header header = {

@@ -52,6 +52,7 @@ struct heartbeat_config {
     const char *data_dir;      /* holds node.id */
     const char *machine;       /* this machine's name */
     const char *address;       /* the endpoint clients and peers should use */
+    const char *metrics;       /* its Prometheus endpoint HOST:PORT; NULL or "": none */
     heartbeat_load_fn load;    /* NULL: report no load (all zeros) */
     void *load_arg;
 };

@@ -671,11 +671,22 @@ int main(int argc, char **argv)
     if (options.throttle_bytes_per_sec)
         log_info("disk throttle: %.1f MB/s", (double)options.throttle_bytes_per_sec / DATANODE_MB);
 
+    /* Meta lists it for `tessera stats` (METRICS_LIST); 0.0.0.0 is no
+     * address to scrape from elsewhere, the advertised host is. */
+    char metrics_announced[256] = "";
+    if (options.metrics) {
+        char advertised_host[128];
+        metrics_endpoint_host(options.advertise, advertised_host, sizeof(advertised_host));
+        if (metrics_announced_address(options.metrics, advertised_host, metrics_announced,
+                                      sizeof(metrics_announced)) != 0)
+            metrics_announced[0] = '\0';
+    }
     struct heartbeat_config heartbeat_config = {
         .meta_endpoint = options.meta,
         .data_dir = options.data_dir,
         .machine = options.machine,
         .address = options.advertise,
+        .metrics = metrics_announced,
         .load = datanode_load,
         .load_arg = &loop,
     };

@@ -309,6 +309,13 @@ int main(int argc, char **argv)
     if (state.meta && options.async_unlinks > 0 &&
         metaclient_defer_unlinks(state.meta, (uint32_t)options.async_unlinks) != TS_OK)
         metaclient_destroy(&state.meta);
+    /* Meta lists the endpoint for `tessera stats` (METRICS_LIST); for
+     * 0.0.0.0 the machine's name is the best address this mount knows. */
+    char metrics_announced[256];
+    if (state.meta && options.metrics &&
+        metrics_announced_address(options.metrics, options.machine, metrics_announced,
+                                  sizeof(metrics_announced)) == 0)
+        (void)metaclient_set_metrics(state.meta, metrics_announced);
     /* Meta keeps this mount's opens (unlinked files open here) only under
      * a lease the mount renews, and learns them again after a restart. */
     if (state.meta && metaclient_keep_session(state.meta) != TS_OK)

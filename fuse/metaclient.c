@@ -37,6 +37,7 @@ struct metaclient {
     struct relqueue *releases; /* NULL: releases are sent at once */
     struct nsqueue *queue;     /* NULL: unlinks are sent at once, creates not early */
     char machine[TS_MAX_NAME + 1];
+    char metrics[256]; /* "" none; set before the keeper starts, read by it */
     uint64_t mount_id; /* names this mount's sockets for meta (DIR_LEASE in proto.h) */
     /* Unlinks answered before meta had them, and unlinks that waited for it
      * (logged at the end: how well the early path covered the workload). */
@@ -165,6 +166,14 @@ void metaclient_destroy(struct metaclient **clientp)
 }
 
 const char *metaclient_machine(const struct metaclient *client) { return client->machine; }
+
+int metaclient_set_metrics(struct metaclient *client, const char *address)
+{
+    if (strlen(address) >= sizeof(client->metrics))
+        return -ENAMETOOLONG;
+    memcpy(client->metrics, address, strlen(address) + 1);
+    return 0;
+}
 
 /*
  * Before any request but the queue's own: the creates queued before it
@@ -1371,7 +1380,9 @@ static int session_renew(struct metaclient *client)
     sends_queue = true; /* creates still queued are in neither count */
     pthread_mutex_lock(&client->holds_mutex);
     struct ts_session_renew_req request = {.holds = client->holds_total,
-                                           .fingerprint = client->holds_fingerprint};
+                                           .fingerprint = client->holds_fingerprint,
+                                           .machine = ts_str_of(client->machine),
+                                           .metrics = ts_str_of(client->metrics)};
     pthread_mutex_unlock(&client->holds_mutex);
     int status = meta_call(client, TS_OP_SESSION_RENEW, buf,
                            ts_session_renew_req_encode(&request, buf, sizeof(buf)), &reply);

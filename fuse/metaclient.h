@@ -84,6 +84,12 @@ struct metaclient *metaclient_new(const char *endpoint, int timeout_ms, const ch
 void metaclient_destroy(struct metaclient **clientp);
 /* The machine name given to metaclient_new(). */
 const char *metaclient_machine(const struct metaclient *client);
+/*
+ * The mount's Prometheus endpoint (HOST:PORT, at most 255 bytes; longer is
+ * -ENAMETOOLONG) that its session renewals name, so that meta lists it for
+ * `tessera stats` (METRICS_LIST). Call before metaclient_keep_session().
+ */
+int metaclient_set_metrics(struct metaclient *client, const char *address);
 
 /*
  * Directories whose attributes a namespace change also fetches, pipelined

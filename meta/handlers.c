@@ -26,6 +26,7 @@
 #include "handlers_files.h"
 #include "handlers_i.h"
 #include "handlers_applylock.h"
+#include "handlers_metrics.h"
 #include "handlers_moves.h"
 #include "handlers_namespace.h"
 #include "handlers_nodes.h"
@@ -206,6 +207,7 @@ const rpc_handler_fn handlers_table[TS_OP_MAX] = {
     [TS_OP_NODE_ADMIN] = handlers_repair_node_admin,
     [TS_OP_REPAIR_SCAN] = handlers_repair_scan,
     [TS_OP_HEALTH] = handlers_repair_health,
+    [TS_OP_METRICS_LIST] = handlers_metrics_list,
     [TS_OP_REPLICA_DROP] = handlers_moves_replica_drop,
     [TS_OP_PUNCH] = handlers_files_punch,
     [TS_OP_PROFILE_SET] = handlers_profiles_set,

@@ -536,6 +536,11 @@ int handlers_nodes_heartbeat(void *ctx, const struct rpc_request *request,
     nodes_live_load(service->live, op.node_id, message.write_bytes_per_sec, message.queue_depth,
                     now_ms);
     heartbeat_note_integrity(service, op.node_id, &message);
+    int listed = metricsdir_note(service->metrics_dir, TS_METRICS_DATANODE, op.node_id,
+                                 message.machine, message.metrics, now_ms);
+    if (listed < 0)
+        log_debug("datanode %u's metrics endpoint is not listed: %s", op.node_id,
+                  strerror(-listed));
     if (op.corrupt_dropped > 0 || op.corrupt_kept > 0)
         log_warn("datanode %u: %u corrupt replicas left their tiles' sets for meta's repairer to "
                  "make again; %u kept, being their tile's last holder (tessera fsck --deep "

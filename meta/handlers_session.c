@@ -84,6 +84,11 @@ int handlers_session_renew(void *ctx, const struct rpc_request *request,
     if (mount == 0)
         return TS_ERR_INVAL;
     reply.lease_ms = (uint32_t)sessions_lease_ms(service->sessions);
+    if (message.ending)
+        metricsdir_forget(service->metrics_dir, TS_METRICS_MOUNT, mount);
+    else if (metricsdir_note(service->metrics_dir, TS_METRICS_MOUNT, mount, message.machine,
+                             message.metrics, util_monotonic_ms()) < 0)
+        log_debug("mount %016llx's metrics endpoint is not listed", (unsigned long long)mount);
     if (message.ending) {
         struct sessions_freed freed = {0};
         if (sessions_end(service->sessions, mount, &freed) < 0)

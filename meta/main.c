@@ -436,6 +436,13 @@ int main(int argc, char **argv)
             goto out;
         }
         log_info("metrics: http://%s/metrics", options.metrics);
+        /* For METRICS_LIST; a 0.0.0.0 left there means "the host the tool
+         * reached meta at" (proto.h). */
+        char listen_host[128];
+        metrics_endpoint_host(options.listen, listen_host, sizeof(listen_host));
+        if (metrics_announced_address(options.metrics, listen_host, service->metrics_address,
+                                      sizeof(service->metrics_address)) != 0)
+            service->metrics_address[0] = '\0';
     }
     pthread_sigmask(SIG_UNBLOCK, &stop_signals, NULL);
     log_info("ready: listening on %s (%s), store in %s, default placement %s, copies %ld, "

@@ -56,8 +56,10 @@ int service_open(const char *data_dir, int64_t node_timeout_ms, struct service *
     service->leases = leases_new();
     service->session_keys = sessionkeys_new();
     service->live = nodes_live_new(node_timeout_ms);
+    service->metrics_dir = metricsdir_new();
     service->scratch = malloc(SERVICE_SCRATCH_BYTES);
-    if (!service->sessions || !service->leases || !service->session_keys || !service->live || !service->scratch) {
+    if (!service->sessions || !service->leases || !service->session_keys || !service->live ||
+        !service->metrics_dir || !service->scratch) {
         err = -ENOMEM;
         goto fail;
     }
@@ -94,6 +96,7 @@ void service_close(struct service **servicep)
     sessions_destroy(&service->sessions);
     leases_destroy(&service->leases);
     sessionkeys_destroy(&service->session_keys);
+    metricsdir_destroy(&service->metrics_dir);
     exports_clear(&service->exports);
     free(service->scratch);
     free(service);

@@ -14,6 +14,7 @@
 #include "exports.h"
 #include "layout.h"
 #include "leases.h"
+#include "metricsdir.h"
 #include "nodes.h"
 #include "proto.h"
 #include "repairpass.h"
@@ -68,6 +69,10 @@ struct service {
      * is accepted without the file open (recentcuts.h). */
     struct recentcuts recent_cuts;
     struct applylock apply_lock; /* the running rebalance apply's lease (APPLY_LOCK) */
+    /* Where the daemons serve their Prometheus figures (METRICS_LIST), and
+     * meta's own HOST:PORT ("" none; set by main before serving). */
+    struct metricsdir *metrics_dir;
+    char metrics_address[256];
 };
 
 /* The cluster's placement policy unless tessera-meta --placement says otherwise. */

@@ -13,6 +13,7 @@
 #include "infoview.h"
 #include "healthview.h"
 #include "dfview.h"
+#include "statsview.h"
 #include "keyscmd.h"
 #include "down.h"
 #include "filelayout.h"
@@ -51,6 +52,7 @@ static const struct tessera_command tessera_commands[] = {
      "check meta's tile map against the datanodes; --repair what replicas allow"},
     {"scrub", scrubrun_main, "check every stored tile against its checksums now"},
     {"df", dfview_main, "space per datanode, machine and in total, shared disks counted once"},
+    {"stats", statsview_main, "live figures of every daemon, like top (from their metrics)"},
     {"info", infoview_main, "what a file or directory tree holds: entries, bytes, tiles, replicas"},
     {"layout", filelayout_main, "set or show a file's layout and its tile map"},
     {"profile", profile_main, "count who accesses which tiles: start, stop, reset, show"},

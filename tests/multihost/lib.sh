@@ -124,6 +124,7 @@
 #   MH_NODE_PID[i], MH_MOUNT_PID[i], MH_TOOL (tools/tessera)
 # Functions (each described where it is defined):
 #   mh_up [K], mh_down                  start the cluster / tear it down
+#   mh_hosts [K]                        the hosts' network alone (mh_up's first half)
 #   mh_exec I CMD..., mh_path I [REL]   use host I (see "Mounts" above)
 #   mh_status [ARGS], mh_node_id I      `tessera status` on host 1; node ids
 #   mh_set_link I MBPS                  change host I's cap at run time
@@ -682,8 +683,10 @@ mh_stop_mount() {
     MH_MOUNT_PID[i]=""
 }
 
-# mh_up [K]: build the network and start meta, K datanodes and K mounts.
-mh_up() {
+# mh_hosts [K]: the K hosts alone (directory, reaper, network, addresses),
+# no key and no daemon: for a test that sets the cluster up itself
+# (test_deploy.sh follows docs/deployment.md). mh_up calls it.
+mh_hosts() {
     local i start
     MH_K=${1:-$MH_HOSTS}
     if ! [[ $MH_K =~ ^[0-9]+$ ]] || [ "$MH_K" -lt 1 ] || [ "$MH_K" -gt 64 ]; then
@@ -719,6 +722,12 @@ mh_up() {
         mkdir -p "$MH_DIR/host$i"
     done
     mh_log "cluster $MH_ID: $MH_K hosts on $MH_SUBNET.0/24, links ${MH_LINK_MBPS} MB/s, dir $MH_DIR"
+}
+
+# mh_up [K]: build the network and start meta, K datanodes and K mounts.
+mh_up() {
+    local i
+    mh_hosts "$@"
     # CURVE keys, one pair per member; daemons listen on every interface,
     # which they refuse to do without keys. The tool uses admin's.
     MH_KEYS=$MH_DIR/keys
