@@ -53,7 +53,20 @@ static int workload_valid(const struct perfmodel_cluster *c,
         if (w->client_machine[i] < 0 ||
             (size_t)w->client_machine[i] >= c->n_machines)
             return 0;
-    return 1;
+    if (!w->tile_nodes && !w->tile_lens)
+        return 1;
+    /* An explicit placement names one node per tile and covers bytes. */
+    if (w->n_tiles == 0 || (w->tile_nodes && w->tile_lens == NULL &&
+        w->n_tiles != (w->bytes + w->tile_bytes - 1) / w->tile_bytes))
+        return 0;
+    uint64_t sum = 0;
+    for (size_t t = 0; t < w->n_tiles; t++) {
+        if (w->tile_nodes && w->tile_nodes[t] >= c->n_nodes)
+            return 0;
+        if (w->tile_lens)
+            sum += w->tile_lens[t];
+    }
+    return !w->tile_lens || sum == w->bytes;
 }
 
 int perfmodel_predict(const struct perfmodel_cluster *c,
@@ -68,13 +81,17 @@ int perfmodel_predict(const struct perfmodel_cluster *c,
         return -1;
     *out = (struct perfmodel_result){ 0 };
     int cpu0 = whatif->cpu_inf;
-    uint64_t n_tiles = (w->bytes + w->tile_bytes - 1) / w->tile_bytes;
+    uint64_t n_tiles = w->tile_lens ? w->n_tiles
+                                    : (w->bytes + w->tile_bytes - 1) / w->tile_bytes;
     double max_latency = 0.0;
+    unsigned char wrote[PERFMODEL_MAX_NODES] = { 0 }; /* who syncs at close */
 
     add_busy(out, PERFMODEL_RES_META, 0, 0.0);
     for (uint64_t t = 0; t < n_tiles; t++) {
-        uint64_t len = t + 1 < n_tiles ? w->tile_bytes
+        uint64_t len = w->tile_lens ? w->tile_lens[t]
+                     : t + 1 < n_tiles ? w->tile_bytes
                                        : w->bytes - t * w->tile_bytes;
+        uint64_t primary = w->tile_nodes ? w->tile_nodes[t] : t;
         size_t client = (size_t)(t % w->n_clients);
         int cm = w->client_machine[client];
         double mount = cpu0 ? 0.0 : c->mount_cpu_per_request_s +
@@ -83,8 +100,9 @@ int perfmodel_predict(const struct perfmodel_cluster *c,
         /* A read is served by the primary; a write goes to every copy. */
         unsigned served = w->op == PERFMODEL_READ ? 1 : w->copies;
         for (unsigned k = 0; k < served; k++) {
-            size_t n = (size_t)((t + k) % c->n_nodes);
+            size_t n = (size_t)((primary + k) % c->n_nodes);
             const struct perfmodel_node *node = &c->nodes[n];
+            wrote[n] = 1;
             int nm = node->machine;
             double dcpu = cpu0 ? 0.0 : node->cpu_per_request_s +
                                        (double)len * node->cpu_per_byte_s;
@@ -114,8 +132,8 @@ int perfmodel_predict(const struct perfmodel_cluster *c,
     out->closing_s = c->meta_rtt_s;
     if (w->op == PERFMODEL_WRITE) {
         double worst = 0.0;
-        for (size_t n = 0; n < c->n_nodes && n < n_tiles * w->copies; n++)
-            if (!whatif->disk_inf && c->nodes[n].sync_seconds > worst)
+        for (size_t n = 0; n < c->n_nodes; n++)
+            if (wrote[n] && !whatif->disk_inf && c->nodes[n].sync_seconds > worst)
                 worst = c->nodes[n].sync_seconds;
         out->closing_s += worst;
     }

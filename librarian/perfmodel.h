@@ -48,9 +48,13 @@ struct perfmodel_cluster {
 
 enum perfmodel_op { PERFMODEL_READ, PERFMODEL_WRITE };
 
-/* What is moved: clients share the file's tiles, each tile's primary is
- * node (tile index mod n_nodes) -- Tessera's round-robin linear layout --
- * and its copies are the following nodes. */
+/* What is moved: clients share the file's tiles (tile t is client t mod
+ * n_clients's).  Without a placement each tile's primary is node (tile
+ * index mod n_nodes) -- Tessera's round-robin linear layout; with one
+ * (tile_nodes, e.g. an array's chunk homes) tile t's primary is
+ * tile_nodes[t].  Copies are the nodes following the primary.  tile_lens,
+ * if given, are the tiles' own sizes (an array's edge tiles are smaller);
+ * both arrays then hold n_tiles entries and bytes is their sum. */
 struct perfmodel_workload {
     enum perfmodel_op op;
     uint64_t bytes;
@@ -58,6 +62,9 @@ struct perfmodel_workload {
     size_t n_clients;
     int client_machine[PERFMODEL_MAX_CLIENTS];
     unsigned copies;          /* 1 = no replica */
+    size_t n_tiles;           /* entries of tile_nodes / tile_lens */
+    const uint32_t *tile_nodes; /* NULL: round-robin */
+    const uint32_t *tile_lens;  /* NULL: tile_bytes each, the last the rest */
 };
 
 /* What-if overrides: infinitely fast disk / network / CPU. */

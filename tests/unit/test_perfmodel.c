@@ -134,6 +134,18 @@ static void test_rejects_bad_input(void **state)
     w.copies = 1;
     w.client_machine[0] = 7; /* no such machine */
     assert_int_equal(perfmodel_predict(&c, &w, NULL, &r), -1);
+    w.client_machine[0] = 0;
+    /* An explicit placement must name real nodes and sum to bytes. */
+    uint32_t nodes[2] = { 0, 2 }, lens[2] = { 1, 1 };
+    w.bytes = 2;
+    w.n_tiles = 2;
+    w.tile_nodes = nodes;
+    w.tile_lens = lens;
+    assert_int_equal(perfmodel_predict(&c, &w, NULL, &r), -1);
+    nodes[1] = 1;
+    assert_int_equal(perfmodel_predict(&c, &w, NULL, &r), 0);
+    w.bytes = 3;
+    assert_int_equal(perfmodel_predict(&c, &w, NULL, &r), -1);
 }
 
 int main(void)
