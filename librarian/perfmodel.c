@@ -35,6 +35,15 @@ static void add_busy(struct perfmodel_result *out,
     out->resources[resource_slot(out, kind, index)].busy_s += s;
 }
 
+/* CPU work on a machine with a known core count also queues there. */
+static void add_cpu(struct perfmodel_result *out, const struct perfmodel_cluster *c,
+                    enum perfmodel_resource_kind kind, int index, int machine, double s)
+{
+    add_busy(out, kind, index, s);
+    if (c->machine_cores[machine] > 0)
+        add_busy(out, PERFMODEL_RES_MACHINE_CPU, machine, s / c->machine_cores[machine]);
+}
+
 static int workload_valid(const struct perfmodel_cluster *c,
                           const struct perfmodel_workload *w)
 {
@@ -94,9 +103,10 @@ int perfmodel_predict(const struct perfmodel_cluster *c,
         uint64_t primary = w->tile_nodes ? w->tile_nodes[t] : t;
         size_t client = (size_t)(t % w->n_clients);
         int cm = w->client_machine[client];
-        double mount = cpu0 ? 0.0 : c->mount_cpu_per_request_s +
-                                    (double)len * c->mount_cpu_per_byte_s;
-        add_busy(out, PERFMODEL_RES_MOUNT_CPU, (int)client, mount);
+        double per_byte = w->op == PERFMODEL_WRITE && c->mount_write_cpu_per_byte_s > 0.0
+                              ? c->mount_write_cpu_per_byte_s : c->mount_cpu_per_byte_s;
+        double mount = cpu0 ? 0.0 : c->mount_cpu_per_request_s + (double)len * per_byte;
+        add_cpu(out, c, PERFMODEL_RES_MOUNT_CPU, (int)client, cm, mount);
         /* A read is served by the primary; a write goes to every copy. */
         unsigned served = w->op == PERFMODEL_READ ? 1 : w->copies;
         for (unsigned k = 0; k < served; k++) {
@@ -106,7 +116,7 @@ int perfmodel_predict(const struct perfmodel_cluster *c,
             int nm = node->machine;
             double dcpu = cpu0 ? 0.0 : node->cpu_per_request_s +
                                        (double)len * node->cpu_per_byte_s;
-            add_busy(out, PERFMODEL_RES_NODE_CPU, (int)n, dcpu);
+            add_cpu(out, c, PERFMODEL_RES_NODE_CPU, (int)n, nm, dcpu);
             double mbps = w->op == PERFMODEL_READ ? node->disk_read_mbps
                                                   : node->disk_write_mbps;
             add_busy(out, PERFMODEL_RES_DISK, (int)n,
@@ -157,6 +167,7 @@ void perfmodel_resource_name(const struct perfmodel_resource *res,
         [PERFMODEL_RES_MOUNT_CPU] = "mount-cpu", [PERFMODEL_RES_LINK_OUT] = "link-out",
         [PERFMODEL_RES_LINK_IN] = "link-in", [PERFMODEL_RES_NODE_CPU] = "node-cpu",
         [PERFMODEL_RES_DISK] = "disk", [PERFMODEL_RES_META] = "meta",
+        [PERFMODEL_RES_MACHINE_CPU] = "machine-cpu",
     };
     snprintf(buf, len, "%s[%d]", names[res->kind], res->index);
 }

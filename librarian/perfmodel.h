@@ -18,7 +18,7 @@
 #define PERFMODEL_MAX_CLIENTS 64
 #define PERFMODEL_MAX_MACHINES 64
 #define PERFMODEL_MAX_RESOURCES (2 * PERFMODEL_MAX_NODES + \
-    PERFMODEL_MAX_CLIENTS + 2 * PERFMODEL_MAX_MACHINES + 1)
+    PERFMODEL_MAX_CLIENTS + 3 * PERFMODEL_MAX_MACHINES + 1)
 
 /* One datanode: where it runs and what its disk and CPU cost. */
 struct perfmodel_node {
@@ -42,8 +42,13 @@ struct perfmodel_cluster {
     size_t n_machines;
     struct perfmodel_link links[PERFMODEL_MAX_MACHINES];
     double mount_cpu_per_request_s; /* FUSE mount CPU per tile request */
-    double mount_cpu_per_byte_s;
+    double mount_cpu_per_byte_s;    /* reads (and writes, unless below) */
+    double mount_write_cpu_per_byte_s; /* writes; 0 = mount_cpu_per_byte_s */
     double meta_rtt_s;              /* one metadata round trip */
+    /* CPUs each machine has (0 = as many as its processes want): the
+     * mounts and datanodes on one machine share them, so their CPU work
+     * also queues on the machine (a local cluster's 2 cores). */
+    unsigned machine_cores[PERFMODEL_MAX_MACHINES];
 };
 
 enum perfmodel_op { PERFMODEL_READ, PERFMODEL_WRITE };
@@ -75,6 +80,7 @@ struct perfmodel_whatif {
 enum perfmodel_resource_kind {
     PERFMODEL_RES_MOUNT_CPU, PERFMODEL_RES_LINK_OUT, PERFMODEL_RES_LINK_IN,
     PERFMODEL_RES_NODE_CPU, PERFMODEL_RES_DISK, PERFMODEL_RES_META,
+    PERFMODEL_RES_MACHINE_CPU,
 };
 
 struct perfmodel_resource {

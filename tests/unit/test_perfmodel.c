@@ -119,6 +119,30 @@ static void test_local_read_skips_link(void **state)
     assert_true(fabs(r.total_s - 0.1) < 1e-9);
 }
 
+/* Two mounts and two datanodes on one 2-core machine: each process's CPU
+ * is below the machine's, but together they queue on its two cores. */
+static void test_machine_cores_shared(void **state)
+{
+    (void)state;
+    struct perfmodel_cluster c;
+    two_node_cluster(&c);
+    c.nodes[0].machine = c.nodes[1].machine = 0;
+    c.nodes[0].disk_read_mbps = c.nodes[1].disk_read_mbps = 0; /* page cache */
+    c.mount_cpu_per_byte_s = 1e-9;
+    c.nodes[0].cpu_per_byte_s = c.nodes[1].cpu_per_byte_s = 1e-9;
+    c.machine_cores[0] = 2;
+    struct perfmodel_workload w = { .op = PERFMODEL_READ, .bytes = 400000000,
+        .tile_bytes = 1000000, .n_clients = 2, .copies = 1 };
+    struct perfmodel_result r;
+    assert_int_equal(perfmodel_predict(&c, &w, NULL, &r), 0);
+    /* Each mount 0.2 s, each node 0.2 s; 0.8 s of CPU on 2 cores: 0.4 s. */
+    assert_true(fabs(r.total_s - 0.4) < 1e-9);
+    assert_string_equal(bottleneck_name(&r), "machine-cpu[0]");
+    c.machine_cores[0] = 0;
+    assert_int_equal(perfmodel_predict(&c, &w, NULL, &r), 0);
+    assert_true(fabs(r.total_s - 0.2) < 1e-9);
+}
+
 static void test_rejects_bad_input(void **state)
 {
     (void)state;
@@ -155,6 +179,7 @@ int main(void)
         cmocka_unit_test(test_mount_cpu_bottleneck),
         cmocka_unit_test(test_write_copies_sync_and_meta),
         cmocka_unit_test(test_local_read_skips_link),
+        cmocka_unit_test(test_machine_cores_shared),
         cmocka_unit_test(test_rejects_bad_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
