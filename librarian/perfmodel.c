@@ -107,6 +107,7 @@ int perfmodel_predict(const struct perfmodel_cluster *c,
                               ? c->mount_write_cpu_per_byte_s : c->mount_cpu_per_byte_s;
         double mount = cpu0 ? 0.0 : c->mount_cpu_per_request_s + (double)len * per_byte;
         add_cpu(out, c, PERFMODEL_RES_MOUNT_CPU, (int)client, cm, mount);
+        double chain = mount; /* this request's whole cost, for a serial client */
         /* A read is served by the primary; a write goes to every copy. */
         unsigned served = w->op == PERFMODEL_READ ? 1 : w->copies;
         for (unsigned k = 0; k < served; k++) {
@@ -119,8 +120,9 @@ int perfmodel_predict(const struct perfmodel_cluster *c,
             add_cpu(out, c, PERFMODEL_RES_NODE_CPU, (int)n, nm, dcpu);
             double mbps = w->op == PERFMODEL_READ ? node->disk_read_mbps
                                                   : node->disk_write_mbps;
-            add_busy(out, PERFMODEL_RES_DISK, (int)n,
-                     seconds_for(len, mbps, whatif->disk_inf));
+            double disk = seconds_for(len, mbps, whatif->disk_inf);
+            add_busy(out, PERFMODEL_RES_DISK, (int)n, disk);
+            chain += dcpu + disk;
             if (nm != cm) { /* same machine: no network hop */
                 int from = w->op == PERFMODEL_READ ? nm : cm;
                 int to = w->op == PERFMODEL_READ ? cm : nm;
@@ -130,10 +132,13 @@ int perfmodel_predict(const struct perfmodel_cluster *c,
                          seconds_for(len, c->links[to].mbps, whatif->net_inf));
                 double lat = whatif->net_inf ? 0.0 :
                     c->links[from].latency_s + c->links[to].latency_s;
+                chain += 2 * lat + seconds_for(len, c->links[to].mbps, whatif->net_inf);
                 if (lat > max_latency)
                     max_latency = lat;
             }
         }
+        if (w->serial)
+            add_busy(out, PERFMODEL_RES_CHAIN, (int)client, chain);
     }
     /* Start-up: open (a meta round trip) and the first request's flight. */
     out->startup_s = c->meta_rtt_s + max_latency;
@@ -167,7 +172,7 @@ void perfmodel_resource_name(const struct perfmodel_resource *res,
         [PERFMODEL_RES_MOUNT_CPU] = "mount-cpu", [PERFMODEL_RES_LINK_OUT] = "link-out",
         [PERFMODEL_RES_LINK_IN] = "link-in", [PERFMODEL_RES_NODE_CPU] = "node-cpu",
         [PERFMODEL_RES_DISK] = "disk", [PERFMODEL_RES_META] = "meta",
-        [PERFMODEL_RES_MACHINE_CPU] = "machine-cpu",
+        [PERFMODEL_RES_MACHINE_CPU] = "machine-cpu", [PERFMODEL_RES_CHAIN] = "chain",
     };
     snprintf(buf, len, "%s[%d]", names[res->kind], res->index);
 }

@@ -18,7 +18,7 @@
 #define PERFMODEL_MAX_CLIENTS 64
 #define PERFMODEL_MAX_MACHINES 64
 #define PERFMODEL_MAX_RESOURCES (2 * PERFMODEL_MAX_NODES + \
-    PERFMODEL_MAX_CLIENTS + 3 * PERFMODEL_MAX_MACHINES + 1)
+    2 * PERFMODEL_MAX_CLIENTS + 3 * PERFMODEL_MAX_MACHINES + 1)
 
 /* One datanode: where it runs and what its disk and CPU cost. */
 struct perfmodel_node {
@@ -70,6 +70,11 @@ struct perfmodel_workload {
     size_t n_tiles;           /* entries of tile_nodes / tile_lens */
     const uint32_t *tile_nodes; /* NULL: round-robin */
     const uint32_t *tile_lens;  /* NULL: tile_bytes each, the last the rest */
+    /* No read-ahead: each client waits for one tile before asking for the
+     * next (Tessera's array reads load tiles on demand), so a client's
+     * requests form a chain whose time is the sum of their costs -- the
+     * paper's Formula 6, subchunk after subchunk -- not only a queue. */
+    int serial;
 };
 
 /* What-if overrides: infinitely fast disk / network / CPU. */
@@ -81,6 +86,7 @@ enum perfmodel_resource_kind {
     PERFMODEL_RES_MOUNT_CPU, PERFMODEL_RES_LINK_OUT, PERFMODEL_RES_LINK_IN,
     PERFMODEL_RES_NODE_CPU, PERFMODEL_RES_DISK, PERFMODEL_RES_META,
     PERFMODEL_RES_MACHINE_CPU,
+    PERFMODEL_RES_CHAIN,      /* a serial client's requests one by one */
 };
 
 struct perfmodel_resource {

@@ -135,7 +135,10 @@ int modelcluster_build(const struct toolmeta_node *nodes, size_t count,
         struct perfmodel_node *m = &c->nodes[c->n_nodes];
         *m = (struct perfmodel_node){
             .machine = machine,
-            .disk_read_mbps = modelcluster_disk(node->read_bytes_per_sec,
+            /* No read measured yet: reads are taken to be as fast as writes. */
+            .disk_read_mbps = modelcluster_disk(node->read_bytes_per_sec
+                                                    ? node->read_bytes_per_sec
+                                                    : node->write_bytes_per_sec,
                                                 node->throttle_bytes_per_sec, &heartbeat),
             .disk_write_mbps = modelcluster_disk(node->write_bytes_per_sec,
                                                  node->throttle_bytes_per_sec, &heartbeat),

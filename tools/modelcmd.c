@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -217,7 +218,9 @@ static int modelcmd_predict_one(const struct modelcmd_live *live, const struct m
     struct perfmodel_workload w = { .op = work->op, .bytes = work->bytes,
         .tile_bytes = work->tile_bytes, .n_clients = mounts, .copies = work->copies,
         .n_tiles = placement.n_tiles, .tile_nodes = placement.tile_nodes,
-        .tile_lens = placement.tile_lens };
+        .tile_lens = placement.tile_lens,
+        /* The mount reads array files tile by tile, on demand (fuse/readpath.c). */
+        .serial = work->is_array && work->op == PERFMODEL_READ };
     for (size_t i = 0; i < mounts; i++)
         w.client_machine[i] = run->cluster.client_machine;
     int rc = perfmodel_predict(c, &w, inf, &run->result);
@@ -235,7 +238,7 @@ static void modelcmd_resource_name(const struct modelcmd_run *run,
         [PERFMODEL_RES_MOUNT_CPU] = "mount-cpu", [PERFMODEL_RES_LINK_OUT] = "link-out",
         [PERFMODEL_RES_LINK_IN] = "link-in", [PERFMODEL_RES_NODE_CPU] = "node-cpu",
         [PERFMODEL_RES_DISK] = "disk", [PERFMODEL_RES_META] = "meta",
-        [PERFMODEL_RES_MACHINE_CPU] = "machine-cpu",
+        [PERFMODEL_RES_MACHINE_CPU] = "machine-cpu", [PERFMODEL_RES_CHAIN] = "chain",
     };
     switch (res->kind) {
     case PERFMODEL_RES_NODE_CPU:
@@ -248,6 +251,7 @@ static void modelcmd_resource_name(const struct modelcmd_run *run,
         break;
     }
     case PERFMODEL_RES_MOUNT_CPU:
+    case PERFMODEL_RES_CHAIN:
         snprintf(buf, cap, "%s[mount %d]", kinds[res->kind], res->index);
         break;
     default:
@@ -369,9 +373,13 @@ struct modelcmd_choice {
 
 static int modelcmd_by_seconds(const void *a, const void *b)
 {
-    double x = ((const struct modelcmd_choice *)a)->seconds;
-    double y = ((const struct modelcmd_choice *)b)->seconds;
-    return x < y ? -1 : x > y ? 1 : 0;
+    const struct modelcmd_choice *x = a, *y = b;
+    /* Within 1 %, the one with more datanodes (headroom), then larger tiles. */
+    if (fabs(x->seconds - y->seconds) > 0.01 * (x->seconds < y->seconds ? x->seconds : y->seconds))
+        return x->seconds < y->seconds ? -1 : 1;
+    if (x->work.nodes != y->work.nodes)
+        return x->work.nodes > y->work.nodes ? -1 : 1;
+    return x->work.tile_bytes > y->work.tile_bytes ? -1 : x->work.tile_bytes < y->work.tile_bytes;
 }
 
 /* The meshes over the array's dimensions with mesh product <= max_chunks. */

@@ -20,6 +20,8 @@
 
 #define MODELPROBE_PINGS 31
 #define MODELPROBE_WHO "tessera model calibrate"
+/* Datanodes heartbeat every second: wait that long and a half. */
+#define MODELPROBE_HEARTBEAT_WAIT_US 1500000
 
 int modelprobe_load(struct rpc_client *meta, int timeout_ms, struct modelcalib *calib)
 {
@@ -234,8 +236,18 @@ int modelprobe_calibrate(struct rpc_client *meta, int timeout_ms, const struct t
                    mount, (unsigned long long)(tiles[i] >> 10), (double)probe_bytes / 1e6,
                    write_s[i], read_s[i]);
         }
-        if (modelcluster_build(nodes, count, &calib, host, cores > 0 ? (unsigned)cores : 0, 0,
-                               &cluster) != 0) {
+        /* The fit weighs the disks as the probe left them: a heartbeat later. */
+        struct toolmeta_node *fresh = NULL;
+        size_t fresh_count = 0;
+        usleep(MODELPROBE_HEARTBEAT_WAIT_US);
+        if (toolmeta_node_list(meta, timeout_ms, &fresh, &fresh_count, NULL, 0) == TS_OK) {
+            nodes = fresh;
+            count = fresh_count;
+        }
+        int built = modelcluster_build(nodes, count, &calib, host,
+                                       cores > 0 ? (unsigned)cores : 0, 0, &cluster);
+        free(fresh);
+        if (built != 0) {
             fprintf(stderr, "%s: no datanode is up\n", MODELPROBE_WHO);
             return 1;
         }

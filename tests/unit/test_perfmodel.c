@@ -143,6 +143,31 @@ static void test_machine_cores_shared(void **state)
     assert_true(fabs(r.total_s - 0.2) < 1e-9);
 }
 
+/* Without read-ahead a client's tiles come one after another: 100 tiles
+ * of 1 MB, each 10 ms of disk (100 MB/s) plus 2 ms of mount CPU, add up
+ * to 1.2 s although the two disks overlapped would take 0.5 s. */
+static void test_serial_chain(void **state)
+{
+    (void)state;
+    struct perfmodel_cluster c;
+    two_node_cluster(&c);
+    c.mount_cpu_per_request_s = 2e-3;
+    struct perfmodel_workload w = { .op = PERFMODEL_READ, .bytes = 100000000,
+        .tile_bytes = 1000000, .n_clients = 1, .copies = 1 };
+    struct perfmodel_result r;
+    assert_int_equal(perfmodel_predict(&c, &w, NULL, &r), 0);
+    assert_true(fabs(r.total_s - 0.5) < 1e-9);
+    w.serial = 1;
+    assert_int_equal(perfmodel_predict(&c, &w, NULL, &r), 0);
+    /* Each tile also crosses the 1000 MB/s link: 1 ms more. */
+    assert_true(fabs(r.total_s - 1.3) < 1e-9);
+    assert_string_equal(bottleneck_name(&r), "chain[0]");
+    /* Two serial clients run their chains side by side. */
+    w.n_clients = 2;
+    assert_int_equal(perfmodel_predict(&c, &w, NULL, &r), 0);
+    assert_true(fabs(r.total_s - 0.65) < 1e-9);
+}
+
 static void test_rejects_bad_input(void **state)
 {
     (void)state;
@@ -180,6 +205,7 @@ int main(void)
         cmocka_unit_test(test_write_copies_sync_and_meta),
         cmocka_unit_test(test_local_read_skips_link),
         cmocka_unit_test(test_machine_cores_shared),
+        cmocka_unit_test(test_serial_chain),
         cmocka_unit_test(test_rejects_bad_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
