@@ -62,15 +62,17 @@ static int workload_valid(const struct perfmodel_cluster *c,
         if (w->client_machine[i] < 0 ||
             (size_t)w->client_machine[i] >= c->n_machines)
             return 0;
-    if (!w->tile_nodes && !w->tile_lens)
+    if (!w->tile_nodes && !w->tile_lens && !w->tile_clients)
         return 1;
     /* An explicit placement names one node per tile and covers bytes. */
-    if (w->n_tiles == 0 || (w->tile_nodes && w->tile_lens == NULL &&
+    if (w->n_tiles == 0 || ((w->tile_nodes || w->tile_clients) && w->tile_lens == NULL &&
         w->n_tiles != (w->bytes + w->tile_bytes - 1) / w->tile_bytes))
         return 0;
     uint64_t sum = 0;
     for (size_t t = 0; t < w->n_tiles; t++) {
         if (w->tile_nodes && w->tile_nodes[t] >= c->n_nodes)
+            return 0;
+        if (w->tile_clients && w->tile_clients[t] >= w->n_clients)
             return 0;
         if (w->tile_lens)
             sum += w->tile_lens[t];
@@ -101,7 +103,7 @@ int perfmodel_predict(const struct perfmodel_cluster *c,
                      : t + 1 < n_tiles ? w->tile_bytes
                                        : w->bytes - t * w->tile_bytes;
         uint64_t primary = w->tile_nodes ? w->tile_nodes[t] : t;
-        size_t client = (size_t)(t % w->n_clients);
+        size_t client = w->tile_clients ? w->tile_clients[t] : (size_t)(t % w->n_clients);
         int cm = w->client_machine[client];
         double per_byte = w->op == PERFMODEL_WRITE && c->mount_write_cpu_per_byte_s > 0.0
                               ? c->mount_write_cpu_per_byte_s : c->mount_cpu_per_byte_s;

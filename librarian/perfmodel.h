@@ -57,7 +57,8 @@ enum perfmodel_op { PERFMODEL_READ, PERFMODEL_WRITE };
  * n_clients's).  Without a placement each tile's primary is node (tile
  * index mod n_nodes) -- Tessera's round-robin linear layout; with one
  * (tile_nodes, e.g. an array's chunk homes) tile t's primary is
- * tile_nodes[t].  Copies are the nodes following the primary.  tile_lens,
+ * tile_nodes[t], and with tile_clients (a profile's accesses) its client
+ * is tile_clients[t].  Copies are the nodes following the primary.  tile_lens,
  * if given, are the tiles' own sizes (an array's edge tiles are smaller);
  * both arrays then hold n_tiles entries and bytes is their sum. */
 struct perfmodel_workload {
@@ -70,6 +71,7 @@ struct perfmodel_workload {
     size_t n_tiles;           /* entries of tile_nodes / tile_lens */
     const uint32_t *tile_nodes; /* NULL: round-robin */
     const uint32_t *tile_lens;  /* NULL: tile_bytes each, the last the rest */
+    const uint32_t *tile_clients; /* NULL: tile t is client t mod n_clients's */
     /* No read-ahead: each client waits for one tile before asking for the
      * next (Tessera's array reads load tiles on demand), so a client's
      * requests form a chain whose time is the sum of their costs -- the

@@ -116,7 +116,7 @@ int modelcluster_build(const struct toolmeta_node *nodes, size_t count,
                        const struct modelcalib *calib, const char *client_machine,
                        unsigned client_cores, size_t want_nodes, struct modelcluster *out)
 {
-    static char names[PERFMODEL_MAX_MACHINES][256];
+    char (*names)[256] = out->machines;
     size_t n_machines = 0;
     int calibrated = calib && calib->when > 0;
     int heartbeat = 0, node_calibrated = 0;
@@ -177,6 +177,16 @@ int modelcluster_build(const struct toolmeta_node *nodes, size_t count,
     out->cpu_source = node_calibrated ? MODELCLUSTER_CALIBRATED : MODELCLUSTER_DEFAULT;
     out->mount_source = calibrated ? MODELCLUSTER_CALIBRATED : MODELCLUSTER_DEFAULT;
     return 0;
+}
+
+int modelcluster_machine_index(struct modelcluster *cluster, const char *name)
+{
+    struct perfmodel_cluster *c = &cluster->model;
+    int i = modelcluster_machine(cluster->machines, &c->n_machines, name);
+    if (i >= 0 && c->links[i].mbps == 0.0)
+        c->links[i] = (struct perfmodel_link){ .latency_s = MODELCLUSTER_DEFAULT_LATENCY_S,
+                                               .mbps = MODELCLUSTER_DEFAULT_LINK_MBPS };
+    return i;
 }
 
 void modelcluster_machines(const struct modelcluster *cluster, int *out)

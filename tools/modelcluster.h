@@ -63,6 +63,7 @@ struct modelcluster {
     struct perfmodel_cluster model;
     uint32_t node_ids[PERFMODEL_MAX_NODES]; /* 0 for a what-if node */
     int client_machine;                     /* where the clients run */
+    char machines[PERFMODEL_MAX_MACHINES][256]; /* model.links[i] is machines[i]'s */
     enum modelcluster_source disk_source, cpu_source, mount_source;
 };
 
@@ -76,6 +77,10 @@ struct modelcluster {
 int modelcluster_build(const struct toolmeta_node *nodes, size_t count,
                        const struct modelcalib *calib, const char *client_machine,
                        unsigned client_cores, size_t want_nodes, struct modelcluster *out);
+
+/* The index of machine `name` (a profile's reader), added with the
+ * default link if new; -1 when the model has no room for more. */
+int modelcluster_machine_index(struct modelcluster *cluster, const char *name);
 
 /* The datanode machine indexes the placement needs (out[n_nodes]). */
 void modelcluster_machines(const struct modelcluster *cluster, int *out);

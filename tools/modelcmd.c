@@ -34,7 +34,9 @@
 #define MODELCMD_WHO "tessera model"
 #define MODELCMD_DEFAULT_TIMEOUT_MS 5000
 
-enum modelcmd_action { MODELCMD_PREDICT, MODELCMD_ADVISE, MODELCMD_CALIBRATE, MODELCMD_SHOW };
+enum modelcmd_action {
+    MODELCMD_PREDICT, MODELCMD_ADVISE, MODELCMD_CALIBRATE, MODELCMD_SHOW, MODELCMD_EXPLAIN
+};
 
 struct modelcmd_options {
     struct metatarget target;
@@ -54,6 +56,7 @@ static void modelcmd_usage(FILE *out)
             "       tessera model advise [--json] WORKLOAD | FILE\n"
             "       tessera model calibrate --mount DIR [--probe-size SIZE]\n"
             "       tessera model show [--json]\n"
+            "       tessera model explain [--json] PATH\n"
             "       (each also takes --state DIR | --meta ENDPOINT, --timeout-ms MS)\n"
             "\n"
             "Predicts how long a read or write takes on this cluster (Chen et al.'s Panda\n"
@@ -68,6 +71,9 @@ static void modelcmd_usage(FILE *out)
             "calibrate: times PINGs to meta and every datanode, writes and reads a probe\n"
             "  file in the mount DIR (--probe-size, default 64M), then stores the figures\n"
             "  in meta, as the attribute " MODELCALIB_XATTR " of the mount's root.\n"
+            "explain: predicts a profiled file's recorded reads and writes (tessera profile)\n"
+            "  as they were spread over its tiles and machines, with the disk/net/cpu=inf\n"
+            "  what-ifs that name what held it back.\n"
             "Without a calibration the model uses the datanodes' heartbeat disk rates and\n"
             "stated defaults (tessera model show lists where each figure comes from).\n"
             "\n"
@@ -106,12 +112,12 @@ static int modelcmd_parse(int argc, char **argv, struct modelcmd_options *option
     };
     static const struct cliargs_command command = {MODELCMD_WHO, modelcmd_usage, long_options,
                                                    modelcmd_take};
-    static const char *const actions[] = {"predict", "advise", "calibrate", "show"};
+    static const char *const actions[] = {"predict", "advise", "calibrate", "show", "explain"};
     size_t action = 0;
     int operands;
     int exit_code = metatarget_parse(&command, &options->target, argc, argv, options, &operands);
     if (exit_code == CLIARGS_GO_ON)
-        exit_code = cliargs_action(MODELCMD_WHO, actions, 4, argc, argv, operands, &action);
+        exit_code = cliargs_action(MODELCMD_WHO, actions, 5, argc, argv, operands, &action);
     if (exit_code != CLIARGS_GO_ON)
         return exit_code;
     options->action = (enum modelcmd_action)action;
@@ -121,7 +127,9 @@ static int modelcmd_parse(int argc, char **argv, struct modelcmd_options *option
     if (wants_workload && options->n_words == 0)
         return cliargs_usage_error(MODELCMD_WHO, "the action wants a WORKLOAD, e.g. tessera model "
                                    "predict op=read size=1G tile=1M clients=4", NULL);
-    if (!wants_workload && options->n_words > 0)
+    if (action == MODELCMD_EXPLAIN && options->n_words != 1)
+        return cliargs_usage_error(MODELCMD_WHO, "explain wants one PATH, a profiled file", NULL);
+    if (!wants_workload && action != MODELCMD_EXPLAIN && options->n_words > 0)
         return cliargs_usage_error(MODELCMD_WHO, "unexpected operand", options->words[0]);
     if (options->what_if && action != MODELCMD_PREDICT)
         return cliargs_usage_error(MODELCMD_WHO, "--what-if goes with predict", NULL);
@@ -528,6 +536,183 @@ static int modelcmd_show(const struct modelcmd_options *options, const struct mo
     return 0;
 }
 
+/* explain: one direction (op) of a profiled file's accesses as the model's workload. */
+struct modelcmd_accesses {
+    size_t n;
+    uint32_t *nodes, *lens, *clients;
+    uint64_t bytes;
+    size_t skipped; /* records of holes or of nodes not up */
+};
+
+static int modelcmd_explain_op(const struct modelcmd_options *options,
+                               const struct modelcmd_live *live, const struct toolmeta_access *rec,
+                               size_t count, const uint32_t *primary, uint64_t n_tiles,
+                               unsigned copies, enum perfmodel_op op, struct modelcmd_run *run,
+                               bool *any)
+{
+    struct modelcmd_accesses a = { 0 };
+    int rc = 1;
+    *any = false;
+    if (modelcluster_build(live->nodes, live->count, &live->calib, live->host, live->cores, 0,
+                           &run->cluster) != 0) {
+        fprintf(stderr, "%s: no datanode is up\n", MODELCMD_WHO);
+        return 1;
+    }
+    struct perfmodel_workload w = { .op = op, .tile_bytes = 1, .copies = copies };
+    a.nodes = malloc((count ? count : 1) * sizeof(uint32_t));
+    a.lens = malloc((count ? count : 1) * sizeof(uint32_t));
+    a.clients = malloc((count ? count : 1) * sizeof(uint32_t));
+    if (!a.nodes || !a.lens || !a.clients) {
+        fprintf(stderr, "%s: out of memory\n", MODELCMD_WHO);
+        goto out;
+    }
+    const struct perfmodel_cluster *c = &run->cluster.model;
+    for (size_t i = 0; i < count; i++) {
+        uint64_t bytes = op == PERFMODEL_READ ? rec[i].bytes_read : rec[i].bytes_written;
+        if (bytes == 0)
+            continue;
+        size_t node = c->n_nodes;
+        if (rec[i].tile < n_tiles)
+            for (size_t k = 0; k < c->n_nodes; k++)
+                if (run->cluster.node_ids[k] == primary[rec[i].tile] && primary[rec[i].tile])
+                    node = k;
+        int machine = modelcluster_machine_index(&run->cluster, rec[i].machine);
+        size_t client = w.n_clients;
+        for (size_t k = 0; k < w.n_clients; k++)
+            if (w.client_machine[k] == machine)
+                client = k;
+        if (client == w.n_clients && machine >= 0 && w.n_clients < PERFMODEL_MAX_CLIENTS)
+            w.client_machine[w.n_clients++] = machine;
+        if (node == c->n_nodes || machine < 0 || client >= w.n_clients || bytes > UINT32_MAX) {
+            a.skipped++;
+            continue;
+        }
+        a.nodes[a.n] = (uint32_t)node;
+        a.lens[a.n] = (uint32_t)bytes;
+        a.clients[a.n++] = (uint32_t)client;
+        a.bytes += bytes;
+    }
+    if (a.skipped)
+        fprintf(stderr, "%s: %zu %s records left out (a hole, a datanode not up, or too many "
+                "machines)\n", MODELCMD_WHO, a.skipped, op == PERFMODEL_READ ? "read" : "write");
+    rc = 0;
+    if (a.n == 0)
+        goto out;
+    if (copies > c->n_nodes)
+        w.copies = (unsigned)c->n_nodes;
+    w.bytes = a.bytes;
+    w.n_tiles = a.n;
+    w.tile_nodes = a.nodes;
+    w.tile_lens = a.lens;
+    w.tile_clients = a.clients;
+    if (perfmodel_predict(c, &w, NULL, &run->result) != 0) {
+        fprintf(stderr, "%s: the model cannot take these accesses\n", MODELCMD_WHO);
+        rc = 1;
+        goto out;
+    }
+    *any = true;
+    if (!options->json) {
+        char size[16];
+        fmt_size(a.bytes, size, sizeof(size));
+        printf("%s: %s in %zu accesses by %zu machine%s over %zu datanodes\n",
+               op == PERFMODEL_READ ? "reads" : "writes", size, a.n, w.n_clients,
+               w.n_clients == 1 ? "" : "s", c->n_nodes);
+        modelcmd_print_run(run, true);
+        static const char *const names[3] = { "disk=inf", "net=inf", "cpu=inf" };
+        for (int k = 0; k < 3; k++) {
+            struct perfmodel_whatif inf = { .disk_inf = k == 0, .net_inf = k == 1,
+                                            .cpu_inf = k == 2 };
+            struct perfmodel_result r;
+            if (perfmodel_predict(c, &w, &inf, &r) == 0)
+                printf("  what-if %s: %.3f s (%.2fx)\n", names[k], r.total_s,
+                       run->result.total_s / r.total_s);
+        }
+    }
+out:
+    free(a.nodes);
+    free(a.lens);
+    free(a.clients);
+    return rc;
+}
+
+static int modelcmd_explain(const struct modelcmd_options *options,
+                            const struct modelcmd_live *live, struct rpc_client *meta)
+{
+    static struct modelcmd_run runs[2];
+    const char *path = options->words[0];
+    int timeout = (int)options->target.timeout_ms;
+    char error_text[256] = "";
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+        fprintf(stderr, "%s: %s: not a regular file\n", MODELCMD_WHO, path);
+        return 1;
+    }
+    struct ts_attr attr;
+    struct toolmeta_access *records = NULL;
+    size_t count = 0;
+    uint32_t profiling = 0;
+    uint32_t *primary = NULL;
+    int rc = 1;
+    int status = toolmeta_getattr(meta, timeout, (uint64_t)st.st_ino, &attr);
+    if (status == TS_OK)
+        status = toolmeta_profile_all(meta, timeout, (uint64_t)st.st_ino, &records, &count,
+                                      &profiling, error_text, sizeof(error_text));
+    if (status != TS_OK) {
+        fprintf(stderr, "%s: %s: %s%s%s\n", MODELCMD_WHO, path, status_text(status),
+                error_text[0] ? ": " : "", error_text);
+        return 1;
+    }
+    if (count == 0) {
+        fprintf(stderr, "%s: %s has no recorded accesses (tessera profile start %s, then run "
+                "the application)\n", MODELCMD_WHO, path, path);
+        goto out;
+    }
+    uint64_t n_tiles = 0;
+    for (size_t i = 0; i < count; i++)
+        if (records[i].tile + 1 > n_tiles)
+            n_tiles = records[i].tile + 1;
+    primary = calloc(n_tiles, sizeof(uint32_t));
+    if (!primary) {
+        fprintf(stderr, "%s: out of memory\n", MODELCMD_WHO);
+        goto out;
+    }
+    for (uint64_t first = 0; first < n_tiles; first += TS_MAX_TILES_PER_MAP) {
+        uint32_t n = (uint32_t)(n_tiles - first < TS_MAX_TILES_PER_MAP ? n_tiles - first
+                                                                        : TS_MAX_TILES_PER_MAP);
+        static uint64_t versions[TS_MAX_TILES_PER_MAP]; /* asked for, not used */
+        status = toolmeta_tile_map(meta, timeout, (uint64_t)st.st_ino, first, n, primary + first,
+                                   versions, NULL, error_text, sizeof(error_text));
+        if (status != TS_OK) {
+            fprintf(stderr, "%s: TILE_MAP of %s: %s\n", MODELCMD_WHO, path, status_text(status));
+            goto out;
+        }
+    }
+    if (!options->json)
+        printf("%s: %zu access records, as the file is placed now\n", path, count);
+    bool any[2];
+    for (int k = 0; k < 2; k++)
+        if (modelcmd_explain_op(options, live, records, count, primary, n_tiles,
+                                attr.copies ? attr.copies : 1,
+                                k == 0 ? PERFMODEL_READ : PERFMODEL_WRITE, &runs[k], &any[k]) != 0)
+            goto out;
+    rc = 0;
+    if (options->json) {
+        json_t *root = json_object();
+        for (int k = 0; root && k < 2; k++)
+            json_object_set_new(root, k == 0 ? "read" : "write",
+                                any[k] ? modelcmd_run_json(&runs[k]) : json_null());
+        if (root && jsonname_set(root, "path", path) != 0) {
+            json_decref(root);
+            root = NULL;
+        }
+        rc = jsonname_print(stdout, root) == 0 ? 0 : 1;
+    }
+out:
+    free(primary);
+    free(records);
+    return rc;
+}
+
 int modelcmd_main(int argc, char **argv)
 {
     struct modelcmd_options options = {.target.timeout_ms = MODELCMD_DEFAULT_TIMEOUT_MS};
@@ -540,6 +725,8 @@ int modelcmd_main(int argc, char **argv)
         return exit_code;
     exit_code = options.action == MODELCMD_CALIBRATE
                     ? metatarget_resolve_path(&options.target, options.mount, MODELCMD_WHO)
+                : options.action == MODELCMD_EXPLAIN
+                    ? metatarget_resolve_path(&options.target, options.words[0], MODELCMD_WHO)
                     : metatarget_resolve(&options.target, MODELCMD_WHO);
     if (exit_code != 0)
         return exit_code;
@@ -556,6 +743,7 @@ int modelcmd_main(int argc, char **argv)
         case MODELCMD_PREDICT: exit_code = modelcmd_predict(&options, &live, &work); break;
         case MODELCMD_ADVISE: exit_code = modelcmd_advise(&options, &live, &work); break;
         case MODELCMD_SHOW: exit_code = modelcmd_show(&options, &live); break;
+        case MODELCMD_EXPLAIN: exit_code = modelcmd_explain(&options, &live, meta); break;
         case MODELCMD_CALIBRATE:
             exit_code = modelprobe_calibrate(meta, (int)options.target.timeout_ms, live.nodes,
                                              live.count, options.mount,
