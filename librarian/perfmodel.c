@@ -35,6 +35,15 @@ static void add_busy(struct perfmodel_result *out,
     out->resources[resource_slot(out, kind, index)].busy_s += s;
 }
 
+/* CPU work on a machine with a known core count also queues there. */
+static void add_cpu(struct perfmodel_result *out, const struct perfmodel_cluster *c,
+                    enum perfmodel_resource_kind kind, int index, int machine, double s)
+{
+    add_busy(out, kind, index, s);
+    if (c->machine_cores[machine] > 0)
+        add_busy(out, PERFMODEL_RES_MACHINE_CPU, machine, s / c->machine_cores[machine]);
+}
+
 static int workload_valid(const struct perfmodel_cluster *c,
                           const struct perfmodel_workload *w)
 {
@@ -53,7 +62,22 @@ static int workload_valid(const struct perfmodel_cluster *c,
         if (w->client_machine[i] < 0 ||
             (size_t)w->client_machine[i] >= c->n_machines)
             return 0;
-    return 1;
+    if (!w->tile_nodes && !w->tile_lens && !w->tile_clients)
+        return 1;
+    /* An explicit placement names one node per tile and covers bytes. */
+    if (w->n_tiles == 0 || ((w->tile_nodes || w->tile_clients) && w->tile_lens == NULL &&
+        w->n_tiles != (w->bytes + w->tile_bytes - 1) / w->tile_bytes))
+        return 0;
+    uint64_t sum = 0;
+    for (size_t t = 0; t < w->n_tiles; t++) {
+        if (w->tile_nodes && w->tile_nodes[t] >= c->n_nodes)
+            return 0;
+        if (w->tile_clients && w->tile_clients[t] >= w->n_clients)
+            return 0;
+        if (w->tile_lens)
+            sum += w->tile_lens[t];
+    }
+    return !w->tile_lens || sum == w->bytes;
 }
 
 int perfmodel_predict(const struct perfmodel_cluster *c,
@@ -68,31 +92,39 @@ int perfmodel_predict(const struct perfmodel_cluster *c,
         return -1;
     *out = (struct perfmodel_result){ 0 };
     int cpu0 = whatif->cpu_inf;
-    uint64_t n_tiles = (w->bytes + w->tile_bytes - 1) / w->tile_bytes;
+    uint64_t n_tiles = w->tile_lens ? w->n_tiles
+                                    : (w->bytes + w->tile_bytes - 1) / w->tile_bytes;
     double max_latency = 0.0;
+    unsigned char wrote[PERFMODEL_MAX_NODES] = { 0 }; /* who syncs at close */
 
     add_busy(out, PERFMODEL_RES_META, 0, 0.0);
     for (uint64_t t = 0; t < n_tiles; t++) {
-        uint64_t len = t + 1 < n_tiles ? w->tile_bytes
+        uint64_t len = w->tile_lens ? w->tile_lens[t]
+                     : t + 1 < n_tiles ? w->tile_bytes
                                        : w->bytes - t * w->tile_bytes;
-        size_t client = (size_t)(t % w->n_clients);
+        uint64_t primary = w->tile_nodes ? w->tile_nodes[t] : t;
+        size_t client = w->tile_clients ? w->tile_clients[t] : (size_t)(t % w->n_clients);
         int cm = w->client_machine[client];
-        double mount = cpu0 ? 0.0 : c->mount_cpu_per_request_s +
-                                    (double)len * c->mount_cpu_per_byte_s;
-        add_busy(out, PERFMODEL_RES_MOUNT_CPU, (int)client, mount);
+        double per_byte = w->op == PERFMODEL_WRITE && c->mount_write_cpu_per_byte_s > 0.0
+                              ? c->mount_write_cpu_per_byte_s : c->mount_cpu_per_byte_s;
+        double mount = cpu0 ? 0.0 : c->mount_cpu_per_request_s + (double)len * per_byte;
+        add_cpu(out, c, PERFMODEL_RES_MOUNT_CPU, (int)client, cm, mount);
+        double chain = mount; /* this request's whole cost, for a serial client */
         /* A read is served by the primary; a write goes to every copy. */
         unsigned served = w->op == PERFMODEL_READ ? 1 : w->copies;
         for (unsigned k = 0; k < served; k++) {
-            size_t n = (size_t)((t + k) % c->n_nodes);
+            size_t n = (size_t)((primary + k) % c->n_nodes);
             const struct perfmodel_node *node = &c->nodes[n];
+            wrote[n] = 1;
             int nm = node->machine;
             double dcpu = cpu0 ? 0.0 : node->cpu_per_request_s +
                                        (double)len * node->cpu_per_byte_s;
-            add_busy(out, PERFMODEL_RES_NODE_CPU, (int)n, dcpu);
+            add_cpu(out, c, PERFMODEL_RES_NODE_CPU, (int)n, nm, dcpu);
             double mbps = w->op == PERFMODEL_READ ? node->disk_read_mbps
                                                   : node->disk_write_mbps;
-            add_busy(out, PERFMODEL_RES_DISK, (int)n,
-                     seconds_for(len, mbps, whatif->disk_inf));
+            double disk = seconds_for(len, mbps, whatif->disk_inf);
+            add_busy(out, PERFMODEL_RES_DISK, (int)n, disk);
+            chain += dcpu + disk;
             if (nm != cm) { /* same machine: no network hop */
                 int from = w->op == PERFMODEL_READ ? nm : cm;
                 int to = w->op == PERFMODEL_READ ? cm : nm;
@@ -102,10 +134,13 @@ int perfmodel_predict(const struct perfmodel_cluster *c,
                          seconds_for(len, c->links[to].mbps, whatif->net_inf));
                 double lat = whatif->net_inf ? 0.0 :
                     c->links[from].latency_s + c->links[to].latency_s;
+                chain += 2 * lat + seconds_for(len, c->links[to].mbps, whatif->net_inf);
                 if (lat > max_latency)
                     max_latency = lat;
             }
         }
+        if (w->serial)
+            add_busy(out, PERFMODEL_RES_CHAIN, (int)client, chain);
     }
     /* Start-up: open (a meta round trip) and the first request's flight. */
     out->startup_s = c->meta_rtt_s + max_latency;
@@ -114,8 +149,8 @@ int perfmodel_predict(const struct perfmodel_cluster *c,
     out->closing_s = c->meta_rtt_s;
     if (w->op == PERFMODEL_WRITE) {
         double worst = 0.0;
-        for (size_t n = 0; n < c->n_nodes && n < n_tiles * w->copies; n++)
-            if (!whatif->disk_inf && c->nodes[n].sync_seconds > worst)
+        for (size_t n = 0; n < c->n_nodes; n++)
+            if (wrote[n] && !whatif->disk_inf && c->nodes[n].sync_seconds > worst)
                 worst = c->nodes[n].sync_seconds;
         out->closing_s += worst;
     }
@@ -139,6 +174,7 @@ void perfmodel_resource_name(const struct perfmodel_resource *res,
         [PERFMODEL_RES_MOUNT_CPU] = "mount-cpu", [PERFMODEL_RES_LINK_OUT] = "link-out",
         [PERFMODEL_RES_LINK_IN] = "link-in", [PERFMODEL_RES_NODE_CPU] = "node-cpu",
         [PERFMODEL_RES_DISK] = "disk", [PERFMODEL_RES_META] = "meta",
+        [PERFMODEL_RES_MACHINE_CPU] = "machine-cpu", [PERFMODEL_RES_CHAIN] = "chain",
     };
     snprintf(buf, len, "%s[%d]", names[res->kind], res->index);
 }

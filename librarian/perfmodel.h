@@ -18,7 +18,7 @@
 #define PERFMODEL_MAX_CLIENTS 64
 #define PERFMODEL_MAX_MACHINES 64
 #define PERFMODEL_MAX_RESOURCES (2 * PERFMODEL_MAX_NODES + \
-    PERFMODEL_MAX_CLIENTS + 2 * PERFMODEL_MAX_MACHINES + 1)
+    2 * PERFMODEL_MAX_CLIENTS + 3 * PERFMODEL_MAX_MACHINES + 1)
 
 /* One datanode: where it runs and what its disk and CPU cost. */
 struct perfmodel_node {
@@ -42,15 +42,25 @@ struct perfmodel_cluster {
     size_t n_machines;
     struct perfmodel_link links[PERFMODEL_MAX_MACHINES];
     double mount_cpu_per_request_s; /* FUSE mount CPU per tile request */
-    double mount_cpu_per_byte_s;
+    double mount_cpu_per_byte_s;    /* reads (and writes, unless below) */
+    double mount_write_cpu_per_byte_s; /* writes; 0 = mount_cpu_per_byte_s */
     double meta_rtt_s;              /* one metadata round trip */
+    /* CPUs each machine has (0 = as many as its processes want): the
+     * mounts and datanodes on one machine share them, so their CPU work
+     * also queues on the machine (a local cluster's 2 cores). */
+    unsigned machine_cores[PERFMODEL_MAX_MACHINES];
 };
 
 enum perfmodel_op { PERFMODEL_READ, PERFMODEL_WRITE };
 
-/* What is moved: clients share the file's tiles, each tile's primary is
- * node (tile index mod n_nodes) -- Tessera's round-robin linear layout --
- * and its copies are the following nodes. */
+/* What is moved: clients share the file's tiles (tile t is client t mod
+ * n_clients's).  Without a placement each tile's primary is node (tile
+ * index mod n_nodes) -- Tessera's round-robin linear layout; with one
+ * (tile_nodes, e.g. an array's chunk homes) tile t's primary is
+ * tile_nodes[t], and with tile_clients (a profile's accesses) its client
+ * is tile_clients[t].  Copies are the nodes following the primary.  tile_lens,
+ * if given, are the tiles' own sizes (an array's edge tiles are smaller);
+ * both arrays then hold n_tiles entries and bytes is their sum. */
 struct perfmodel_workload {
     enum perfmodel_op op;
     uint64_t bytes;
@@ -58,6 +68,15 @@ struct perfmodel_workload {
     size_t n_clients;
     int client_machine[PERFMODEL_MAX_CLIENTS];
     unsigned copies;          /* 1 = no replica */
+    size_t n_tiles;           /* entries of tile_nodes / tile_lens */
+    const uint32_t *tile_nodes; /* NULL: round-robin */
+    const uint32_t *tile_lens;  /* NULL: tile_bytes each, the last the rest */
+    const uint32_t *tile_clients; /* NULL: tile t is client t mod n_clients's */
+    /* No read-ahead: each client waits for one tile before asking for the
+     * next (Tessera's array reads load tiles on demand), so a client's
+     * requests form a chain whose time is the sum of their costs -- the
+     * paper's Formula 6, subchunk after subchunk -- not only a queue. */
+    int serial;
 };
 
 /* What-if overrides: infinitely fast disk / network / CPU. */
@@ -68,6 +87,8 @@ struct perfmodel_whatif {
 enum perfmodel_resource_kind {
     PERFMODEL_RES_MOUNT_CPU, PERFMODEL_RES_LINK_OUT, PERFMODEL_RES_LINK_IN,
     PERFMODEL_RES_NODE_CPU, PERFMODEL_RES_DISK, PERFMODEL_RES_META,
+    PERFMODEL_RES_MACHINE_CPU,
+    PERFMODEL_RES_CHAIN,      /* a serial client's requests one by one */
 };
 
 struct perfmodel_resource {

@@ -18,6 +18,7 @@
 #include "down.h"
 #include "filelayout.h"
 #include "log.h"
+#include "modelcmd.h"
 #include "nodeadmin.h"
 #include "version.h"
 #include "scrubrun.h"
@@ -58,6 +59,7 @@ static const struct tessera_command tessera_commands[] = {
     {"profile", profile_main, "count who accesses which tiles: start, stop, reset, show"},
     {"rebalance", rebalance_main, "move tiles to their users: plan, apply, status, abort"},
     {"place", place_main, "where Load Balance Matching would serve the files under a path"},
+    {"model", modelcmd_main, "predict a read or write, name its bottleneck, advise a layout"},
     {"keys", keyscmd_main, "the cluster's CURVE keys: init, add, list, revoke"},
     {"config", configcmd_main, "check a daemon's configuration file: check FILE"},
 };

@@ -119,6 +119,55 @@ static void test_local_read_skips_link(void **state)
     assert_true(fabs(r.total_s - 0.1) < 1e-9);
 }
 
+/* Two mounts and two datanodes on one 2-core machine: each process's CPU
+ * is below the machine's, but together they queue on its two cores. */
+static void test_machine_cores_shared(void **state)
+{
+    (void)state;
+    struct perfmodel_cluster c;
+    two_node_cluster(&c);
+    c.nodes[0].machine = c.nodes[1].machine = 0;
+    c.nodes[0].disk_read_mbps = c.nodes[1].disk_read_mbps = 0; /* page cache */
+    c.mount_cpu_per_byte_s = 1e-9;
+    c.nodes[0].cpu_per_byte_s = c.nodes[1].cpu_per_byte_s = 1e-9;
+    c.machine_cores[0] = 2;
+    struct perfmodel_workload w = { .op = PERFMODEL_READ, .bytes = 400000000,
+        .tile_bytes = 1000000, .n_clients = 2, .copies = 1 };
+    struct perfmodel_result r;
+    assert_int_equal(perfmodel_predict(&c, &w, NULL, &r), 0);
+    /* Each mount 0.2 s, each node 0.2 s; 0.8 s of CPU on 2 cores: 0.4 s. */
+    assert_true(fabs(r.total_s - 0.4) < 1e-9);
+    assert_string_equal(bottleneck_name(&r), "machine-cpu[0]");
+    c.machine_cores[0] = 0;
+    assert_int_equal(perfmodel_predict(&c, &w, NULL, &r), 0);
+    assert_true(fabs(r.total_s - 0.2) < 1e-9);
+}
+
+/* Without read-ahead a client's tiles come one after another: 100 tiles
+ * of 1 MB, each 10 ms of disk (100 MB/s) plus 2 ms of mount CPU, add up
+ * to 1.2 s although the two disks overlapped would take 0.5 s. */
+static void test_serial_chain(void **state)
+{
+    (void)state;
+    struct perfmodel_cluster c;
+    two_node_cluster(&c);
+    c.mount_cpu_per_request_s = 2e-3;
+    struct perfmodel_workload w = { .op = PERFMODEL_READ, .bytes = 100000000,
+        .tile_bytes = 1000000, .n_clients = 1, .copies = 1 };
+    struct perfmodel_result r;
+    assert_int_equal(perfmodel_predict(&c, &w, NULL, &r), 0);
+    assert_true(fabs(r.total_s - 0.5) < 1e-9);
+    w.serial = 1;
+    assert_int_equal(perfmodel_predict(&c, &w, NULL, &r), 0);
+    /* Each tile also crosses the 1000 MB/s link: 1 ms more. */
+    assert_true(fabs(r.total_s - 1.3) < 1e-9);
+    assert_string_equal(bottleneck_name(&r), "chain[0]");
+    /* Two serial clients run their chains side by side. */
+    w.n_clients = 2;
+    assert_int_equal(perfmodel_predict(&c, &w, NULL, &r), 0);
+    assert_true(fabs(r.total_s - 0.65) < 1e-9);
+}
+
 static void test_rejects_bad_input(void **state)
 {
     (void)state;
@@ -134,6 +183,18 @@ static void test_rejects_bad_input(void **state)
     w.copies = 1;
     w.client_machine[0] = 7; /* no such machine */
     assert_int_equal(perfmodel_predict(&c, &w, NULL, &r), -1);
+    w.client_machine[0] = 0;
+    /* An explicit placement must name real nodes and sum to bytes. */
+    uint32_t nodes[2] = { 0, 2 }, lens[2] = { 1, 1 };
+    w.bytes = 2;
+    w.n_tiles = 2;
+    w.tile_nodes = nodes;
+    w.tile_lens = lens;
+    assert_int_equal(perfmodel_predict(&c, &w, NULL, &r), -1);
+    nodes[1] = 1;
+    assert_int_equal(perfmodel_predict(&c, &w, NULL, &r), 0);
+    w.bytes = 3;
+    assert_int_equal(perfmodel_predict(&c, &w, NULL, &r), -1);
 }
 
 int main(void)
@@ -143,6 +204,8 @@ int main(void)
         cmocka_unit_test(test_mount_cpu_bottleneck),
         cmocka_unit_test(test_write_copies_sync_and_meta),
         cmocka_unit_test(test_local_read_skips_link),
+        cmocka_unit_test(test_machine_cores_shared),
+        cmocka_unit_test(test_serial_chain),
         cmocka_unit_test(test_rejects_bad_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

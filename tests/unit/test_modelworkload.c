@@ -1,0 +1,249 @@
+/* Unit tests for tools/modelworkload.c, tools/modelcluster.c and the pure
+ * fit of tools/modelprobe.c: what `tessera model` is asked and told. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "modelcluster.h"
+#include "modelprobe.h"
+#include "modelworkload.h"
+
+static void test_words(void **state)
+{
+    (void)state;
+    struct modelworkload w;
+    char err[256];
+    char *words[] = { "op=write", "size=1G", "tile=256K", "clients=4", "nodes=3", "copies=2",
+                      "mounts=2" };
+    modelworkload_init(&w);
+    assert_int_equal(modelworkload_parse_words(&w, 7, words, err, sizeof(err)), 0);
+    assert_int_equal(w.op, PERFMODEL_WRITE);
+    assert_int_equal(w.bytes, 1ull << 30);
+    assert_int_equal(w.tile_bytes, 256u << 10);
+    assert_int_equal(w.clients, 4);
+    assert_int_equal(w.nodes, 3);
+    assert_int_equal(w.copies, 2);
+    assert_int_equal(w.mounts, 2);
+    assert_int_equal(w.is_array, 0);
+
+    char *bad[][1] = { { "op=append" }, { "size=lots" }, { "tile=0" }, { "clients=0" },
+                       { "copies=99" }, { "colour=red" }, { "nodes" }, { "=4" },
+                       { "layout=array:4x4" }, { "layout=array:4x4:f33" },
+                       { "layout=array:4x4:f32:mesh=9" }, { "layout=striped" } };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        modelworkload_init(&w);
+        err[0] = '\0';
+        assert_int_equal(modelworkload_parse_words(&w, 1, bad[i], err, sizeof(err)), -1);
+        assert_true(err[0] != '\0');
+    }
+}
+
+/* An array's size is its shape's; its tiles go to their chunks' homes. */
+static void test_array_placement(void **state)
+{
+    (void)state;
+    struct modelworkload w;
+    char err[256];
+    char *words[] = { "layout=array:4096x4096:f32:mesh=2x2", "tile=1M" };
+    modelworkload_init(&w);
+    assert_int_equal(modelworkload_parse_words(&w, 2, words, err, sizeof(err)), 0);
+    assert_int_equal(w.is_array, 1);
+    assert_int_equal(w.bytes, 4096ull * 4096 * 4);
+    char *sized[] = { "size=1G" };
+    assert_int_equal(modelworkload_parse_words(&w, 1, sized, err, sizeof(err)), -1);
+
+    /* Four nodes on four machines: the 2x2 mesh's four chunks, one each. */
+    int machines[4] = { 0, 1, 2, 3 };
+    struct modelplacement p;
+    assert_int_equal(modelworkload_place(&w, machines, 4, &p, err, sizeof(err)), 0);
+    assert_int_equal(p.n_tiles, 64);
+    unsigned per_node[4] = { 0 };
+    uint64_t sum = 0;
+    for (size_t t = 0; t < p.n_tiles; t++) {
+        assert_true(p.tile_nodes[t] < 4);
+        per_node[p.tile_nodes[t]]++;
+        sum += p.tile_lens[t];
+    }
+    assert_int_equal(sum, w.bytes);
+    for (int n = 0; n < 4; n++)
+        assert_int_equal(per_node[n], 16);
+    modelplacement_free(&p);
+
+    /* A 2x1 mesh over four nodes: two chunks, so two nodes idle -- the
+     * load the model sees is the placement's, not round-robin's. */
+    char *narrow[] = { "layout=array:4096x4096:f32:mesh=2x1" };
+    assert_int_equal(modelworkload_parse_words(&w, 1, narrow, err, sizeof(err)), 0);
+    assert_int_equal(modelworkload_place(&w, machines, 4, &p, err, sizeof(err)), 0);
+    memset(per_node, 0, sizeof(per_node));
+    for (size_t t = 0; t < p.n_tiles; t++)
+        per_node[p.tile_nodes[t]]++;
+    int used = 0;
+    for (int n = 0; n < 4; n++)
+        used += per_node[n] > 0;
+    assert_int_equal(used, 2);
+    modelplacement_free(&p);
+
+    /* Linear: no explicit placement. */
+    modelworkload_init(&w);
+    assert_int_equal(modelworkload_place(&w, machines, 4, &p, err, sizeof(err)), 0);
+    assert_null(p.tile_nodes);
+}
+
+static void test_file(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/test_modelworkload.XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    const char text[] = "[workload]\nop = write\nsize = 64M\nclients = 2\n";
+    assert_int_equal(write(fd, text, sizeof(text) - 1), (ssize_t)(sizeof(text) - 1));
+    close(fd);
+    struct modelworkload w;
+    char err[256];
+    modelworkload_init(&w);
+    int rc = modelworkload_read_file(&w, path, err, sizeof(err));
+    assert_int_equal(rc, 0);
+    assert_int_equal(w.op, PERFMODEL_WRITE);
+    assert_int_equal(w.bytes, 64u << 20);
+    assert_int_equal(w.clients, 2);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("[workload]\nop = read\nspeed = 9\n", f);
+    fclose(f);
+    rc = modelworkload_read_file(&w, path, err, sizeof(err));
+    unlink(path);
+    assert_int_equal(rc, -1);
+    assert_non_null(strstr(err, ":3: unknown key speed"));
+    assert_int_equal(modelworkload_read_file(&w, "/nonexistent/w.ini", err, sizeof(err)), -1);
+}
+
+static void test_whatif(void **state)
+{
+    (void)state;
+    struct modelwhatif wi = { 0 };
+    char err[256];
+    assert_int_equal(modelwhatif_parse("disk=inf,net=inf,nodes=8,tile=4M", &wi, err, sizeof(err)), 0);
+    assert_true(wi.inf.disk_inf && wi.inf.net_inf && !wi.inf.cpu_inf);
+    assert_int_equal(wi.nodes, 8);
+    assert_int_equal(wi.tile_bytes, 4u << 20);
+    struct modelworkload w;
+    modelworkload_init(&w);
+    modelwhatif_apply(&wi, &w);
+    assert_int_equal(w.nodes, 8);
+    assert_int_equal(w.tile_bytes, 4u << 20);
+    assert_int_equal(modelwhatif_parse("disk=fast", &wi, err, sizeof(err)), -1);
+    assert_int_equal(modelwhatif_parse("nodes=0", &wi, err, sizeof(err)), -1);
+}
+
+static void test_calib_record(void **state)
+{
+    (void)state;
+    struct modelcalib in = { .when = 1764300000, .mount_per_request_s = 2e-4,
+        .mount_read_per_byte_s = 1.5e-9, .mount_write_per_byte_s = 3e-9, .meta_rtt_s = 1e-4,
+        .n_nodes = 2 };
+    in.nodes[0] = (struct modelcalib_node){ 3, 5e-5, 1e-9, 0.01 };
+    in.nodes[1] = (struct modelcalib_node){ 9, 6e-5, 2e-9, 0.02 };
+    char text[MODELCALIB_TEXT_MAX];
+    assert_int_equal(modelcalib_format(&in, text, sizeof(text)), 0);
+    struct modelcalib out;
+    assert_int_equal(modelcalib_parse(text, strlen(text), &out), 0);
+    assert_int_equal(out.when, in.when);
+    assert_int_equal(out.n_nodes, 2);
+    assert_int_equal(out.nodes[1].id, 9);
+    assert_true(fabs(out.mount_write_per_byte_s - 3e-9) < 1e-18);
+    assert_true(fabs(out.nodes[1].sync_s - 0.02) < 1e-12);
+    /* From the wire: anything malformed is refused, never half-taken. */
+    const char *bad[] = { "", "tessera-model 2\nwhen 1\nmount 0 0 0\nmeta 0\n",
+                          "tessera-model 1\nwhen 1\nmount 0 0\nmeta 0\n",
+                          "tessera-model 1\nwhen 1\nmount 0 0 0\nmeta -1\n",
+                          "tessera-model 1\nwhen 1\nmount 0 0 0\nmeta nan\n",
+                          "tessera-model 1\nwhen 1\nmount 0 0 0\nmeta 0\nnode 1 0 0\n",
+                          "tessera-model 1\nmount 0 0 0\nmeta 0\n" };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(modelcalib_parse(bad[i], strlen(bad[i]), &out), -1);
+    assert_int_equal(modelcalib_parse("tessera-model 1\0", 16, &out), -1);
+    assert_int_equal(modelcalib_format(&in, text, 20), -1);
+}
+
+static struct toolmeta_node node_on(uint32_t id, const char *machine, uint64_t read_bps,
+                                    uint64_t throttle)
+{
+    struct toolmeta_node n = { .id = id, .state = TS_NODE_UP, .read_bytes_per_sec = read_bps,
+                               .write_bytes_per_sec = read_bps,
+                               .throttle_bytes_per_sec = throttle };
+    snprintf(n.machine, sizeof(n.machine), "%s", machine);
+    return n;
+}
+
+static void test_cluster_sources(void **state)
+{
+    (void)state;
+    static struct modelcluster c;
+    struct toolmeta_node nodes[3] = { node_on(1, "a", 500000000, 0),
+                                      node_on(2, "b", 500000000, 40000000),
+                                      node_on(3, "b", 0, 0) };
+    nodes[2].state = TS_NODE_DOWN;
+    assert_int_equal(modelcluster_build(nodes, 3, NULL, "a", 2, 0, &c), 0);
+    assert_int_equal(c.model.n_nodes, 2); /* the down node is left out */
+    assert_int_equal(c.node_ids[1], 2);
+    assert_true(fabs(c.model.nodes[0].disk_read_mbps - 500) < 1e-9);
+    assert_true(fabs(c.model.nodes[1].disk_read_mbps - 40) < 1e-9); /* its throttle */
+    assert_int_equal(c.disk_source, MODELCLUSTER_HEARTBEAT);
+    assert_int_equal(c.cpu_source, MODELCLUSTER_DEFAULT);
+    assert_int_equal(c.client_machine, 0);
+    assert_int_equal(c.model.machine_cores[0], 2);
+    assert_true(fabs(c.model.meta_rtt_s - MODELCLUSTER_DEFAULT_META_RTT_S) < 1e-12);
+
+    struct modelcalib calib = { .when = 5, .mount_per_request_s = 1e-5, .meta_rtt_s = 7e-5,
+                                .n_nodes = 1 };
+    calib.nodes[0] = (struct modelcalib_node){ 2, 3e-5, 1e-9, 0.02 };
+    assert_int_equal(modelcluster_build(nodes, 3, &calib, "elsewhere", 0, 5, &c), 0);
+    assert_int_equal(c.model.n_nodes, 5); /* nodes=5: the two, repeated */
+    assert_int_equal(c.node_ids[3], 0);
+    assert_true(fabs(c.model.nodes[1].cpu_per_request_s - 3e-5) < 1e-15);
+    assert_true(fabs(c.model.nodes[0].cpu_per_request_s - MODELCLUSTER_DEFAULT_NODE_REQUEST_S) <
+                1e-15);
+    assert_int_equal(c.cpu_source, MODELCLUSTER_CALIBRATED);
+    assert_int_equal(c.client_machine, 2); /* a third machine */
+    assert_true(fabs(c.model.meta_rtt_s - 7e-5) < 1e-15);
+    nodes[0].state = nodes[1].state = TS_NODE_DOWN;
+    assert_int_equal(modelcluster_build(nodes, 3, NULL, "a", 2, 0, &c), -1);
+}
+
+/* The fit gives back the per-byte cost that produced a time. */
+static void test_fit_mount(void **state)
+{
+    (void)state;
+    static struct modelcluster c;
+    struct toolmeta_node nodes[2] = { node_on(1, "a", 1000000000, 0),
+                                      node_on(2, "a", 1000000000, 0) };
+    assert_int_equal(modelcluster_build(nodes, 2, NULL, "a", 0, 0, &c), 0);
+    struct perfmodel_cluster m = c.model;
+    m.mount_cpu_per_byte_s = 4e-9;
+    struct perfmodel_workload w = { .op = PERFMODEL_READ, .bytes = 64u << 20,
+        .tile_bytes = 1u << 20, .n_clients = 1, .copies = 1 };
+    struct perfmodel_result r;
+    assert_int_equal(perfmodel_predict(&m, &w, NULL, &r), 0);
+    assert_int_equal(r.resources[r.bottleneck].kind, PERFMODEL_RES_MOUNT_CPU);
+    double fit = modelprobe_fit_mount(&c.model, PERFMODEL_READ, 64u << 20, 1u << 20, 0, r.total_s);
+    assert_true(fabs(fit - 4e-9) < 1e-15);
+    /* A time the disks alone explain fits nothing. */
+    assert_true(modelprobe_fit_mount(&c.model, PERFMODEL_READ, 64u << 20, 1u << 20, 0, 1e-3) < 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_words),         cmocka_unit_test(test_array_placement),
+        cmocka_unit_test(test_file),          cmocka_unit_test(test_whatif),
+        cmocka_unit_test(test_calib_record),  cmocka_unit_test(test_cluster_sources),
+        cmocka_unit_test(test_fit_mount),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

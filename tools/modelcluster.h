@@ -1,0 +1,88 @@
+/*
+ * @file modelcluster.h
+ * The cluster the performance model (perfmodel.h) is given: the up
+ * datanodes meta lists, with, for each figure, the best source there is --
+ * the calibration `tessera model calibrate` stored in meta, else what the
+ * datanodes measure and send in heartbeats (disk MB/s, a throttle), else
+ * the stated defaults below.  Also the calibration record itself, kept as
+ * the root directory's attribute MODELCALIB_XATTR in meta's store, as
+ * text:
+ *
+ *   tessera-model 1
+ *   when UNIX_SECONDS
+ *   mount PER_REQUEST_S READ_PER_BYTE_S WRITE_PER_BYTE_S
+ *   meta RTT_S
+ *   node ID PER_REQUEST_S PER_BYTE_S SYNC_S
+ */
+#ifndef TESSERA_TOOLS_MODELCLUSTER_H
+#define TESSERA_TOOLS_MODELCLUSTER_H
+
+#include "perfmodel.h"
+#include "toolmeta.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MODELCALIB_XATTR "user.tessera.model"
+#define MODELCALIB_TEXT_MAX 8192
+
+/* Defaults when neither calibration nor heartbeats say (a 2020s server). */
+#define MODELCLUSTER_DEFAULT_DISK_MBPS 200.0
+#define MODELCLUSTER_DEFAULT_SYNC_S 0.005
+#define MODELCLUSTER_DEFAULT_NODE_REQUEST_S 100e-6
+#define MODELCLUSTER_DEFAULT_NODE_BYTE_S 0.5e-9
+#define MODELCLUSTER_DEFAULT_MOUNT_REQUEST_S 200e-6
+#define MODELCLUSTER_DEFAULT_MOUNT_BYTE_S 2e-9
+#define MODELCLUSTER_DEFAULT_META_RTT_S 300e-6
+#define MODELCLUSTER_DEFAULT_LINK_MBPS 1000.0
+#define MODELCLUSTER_DEFAULT_LATENCY_S 50e-6
+
+struct modelcalib_node {
+    uint32_t id;
+    double cpu_per_request_s, cpu_per_byte_s, sync_s;
+};
+
+struct modelcalib {
+    int64_t when; /* 0: no calibration */
+    double mount_per_request_s, mount_read_per_byte_s, mount_write_per_byte_s;
+    double meta_rtt_s;
+    size_t n_nodes;
+    struct modelcalib_node nodes[PERFMODEL_MAX_NODES];
+};
+
+/* The record as text into out; -1 if cap is too small. */
+int modelcalib_format(const struct modelcalib *calib, char *out, size_t cap);
+
+/* Parses len bytes of text (from the wire: checked, no NUL needed). 0 or -1. */
+int modelcalib_parse(const char *text, size_t len, struct modelcalib *calib);
+
+/* Where each figure of the built cluster came from. */
+enum modelcluster_source { MODELCLUSTER_DEFAULT, MODELCLUSTER_HEARTBEAT, MODELCLUSTER_CALIBRATED };
+
+struct modelcluster {
+    struct perfmodel_cluster model;
+    uint32_t node_ids[PERFMODEL_MAX_NODES]; /* 0 for a what-if node */
+    int client_machine;                     /* where the clients run */
+    char machines[PERFMODEL_MAX_MACHINES][256]; /* model.links[i] is machines[i]'s */
+    enum modelcluster_source disk_source, cpu_source, mount_source;
+};
+
+/*
+ * From meta's nodes (only up, active ones count), the calibration (may be
+ * NULL or have when 0), the machine the clients run on and its core count
+ * (0: unknown), with want_nodes datanodes (0: all of them; more than there
+ * are: copies of the existing ones on their machines, the what-if
+ * nodes=N).  Returns 0, or -1 when no datanode is up.
+ */
+int modelcluster_build(const struct toolmeta_node *nodes, size_t count,
+                       const struct modelcalib *calib, const char *client_machine,
+                       unsigned client_cores, size_t want_nodes, struct modelcluster *out);
+
+/* The index of machine `name` (a profile's reader), added with the
+ * default link if new; -1 when the model has no room for more. */
+int modelcluster_machine_index(struct modelcluster *cluster, const char *name);
+
+/* The datanode machine indexes the placement needs (out[n_nodes]). */
+void modelcluster_machines(const struct modelcluster *cluster, int *out);
+
+#endif

@@ -1,0 +1,280 @@
+/*
+ * @file modelprobe.c
+ * See modelprobe.h.
+ */
+#include "modelprobe.h"
+
+#include "proto.h"
+#include "status.h"
+#include "tile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MODELPROBE_PINGS 31
+#define MODELPROBE_WHO "tessera model calibrate"
+/* Datanodes heartbeat every second: wait that long and a half. */
+#define MODELPROBE_HEARTBEAT_WAIT_US 1500000
+
+int modelprobe_load(struct rpc_client *meta, int timeout_ms, struct modelcalib *calib)
+{
+    struct ts_getxattr_req request = { .ino = TS_ROOT_INO,
+        .name = { MODELCALIB_XATTR, (uint32_t)strlen(MODELCALIB_XATTR) } };
+    uint8_t payload[512];
+    struct rpc_reply reply;
+    struct ts_getxattr_rep answer;
+    *calib = (struct modelcalib){ 0 };
+    int len = ts_getxattr_req_encode(&request, payload, sizeof(payload));
+    if (len < 0)
+        return TS_ERR_INTERNAL;
+    int status = rpc_client_call(meta, TS_OP_GETXATTR, payload, (size_t)len, NULL, 0, timeout_ms,
+                                 &reply);
+    if (status == TS_OK && (ts_getxattr_rep_decode(&answer, reply.payload, reply.payload_len) != 0 ||
+                            modelcalib_parse(answer.value.ptr, answer.value.len, calib) != 0)) {
+        *calib = (struct modelcalib){ 0 };
+        status = TS_ERR_BADMSG;
+    }
+    rpc_reply_release(&reply);
+    return status;
+}
+
+int modelprobe_store(const char *mount, const struct modelcalib *calib)
+{
+    static char text[MODELCALIB_TEXT_MAX];
+    if (modelcalib_format(calib, text, sizeof(text)) != 0)
+        return -ERANGE;
+    return setxattr(mount, MODELCALIB_XATTR, text, strlen(text), 0) == 0 ? 0 : -errno;
+}
+
+double modelprobe_fit_mount(const struct perfmodel_cluster *cluster, enum perfmodel_op op,
+                            uint64_t bytes, uint64_t tile_bytes, int client_machine,
+                            double measured_s)
+{
+    static struct perfmodel_result result;
+    struct perfmodel_cluster c = *cluster;
+    c.mount_cpu_per_byte_s = 0.0;
+    c.mount_write_cpu_per_byte_s = 0.0;
+    struct perfmodel_workload w = { .op = op, .bytes = bytes, .tile_bytes = tile_bytes,
+                                    .n_clients = 1, .client_machine = { client_machine },
+                                    .copies = 1 };
+    if (perfmodel_predict(&c, &w, NULL, &result) != 0 || measured_s <= result.total_s)
+        return -1.0;
+    uint64_t tiles = (bytes + tile_bytes - 1) / tile_bytes;
+    double mount_busy = measured_s - result.startup_s - result.closing_s -
+                        (double)tiles * c.mount_cpu_per_request_s;
+    return mount_busy > 0.0 ? mount_busy / (double)bytes : -1.0;
+}
+
+static double modelprobe_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int modelprobe_by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The median PING round trip to endpoint in seconds, or -1. */
+static double modelprobe_ping(const char *endpoint, struct rpc_client *reuse, int timeout_ms)
+{
+    struct rpc_client *client = reuse ? reuse : rpc_client_new(endpoint);
+    double rtt[MODELPROBE_PINGS];
+    size_t n = 0;
+    if (!client)
+        return -1.0;
+    for (int i = 0; i < MODELPROBE_PINGS + 1; i++) {
+        struct rpc_reply reply;
+        double start = modelprobe_now();
+        int status = rpc_client_call(client, TS_OP_PING, NULL, 0, NULL, 0, timeout_ms, &reply);
+        double took = modelprobe_now() - start;
+        rpc_reply_release(&reply);
+        if (status != TS_OK)
+            break;
+        if (i > 0) /* the first one pays the connection */
+            rtt[n++] = took;
+    }
+    if (!reuse)
+        rpc_client_destroy(&client);
+    if (n == 0)
+        return -1.0;
+    qsort(rtt, n, sizeof(rtt[0]), modelprobe_by_value);
+    return rtt[n / 2];
+}
+
+/* Writes (with fsync) then reads back probe_bytes in dir; the better of two runs each. */
+static int modelprobe_file(const char *dir, uint64_t probe_bytes, double *write_s, double *read_s)
+{
+    char path[4096 + 16];
+    size_t chunk = 1u << 20;
+    char *buf = malloc(chunk);
+    int rc = -1;
+    if (!buf)
+        return -1;
+    for (size_t i = 0; i < chunk; i++)
+        buf[i] = (char)(i * 131u + 7u);
+    snprintf(path, sizeof(path), "%s/probe", dir);
+    *write_s = *read_s = 1e30;
+    for (int run = 0; run < 2; run++) {
+        double start = modelprobe_now();
+        int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
+        if (fd < 0)
+            goto out;
+        for (uint64_t done = 0; done < probe_bytes; done += chunk)
+            if (write(fd, buf, chunk) != (ssize_t)chunk) {
+                close(fd);
+                goto out;
+            }
+        if (fsync(fd) != 0 || close(fd) != 0)
+            goto out;
+        double took = modelprobe_now() - start;
+        if (took < *write_s)
+            *write_s = took;
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            goto out;
+        /* Not from the page cache the write left: from the datanodes. */
+        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        start = modelprobe_now();
+        uint64_t got = 0;
+        ssize_t n;
+        while ((n = read(fd, buf, chunk)) > 0)
+            got += (uint64_t)n;
+        took = modelprobe_now() - start;
+        close(fd);
+        if (n != 0 || got != probe_bytes)
+            goto out;
+        if (took < *read_s)
+            *read_s = took;
+    }
+    rc = 0;
+out:
+    if (rc != 0)
+        fprintf(stderr, "%s: the probe file %s failed: %s\n", MODELPROBE_WHO, path,
+                strerror(errno));
+    unlink(path);
+    free(buf);
+    return rc;
+}
+
+/* A probe directory under mount whose files have tile_bytes tiles, round-robin. */
+static int modelprobe_dir(const char *mount, uint64_t tile_bytes, char *dir, size_t cap)
+{
+    char layout[64];
+    snprintf(dir, cap, "%s/.tessera-model-probe.%ld.%llu", mount, (long)getpid(),
+             (unsigned long long)tile_bytes);
+    snprintf(layout, sizeof(layout), "tile=%lluK placement=roundrobin",
+             (unsigned long long)(tile_bytes >> 10));
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return -1;
+    if (setxattr(dir, "user.tessera.layout", layout, strlen(layout), 0) != 0) {
+        rmdir(dir);
+        return -1;
+    }
+    return 0;
+}
+
+int modelprobe_calibrate(struct rpc_client *meta, int timeout_ms, const struct toolmeta_node *nodes,
+                         size_t count, const char *mount, uint64_t probe_bytes)
+{
+    static struct modelcalib calib;
+    static struct modelcluster cluster;
+    calib = (struct modelcalib){ .when = (int64_t)time(NULL),
+        .mount_per_request_s = MODELCLUSTER_DEFAULT_MOUNT_REQUEST_S,
+        .mount_read_per_byte_s = MODELCLUSTER_DEFAULT_MOUNT_BYTE_S,
+        .mount_write_per_byte_s = MODELCLUSTER_DEFAULT_MOUNT_BYTE_S };
+    calib.meta_rtt_s = modelprobe_ping(NULL, meta, timeout_ms);
+    if (calib.meta_rtt_s < 0) {
+        fprintf(stderr, "%s: meta does not answer PING\n", MODELPROBE_WHO);
+        return 1;
+    }
+    printf("meta: %.1f us per round trip\n", calib.meta_rtt_s * 1e6);
+    for (size_t i = 0; i < count && calib.n_nodes < PERFMODEL_MAX_NODES; i++) {
+        if (nodes[i].state != TS_NODE_UP || nodes[i].admin != TS_NODE_ACTIVE)
+            continue;
+        double rtt = modelprobe_ping(nodes[i].address, NULL, timeout_ms);
+        if (rtt < 0) {
+            fprintf(stderr, "%s: datanode %u at %s does not answer PING; left out\n",
+                    MODELPROBE_WHO, nodes[i].id, nodes[i].address);
+            continue;
+        }
+        calib.nodes[calib.n_nodes++] = (struct modelcalib_node){ .id = nodes[i].id,
+            .cpu_per_request_s = rtt / 2, .cpu_per_byte_s = MODELCLUSTER_DEFAULT_NODE_BYTE_S,
+            .sync_s = MODELCLUSTER_DEFAULT_SYNC_S };
+        printf("datanode %u: %.1f us per round trip\n", nodes[i].id, rtt * 1e6);
+    }
+    {
+        /* Two tile sizes tell the mount's per-request cost from its per-byte cost. */
+        static const uint64_t tiles[2] = { 1u << 20, 128u << 10 };
+        double write_s[2], read_s[2];
+        char host[256] = "localhost";
+        gethostname(host, sizeof(host));
+        host[sizeof(host) - 1] = '\0';
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        for (int i = 0; i < 2; i++) {
+            char dir[4096];
+            if (modelprobe_dir(mount, tiles[i], dir, sizeof(dir)) != 0) {
+                fprintf(stderr, "%s: cannot make the probe directory %s: %s\n", MODELPROBE_WHO,
+                        dir, strerror(errno));
+                return 1;
+            }
+            int rc = modelprobe_file(dir, probe_bytes, &write_s[i], &read_s[i]);
+            rmdir(dir);
+            if (rc != 0)
+                return 1;
+            printf("probe through %s, %llu KiB tiles: %.1f MB written in %.3f s, read in %.3f s\n",
+                   mount, (unsigned long long)(tiles[i] >> 10), (double)probe_bytes / 1e6,
+                   write_s[i], read_s[i]);
+        }
+        /* The fit weighs the disks as the probe left them: a heartbeat later. */
+        struct toolmeta_node *fresh = NULL;
+        size_t fresh_count = 0;
+        usleep(MODELPROBE_HEARTBEAT_WAIT_US);
+        if (toolmeta_node_list(meta, timeout_ms, &fresh, &fresh_count, NULL, 0) == TS_OK) {
+            nodes = fresh;
+            count = fresh_count;
+        }
+        int built = modelcluster_build(nodes, count, &calib, host,
+                                       cores > 0 ? (unsigned)cores : 0, 0, &cluster);
+        free(fresh);
+        if (built != 0) {
+            fprintf(stderr, "%s: no datanode is up\n", MODELPROBE_WHO);
+            return 1;
+        }
+        /* Per request: what the smaller tiles cost beyond the larger ones. */
+        double extra = ((write_s[1] - write_s[0]) + (read_s[1] - read_s[0])) / 2;
+        double more_requests = (double)(probe_bytes / tiles[1]) - (double)(probe_bytes / tiles[0]);
+        cluster.model.mount_cpu_per_request_s = extra > 0 ? extra / more_requests : 0.0;
+        calib.mount_per_request_s = cluster.model.mount_cpu_per_request_s;
+        double w = modelprobe_fit_mount(&cluster.model, PERFMODEL_WRITE, probe_bytes, tiles[0],
+                                        cluster.client_machine, write_s[0]);
+        double r = modelprobe_fit_mount(&cluster.model, PERFMODEL_READ, probe_bytes, tiles[0],
+                                        cluster.client_machine, read_s[0]);
+        if (w >= 0)
+            calib.mount_write_per_byte_s = w;
+        if (r >= 0)
+            calib.mount_read_per_byte_s = r;
+        printf("mount: %.1f us per request, read %.3f ns/byte%s, write %.3f ns/byte%s\n",
+               calib.mount_per_request_s * 1e6, calib.mount_read_per_byte_s * 1e9,
+               r >= 0 ? "" : " (default: not the bottleneck)", calib.mount_write_per_byte_s * 1e9,
+               w >= 0 ? "" : " (default: not the bottleneck)");
+    }
+    int err = modelprobe_store(mount, &calib);
+    if (err != 0) {
+        fprintf(stderr, "%s: storing the calibration through %s failed: %s\n", MODELPROBE_WHO,
+                mount, strerror(-err));
+        return 1;
+    }
+    printf("stored in meta (%s); tessera model show lists it\n", MODELCALIB_XATTR);
+    return 0;
+}

@@ -1,0 +1,48 @@
+/*
+ * @file modelprobe.h
+ * `tessera model calibrate`: a few seconds of probes turned into the
+ * model's figures (modelcluster.h) and stored in meta, as the root
+ * directory's attribute MODELCALIB_XATTR, set through the mount (SETXATTR
+ * is a mount's request; an admin key may read it with GETXATTR), so no
+ * new request and no new role:
+ * - meta round trip: the median of PINGs to meta;
+ * - each datanode's per-request CPU: half the median PING round trip to
+ *   it (the other half is the tool's and the wire's);
+ * - through the mount: a probe file written (with its final fsync) and
+ *   read back, 1 MiB tiles; the mount's per-byte CPU for each
+ *   direction is what makes the model predict the probe's time when the
+ *   mount is the busiest resource (a single client usually is), left at
+ *   the default when another resource already explains the time.
+ * Datanode disk rates are not stored: they come live from heartbeats.
+ */
+#ifndef TESSERA_TOOLS_MODELPROBE_H
+#define TESSERA_TOOLS_MODELPROBE_H
+
+#include "modelcluster.h"
+#include "rpc.h"
+#include "toolmeta.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The stored calibration: TS_OK, TS_ERR_NODATA when none is stored,
+ * TS_ERR_BADMSG when it does not parse, or the call's failure. */
+int modelprobe_load(struct rpc_client *meta, int timeout_ms, struct modelcalib *calib);
+
+/* Stores calib as the attribute of the mount's root; 0 or -errno. */
+int modelprobe_store(const char *mount, const struct modelcalib *calib);
+
+/*
+ * The mount's per-byte CPU (seconds) that makes the model's prediction of
+ * a `bytes` transfer by one client on `cluster` take measured_s; -1 when
+ * the other resources already take that long.  Pure (for tests).
+ */
+double modelprobe_fit_mount(const struct perfmodel_cluster *cluster, enum perfmodel_op op,
+                            uint64_t bytes, uint64_t tile_bytes, int client_machine,
+                            double measured_s);
+
+/* Probes, stores and prints the figures; returns the exit code. */
+int modelprobe_calibrate(struct rpc_client *meta, int timeout_ms, const struct toolmeta_node *nodes,
+                         size_t count, const char *mount, uint64_t probe_bytes);
+
+#endif
