@@ -40,13 +40,14 @@ struct place_options {
     struct metatarget target;
     const char *path;
     long groups;
+    long max_copies; /* 0 = the planners' default */
     const char *topology_path;
 };
 
 static void place_usage(FILE *out)
 {
     fprintf(out,
-            "Usage: tessera place PATH [--groups M] [--topology FILE]\n"
+            "Usage: tessera place PATH [--groups M] [--topology FILE] [--max-copies N]\n"
             "                     [--state DIR | --meta ENDPOINT] [--timeout-ms MS]\n"
             "\n"
             "Shows where Load Balance Matching (tessera rebalance --policy lbm) would serve\n"
@@ -68,13 +69,16 @@ static void place_usage(FILE *out)
             "                   above its children, RATE is bytes/s with k, M or G (default\n"
             "                   125M), machines are the names datanodes and mounts report;\n"
             "                   '#' starts a comment. Default: one same-cost switch\n"
+            "  --max-copies N   holders per tile frequent and balanced may give a tile read\n"
+            "                   by several machines, as for tessera rebalance (default %d;\n"
+            "                   1 compares them with lbm's one holder per tile)\n"
             "  --state DIR      the local cluster in DIR (default: PATH's cluster)\n"
             "  --meta ENDPOINT  ask this tessera-meta, e.g. tcp://10.0.0.1:7400\n"
             "  --timeout-ms MS  how long to wait for each reply (default %d)\n"
             "  -h, --help       this help\n"
             "\n"
             "Exit status: 0 done, 1 failed, 2 usage error.\n",
-            PLACE_DEFAULT_TIMEOUT_MS);
+            PLAN_DEFAULT_MAX_COPIES, PLACE_DEFAULT_TIMEOUT_MS);
 }
 
 static int place_take(void *ctx, int option, const char *value)
@@ -89,6 +93,10 @@ static int place_take(void *ctx, int option, const char *value)
             return cliargs_usage_error(PLACE_WHO, "--groups wants 1..1000000, got", value);
         return CLIARGS_GO_ON;
     case 'o': options->topology_path = value; return CLIARGS_GO_ON;
+    case 'c':
+        if (util_parse_long(value, 1, PLAN_MAX_COPIES, &options->max_copies) != 0)
+            return cliargs_usage_error(PLACE_WHO, "--max-copies wants 1..8, got", value);
+        return CLIARGS_GO_ON;
     default: return CLIARGS_NOT_MINE;
     }
 }
@@ -99,6 +107,7 @@ static int place_parse(int argc, char **argv, struct place_options *options)
         METATARGET_LONG_OPTIONS,
         {"groups", required_argument, NULL, 'g'},
         {"topology", required_argument, NULL, 'o'},
+        {"max-copies", required_argument, NULL, 'c'},
         {"help", no_argument, NULL, CLIARGS_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -318,7 +327,10 @@ static int place_compare(const struct rebalanceinput *input, const struct plan_o
         place_remote(&cluster, &profile, sorted_map, map.count, column ? &plans[column - 1] : NULL,
                      machines, machine_count, remote + column * machine_count);
 
-    printf("\npredicted remote transfer per server (what it serves to other machines):\n");
+    uint32_t holders = options->max_copies ? options->max_copies : PLAN_DEFAULT_MAX_COPIES;
+    printf("\npredicted remote transfer per server (what it serves to other machines;\n"
+           "frequent and balanced with at most %u holder%s per tile, lbm with one):\n",
+           holders, holders == 1 ? "" : "s");
     printf("%-20s %10s %10s %10s %10s\n", "MACHINE", "NOW", "FREQUENT", "BALANCED", "LBM");
     for (size_t m = 0; m < machine_count; m++) {
         printf("%-20s", machines[m]);
@@ -353,7 +365,8 @@ static int place_run(const struct place_options *options, struct rpc_client *met
     struct rebalanceinput input;
     struct plan_lbm_assignment assignment = {0};
     struct topology topology = {0};
-    struct plan_options plan_options = {.groups = (uint32_t)options->groups};
+    struct plan_options plan_options = {.groups = (uint32_t)options->groups,
+                                        .max_copies = (uint32_t)options->max_copies};
     struct plan_cluster cluster;
     struct plan_profile profile;
     struct plan_tilemap map;

@@ -113,6 +113,18 @@ grep -Eq "^$here +[1-9][0-9.]*M +0B +[^ ]+ +0B$" "$T/place.txt" ||
     fail "place: $here's row is not 'remote now, nothing after': $(cat "$T/place.txt")"
 grep -Eq "^busiest +[1-9][0-9.]*M +0B +[^ ]+ +0B$" "$T/place.txt" ||
     fail "place: the busiest row is wrong: $(cat "$T/place.txt")"
+grep -q "frequent and balanced with at most 3 holders per tile, lbm with one" "$T/place.txt" ||
+    fail "place does not say how many holders frequent and balanced may give: $(cat "$T/place.txt")"
+# --max-copies 1 compares like with like (one holder each); each reader's
+# half moves to it under frequent, so nothing is remote there either.
+tool place "$APP" --groups 2 --max-copies 1 >"$T/place1.txt" 2>"$T/place1.err" ||
+    fail "place --max-copies 1 failed: $(cat "$T/place1.txt" "$T/place1.err")"
+grep -q "frequent and balanced with at most 1 holder per tile" "$T/place1.txt" ||
+    fail "place --max-copies 1 does not say so: $(cat "$T/place1.txt")"
+grep -Eq "^busiest +[1-9][0-9.]*M +0B +[^ ]+ +0B$" "$T/place1.txt" ||
+    fail "place --max-copies 1: the busiest row is wrong: $(cat "$T/place1.txt")"
+tool place "$APP" --max-copies 9 >/dev/null 2>"$T/place9.err" && fail "place took --max-copies 9"
+grep -q "max-copies wants 1..8" "$T/place9.err" || fail "no clear error for --max-copies 9: $(cat "$T/place9.err")"
 
 # ---- 3. rebalance --policy lbm ---------------------------------------------------
 tool rebalance plan "$APP" --policy lbm --groups 2 >"$T/plan.txt" || fail "plan failed"
