@@ -140,9 +140,30 @@ int placement_choose(enum placement_policy policy, struct placement_node *nodes,
     return placement_roundrobin(nodes, node_count, ino, first_tile, tile_bytes, count, out);
 }
 
+/*
+ * The machine of each holder (holder_machines[h]; known[h] false for a
+ * holder not among nodes): looked up once per replica chosen, so checking
+ * every node against the holders costs nodes x holders, not nodes^2 x
+ * holders (a TILE_MAP of 4096 tiles over a thousand nodes stalled meta).
+ */
+static void placement_holder_machines(const struct placement_node *nodes, size_t node_count,
+                                      const uint32_t *holders, size_t holder_count,
+                                      uint32_t *holder_machines, bool *known)
+{
+    for (size_t h = 0; h < holder_count; h++) {
+        known[h] = false;
+        for (size_t i = 0; i < node_count && !known[h]; i++) {
+            if (nodes[i].id == holders[h]) {
+                holder_machines[h] = nodes[i].machine;
+                known[h] = true;
+            }
+        }
+    }
+}
+
 /* Whether node is on the machine of one of the holders, or is one. */
-static bool placement_near_holders(const struct placement_node *nodes, size_t node_count,
-                                   const struct placement_node *node, const uint32_t *holders,
+static bool placement_near_holders(const struct placement_node *node, const uint32_t *holders,
+                                   const uint32_t *holder_machines, const bool *known,
                                    size_t holder_count, bool *is_holder)
 {
     bool near = false;
@@ -150,10 +171,8 @@ static bool placement_near_holders(const struct placement_node *nodes, size_t no
     for (size_t h = 0; h < holder_count; h++) {
         if (holders[h] == node->id)
             *is_holder = true;
-        for (size_t i = 0; i < node_count; i++) {
-            if (nodes[i].id == holders[h] && nodes[i].machine == node->machine)
-                near = true;
-        }
+        if (known[h] && holder_machines[h] == node->machine)
+            near = true;
     }
     return near || *is_holder;
 }
@@ -164,6 +183,8 @@ int placement_choose_replicas(struct placement_node *nodes, size_t node_count, u
 {
     size_t holder_count = held_count + wanted;
     uint32_t *holders = calloc(holder_count ? holder_count : 1, sizeof(*holders));
+    uint32_t *holder_machines = calloc(holder_count ? holder_count : 1, sizeof(*holder_machines));
+    bool *known = calloc(holder_count ? holder_count : 1, sizeof(*known));
     struct placement_node *eligible = calloc(node_count ? node_count : 1, sizeof(*eligible));
     struct staticalloc_node *queues = calloc(node_count ? node_count : 1, sizeof(*queues));
     size_t *map = calloc(node_count ? node_count : 1, sizeof(*map));
@@ -171,7 +192,7 @@ int placement_choose_replicas(struct placement_node *nodes, size_t node_count, u
     size_t chosen = 0;
     int rc;
 
-    if (!holders || !eligible || !queues || !map || !index) {
+    if (!holders || !holder_machines || !known || !eligible || !queues || !map || !index) {
         rc = -ENOMEM;
         goto out;
     }
@@ -180,11 +201,13 @@ int placement_choose_replicas(struct placement_node *nodes, size_t node_count, u
     while (chosen < wanted) {
         /* Distinct machines first; failing that, distinct datanodes. */
         size_t usable = 0;
+        placement_holder_machines(nodes, node_count, holders, held_count + chosen,
+                                  holder_machines, known);
         for (int tier = 0; tier < 2 && usable == 0; tier++) {
             size_t count = 0;
             for (size_t i = 0; i < node_count; i++) {
                 bool is_holder;
-                bool near = placement_near_holders(nodes, node_count, &nodes[i], holders,
+                bool near = placement_near_holders(&nodes[i], holders, holder_machines, known,
                                                    held_count + chosen, &is_holder);
                 if (is_holder || (tier == 0 && near))
                     continue;
@@ -206,6 +229,8 @@ int placement_choose_replicas(struct placement_node *nodes, size_t node_count, u
     rc = (int)chosen;
 out:
     free(holders);
+    free(holder_machines);
+    free(known);
     free(eligible);
     free(queues);
     free(map);
