@@ -28,6 +28,7 @@ struct readsource {
     struct readsource_node *nodes; /* every registered node, id order */
     size_t node_count;
     uint64_t ino;
+    bool spread; /* the asker named its machine: a mount (readsource_spread) */
     uint32_t token_rights; /* readsource_grant(); 0: no tokens */
     uint64_t token_expiry_ms;
 };
@@ -88,6 +89,7 @@ int readsource_load(struct store_txn *txn, const struct nodes_live *live, int64_
     if (!source)
         return -ENOMEM;
     source->ino = ino;
+    source->spread = machine.len > 0;
     err = copies_scan(txn, ino, first, first + (count - 1), readsource_keep_copy, source);
     if (err == 0)
         err = readsource_load_nodes(txn, source, live, now_ms, machine);
@@ -166,6 +168,48 @@ static void readsource_add(const struct readsource *source, struct readsource_ho
     (*count)++;
 }
 
+/* A well-mixed 64-bit value of (ino, tile) (splitmix64's finaliser). */
+static uint64_t readsource_mix(uint64_t ino, uint64_t tile)
+{
+    uint64_t x = ino * 0x9e3779b97f4a7c15ULL ^ (tile + 0x632be59bd9b4e019ULL);
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+/*
+ * Spreads a file's remote reads over its holders: the remote up holders
+ * at least half as fast as the fastest of them (holders[] is sorted, so
+ * they are a run at the start of rank 1) are rotated by a hash of (ino,
+ * tile). Ordering them by speed alone sent every machine's reads of every
+ * tile to the one node whose disk measured fastest: on 8 shaped hosts, 8
+ * readers of 8 copies=2 files made two nodes upload 105 MB each while
+ * three uploaded under 21 MB, and the reads took 2.4x their links' time.
+ * The same tile always goes to the same holder (its page cache serves
+ * again); a holder less than half as fast stays behind them. Only for a
+ * mount (an asker that names its machine): tools and tests that name none
+ * keep the primary first among equals.
+ */
+static void readsource_spread(const struct readsource *source, uint64_t tile,
+                              struct readsource_holder *holders, size_t count)
+{
+    size_t first = 0;
+    while (first < count && holders[first].rank == 0)
+        first++;
+    size_t end = first;
+    while (end < count && holders[end].rank == 1 &&
+           holders[end].speed >= holders[first].speed / 2)
+        end++;
+    size_t run = end - first;
+    if (run < 2)
+        return;
+    size_t shift = (size_t)(readsource_mix(source->ino, tile) % run);
+    struct readsource_holder rotated[TS_MAX_HOLDERS];
+    for (size_t i = 0; i < run; i++)
+        rotated[i] = holders[first + (i + shift) % run];
+    memcpy(&holders[first], rotated, run * sizeof(*rotated));
+}
+
 void readsource_record(const struct readsource *source, uint64_t tile,
                        const struct tiles_entry *primary, struct ts_writer *writer)
 {
@@ -180,6 +224,8 @@ void readsource_record(const struct readsource *source, uint64_t tile,
              i++)
             readsource_add(source, holders, &count, source->copies[i].node,
                            source->copies[i].version);
+        if (source->spread)
+            readsource_spread(source, tile, holders, count);
     }
     struct ts_tile_map_rec record = {.node = primary->node,
                                      .version = primary->node ? primary->version : 0,

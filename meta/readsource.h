@@ -7,7 +7,12 @@
  *  - holders up on a datanode of that machine (primary first, then node
  *    order);
  *  - then the other holders that are up, the fastest by measured read
- *    throughput first (the primary first among equals, then node order);
+ *    throughput first; those at least half as fast as the fastest are
+ *    taken in an order rotated by a hash of (ino, tile), so that readers
+ *    spread over every holder rather than all queueing on the one that
+ *    measured fastest (for an asker that names its machine, a mount; for
+ *    one that names none, the primary first among equals, then node
+ *    order);
  *  - then holders on datanodes meta counts as down (TS_REPLICA_DOWN).
  * The first is the record's read source. A node's machine is what its
  * heartbeats report (nodes table); whether it is up is meta's in-memory

@@ -808,8 +808,13 @@ static void test_tile_map_read_node(void **state)
     assert_int_equal(record.read_node, c.alpha);
     assert_int_equal(record.read_version, copy);
     assert_true(garbage_has(f, c.alpha, "alpha", c.file, 0, c.version[0]));
+    /* No holder on gamma: either holder, the same every time
+     * (test_tile_map_spreads_remote_reads); no machine named (a tool): the primary. */
     record = tile_of(f, c.file, 0, "gamma");
-    assert_int_equal(record.read_node, c.alpha);
+    uint32_t remote = record.read_node;
+    assert_true(remote == c.alpha || remote == c.beta2);
+    assert_int_equal(record.read_version, copy);
+    assert_int_equal(tile_of(f, c.file, 0, "gamma").read_node, remote);
     record = tile_of(f, c.file, 0, "");
     assert_int_equal(record.read_node, c.alpha);
     assert_int_equal(record.holders, 2);
@@ -842,6 +847,86 @@ static void test_tile_map_read_node(void **state)
     record = tile_of(f, c.file, 0, "beta");
     assert_int_equal(record.read_node, c.beta2);
     assert_int_equal(record.read_version, copy);
+}
+
+/* HEARTBEAT of a known node reporting its measured read throughput. */
+static void heartbeat_read_speed(struct metafixture *f, uint32_t id, const char *machine,
+                                 uint64_t read_bytes_per_sec)
+{
+    struct ts_heartbeat_req m = {
+        .node_id = id,
+        .machine = str(machine),
+        .address = str("tcp://127.0.0.1:7401"),
+        .capacity = 64ull << 30,
+        .free_bytes = 32ull << 30,
+        .used_bytes = 32ull << 30,
+        .read_bytes_per_sec = read_bytes_per_sec,
+        .write_bytes_per_sec = read_bytes_per_sec / 2,
+        .deleted = {"", 0},
+    };
+    assert_int_equal(CALL(f, TS_OP_HEARTBEAT, heartbeat_req, &m), TS_OK);
+}
+
+/* How many of tiles 0..count-1 a machine with no holder is sent to alpha and to beta2 for. */
+static void remote_read_split(struct metafixture *f, const struct cluster *c, uint32_t count,
+                              uint32_t *on_alpha, uint32_t *on_beta2)
+{
+    struct ts_tile_map_rec records[64];
+    assert_true(count <= 64);
+    assert_int_equal(tile_map(f, c->file, 0, count, 0, 0, "gamma", records), TS_OK);
+    *on_alpha = *on_beta2 = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        assert_int_equal(records[i].holders, 2);
+        if (records[i].read_node == c->alpha)
+            (*on_alpha)++;
+        else if (records[i].read_node == c->beta2)
+            (*on_beta2)++;
+    }
+    assert_int_equal(*on_alpha + *on_beta2, count);
+}
+
+/*
+ * Readers on a machine without a holder spread over the holders that are
+ * about as fast as the fastest (at least half its measured read speed),
+ * by tile, the same tile always to the same holder; a holder under half
+ * the fastest's speed is asked only after the others. (Ordering by speed
+ * alone sent every reader to one node; readsource.c.)
+ */
+static void test_tile_map_spreads_remote_reads(void **state)
+{
+    struct metafixture *f = *state;
+    struct cluster c;
+    enum { TILES = 16 }; /* make_cluster places at most 16 */
+    uint32_t on_alpha, on_beta2, again_alpha, again_beta2;
+
+    make_cluster(f, &c, TILES);
+    for (uint64_t tile = 0; tile < TILES; tile++) {
+        uint64_t version = tile_of(f, c.file, tile, "").version;
+        add_copy(f, c.file, tile, version, c.alpha, c.beta2);
+    }
+    /* Equal speeds (none measured yet): about half each. */
+    remote_read_split(f, &c, TILES, &on_alpha, &on_beta2);
+    assert_true(on_alpha >= TILES / 4 && on_beta2 >= TILES / 4);
+    remote_read_split(f, &c, TILES, &again_alpha, &again_beta2);
+    assert_int_equal(again_alpha, on_alpha);
+    /* beta2 at 60 % of alpha's speed: still a share. */
+    heartbeat_read_speed(f, c.alpha, "alpha", 100000000);
+    heartbeat_read_speed(f, c.beta2, "beta", 60000000);
+    remote_read_split(f, &c, TILES, &on_alpha, &on_beta2);
+    assert_true(on_alpha >= TILES / 4 && on_beta2 >= TILES / 4);
+    /* beta2 under half alpha's speed: alpha serves every tile, beta2 is the fallback. */
+    heartbeat_read_speed(f, c.beta2, "beta", 40000000);
+    remote_read_split(f, &c, TILES, &on_alpha, &on_beta2);
+    assert_int_equal(on_alpha, TILES);
+    /* And the other way round. */
+    heartbeat_read_speed(f, c.alpha, "alpha", 10000000);
+    remote_read_split(f, &c, TILES, &on_alpha, &on_beta2);
+    assert_int_equal(on_beta2, TILES);
+    /* A machine with a holder still reads its own first. */
+    struct ts_tile_map_rec records[TILES];
+    assert_int_equal(tile_map(f, c.file, 0, TILES, 0, 0, "alpha", records), TS_OK);
+    for (uint32_t i = 0; i < TILES; i++)
+        assert_int_equal(records[i].read_node, c.alpha);
 }
 
 /*
@@ -1839,6 +1924,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_profile_reset_stop_reopen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_record_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tile_map_read_node, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tile_map_spreads_remote_reads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replica_drop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tile_map_places_replicas, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncate_keeps_replicas_of_cut_tile, setup, teardown),
