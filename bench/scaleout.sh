@@ -5,7 +5,9 @@
 # runs first on one client, then on all K at once, and prints the aggregate
 # against the one-client figure (K x would be linear):
 #   write  each client dd's SIZE MiB (bs=1M, conv=fsync) into its own file
-#   read   each client reads, caches dropped, a file another host wrote
+#   read   each client reads a file another host wrote; the datanodes'
+#          page caches stay as the writes left them, since every "host"
+#          here shares one disk (--cold drops them: the disk's figure)
 #   create / stat / unlink   N empty files per client in its own directory;
 #          stat runs on another host's files, so every lookup goes to meta
 #   small  N files of 4 KiB per client (create, write, close), tar-like
@@ -21,13 +23,15 @@ exec </dev/null
 
 usage() {
     cat <<'USAGE'
-usage: bench/scaleout.sh [--hosts K] [--link MBPS] [--size MIB] [--files N] [--copies N]
+usage: bench/scaleout.sh [--hosts K] [--link MBPS] [--size MIB] [--files N] [--copies N] [--cold]
 
   --hosts K     hosts, each with a datanode and a mount (default 8)
   --link MBPS   cap of every host's link, MB/s (default 25)
   --size MIB    bytes each client writes and reads (default 64)
   --files N     files per client in the metadata phases (default 2000)
   --copies N    the test directory's copies (default 2)
+  --cold        drop the page caches before the reads (all hosts share this
+                machine's one disk, so the reads then measure that disk)
   -h, --help    this text
 
 Environment: TESSERA_BUILD=DIR (default ./build).
@@ -35,7 +39,7 @@ USAGE
 }
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-hosts=8 link=25 size=64 files=2000 copies=2
+hosts=8 link=25 size=64 files=2000 copies=2 cold=0
 while [ $# -gt 0 ]; do
     case $1 in
     -h | --help) usage; exit 0 ;;
@@ -44,6 +48,7 @@ while [ $# -gt 0 ]; do
     --size) size=${2:?--size needs MiB}; shift 2 ;;
     --files) files=${2:?--files needs a count}; shift 2 ;;
     --copies) copies=${2:?--copies needs a count}; shift 2 ;;
+    --cold) cold=1; shift ;;
     *) echo "scaleout.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -153,7 +158,7 @@ run_phase write MB/s "$bytes_mb" 2 -- dd if="$src" of="@D@/one.@H@" bs=1M count=
 run_phase write MB/s "$bytes_mb" "${hostsall[@]}" -- dd if="$src" of="@D@/all.@H@" bs=1M \
     count="$size" conv=fsync status=none
 sync
-echo 3 >/proc/sys/vm/drop_caches
+[ "$cold" = 0 ] || echo 3 >/proc/sys/vm/drop_caches
 run_phase read MB/s "$bytes_mb" 1 -- dd if="@D@/one.@N@" of=/dev/null bs=1M status=none
 run_phase read MB/s "$bytes_mb" "${hostsall[@]}" -- dd if="@D@/all.@N@" of=/dev/null bs=1M \
     status=none
@@ -181,7 +186,8 @@ mh_down
 
 echo
 echo "scale-out on $K hosts, links $link MB/s, copies=$copies, $size MiB per client," \
-    "$files files per client; machine: $ncpu cores shared by every host"
+    "$files files per client, reads $([ "$cold" = 1 ] && echo cold || echo "warm on the datanodes");" \
+    "machine: $ncpu cores and one disk shared by every host"
 printf '%-8s %8s %9s %12s %8s %10s %10s %12s %10s\n' phase clients seconds aggregate unit \
     "x 1 client" "meta busy" "meta us/unit" "box busy"
 declare -A single
