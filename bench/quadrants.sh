@@ -111,25 +111,8 @@ src=$(mh_random_file $((ROWS * COLS * 4)))
 mh_exec 1 dd if="$src" of="$dir/grid" bs=1M conv=notrunc,fsync status=none ||
     mh_fail "writing the array failed"
 
-# The reader: quadrant Q (row-major: 0 top left .. 3 bottom right) of FILE
-# by one O_DIRECT pread per row; prints the sha256 of the bytes.
-reader=$MH_SHM/quadrant_read.py
-cat >"$reader" <<'PY'
-import hashlib, mmap, os, sys
-path, quadrant, rows, cols, direct = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == "1"
-row_bytes = cols * 4
-segment = row_bytes // 2
-first_row = (quadrant // 2) * (rows // 2)
-column = (quadrant % 2) * segment
-fd = os.open(path, os.O_RDONLY | (os.O_DIRECT if direct else 0))
-buf = mmap.mmap(-1, segment)
-digest = hashlib.sha256()
-for row in range(first_row, first_row + rows // 2):
-    if os.preadv(fd, [buf], row * row_bytes + column) != segment:
-        sys.exit("short read at row %d" % row)
-    digest.update(buf)
-print(digest.hexdigest())
-PY
+# The reader: quadrant Q of FILE by one pread per row; prints the sha256.
+reader=$repo/tests/integration/quadrant_read.py
 expected=()
 for ((q = 0; q < K; q++)); do
     expected[q]=$(python3 "$reader" "$src" "$q" "$ROWS" "$COLS" 0)

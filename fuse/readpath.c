@@ -108,25 +108,12 @@ struct array_chunks {
     uint64_t chunk[ARRAY_AHEAD_MAX_CHUNKS][ARRAYSPEC_MAX_DIMS];
 };
 
-/* Adds the disk chunk of `tile` to *chunks (if it has room); false if it was there. */
-static bool array_chunks_add(const struct open_file *file, struct array_chunks *chunks,
-                             uint64_t tile)
-{
-    struct arraylayout_tile info;
-    size_t bytes = file->layout.array->spec.ndims * sizeof(info.chunk[0]);
-    if (arraylayout_tile_info(file->layout.array, tile, &info) != 0)
-        return false;
-    for (uint32_t i = 0; i < chunks->count; i++)
-        if (memcmp(chunks->chunk[i], info.chunk, bytes) == 0)
-            return false;
-    if (chunks->count < ARRAY_AHEAD_MAX_CHUNKS)
-        memcpy(chunks->chunk[chunks->count++], info.chunk, bytes);
-    return true;
-}
-
-/* Whether `tile` lies in one of *chunks. */
-static bool array_chunks_hold(const struct open_file *file, const struct array_chunks *chunks,
-                              uint64_t tile)
+/*
+ * Whether the disk chunk of `tile` is one of *chunks; if not and `add`,
+ * adds it (when there is room).
+ */
+static bool array_chunks_hold(const struct open_file *file, struct array_chunks *chunks,
+                              uint64_t tile, bool add)
 {
     struct arraylayout_tile info;
     size_t bytes = file->layout.array->spec.ndims * sizeof(info.chunk[0]);
@@ -135,6 +122,8 @@ static bool array_chunks_hold(const struct open_file *file, const struct array_c
     for (uint32_t i = 0; i < chunks->count; i++)
         if (memcmp(chunks->chunk[i], info.chunk, bytes) == 0)
             return true;
+    if (add && chunks->count < ARRAY_AHEAD_MAX_CHUNKS)
+        memcpy(chunks->chunk[chunks->count++], info.chunk, bytes);
     return false;
 }
 
@@ -172,7 +161,7 @@ static void array_read_ahead(struct datapath *datapath, struct open_file *file, 
     struct tile_segment segment;
     filetiles_walk_init(&walk, &file->layout, offset, size);
     while (filetiles_walk_next(&walk, &segment))
-        array_chunks_add(file, &chunks, segment.tile);
+        array_chunks_hold(file, &chunks, segment.tile, true);
     uint32_t loaded = 0;
     uint64_t step = 0; /* strides ahead of `offset` looked at so far */
     uint64_t tile_now = array_tile_at(file, offset);
@@ -198,7 +187,8 @@ static void array_read_ahead(struct datapath *datapath, struct open_file *file, 
         filetiles_walk_init(&walk, &file->layout, ahead_offset, length);
         while (loaded < datapath->readahead_tiles && filetiles_walk_next(&walk, &segment)) {
             struct tile_location location;
-            if (segment.tile >= tiles_in_file || !array_chunks_hold(file, &chunks, segment.tile))
+            if (segment.tile >= tiles_in_file ||
+                !array_chunks_hold(file, &chunks, segment.tile, false))
                 continue;
             inside = true;
             if (tilecache_find(file, segment.tile))

@@ -24,54 +24,19 @@ setfattr -n user.tessera.array -v "f32 ${ROWS}x${COLS} BLOCK,BLOCK mesh=2x2 thre
 source_file=$(random_file $((ROWS * COLS * 4)))
 dd if="$source_file" of="$MNT/grid" bs=1M conv=fsync status=none || fail "dd into the array failed"
 
-nodes="1 2 3 4" # cluster_up starts 4
-served_bytes() { # the tile bytes every datanode read since the last reset
-    local node total=0 bytes
-    for node in $nodes; do
-        bytes=$("$TESSERA_TOOL" node stats "$node" --json --state "$STATE" |
-            python3 -c 'import json, sys; print(json.load(sys.stdin)["bytes_read"])') ||
-            fail "tessera node stats $node failed"
-        total=$((total + bytes))
-    done
-    echo "$total"
-}
-reset_stats() {
-    local node
-    for node in $nodes; do
-        "$TESSERA_TOOL" node stats "$node" --reset --state "$STATE" >/dev/null ||
-            fail "tessera node stats $node --reset failed"
-    done
-}
 
-# quadrant_read FILE Q DIRECT: quadrant Q (0 top left .. 3 bottom right) of
-# FILE by one pread per row, O_DIRECT if DIRECT is 1; prints its sha256.
-reader=$T/quadrant_read.py
-cat >"$reader" <<'PY'
-import hashlib, mmap, os, sys
-path, quadrant, rows, cols, direct = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == "1"
-segment = cols * 4 // 2
-first_row = (quadrant // 2) * (rows // 2)
-column = (quadrant % 2) * segment
-fd = os.open(path, os.O_RDONLY | (os.O_DIRECT if direct else 0))
-buf = mmap.mmap(-1, segment)
-digest = hashlib.sha256()
-for row in range(first_row, first_row + rows // 2):
-    if os.preadv(fd, [buf], row * cols * 4 + column) != segment:
-        sys.exit("short read at row %d" % row)
-    digest.update(buf)
-print(digest.hexdigest())
-PY
+reader=$(dirname "$0")/quadrant_read.py
 
 too_much=""
 for quadrant in 0 3; do
     expected=$(python3 "$reader" "$source_file" "$quadrant" "$ROWS" "$COLS" 0)
     for direct in 0 1; do
-        reset_stats
+        datanodes_reset_stats 1 2 3 4 # cluster_up starts 4
         drop_file_cache "$T/mnt2/grid"
         got=$(python3 "$reader" "$T/mnt2/grid" "$quadrant" "$ROWS" "$COLS" "$direct") ||
             fail "reading quadrant $quadrant (O_DIRECT $direct) failed"
         [ "$got" = "$expected" ] || fail "quadrant $quadrant (O_DIRECT $direct) read wrong bytes"
-        served=$(served_bytes)
+        served=$(datanodes_served_bytes 1 2 3 4)
         log "quadrant $quadrant, O_DIRECT $direct: the datanodes served $served bytes for its $quadrant_bytes"
         [ "$served" -ge "$quadrant_bytes" ] ||
             fail "quadrant $quadrant was read with only $served bytes served: the counters are off"
