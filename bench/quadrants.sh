@@ -4,10 +4,12 @@
 # network namespaces, every link capped with tc). Host 1 writes a
 # 16384x4096 f32 array (256 MiB, 256 tiles of 1 MiB) declared with
 # mesh=2x2, in a copies=1 directory; then, before any rebalance, the four
-# hosts each read one quadrant (64 MiB: 8192 rows of 8 KiB, O_DIRECT
-# preads) at once. Printed per build: where the tiles are (per host), the
-# wall time of the four reads and their total MB/s, and each reader's
-# sha256 checked against the source.
+# hosts each read one quadrant (64 MiB: 8192 rows of 8 KiB preads,
+# O_DIRECT or buffered: --io) at once. Printed per build and way of
+# reading: where the tiles are (per host), the wall time of the four reads,
+# their total MB/s and the bytes the four hosts' links received (median
+# pass), and each reader's sha256 checked against the source. Buffered
+# readers' pages are dropped before each pass.
 #
 # --baseline BUILD_DIR runs the same on an older build (e.g. a worktree at
 # e24bd07, before array homes: the writer's dynamic placement put most
@@ -18,10 +20,13 @@ exec </dev/null
 
 usage() {
     cat <<'USAGE'
-usage: bench/quadrants.sh [--link MBPS] [--passes N] [--baseline BUILD_DIR]
+usage: bench/quadrants.sh [--link MBPS] [--passes N] [--io direct|buffered|both]
+                          [--baseline BUILD_DIR]
 
   --link MBPS          cap of every host's link, MB/s (default 25)
   --passes N           read passes per build, median taken (default 3)
+  --io WAY             the readers' preads: direct (O_DIRECT, default), buffered
+                       (through the page cache) or both, one after the other
   --baseline BUILD_DIR also run an older build and print the speedup
   -h, --help           this text
 
@@ -33,6 +38,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 link=25
 passes=3
 baseline=""
+io=direct
 one=0
 while [ $# -gt 0 ]; do
     case $1 in
@@ -40,10 +46,18 @@ while [ $# -gt 0 ]; do
     --link) link=${2:?--link needs MB/s}; shift 2 ;;
     --passes) passes=${2:?--passes needs a number}; shift 2 ;;
     --baseline) baseline=${2:?--baseline needs a build directory}; shift 2 ;;
+    --io) io=${2:?--io needs direct, buffered or both}; shift 2 ;;
     --one) one=1; shift ;; # internal: measure TESSERA_BUILD once, print one result line
     *) echo "quadrants.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
+
+case $io in
+direct) ways="direct" ;;
+buffered) ways="buffered" ;;
+both) ways="direct buffered" ;;
+*) echo "quadrants.sh: --io must be direct, buffered or both, not $io" >&2; exit 2 ;;
+esac
 
 if [ "$one" = 0 ]; then
     current=${TESSERA_BUILD:-$repo/build}
@@ -52,19 +66,26 @@ if [ "$one" = 0 ]; then
         [ -x "$build/tools/tessera" ] ||
             { echo "quadrants.sh: $build/tools/tessera not found; build first" >&2; exit 2; }
         # The run's log to stderr as it goes; its last line is the result.
-        line=$(TESSERA_BUILD=$build "$0" --one --link "$link" --passes "$passes" | tee -a /dev/stderr |
-            tail -n 1)
-        results+=("$line")
+        # One result line per way of reading, after the run's log.
+        out=$(TESSERA_BUILD=$build "$0" --one --link "$link" --passes "$passes" --io "$io" |
+            tee -a /dev/stderr)
+        while read -r line; do
+            results+=("$line")
+        done < <(grep '^result ' <<<"$out" | cut -d' ' -f2-)
     done
     echo
-    printf '%-44s %-22s %10s %10s\n' build "tiles on host1..4" "read ms" "MB/s"
+    printf '%-44s %-9s %-16s %9s %8s %14s\n' build io "tiles host1..4" "read ms" "MB/s" "link rx MB"
     for line in "${results[@]}"; do
-        printf '%-44s %-22s %10s %10s\n' $line
+        printf '%-44s %-9s %-16s %9s %8s %14s\n' $line
     done
     if [ -n "$baseline" ]; then
-        now=$(awk "{ print \$3 }" <<<"${results[0]}")
-        before=$(awk "{ print \$3 }" <<<"${results[1]}")
-        awk -v b="$before" -v a="$now" 'BEGIN { printf "speedup of the four quadrant reads: %.2fx (the issue asks >= 2x)\n", b / a }'
+        for way in $ways; do
+            now=$(awk -v w="$way" '$2 == w { print $4; exit }' <<<"$(printf '%s\n' "${results[@]}")")
+            before=$(awk -v w="$way" '$2 == w { n++; if (n == 2) { print $4; exit } }' \
+                <<<"$(printf '%s\n' "${results[@]}")")
+            awk -v b="$before" -v a="$now" -v w="$way" \
+                'BEGIN { printf "speedup of the four quadrant reads, %s: %.2fx (the issue asks >= 2x)\n", w, b / a }'
+        done
     fi
     exit 0
 fi
@@ -90,25 +111,8 @@ src=$(mh_random_file $((ROWS * COLS * 4)))
 mh_exec 1 dd if="$src" of="$dir/grid" bs=1M conv=notrunc,fsync status=none ||
     mh_fail "writing the array failed"
 
-# The reader: quadrant Q (row-major: 0 top left .. 3 bottom right) of FILE
-# by one O_DIRECT pread per row; prints the sha256 of the bytes.
-reader=$MH_SHM/quadrant_read.py
-cat >"$reader" <<'PY'
-import hashlib, mmap, os, sys
-path, quadrant, rows, cols, direct = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == "1"
-row_bytes = cols * 4
-segment = row_bytes // 2
-first_row = (quadrant // 2) * (rows // 2)
-column = (quadrant % 2) * segment
-fd = os.open(path, os.O_RDONLY | (os.O_DIRECT if direct else 0))
-buf = mmap.mmap(-1, segment)
-digest = hashlib.sha256()
-for row in range(first_row, first_row + rows // 2):
-    if os.preadv(fd, [buf], row * row_bytes + column) != segment:
-        sys.exit("short read at row %d" % row)
-    digest.update(buf)
-print(digest.hexdigest())
-PY
+# The reader: quadrant Q of FILE by one pread per row; prints the sha256.
+reader=$repo/tests/integration/quadrant_read.py
 expected=()
 for ((q = 0; q < K; q++)); do
     expected[q]=$(python3 "$reader" "$src" "$q" "$ROWS" "$COLS" 0)
@@ -129,26 +133,46 @@ nodes = status["nodes"] if isinstance(status, dict) else status
 print(" ".join("%s:%.0f" % (n.get("machine", n["id"]), n["write_bytes_per_sec"] / 1e6)
                for n in nodes))')"
 
-times=()
-for ((p = 1; p <= passes; p++)); do
-    pids=()
-    t0=$(mh_now_ms)
+# link_rx_total: bytes all hosts' links have received so far.
+link_rx_total() {
+    local h total=0
     for ((h = 1; h <= K; h++)); do
-        mh_exec "$h" python3 "$reader" "${MH_MNT[$h]}/arrays/grid" $((h - 1)) "$ROWS" "$COLS" 1 \
-            >"$MH_SHM/sum.$h" &
-        pids+=($!)
+        total=$((total + $(mh_link_bytes "$h" rx)))
     done
-    for pid in "${pids[@]}"; do
-        wait "$pid" || mh_fail "a quadrant read failed"
+    echo "$total"
+}
+lines=()
+for way in $ways; do
+    direct=0
+    [ "$way" = direct ] && direct=1
+    passes_ms=()
+    for ((p = 1; p <= passes; p++)); do
+        for ((h = 1; h <= K; h++)); do
+            mh_drop_cache "$h" "${MH_MNT[$h]}/arrays/grid"
+        done
+        pids=()
+        rx0=$(link_rx_total)
+        t0=$(mh_now_ms)
+        for ((h = 1; h <= K; h++)); do
+            mh_exec "$h" python3 "$reader" "${MH_MNT[$h]}/arrays/grid" $((h - 1)) "$ROWS" "$COLS" \
+                "$direct" >"$MH_SHM/sum.$h" &
+            pids+=($!)
+        done
+        for pid in "${pids[@]}"; do
+            wait "$pid" || mh_fail "a quadrant read ($way) failed"
+        done
+        # ms and link MB of the pass, sorted together by ms below.
+        passes_ms+=("$(($(mh_now_ms) - t0)):$((($(link_rx_total) - rx0) / 1000000))")
+        for ((h = 1; h <= K; h++)); do
+            [ "$(cat "$MH_SHM/sum.$h")" = "${expected[$((h - 1))]}" ] ||
+                mh_fail "host$h read other bytes of quadrant $((h - 1)) than were written ($way)"
+        done
     done
-    times+=($(($(mh_now_ms) - t0)))
-    for ((h = 1; h <= K; h++)); do
-        [ "$(cat "$MH_SHM/sum.$h")" = "${expected[$((h - 1))]}" ] ||
-            mh_fail "host$h read other bytes of quadrant $((h - 1)) than were written"
-    done
+    median=$(printf '%s\n' "${passes_ms[@]}" | sort -n -t: -k1,1 | sed -n "$(((passes + 1) / 2))p")
+    mh_log "$way passes (ms:link rx MB): ${passes_ms[*]}"
+    ms=${median%%:*}
+    mbps=$(awk -v b=$((ROWS * COLS * 4)) -v ms="$ms" 'BEGIN { printf "%.1f", b / ms / 1000 }')
+    lines+=("result $TESSERA_BUILD $way $counts $ms $mbps ${median##*:}")
 done
-ms=$(printf '%s\n' "${times[@]}" | sort -n | sed -n "$(((passes + 1) / 2))p")
-mh_log "passes: ${times[*]} ms"
 mh_down
-mbps=$(awk -v b=$((ROWS * COLS * 4)) -v ms="$ms" 'BEGIN { printf "%.1f", b / ms / 1000 }')
-echo "$TESSERA_BUILD $counts $ms $mbps"
+printf '%s\n' "${lines[@]}"

@@ -170,6 +170,11 @@ struct open_file {
      * file's head does not load the tiles after it. */
     uint32_t run_tiles;
     uint64_t run_last_tile;
+    /* An array file's reader (readpath.c, array_read_ahead): where its last
+     * read began and how far the one before it was from there; two equal
+     * strides in a row say where the next reads go. */
+    uint64_t array_last_offset;
+    uint64_t array_stride;
     struct cached_location *locations;
     size_t location_slots; /* a power of two */
     /* Bumped whenever cached locations are forgotten (truncation, punch):

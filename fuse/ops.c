@@ -230,6 +230,23 @@ static bool handle_direct(const struct fuse_file_info *fi)
     return (fi->flags & O_ACCMODE) == O_WRONLY || (fi->flags & O_DIRECT);
 }
 
+/*
+ * A read-only handle of an array file reads past the page cache too. The
+ * kernel's read-ahead follows the file's bytes: for a sub-block reader (a
+ * quadrant read row by row) the bytes after each row segment are the other
+ * blocks', so it fetched other hosts' tiles and at least twice the bytes
+ * (issue 34: a buffered quadrant reader at 17 MB/s pulled 90 MB over its
+ * link; O_DIRECT, 0 bytes). Past the page cache every read reaches the
+ * mount, whose tile cache reads whole tiles and reads ahead along the
+ * reader's own block (readpath.c, array_read_ahead). A shared mmap of such
+ * a handle needs FUSE_CAP_DIRECT_IO_ALLOW_MMAP (libfuse 3.16, wanted in
+ * x_init when there); without it only private mappings work.
+ */
+static bool array_reader_direct(const struct fuse_file_info *fi, const struct ts_attr *attr)
+{
+    return (attr->flags & TS_ATTR_ARRAY) && (fi->flags & O_ACCMODE) == O_RDONLY;
+}
+
 static void x_init(void *userdata, struct fuse_conn_info *conn)
 {
     mount_state_for_tuning = userdata; /* before any other request runs */
@@ -254,6 +271,11 @@ static void x_init(void *userdata, struct fuse_conn_info *conn)
     conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
     if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
         conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+#ifdef FUSE_CAP_DIRECT_IO_ALLOW_MMAP
+    /* Shared mappings of array files read past the cache (array_reader_direct). */
+    if (conn->capable & FUSE_CAP_DIRECT_IO_ALLOW_MMAP)
+        conn->want |= FUSE_CAP_DIRECT_IO_ALLOW_MMAP;
+#endif
     /* Replies from a tile stream's pipe go on to the kernel by splice. */
     if (mount_state_for_tuning->streams && (conn->capable & FUSE_CAP_SPLICE_WRITE))
         conn->want |= FUSE_CAP_SPLICE_WRITE;
@@ -634,7 +656,7 @@ static int open_file(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
      * other handles cached are dropped by x_write. An O_DIRECT handle asked
      * for no cache (see handle_direct; it cannot mmap either, as with
      * direct_io on any FUSE mount of kernels before 6.6). */
-    fi->direct_io = handle_direct(fi);
+    fi->direct_io = handle_direct(fi) || array_reader_direct(fi, attr);
     return 0;
 }
 
@@ -818,8 +840,10 @@ static void x_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
     struct mount_state *state = state_of(req);
     struct datapath_read result;
     int pipe_read = -1, pipe_write = -1;
-    /* O_DIRECT reads bypass the page cache: nothing is stored for them. */
-    bool buffered = !(fi->flags & O_DIRECT);
+    /* O_DIRECT reads bypass the page cache, as do an array file's
+     * read-only handles (array_reader_direct): nothing is stored for them. */
+    bool buffered = !(fi->flags & O_DIRECT) &&
+                    !((fi->flags & O_ACCMODE) == O_RDONLY && datapath_file_is_array(file_of(fi)));
     if (state->streams && size >= STREAM_MIN_READ_BYTES &&
         tilestream_pipe(state->streams, &pipe_read, &pipe_write) != 0)
         pipe_write = -1;

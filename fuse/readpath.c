@@ -91,6 +91,122 @@ static void cache_read_ahead(struct datapath *datapath, struct open_file *file, 
     }
 }
 
+/* The tile holding byte `offset` of an array file. */
+static uint64_t array_tile_at(const struct open_file *file, uint64_t offset)
+{
+    struct filetiles_walk walk;
+    struct tile_segment segment;
+    filetiles_walk_init(&walk, &file->layout, offset, 1);
+    return filetiles_walk_next(&walk, &segment) ? segment.tile : UINT64_MAX;
+}
+
+/* Disk chunks of the current read that read-ahead may go on into. */
+#define ARRAY_AHEAD_MAX_CHUNKS 8
+
+struct array_chunks {
+    uint32_t count;
+    uint64_t chunk[ARRAY_AHEAD_MAX_CHUNKS][ARRAYSPEC_MAX_DIMS];
+};
+
+/*
+ * Whether the disk chunk of `tile` is one of *chunks; if not and `add`,
+ * adds it (when there is room).
+ */
+static bool array_chunks_hold(const struct open_file *file, struct array_chunks *chunks,
+                              uint64_t tile, bool add)
+{
+    struct arraylayout_tile info;
+    size_t bytes = file->layout.array->spec.ndims * sizeof(info.chunk[0]);
+    if (arraylayout_tile_info(file->layout.array, tile, &info) != 0)
+        return false;
+    for (uint32_t i = 0; i < chunks->count; i++)
+        if (memcmp(chunks->chunk[i], info.chunk, bytes) == 0)
+            return true;
+    if (add && chunks->count < ARRAY_AHEAD_MAX_CHUNKS)
+        memcpy(chunks->chunk[chunks->count++], info.chunk, bytes);
+    return false;
+}
+
+/* How many strides ahead an array file's read-ahead looks at most: 64 Ki
+ * rows of a sub-block reader, far past any tile's height. */
+#define ARRAY_AHEAD_MAX_STRIDES 65536
+
+/*
+ * Read-ahead for an array file: the reader's own block, not the file's
+ * byte order. A sub-block reader (a quadrant of a 2-D array read row by
+ * row) reads `size` bytes every `stride` bytes; the next bytes of the file
+ * belong to another block, mostly other hosts' tiles. Once two strides in
+ * a row were equal, this loads the tiles that the reads predicted along
+ * that stride will enter next and the current read does not touch, up to
+ * readahead_tiles of them, and no others: tiles the reader has not
+ * approached stay where they are. Binary search finds the next stride at
+ * which the first byte's tile changes (row-major tiles of a row-major
+ * walk only grow), so a read costs a few walks, not one per row.
+ */
+static void array_read_ahead(struct datapath *datapath, struct open_file *file, uint64_t offset,
+                             size_t size)
+{
+    uint64_t stride = offset > file->array_last_offset ? offset - file->array_last_offset : 0;
+    bool steady = stride > 0 && stride == file->array_stride;
+    file->array_stride = stride;
+    file->array_last_offset = offset;
+    if (!steady || datapath->readahead_tiles == 0)
+        return;
+    uint64_t tiles_in_file = filetiles_tile_count(&file->layout, file->size);
+    /* The disk chunks this read touches: a sub-block reader's block is
+     * mostly one chunk (a quadrant of mesh=2x2), and read-ahead past its
+     * edge would load the next block's tiles, which it never reads. */
+    struct array_chunks chunks = {0};
+    struct filetiles_walk walk;
+    struct tile_segment segment;
+    filetiles_walk_init(&walk, &file->layout, offset, size);
+    while (filetiles_walk_next(&walk, &segment))
+        array_chunks_hold(file, &chunks, segment.tile, true);
+    uint32_t loaded = 0;
+    uint64_t step = 0; /* strides ahead of `offset` looked at so far */
+    uint64_t tile_now = array_tile_at(file, offset);
+    while (loaded < datapath->readahead_tiles && step < ARRAY_AHEAD_MAX_STRIDES) {
+        /* The first stride past `step` whose first byte is in another tile. */
+        uint64_t low = step + 1, high = ARRAY_AHEAD_MAX_STRIDES;
+        if (offset + high * stride >= file->size)
+            high = (file->size - 1 - offset) / stride;
+        if (low > high || array_tile_at(file, offset + high * stride) == tile_now)
+            return;
+        while (low < high) {
+            uint64_t middle = low + (high - low) / 2;
+            if (array_tile_at(file, offset + middle * stride) == tile_now)
+                low = middle + 1;
+            else
+                high = middle;
+        }
+        step = low;
+        uint64_t ahead_offset = offset + step * stride;
+        tile_now = array_tile_at(file, ahead_offset);
+        uint64_t length = size < file->size - ahead_offset ? size : file->size - ahead_offset;
+        bool inside = false; /* the predicted read touches a tile of the reader's chunks */
+        filetiles_walk_init(&walk, &file->layout, ahead_offset, length);
+        while (loaded < datapath->readahead_tiles && filetiles_walk_next(&walk, &segment)) {
+            struct tile_location location;
+            if (segment.tile >= tiles_in_file ||
+                !array_chunks_hold(file, &chunks, segment.tile, false))
+                continue;
+            inside = true;
+            if (tilecache_find(file, segment.tile))
+                continue;
+            if (tilelocation_get(datapath, file, segment.tile, false, &location) != 0)
+                return;
+            /* The lock may have gone meanwhile: another reader may have loaded it. */
+            if (tilecache_find(file, segment.tile))
+                continue;
+            if (!load_if_written_out(datapath, file, segment.tile, &location))
+                return; /* no free slot: the next read tries again */
+            loaded++;
+        }
+        if (!inside)
+            return; /* the reader's stride left its chunks: it reads elsewhere next */
+    }
+}
+
 /* Zeros for the parts of a read that no tile holds. */
 static const char zeros[64 * 1024];
 
@@ -532,6 +648,8 @@ ssize_t datapath_read(struct datapath *datapath, struct open_file *file, size_t 
     }
     if (sequential && !file->layout.array && through_cache)
         cache_read_ahead(datapath, file, last_tile);
+    if (file->layout.array)
+        array_read_ahead(datapath, file, offset, size);
     if (result->piped) {
         int error = result_flush(result);
         if (error != 0) {

@@ -269,6 +269,28 @@ random_file() {
     echo "$file"
 }
 
+# datanodes_served_bytes NODE...: the tile bytes the datanodes NODE... read
+# since their counters were last reset (tessera node stats).
+datanodes_served_bytes() {
+    local node total=0 bytes
+    for node in "$@"; do
+        bytes=$("$TESSERA_TOOL" node stats "$node" --json --state "$STATE" |
+            python3 -c 'import json, sys; print(json.load(sys.stdin)["bytes_read"])') ||
+            fail "tessera node stats $node failed"
+        total=$((total + bytes))
+    done
+    echo "$total"
+}
+
+# datanodes_reset_stats NODE...: resets the datanodes' counters.
+datanodes_reset_stats() {
+    local node
+    for node in "$@"; do
+        "$TESSERA_TOOL" node stats "$node" --reset --state "$STATE" >/dev/null ||
+            fail "tessera node stats $node --reset failed"
+    done
+}
+
 # drop_file_cache FILE: flush FILE and drop its pages from the kernel's page
 # cache (posix_fadvise DONTNEED through dd), so the next read of a file on the
 # mount really goes to the datanodes. Unlike drop_caches this touches only

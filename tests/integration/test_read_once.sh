@@ -19,23 +19,6 @@ cp "$file" "$MNT/f" || fail "cp into the mount failed"
 sync "$MNT/f" || fail "fsync failed"
 
 nodes="1 2 3 4" # cluster_up starts 4
-served_mib() { # the tile bytes every datanode read since the last reset, in MiB (rounded down)
-    local node total=0 bytes
-    for node in $nodes; do
-        bytes=$("$TESSERA_TOOL" node stats "$node" --json --state "$STATE" |
-            python3 -c 'import json, sys; print(json.load(sys.stdin)["bytes_read"])') ||
-            fail "tessera node stats $node failed"
-        total=$((total + bytes))
-    done
-    echo $((total / 1048576))
-}
-reset_stats() {
-    local node
-    for node in $nodes; do
-        "$TESSERA_TOOL" node stats "$node" --reset --state "$STATE" >/dev/null ||
-            fail "tessera node stats $node --reset failed"
-    done
-}
 for node in $nodes; do
     "$TESSERA_TOOL" node throttle "$node" 25 --state "$STATE" >/dev/null ||
         fail "tessera node throttle $node failed"
@@ -45,7 +28,7 @@ done
 # second mount, page cache dropped first; every copy read must be right.
 read_and_count() {
     local readers=$1 i pids=()
-    reset_stats
+    datanodes_reset_stats $nodes
     drop_file_cache "$T/mnt2/f"
     for ((i = 0; i < readers; i++)); do
         dd if="$T/mnt2/f" of="$SHM/read$i" bs=1M status=none &
@@ -55,7 +38,7 @@ read_and_count() {
         wait "${pids[i]}" || fail "reader $i of $readers failed"
         cmp "$file" "$SHM/read$i" || fail "reader $i of $readers read wrong bytes"
     done
-    served_mib
+    echo $(($(datanodes_served_bytes $nodes) / 1048576)) # MiB, rounded down
 }
 for round in 1 2 3; do
     served=$(read_and_count 1)
