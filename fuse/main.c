@@ -107,6 +107,10 @@ static void usage(FILE *out)
             "  --async-creates 0|1    answer creates of files in a directory this mount\n"
             "                         holds a lease on before meta has them (default 1;\n"
             "                         needs --async-unlinks above 0)\n"
+            "  --array-direct 0|1     read-only handles of array files read past the page\n"
+            "                         cache, read ahead along the reader's block (default\n"
+            "                         1; 0: through the page cache, for shared mmap on\n"
+            "                         libfuse before 3.16)\n"
             "  --tile-streams 0|1     move tiles to and from datanodes on this machine over\n"
             "                         their tile streams (Unix sockets, else TCP), spliced,\n"
             "                         not copied, on the way (default 1; needs pipes of\n"
@@ -300,6 +304,7 @@ int main(int argc, char **argv)
     }
 
     state.attr_timeout = options.attr_timeout;
+    state.array_direct = options.array_direct != 0;
     state.mountpoint = options.mountpoint;
     state.entry_timeout = options.attr_timeout;
     state.meta = metaclient_new(options.meta, (int)options.meta_timeout_ms, options.machine);

@@ -37,6 +37,7 @@ enum mountargs_value {
     MOUNTARGS_ASYNC_UNLINKS,
     MOUNTARGS_ASYNC_CREATES,
     MOUNTARGS_TILE_STREAMS,
+    MOUNTARGS_ARRAY_DIRECT,
     MOUNTARGS_MACHINE,
     MOUNTARGS_LOG_LEVEL,
     MOUNTARGS_KEY,
@@ -60,6 +61,7 @@ static const char *const mountargs_names[MOUNTARGS_VALUES] = {
     [MOUNTARGS_ASYNC_UNLINKS] = "async-unlinks",
     [MOUNTARGS_ASYNC_CREATES] = "async-creates",
     [MOUNTARGS_TILE_STREAMS] = "tile-streams",
+    [MOUNTARGS_ARRAY_DIRECT] = "array-direct",
     [MOUNTARGS_MACHINE] = "machine",
     [MOUNTARGS_LOG_LEVEL] = "log-level",
     [MOUNTARGS_KEY] = "key",
@@ -99,6 +101,7 @@ static const struct fuse_opt mountargs_templates[] = {
     MOUNTARGS_VALUE("async-unlinks", "async_unlinks", MOUNTARGS_ASYNC_UNLINKS),
     MOUNTARGS_VALUE("async-creates", "async_creates", MOUNTARGS_ASYNC_CREATES),
     MOUNTARGS_VALUE("tile-streams", "tile_streams", MOUNTARGS_TILE_STREAMS),
+    MOUNTARGS_VALUE("array-direct", "array_direct", MOUNTARGS_ARRAY_DIRECT),
     MOUNTARGS_VALUE("machine", "machine", MOUNTARGS_MACHINE),
     MOUNTARGS_VALUE("log-level", "log_level", MOUNTARGS_LOG_LEVEL),
     MOUNTARGS_VALUE("key", "key", MOUNTARGS_KEY),
@@ -252,6 +255,7 @@ static const struct {
     {MOUNTARGS_ASYNC_UNLINKS, 0, 65536, "0..65536", offsetof(struct mount_options, async_unlinks)},
     {MOUNTARGS_ASYNC_CREATES, 0, 1, "0 or 1", offsetof(struct mount_options, async_creates)},
     {MOUNTARGS_TILE_STREAMS, 0, 1, "0 or 1", offsetof(struct mount_options, tile_streams)},
+    {MOUNTARGS_ARRAY_DIRECT, 0, 1, "0 or 1", offsetof(struct mount_options, array_direct)},
 };
 
 /* Checks and converts every value given. */
@@ -417,6 +421,7 @@ int mountargs_parse(int argc, char **argv, struct mount_options *options)
     options->async_unlinks = 256;
     options->async_creates = 1;
     options->tile_streams = 1;
+    options->array_direct = 1;
     options->log_level = LOG_LEVEL_INFO;
 
     struct fuse_args args = FUSE_ARGS_INIT(argc, argv);

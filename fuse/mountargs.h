@@ -44,6 +44,7 @@ struct mount_options {
     long async_unlinks;
     long async_creates;
     long tile_streams;
+    long array_direct; /* read-only array handles past the page cache (ops.c) */
     int foreground;
     int single_thread;
     int debug;

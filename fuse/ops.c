@@ -240,11 +240,13 @@ static bool handle_direct(const struct fuse_file_info *fi)
  * mount, whose tile cache reads whole tiles and reads ahead along the
  * reader's own block (readpath.c, array_read_ahead). A shared mmap of such
  * a handle needs FUSE_CAP_DIRECT_IO_ALLOW_MMAP (libfuse 3.16, wanted in
- * x_init when there); without it only private mappings work.
+ * x_init when there); without it only private mappings work, and
+ * --array-direct 0 keeps array files in the page cache for such mounts.
  */
-static bool array_reader_direct(const struct fuse_file_info *fi, const struct ts_attr *attr)
+static bool array_reader_direct(const struct mount_state *state, const struct fuse_file_info *fi,
+                                bool is_array)
 {
-    return (attr->flags & TS_ATTR_ARRAY) && (fi->flags & O_ACCMODE) == O_RDONLY;
+    return state->array_direct && is_array && (fi->flags & O_ACCMODE) == O_RDONLY;
 }
 
 static void x_init(void *userdata, struct fuse_conn_info *conn)
@@ -656,7 +658,8 @@ static int open_file(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
      * other handles cached are dropped by x_write. An O_DIRECT handle asked
      * for no cache (see handle_direct; it cannot mmap either, as with
      * direct_io on any FUSE mount of kernels before 6.6). */
-    fi->direct_io = handle_direct(fi) || array_reader_direct(fi, attr);
+    fi->direct_io =
+        handle_direct(fi) || array_reader_direct(state_of(req), fi, attr->flags & TS_ATTR_ARRAY);
     return 0;
 }
 
@@ -843,7 +846,7 @@ static void x_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
     /* O_DIRECT reads bypass the page cache, as do an array file's
      * read-only handles (array_reader_direct): nothing is stored for them. */
     bool buffered = !(fi->flags & O_DIRECT) &&
-                    !((fi->flags & O_ACCMODE) == O_RDONLY && datapath_file_is_array(file_of(fi)));
+                    !array_reader_direct(state, fi, datapath_file_is_array(file_of(fi)));
     if (state->streams && size >= STREAM_MIN_READ_BYTES &&
         tilestream_pipe(state->streams, &pipe_read, &pipe_write) != 0)
         pipe_write = -1;

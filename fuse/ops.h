@@ -30,6 +30,7 @@ struct mount_state {
     double attr_timeout;  /* seconds the kernel may cache attributes */
     double entry_timeout; /* seconds the kernel may cache names */
     const char *cluster;  /* TS_CLUSTER_XATTR's value, "ID ENDPOINT"; NULL: not known */
+    bool array_direct;    /* --array-direct: array_reader_direct in ops.c */
 };
 
 extern const struct fuse_lowlevel_ops tessera_ops;
