@@ -238,6 +238,46 @@ int tilecrc_verify(int data_fd, uint64_t data_bytes, const struct tilecrc *crc, 
     return rc;
 }
 
+int tilecrc_read_verified(int data_fd, uint64_t data_bytes, const struct tilecrc *crc,
+                          uint64_t offset, size_t length, uint8_t *out)
+{
+    if (offset >= data_bytes || length == 0)
+        return 0;
+    uint64_t end = length > data_bytes - offset ? data_bytes : offset + length;
+    uint32_t first = (uint32_t)(offset / TILECRC_BLOCK_BYTES);
+    uint32_t last = (uint32_t)((end - 1) / TILECRC_BLOCK_BYTES);
+    uint8_t *edge = NULL;
+    int rc = 0;
+
+    if (last >= crc->blocks)
+        return -EBADMSG;
+    for (uint32_t b = first; b <= last && rc == 0; b++) {
+        uint64_t start = (uint64_t)b * TILECRC_BLOCK_BYTES;
+        size_t len = tilecrc_block_len(b, data_bytes);
+        uint64_t from = start > offset ? start : offset;
+        uint64_t to = start + len < end ? start + len : end;
+        /* Summed right after its read, while the block is in the cache:
+         * one pass over the page cache's copy, not two. */
+        if (from == start && to == start + len) {
+            rc = tilecrc_pread_all(data_fd, out + (start - offset), len, start);
+            if (rc == 0 && crc32c(0, out + (start - offset), len) != crc->crcs[b])
+                rc = -EBADMSG;
+            continue;
+        }
+        if (!edge && !(edge = malloc(TILECRC_BLOCK_BYTES))) {
+            rc = -ENOMEM;
+            break;
+        }
+        rc = tilecrc_pread_all(data_fd, edge, len, start);
+        if (rc == 0 && crc32c(0, edge, len) != crc->crcs[b])
+            rc = -EBADMSG;
+        if (rc == 0)
+            memcpy(out + (from - offset), edge + (from - start), (size_t)(to - from));
+    }
+    free(edge);
+    return rc;
+}
+
 void tilecrc_sum_payload(uint64_t offset, const uint8_t *data, size_t len,
                          struct tilecrc_payload *sums)
 {
