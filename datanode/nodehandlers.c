@@ -648,11 +648,17 @@ int nodehandlers_stream_request(struct nodehandlers_context *context, const uint
      * however many clients streamed to it). */
     bool received = true;
     if (status == TS_OK && write) {
-        received = handlers_buffer_fit(buffer, req.length) &&
-                   handlers_receive_all(sock, buffer->bytes, req.length);
-        /* Summed before the lock too: the one pass over the bytes. */
-        if (received)
-            tilecrc_sum_payload(req.offset, buffer->bytes, req.length, &buffer->sums);
+        /* Summed before the lock too, a block at a time as it comes in:
+         * in the CPU's cache still (the whole write summed after it came
+         * was another pass over memory). */
+        received = handlers_buffer_fit(buffer, req.length);
+        tilecrc_sum_begin(req.offset, req.length, &buffer->sums);
+        while (received && buffer->sums.summed < req.length) {
+            uint8_t *piece = buffer->bytes + buffer->sums.summed;
+            received = handlers_receive_all(sock, piece, tilecrc_sum_next_len(&buffer->sums));
+            if (received)
+                tilecrc_sum_next(&buffer->sums, piece);
+        }
     }
 
     pthread_mutex_lock(&context->lock);

@@ -278,23 +278,43 @@ int tilecrc_read_verified(int data_fd, uint64_t data_bytes, const struct tilecrc
     return rc;
 }
 
+void tilecrc_sum_begin(uint64_t offset, size_t len, struct tilecrc_payload *sums)
+{
+    uint64_t aligned = (offset + TILECRC_BLOCK_BYTES - 1) / TILECRC_BLOCK_BYTES * TILECRC_BLOCK_BYTES;
+    sums->offset = offset;
+    sums->len = len;
+    sums->summed = 0;
+    sums->first_block = (uint32_t)(aligned / TILECRC_BLOCK_BYTES);
+    sums->count = 0;
+    sums->whole = 0;
+}
+
+size_t tilecrc_sum_next_len(const struct tilecrc_payload *sums)
+{
+    uint64_t at = sums->offset + sums->summed;
+    uint64_t boundary = (at / TILECRC_BLOCK_BYTES + 1) * TILECRC_BLOCK_BYTES;
+    size_t left = sums->len - sums->summed;
+    return boundary - at < left ? (size_t)(boundary - at) : left;
+}
+
+void tilecrc_sum_next(struct tilecrc_payload *sums, const uint8_t *piece)
+{
+    size_t len = tilecrc_sum_next_len(sums);
+    uint32_t crc = crc32c(0, piece, len);
+    /* A piece that starts a block is that block's part of the write; one
+     * before the first boundary is not a block's at all. */
+    if ((sums->offset + sums->summed) % TILECRC_BLOCK_BYTES == 0)
+        sums->crcs[sums->count++] = crc;
+    sums->whole = crc32c_combine(sums->whole, crc, len);
+    sums->summed += len;
+}
+
 void tilecrc_sum_payload(uint64_t offset, const uint8_t *data, size_t len,
                          struct tilecrc_payload *sums)
 {
-    uint64_t end = offset + len;
-    uint64_t aligned = (offset + TILECRC_BLOCK_BYTES - 1) / TILECRC_BLOCK_BYTES * TILECRC_BLOCK_BYTES;
-    size_t head = aligned < end ? (size_t)(aligned - offset) : len;
-    sums->offset = offset;
-    sums->len = len;
-    sums->first_block = (uint32_t)(aligned / TILECRC_BLOCK_BYTES);
-    sums->count = 0;
-    sums->whole = crc32c(0, data, head); /* the part before the first block boundary */
-    for (size_t at = head; at < len; at += TILECRC_BLOCK_BYTES) {
-        size_t piece = len - at < TILECRC_BLOCK_BYTES ? len - at : TILECRC_BLOCK_BYTES;
-        uint32_t block = crc32c(0, data + at, piece);
-        sums->crcs[sums->count++] = block;
-        sums->whole = crc32c_combine(sums->whole, block, piece);
-    }
+    tilecrc_sum_begin(offset, len, sums);
+    while (sums->summed < len)
+        tilecrc_sum_next(sums, data + sums->summed);
 }
 
 int tilecrc_update(int data_fd, uint64_t old_size, uint64_t new_size, uint64_t offset,

@@ -116,6 +116,7 @@ int tilecrc_read_verified(int data_fd, uint64_t data_bytes, const struct tilecrc
 struct tilecrc_payload {
     uint64_t offset;
     size_t len;
+    size_t summed; /* bytes summed so far (tilecrc_sum_next()) */
     uint32_t whole;
     uint32_t first_block;
     uint32_t count;
@@ -128,6 +129,16 @@ struct tilecrc_payload {
  */
 void tilecrc_sum_payload(uint64_t offset, const uint8_t *data, size_t len,
                          struct tilecrc_payload *sums);
+
+/*
+ * The same sums taken piece by piece as the bytes arrive, each piece summed
+ * while it is still in the CPU's cache: tilecrc_sum_begin() for a write of
+ * len bytes at offset; then while summed < len, tilecrc_sum_next_len()
+ * bytes (up to the next block boundary) go to tilecrc_sum_next().
+ */
+void tilecrc_sum_begin(uint64_t offset, size_t len, struct tilecrc_payload *sums);
+size_t tilecrc_sum_next_len(const struct tilecrc_payload *sums);
+void tilecrc_sum_next(struct tilecrc_payload *sums, const uint8_t *piece);
 
 /*
  * Updates *crc for a change of the file from old_size to new_size bytes in
