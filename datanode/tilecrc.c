@@ -202,20 +202,40 @@ static size_t tilecrc_block_len(uint32_t b, uint64_t bytes)
     return bytes - start < TILECRC_BLOCK_BYTES ? (size_t)(bytes - start) : TILECRC_BLOCK_BYTES;
 }
 
-int tilecrc_verify(int data_fd, uint64_t data_bytes, const struct tilecrc *crc, uint64_t offset,
-                   uint64_t length, const uint8_t *served, size_t served_len)
+/* The blocks that hold bytes [offset, end) of a file. */
+struct tilecrc_span {
+    uint64_t end;
+    uint32_t first;
+    uint32_t last;
+};
+
+/*
+ * The span of [offset, offset + length) of a file of data_bytes (cut at
+ * its end): 1, or 0 when it holds no byte, or -EBADMSG when *crc has
+ * fewer blocks than the span needs.
+ */
+static int tilecrc_span_of(const struct tilecrc *crc, uint64_t data_bytes, uint64_t offset,
+                           uint64_t length, struct tilecrc_span *span)
 {
     if (offset >= data_bytes || length == 0)
         return 0;
-    uint64_t end = length > data_bytes - offset ? data_bytes : offset + length;
-    uint32_t first = (uint32_t)(offset / TILECRC_BLOCK_BYTES);
-    uint32_t last = (uint32_t)((end - 1) / TILECRC_BLOCK_BYTES);
-    uint8_t *block = NULL;
-    int rc = 0;
+    span->end = length > data_bytes - offset ? data_bytes : offset + length;
+    span->first = (uint32_t)(offset / TILECRC_BLOCK_BYTES);
+    span->last = (uint32_t)((span->end - 1) / TILECRC_BLOCK_BYTES);
+    return span->last >= crc->blocks ? -EBADMSG : 1;
+}
 
-    if (last >= crc->blocks)
-        return -EBADMSG;
-    for (uint32_t b = first; b <= last && rc == 0; b++) {
+int tilecrc_verify(int data_fd, uint64_t data_bytes, const struct tilecrc *crc, uint64_t offset,
+                   uint64_t length, const uint8_t *served, size_t served_len)
+{
+    struct tilecrc_span span;
+    uint8_t *block = NULL;
+    int rc = tilecrc_span_of(crc, data_bytes, offset, length, &span);
+
+    if (rc <= 0)
+        return rc;
+    rc = 0;
+    for (uint32_t b = span.first; b <= span.last && rc == 0; b++) {
         uint64_t start = (uint64_t)b * TILECRC_BLOCK_BYTES;
         size_t len = tilecrc_block_len(b, data_bytes);
         uint32_t sum;
@@ -241,17 +261,15 @@ int tilecrc_verify(int data_fd, uint64_t data_bytes, const struct tilecrc *crc, 
 int tilecrc_read_verified(int data_fd, uint64_t data_bytes, const struct tilecrc *crc,
                           uint64_t offset, size_t length, uint8_t *out)
 {
-    if (offset >= data_bytes || length == 0)
-        return 0;
-    uint64_t end = length > data_bytes - offset ? data_bytes : offset + length;
-    uint32_t first = (uint32_t)(offset / TILECRC_BLOCK_BYTES);
-    uint32_t last = (uint32_t)((end - 1) / TILECRC_BLOCK_BYTES);
+    struct tilecrc_span span;
     uint8_t *edge = NULL;
-    int rc = 0;
+    int rc = tilecrc_span_of(crc, data_bytes, offset, length, &span);
 
-    if (last >= crc->blocks)
-        return -EBADMSG;
-    for (uint32_t b = first; b <= last && rc == 0; b++) {
+    if (rc <= 0)
+        return rc;
+    rc = 0;
+    uint64_t end = span.end;
+    for (uint32_t b = span.first; b <= span.last && rc == 0; b++) {
         uint64_t start = (uint64_t)b * TILECRC_BLOCK_BYTES;
         size_t len = tilecrc_block_len(b, data_bytes);
         uint64_t from = start > offset ? start : offset;
