@@ -1015,10 +1015,9 @@ enum ts_health { TS_HEALTHY = 0, TS_DEGRADED = 1, TS_UNAVAILABLE = 2 };
 
 /*
  * The tile stream: a plain TCP connection to a datanode beside its
- * ZeroMQ socket, for TILE_READs and TILE_WRITEs whose bytes should cross no
- * user-space buffer (the datanode sendfile()s a read's bytes and splice()s
- * a write's into its file; the mount splice()s them to and from the
- * kernel). TILE_STREAM (empty request) answers the stream's TCP port on
+ * ZeroMQ socket, for TILE_READs and TILE_WRITEs whose bytes should cross
+ * few user-space buffers (the datanode's one, where they are checked
+ * against their CRCs; the mount splice()s them to and from the kernel). TILE_STREAM (empty request) answers the stream's TCP port on
  * the datanode's address, 0 when it has none or its disk is throttled
  * (a throttle times requests over ZeroMQ only), and `local`: the name of
  * an abstract Unix socket (without the leading NUL) serving the same

@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/sendfile.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -163,22 +162,6 @@ int diskio_read(struct diskio *disk, uint64_t ino, uint64_t tile, uint64_t versi
 }
 
 bool diskio_throttled(const struct diskio *disk) { return disk->throttle.bytes_per_sec != 0; }
-
-int diskio_send(int file_fd, uint64_t offset, size_t count, int sock, size_t *sent)
-{
-    off_t at = (off_t)offset;
-
-    *sent = 0;
-    while (*sent < count) {
-        ssize_t n = sendfile(sock, file_fd, &at, count - *sent);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return n < 0 ? -errno : -EIO; /* 0: the file is shorter than it was */
-        *sent += (size_t)n;
-    }
-    return 0;
-}
 
 void diskio_add_read(struct diskio *disk, int64_t start_ns, uint64_t bytes)
 {

@@ -27,8 +27,7 @@
  * heartbeat.
  *
  * Functions return what the tilestore returns (0 or a negative errno).
- * Not thread-safe: callers hold the handlers' lock (nodehandlers.h), but for
- * diskio_send().
+ * Not thread-safe: callers hold the handlers' lock (nodehandlers.h).
  */
 #ifndef TESSERA_DATANODE_DISKIO_H
 #define TESSERA_DATANODE_DISKIO_H
@@ -99,16 +98,7 @@ int diskio_write(struct diskio *disk, uint64_t ino, uint64_t tile, uint64_t vers
 int diskio_read(struct diskio *disk, uint64_t ino, uint64_t tile, uint64_t version, uint64_t offset,
                 size_t length, void *buf, size_t *got);
 /*
- * Sends count bytes of the open tile file file_fd from offset to socket
- * sock with sendfile(2), so they cross no user-space buffer; *sent: how
- * many went. It touches no diskio, so a stream's thread calls it without
- * the datanode's lock, and then diskio_add_read() with it. 0, or a
- * negative errno (the socket failed or timed out, or the file ended
- * early: the connection is then broken mid-answer).
- */
-int diskio_send(int file_fd, uint64_t offset, size_t count, int sock, size_t *sent);
-/*
- * Adds a read done outside diskio (diskio_send(), started at start_ns,
+ * Adds a read done outside diskio (a stream's, started at start_ns,
  * bytes sent) to the measured read rate. Not throttled: streams are
  * refused on a throttled disk.
  */

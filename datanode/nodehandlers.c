@@ -451,23 +451,58 @@ static bool handlers_stream_head(int sock, int32_t status, uint32_t data_bytes)
     return send(sock, head, sizeof(head), flags) == (ssize_t)sizeof(head);
 }
 
+/* Makes room for len bytes in the thread's buffer; false out of memory. */
+static bool handlers_buffer_fit(struct nodehandlers_write_buffer *buffer, size_t len)
+{
+    if (buffer->cap >= len)
+        return true;
+    size_t cap = buffer->cap ? buffer->cap : (1u << 20);
+    while (cap < len)
+        cap *= 2;
+    uint8_t *grown = realloc(buffer->bytes, cap);
+    if (!grown)
+        return false;
+    buffer->bytes = grown;
+    buffer->cap = cap;
+    return true;
+}
+
+/* Sends len bytes; false if the socket failed. */
+static bool handlers_send_all(int sock, const uint8_t *bytes, size_t len)
+{
+    while (len > 0) {
+        ssize_t put = send(sock, bytes, len, MSG_NOSIGNAL);
+        if (put < 0 && errno == EINTR)
+            continue;
+        if (put <= 0)
+            return false;
+        bytes += put;
+        len -= (size_t)put;
+    }
+    return true;
+}
+
 /*
  * One read of the tile stream: as TILE_READ, but anything other than
  * bytes or a hole (a fence, a missing file, a throttled disk, whose
- * timing a sendfile would dodge) is a bare status the client takes to
+ * timing the stream would dodge) is a bare status the client takes to
  * ZeroMQ. Called with the context's lock, which it drops while the bytes
- * go (the file is open by then: a retire or a truncate meanwhile is seen
- * as the file was, or as a short file that breaks the connection). The
- * counters are updated before the bytes go, so they are right by the time
- * a client has its answer. reader_keeps: the reader caches the bytes
- * (TS_STREAM_READ_KEPT), so they are left in *drop (nodehandlers.h).
+ * are read and checked (the file is open by then: a retire or a truncate
+ * meanwhile is seen as the file was) and while they go. The bytes sent
+ * are the ones checked, read once into the thread's buffer block by
+ * block, each summed while in the CPU's cache: a sendfile after a check
+ * read the page cache twice (twice the datanode's CPU per byte of the
+ * code before checksums). The counters are updated before the bytes go,
+ * so they are right by the time a client has its answer. reader_keeps:
+ * the reader caches the bytes (TS_STREAM_READ_KEPT), so they are left in
+ * *drop (nodehandlers.h).
  */
 static int handlers_stream_read(struct nodehandlers_context *context,
                                 const struct ts_tile_read_req *req, bool reader_keeps, int sock,
+                                struct nodehandlers_write_buffer *buffer,
                                 struct nodehandlers_drop_behind *drop)
 {
     uint64_t size = 0;
-    size_t sent = 0;
     bool moving = false;
     int file_fd = -1;
     int status = diskio_throttled(context->disk)
@@ -479,30 +514,35 @@ static int handlers_stream_read(struct nodehandlers_context *context,
                                      &size);
         status = rc == 0 ? TS_OK : status_from_errno(-rc);
     }
-    if (status != TS_OK)
-        return handlers_stream_head(sock, status, 0) ? status : -1;
     uint32_t count = size <= req->offset ? 0
                      : size - req->offset < req->length ? (uint32_t)(size - req->offset)
                                                          : req->length;
-    if (count > 0) {
-        /* sendfile moves bytes no one looks at: their blocks are checked
-         * first, without the lock (other streams' requests go on); only a
-         * range that does not come out clean is decided under it. */
+    if (status == TS_OK && count > 0 && !handlers_buffer_fit(buffer, count))
+        status = TS_ERR_NOMEM;
+    int64_t start_ns = diskio_now_ns();
+    if (status == TS_OK && count > 0) {
+        /* Read and checked without the lock (other streams' requests go
+         * on); only a range that does not come out clean is read again
+         * under it. */
         struct tilecrc_trust trust;
-        uint64_t verified_size = 0;
         tilestore_trust(context->store, &trust);
         pthread_mutex_unlock(&context->lock);
-        int rc = tilestore_verify_unlocked(context->store, &trust, req->ino, req->tile,
-                                           req->version, req->offset, count, &verified_size);
+        int rc = tilestore_read_verified_unlocked(context->store, &trust, req->ino, req->tile,
+                                                  req->version, file_fd, size, req->offset,
+                                                  count, buffer->bytes);
         pthread_mutex_lock(&context->lock);
-        if (rc == -EAGAIN)
-            rc = tilestore_verify(context->store, req->ino, req->tile, req->version, req->offset,
-                                  count, &verified_size);
-        if (rc != 0) {
-            close(file_fd);
-            status = status_from_errno(-rc);
-            return handlers_stream_head(sock, status, 0) ? status : -1;
+        if (rc == -EAGAIN) {
+            size_t got = 0;
+            rc = tilestore_read(context->store, req->ino, req->tile, req->version, req->offset,
+                                count, buffer->bytes, &got);
+            count = (uint32_t)got; /* shorter: truncated meanwhile */
         }
+        status = rc == 0 ? TS_OK : status_from_errno(-rc);
+    }
+    if (status != TS_OK) {
+        if (file_fd >= 0)
+            close(file_fd);
+        return handlers_stream_head(sock, status, 0) ? status : -1;
     }
     handlers_count_read(context, req->ino, req->tile, count);
     bool warm = handlers_warm_wanted(context, req);
@@ -510,21 +550,19 @@ static int handlers_stream_read(struct nodehandlers_context *context,
         context->stats.tiles_warmed++;
 
     pthread_mutex_unlock(&context->lock);
-    int64_t start_ns = diskio_now_ns();
     int result = TS_OK;
-    if (!handlers_stream_head(sock, TS_OK, count))
-        result = -1;
-    else if (count > 0 && diskio_send(file_fd, req->offset, count, sock, &sent) != 0)
+    if (!handlers_stream_head(sock, TS_OK, count) ||
+        !handlers_send_all(sock, buffer->bytes, count))
         result = -1;
     if (result == TS_OK && warm)
         handlers_warm_file(file_fd);
-    if (result == TS_OK && reader_keeps && sent > 0)
-        *drop = (struct nodehandlers_drop_behind){.fd = file_fd, .offset = req->offset, .length = sent};
+    if (result == TS_OK && reader_keeps && count > 0)
+        *drop = (struct nodehandlers_drop_behind){.fd = file_fd, .offset = req->offset, .length = count};
     else
         close(file_fd);
     pthread_mutex_lock(&context->lock);
 
-    diskio_add_read(context->disk, start_ns, result == TS_OK ? sent : 0);
+    diskio_add_read(context->disk, start_ns, result == TS_OK ? count : 0);
     return result;
 }
 
@@ -571,22 +609,6 @@ static bool handlers_receive_all(int sock, uint8_t *into, size_t len)
     return true;
 }
 
-/* Makes room for len bytes in the thread's buffer; false out of memory. */
-static bool handlers_buffer_fit(struct nodehandlers_write_buffer *buffer, size_t len)
-{
-    if (buffer->cap >= len)
-        return true;
-    size_t cap = buffer->cap ? buffer->cap : (1u << 20);
-    while (cap < len)
-        cap *= 2;
-    uint8_t *grown = realloc(buffer->bytes, cap);
-    if (!grown)
-        return false;
-    buffer->bytes = grown;
-    buffer->cap = cap;
-    return true;
-}
-
 /*
  * The reader's page cache on this machine holds these bytes. A second copy
  * would halve what the machine can cache, and on a VM whose freed memory
@@ -626,11 +648,17 @@ int nodehandlers_stream_request(struct nodehandlers_context *context, const uint
      * however many clients streamed to it). */
     bool received = true;
     if (status == TS_OK && write) {
-        received = handlers_buffer_fit(buffer, req.length) &&
-                   handlers_receive_all(sock, buffer->bytes, req.length);
-        /* Summed before the lock too: the one pass over the bytes. */
-        if (received)
-            tilecrc_sum_payload(req.offset, buffer->bytes, req.length, &buffer->sums);
+        /* Summed before the lock too, a block at a time as it comes in:
+         * in the CPU's cache still (the whole write summed after it came
+         * was another pass over memory). */
+        received = handlers_buffer_fit(buffer, req.length);
+        tilecrc_sum_begin(req.offset, req.length, &buffer->sums);
+        while (received && buffer->sums.summed < req.length) {
+            uint8_t *piece = buffer->bytes + buffer->sums.summed;
+            received = handlers_receive_all(sock, piece, tilecrc_sum_next_len(&buffer->sums));
+            if (received)
+                tilecrc_sum_next(&buffer->sums, piece);
+        }
     }
 
     pthread_mutex_lock(&context->lock);
@@ -652,7 +680,8 @@ int nodehandlers_stream_request(struct nodehandlers_context *context, const uint
                                               .crc = crc};
         status = handlers_stream_write(context, &write_req, sock, buffer->bytes, &buffer->sums);
     } else {
-        status = handlers_stream_read(context, &req, kind == TS_STREAM_READ_KEPT, sock, drop);
+        status = handlers_stream_read(context, &req, kind == TS_STREAM_READ_KEPT, sock, buffer,
+                                      drop);
     }
     if (status != TS_OK)
         context->stats.failures++;

@@ -126,11 +126,12 @@ struct nodehandlers_drop_behind {
 void nodehandlers_drop_behind(struct nodehandlers_drop_behind *drop, int sock);
 
 /*
- * A stream thread's buffer for a write's bytes (grown as needed, up to
- * TS_MAX_DATA_BYTES; the thread frees bytes when it ends). The bytes are
- * checked against their CRC before they go to the file, so they cannot be
- * spliced from the socket into it as they were: one copy, measured in the
- * commit that made it.
+ * A stream thread's buffer for a write's or a read's bytes (grown as
+ * needed, up to TS_MAX_DATA_BYTES; the thread frees bytes when it ends).
+ * The bytes are checked against their CRC before they go to the file or
+ * the reader, so they cannot be spliced from the socket into the file, or
+ * sent from the file, as they were: one copy, measured in the commits
+ * that made it.
  */
 struct nodehandlers_write_buffer {
     uint8_t *bytes;

@@ -15,7 +15,7 @@
  * STREAM_THREADS threads that has the fewest, which polls it and serves
  * its requests from then on. So the loop never waits on a stream's bytes,
  * a connection that stalls holds up only its own thread's others, and up
- * to STREAM_THREADS tiles go out at once (one blocked sendfile no longer
+ * to STREAM_THREADS tiles go out at once (one blocked send no longer
  * stops every other reader of the node). Requests are served through
  * nodehandlers_stream_request(), which takes the handlers' lock for
  * everything but moving a read's bytes and taking a write's bytes off the

@@ -202,20 +202,40 @@ static size_t tilecrc_block_len(uint32_t b, uint64_t bytes)
     return bytes - start < TILECRC_BLOCK_BYTES ? (size_t)(bytes - start) : TILECRC_BLOCK_BYTES;
 }
 
-int tilecrc_verify(int data_fd, uint64_t data_bytes, const struct tilecrc *crc, uint64_t offset,
-                   uint64_t length, const uint8_t *served, size_t served_len)
+/* The blocks that hold bytes [offset, end) of a file. */
+struct tilecrc_span {
+    uint64_t end;
+    uint32_t first;
+    uint32_t last;
+};
+
+/*
+ * The span of [offset, offset + length) of a file of data_bytes (cut at
+ * its end): 1, or 0 when it holds no byte, or -EBADMSG when *crc has
+ * fewer blocks than the span needs.
+ */
+static int tilecrc_span_of(const struct tilecrc *crc, uint64_t data_bytes, uint64_t offset,
+                           uint64_t length, struct tilecrc_span *span)
 {
     if (offset >= data_bytes || length == 0)
         return 0;
-    uint64_t end = length > data_bytes - offset ? data_bytes : offset + length;
-    uint32_t first = (uint32_t)(offset / TILECRC_BLOCK_BYTES);
-    uint32_t last = (uint32_t)((end - 1) / TILECRC_BLOCK_BYTES);
-    uint8_t *block = NULL;
-    int rc = 0;
+    span->end = length > data_bytes - offset ? data_bytes : offset + length;
+    span->first = (uint32_t)(offset / TILECRC_BLOCK_BYTES);
+    span->last = (uint32_t)((span->end - 1) / TILECRC_BLOCK_BYTES);
+    return span->last >= crc->blocks ? -EBADMSG : 1;
+}
 
-    if (last >= crc->blocks)
-        return -EBADMSG;
-    for (uint32_t b = first; b <= last && rc == 0; b++) {
+int tilecrc_verify(int data_fd, uint64_t data_bytes, const struct tilecrc *crc, uint64_t offset,
+                   uint64_t length, const uint8_t *served, size_t served_len)
+{
+    struct tilecrc_span span;
+    uint8_t *block = NULL;
+    int rc = tilecrc_span_of(crc, data_bytes, offset, length, &span);
+
+    if (rc <= 0)
+        return rc;
+    rc = 0;
+    for (uint32_t b = span.first; b <= span.last && rc == 0; b++) {
         uint64_t start = (uint64_t)b * TILECRC_BLOCK_BYTES;
         size_t len = tilecrc_block_len(b, data_bytes);
         uint32_t sum;
@@ -238,23 +258,81 @@ int tilecrc_verify(int data_fd, uint64_t data_bytes, const struct tilecrc *crc, 
     return rc;
 }
 
+int tilecrc_read_verified(int data_fd, uint64_t data_bytes, const struct tilecrc *crc,
+                          uint64_t offset, size_t length, uint8_t *out)
+{
+    struct tilecrc_span span;
+    uint8_t *edge = NULL;
+    int rc = tilecrc_span_of(crc, data_bytes, offset, length, &span);
+
+    if (rc <= 0)
+        return rc;
+    rc = 0;
+    uint64_t end = span.end;
+    for (uint32_t b = span.first; b <= span.last && rc == 0; b++) {
+        uint64_t start = (uint64_t)b * TILECRC_BLOCK_BYTES;
+        size_t len = tilecrc_block_len(b, data_bytes);
+        uint64_t from = start > offset ? start : offset;
+        uint64_t to = start + len < end ? start + len : end;
+        /* Summed right after its read, while the block is in the cache:
+         * one pass over the page cache's copy, not two. */
+        if (from == start && to == start + len) {
+            rc = tilecrc_pread_all(data_fd, out + (start - offset), len, start);
+            if (rc == 0 && crc32c(0, out + (start - offset), len) != crc->crcs[b])
+                rc = -EBADMSG;
+            continue;
+        }
+        if (!edge && !(edge = malloc(TILECRC_BLOCK_BYTES))) {
+            rc = -ENOMEM;
+            break;
+        }
+        rc = tilecrc_pread_all(data_fd, edge, len, start);
+        if (rc == 0 && crc32c(0, edge, len) != crc->crcs[b])
+            rc = -EBADMSG;
+        if (rc == 0)
+            memcpy(out + (from - offset), edge + (from - start), (size_t)(to - from));
+    }
+    free(edge);
+    return rc;
+}
+
+void tilecrc_sum_begin(uint64_t offset, size_t len, struct tilecrc_payload *sums)
+{
+    uint64_t aligned = (offset + TILECRC_BLOCK_BYTES - 1) / TILECRC_BLOCK_BYTES * TILECRC_BLOCK_BYTES;
+    sums->offset = offset;
+    sums->len = len;
+    sums->summed = 0;
+    sums->first_block = (uint32_t)(aligned / TILECRC_BLOCK_BYTES);
+    sums->count = 0;
+    sums->whole = 0;
+}
+
+size_t tilecrc_sum_next_len(const struct tilecrc_payload *sums)
+{
+    uint64_t at = sums->offset + sums->summed;
+    uint64_t boundary = (at / TILECRC_BLOCK_BYTES + 1) * TILECRC_BLOCK_BYTES;
+    size_t left = sums->len - sums->summed;
+    return boundary - at < left ? (size_t)(boundary - at) : left;
+}
+
+void tilecrc_sum_next(struct tilecrc_payload *sums, const uint8_t *piece)
+{
+    size_t len = tilecrc_sum_next_len(sums);
+    uint32_t crc = crc32c(0, piece, len);
+    /* A piece that starts a block is that block's part of the write; one
+     * before the first boundary is not a block's at all. */
+    if ((sums->offset + sums->summed) % TILECRC_BLOCK_BYTES == 0)
+        sums->crcs[sums->count++] = crc;
+    sums->whole = crc32c_combine(sums->whole, crc, len);
+    sums->summed += len;
+}
+
 void tilecrc_sum_payload(uint64_t offset, const uint8_t *data, size_t len,
                          struct tilecrc_payload *sums)
 {
-    uint64_t end = offset + len;
-    uint64_t aligned = (offset + TILECRC_BLOCK_BYTES - 1) / TILECRC_BLOCK_BYTES * TILECRC_BLOCK_BYTES;
-    size_t head = aligned < end ? (size_t)(aligned - offset) : len;
-    sums->offset = offset;
-    sums->len = len;
-    sums->first_block = (uint32_t)(aligned / TILECRC_BLOCK_BYTES);
-    sums->count = 0;
-    sums->whole = crc32c(0, data, head); /* the part before the first block boundary */
-    for (size_t at = head; at < len; at += TILECRC_BLOCK_BYTES) {
-        size_t piece = len - at < TILECRC_BLOCK_BYTES ? len - at : TILECRC_BLOCK_BYTES;
-        uint32_t block = crc32c(0, data + at, piece);
-        sums->crcs[sums->count++] = block;
-        sums->whole = crc32c_combine(sums->whole, block, piece);
-    }
+    tilecrc_sum_begin(offset, len, sums);
+    while (sums->summed < len)
+        tilecrc_sum_next(sums, data + sums->summed);
 }
 
 int tilecrc_update(int data_fd, uint64_t old_size, uint64_t new_size, uint64_t offset,

@@ -97,6 +97,16 @@ int tilecrc_verify(int data_fd, uint64_t data_bytes, const struct tilecrc *crc, 
                    uint64_t length, const uint8_t *served, size_t served_len);
 
 /*
+ * Reads bytes [offset, offset + length) of data_fd (a file of data_bytes;
+ * the range is cut at its end) into out, each block checked against *crc
+ * as it comes in; a block only partly in the range is read whole to be
+ * checked. 0 (out holds exactly the checked bytes), -EBADMSG or a read's
+ * -errno (out then holds nothing to use).
+ */
+int tilecrc_read_verified(int data_fd, uint64_t data_bytes, const struct tilecrc *crc,
+                          uint64_t offset, size_t length, uint8_t *out);
+
+/*
  * A write's bytes summed in one pass (tilecrc_sum_payload()): `whole`, the
  * CRC-32C of all len bytes (what the writer's crc must be), and for every
  * block that starts inside the write, the CRC of its part of the bytes
@@ -106,6 +116,7 @@ int tilecrc_verify(int data_fd, uint64_t data_bytes, const struct tilecrc *crc, 
 struct tilecrc_payload {
     uint64_t offset;
     size_t len;
+    size_t summed; /* bytes summed so far (tilecrc_sum_next()) */
     uint32_t whole;
     uint32_t first_block;
     uint32_t count;
@@ -118,6 +129,16 @@ struct tilecrc_payload {
  */
 void tilecrc_sum_payload(uint64_t offset, const uint8_t *data, size_t len,
                          struct tilecrc_payload *sums);
+
+/*
+ * The same sums taken piece by piece as the bytes arrive, each piece summed
+ * while it is still in the CPU's cache: tilecrc_sum_begin() for a write of
+ * len bytes at offset; then while summed < len, tilecrc_sum_next_len()
+ * bytes (up to the next block boundary) go to tilecrc_sum_next().
+ */
+void tilecrc_sum_begin(uint64_t offset, size_t len, struct tilecrc_payload *sums);
+size_t tilecrc_sum_next_len(const struct tilecrc_payload *sums);
+void tilecrc_sum_next(struct tilecrc_payload *sums, const uint8_t *piece);
 
 /*
  * Updates *crc for a change of the file from old_size to new_size bytes in

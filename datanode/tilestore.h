@@ -108,15 +108,14 @@ int tilestore_read(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_
 /*
  * Checks the blocks holding [offset, offset + length) of the tile (the
  * range cut at its end; length UINT64_MAX for all of it), for a reader
- * that sends the bytes itself (sendfile) and the scrub. *bytes: the file's
+ * that checks a range before it reads, and the scrub. *bytes: the file's
  * size. 0, -ENOENT (no file), -EBADMSG or another negative errno.
  */
 int tilestore_verify(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
                      uint64_t offset, uint64_t length, uint64_t *bytes);
 
 /*
- * For the scrub and the stream's reads, which read tiles without holding
- * up the handlers:
+ * For the scrub, which reads tiles without holding up the handlers:
  * tilestore_trust() copies which sidecars are trusted (under the lock);
  * tilestore_verify_unlocked() then checks a whole tile as
  * tilestore_verify() does, touching nothing of the store (for other
@@ -131,6 +130,18 @@ void tilestore_trust(const struct tilestore *store, struct tilecrc_trust *trust)
 int tilestore_verify_unlocked(const struct tilestore *store, const struct tilecrc_trust *trust,
                               uint64_t ino, uint64_t tile, uint64_t version, uint64_t offset,
                               uint64_t length, uint64_t *bytes);
+
+/*
+ * For the stream's reads: bytes [offset, offset + length) of the tile open
+ * as fd (tilestore_open_tile(), `size` bytes then; the range within it)
+ * read into out, each block checked as it comes in (the bytes sent are the
+ * bytes checked, read once), touching nothing of the store. 0, or -EAGAIN
+ * as tilestore_verify_unlocked() (then tilestore_read() under the lock).
+ */
+int tilestore_read_verified_unlocked(const struct tilestore *store,
+                                     const struct tilecrc_trust *trust, uint64_t ino,
+                                     uint64_t tile, uint64_t version, int fd, uint64_t size,
+                                     uint64_t offset, size_t length, uint8_t *out);
 
 /*
  * Moves up to max of the corrupt tile files found and not yet taken into

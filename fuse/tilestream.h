@@ -1,14 +1,13 @@
 /*
  * @file tilestream.h
  * The mount's side of the datanodes' tile streams (proto.h,
- * TILE_STREAM). A read's bytes go from the datanode's page cache
- * (sendfile) through a TCP connection into a pipe (splice), and libfuse
+ * TILE_STREAM). A read's bytes go from the datanode's buffer, where
+ * they were checked, through a TCP connection into a pipe (splice), and libfuse
  * splices the pipe into the kernel, which copies them into the file's
- * page cache: one copy in all instead of four (read into a buffer, send,
- * receive into ZeroMQ's message, copy into the kernel). A write's bytes go
- * from the mount's buffer to the socket by page reference (vmsplice and
- * splice through a pipe), and the datanode splices them into its file:
- * one copy instead of four too.
+ * page cache: on the mount's side no copy but the kernel's (ZeroMQ's
+ * took three). A write's bytes go from the mount's buffer to the socket
+ * by page reference (vmsplice and splice through a pipe), and the
+ * datanode receives them into a buffer of its own to check their CRC.
  *
  * Only datanodes on this machine are used so: over loopback a tile comes
  * in a few large pieces, while across a network link each packet is a

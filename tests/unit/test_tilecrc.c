@@ -285,6 +285,56 @@ static void test_flipped_byte_is_never_served(void **state)
     assert_int_equal(errno, ENOENT);
 }
 
+/*
+ * The stream's read without the lock: any range, block-aligned or not,
+ * comes back as written, each block checked as it is read; a range
+ * touching a flipped block gives -EAGAIN (the lock's read then says
+ * -EBADMSG), its bytes not to be used; one beside it still reads.
+ */
+static void test_read_verified_checks_each_block(void **state)
+{
+    struct fixture *fixture = *state;
+    static uint8_t data[3 * BLOCK + 100];
+    static uint8_t back[3 * BLOCK + 100];
+    const struct {
+        uint64_t offset;
+        size_t length;
+    } ranges[] = {{0, sizeof(data)}, {0, BLOCK}, {BLOCK - 7, BLOCK + 20}, {5, 10},
+                  {3 * BLOCK, 100},  {2 * BLOCK + 50, BLOCK + 50}};
+    struct tilecrc_trust trust;
+    uint64_t size = 0;
+    int fd = -1;
+
+    fill_pattern(data, sizeof(data), 29);
+    assert_int_equal(tilestore_write(fixture->store, 23, 1, 4, 0, data, sizeof(data)), 0);
+    tilestore_trust(fixture->store, &trust);
+    assert_int_equal(tilestore_open_tile(fixture->store, 23, 1, 4, &fd, &size), 0);
+    assert_int_equal(size, sizeof(data));
+    for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++) {
+        memset(back, 0xee, sizeof(back));
+        assert_int_equal(tilestore_read_verified_unlocked(fixture->store, &trust, 23, 1, 4, fd,
+                                                          size, ranges[i].offset,
+                                                          ranges[i].length, back),
+                         0);
+        assert_memory_equal(back, data + ranges[i].offset, ranges[i].length);
+    }
+    flip_byte(fixture, 23, 1, 4, BLOCK + 3);
+    assert_int_equal(tilestore_read_verified_unlocked(fixture->store, &trust, 23, 1, 4, fd, size,
+                                                      BLOCK - 7, 10, back),
+                     -EAGAIN);
+    assert_int_equal(tilestore_read_verified_unlocked(fixture->store, &trust, 23, 1, 4, fd, size,
+                                                      2 * BLOCK - 1, 1, back),
+                     -EAGAIN);
+    assert_int_equal(tilestore_read_verified_unlocked(fixture->store, &trust, 23, 1, 4, fd, size,
+                                                      2 * BLOCK, BLOCK + 100, back),
+                     0);
+    assert_memory_equal(back, data + 2 * BLOCK, BLOCK + 100);
+    size_t got = 0;
+    assert_int_equal(tilestore_read(fixture->store, 23, 1, 4, BLOCK - 7, 10, back, &got),
+                     -EBADMSG);
+    close(fd);
+}
+
 /* A TILE_WRITE whose bytes do not match the writer's CRC is refused and changes nothing. */
 static void test_write_with_wrong_crc_is_refused(void **state)
 {
@@ -448,6 +498,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_sidecars_of_crashed_runs_are_rebuilt, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_install_writes_sidecar, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_verified_checks_each_block, setup, teardown),
     };
     return cmocka_run_group_tests_name("tilecrc", tests, NULL, NULL);
 }
