@@ -121,12 +121,10 @@ static int do_commit(struct metafixture *f, uint64_t ino, uint64_t min_size)
  * up to `cap` of its garbage records into garbage[] (their number into
  * *garbage_count when not NULL).
  */
-static uint32_t heartbeat(struct metafixture *f, uint32_t id, const char *machine,
-                          struct ts_tile_file_rec *garbage, uint32_t cap, uint32_t *garbage_count)
+/* A HEARTBEAT of node `id` (0 = new) of `machine`: half its 64 GiB used, nothing measured. */
+static struct ts_heartbeat_req heartbeat_of(uint32_t id, const char *machine)
 {
-    struct ts_heartbeat_rep reply;
-    struct ts_cursor cursor;
-    struct ts_heartbeat_req m = {
+    return (struct ts_heartbeat_req){
         .node_id = id,
         .machine = str(machine),
         .address = str("tcp://127.0.0.1:7401"),
@@ -135,6 +133,14 @@ static uint32_t heartbeat(struct metafixture *f, uint32_t id, const char *machin
         .used_bytes = 32ull << 30,
         .deleted = {"", 0},
     };
+}
+
+static uint32_t heartbeat(struct metafixture *f, uint32_t id, const char *machine,
+                          struct ts_tile_file_rec *garbage, uint32_t cap, uint32_t *garbage_count)
+{
+    struct ts_heartbeat_rep reply;
+    struct ts_cursor cursor;
+    struct ts_heartbeat_req m = heartbeat_of(id, machine);
     assert_int_equal(CALL(f, TS_OP_HEARTBEAT, heartbeat_req, &m), TS_OK);
     assert_int_equal(ts_heartbeat_rep_decode(&reply, f->reply, f->reply_len), 0);
     ts_cursor_init(&cursor, reply.garbage.ptr, reply.garbage.len);
@@ -853,17 +859,9 @@ static void test_tile_map_read_node(void **state)
 static void heartbeat_read_speed(struct metafixture *f, uint32_t id, const char *machine,
                                  uint64_t read_bytes_per_sec)
 {
-    struct ts_heartbeat_req m = {
-        .node_id = id,
-        .machine = str(machine),
-        .address = str("tcp://127.0.0.1:7401"),
-        .capacity = 64ull << 30,
-        .free_bytes = 32ull << 30,
-        .used_bytes = 32ull << 30,
-        .read_bytes_per_sec = read_bytes_per_sec,
-        .write_bytes_per_sec = read_bytes_per_sec / 2,
-        .deleted = {"", 0},
-    };
+    struct ts_heartbeat_req m = heartbeat_of(id, machine);
+    m.read_bytes_per_sec = read_bytes_per_sec;
+    m.write_bytes_per_sec = read_bytes_per_sec / 2;
     assert_int_equal(CALL(f, TS_OP_HEARTBEAT, heartbeat_req, &m), TS_OK);
 }
 
