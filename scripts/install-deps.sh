@@ -9,7 +9,8 @@ set -euo pipefail
 
 PACKAGES=(meson ninja-build pkg-config gcc libfuse3-dev fuse3 libzmq3-dev liblmdb-dev
     libcmocka-dev attr iproute2 libinih-dev libsystemd-dev
-    libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libsodium-dev perl scdoc)
+    libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libsodium-dev perl scdoc
+    bash-completion)
 
 missing=()
 for package in "${PACKAGES[@]}"; do
