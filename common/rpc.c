@@ -269,16 +269,44 @@ int rpc_client_call(struct rpc_client *client, uint16_t op, const void *payload,
                                  timeout_ms, reply);
 }
 
+/*
+ * The reply's deadline passed at now_ms: true (with *deadline moved on by
+ * one more timeout, never past the patience's limit) if the caller's
+ * patience says the server is still working and that limit is not reached.
+ */
+static bool rpc_wait_longer(const struct rpc_patience *patience, int64_t sent_ms, int64_t now_ms,
+                            int timeout_ms, int64_t *deadline)
+{
+    if (!patience || !patience->still_working)
+        return false;
+    int64_t limit = sent_ms + patience->max_ms;
+    if (now_ms >= limit || !patience->still_working(patience->arg, sent_ms))
+        return false;
+    now_ms = monotonic_ms(); /* the check may itself have taken a while */
+    *deadline = now_ms + timeout_ms < limit ? now_ms + timeout_ms : limit;
+    return *deadline > now_ms;
+}
+
 int rpc_client_call_owned(struct rpc_client *client, uint16_t op, const void *payload,
                           size_t payload_len, const void *data, size_t data_len,
                           const struct rpc_data_owner *owner, int timeout_ms,
                           struct rpc_reply *reply)
 {
+    return rpc_client_call_patient(client, op, payload, payload_len, data, data_len, owner,
+                                   timeout_ms, NULL, reply);
+}
+
+int rpc_client_call_patient(struct rpc_client *client, uint16_t op, const void *payload,
+                            size_t payload_len, const void *data, size_t data_len,
+                            const struct rpc_data_owner *owner, int timeout_ms,
+                            const struct rpc_patience *patience, struct rpc_reply *reply)
+{
     uint64_t request_id = atomic_fetch_add(&rpc_next_request_id, 1);
     size_t frame_cap = TS_HEADER_BYTES + payload_len;
     uint8_t stack_frame[512];
     uint8_t *frame = frame_cap <= sizeof(stack_frame) ? stack_frame : malloc(frame_cap);
-    int64_t deadline = monotonic_ms() + timeout_ms;
+    int64_t sent_ms = monotonic_ms();
+    int64_t deadline = sent_ms + timeout_ms;
     int status = TS_ERR_TIMEDOUT;
 
     memset(reply, 0, sizeof(*reply));
@@ -315,15 +343,20 @@ int rpc_client_call_owned(struct rpc_client *client, uint16_t op, const void *pa
         goto reset;
     }
     for (;;) {
-        int64_t left = deadline - monotonic_ms();
         zmq_pollitem_t item = {client->socket, 0, ZMQ_POLLIN, 0};
-        if (left <= 0)
+        int64_t now_ms = monotonic_ms();
+        if (deadline <= now_ms &&
+            !rpc_wait_longer(patience, sent_ms, now_ms, timeout_ms, &deadline))
             break;
-        int ready = zmq_poll(&item, 1, (long)left);
+        int64_t left = deadline - monotonic_ms();
+        /* Never a negative timeout: zmq_poll would wait forever. */
+        int ready = zmq_poll(&item, 1, left > 0 ? (long)left : 0);
         if (ready < 0 && zmq_errno() == EINTR)
             continue;
-        if (ready <= 0)
+        if (ready < 0)
             break;
+        if (ready == 0)
+            continue; /* the deadline: the top of the loop decides */
         status = rpc_receive_reply(client->socket, request_id, op, reply);
         if (status != -1)
             goto out;
@@ -544,10 +577,11 @@ static void rpc_pool_give_back(struct rpc_pool *pool, struct rpc_client *client)
     rpc_client_destroy(&client);
 }
 
-/* rpc_pool_call_owned() with a timeout of the caller's. */
+/* rpc_pool_call_patient() with a timeout of the caller's. */
 static int rpc_pool_call_owned_within(struct rpc_pool *pool, uint16_t op, const void *payload,
                                       size_t payload_len, const void *data, size_t data_len,
                                       const struct rpc_data_owner *owner, int timeout_ms,
+                                      const struct rpc_patience *patience,
                                       struct rpc_reply *reply)
 {
     struct rpc_client *client = rpc_pool_take(pool);
@@ -558,8 +592,8 @@ static int rpc_pool_call_owned_within(struct rpc_pool *pool, uint16_t op, const 
             owner->free_fn((void *)data, owner->hint);
         return TS_ERR_IO;
     }
-    status = rpc_client_call_owned(client, op, payload, payload_len, data, data_len, owner,
-                                   timeout_ms, reply);
+    status = rpc_client_call_patient(client, op, payload, payload_len, data, data_len, owner,
+                                     timeout_ms, patience, reply);
     rpc_pool_give_back(pool, client);
     return status;
 }
@@ -569,14 +603,23 @@ int rpc_pool_call_owned(struct rpc_pool *pool, uint16_t op, const void *payload,
                         const struct rpc_data_owner *owner, struct rpc_reply *reply)
 {
     return rpc_pool_call_owned_within(pool, op, payload, payload_len, data, data_len, owner,
-                                      pool->timeout_ms, reply);
+                                      pool->timeout_ms, NULL, reply);
+}
+
+int rpc_pool_call_patient(struct rpc_pool *pool, uint16_t op, const void *payload,
+                          size_t payload_len, const void *data, size_t data_len,
+                          const struct rpc_data_owner *owner, const struct rpc_patience *patience,
+                          struct rpc_reply *reply)
+{
+    return rpc_pool_call_owned_within(pool, op, payload, payload_len, data, data_len, owner,
+                                      pool->timeout_ms, patience, reply);
 }
 
 int rpc_pool_call_within(struct rpc_pool *pool, uint16_t op, const void *payload,
                          size_t payload_len, int timeout_ms, struct rpc_reply *reply)
 {
     return rpc_pool_call_owned_within(pool, op, payload, payload_len, NULL, 0, NULL, timeout_ms,
-                                      reply);
+                                      NULL, reply);
 }
 
 int rpc_pool_call_many_within(struct rpc_pool *pool, const struct rpc_call *calls, size_t count,

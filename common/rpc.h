@@ -81,6 +81,28 @@ int rpc_client_call_owned(struct rpc_client *client, uint16_t op, const void *pa
                           const struct rpc_data_owner *owner, int timeout_ms,
                           struct rpc_reply *reply);
 
+/*
+ * How long to wait for a busy server. When a reply's timeout passes,
+ * still_working(arg, sent_ms) is asked (sent_ms: when the request left,
+ * monotonic): true, and the wait goes on for one more timeout, again and
+ * again, until max_ms after the request left; false, and the call times
+ * out as without patience. For a server that is alive but slow (a queue
+ * of big writes ahead of the request, a saturated link or CPU), which a
+ * fixed deadline would take for a dead one. still_working runs on the
+ * caller's thread and may itself wait (a PING, say).
+ */
+struct rpc_patience {
+    bool (*still_working)(void *arg, int64_t sent_ms);
+    void *arg;
+    int max_ms;
+};
+
+/* As rpc_client_call_owned(), waiting longer for a busy server (patience may be NULL). */
+int rpc_client_call_patient(struct rpc_client *client, uint16_t op, const void *payload,
+                            size_t payload_len, const void *data, size_t data_len,
+                            const struct rpc_data_owner *owner, int timeout_ms,
+                            const struct rpc_patience *patience, struct rpc_reply *reply);
+
 /* One request of a pipeline (rpc_client_call_many): no data frame. */
 struct rpc_call {
     uint16_t op;
@@ -138,6 +160,11 @@ int rpc_pool_call_many_within(struct rpc_pool *pool, const struct rpc_call *call
 int rpc_pool_call_owned(struct rpc_pool *pool, uint16_t op, const void *payload,
                         size_t payload_len, const void *data, size_t data_len,
                         const struct rpc_data_owner *owner, struct rpc_reply *reply);
+/* As rpc_client_call_patient(), from any thread, with the pool's timeout. */
+int rpc_pool_call_patient(struct rpc_pool *pool, uint16_t op, const void *payload,
+                          size_t payload_len, const void *data, size_t data_len,
+                          const struct rpc_data_owner *owner, const struct rpc_patience *patience,
+                          struct rpc_reply *reply);
 
 /* ---- server ----------------------------------------------------------- */
 

@@ -5,6 +5,9 @@
  * another, each waiting out the timeout; but one caller at a time PINGs
  * it first (at most every NODEDIR_PING_MS) and goes on if it answers, so
  * the mount recovers by itself as soon as the node returns.
+ * A request that outlives the I/O timeout is waited for as long as its
+ * node answers a PING from the process the request went to (it is busy,
+ * not down), up to NODEDIR_PATIENCE_TIMEOUTS timeouts in all.
  * Before a timeout marks a node down, the node is PINGed: a node whose
  * process started after the request left was restarted (the old process
  * took the request with it), and the request is sent once more.
@@ -29,6 +32,10 @@
 
 /* How long a node that timed out has to answer a PING to count as alive. */
 #define NODEDIR_PING_MS 500
+/* A node that answers PINGs may take this many I/O timeouts for a request. */
+#define NODEDIR_PATIENCE_TIMEOUTS 12
+/* A liveness PING's answer stands for other waiting callers this long. */
+#define NODEDIR_ALIVE_FRESH_MS 1000
 
 struct node_entry {
     uint32_t id;
@@ -49,12 +56,20 @@ struct node_entry {
      * not there, so calls fail at once instead of reaching that node. */
     uint32_t replaced_by;
     bool replaced_logged;
+    /* The last liveness check of a slow request's node (nodedir_still_working):
+     * one caller PINGs at a time, the others wait for and share its answer. */
+    bool alive_checking;
+    bool alive;
+    int64_t alive_checked_ms;
+    int64_t alive_started_ms; /* when its process started, as that PING said */
+    int64_t answered_ms;      /* when a call to it last got an answer */
 };
 
 struct nodedir {
     struct metaclient *meta;
     int io_timeout_ms;
     pthread_mutex_t lock; /* protects everything below */
+    pthread_cond_t alive_checked; /* an entry's alive_checking went false */
     struct node_entry *entries;
     size_t count;
     struct rpc_pool **retired;
@@ -72,6 +87,7 @@ struct nodedir *nodedir_new(struct metaclient *meta, int io_timeout_ms)
     dir->io_timeout_ms = io_timeout_ms;
     dir->stale = 1;
     pthread_mutex_init(&dir->lock, NULL);
+    pthread_cond_init(&dir->alive_checked, NULL);
     return dir;
 }
 
@@ -87,6 +103,7 @@ void nodedir_destroy(struct nodedir **dirp)
     free(dir->entries);
     free(dir->retired);
     pthread_mutex_destroy(&dir->lock);
+    pthread_cond_destroy(&dir->alive_checked);
     free(dir);
     *dirp = NULL;
 }
@@ -287,8 +304,11 @@ static void nodedir_mark(struct nodedir *dir, uint32_t id, bool timed_out)
 {
     pthread_mutex_lock(&dir->lock);
     struct node_entry *entry = nodedir_find(dir, id);
-    if (entry)
+    if (entry) {
         entry->down_until_ms = timed_out ? util_monotonic_ms() + dir->io_timeout_ms : 0;
+        if (!timed_out)
+            entry->answered_ms = util_monotonic_ms();
+    }
     if (timed_out)
         dir->stale = 1; /* it may come back at another address */
     pthread_mutex_unlock(&dir->lock);
@@ -316,6 +336,92 @@ static bool nodedir_answers_ping(const struct rpc_pool *pool, int io_timeout_ms,
     rpc_reply_release(&reply);
     rpc_client_destroy(&client);
     return status == TS_OK;
+}
+
+/* rpc_patience's arg for a call to one node. */
+struct node_patience {
+    struct nodedir *dir;
+    uint32_t node;
+    struct rpc_pool *pool;
+    bool silent; /* set when the node answered no liveness PING */
+};
+
+/*
+ * PINGs the node of `patience` on one of its pool's sockets (most often
+ * connected already: no handshake over a busy link) and records the answer
+ * in its entry for the callers waiting on it. A node that answered another
+ * call within the I/O timeout has half of one for the PING (it is busy: the
+ * PING may wait behind its queue); one silent for as long has
+ * NODEDIR_PING_MS, so that a dead node is given up on about as soon as
+ * without patience. Called with dir->lock held and the entry's
+ * alive_checking taken; returns with the lock held.
+ */
+static void nodedir_check_alive(struct nodedir *dir, const struct node_patience *patience,
+                                int64_t answered_ms)
+{
+    bool busy = util_monotonic_ms() - answered_ms < dir->io_timeout_ms;
+    int ping_ms = busy && dir->io_timeout_ms / 2 > NODEDIR_PING_MS ? dir->io_timeout_ms / 2
+                                                                  : NODEDIR_PING_MS;
+    struct rpc_reply reply;
+    struct ts_ping_rep ping = {0};
+
+    pthread_mutex_unlock(&dir->lock);
+    int status = rpc_pool_call_within(patience->pool, TS_OP_PING, NULL, 0, ping_ms, &reply);
+    if (status == TS_OK && ts_ping_rep_decode(&ping, reply.payload, reply.payload_len) != 0)
+        status = TS_ERR_BADMSG;
+    rpc_reply_release(&reply);
+    int64_t now_ms = util_monotonic_ms();
+    pthread_mutex_lock(&dir->lock);
+    struct node_entry *entry = nodedir_find(dir, patience->node); /* may have moved (refresh) */
+    entry->alive_checking = false;
+    entry->alive = status == TS_OK;
+    entry->alive_checked_ms = now_ms;
+    entry->alive_started_ms = 0;
+    if (status == TS_OK && ping.uptime_ms < (uint64_t)now_ms)
+        entry->alive_started_ms = now_ms - (int64_t)ping.uptime_ms;
+    pthread_cond_broadcast(&dir->alive_checked);
+}
+
+/*
+ * rpc_patience's still_working for a request to a node sent at sent_ms:
+ * true while the node answers a PING from the process the request went
+ * to, or, its PING unanswered, answers other calls within the I/O
+ * timeout. Such a node is busy, not down (a queue of writes from several
+ * mounts ahead of the request, a saturated link or CPU). False if it is
+ * silent, or restarted: then the request was lost, and nodedir_call_owned
+ * sends it again.
+ */
+static bool nodedir_still_working(void *arg, int64_t sent_ms)
+{
+    struct node_patience *patience = arg;
+    struct nodedir *dir = patience->dir;
+    struct node_entry *entry;
+
+    pthread_mutex_lock(&dir->lock);
+    for (;;) {
+        entry = nodedir_find(dir, patience->node);
+        if (!entry) {
+            pthread_mutex_unlock(&dir->lock);
+            return false;
+        }
+        if (entry->alive_checking) {
+            pthread_cond_wait(&dir->alive_checked, &dir->lock);
+            continue;
+        }
+        if (entry->alive_checked_ms > 0 &&
+            util_monotonic_ms() - entry->alive_checked_ms < NODEDIR_ALIVE_FRESH_MS)
+            break;
+        entry->alive_checking = true;
+        nodedir_check_alive(dir, patience, entry->answered_ms);
+    }
+    /* A PING unanswered over a saturated link proves little while other
+     * calls to the node are answered: busy. A PING answered proves it alive,
+     * and which process it runs. */
+    bool answered_lately = util_monotonic_ms() - entry->answered_ms < dir->io_timeout_ms;
+    bool working = entry->alive ? entry->alive_started_ms <= sent_ms : answered_lately;
+    patience->silent = !entry->alive && !answered_lately;
+    pthread_mutex_unlock(&dir->lock);
+    return working;
 }
 
 /*
@@ -389,8 +495,13 @@ int nodedir_call_owned(struct nodedir *dir, uint32_t node, uint16_t op, const vo
     }
     int64_t sent_ms = util_monotonic_ms();
     int64_t uptime_ms = 0;
-    status = rpc_pool_call_owned(pool, op, payload, payload_len, data, data_len, owner, reply);
-    if (status == TS_ERR_TIMEDOUT && resendable &&
+    struct node_patience node_patience = {dir, node, pool, false};
+    struct rpc_patience patience = {nodedir_still_working, &node_patience,
+                                    NODEDIR_PATIENCE_TIMEOUTS * dir->io_timeout_ms};
+    status = rpc_pool_call_patient(pool, op, payload, payload_len, data, data_len, owner,
+                                   &patience, reply);
+    /* (A node silent to the patience's PING is not asked again.) */
+    if (status == TS_ERR_TIMEDOUT && resendable && !node_patience.silent &&
         nodedir_answers_ping(pool, dir->io_timeout_ms, &uptime_ms) &&
         uptime_ms < util_monotonic_ms() - sent_ms) {
         /* A process that started after the request left: the request was
@@ -402,14 +513,17 @@ int nodedir_call_owned(struct nodedir *dir, uint32_t node, uint16_t op, const vo
         rpc_reply_release(reply);
         if (owned)
             owner->hold_fn(owner->hint);
-        status = rpc_pool_call_owned(pool, op, payload, payload_len, data, data_len, owner,
-                                     reply);
+        status = rpc_pool_call_patient(pool, op, payload, payload_len, data, data_len, owner,
+                                       &patience, reply);
         if (status != TS_ERR_TIMEDOUT)
             return status;
     }
     if (status == TS_ERR_TIMEDOUT)
-        log_warn("%s: datanode %u at %s did not answer within %d ms (taken as down for as long)",
-                 ts_op_name(op), node, rpc_pool_endpoint(pool), dir->io_timeout_ms);
+        log_warn("%s: datanode %u at %s gave no answer in %lld ms (silent for --io-timeout-ms %d, "
+                 "or busy past %d of them): taken as down for %d ms",
+                 ts_op_name(op), node, rpc_pool_endpoint(pool),
+                 (long long)(util_monotonic_ms() - sent_ms), dir->io_timeout_ms,
+                 NODEDIR_PATIENCE_TIMEOUTS, dir->io_timeout_ms);
     nodedir_mark(dir, node, status == TS_ERR_TIMEDOUT);
     return status;
 }

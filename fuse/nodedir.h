@@ -57,7 +57,9 @@ void nodedir_endpoint(struct nodedir *dir, uint32_t node, char *out, size_t cap)
 void nodedir_suspect(struct nodedir *dir);
 
 /*
- * Sends op to datanode `node` and waits up to the I/O timeout. Returns as
+ * Sends op to datanode `node` and waits up to the I/O timeout, and on past
+ * it while the node answers a PING from the same process (busy, not down),
+ * up to 12 timeouts in all. Returns as
  * rpc_pool_call(); TS_ERR_IO if the node is unknown to meta, or down in
  * meta's list while another node is up at its address (a new data
  * directory registered as a new node there: logged once). A request

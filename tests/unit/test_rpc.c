@@ -6,7 +6,8 @@
  * call it answers (small replies included, which ZeroMQ keeps inside the
  * message), a server error is per call, and a timeout resets the socket so
  * the next call is not confused by late replies, and a full pipeline's
- * replies all arrive (a ROUTER drops replies its peer's queue cannot hold).
+ * replies all arrive (a ROUTER drops replies its peer's queue cannot hold);
+ * and a call's patience (rpc_pool_call_patient) with a slow server.
  */
 #include "proto.h"
 #include "rpc.h"
@@ -450,6 +451,80 @@ static void test_held_reply(void **state)
     rpc_client_destroy(&client);
 }
 
+/* A patience that counts its questions and answers `answer` to each. */
+struct counted_patience {
+    bool answer;
+    int asked;
+    int64_t sent_ms;
+};
+
+static bool count_and_answer(void *arg, int64_t sent_ms)
+{
+    struct counted_patience *counted = arg;
+    counted->asked++;
+    counted->sent_ms = sent_ms;
+    return counted->answer;
+}
+
+/* One GETATTR answered after 300 ms, with a 100 ms timeout and `patience`. */
+static int slow_getattr(struct rpc_pool *pool, const struct rpc_patience *patience,
+                        int64_t *took_ms)
+{
+    struct ts_getattr_req getattr = {.ino = 7};
+    uint8_t payload[32];
+    struct rpc_reply reply;
+    int len = ts_getattr_req_encode(&getattr, payload, sizeof(payload));
+    int64_t started = monotonic_ns();
+    atomic_store(&slow_ms, 300);
+    int status = rpc_pool_call_patient(pool, TS_OP_GETATTR, payload, (size_t)len, NULL, 0, NULL,
+                                       patience, &reply);
+    *took_ms = (monotonic_ns() - started) / 1000000;
+    if (status == TS_OK)
+        size_in(&reply, 7);
+    rpc_reply_release(&reply);
+    atomic_store(&slow_ms, 0);
+    /* Let the server finish the late request before the next call. */
+    struct timespec pause = {0, 400 * 1000000L};
+    nanosleep(&pause, NULL);
+    return status;
+}
+
+/*
+ * Patience: a server slower than the timeout is waited for while
+ * still_working says so (asked once per timeout, with the time the request
+ * left), not past max_ms, and not at all when it says no.
+ */
+static void test_patience_waits_for_busy_server(void **state)
+{
+    struct rpc_pool *pool = rpc_pool_new(ENDPOINT, 100);
+    struct counted_patience counted = {.answer = true};
+    struct rpc_patience patience = {count_and_answer, &counted, 2000};
+    int64_t took_ms;
+    (void)state;
+
+    int64_t before_ms = monotonic_ns() / 1000000;
+    assert_int_equal(slow_getattr(pool, &patience, &took_ms), TS_OK);
+    assert_true(took_ms >= 300);
+    assert_in_range(counted.asked, 1, 3); /* at 100, 200 (and maybe 300) ms */
+    assert_in_range(counted.sent_ms, before_ms, before_ms + 50);
+
+    counted = (struct counted_patience){.answer = false};
+    assert_int_equal(slow_getattr(pool, &patience, &took_ms), TS_ERR_TIMEDOUT);
+    assert_int_equal(counted.asked, 1);
+    assert_true(took_ms < 300);
+
+    counted = (struct counted_patience){.answer = true};
+    patience.max_ms = 150; /* working, but past its limit */
+    assert_int_equal(slow_getattr(pool, &patience, &took_ms), TS_ERR_TIMEDOUT);
+    assert_int_equal(counted.asked, 1);
+    assert_true(took_ms >= 150 && took_ms < 300);
+
+    /* Without patience: the plain timeout. */
+    assert_int_equal(slow_getattr(pool, NULL, &took_ms), TS_ERR_TIMEDOUT);
+    assert_true(took_ms < 300);
+    rpc_pool_destroy(&pool);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -458,6 +533,7 @@ int main(void)
         cmocka_unit_test(test_pipeline_full),
         cmocka_unit_test(test_named_pool_and_refusal_sent_once),
         cmocka_unit_test(test_held_reply),
+        cmocka_unit_test(test_patience_waits_for_busy_server),
     };
     return cmocka_run_group_tests_name("rpc", tests, group_setup, group_teardown);
 }
