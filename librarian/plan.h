@@ -120,8 +120,24 @@ struct plan_tilemap {
     size_t count;
 };
 
-struct topology;    /* topology.h */
-struct arraylayout; /* arraylayout.h */
+struct topology;       /* topology.h */
+struct arraylayout;    /* arraylayout.h */
+struct plan_work;      /* plan_work.h */
+struct plan_placement; /* plan_work.h */
+
+/*
+ * A whole-workload prediction: the seconds the profiled I/O takes when
+ * each work tile i has holders placements[i] (planmodel.h's performance
+ * model: mounts' CPU, links, datanodes' CPU and disks as overlapping
+ * queues). Given one, plans report its before/after too, and `balanced`
+ * chooses among its candidates by it: a plan is made only when the model
+ * predicts it faster (plan_balanced.h).
+ */
+struct plan_predictor {
+    double (*seconds)(void *arg, const struct plan_work *work,
+                      const struct plan_placement *placements);
+    void *arg;
+};
 
 /* An array file's disk layout, for the lbm policy's roles. */
 struct plan_array_file {
@@ -158,6 +174,8 @@ struct plan_options {
      */
     const struct plan_array_file *arrays;
     size_t array_count;
+    /* NULL: plans are predicted and compared by plan_cost.h alone. */
+    const struct plan_predictor *predictor;
 };
 
 enum plan_policy { PLAN_FREQUENT = 1, PLAN_BALANCED = 2, PLAN_LBM = 3 };
@@ -215,6 +233,9 @@ struct plan {
     double makespan_after;
     uint64_t transfer_bytes; /* bytes the copies and moves pull */
     enum plan_basis basis;
+    /* The options' predictor's seconds before and after; both 0 without one. */
+    double model_seconds_before;
+    double model_seconds_after;
 };
 
 /*

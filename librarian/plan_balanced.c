@@ -572,7 +572,18 @@ static void balance_release(struct balance *b)
 }
 
 /*
- * Balanced, frequent and current targets; the best of them, polished,
+ * True when predicted seconds a beat b by more than PLAN_MODEL_MARGIN:
+ * moving tiles for a gain within the model's own error is not worth their
+ * transfer.
+ */
+static bool model_faster(double a, double b)
+{
+    return a < b * (1.0 - PLAN_MODEL_MARGIN);
+}
+
+/*
+ * Balanced, frequent and current targets; the best of them (by the
+ * predictor when there is one, else by plan_cost's busy times), polished,
  * emitted.
  */
 static int plan_best(const struct plan_work *work, struct plan *out)
@@ -586,6 +597,7 @@ static int plan_best(const struct plan_work *work, struct plan *out)
     struct plan_placement *targets[CANDIDATES] = {0};
     struct plan_placement *finals[CANDIDATES] = {0};
     double *seconds[CANDIDATES] = {0};
+    double model_seconds[CANDIDATES] = {0};
     double *vectors = NULL;
     uint64_t *claimed = NULL;
     int best = CURRENT;
@@ -625,11 +637,17 @@ static int plan_best(const struct plan_work *work, struct plan *out)
     for (size_t t = 0; t < work->tile_count; t++)
         targets[CURRENT][t] = work->tiles[t].current;
 
-    for (int c = 0; c < CANDIDATES; c++)
+    /* The model decides when it has a prediction for every candidate. */
+    bool use_model = work->predictor != NULL;
+    for (int c = 0; c < CANDIDATES; c++) {
         predict(work, targets[c], finals[c], seconds[c]);
+        model_seconds[c] = plan_work_model_seconds(work, finals[c]);
+        use_model = use_model && model_seconds[c] > 0;
+    }
     /* Ties keep the earlier candidate: the current map, then the greedy. */
     for (int c = BALANCED; c < CANDIDATES && !work->greedy_only; c++) {
-        if (plan_cost_compare(seconds[c], seconds[best], work->node_count, vectors) < 0)
+        if (use_model ? model_faster(model_seconds[c], model_seconds[best])
+                      : plan_cost_compare(seconds[c], seconds[best], work->node_count, vectors) < 0)
             best = c;
     }
     if (work->greedy_only)
@@ -651,7 +669,14 @@ static int plan_best(const struct plan_work *work, struct plan *out)
                     claimed[final->node[k]] += work->tiles[t].tile->tile_bytes;
             }
         }
+        /* targets[best] is free now: it keeps the unpolished placement, in
+         * case the model finds the polish (done by plan_cost's busy times)
+         * slower. */
+        memcpy(targets[best], finals[best], work->tile_count * sizeof(*finals[best]));
         polish_targets(&p, finals[best], alternatives);
+        if (use_model &&
+            model_faster(model_seconds[best], plan_work_model_seconds(work, finals[best])))
+            memcpy(finals[best], targets[best], work->tile_count * sizeof(*finals[best]));
     }
     rc = plan_work_emit(work, finals[best], basis[best], out);
 out:

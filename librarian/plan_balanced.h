@@ -38,6 +38,13 @@
  *    and a tile takes the other candidate's holders for it when that is
  *    strictly better and fits. Hence balanced never predicts worse than
  *    `frequent` or than the current map.
+ * With options->predictor (the performance model, planmodel.h), steps 3
+ * and 4 answer to it instead: a candidate replaces the current map (then
+ * the greedy) only when the model predicts it faster by more than
+ * PLAN_MODEL_MARGIN, and the polish is kept only if the model does not
+ * predict it slower by as much. The model knows what plan_cost.h does not
+ * (the mounts' CPU, each link, the datanodes' CPU), so a plan it predicts
+ * faster is one whose bottleneck really moved.
  * options->greedy_only skips 3 and 4: the paper's algorithm alone, which
  * on Figure 2 gives exactly the paper's assignment (C_0 on D_2, C_1 on
  * D_1, C_2 and C_3 on D_3, execution time 4); polished, C_2 stays local
@@ -45,6 +52,9 @@
  */
 #ifndef TESSERA_PLAN_BALANCED_H
 #define TESSERA_PLAN_BALANCED_H
+
+/* A predicted gain below this fraction is within the model's error: no plan for it. */
+#define PLAN_MODEL_MARGIN 0.02
 
 #include "plan.h"
 

@@ -18,9 +18,8 @@ static bool is_local(const struct plan_work *work, uint32_t node, size_t machine
            work->nodes[node].machine == machine;
 }
 
-/* The holder serving a read by `machine`: a local one, else the fastest. */
-static uint32_t serving_reader(const struct plan_work *work, const struct plan_placement *placement,
-                               size_t machine)
+uint32_t plan_cost_serving_reader(const struct plan_work *work,
+                                  const struct plan_placement *placement, size_t machine)
 {
     uint32_t best = placement->node[0];
     bool best_local = is_local(work, best, machine);
@@ -62,7 +61,7 @@ double plan_cost_tile(const struct plan_work *work, size_t tile_index,
     for (size_t a = 0; a < tile->access_count; a++) {
         const struct plan_work_access *access = &tile->accesses[a];
         if (access->bytes_read) {
-            uint32_t node = serving_reader(work, placement, access->machine);
+            uint32_t node = plan_cost_serving_reader(work, placement, access->machine);
             double bytes = (double)access->bytes_read;
             double seconds = bytes / work->nodes[node].read_bytes_per_sec;
             if (!is_local(work, node, access->machine))

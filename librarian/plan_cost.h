@@ -68,6 +68,10 @@ double plan_cost_tile(const struct plan_work *work, size_t tile_index,
                       const struct plan_placement *placement, double *node_seconds,
                       double *machine_seconds);
 
+/* The holder (node index) serving a read by `machine`: a local one, else the fastest. */
+uint32_t plan_cost_serving_reader(const struct plan_work *work,
+                                  const struct plan_placement *placement, size_t machine);
+
 /*
  * Fills node_seconds[work->node_count] (and machine_seconds[machine_count]
  * if not NULL) for placements[i] of every work tile; returns the makespan.

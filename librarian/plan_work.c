@@ -302,6 +302,9 @@ int plan_work_build(const struct plan_cluster *cluster, const struct plan_profil
     work->max_copies = max_copies > PLAN_MAX_COPIES ? PLAN_MAX_COPIES : max_copies;
     work->coarse_only = options && options->coarse_only;
     work->greedy_only = options && options->greedy_only;
+    work->predictor = options && options->predictor && options->predictor->seconds
+                          ? options->predictor
+                          : NULL;
 
     rc = build_machines(cluster, profile, work);
     if (rc < 0)
@@ -532,6 +535,14 @@ static int emit_tile(const struct plan_work *work, size_t tile_index,
     return 0;
 }
 
+double plan_work_model_seconds(const struct plan_work *work,
+                               const struct plan_placement *placements)
+{
+    if (!work->predictor)
+        return 0;
+    return work->predictor->seconds(work->predictor->arg, work, placements);
+}
+
 int plan_work_emit(const struct plan_work *work, const struct plan_placement *targets,
                    enum plan_basis basis, struct plan *out)
 {
@@ -562,6 +573,8 @@ int plan_work_emit(const struct plan_work *work, const struct plan_placement *ta
     }
     out->makespan_before = plan_cost_work(work, currents, out->node_seconds_before, NULL);
     out->makespan_after = plan_cost_work(work, finals, out->node_seconds_after, NULL);
+    out->model_seconds_before = plan_work_model_seconds(work, currents);
+    out->model_seconds_after = plan_work_model_seconds(work, finals);
 
     out->changed = calloc(changed ? changed : 1, sizeof(*out->changed));
     if (!out->changed)

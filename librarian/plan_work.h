@@ -72,6 +72,7 @@ struct plan_work {
     uint32_t max_copies;          /* resolved: 1..PLAN_MAX_COPIES */
     bool coarse_only;
     bool greedy_only;
+    const struct plan_predictor *predictor; /* NULL: none (plan_options) */
 };
 
 /*
@@ -111,6 +112,10 @@ void plan_work_finalize(const struct plan_work *work, size_t tile_index,
  */
 int plan_work_emit(const struct plan_work *work, const struct plan_placement *targets,
                    enum plan_basis basis, struct plan *out);
+
+/* The work's predictor's seconds for placements; 0 without a predictor. */
+double plan_work_model_seconds(const struct plan_work *work,
+                               const struct plan_placement *placements);
 
 /* A policy's targets for every work tile (see plan_work_emit()); 0 or a negative errno. */
 typedef int (*plan_work_targets_fn)(const struct plan_work *work,

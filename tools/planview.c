@@ -87,8 +87,15 @@ void planview_json(FILE *out, const char *path, enum plan_policy policy,
                              plan->makespan_before, "makespan_after", plan->makespan_after);
     json_t *steps = json_array();
     json_t *nodes = json_array();
+    bool modelled = plan->model_seconds_before > 0;
     bool ok = root && rest && steps && nodes && jsonname_set(root, "path", path) == 0 &&
-              json_object_update(root, rest) == 0;
+              json_object_update(root, rest) == 0 &&
+              json_object_set_new(root, "model_seconds_before",
+                                  modelled ? json_real(plan->model_seconds_before)
+                                           : json_null()) == 0 &&
+              json_object_set_new(root, "model_seconds_after",
+                                  modelled ? json_real(plan->model_seconds_after)
+                                           : json_null()) == 0;
 
     for (size_t i = 0; ok && i < plan->action_count; i++)
         ok = json_array_append_new(steps, planview_json_step(input, &plan->actions[i])) == 0;
@@ -174,8 +181,22 @@ void planview_text(FILE *out, const char *path, enum plan_policy policy,
                 input->nodes[i].machine ? input->nodes[i].machine : "-",
                 input->nodes[i].up ? "up" : "down", plan->node_seconds_before[i],
                 plan->node_seconds_after[i]);
-    fprintf(out, "makespan: %.6f s -> %.6f s", plan->makespan_before, plan->makespan_after);
-    if (plan->makespan_after > 0 && plan->makespan_before > plan->makespan_after)
-        fprintf(out, " (%.2fx faster)", plan->makespan_before / plan->makespan_after);
+    planview_predictions(out, plan);
+}
+
+/* "what: before -> after (N.NNx faster)". */
+static void planview_before_after(FILE *out, const char *what, double before, double after)
+{
+    fprintf(out, "%s: %.6f s -> %.6f s", what, before, after);
+    if (after > 0 && before > after)
+        fprintf(out, " (%.2fx faster)", before / after);
     fprintf(out, "\n");
+}
+
+void planview_predictions(FILE *out, const struct plan *plan)
+{
+    planview_before_after(out, "makespan", plan->makespan_before, plan->makespan_after);
+    if (plan->model_seconds_before > 0)
+        planview_before_after(out, "performance model (mounts, links, datanodes)",
+                              plan->model_seconds_before, plan->model_seconds_after);
 }

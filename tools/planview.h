@@ -29,8 +29,16 @@ void planview_text(FILE *out, const char *path, enum plan_policy policy,
                    const struct rebalanceinput *input, const struct plan *plan);
 
 /*
+ * The plan's predictions, before -> after: the makespan (plan_cost.h) and,
+ * when the plan had it, the performance model's seconds.
+ */
+void planview_predictions(FILE *out, const struct plan *plan);
+
+/*
  * The plan as {"path", "policy", "basis", "files", "tiles",
- * "transfer_bytes", "makespan_before", "makespan_after", "steps": [{kind,
+ * "transfer_bytes", "makespan_before", "makespan_after",
+ * "model_seconds_before", "model_seconds_after" (null without the
+ * performance model), "steps": [{kind,
  * path, ino, tile, from, to, bytes, version, cost_before, cost_after}],
  * "nodes": [{id, machine, up, seconds_before, seconds_after}]}.
  */

@@ -25,6 +25,7 @@
 #include "proto.h"
 #include "rebalancefetch.h"
 #include "rebalanceinput.h"
+#include "rebalancemodel.h"
 #include "relocate.h"
 #include "relocnet.h"
 #include "topologyfile.h"
@@ -85,8 +86,9 @@ static void rebalance_usage(FILE *out)
             "\n"
             "plan    lists the steps: copies (a reader gets its own copy), moves and drops,\n"
             "        each tile's predicted I/O time before and after, each datanode's\n"
-            "        predicted busy time and the slowest one (makespan), and the bytes to\n"
-            "        transfer. Changes nothing.\n"
+            "        predicted busy time and the slowest one (makespan), the performance\n"
+            "        model's time (tessera model: mounts, links, datanodes), and the bytes\n"
+            "        to transfer. Changes nothing.\n"
             "apply   first finishes what an interrupted apply left in the journal, then plans\n"
             "        again and runs the steps: the target datanode pulls each tile from the\n"
             "        source, the copy is checked against the frozen source, and meta switches\n"
@@ -302,8 +304,12 @@ static int rebalance_nodes(const struct rebalance_options *options, struct rpc_c
     return 0;
 }
 
-/* Runs the planner; 0 or exit code 1. */
-static int rebalance_make_plan(const struct rebalance_options *options,
+/*
+ * Runs the planner, with the performance model as its predictor when one
+ * can be built from meta's nodes (rebalancemodel.h); 0 or exit code 1.
+ */
+static int rebalance_make_plan(const struct rebalance_options *options, struct rpc_client *meta,
+                               const struct toolmeta_node *nodes, size_t node_count,
                                const struct rebalanceinput *input, struct plan *plan)
 {
     struct plan_cluster cluster;
@@ -312,9 +318,18 @@ static int rebalance_make_plan(const struct rebalance_options *options,
     struct plan_options plan_options = {.max_copies = (uint32_t)options->max_copies,
                                         .groups = (uint32_t)options->groups};
     struct topology topology = {0};
+    struct rebalancemodel *model = calloc(1, sizeof(*model));
     int rc;
 
     rebalanceinput_views(input, &cluster, &profile, &map);
+    if (model && rebalancemodel_build(model, meta, (int)options->target.timeout_ms, nodes,
+                                      node_count, &profile,
+                                      options->network_bytes_per_sec) == 0)
+        plan_options.predictor = &model->predictor;
+    else
+        fprintf(stderr, "%s: the performance model could not be built (no datanode up?): the "
+                        "plan is predicted by disk and network time alone\n",
+                REBALANCE_WHO);
     rebalanceinput_array_options(input, &plan_options);
     cluster.network_bytes_per_sec = options->network_bytes_per_sec;
     if (options->topology_path) {
@@ -329,6 +344,7 @@ static int rebalance_make_plan(const struct rebalance_options *options,
     }
     rc = plan_make(options->policy, &cluster, &profile, &map, &plan_options, plan);
     topology_release(&topology);
+    free(model);
     if (rc != 0) {
         fprintf(stderr,
                 "%s: the %s planner refused the snapshot (%s); this is a bug: please "
@@ -416,7 +432,7 @@ static int rebalance_plan(const struct rebalance_options *options, struct rpc_cl
         exit_code = rebalancefetch_build(options->path, options->target.endpoint, meta,
                                          (int)options->target.timeout_ms, nodes, node_count, &input);
     if (exit_code == 0)
-        exit_code = rebalance_make_plan(options, &input, &plan);
+        exit_code = rebalance_make_plan(options, meta, nodes, node_count, &input, &plan);
     if (exit_code == 0) {
         if (options->json)
             planview_json(stdout, options->path, options->policy, &input, &plan);
@@ -463,7 +479,7 @@ static int rebalance_apply(const struct rebalance_options *options, struct rpc_c
     exit_code = rebalancefetch_build(options->path, options->target.endpoint, meta,
                                      (int)options->target.timeout_ms, nodes, node_count, &input);
     if (exit_code == 0)
-        exit_code = rebalance_make_plan(options, &input, &plan);
+        exit_code = rebalance_make_plan(options, meta, nodes, node_count, &input, &plan);
     if (exit_code == 0 && rebalanceinput_steps(&input, &plan, &steps, &step_count) != 0) {
         fprintf(stderr, "%s: out of memory\n", REBALANCE_WHO);
         exit_code = 1;
@@ -495,7 +511,7 @@ static int rebalance_apply(const struct rebalance_options *options, struct rpc_c
     if (exit_code == 0)
         exit_code = applyrun_summary("apply", &progress);
     if (exit_code == 0)
-        printf("makespan predicted %.6f s -> %.6f s\n", plan.makespan_before, plan.makespan_after);
+        planview_predictions(stdout, &plan);
 out:
     applylease_release(&lease);
     free(steps);

@@ -185,6 +185,14 @@ tool rebalance plan "$APP/moved" --policy balanced >/dev/null || fail "the balan
 tool rebalance plan "$APP/shared" --policy frequent >"$T/plan-shared.txt" || fail "plan failed"
 grep -q "4 steps: 4 copies, 0 moves, 0 drops" "$T/plan-shared.txt" ||
     fail "tiles read by both machines should get copies: $(head -n 3 "$T/plan-shared.txt")"
+# Every plan also has the performance model's prediction (issue 32).
+grep -Eq "^performance model \(mounts, links, datanodes\): [0-9.]+ s -> [0-9.]+ s" "$T/plan-shared.txt" ||
+    fail "the plan has no performance model prediction: $(tail -n 3 "$T/plan-shared.txt")"
+tool rebalance plan "$APP/shared" --policy frequent --json >"$T/plan-shared.json" || fail "plan --json failed"
+python3 -c 'import json, sys
+plan = json.load(open(sys.argv[1]))
+sys.exit(0 if plan["model_seconds_before"] > 0 and plan["model_seconds_after"] > 0 else 1)' \
+    "$T/plan-shared.json" || fail "plan --json has no model seconds: $(head -c 400 "$T/plan-shared.json")"
 tool rebalance apply "$APP/shared" --policy frequent --concurrency 2 >"$T/apply-shared.txt" \
     2>&1 || fail "apply (copies) failed: $(cat "$T/apply-shared.txt")"
 grep -q "nothing to do" <<<"$(tool rebalance plan "$APP/shared" --policy frequent)" ||
