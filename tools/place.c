@@ -17,6 +17,7 @@
 #include "plan_lbm.h"
 #include "rebalancefetch.h"
 #include "rebalanceinput.h"
+#include "rebalancemodel.h"
 #include "rpc.h"
 #include "status.h"
 #include "toolmeta.h"
@@ -349,6 +350,12 @@ static int place_compare(const struct rebalanceinput *input, const struct plan_o
         printf(" %10s", text);
     }
     printf("\n");
+    if (plans[0].model_seconds_before > 0) {
+        printf("%-20s %9.3fs", "model time", plans[0].model_seconds_before);
+        for (size_t p = 0; p < PLACE_COLUMNS - 1; p++)
+            printf(" %9.3fs", plans[p].model_seconds_after);
+        printf("\n(the performance model's time of the profiled I/O: mounts, links, datanodes)\n");
+    }
     exit_code = 0;
 out:
     for (size_t p = 0; p < PLACE_COLUMNS - 1; p++)
@@ -370,6 +377,7 @@ static int place_run(const struct place_options *options, struct rpc_client *met
     struct plan_cluster cluster;
     struct plan_profile profile;
     struct plan_tilemap map;
+    struct rebalancemodel *model = NULL;
     size_t node_count = 0;
     char peer[256];
     int exit_code = 1, status, rc;
@@ -389,6 +397,10 @@ static int place_run(const struct place_options *options, struct rpc_client *met
     rebalanceinput_views(&input, &cluster, &profile, &map);
     rebalanceinput_array_options(&input, &plan_options);
     exit_code = 1;
+    model = calloc(1, sizeof(*model));
+    if (model && rebalancemodel_build(model, meta, (int)options->target.timeout_ms, nodes,
+                                      node_count, &profile, 0) == 0)
+        plan_options.predictor = &model->predictor;
     if (options->topology_path) {
         if (topologyfile_load(PLACE_WHO, options->topology_path, &topology) != 0 ||
             topologyfile_check(PLACE_WHO, options->topology_path, &topology, &cluster, &profile) !=
@@ -421,6 +433,7 @@ out:
     plan_lbm_assignment_release(&assignment);
     topology_release(&topology);
     rebalanceinput_release(&input);
+    free(model);
     free(nodes);
     return exit_code;
 }
