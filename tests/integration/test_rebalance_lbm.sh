@@ -113,6 +113,8 @@ grep -Eq "^$here +[1-9][0-9.]*M +0B +[^ ]+ +0B$" "$T/place.txt" ||
     fail "place: $here's row is not 'remote now, nothing after': $(cat "$T/place.txt")"
 grep -Eq "^busiest +[1-9][0-9.]*M +0B +[^ ]+ +0B$" "$T/place.txt" ||
     fail "place: the busiest row is wrong: $(cat "$T/place.txt")"
+grep -Eq "^model time +([0-9.]+s +){3}[0-9.]+s$" "$T/place.txt" ||
+    fail "place has no performance model row: $(cat "$T/place.txt")"
 grep -q "frequent and balanced with at most 3 holders per tile, lbm with one" "$T/place.txt" ||
     fail "place does not say how many holders frequent and balanced may give: $(cat "$T/place.txt")"
 # --max-copies 1 compares like with like (one holder each); each reader's
