@@ -33,7 +33,9 @@ MIB=1048576
 # 9 minutes at 256 MiB: a quarter of the region keeps every check (the
 # normal build runs the full size).
 default_region_mib=256
-if ldd "$TESSERA_BUILD/datanode/tessera-datanode" 2>/dev/null | grep -q libasan; then
+# (ldd's output taken whole: with pipefail, `ldd | grep -q` fails when grep
+# quits early and ldd gets SIGPIPE.)
+if [[ $(ldd "$TESSERA_BUILD/datanode/tessera-datanode" 2>/dev/null || true) == *libasan* ]]; then
     default_region_mib=64
 fi
 REGION_MIB=${REB_REGION_MIB:-$default_region_mib}
