@@ -572,6 +572,12 @@ it_setup() {
     SHM=$(mktemp -d "/dev/shm/tessera-$IT_NAME.XXXXXX")
     STATE=$T/state
     MNT=$T/mnt
+    # The tools default to the user's own cluster ($TESSERA_STATE, else
+    # ~/.local/state/tessera: its cluster.conf and admin key). A demo left
+    # running or stopped there must not leak into a test: a keyless test meta
+    # would never answer a tool that found the demo's key.
+    export TESSERA_STATE=$T/user-state
+    unset TESSERA_KEY
     trap it_cleanup EXIT
     trap 'it_on_signal 143' TERM
     trap 'it_on_signal 130' INT

@@ -703,6 +703,10 @@ mh_hosts() {
     MH_ID=tmh$$-$(basename "$MH_DIR" | sed 's/.*\.//')
     MH_LOGS=$MH_DIR/logs
     mkdir -p "$MH_LOGS"
+    # Tools default to the user's own cluster (~/.local/state/tessera and its
+    # admin key): never let a demo left there speak for the test's cluster.
+    export TESSERA_STATE=$MH_DIR/user-state
+    unset TESSERA_KEY
     : >"$MH_DIR/registry"
     MH_SHM=$(mktemp -d "/dev/shm/tessera-mh-$MH_NAME.XXXXXX")
     mh__register dir "$MH_SHM"
