@@ -86,13 +86,16 @@ struct dirty_tile {
 enum slot_state { SLOT_EMPTY = 0, SLOT_LOADING, SLOT_READY, SLOT_FAILED };
 
 /*
- * One whole tile in the read cache. Its bytes stay in the datanode's reply
- * (no copy); readers pin the slot while the kernel copies from it.
+ * One whole tile in the read cache. Its bytes stay where they came in: the
+ * datanode's ZeroMQ reply, or the buffer a tile stream read them into (a
+ * datanode on this machine); no copy. Readers pin the slot while the
+ * kernel copies from it.
  */
 struct read_slot {
     enum slot_state state;
     uint64_t tile;
-    struct rpc_reply reply; /* SLOT_READY: reply.data holds `length` bytes */
+    struct rpc_reply reply; /* from ZeroMQ: reply.data holds the bytes */
+    uint8_t *streamed;      /* from a tile stream: the bytes (malloc'd), else NULL */
     bool holds_budget;      /* tile_bytes taken from the read budget */
     uint32_t length;        /* bytes the datanode had; the rest of the tile is zeros */
     bool local;             /* loaded from a datanode on this machine (profiled files) */
@@ -105,6 +108,12 @@ struct read_slot {
     bool stored;         /* handed to the kernel's page cache */
     uint64_t generation; /* file->generation when its load began */
 };
+
+/* SLOT_READY: the slot's `length` bytes, wherever they came in. */
+static inline const uint8_t *read_slot_bytes(const struct read_slot *slot)
+{
+    return slot->streamed ? slot->streamed : (const uint8_t *)slot->reply.data;
+}
 
 /* Bytes [low, high) of tile `tile`, not yet sent. */
 struct write_buffer {

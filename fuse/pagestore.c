@@ -68,7 +68,7 @@ bool datapath_store_begin(struct datapath *datapath, struct datapath_read *resul
             length = slot->length; /* the rest is a hole: reads of it still come here */
         if (length > 0) {
             store->offset = start;
-            store->data = slot->reply.data;
+            store->data = read_slot_bytes(slot);
             store->length = (size_t)length;
             store->waits_given_up = file->waits_given_up;
             slot->stored = true;

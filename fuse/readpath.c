@@ -291,7 +291,7 @@ static int cache_serve(struct datapath *datapath, struct open_file *file, struct
     uint32_t have = slot->length;
     int error = 0;
     if (have > start)
-        error = result_add(result, (const char *)slot->reply.data + start,
+        error = result_add(result, (const char *)read_slot_bytes(slot) + start,
                            (end < have ? end : have) - start);
     if (error == 0 && end > have)
         error = result_add_zeros(result, end - (have > start ? have : start));

@@ -8,7 +8,8 @@
 # quadrant). The mount's own read-ahead follows the reader's stride down
 # its block (readpath.c, array_read_ahead). A second mount with a machine
 # name of its own and no tile streams reads as a remote host does; the
-# datanodes' counters (tessera node stats) say what they served. Also: the
+# datanodes' counters (tessera node stats) say what they served; a reader
+# on the datanodes' machine loads its tiles over the local tile streams. Also: the
 # bytes are right buffered, O_DIRECT and through a private mmap, and a
 # shared mmap works on a mount with --array-direct 0.
 source "$(dirname "$0")/lib.sh"
@@ -82,4 +83,21 @@ log "shared mapping past the page cache: $outcome"
 mount_second "$T/mnt3" --array-direct 0
 outcome=$(python3 -c "$shared_map_check" "$T/mnt3/grid" "$source_file" must-map) ||
     fail "with --array-direct 0 a shared mapping of the array failed or read wrong bytes"
+fusermount3 -u "$T/mnt3" || fail "unmount of $T/mnt3 failed"
+wait "$MOUNT2_PID" 2>/dev/null || true
+
+# A reader on the datanodes' machine: its read-ahead loads whole tiles over
+# the local tile streams, not ZeroMQ (whose CURVE encryption of every byte
+# made local array readers CPU-bound); the mount's log at exit counts them.
+mount_second "$T/mnt4"
+expected=$(python3 "$reader" "$source_file" 1 "$ROWS" "$COLS" 0)
+got=$(python3 "$reader" "$T/mnt4/grid" 1 "$ROWS" "$COLS" 1) || fail "a local quadrant reader failed"
+[ "$got" = "$expected" ] || fail "a local quadrant reader read wrong bytes"
+fusermount3 -u "$T/mnt4" || fail "unmount of $T/mnt4 failed"
+wait "$MOUNT2_PID" 2>/dev/null || true
+streamed=$(sed -n 's/.*tile streams: [0-9]* reads ([0-9]* spliced, \([0-9]*\) bytes).*/\1/p' \
+    "$T/mount2.log" | tail -n 1)
+log "a local quadrant reader: ${streamed:-no} bytes over the tile streams for its $quadrant_bytes"
+[ -n "$streamed" ] && [ "$streamed" -ge "$quadrant_bytes" ] ||
+    fail "a local quadrant reader's tiles came over the tile streams with ${streamed:-no} bytes, not its $quadrant_bytes: $(grep 'tile streams:' "$T/mount2.log")"
 log "ok"
