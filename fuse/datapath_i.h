@@ -148,6 +148,9 @@ struct open_file {
      * lock, read without it by every write (datapath_write_kills_privileges). */
     _Atomic uint32_t mode;
     bool size_dirty; /* size or mtime not yet committed to meta */
+    /* Meta's change counter of the inode (ts_attr.change) at the last open
+     * here; 0: not known. */
+    uint64_t opened_change;
     struct timespec mtime;
     /* Bumped by every write: a COMMIT sent with the lock let go clears
      * size_dirty only if no write came meanwhile. */
