@@ -298,23 +298,6 @@ static int cache_serve(struct datapath *datapath, struct open_file *file, struct
     return error;
 }
 
-/* The TILE_READ of a segment from where this machine reads its tile (*node). */
-static struct ts_tile_read_req segment_read_request(const struct open_file *file,
-                                                    const struct tile_segment *segment,
-                                                    const struct tile_location *location,
-                                                    uint32_t *node)
-{
-    uint64_t version;
-    tilelocation_read_source(location, node, &version);
-    struct ts_tile_read_req request = {.ino = file->ino,
-                                       .tile = segment->tile,
-                                       .version = version,
-                                       .offset = segment->tile_offset,
-                                       .length = segment->length};
-    tilelocation_read_token(location, *node, version, &request);
-    return request;
-}
-
 /*
  * A short direct read over the tile stream of a datanode on this machine,
  * into `out` (the rest of the segment zeros): fewer hand-offs between
@@ -329,7 +312,8 @@ static bool stream_read_into(struct datapath *datapath, struct open_file *file,
     uint32_t node;
     int32_t status = TS_OK;
     uint32_t got = 0;
-    struct ts_tile_read_req request = segment_read_request(file, segment, location, &node);
+    struct ts_tile_read_req request = tilelocation_read_request(
+        location, file->ino, segment->tile, segment->tile_offset, segment->length, &node);
     int error =
         tilestream_read_into(datapath->streams, node, &request, buffered, out, &status, &got);
     if (error != 0 || status != TS_OK)
@@ -485,7 +469,8 @@ static int pipe_serve(struct datapath *datapath, struct open_file *file,
     int error = result_flush(result);
     if (error != 0)
         return error;
-    struct ts_tile_read_req request = segment_read_request(file, segment, location, &node);
+    struct ts_tile_read_req request = tilelocation_read_request(
+        location, file->ino, segment->tile, segment->tile_offset, segment->length, &node);
     pthread_mutex_unlock(&file->lock);
     error = tilestream_read(datapath->streams, node, &request, result->buffered, &status, &got);
     pthread_mutex_lock(&file->lock);

@@ -88,14 +88,11 @@ static bool load_streamed(struct datapath *datapath, const struct open_file *fil
                           struct read_slot *slot, uint32_t *got)
 {
     uint32_t node;
-    uint64_t version;
     int32_t status = TS_OK;
     if (!datapath->streams || location->node == 0 || length == 0)
         return false;
-    tilelocation_read_source(location, &node, &version);
-    struct ts_tile_read_req request = {
-        .ino = file->ino, .tile = tile, .version = version, .offset = 0, .length = length};
-    tilelocation_read_token(location, node, version, &request);
+    struct ts_tile_read_req request =
+        tilelocation_read_request(location, file->ino, tile, 0, length, &node);
     uint8_t *bytes = malloc(length); /* within the tile_bytes the slot holds of the budget */
     if (!bytes)
         return false;

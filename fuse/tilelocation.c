@@ -350,18 +350,24 @@ void tilelocation_read_source(const struct tile_location *location, uint32_t *no
     }
 }
 
-void tilelocation_read_token(const struct tile_location *location, uint32_t node,
-                             uint64_t version, struct ts_tile_read_req *request)
+struct ts_tile_read_req tilelocation_read_request(const struct tile_location *location,
+                                                  uint64_t ino, uint64_t tile, uint32_t offset,
+                                                  uint32_t length, uint32_t *node)
 {
+    uint64_t version;
+    tilelocation_read_source(location, node, &version);
+    struct ts_tile_read_req request = {
+        .ino = ino, .tile = tile, .version = version, .offset = offset, .length = length};
     for (uint32_t i = 0; i < location->holder_count && i < TS_MAX_HOLDERS; i++) {
         const struct tile_holder *holder = &location->holders[i];
-        if (holder->node == node && holder->version == version && holder->token_expiry != 0) {
-            request->token_expiry = holder->token_expiry;
-            request->token = (struct ts_str){.ptr = (const char *)holder->token,
-                                             .len = TILETOKEN_MAC_BYTES};
-            return;
+        if (holder->node == *node && holder->version == version && holder->token_expiry != 0) {
+            request.token_expiry = holder->token_expiry;
+            request.token = (struct ts_str){.ptr = (const char *)holder->token,
+                                            .len = TILETOKEN_MAC_BYTES};
+            break;
         }
     }
+    return request;
 }
 
 static const char *access_name(enum tile_access access)

@@ -66,13 +66,15 @@ void tilelocation_read_source(const struct tile_location *location, uint32_t *no
                               uint64_t *version);
 
 /*
- * Puts the tile token of the holder tilelocation_read_source() names into
- * request (no token when meta gave none, or that holder is not among the
- * holders), so the datanode serves the read (common/tiletoken.h). The
+ * The TILE_READ of bytes [offset, offset + length) of tile `tile` of file
+ * `ino` from where this machine reads it (tilelocation_read_source(), the
+ * node into *node): that holder's version and tile token (none when meta
+ * gave none), so the datanode serves the read (common/tiletoken.h). The
  * token points into location, which must outlive the request's sending.
  */
-void tilelocation_read_token(const struct tile_location *location, uint32_t node,
-                             uint64_t version, struct ts_tile_read_req *request);
+struct ts_tile_read_req tilelocation_read_request(const struct tile_location *location,
+                                                  uint64_t ino, uint64_t tile, uint32_t offset,
+                                                  uint32_t length, uint32_t *node);
 
 /* What a request does to a tile: which location it uses, what it may allocate. */
 enum tile_access { TILE_ACCESS_READ, TILE_ACCESS_WRITE, TILE_ACCESS_TRUNCATE };

@@ -75,14 +75,11 @@ int tileread_fetch(struct datapath *datapath, uint64_t ino, uint64_t tile, uint3
 
     for (;;) {
         uint32_t node;
-        uint64_t version;
         memset(reply, 0, sizeof(*reply));
         if (location->node == 0)
             return 0;
-        tilelocation_read_source(location, &node, &version);
-        struct ts_tile_read_req request = {
-            .ino = ino, .tile = tile, .version = version, .offset = tile_offset, .length = length};
-        tilelocation_read_token(location, node, version, &request);
+        struct ts_tile_read_req request =
+            tilelocation_read_request(location, ino, tile, tile_offset, length, &node);
         int len = ts_tile_read_req_encode(&request, payload, sizeof(payload));
         int status = nodedir_call(datapath->nodes, node, TS_OP_TILE_READ, payload, (size_t)len,
                                   NULL, 0, reply);
