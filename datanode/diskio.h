@@ -24,7 +24,7 @@
  * At start diskio_probe() runs the paper's empirical test: three 1 MiB
  * files written and synced (and read back from the disk, not the cache)
  * under the data directory, which seeds both averages before the first
- * heartbeat.
+ * heartbeat, at the median file's speed.
  *
  * Functions return what the tilestore returns (0 or a negative errno).
  * Not thread-safe: callers hold the handlers' lock (nodehandlers.h).

@@ -84,6 +84,13 @@ out:
     return rc;
 }
 
+/* What a node is judged slow on: its steady measure when meta has one. */
+static uint64_t arrayhome_speed(const struct placement_node *node)
+{
+    return node->steady_write_bytes_per_sec ? node->steady_write_bytes_per_sec
+                                            : node->write_bytes_per_sec;
+}
+
 static int arrayhome_compare_speeds(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -101,9 +108,9 @@ bool arrayhome_slow(const struct placement_node *nodes, size_t count, uint32_t h
         return false; /* no memory to judge: the home keeps its chunk */
     for (size_t i = 0; i < count; i++) {
         if (nodes[i].id == home)
-            home_speed = nodes[i].write_bytes_per_sec;
-        else if (nodes[i].up && nodes[i].write_bytes_per_sec > 0)
-            peers[measured++] = nodes[i].write_bytes_per_sec;
+            home_speed = arrayhome_speed(&nodes[i]);
+        else if (nodes[i].up && arrayhome_speed(&nodes[i]) > 0)
+            peers[measured++] = arrayhome_speed(&nodes[i]);
     }
     if (home_speed == 0 || measured == 0) {
         free(peers);

@@ -34,6 +34,9 @@ struct placement_node {
     uint64_t write_bytes_per_sec; /* measured write throughput, 0 = not measured yet */
     uint64_t backlog_bytes;       /* work queued on it (the caller's estimate) */
     uint32_t machine;             /* nodes on one machine share it (placement_choose_replicas) */
+    /* The same held over tens of seconds (meta's nodes_live_steady_write()),
+     * what array homes are judged slow on; 0 = not known: write_bytes_per_sec. */
+    uint64_t steady_write_bytes_per_sec;
 };
 
 /*

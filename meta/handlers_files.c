@@ -421,6 +421,8 @@ static int tile_map_candidates(struct store_txn *txn, struct tile_map_op *op)
                         nodes_live_is_up(op->service->live, nodes[i].id, op->now_ms);
         candidate->free_bytes = nodes[i].free_bytes;
         candidate->write_bytes_per_sec = nodes[i].write_bytes_per_sec;
+        candidate->steady_write_bytes_per_sec =
+            nodes_live_steady_write(op->service->live, nodes[i].id);
         candidate->backlog_bytes = nodes_live_backlog(op->service->live, nodes[i].id, op->now_ms);
         /* Nodes of one machine share a number; a node that named none is a machine of its own. */
         candidate->machine = (uint32_t)i + 1;

@@ -535,6 +535,8 @@ int handlers_nodes_heartbeat(void *ctx, const struct rpc_request *request,
         return TS_ERR_NOMEM;
     nodes_live_load(service->live, op.node_id, message.write_bytes_per_sec, message.queue_depth,
                     now_ms);
+    nodes_live_steady_note(service->live, op.node_id, message.write_bytes_per_sec,
+                           message.throttle_bytes_per_sec, now_ms);
     heartbeat_note_integrity(service, op.node_id, &message);
     int listed = metricsdir_note(service->metrics_dir, TS_METRICS_DATANODE, op.node_id,
                                  message.machine, message.metrics, now_ms);

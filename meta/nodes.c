@@ -16,6 +16,7 @@
 #include "tile.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -161,6 +162,9 @@ struct nodes_beat {
     int64_t backlog_ms;
     struct nodes_integrity integrity; /* corrupt files counted here, scrub as reported */
     struct nodes_disk disk;           /* as last reported */
+    double steady_write;              /* nodes_live_steady_note(): a decaying peak, 0 = none yet */
+    int64_t steady_ms;                /* when steady_write was last updated */
+    uint64_t steady_throttle;         /* the disk cap steady_write was measured under */
 };
 
 struct nodes_live {
@@ -330,6 +334,39 @@ int nodes_live_load(struct nodes_live *live, uint32_t id, uint64_t write_bytes_p
     beat->drain_bytes_per_sec =
         write_bytes_per_sec > 0 ? write_bytes_per_sec : NODES_ASSUMED_BYTES_PER_SEC;
     return 0;
+}
+
+int nodes_live_steady_note(struct nodes_live *live, uint32_t id, uint64_t write_bytes_per_sec,
+                           uint64_t throttle_bytes_per_sec, int64_t now_ms)
+{
+    bool found;
+    size_t at = nodes_live_find(live, id, &found);
+    if (!found)
+        return -ENOENT;
+    struct nodes_beat *beat = &live->beats[at];
+    double reported = (double)write_bytes_per_sec;
+    if (beat->steady_write <= 0 || beat->steady_throttle != throttle_bytes_per_sec) {
+        /* The first report, or a disk given a new cap: what was held
+         * measured a disk that no longer exists. */
+        beat->steady_write = reported;
+    } else {
+        double elapsed_s = now_ms > beat->steady_ms ? (double)(now_ms - beat->steady_ms) / 1000.0
+                                                    : 0.0;
+        double held = beat->steady_write * exp(-elapsed_s / NODES_STEADY_DECAY_S);
+        beat->steady_write = reported > held ? reported : held;
+    }
+    beat->steady_ms = now_ms;
+    beat->steady_throttle = throttle_bytes_per_sec;
+    return 0;
+}
+
+uint64_t nodes_live_steady_write(const struct nodes_live *live, uint32_t id)
+{
+    bool found;
+    size_t at = nodes_live_find(live, id, &found);
+    if (!found || live->beats[at].steady_write <= 0)
+        return 0;
+    return (uint64_t)(live->beats[at].steady_write + 0.5);
 }
 
 int nodes_live_integrity(struct nodes_live *live, uint32_t id, uint64_t corrupt_added,

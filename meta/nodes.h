@@ -103,6 +103,25 @@ void nodes_live_check(struct nodes_live *live, int64_t now_ms);
 int nodes_live_load(struct nodes_live *live, uint32_t id, uint64_t write_bytes_per_sec,
                     uint32_t queue_depth, int64_t now_ms);
 /*
+ * A node's steady write throughput: the peak of its reported measure
+ * (write_bytes_per_sec, an average over about two seconds of busy disk
+ * time) decaying with a time constant of NODES_STEADY_DECAY_S, started
+ * over when its disk's cap (throttle_bytes_per_sec) changes. Array homes
+ * are judged slow on it (arrayhome.h): the two-second measure dips to a
+ * tenth of its peers' for a second when a window catches an fsync or a
+ * write into fresh memory (a VM's page cache), and a home judged on it
+ * lost part or all of its chunk to such a dip (quadrants.sh: 70,52,64,70
+ * and 96,0,80,80 tiles per host where 64 each were asked). A disk that
+ * really is slow is seen after a few time constants. nodes_live_steady_note()
+ * takes a heartbeat's report (after nodes_live_beat(); 0 or -ENOENT);
+ * nodes_live_steady_write() is 0 for a node with no report yet.
+ */
+#define NODES_STEADY_DECAY_S 20.0
+int nodes_live_steady_note(struct nodes_live *live, uint32_t id, uint64_t write_bytes_per_sec,
+                           uint64_t throttle_bytes_per_sec, int64_t now_ms);
+uint64_t nodes_live_steady_write(const struct nodes_live *live, uint32_t id);
+
+/*
  * A node's integrity as meta knows it (TS_INTEGRITY_FIELDS): corrupt_files
  * counts the corrupt tile files its heartbeats reported since meta
  * started (kept in memory only: a restart starts over, and the replicas'

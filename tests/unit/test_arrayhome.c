@@ -151,6 +151,31 @@ static void test_slow_threshold(void **state)
 }
 
 /*
+ * Meta's steady measure, when it has one, is what counts: a home whose
+ * two-second measure dipped to a twentieth keeps its chunk while its
+ * steady measure is at its peers'; a steady measure that fell is slow
+ * whatever the last two seconds said.
+ */
+static void test_slow_judged_on_steady_measure(void **state)
+{
+    (void)state;
+    struct placement_node nodes[4] = {node_at_speed(1, 5), node_at_speed(2, 100),
+                                      node_at_speed(3, 98), node_at_speed(4, 102)};
+
+    assert_true(arrayhome_slow(nodes, 4, 1)); /* no steady measure: the dip counts */
+    for (int i = 0; i < 4; i++)
+        nodes[i].steady_write_bytes_per_sec = 100 * 1000000ull;
+    assert_false(arrayhome_slow(nodes, 4, 1));
+    nodes[0].write_bytes_per_sec = 100 * 1000000ull;
+    nodes[0].steady_write_bytes_per_sec = 9 * 1000000ull;
+    assert_true(arrayhome_slow(nodes, 4, 1));
+    /* A peer's dip does not make the home look fast or slow either. */
+    nodes[0].steady_write_bytes_per_sec = 50 * 1000000ull;
+    nodes[1].write_bytes_per_sec = 1;
+    assert_false(arrayhome_slow(nodes, 4, 1));
+}
+
+/*
  * A 2x2 mesh of 16 tiles a chunk written whole, four machines, chunk c's
  * home node c + 1. Node 1 at `home_speed` MB/s, the others at 100. Counts
  * each node's tiles in holders[node][chunk].
@@ -210,6 +235,7 @@ int main(void)
         cmocka_unit_test(test_distinct_machines_then_nodes),
         cmocka_unit_test(test_down_nodes_skipped),
         cmocka_unit_test(test_slow_threshold),
+        cmocka_unit_test(test_slow_judged_on_steady_measure),
         cmocka_unit_test(test_slow_home_spread),
     };
     return cmocka_run_group_tests_name("arrayhome", tests, NULL, NULL);

@@ -1704,6 +1704,41 @@ static void test_backlog_model(void **state)
     nodes_live_destroy(&live);
 }
 
+/*
+ * A node's steady write throughput holds its peak over a dip of the
+ * two-second measure, decays when the node stays slow, and starts over
+ * when its disk gets a new cap.
+ */
+static void test_steady_write_holds_peak(void **state)
+{
+    (void)state;
+    struct nodes_live *live = nodes_live_new(3000);
+    assert_non_null(live);
+    assert_int_equal(nodes_live_steady_note(live, 5, 100 * MB, 0, 0), -ENOENT);
+    assert_int_equal(nodes_live_beat(live, 5, 0), 0);
+    assert_int_equal(nodes_live_steady_write(live, 5), 0); /* no report yet */
+    assert_int_equal(nodes_live_steady_note(live, 5, 100 * MB, 0, 0), 0);
+    assert_int_equal(nodes_live_steady_write(live, 5), 100 * MB);
+    /* Three seconds at a twentieth: still above 85 % of the peak. */
+    for (int64_t ms = 1000; ms <= 3000; ms += 1000)
+        assert_int_equal(nodes_live_steady_note(live, 5, 5 * MB, 0, ms), 0);
+    uint64_t held = nodes_live_steady_write(live, 5);
+    assert_true(held > 85 * MB && held < 100 * MB);
+    /* A higher report is the new peak at once. */
+    assert_int_equal(nodes_live_steady_note(live, 5, 120 * MB, 0, 4000), 0);
+    assert_int_equal(nodes_live_steady_write(live, 5), 120 * MB);
+    /* A minute of reports at a twentieth: within 10 % of them (e^-3 of the peak above). */
+    for (int64_t ms = 5000; ms <= 64000; ms += 1000)
+        assert_int_equal(nodes_live_steady_note(live, 5, 6 * MB, 0, ms), 0);
+    held = nodes_live_steady_write(live, 5);
+    assert_true(held >= 6 * MB && held < 6 * MB + 6 * MB / 10 + 120 * MB / 19);
+    /* A new cap: the next report replaces what was held. */
+    assert_int_equal(nodes_live_steady_note(live, 5, 200 * MB, 0, 65000), 0);
+    assert_int_equal(nodes_live_steady_note(live, 5, 25 * MB, 25 * MB, 66000), 0);
+    assert_int_equal(nodes_live_steady_write(live, 5), 25 * MB);
+    nodes_live_destroy(&live);
+}
+
 /* ---- nodes -------------------------------------------------------------- */
 
 static void test_statfs_and_node_list(void **state)
@@ -2437,6 +2472,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tile_map_static, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tile_map_dynamic_named, setup, teardown),
         cmocka_unit_test_setup_teardown(test_backlog_model, setup, teardown),
+        cmocka_unit_test(test_steady_write_holds_peak),
         cmocka_unit_test_setup_teardown(test_liveness_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_liveness_meta_stall, setup, teardown),
         cmocka_unit_test_setup_teardown(test_statfs_counts_a_shared_disk_once, setup, teardown),

@@ -203,9 +203,9 @@ static void count_ids(const uint32_t *out, size_t count, size_t *per_id, size_t 
 static void test_choose_static_by_speed(void **state)
 {
     (void)state;
-    struct placement_node nodes[3] = {{1, 1, 1ull << 40, 40 * MB, 0, 1},
-                                      {2, 1, 1ull << 40, 20 * MB, 0, 2},
-                                      {3, 1, 1ull << 40, 40 * MB, 0, 3}};
+    struct placement_node nodes[3] = {{1, 1, 1ull << 40, 40 * MB, 0, 1, 0},
+                                      {2, 1, 1ull << 40, 20 * MB, 0, 2, 0},
+                                      {3, 1, 1ull << 40, 40 * MB, 0, 3, 0}};
     uint32_t out[100];
     size_t per_id[4];
     assert_int_equal(placement_choose(PLACEMENT_STATIC, nodes, 3, 9, 0, MB, 100, out), 0);
@@ -229,7 +229,7 @@ static void test_choose_static_unmeasured(void **state)
 {
     (void)state;
     struct placement_node nodes[3] = {
-        {1, 1, 1ull << 40, 40 * MB, 0, 1}, {2, 1, 1ull << 40, 20 * MB, 0, 2}, {3, 1, 1ull << 40, 0, 0, 3}};
+        {1, 1, 1ull << 40, 40 * MB, 0, 1, 0}, {2, 1, 1ull << 40, 20 * MB, 0, 2, 0}, {3, 1, 1ull << 40, 0, 0, 3, 0}};
     uint32_t out[90];
     size_t per_id[4];
     assert_int_equal(placement_choose(PLACEMENT_STATIC, nodes, 3, 0, 0, MB, 90, out), 0);
@@ -240,7 +240,7 @@ static void test_choose_static_unmeasured(void **state)
 
     /* Nothing measured: equal idle nodes take turns, starting by the file. */
     struct placement_node fresh[3] = {
-        {1, 1, 1ull << 40, 0, 0, 1}, {2, 1, 1ull << 40, 0, 0, 2}, {3, 1, 1ull << 40, 0, 0, 3}};
+        {1, 1, 1ull << 40, 0, 0, 1, 0}, {2, 1, 1ull << 40, 0, 0, 2, 0}, {3, 1, 1ull << 40, 0, 0, 3, 0}};
     assert_int_equal(placement_choose(PLACEMENT_STATIC, fresh, 3, 1, 0, MB, 6, out), 0);
     uint32_t expected[6] = {2, 3, 1, 2, 3, 1};
     for (int i = 0; i < 6; i++)
@@ -252,7 +252,7 @@ static void test_choose_skips_down_and_full(void **state)
 {
     (void)state;
     struct placement_node nodes[3] = {
-        {1, 0, 1ull << 40, 90 * MB, 0, 1}, {2, 1, 3ull * MB, 90 * MB, 0, 2}, {3, 1, 1ull << 40, MB, 0, 3}};
+        {1, 0, 1ull << 40, 90 * MB, 0, 1, 0}, {2, 1, 3ull * MB, 90 * MB, 0, 2, 0}, {3, 1, 1ull << 40, MB, 0, 3, 0}};
     uint32_t out[20];
     size_t per_id[4];
     assert_int_equal(placement_choose(PLACEMENT_STATIC, nodes, 3, 0, 0, MB, 20, out), 0);
@@ -274,7 +274,7 @@ static void test_choose_skips_down_and_full(void **state)
 static void test_choose_roundrobin_ignores_speed(void **state)
 {
     (void)state;
-    struct placement_node nodes[2] = {{1, 1, 1ull << 40, 40 * MB, 0, 1}, {2, 1, 1ull << 40, MB, 0, 2}};
+    struct placement_node nodes[2] = {{1, 1, 1ull << 40, 40 * MB, 0, 1, 0}, {2, 1, 1ull << 40, MB, 0, 2, 0}};
     uint32_t out[10];
     size_t per_id[3];
     assert_int_equal(placement_choose(PLACEMENT_ROUNDROBIN, nodes, 2, 0, 0, MB, 10, out), 0);
@@ -288,9 +288,9 @@ static void test_choose_roundrobin_ignores_speed(void **state)
 static void test_choose_named(void **state)
 {
     (void)state;
-    struct placement_node nodes[3] = {{1, 1, 1ull << 40, 40 * MB, 0, 1},
-                                      {2, 1, 2ull * MB, 20 * MB, 0, 2},
-                                      {3, 1, 1ull << 40, 40 * MB, 0, 3}};
+    struct placement_node nodes[3] = {{1, 1, 1ull << 40, 40 * MB, 0, 1, 0},
+                                      {2, 1, 2ull * MB, 20 * MB, 0, 2, 0},
+                                      {3, 1, 1ull << 40, 40 * MB, 0, 3, 0}};
     uint32_t out[6];
     assert_int_equal(placement_choose_named(2, nodes, 3, 0, 0, MB, 2, out), 0);
     assert_int_equal(out[0], 2);

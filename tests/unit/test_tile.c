@@ -91,10 +91,10 @@ static void test_counts(void **state)
 static void test_roundrobin_spreads_evenly(void **state)
 {
     (void)state;
-    struct placement_node nodes[4] = {{1, 1, 1ull << 30, 0, 0, 1},
-                                      {2, 1, 1ull << 30, 0, 0, 2},
-                                      {3, 1, 1ull << 30, 0, 0, 3},
-                                      {4, 1, 1ull << 30, 0, 0, 4}};
+    struct placement_node nodes[4] = {{1, 1, 1ull << 30, 0, 0, 1, 0},
+                                      {2, 1, 1ull << 30, 0, 0, 2, 0},
+                                      {3, 1, 1ull << 30, 0, 0, 3, 0},
+                                      {4, 1, 1ull << 30, 0, 0, 4, 0}};
     uint32_t out[200];
     int per_node[5] = {0};
     assert_int_equal(placement_choose(PLACEMENT_ROUNDROBIN, nodes, 4, 7, 0, MIB, 200, out), 0);
@@ -111,7 +111,7 @@ static void test_roundrobin_skips_down_and_full(void **state)
 {
     (void)state;
     struct placement_node nodes[3] = {
-        {1, 0, 1ull << 30, 0, 0, 1}, {2, 1, 100, 0, 0, 2}, {3, 1, 1ull << 30, 0, 0, 3}};
+        {1, 0, 1ull << 30, 0, 0, 1, 0}, {2, 1, 100, 0, 0, 2, 0}, {3, 1, 1ull << 30, 0, 0, 3, 0}};
     uint32_t out[10];
     assert_int_equal(placement_choose(PLACEMENT_ROUNDROBIN, nodes, 3, 1, 0, MIB, 10, out), 0);
     for (int i = 0; i < 10; i++)
