@@ -84,9 +84,12 @@ out:
     return rc;
 }
 
-/* What a node is judged slow on: its steady measure when meta has one. */
+/* What a node is judged slow on: its steady measure when meta has one
+ * (0: an unproven node is neither slow nor a peer to compare with). */
 static uint64_t arrayhome_speed(const struct placement_node *node)
 {
+    if (node->steady_write_bytes_per_sec == PLACEMENT_SPEED_UNPROVEN)
+        return 0;
     return node->steady_write_bytes_per_sec ? node->steady_write_bytes_per_sec
                                             : node->write_bytes_per_sec;
 }

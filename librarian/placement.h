@@ -26,6 +26,9 @@
 
 enum placement_policy { PLACEMENT_ROUNDROBIN = 0, PLACEMENT_STATIC = 1 };
 
+/* steady_write_bytes_per_sec of a node measured by its start-up probe only. */
+#define PLACEMENT_SPEED_UNPROVEN UINT64_MAX
+
 /* What placement knows of one datanode. */
 struct placement_node {
     uint32_t id;
@@ -35,7 +38,8 @@ struct placement_node {
     uint64_t backlog_bytes;       /* work queued on it (the caller's estimate) */
     uint32_t machine;             /* nodes on one machine share it (placement_choose_replicas) */
     /* The same held over tens of seconds (meta's nodes_live_steady_write()),
-     * what array homes are judged slow on; 0 = not known: write_bytes_per_sec. */
+     * what array homes are judged slow on; 0 = not known: write_bytes_per_sec;
+     * PLACEMENT_SPEED_UNPROVEN = measured by its start-up probe only. */
     uint64_t steady_write_bytes_per_sec;
 };
 

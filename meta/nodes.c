@@ -165,6 +165,8 @@ struct nodes_beat {
     double steady_write;              /* nodes_live_steady_note(): a decaying peak, 0 = none yet */
     int64_t steady_ms;                /* when steady_write was last updated */
     uint64_t steady_throttle;         /* the disk cap steady_write was measured under */
+    uint64_t first_write;             /* the first report: the node's start-up probe */
+    bool worked;                      /* a report other than the probe's, or under a cap */
 };
 
 struct nodes_live {
@@ -345,6 +347,11 @@ int nodes_live_steady_note(struct nodes_live *live, uint32_t id, uint64_t write_
         return -ENOENT;
     struct nodes_beat *beat = &live->beats[at];
     double reported = (double)write_bytes_per_sec;
+    if (beat->steady_ms == 0 && beat->steady_write <= 0)
+        beat->first_write = write_bytes_per_sec;
+    /* Under a cap the measure is at most the cap from the first report on. */
+    if (write_bytes_per_sec != beat->first_write || throttle_bytes_per_sec != 0)
+        beat->worked = true;
     if (beat->steady_write <= 0 || beat->steady_throttle != throttle_bytes_per_sec) {
         /* The first report, or a disk given a new cap: what was held
          * measured a disk that no longer exists. */
@@ -366,6 +373,8 @@ uint64_t nodes_live_steady_write(const struct nodes_live *live, uint32_t id)
     size_t at = nodes_live_find(live, id, &found);
     if (!found || live->beats[at].steady_write <= 0)
         return 0;
+    if (!live->beats[at].worked)
+        return NODES_STEADY_UNPROVEN;
     return (uint64_t)(live->beats[at].steady_write + 0.5);
 }
 

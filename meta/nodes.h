@@ -23,6 +23,7 @@
 #ifndef TESSERA_META_NODES_H
 #define TESSERA_META_NODES_H
 
+#include "placement.h"
 #include "store.h"
 
 #include <stdbool.h>
@@ -114,9 +115,14 @@ int nodes_live_load(struct nodes_live *live, uint32_t id, uint64_t write_bytes_p
  * and 96,0,80,80 tiles per host where 64 each were asked). A disk that
  * really is slow is seen after a few time constants. nodes_live_steady_note()
  * takes a heartbeat's report (after nodes_live_beat(); 0 or -ENOENT);
- * nodes_live_steady_write() is 0 for a node with no report yet.
+ * nodes_live_steady_write() is 0 for a node with no report yet, and
+ * NODES_STEADY_UNPROVEN while every report is the first one, the start-up
+ * probe's (three 1 MiB files, each synced: 106-460 MB/s where the same
+ * nodes measured 645-2,432 once they had worked, with one sync for many
+ * tiles): a node that has not worked is not compared with nodes that have.
  */
 #define NODES_STEADY_DECAY_S 20.0
+#define NODES_STEADY_UNPROVEN PLACEMENT_SPEED_UNPROVEN
 int nodes_live_steady_note(struct nodes_live *live, uint32_t id, uint64_t write_bytes_per_sec,
                            uint64_t throttle_bytes_per_sec, int64_t now_ms);
 uint64_t nodes_live_steady_write(const struct nodes_live *live, uint32_t id);

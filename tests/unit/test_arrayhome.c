@@ -154,7 +154,8 @@ static void test_slow_threshold(void **state)
  * Meta's steady measure, when it has one, is what counts: a home whose
  * two-second measure dipped to a twentieth keeps its chunk while its
  * steady measure is at its peers'; a steady measure that fell is slow
- * whatever the last two seconds said.
+ * whatever the last two seconds said; a node measured only by its
+ * start-up probe is compared with no one.
  */
 static void test_slow_judged_on_steady_measure(void **state)
 {
@@ -173,6 +174,17 @@ static void test_slow_judged_on_steady_measure(void **state)
     nodes[0].steady_write_bytes_per_sec = 50 * 1000000ull;
     nodes[1].write_bytes_per_sec = 1;
     assert_false(arrayhome_slow(nodes, 4, 1));
+    /* Measured by its start-up probe only: neither slow nor a peer. */
+    nodes[0].steady_write_bytes_per_sec = PLACEMENT_SPEED_UNPROVEN;
+    nodes[0].write_bytes_per_sec = 1;
+    assert_false(arrayhome_slow(nodes, 4, 1));
+    nodes[0].steady_write_bytes_per_sec = 100 * 1000000ull;
+    nodes[1].steady_write_bytes_per_sec = 5 * 1000000ull;
+    for (int i = 2; i < 4; i++)
+        nodes[i].steady_write_bytes_per_sec = PLACEMENT_SPEED_UNPROVEN;
+    assert_true(arrayhome_slow(nodes, 4, 2)); /* its one proven peer: node 1 */
+    nodes[0].steady_write_bytes_per_sec = PLACEMENT_SPEED_UNPROVEN;
+    assert_false(arrayhome_slow(nodes, 4, 2)); /* no proven peer */
 }
 
 /*

@@ -1706,8 +1706,9 @@ static void test_backlog_model(void **state)
 
 /*
  * A node's steady write throughput holds its peak over a dip of the
- * two-second measure, decays when the node stays slow, and starts over
- * when its disk gets a new cap.
+ * two-second measure, decays when the node stays slow, starts over when
+ * its disk gets a new cap, and is unproven while only its start-up probe
+ * has measured it.
  */
 static void test_steady_write_holds_peak(void **state)
 {
@@ -1717,8 +1718,11 @@ static void test_steady_write_holds_peak(void **state)
     assert_int_equal(nodes_live_steady_note(live, 5, 100 * MB, 0, 0), -ENOENT);
     assert_int_equal(nodes_live_beat(live, 5, 0), 0);
     assert_int_equal(nodes_live_steady_write(live, 5), 0); /* no report yet */
+    /* The first report is the start-up probe's: unproven until another comes. */
     assert_int_equal(nodes_live_steady_note(live, 5, 100 * MB, 0, 0), 0);
-    assert_int_equal(nodes_live_steady_write(live, 5), 100 * MB);
+    assert_true(nodes_live_steady_write(live, 5) == NODES_STEADY_UNPROVEN);
+    assert_int_equal(nodes_live_steady_note(live, 5, 100 * MB, 0, 500), 0);
+    assert_true(nodes_live_steady_write(live, 5) == NODES_STEADY_UNPROVEN);
     /* Three seconds at a twentieth: still above 85 % of the peak. */
     for (int64_t ms = 1000; ms <= 3000; ms += 1000)
         assert_int_equal(nodes_live_steady_note(live, 5, 5 * MB, 0, ms), 0);
@@ -1736,6 +1740,10 @@ static void test_steady_write_holds_peak(void **state)
     assert_int_equal(nodes_live_steady_note(live, 5, 200 * MB, 0, 65000), 0);
     assert_int_equal(nodes_live_steady_note(live, 5, 25 * MB, 25 * MB, 66000), 0);
     assert_int_equal(nodes_live_steady_write(live, 5), 25 * MB);
+    /* A node capped from its first report on is measured by its cap. */
+    assert_int_equal(nodes_live_beat(live, 6, 0), 0);
+    assert_int_equal(nodes_live_steady_note(live, 6, 2 * MB, 2 * MB, 0), 0);
+    assert_int_equal(nodes_live_steady_write(live, 6), 2 * MB);
     nodes_live_destroy(&live);
 }
 
