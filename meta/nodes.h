@@ -120,6 +120,8 @@ int nodes_live_load(struct nodes_live *live, uint32_t id, uint64_t write_bytes_p
  * probe's (three 1 MiB files, each synced: 106-460 MB/s where the same
  * nodes measured 645-2,432 once they had worked, with one sync for many
  * tiles): a node that has not worked is not compared with nodes that have.
+ * (After a restart of meta the first report it hears is taken as the
+ * probe's: an idle node is then unproven until its measure moves.)
  */
 #define NODES_STEADY_DECAY_S 20.0
 #define NODES_STEADY_UNPROVEN PLACEMENT_SPEED_UNPROVEN
