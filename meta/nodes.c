@@ -165,6 +165,7 @@ struct nodes_beat {
     double steady_write;              /* nodes_live_steady_note(): a decaying peak, 0 = none yet */
     int64_t steady_ms;                /* when steady_write was last updated */
     uint64_t steady_throttle;         /* the disk cap steady_write was measured under */
+    bool steady_noted;                /* a report was taken: first_write is set */
     uint64_t first_write;             /* the first report: the node's start-up probe */
     bool worked;                      /* a report other than the probe's, or under a cap */
 };
@@ -210,6 +211,14 @@ static size_t nodes_live_find(const struct nodes_live *live, uint32_t id, bool *
     }
     *found = low < live->count && live->beats[low].id == id;
     return low;
+}
+
+/* Node id's beat, or NULL if it never heartbeat since meta started. */
+static struct nodes_beat *nodes_live_beat_of(const struct nodes_live *live, uint32_t id)
+{
+    bool found;
+    size_t at = nodes_live_find(live, id, &found);
+    return found ? &live->beats[at] : NULL;
 }
 
 /*
@@ -278,19 +287,17 @@ int nodes_live_beat(struct nodes_live *live, uint32_t id, int64_t now_ms)
 
 int64_t nodes_live_age_ms(const struct nodes_live *live, uint32_t id, int64_t now_ms)
 {
-    bool found;
-    size_t at = nodes_live_find(live, id, &found);
-    if (!found)
+    const struct nodes_beat *beat = nodes_live_beat_of(live, id);
+    if (!beat)
         return -1;
-    int64_t age = now_ms - live->beats[at].last_ms;
+    int64_t age = now_ms - beat->last_ms;
     return age < 0 ? 0 : age;
 }
 
 bool nodes_live_is_up(const struct nodes_live *live, uint32_t id, int64_t now_ms)
 {
-    bool found;
-    size_t at = nodes_live_find(live, id, &found);
-    return found && nodes_live_silent_ms(live, &live->beats[at], now_ms) < live->timeout_ms;
+    const struct nodes_beat *beat = nodes_live_beat_of(live, id);
+    return beat && nodes_live_silent_ms(live, beat, now_ms) < live->timeout_ms;
 }
 
 void nodes_live_check(struct nodes_live *live, int64_t now_ms)
@@ -324,11 +331,9 @@ static uint64_t nodes_drained(const struct nodes_beat *beat, int64_t now_ms)
 int nodes_live_load(struct nodes_live *live, uint32_t id, uint64_t write_bytes_per_sec,
                     uint32_t queue_depth, int64_t now_ms)
 {
-    bool found;
-    size_t at = nodes_live_find(live, id, &found);
-    if (!found)
+    struct nodes_beat *beat = nodes_live_beat_of(live, id);
+    if (!beat)
         return -ENOENT;
-    struct nodes_beat *beat = &live->beats[at];
     uint64_t backlog = nodes_drained(beat, now_ms);
     uint64_t queued = (uint64_t)queue_depth * TILE_DEFAULT_BYTES;
     beat->backlog_bytes = backlog > queued ? backlog : queued;
@@ -341,14 +346,13 @@ int nodes_live_load(struct nodes_live *live, uint32_t id, uint64_t write_bytes_p
 int nodes_live_steady_note(struct nodes_live *live, uint32_t id, uint64_t write_bytes_per_sec,
                            uint64_t throttle_bytes_per_sec, int64_t now_ms)
 {
-    bool found;
-    size_t at = nodes_live_find(live, id, &found);
-    if (!found)
+    struct nodes_beat *beat = nodes_live_beat_of(live, id);
+    if (!beat)
         return -ENOENT;
-    struct nodes_beat *beat = &live->beats[at];
     double reported = (double)write_bytes_per_sec;
-    if (beat->steady_ms == 0 && beat->steady_write <= 0)
+    if (!beat->steady_noted)
         beat->first_write = write_bytes_per_sec;
+    beat->steady_noted = true;
     /* Under a cap the measure is at most the cap from the first report on. */
     if (write_bytes_per_sec != beat->first_write || throttle_bytes_per_sec != 0)
         beat->worked = true;
@@ -369,23 +373,21 @@ int nodes_live_steady_note(struct nodes_live *live, uint32_t id, uint64_t write_
 
 uint64_t nodes_live_steady_write(const struct nodes_live *live, uint32_t id)
 {
-    bool found;
-    size_t at = nodes_live_find(live, id, &found);
-    if (!found || live->beats[at].steady_write <= 0)
+    const struct nodes_beat *beat = nodes_live_beat_of(live, id);
+    if (!beat || beat->steady_write <= 0)
         return 0;
-    if (!live->beats[at].worked)
-        return NODES_STEADY_UNPROVEN;
-    return (uint64_t)(live->beats[at].steady_write + 0.5);
+    if (!beat->worked)
+        return PLACEMENT_SPEED_UNPROVEN;
+    return (uint64_t)(beat->steady_write + 0.5);
 }
 
 int nodes_live_integrity(struct nodes_live *live, uint32_t id, uint64_t corrupt_added,
                          const struct nodes_integrity *scrub)
 {
-    bool found;
-    size_t at = nodes_live_find(live, id, &found);
-    if (!found)
+    struct nodes_beat *beat = nodes_live_beat_of(live, id);
+    if (!beat)
         return -ENOENT;
-    struct nodes_integrity *integrity = &live->beats[at].integrity;
+    struct nodes_integrity *integrity = &beat->integrity;
     uint64_t corrupt_files = integrity->corrupt_files + corrupt_added;
     *integrity = *scrub;
     integrity->corrupt_files = corrupt_files;
@@ -395,49 +397,44 @@ int nodes_live_integrity(struct nodes_live *live, uint32_t id, uint64_t corrupt_
 void nodes_live_integrity_get(const struct nodes_live *live, uint32_t id,
                               struct nodes_integrity *integrity)
 {
-    bool found;
-    size_t at = nodes_live_find(live, id, &found);
-    if (found)
-        *integrity = live->beats[at].integrity;
+    const struct nodes_beat *beat = nodes_live_beat_of(live, id);
+    if (beat)
+        *integrity = beat->integrity;
     else
         memset(integrity, 0, sizeof(*integrity));
 }
 
 int nodes_live_disk(struct nodes_live *live, uint32_t id, const struct nodes_disk *disk)
 {
-    bool found;
-    size_t at = nodes_live_find(live, id, &found);
-    if (!found)
+    struct nodes_beat *beat = nodes_live_beat_of(live, id);
+    if (!beat)
         return -ENOENT;
-    live->beats[at].disk = *disk;
+    beat->disk = *disk;
     return 0;
 }
 
 void nodes_live_disk_get(const struct nodes_live *live, uint32_t id, struct nodes_disk *disk)
 {
-    bool found;
-    size_t at = nodes_live_find(live, id, &found);
-    if (found)
-        *disk = live->beats[at].disk;
+    const struct nodes_beat *beat = nodes_live_beat_of(live, id);
+    if (beat)
+        *disk = beat->disk;
     else
         memset(disk, 0, sizeof(*disk));
 }
 
 uint64_t nodes_live_backlog(const struct nodes_live *live, uint32_t id, int64_t now_ms)
 {
-    bool found;
-    size_t at = nodes_live_find(live, id, &found);
-    return found ? nodes_drained(&live->beats[at], now_ms) : 0;
+    const struct nodes_beat *beat = nodes_live_beat_of(live, id);
+    return beat ? nodes_drained(beat, now_ms) : 0;
 }
 
 int nodes_live_set_backlog(struct nodes_live *live, uint32_t id, uint64_t backlog_bytes,
                            int64_t now_ms)
 {
-    bool found;
-    size_t at = nodes_live_find(live, id, &found);
-    if (!found)
+    struct nodes_beat *beat = nodes_live_beat_of(live, id);
+    if (!beat)
         return -ENOENT;
-    live->beats[at].backlog_bytes = backlog_bytes;
-    live->beats[at].backlog_ms = now_ms;
+    beat->backlog_bytes = backlog_bytes;
+    beat->backlog_ms = now_ms;
     return 0;
 }

@@ -116,7 +116,7 @@ int nodes_live_load(struct nodes_live *live, uint32_t id, uint64_t write_bytes_p
  * really is slow is seen after a few time constants. nodes_live_steady_note()
  * takes a heartbeat's report (after nodes_live_beat(); 0 or -ENOENT);
  * nodes_live_steady_write() is 0 for a node with no report yet, and
- * NODES_STEADY_UNPROVEN while every report is the first one, the start-up
+ * PLACEMENT_SPEED_UNPROVEN while every report is the first one, the start-up
  * probe's (three 1 MiB files, each synced: 106-460 MB/s where the same
  * nodes measured 645-2,432 once they had worked, with one sync for many
  * tiles): a node that has not worked is not compared with nodes that have.
@@ -124,7 +124,6 @@ int nodes_live_load(struct nodes_live *live, uint32_t id, uint64_t write_bytes_p
  * probe's: an idle node is then unproven until its measure moves.)
  */
 #define NODES_STEADY_DECAY_S 20.0
-#define NODES_STEADY_UNPROVEN PLACEMENT_SPEED_UNPROVEN
 int nodes_live_steady_note(struct nodes_live *live, uint32_t id, uint64_t write_bytes_per_sec,
                            uint64_t throttle_bytes_per_sec, int64_t now_ms);
 uint64_t nodes_live_steady_write(const struct nodes_live *live, uint32_t id);

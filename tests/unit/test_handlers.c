@@ -1720,9 +1720,9 @@ static void test_steady_write_holds_peak(void **state)
     assert_int_equal(nodes_live_steady_write(live, 5), 0); /* no report yet */
     /* The first report is the start-up probe's: unproven until another comes. */
     assert_int_equal(nodes_live_steady_note(live, 5, 100 * MB, 0, 0), 0);
-    assert_true(nodes_live_steady_write(live, 5) == NODES_STEADY_UNPROVEN);
+    assert_true(nodes_live_steady_write(live, 5) == PLACEMENT_SPEED_UNPROVEN);
     assert_int_equal(nodes_live_steady_note(live, 5, 100 * MB, 0, 500), 0);
-    assert_true(nodes_live_steady_write(live, 5) == NODES_STEADY_UNPROVEN);
+    assert_true(nodes_live_steady_write(live, 5) == PLACEMENT_SPEED_UNPROVEN);
     /* Three seconds at a twentieth: still above 85 % of the peak. */
     for (int64_t ms = 1000; ms <= 3000; ms += 1000)
         assert_int_equal(nodes_live_steady_note(live, 5, 5 * MB, 0, ms), 0);
