@@ -2,10 +2,11 @@
  * @file nullfs.c
  * nullfs: the do-nothing FUSE filesystem that bench/run.sh measures as the
  * ceiling of what a FUSE filesystem can do on this machine. It keeps a real
- * namespace in memory (directories, files, modes, owners, sizes, times) so
- * that dd, cp, fio, rm -rf and the metadata benchmark see a consistent
- * filesystem, but it stores no data: writes are acknowledged and discarded
- * (only the file size grows), reads return zeros.
+ * namespace in memory (directories, files, symlinks, modes, owners, sizes,
+ * times) so that dd, cp, fio, tar x, rsync -a, rm -rf and the metadata
+ * benchmark see a consistent filesystem, but it stores no data: writes are
+ * acknowledged and discarded (only the file size grows), reads return zeros
+ * (so git clone and make, which read back what they wrote, fail on it).
  *
  * It is mounted the way tessera-mount is: low-level API, multithreaded loop,
  * 1 MiB max_write and max_read, default_permissions. Any gap between the two
@@ -48,6 +49,7 @@ struct nullfs_node {
     struct nullfs_node *parent;    /* NULL for the root and once unlinked */
     struct nullfs_node *first_child, *next_sibling, *prev_sibling;
     char *name;       /* "" for the root */
+    char *target;     /* a symlink's target; NULL for anything else */
     uint64_t serial;  /* st_ino */
     uint64_t lookups; /* the kernel's references; the root's never count */
     mode_t mode;
@@ -204,6 +206,7 @@ static void node_release_if_unused(struct nullfs *fs, struct nullfs_node *node)
     if (node == &fs->root || node->nlink > 0 || node->lookups > 0)
         return;
     free(node->name);
+    free(node->target);
     free(node);
 }
 
@@ -350,11 +353,13 @@ static void x_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_
 }
 
 /*
- * Creates PARENT/NAME with MODE (a regular file or a directory) and fills
- * ENTRY. Returns 0 or a negative errno (EEXIST, ENAMETOOLONG, ENOMEM).
+ * Creates PARENT/NAME with MODE (a regular file, a directory, or with a
+ * TARGET a symlink, which tar and rsync make: their runs on the ceiling
+ * need them) and fills ENTRY. Returns 0 or a negative errno (EEXIST,
+ * ENAMETOOLONG, ENOMEM).
  */
 static int node_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-                       struct fuse_entry_param *entry)
+                       const char *target, struct fuse_entry_param *entry)
 {
     struct nullfs *fs = nullfs_of(req);
     const struct fuse_ctx *ctx = fuse_req_ctx(req);
@@ -362,13 +367,17 @@ static int node_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
         return -ENAMETOOLONG;
     struct nullfs_node *node = calloc(1, sizeof(*node));
     char *copy = strdup(name);
-    if (!node || !copy) {
+    char *target_copy = target ? strdup(target) : NULL;
+    if (!node || !copy || (target && !target_copy)) {
         free(node);
         free(copy);
+        free(target_copy);
         return -ENOMEM;
     }
     node->name = copy;
-    node->mode = (mode & ~ctx->umask & 07777) | (mode & S_IFMT);
+    node->target = target_copy;
+    node->size = target ? (off_t)strlen(target) : 0;
+    node->mode = target ? S_IFLNK | 0777 : (mode & ~ctx->umask & 07777) | (mode & S_IFMT);
     node->uid = ctx->uid;
     node->gid = ctx->gid;
     node->nlink = S_ISDIR(mode) ? 2 : 1;
@@ -379,6 +388,7 @@ static int node_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
     if (names_find(fs, dir, name)) {
         pthread_mutex_unlock(&fs->lock);
         free(copy);
+        free(target_copy);
         free(node);
         return -EEXIST;
     }
@@ -394,7 +404,7 @@ static int node_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 static void x_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
     struct fuse_entry_param entry;
-    int result = node_create(req, parent, name, S_IFDIR | (mode & 07777), &entry);
+    int result = node_create(req, parent, name, S_IFDIR | (mode & 07777), NULL, &entry);
     if (result != 0)
         fuse_reply_err(req, -result);
     else
@@ -409,7 +419,7 @@ static void x_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t 
         fuse_reply_err(req, EPERM); /* only files and directories here */
         return;
     }
-    int result = node_create(req, parent, name, mode, &entry);
+    int result = node_create(req, parent, name, mode, NULL, &entry);
     if (result != 0)
         fuse_reply_err(req, -result);
     else
@@ -420,13 +430,40 @@ static void x_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
                      struct fuse_file_info *fi)
 {
     struct fuse_entry_param entry;
-    int result = node_create(req, parent, name, S_IFREG | (mode & 07777), &entry);
+    int result = node_create(req, parent, name, S_IFREG | (mode & 07777), NULL, &entry);
     if (result != 0) {
         fuse_reply_err(req, -result);
         return;
     }
     fi->fh = 0;
     fuse_reply_create(req, &entry, fi);
+}
+
+static void x_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+    struct fuse_entry_param entry;
+    int result = node_create(req, parent, name, S_IFLNK | 0777, link, &entry);
+    if (result != 0)
+        fuse_reply_err(req, -result);
+    else
+        fuse_reply_entry(req, &entry);
+}
+
+static void x_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+    struct nullfs *fs = nullfs_of(req);
+    pthread_mutex_lock(&fs->lock);
+    const struct nullfs_node *node = node_of(fs, ino);
+    char *target = node->target ? strdup(node->target) : NULL;
+    bool is_link = node->target != NULL;
+    pthread_mutex_unlock(&fs->lock);
+    if (!is_link)
+        fuse_reply_err(req, EINVAL);
+    else if (!target)
+        fuse_reply_err(req, ENOMEM);
+    else
+        fuse_reply_readlink(req, target);
+    free(target);
 }
 
 /* Removes PARENT/NAME if it is a directory (WANT_DIR) or not. */
@@ -685,6 +722,8 @@ static const struct fuse_lowlevel_ops nullfs_ops = {
     .getattr = x_getattr,
     .setattr = x_setattr,
     .mknod = x_mknod,
+    .symlink = x_symlink,
+    .readlink = x_readlink,
     .mkdir = x_mkdir,
     .unlink = x_unlink,
     .rmdir = x_rmdir,
@@ -708,8 +747,9 @@ static void usage(FILE *out)
     fprintf(
         out,
         "Usage: nullfs [OPTIONS] MOUNTPOINT\n"
-        "A do-nothing FUSE filesystem, the ceiling baseline of bench/run.sh: names, modes\n"
-        "and sizes are kept in memory, written bytes are discarded, reads return zeros.\n"
+        "A do-nothing FUSE filesystem, the ceiling baseline of bench/run.sh: names, modes,\n"
+        "sizes and symlinks are kept in memory, written bytes are discarded, reads return\n"
+        "zeros.\n"
         "Mounted like tessera-mount (low-level API, multithreaded, 1 MiB max_write and\n"
         "max_read). Runs in the foreground until unmounted (fusermount3 -u MOUNTPOINT)\n"
         "or sent SIGTERM/SIGINT.\n\n"

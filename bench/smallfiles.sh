@@ -28,8 +28,9 @@ log() { echo "[$(date +%T)] smallfiles: $*"; }
 now() { date +%s.%N; }
 drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 # timed NAME COMMAND...: runs it, records the seconds it took; a command
-# that fails (the do-nothing FUSE mount has no symlinks, for one) records
-# nothing, so the table shows "-" rather than a time for half the work.
+# that fails (the do-nothing FUSE mount reads back zeros, so git and make
+# fail there) records nothing, so the table shows "-" rather than a time
+# for half the work.
 timed() {
     local name=$1 t0 t1 secs
     shift
