@@ -401,14 +401,20 @@ static int node_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
     return 0;
 }
 
+/* Answers a mkdir, mknod or symlink: node_create()'s error, or the entry. */
+static void reply_made(fuse_req_t req, int result, const struct fuse_entry_param *entry)
+{
+    if (result != 0)
+        fuse_reply_err(req, -result);
+    else
+        fuse_reply_entry(req, entry);
+}
+
 static void x_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
     struct fuse_entry_param entry;
     int result = node_create(req, parent, name, S_IFDIR | (mode & 07777), NULL, &entry);
-    if (result != 0)
-        fuse_reply_err(req, -result);
-    else
-        fuse_reply_entry(req, &entry);
+    reply_made(req, result, &entry);
 }
 
 static void x_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
@@ -416,14 +422,11 @@ static void x_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t 
     struct fuse_entry_param entry;
     (void)rdev;
     if (!S_ISREG(mode)) {
-        fuse_reply_err(req, EPERM); /* only files and directories here */
+        fuse_reply_err(req, EPERM); /* no devices, fifos or sockets here */
         return;
     }
     int result = node_create(req, parent, name, mode, NULL, &entry);
-    if (result != 0)
-        fuse_reply_err(req, -result);
-    else
-        fuse_reply_entry(req, &entry);
+    reply_made(req, result, &entry);
 }
 
 static void x_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -443,10 +446,7 @@ static void x_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const
 {
     struct fuse_entry_param entry;
     int result = node_create(req, parent, name, S_IFLNK | 0777, link, &entry);
-    if (result != 0)
-        fuse_reply_err(req, -result);
-    else
-        fuse_reply_entry(req, &entry);
+    reply_made(req, result, &entry);
 }
 
 static void x_readlink(fuse_req_t req, fuse_ino_t ino)
