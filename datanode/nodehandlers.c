@@ -30,6 +30,7 @@
 #include <string.h>
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -482,20 +483,40 @@ static bool handlers_send_all(int sock, const uint8_t *bytes, size_t len)
     return true;
 }
 
+/* Sends count bytes of file_fd from offset; false if the socket failed or the file shrank. */
+static bool handlers_send_file(int sock, int file_fd, uint64_t offset, size_t count)
+{
+    off_t at = (off_t)offset;
+    while (count > 0) {
+        ssize_t put = sendfile(sock, file_fd, &at, count);
+        if (put < 0 && errno == EINTR)
+            continue;
+        if (put <= 0)
+            return false; /* 0: the file shrank since it was checked */
+        count -= (size_t)put;
+    }
+    return true;
+}
+
 /*
  * One read of the tile stream: as TILE_READ, but anything other than
  * bytes or a hole (a fence, a missing file, a throttled disk, whose
  * timing the stream would dodge) is a bare status the client takes to
  * ZeroMQ. Called with the context's lock, which it drops while the bytes
- * are read and checked (the file is open by then: a retire or a truncate
- * meanwhile is seen as the file was) and while they go. The bytes sent
- * are the ones checked, read once into the thread's buffer block by
- * block, each summed while in the CPU's cache: a sendfile after a check
- * read the page cache twice (twice the datanode's CPU per byte of the
- * code before checksums). The counters are updated before the bytes go,
- * so they are right by the time a client has its answer. reader_keeps:
- * the reader caches the bytes (TS_STREAM_READ_KEPT), so they are left in
- * *drop (nodehandlers.h).
+ * are checked (the file is open by then: a retire or a truncate meanwhile
+ * is seen as the file was) and while they go. The bytes are checked 64
+ * KiB at a time through a buffer that stays in the CPU's cache, then sent
+ * from the file with sendfile(), which hands the socket the page cache's
+ * pages, not a copy (reading them into a 1 MiB buffer and sending that
+ * cost a second copy; summing them through a mapping of the page cache
+ * instead cost twice the CPU, page walks on a VM). Only a range that does
+ * not check out clean is read again under the lock, into the thread's
+ * buffer, and sent from there. A write to the range between the
+ * check and the send is sent as written: a read racing a write may see
+ * either, as it may without checksums. The counters are updated before
+ * the bytes go, so they are right by the time a client has its answer.
+ * reader_keeps: the reader caches the bytes (TS_STREAM_READ_KEPT), so
+ * they are left in *drop (nodehandlers.h).
  */
 static int handlers_stream_read(struct nodehandlers_context *context,
                                 const struct ts_tile_read_req *req, bool reader_keeps, int sock,
@@ -504,6 +525,7 @@ static int handlers_stream_read(struct nodehandlers_context *context,
 {
     uint64_t size = 0;
     bool moving = false;
+    bool from_buffer = false;
     int file_fd = -1;
     int status = diskio_throttled(context->disk)
                      ? TS_ERR_BUSY
@@ -517,25 +539,23 @@ static int handlers_stream_read(struct nodehandlers_context *context,
     uint32_t count = size <= req->offset ? 0
                      : size - req->offset < req->length ? (uint32_t)(size - req->offset)
                                                          : req->length;
-    if (status == TS_OK && count > 0 && !handlers_buffer_fit(buffer, count))
-        status = TS_ERR_NOMEM;
     int64_t start_ns = diskio_now_ns();
     if (status == TS_OK && count > 0) {
-        /* Read and checked without the lock (other streams' requests go
-         * on); only a range that does not come out clean is read again
-         * under it. */
+        /* Checked without the lock: other streams' requests go on. */
         struct tilecrc_trust trust;
         tilestore_trust(context->store, &trust);
         pthread_mutex_unlock(&context->lock);
-        int rc = tilestore_read_verified_unlocked(context->store, &trust, req->ino, req->tile,
-                                                  req->version, file_fd, size, req->offset,
-                                                  count, buffer->bytes);
+        int rc = tilestore_check_open_unlocked(context->store, &trust, req->ino, req->tile,
+                                               req->version, file_fd, size, req->offset, count);
         pthread_mutex_lock(&context->lock);
-        if (rc == -EAGAIN) {
+        if (rc == -EAGAIN && !handlers_buffer_fit(buffer, count)) {
+            rc = -ENOMEM;
+        } else if (rc == -EAGAIN) {
             size_t got = 0;
             rc = tilestore_read(context->store, req->ino, req->tile, req->version, req->offset,
                                 count, buffer->bytes, &got);
             count = (uint32_t)got; /* shorter: truncated meanwhile */
+            from_buffer = true;
         }
         status = rc == 0 ? TS_OK : status_from_errno(-rc);
     }
@@ -551,8 +571,10 @@ static int handlers_stream_read(struct nodehandlers_context *context,
 
     pthread_mutex_unlock(&context->lock);
     int result = TS_OK;
-    if (!handlers_stream_head(sock, TS_OK, count) ||
-        !handlers_send_all(sock, buffer->bytes, count))
+    if (!handlers_stream_head(sock, TS_OK, count))
+        result = -1;
+    else if (from_buffer ? !handlers_send_all(sock, buffer->bytes, count)
+                         : !handlers_send_file(sock, file_fd, req->offset, count))
         result = -1;
     if (result == TS_OK && warm)
         handlers_warm_file(file_fd);
@@ -565,7 +587,6 @@ static int handlers_stream_read(struct nodehandlers_context *context,
     diskio_add_read(context->disk, start_ns, result == TS_OK ? count : 0);
     return result;
 }
-
 
 /*
  * One write of the tile stream: as TILE_WRITE, its bytes received into

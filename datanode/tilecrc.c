@@ -234,6 +234,12 @@ int tilecrc_verify(int data_fd, uint64_t data_bytes, const struct tilecrc *crc, 
 
     if (rc <= 0)
         return rc;
+    /* From a cold disk, one read of the whole span, not 64 KiB preads
+     * behind the readahead window's ramp. */
+    uint64_t span_start = (uint64_t)span.first * TILECRC_BLOCK_BYTES;
+    if (!served)
+        (void)posix_fadvise(data_fd, (off_t)span_start, (off_t)(span.end - span_start),
+                            POSIX_FADV_WILLNEED);
     rc = 0;
     for (uint32_t b = span.first; b <= span.last && rc == 0; b++) {
         uint64_t start = (uint64_t)b * TILECRC_BLOCK_BYTES;
@@ -255,44 +261,6 @@ int tilecrc_verify(int data_fd, uint64_t data_bytes, const struct tilecrc *crc, 
             rc = -EBADMSG;
     }
     free(block);
-    return rc;
-}
-
-int tilecrc_read_verified(int data_fd, uint64_t data_bytes, const struct tilecrc *crc,
-                          uint64_t offset, size_t length, uint8_t *out)
-{
-    struct tilecrc_span span;
-    uint8_t *edge = NULL;
-    int rc = tilecrc_span_of(crc, data_bytes, offset, length, &span);
-
-    if (rc <= 0)
-        return rc;
-    rc = 0;
-    uint64_t end = span.end;
-    for (uint32_t b = span.first; b <= span.last && rc == 0; b++) {
-        uint64_t start = (uint64_t)b * TILECRC_BLOCK_BYTES;
-        size_t len = tilecrc_block_len(b, data_bytes);
-        uint64_t from = start > offset ? start : offset;
-        uint64_t to = start + len < end ? start + len : end;
-        /* Summed right after its read, while the block is in the cache:
-         * one pass over the page cache's copy, not two. */
-        if (from == start && to == start + len) {
-            rc = tilecrc_pread_all(data_fd, out + (start - offset), len, start);
-            if (rc == 0 && crc32c(0, out + (start - offset), len) != crc->crcs[b])
-                rc = -EBADMSG;
-            continue;
-        }
-        if (!edge && !(edge = malloc(TILECRC_BLOCK_BYTES))) {
-            rc = -ENOMEM;
-            break;
-        }
-        rc = tilecrc_pread_all(data_fd, edge, len, start);
-        if (rc == 0 && crc32c(0, edge, len) != crc->crcs[b])
-            rc = -EBADMSG;
-        if (rc == 0)
-            memcpy(out + (from - offset), edge + (from - start), (size_t)(to - from));
-    }
-    free(edge);
     return rc;
 }
 

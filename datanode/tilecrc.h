@@ -96,15 +96,6 @@ int tilecrc_name(const char *tile_name, char *out, size_t cap);
 int tilecrc_verify(int data_fd, uint64_t data_bytes, const struct tilecrc *crc, uint64_t offset,
                    uint64_t length, const uint8_t *served, size_t served_len);
 
-/*
- * Reads bytes [offset, offset + length) of data_fd (a file of data_bytes;
- * the range is cut at its end) into out, each block checked against *crc
- * as it comes in; a block only partly in the range is read whole to be
- * checked. 0 (out holds exactly the checked bytes), -EBADMSG or a read's
- * -errno (out then holds nothing to use).
- */
-int tilecrc_read_verified(int data_fd, uint64_t data_bytes, const struct tilecrc *crc,
-                          uint64_t offset, size_t length, uint8_t *out);
 
 /*
  * A write's bytes summed in one pass (tilecrc_sum_payload()): `whole`, the

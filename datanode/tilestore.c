@@ -1066,10 +1066,10 @@ int tilestore_verify_unlocked(const struct tilestore *store, const struct tilecr
     return rc == 0 ? 0 : -EAGAIN;
 }
 
-int tilestore_read_verified_unlocked(const struct tilestore *store,
-                                     const struct tilecrc_trust *trust, uint64_t ino,
-                                     uint64_t tile, uint64_t version, int fd, uint64_t size,
-                                     uint64_t offset, size_t length, uint8_t *out)
+int tilestore_check_open_unlocked(const struct tilestore *store,
+                                  const struct tilecrc_trust *trust, uint64_t ino, uint64_t tile,
+                                  uint64_t version, int fd, uint64_t size, uint64_t offset,
+                                  size_t length)
 {
     char name[TILESTORE_PATH_MAX];
     struct tilecrc crc;
@@ -1079,7 +1079,7 @@ int tilestore_read_verified_unlocked(const struct tilestore *store,
     tilestore_name(ino, tile, version, name);
     rc = tilecrc_load(store->tiles_fd, name, size, trust, &crc);
     if (rc == 0)
-        rc = tilecrc_read_verified(fd, size, &crc, offset, length, out);
+        rc = tilecrc_verify(fd, size, &crc, offset, length, NULL, 0);
     /* As tilestore_verify_unlocked(): anything but clean is the lock's to decide. */
     return rc == 0 ? 0 : -EAGAIN;
 }

@@ -132,16 +132,17 @@ int tilestore_verify_unlocked(const struct tilestore *store, const struct tilecr
                               uint64_t length, uint64_t *bytes);
 
 /*
- * For the stream's reads: bytes [offset, offset + length) of the tile open
- * as fd (tilestore_open_tile(), `size` bytes then; the range within it)
- * read into out, each block checked as it comes in (the bytes sent are the
- * bytes checked, read once), touching nothing of the store. 0, or -EAGAIN
- * as tilestore_verify_unlocked() (then tilestore_read() under the lock).
+ * For the stream's reads: checks bytes [offset, offset + length) of the
+ * tile open as fd (tilestore_open_tile(), `size` bytes then; the range
+ * within it) against its sidecar (tilecrc_verify(): read 64 KiB at a
+ * time into a buffer that stays in the CPU's cache), touching nothing of
+ * the store, so the stream sends them from fd. 0, or -EAGAIN as
+ * tilestore_verify_unlocked() (then tilestore_read() under the lock).
  */
-int tilestore_read_verified_unlocked(const struct tilestore *store,
-                                     const struct tilecrc_trust *trust, uint64_t ino,
-                                     uint64_t tile, uint64_t version, int fd, uint64_t size,
-                                     uint64_t offset, size_t length, uint8_t *out);
+int tilestore_check_open_unlocked(const struct tilestore *store,
+                                  const struct tilecrc_trust *trust, uint64_t ino, uint64_t tile,
+                                  uint64_t version, int fd, uint64_t size, uint64_t offset,
+                                  size_t length);
 
 /*
  * Moves up to max of the corrupt tile files found and not yet taken into
