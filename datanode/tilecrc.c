@@ -234,12 +234,6 @@ int tilecrc_verify(int data_fd, uint64_t data_bytes, const struct tilecrc *crc, 
 
     if (rc <= 0)
         return rc;
-    /* From a cold disk, one read of the whole span, not 64 KiB preads
-     * behind the readahead window's ramp. */
-    uint64_t span_start = (uint64_t)span.first * TILECRC_BLOCK_BYTES;
-    if (!served)
-        (void)posix_fadvise(data_fd, (off_t)span_start, (off_t)(span.end - span_start),
-                            POSIX_FADV_WILLNEED);
     rc = 0;
     for (uint32_t b = span.first; b <= span.last && rc == 0; b++) {
         uint64_t start = (uint64_t)b * TILECRC_BLOCK_BYTES;
