@@ -96,7 +96,6 @@ int tilecrc_name(const char *tile_name, char *out, size_t cap);
 int tilecrc_verify(int data_fd, uint64_t data_bytes, const struct tilecrc *crc, uint64_t offset,
                    uint64_t length, const uint8_t *served, size_t served_len);
 
-
 /*
  * A write's bytes summed in one pass (tilecrc_sum_payload()): `whole`, the
  * CRC-32C of all len bytes (what the writer's crc must be), and for every
