@@ -1,8 +1,8 @@
 /*
  * @file tilestream.h
  * The mount's side of the datanodes' tile streams (proto.h,
- * TILE_STREAM). A read's bytes go from the datanode's buffer, where
- * they were checked, through a TCP connection into a pipe (splice), and libfuse
+ * TILE_STREAM). A read's bytes, checked on the datanode, go from its
+ * page cache (sendfile) through the connection into a pipe (splice), and libfuse
  * splices the pipe into the kernel, which copies them into the file's
  * page cache: on the mount's side no copy but the kernel's (ZeroMQ's
  * took three). A write's bytes go from the mount's buffer to the socket
