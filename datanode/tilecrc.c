@@ -225,6 +225,13 @@ static int tilecrc_span_of(const struct tilecrc *crc, uint64_t data_bytes, uint6
     return span->last >= crc->blocks ? -EBADMSG : 1;
 }
 
+void tilecrc_read_ahead(int data_fd, uint64_t offset, uint64_t length)
+{
+    uint64_t start = offset / TILECRC_BLOCK_BYTES * TILECRC_BLOCK_BYTES;
+    uint64_t end = (uint64_t)tilecrc_blocks_for(offset + length) * TILECRC_BLOCK_BYTES;
+    (void)posix_fadvise(data_fd, (off_t)start, (off_t)(end - start), POSIX_FADV_WILLNEED);
+}
+
 int tilecrc_verify(int data_fd, uint64_t data_bytes, const struct tilecrc *crc, uint64_t offset,
                    uint64_t length, const uint8_t *served, size_t served_len)
 {

@@ -87,6 +87,14 @@ int tilecrc_remove(int dir_fd, const char *tile_name);
 int tilecrc_name(const char *tile_name, char *out, size_t cap);
 
 /*
+ * Asks the disk, without waiting, for the whole blocks that hold bytes
+ * [offset, offset + length) of data_fd: a cold range then comes in one
+ * read, not 64 KiB at a time behind the readahead window's ramp as
+ * tilecrc_verify() reads it.
+ */
+void tilecrc_read_ahead(int data_fd, uint64_t offset, uint64_t length);
+
+/*
  * Checks the blocks that hold bytes [offset, offset + length) of data_fd
  * (a file of data_bytes; the range is cut at its end) against *crc.
  * `served`, when not NULL, holds the file's bytes from `offset` on as read

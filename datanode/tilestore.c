@@ -1076,15 +1076,9 @@ int tilestore_check_open_unlocked(const struct tilestore *store,
     int rc = tilestore_check(ino, 0, 0);
     if (rc != 0)
         return rc;
-    /* From a cold disk: the whole span asked for at once (not 64 KiB preads
-     * behind the readahead window's ramp), and before the sidecar's read,
-     * so the two wait for the disk together (a cold copies=1 read's time
-     * was 12 % sidecar reads). */
-    uint64_t span_start = offset / TILECRC_BLOCK_BYTES * TILECRC_BLOCK_BYTES;
-    uint64_t span_end = (offset + length + TILECRC_BLOCK_BYTES - 1) / TILECRC_BLOCK_BYTES *
-                        TILECRC_BLOCK_BYTES;
-    (void)posix_fadvise(fd, (off_t)span_start, (off_t)(span_end - span_start),
-                        POSIX_FADV_WILLNEED);
+    /* Before the sidecar's read, so from a cold disk the two wait for it
+     * together (a cold copies=1 read's time was 12 % sidecar reads). */
+    tilecrc_read_ahead(fd, offset, length);
     tilestore_name(ino, tile, version, name);
     rc = tilecrc_load(store->tiles_fd, name, size, trust, &crc);
     if (rc == 0)

@@ -329,7 +329,7 @@ static void test_check_open_checks_each_block(void **state)
     assert_int_equal(tilestore_read(fixture->store, 23, 1, 4, BLOCK - 7, 10, back, &got),
                      -EBADMSG);
 
-    /* Cut by hand to one block: the last blocks' pages are gone. */
+    /* Cut by hand to one block under the open descriptor: the last blocks are gone. */
     char path[PATH_MAX + TILESTORE_PATH_MAX + 8];
     tile_path(fixture, 23, 1, 4, "", path, sizeof(path));
     assert_int_equal(truncate(path, BLOCK), 0);
