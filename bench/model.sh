@@ -113,7 +113,9 @@ start_cluster() {
     "$tessera" model calibrate --state "$state" --mount "$mnt" >&2
 }
 
-now_ns() { date +%s%N; }
+# Timestamps in microseconds from bash itself (${EPOCHREALTIME/[.,]/}):
+# $(date) would fork and exec inside every timed span (about 15 ms here,
+# 15 % of a 128 MiB read).
 
 median() {
     sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2];
@@ -134,14 +136,15 @@ timed_write() {
     local dir=$1 clients=$2 per=$(($3 / $2)) start i pids=()
     rm -f "$dir"/f*
     sync
-    start=$(now_ns)
+    start=${EPOCHREALTIME/[.,]/}
     for ((i = 0; i < clients; i++)); do
         dd if="$source_file" of="$dir/f$i" bs=1M count=$((per / 1048576)) conv=fsync \
             status=none &
         pids+=($!)
     done
     for p in "${pids[@]}"; do wait "$p"; done
-    awk -v ns=$(($(now_ns) - start)) 'BEGIN { printf "%.4f\n", ns / 1e9 }'
+    local end=${EPOCHREALTIME/[.,]/}
+    awk -v us=$((end - start)) 'BEGIN { printf "%.4f\n", us / 1e6 }'
 }
 
 # Reads the files a timed_write left, their page cache dropped first.
@@ -150,13 +153,14 @@ timed_read() {
     for ((i = 0; i < clients; i++)); do
         dd if="$dir/f$i" iflag=nocache count=0 status=none
     done
-    start=$(now_ns)
+    start=${EPOCHREALTIME/[.,]/}
     for ((i = 0; i < clients; i++)); do
         dd if="$dir/f$i" of=/dev/null bs=1M status=none &
         pids+=($!)
     done
     for p in "${pids[@]}"; do wait "$p"; done
-    awk -v ns=$(($(now_ns) - start)) 'BEGIN { printf "%.4f\n", ns / 1e9 }'
+    local end=${EPOCHREALTIME/[.,]/}
+    awk -v us=$((end - start)) 'BEGIN { printf "%.4f\n", us / 1e6 }'
 }
 
 # run_config LABEL OP TILE CLIENTS COPIES LAYOUT(linear|array:...)

@@ -108,7 +108,16 @@ int perfmodel_predict(const struct perfmodel_cluster *c,
         double per_byte = w->op == PERFMODEL_WRITE && c->mount_write_cpu_per_byte_s > 0.0
                               ? c->mount_write_cpu_per_byte_s : c->mount_cpu_per_byte_s;
         double mount = cpu0 ? 0.0 : c->mount_cpu_per_request_s + (double)len * per_byte;
-        add_cpu(out, c, PERFMODEL_RES_MOUNT_CPU, (int)client, cm, mount);
+        double measured = w->op == PERFMODEL_WRITE ? c->client_write_cpu_per_byte_s
+                                                   : c->client_read_cpu_per_byte_s;
+        int client_measured = measured > 0.0 && c->machine_cores[cm] > 0;
+        if (client_measured) {
+            /* The machine's CPU as measured replaces its parts' sum there. */
+            add_busy(out, PERFMODEL_RES_MOUNT_CPU, (int)client, mount);
+            add_busy(out, PERFMODEL_RES_MACHINE_CPU, cm,
+                     cpu0 ? 0.0 : (double)len * measured / c->machine_cores[cm]);
+        } else
+            add_cpu(out, c, PERFMODEL_RES_MOUNT_CPU, (int)client, cm, mount);
         double chain = mount; /* this request's whole cost, for a serial client */
         /* A read is served by the primary; a write goes to every copy. */
         unsigned served = w->op == PERFMODEL_READ ? 1 : w->copies;
@@ -119,7 +128,10 @@ int perfmodel_predict(const struct perfmodel_cluster *c,
             int nm = node->machine;
             double dcpu = cpu0 ? 0.0 : node->cpu_per_request_s +
                                        (double)len * node->cpu_per_byte_s;
-            add_cpu(out, c, PERFMODEL_RES_NODE_CPU, (int)n, nm, dcpu);
+            if (client_measured && k == 0 && nm == cm)
+                add_busy(out, PERFMODEL_RES_NODE_CPU, (int)n, dcpu);
+            else
+                add_cpu(out, c, PERFMODEL_RES_NODE_CPU, (int)n, nm, dcpu);
             double mbps = w->op == PERFMODEL_READ ? node->disk_read_mbps
                                                   : node->disk_write_mbps;
             double disk = seconds_for(len, mbps, whatif->disk_inf);

@@ -49,6 +49,14 @@ struct perfmodel_cluster {
      * mounts and datanodes on one machine share them, so their CPU work
      * also queues on the machine (a local cluster's 2 cores). */
     unsigned machine_cores[PERFMODEL_MAX_MACHINES];
+    /* All the CPU a byte a client reads or writes costs on the client's
+     * machine (a machine with machine_cores), as measured there: the
+     * application's copies, the kernel's FUSE work, the mount, and the
+     * datanodes on that machine for the first copy.  0 = the sum of the
+     * mount's and datanodes' figures, which leaves the application and
+     * the kernel out. */
+    double client_read_cpu_per_byte_s;
+    double client_write_cpu_per_byte_s;
 };
 
 enum perfmodel_op { PERFMODEL_READ, PERFMODEL_WRITE };

@@ -13,9 +13,12 @@
 int modelcalib_format(const struct modelcalib *calib, char *out, size_t cap)
 {
     size_t used = 0;
-    int n = snprintf(out, cap, "tessera-model 1\nwhen %" PRId64 "\nmount %.9g %.9g %.9g\nmeta %.9g\n",
+    int n = snprintf(out, cap,
+                     "tessera-model 1\nwhen %" PRId64 "\nmount %.9g %.9g %.9g\nmeta %.9g\n"
+                     "client %.9g %.9g\n",
                      calib->when, calib->mount_per_request_s, calib->mount_read_per_byte_s,
-                     calib->mount_write_per_byte_s, calib->meta_rtt_s);
+                     calib->mount_write_per_byte_s, calib->meta_rtt_s,
+                     calib->client_read_cpu_per_byte_s, calib->client_write_cpu_per_byte_s);
     if (n < 0 || (size_t)n >= cap)
         return -1;
     used = (size_t)n;
@@ -62,6 +65,10 @@ int modelcalib_parse(const char *text, size_t len, struct modelcalib *calib)
             calib->mount_read_per_byte_s = b;
             calib->mount_write_per_byte_s = c;
             seen_mount = 1;
+        } else if (sscanf(line, "client %lf %lf %c", &a, &b, &extra) == 2 && modelcalib_sane(a) &&
+                   modelcalib_sane(b)) {
+            calib->client_read_cpu_per_byte_s = a;
+            calib->client_write_cpu_per_byte_s = b;
         } else if (sscanf(line, "meta %lf %c", &a, &extra) == 1 && modelcalib_sane(a)) {
             calib->meta_rtt_s = a;
             seen_meta = 1;
@@ -173,6 +180,10 @@ int modelcluster_build(const struct toolmeta_node *nodes, size_t count,
                                          : MODELCLUSTER_DEFAULT_MOUNT_BYTE_S;
     c->mount_write_cpu_per_byte_s = calibrated ? calib->mount_write_per_byte_s : 0.0;
     c->meta_rtt_s = calibrated ? calib->meta_rtt_s : MODELCLUSTER_DEFAULT_META_RTT_S;
+    if (calibrated) {
+        c->client_read_cpu_per_byte_s = calib->client_read_cpu_per_byte_s;
+        c->client_write_cpu_per_byte_s = calib->client_write_cpu_per_byte_s;
+    }
     out->disk_source = heartbeat ? MODELCLUSTER_HEARTBEAT : MODELCLUSTER_DEFAULT;
     out->cpu_source = node_calibrated ? MODELCLUSTER_CALIBRATED : MODELCLUSTER_DEFAULT;
     out->mount_source = calibrated ? MODELCLUSTER_CALIBRATED : MODELCLUSTER_DEFAULT;

@@ -12,7 +12,11 @@
  *   when UNIX_SECONDS
  *   mount PER_REQUEST_S READ_PER_BYTE_S WRITE_PER_BYTE_S
  *   meta RTT_S
+ *   client READ_CPU_PER_BYTE_S WRITE_CPU_PER_BYTE_S
  *   node ID PER_REQUEST_S PER_BYTE_S SYNC_S
+ *
+ * The client line (all the CPU a byte costs on the calibrating machine,
+ * perfmodel.h) may be missing: a record from before it parses, as 0.
  */
 #ifndef TESSERA_TOOLS_MODELCLUSTER_H
 #define TESSERA_TOOLS_MODELCLUSTER_H
@@ -46,6 +50,7 @@ struct modelcalib {
     int64_t when; /* 0: no calibration */
     double mount_per_request_s, mount_read_per_byte_s, mount_write_per_byte_s;
     double meta_rtt_s;
+    double client_read_cpu_per_byte_s, client_write_cpu_per_byte_s;
     size_t n_nodes;
     struct modelcalib_node nodes[PERFMODEL_MAX_NODES];
 };

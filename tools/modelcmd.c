@@ -513,6 +513,12 @@ static int modelcmd_show(const struct modelcmd_options *options, const struct mo
             c->mount_write_cpu_per_byte_s > 0 ? c->mount_write_cpu_per_byte_s : c->mount_cpu_per_byte_s,
             "meta_rtt_s", c->meta_rtt_s, "client_cores", (json_int_t)live->cores, "datanodes",
             nodes ? nodes : json_null());
+        if (root && c->client_read_cpu_per_byte_s > 0) {
+            json_object_set_new(root, "client_read_cpu_per_byte_s",
+                                json_real(c->client_read_cpu_per_byte_s));
+            json_object_set_new(root, "client_write_cpu_per_byte_s",
+                                json_real(c->client_write_cpu_per_byte_s));
+        }
         return jsonname_print(stdout, root) == 0 ? 0 : 1;
     }
     printf("calibrated: %s\n", when);
@@ -523,6 +529,9 @@ static int modelcmd_show(const struct modelcmd_options *options, const struct mo
            modelcmd_source(cluster.mount_source));
     printf("meta: %.1f us per round trip; clients on %s, %u cores\n", c->meta_rtt_s * 1e6,
            live->host, live->cores);
+    if (c->client_read_cpu_per_byte_s > 0)
+        printf("client machine's CPU: read %.3f ns/byte, write %.3f ns/byte (calibrated)\n",
+               c->client_read_cpu_per_byte_s * 1e9, c->client_write_cpu_per_byte_s * 1e9);
     printf("%-4s %10s %10s %9s %12s %12s\n", "ID", "READ MB/s", "WRITE MB/s", "SYNC ms",
            "us/REQUEST", "ns/BYTE");
     for (size_t i = 0; i < c->n_nodes; i++) {

@@ -41,6 +41,15 @@ double modelprobe_fit_mount(const struct perfmodel_cluster *cluster, enum perfmo
                             uint64_t bytes, uint64_t tile_bytes, int client_machine,
                             double measured_s);
 
+/*
+ * What a transfer costs whatever its size (a write's create, final fsync
+ * and commit; a read's open and first tile), from the same probe at two
+ * sizes: the time line through (small_bytes, small_s) and (big_bytes,
+ * big_s) at 0 bytes, never below 0.  Pure (for tests).
+ */
+double modelprobe_fixed_cost(uint64_t small_bytes, double small_s, uint64_t big_bytes,
+                             double big_s);
+
 /* Probes, stores and prints the figures; returns the exit code. */
 int modelprobe_calibrate(struct rpc_client *meta, int timeout_ms, const struct toolmeta_node *nodes,
                          size_t count, const char *mount, uint64_t probe_bytes);

@@ -147,6 +147,8 @@ static void test_calib_record(void **state)
     struct modelcalib in = { .when = 1764300000, .mount_per_request_s = 2e-4,
         .mount_read_per_byte_s = 1.5e-9, .mount_write_per_byte_s = 3e-9, .meta_rtt_s = 1e-4,
         .n_nodes = 2 };
+    in.client_read_cpu_per_byte_s = 1.25e-9;
+    in.client_write_cpu_per_byte_s = 2.5e-9;
     in.nodes[0] = (struct modelcalib_node){ 3, 5e-5, 1e-9, 0.01 };
     in.nodes[1] = (struct modelcalib_node){ 9, 6e-5, 2e-9, 0.02 };
     char text[MODELCALIB_TEXT_MAX];
@@ -158,13 +160,22 @@ static void test_calib_record(void **state)
     assert_int_equal(out.nodes[1].id, 9);
     assert_true(fabs(out.mount_write_per_byte_s - 3e-9) < 1e-18);
     assert_true(fabs(out.nodes[1].sync_s - 0.02) < 1e-12);
+    assert_true(fabs(out.client_read_cpu_per_byte_s - 1.25e-9) < 1e-18);
+    assert_true(fabs(out.client_write_cpu_per_byte_s - 2.5e-9) < 1e-18);
+    /* A record from before the client line parses, with no client figure. */
+    const char *old = "tessera-model 1\nwhen 1\nmount 0 0 0\nmeta 0\n";
+    assert_int_equal(modelcalib_parse(old, strlen(old), &out), 0);
+    assert_true(out.client_read_cpu_per_byte_s == 0.0 && out.client_write_cpu_per_byte_s == 0.0);
     /* From the wire: anything malformed is refused, never half-taken. */
-    const char *bad[] = { "", "tessera-model 2\nwhen 1\nmount 0 0 0\nmeta 0\n",
-                          "tessera-model 1\nwhen 1\nmount 0 0\nmeta 0\n",
-                          "tessera-model 1\nwhen 1\nmount 0 0 0\nmeta -1\n",
-                          "tessera-model 1\nwhen 1\nmount 0 0 0\nmeta nan\n",
-                          "tessera-model 1\nwhen 1\nmount 0 0 0\nmeta 0\nnode 1 0 0\n",
-                          "tessera-model 1\nmount 0 0 0\nmeta 0\n" };
+    const char *bad[] = {"",
+                         "tessera-model 2\nwhen 1\nmount 0 0 0\nmeta 0\n",
+                         "tessera-model 1\nwhen 1\nmount 0 0\nmeta 0\n",
+                         "tessera-model 1\nwhen 1\nmount 0 0 0\nmeta -1\n",
+                         "tessera-model 1\nwhen 1\nmount 0 0 0\nmeta nan\n",
+                         "tessera-model 1\nwhen 1\nmount 0 0 0\nmeta 0\nnode 1 0 0\n",
+                         "tessera-model 1\nmount 0 0 0\nmeta 0\n",
+                         "tessera-model 1\nwhen 1\nmount 0 0 0\nmeta 0\nclient 1e-9\n",
+                         "tessera-model 1\nwhen 1\nmount 0 0 0\nmeta 0\nclient -1 0\n"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_int_equal(modelcalib_parse(bad[i], strlen(bad[i]), &out), -1);
     assert_int_equal(modelcalib_parse("tessera-model 1\0", 16, &out), -1);
@@ -237,13 +248,24 @@ static void test_fit_mount(void **state)
     assert_true(modelprobe_fit_mount(&c.model, PERFMODEL_READ, 64u << 20, 1u << 20, 0, 1e-3) < 0);
 }
 
+/* A transfer's fixed cost: the time line of two probe sizes at 0 bytes. */
+static void test_fixed_cost(void **state)
+{
+    (void)state;
+    /* 10 ms + 1 ns/byte: 16 MB in 26 ms, 64 MB in 74 ms. */
+    assert_true(fabs(modelprobe_fixed_cost(16000000, 0.026, 64000000, 0.074) - 0.010) < 1e-12);
+    /* Noise that makes the small probe relatively slower is never negative. */
+    assert_true(modelprobe_fixed_cost(16000000, 0.010, 64000000, 0.074) == 0.0);
+    assert_true(modelprobe_fixed_cost(64000000, 0.074, 64000000, 0.074) == 0.0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_words),         cmocka_unit_test(test_array_placement),
-        cmocka_unit_test(test_file),          cmocka_unit_test(test_whatif),
-        cmocka_unit_test(test_calib_record),  cmocka_unit_test(test_cluster_sources),
-        cmocka_unit_test(test_fit_mount),
+        cmocka_unit_test(test_words),        cmocka_unit_test(test_array_placement),
+        cmocka_unit_test(test_file),         cmocka_unit_test(test_whatif),
+        cmocka_unit_test(test_calib_record), cmocka_unit_test(test_cluster_sources),
+        cmocka_unit_test(test_fit_mount),    cmocka_unit_test(test_fixed_cost),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -143,6 +143,48 @@ static void test_machine_cores_shared(void **state)
     assert_true(fabs(r.total_s - 0.2) < 1e-9);
 }
 
+/* The client machine's CPU per byte, as measured, replaces the sum of the
+ * mount's and the local datanodes' figures there (the application's and
+ * the kernel's share were missing from it); a second copy's datanode work
+ * is beyond what the copies=1 measure saw, so it still adds. */
+static void test_client_cpu_measured(void **state)
+{
+    (void)state;
+    struct perfmodel_cluster c;
+    two_node_cluster(&c);
+    c.nodes[0].machine = c.nodes[1].machine = 0;
+    c.nodes[0].disk_read_mbps = c.nodes[1].disk_read_mbps = 0;
+    c.nodes[0].disk_write_mbps = c.nodes[1].disk_write_mbps = 0;
+    c.nodes[0].sync_seconds = c.nodes[1].sync_seconds = 0;
+    c.mount_cpu_per_byte_s = 1e-9;
+    c.nodes[0].cpu_per_byte_s = c.nodes[1].cpu_per_byte_s = 1e-9;
+    c.machine_cores[0] = 2;
+    c.client_read_cpu_per_byte_s = 3e-9;
+    c.client_write_cpu_per_byte_s = 5e-9;
+    struct perfmodel_workload w = {.op = PERFMODEL_READ,
+                                   .bytes = 400000000,
+                                   .tile_bytes = 1000000,
+                                   .n_clients = 2,
+                                   .copies = 1};
+    struct perfmodel_result r;
+    assert_int_equal(perfmodel_predict(&c, &w, NULL, &r), 0);
+    /* 400 MB x 3 ns on 2 cores: 0.6 s, not the parts' 0.8 s / 2. */
+    assert_true(fabs(r.total_s - 0.6) < 1e-9);
+    assert_string_equal(bottleneck_name(&r), "machine-cpu[0]");
+    /* A write with two copies: 400 MB x 5 ns / 2 = 1.0 s, plus the second
+     * copy's datanode CPU, 400 MB x 1 ns / 2 = 0.2 s. */
+    w.op = PERFMODEL_WRITE;
+    w.copies = 2;
+    assert_int_equal(perfmodel_predict(&c, &w, NULL, &r), 0);
+    assert_true(fabs(r.total_s - 1.2) < 1e-9);
+    /* On a machine of unknown cores the measure has nothing to share. */
+    c.machine_cores[0] = 0;
+    w.op = PERFMODEL_READ;
+    w.copies = 1;
+    assert_int_equal(perfmodel_predict(&c, &w, NULL, &r), 0);
+    assert_true(fabs(r.total_s - 0.2) < 1e-9);
+}
+
 /* Without read-ahead a client's tiles come one after another: 100 tiles
  * of 1 MB, each 10 ms of disk (100 MB/s) plus 2 ms of mount CPU, add up
  * to 1.2 s although the two disks overlapped would take 0.5 s. */
@@ -205,6 +247,7 @@ int main(void)
         cmocka_unit_test(test_write_copies_sync_and_meta),
         cmocka_unit_test(test_local_read_skips_link),
         cmocka_unit_test(test_machine_cores_shared),
+        cmocka_unit_test(test_client_cpu_measured),
         cmocka_unit_test(test_serial_chain),
         cmocka_unit_test(test_rejects_bad_input),
     };
