@@ -187,8 +187,8 @@ static int nodes_wait_and_allocate(struct datapath *datapath, struct open_file *
 
 /* How many tiles from `tile` one TILE_MAP asks for, and the node a dynamic
  * writer names (0: meta places). May let file->lock go (tileplace_pick). */
-static uint32_t tile_map_batch(struct datapath *datapath, struct open_file *file, uint64_t tile,
-                               bool allocate, uint32_t *node)
+static uint32_t tile_map_batch_wanted(struct datapath *datapath, struct open_file *file,
+                                      uint64_t tile, bool allocate, uint32_t *node)
 {
     *node = 0;
     if (allocate && file->placement == TS_PLACEMENT_DYNAMIC) {
@@ -205,6 +205,22 @@ static uint32_t tile_map_batch(struct datapath *datapath, struct open_file *file
         return 1;
     return (uint32_t)(tiles_in_file - tile < TILE_MAP_BATCH ? tiles_in_file - tile
                                                              : TILE_MAP_BATCH);
+}
+
+/* The batch, never past an array file's last tile: meta refuses a TILE_MAP
+ * that asks for tiles the array lacks (TS_ERR_FBIG), and a write near an
+ * array's end with round-robin or static placement asked ALLOCATE_BATCH. */
+static uint32_t tile_map_batch(struct datapath *datapath, struct open_file *file, uint64_t tile,
+                               bool allocate, uint32_t *node)
+{
+    uint32_t count = tile_map_batch_wanted(datapath, file, tile, allocate, node);
+    if (file->layout.array) {
+        uint64_t tiles = arraylayout_tile_count(file->layout.array);
+        uint64_t left = tiles > tile ? tiles - tile : 1;
+        if (count > left)
+            count = (uint32_t)left;
+    }
+    return count;
 }
 
 int tilelocation_get(struct datapath *datapath, struct open_file *file, uint64_t tile,

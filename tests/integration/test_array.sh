@@ -166,6 +166,23 @@ head -c 4096 "$source_file" >"$MNT/arrays/small"
     "u8 64x64 BLOCK,* mesh=4 subchunk=same threshold=4K" ] || fail "a new file did not inherit the array layout"
 cmp <(head -c 4096 "$source_file") "$MNT/arrays/small" || fail "the inherited array file reads back wrong"
 
+# Written whole under each placement policy: the mount's batch of tiles to
+# place never runs past the array's last tile (round-robin and static asked
+# for tiles the array lacks, and the write failed with EFBIG).
+for placement in roundrobin static dynamic; do
+    mkdir "$MNT/arrays-$placement"
+    setfattr -n user.tessera.layout -v "placement=$placement" "$MNT/arrays-$placement" ||
+        fail "placement=$placement on a directory failed"
+    setfattr -n user.tessera.array -v "f32 1024x1024 BLOCK,BLOCK mesh=2x2 threshold=64K" \
+        "$MNT/arrays-$placement" || fail "an array hint on the placement=$placement directory failed"
+    head -c $((4 << 20)) "$source_file" >"$T/grid"
+    dd if="$T/grid" of="$MNT/arrays-$placement/grid" bs=1M conv=fsync status=none 2>"$T/grid.err" ||
+        fail "dd of a 4 MiB array file with placement=$placement failed: $(cat "$T/grid.err")"
+    drop_file_cache "$MNT/arrays-$placement/grid"
+    cmp "$T/grid" "$MNT/arrays-$placement/grid" ||
+        fail "the array file written with placement=$placement reads back wrong"
+done
+
 # Last, the whole file through the page cache with cmp, as a user would: the
 # kernel asks for up to 1 MiB at once, which crosses a row of a tile every
 # 128 bytes. Polled with a deadline so that a read that never returns fails
