@@ -14,7 +14,9 @@
 # user.tessera.layout sets the tile size, the copies and round-robin
 # placement, or one array file (user.tessera.array, mesh over the
 # datanodes). Writes are dd conv=fsync; reads first drop the file's page
-# cache (dd iflag=nocache count=0). Each cell is the median of RUNS runs;
+# cache (dd iflag=nocache count=0). Each cell is the median of RUNS runs,
+# SPREAD how far they lie apart ((slowest - fastest) / median): an error
+# inside the spread is within what the machine itself varies;
 # MB = 10^6 bytes. Not part of `meson test`; it is heavy: run it under
 # the bench and heavy locks.
 set -euo pipefail
@@ -191,9 +193,13 @@ run_config() {
         fi
     done
     measured=$(printf '%s\n' "${times[@]}" | median)
-    rows+=("$(printf '%-3s %-5s %5s %-7s %2s %6s %2s %-30s %9.3f %9.3f %+7.1f%%' "$label" \
+    # How far the runs themselves lie apart: (slowest - fastest) / median.
+    local spread
+    spread=$(printf '%s\n' "${times[@]}" | awk -v m="$measured" 'NR == 1 { lo = hi = $1 }
+        { if ($1 < lo) lo = $1; if ($1 > hi) hi = $1 } END { print 100 * (hi - lo) / m }')
+    rows+=("$(printf '%-3s %-5s %5s %-7s %2s %6s %2s %-30s %9.3f %9.3f %6.0f%% %+7.1f%%' "$label" \
         "$op" "$m" "$tile" "$clients" "$copies" "$throttled" "$layout" "$predicted" "$measured" \
-        "$(awk -v p="$predicted" -v m="$measured" 'BEGIN { print 100 * (p - m) / m }')")")
+        "$spread" "$(awk -v p="$predicted" -v m="$measured" 'BEGIN { print 100 * (p - m) / m }')")")
     log "${rows[-1]}"
     rm -rf "$dir"
 }
@@ -227,9 +233,11 @@ for m in $node_counts; do
 done
 stop_cluster
 
-printf '%-3s %-5s %5s %-7s %2s %6s %2s %-30s %9s %9s %8s\n' "#" OP NODES TILE CL COPIES TH LAYOUT \
-    PREDICTED MEASURED ERROR
+printf '%-3s %-5s %5s %-7s %2s %6s %2s %-30s %9s %9s %7s %8s\n' "#" OP NODES TILE CL COPIES TH LAYOUT \
+    PREDICTED MEASURED SPREAD ERROR
 printf '%s\n' "${rows[@]}"
 printf '%s\n' "${rows[@]}" | awk '{ e = $NF; sub("%", "", e); e = e + 0; if (e < 0) e = -e; s += e;
-    if (e > mx) mx = e; if (e <= 10) w++ }
-    END { printf "# %d configurations: mean |error| %.1f%%, max %.1f%%, %d within 10%%\n", NR, s / NR, mx, w }'
+    if (e > mx) mx = e; if (e <= 10) w++; d = $(NF - 1); sub("%", "", d); if (d + 0 > 20) noisy++ }
+    END { printf "# %d configurations: mean |error| %.1f%%, max %.1f%%, %d within 10%%; " \
+                 "%d whose runs spread over more than 20%% of their median\n",
+                 NR, s / NR, mx, w, noisy }'

@@ -107,15 +107,26 @@ int perfmodel_predict(const struct perfmodel_cluster *c,
         int cm = w->client_machine[client];
         double per_byte = w->op == PERFMODEL_WRITE && c->mount_write_cpu_per_byte_s > 0.0
                               ? c->mount_write_cpu_per_byte_s : c->mount_cpu_per_byte_s;
+        double array_byte = w->op == PERFMODEL_WRITE ? c->mount_array_write_per_byte_s
+                                                     : c->mount_array_read_per_byte_s;
+        if (w->array && array_byte > 0.0)
+            per_byte = array_byte;
         double mount = cpu0 ? 0.0 : c->mount_cpu_per_request_s + (double)len * per_byte;
-        double measured = w->op == PERFMODEL_WRITE ? c->client_write_cpu_per_byte_s
-                                                   : c->client_read_cpu_per_byte_s;
+        const struct perfmodel_client_cpu *cc = &c->client_cpu;
+        int writing = w->op == PERFMODEL_WRITE;
+        double measured = writing ? cc->write_per_byte_s : cc->read_per_byte_s;
+        double per_request = writing ? cc->write_per_request_s : cc->read_per_request_s;
+        double array = writing ? cc->array_write_per_byte_s : cc->array_read_per_byte_s;
+        if (w->array && array > 0.0) {
+            measured = array;
+            per_request = 0.0; /* in the array probe's per byte */
+        }
         int client_measured = measured > 0.0 && c->machine_cores[cm] > 0;
         if (client_measured) {
             /* The machine's CPU as measured replaces its parts' sum there. */
             add_busy(out, PERFMODEL_RES_MOUNT_CPU, (int)client, mount);
             add_busy(out, PERFMODEL_RES_MACHINE_CPU, cm,
-                     cpu0 ? 0.0 : (double)len * measured / c->machine_cores[cm]);
+                     cpu0 ? 0.0 : ((double)len * measured + per_request) / c->machine_cores[cm]);
         } else
             add_cpu(out, c, PERFMODEL_RES_MOUNT_CPU, (int)client, cm, mount);
         double chain = mount; /* this request's whole cost, for a serial client */
@@ -128,10 +139,14 @@ int perfmodel_predict(const struct perfmodel_cluster *c,
             int nm = node->machine;
             double dcpu = cpu0 ? 0.0 : node->cpu_per_request_s +
                                        (double)len * node->cpu_per_byte_s;
-            if (client_measured && k == 0 && nm == cm)
+            if (client_measured && (k == 0 || cc->copy_per_byte_s > 0.0) && nm == cm)
                 add_busy(out, PERFMODEL_RES_NODE_CPU, (int)n, dcpu);
             else
                 add_cpu(out, c, PERFMODEL_RES_NODE_CPU, (int)n, nm, dcpu);
+            /* A further copy as measured: the mount's send and, here, its datanode. */
+            if (client_measured && k > 0 && !cpu0)
+                add_busy(out, PERFMODEL_RES_MACHINE_CPU, cm,
+                         (double)len * cc->copy_per_byte_s / c->machine_cores[cm]);
             double mbps = w->op == PERFMODEL_READ ? node->disk_read_mbps
                                                   : node->disk_write_mbps;
             double disk = seconds_for(len, mbps, whatif->disk_inf);

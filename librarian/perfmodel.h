@@ -30,6 +30,25 @@ struct perfmodel_node {
     double cpu_per_byte_s;    /* datanode CPU per byte moved */
 };
 
+/*
+ * All the CPU a client's transfer costs on the client's machine (one with
+ * machine_cores), as measured there: the application's copies, the
+ * kernel's FUSE work, the mount, and the datanodes on that machine -- per
+ * byte and per tile request, for the first copy; each further copy of a
+ * written byte adds copy_per_byte_s.  An array file's bytes take another
+ * path (cut into hyper-rectangles at the mount, read through its tile
+ * cache): array_*_per_byte_s, per request included, when measured.  A
+ * direction whose per-byte figure is 0 is not measured: the machine is
+ * charged the sum of the mount's and datanodes' figures, which leaves the
+ * application and the kernel out.
+ */
+struct perfmodel_client_cpu {
+    double read_per_byte_s, write_per_byte_s;
+    double read_per_request_s, write_per_request_s;
+    double copy_per_byte_s;
+    double array_read_per_byte_s, array_write_per_byte_s;
+};
+
 /* One machine's network link; both directions have this speed. */
 struct perfmodel_link {
     double latency_s;         /* one-way, paid once per request */
@@ -44,19 +63,15 @@ struct perfmodel_cluster {
     double mount_cpu_per_request_s; /* FUSE mount CPU per tile request */
     double mount_cpu_per_byte_s;    /* reads (and writes, unless below) */
     double mount_write_cpu_per_byte_s; /* writes; 0 = mount_cpu_per_byte_s */
+    /* An array file's bytes (cut into hyper-rectangles, through the tile
+     * cache); 0 = the linear figures above. */
+    double mount_array_read_per_byte_s, mount_array_write_per_byte_s;
     double meta_rtt_s;              /* one metadata round trip */
     /* CPUs each machine has (0 = as many as its processes want): the
      * mounts and datanodes on one machine share them, so their CPU work
      * also queues on the machine (a local cluster's 2 cores). */
     unsigned machine_cores[PERFMODEL_MAX_MACHINES];
-    /* All the CPU a byte a client reads or writes costs on the client's
-     * machine (a machine with machine_cores), as measured there: the
-     * application's copies, the kernel's FUSE work, the mount, and the
-     * datanodes on that machine for the first copy.  0 = the sum of the
-     * mount's and datanodes' figures, which leaves the application and
-     * the kernel out. */
-    double client_read_cpu_per_byte_s;
-    double client_write_cpu_per_byte_s;
+    struct perfmodel_client_cpu client_cpu;
 };
 
 enum perfmodel_op { PERFMODEL_READ, PERFMODEL_WRITE };
@@ -85,6 +100,7 @@ struct perfmodel_workload {
      * requests form a chain whose time is the sum of their costs -- the
      * paper's Formula 6, subchunk after subchunk -- not only a queue. */
     int serial;
+    int array; /* an array file's (perfmodel_client_cpu) */
 };
 
 /* What-if overrides: infinitely fast disk / network / CPU. */

@@ -15,10 +15,14 @@ int modelcalib_format(const struct modelcalib *calib, char *out, size_t cap)
     size_t used = 0;
     int n = snprintf(out, cap,
                      "tessera-model 1\nwhen %" PRId64 "\nmount %.9g %.9g %.9g\nmeta %.9g\n"
-                     "client %.9g %.9g\n",
+                     "client %.9g %.9g %.9g %.9g %.9g %.9g %.9g\narray %.9g %.9g\n",
                      calib->when, calib->mount_per_request_s, calib->mount_read_per_byte_s,
                      calib->mount_write_per_byte_s, calib->meta_rtt_s,
-                     calib->client_read_cpu_per_byte_s, calib->client_write_cpu_per_byte_s);
+                     calib->client_cpu.read_per_byte_s, calib->client_cpu.write_per_byte_s,
+                     calib->client_cpu.read_per_request_s, calib->client_cpu.write_per_request_s,
+                     calib->client_cpu.copy_per_byte_s, calib->client_cpu.array_read_per_byte_s,
+                     calib->client_cpu.array_write_per_byte_s, calib->mount_array_read_per_byte_s,
+                     calib->mount_array_write_per_byte_s);
     if (n < 0 || (size_t)n >= cap)
         return -1;
     used = (size_t)n;
@@ -54,7 +58,7 @@ int modelcalib_parse(const char *text, size_t len, struct modelcalib *calib)
         int version;
         long long when;
         unsigned id;
-        double a, b, c;
+        double a, b, c, d, e, f, g;
         if (sscanf(line, "tessera-model %d %c", &version, &extra) == 1 && version == 1)
             seen_header = 1;
         else if (sscanf(line, "when %lld %c", &when, &extra) == 1 && when > 0)
@@ -65,10 +69,22 @@ int modelcalib_parse(const char *text, size_t len, struct modelcalib *calib)
             calib->mount_read_per_byte_s = b;
             calib->mount_write_per_byte_s = c;
             seen_mount = 1;
-        } else if (sscanf(line, "client %lf %lf %c", &a, &b, &extra) == 2 && modelcalib_sane(a) &&
+        } else if (sscanf(line, "client %lf %lf %lf %lf %lf %lf %lf %c", &a, &b, &c, &d, &e, &f, &g,
+                          &extra) == 7 &&
+                   modelcalib_sane(a) && modelcalib_sane(b) && modelcalib_sane(c) &&
+                   modelcalib_sane(d) && modelcalib_sane(e) && modelcalib_sane(f) &&
+                   modelcalib_sane(g)) {
+            calib->client_cpu = (struct perfmodel_client_cpu){.read_per_byte_s = a,
+                                                              .write_per_byte_s = b,
+                                                              .read_per_request_s = c,
+                                                              .write_per_request_s = d,
+                                                              .copy_per_byte_s = e,
+                                                              .array_read_per_byte_s = f,
+                                                              .array_write_per_byte_s = g};
+        } else if (sscanf(line, "array %lf %lf %c", &a, &b, &extra) == 2 && modelcalib_sane(a) &&
                    modelcalib_sane(b)) {
-            calib->client_read_cpu_per_byte_s = a;
-            calib->client_write_cpu_per_byte_s = b;
+            calib->mount_array_read_per_byte_s = a;
+            calib->mount_array_write_per_byte_s = b;
         } else if (sscanf(line, "meta %lf %c", &a, &extra) == 1 && modelcalib_sane(a)) {
             calib->meta_rtt_s = a;
             seen_meta = 1;
@@ -181,8 +197,9 @@ int modelcluster_build(const struct toolmeta_node *nodes, size_t count,
     c->mount_write_cpu_per_byte_s = calibrated ? calib->mount_write_per_byte_s : 0.0;
     c->meta_rtt_s = calibrated ? calib->meta_rtt_s : MODELCLUSTER_DEFAULT_META_RTT_S;
     if (calibrated) {
-        c->client_read_cpu_per_byte_s = calib->client_read_cpu_per_byte_s;
-        c->client_write_cpu_per_byte_s = calib->client_write_cpu_per_byte_s;
+        c->client_cpu = calib->client_cpu;
+        c->mount_array_read_per_byte_s = calib->mount_array_read_per_byte_s;
+        c->mount_array_write_per_byte_s = calib->mount_array_write_per_byte_s;
     }
     out->disk_source = heartbeat ? MODELCLUSTER_HEARTBEAT : MODELCLUSTER_DEFAULT;
     out->cpu_source = node_calibrated ? MODELCLUSTER_CALIBRATED : MODELCLUSTER_DEFAULT;

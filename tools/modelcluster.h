@@ -12,11 +12,15 @@
  *   when UNIX_SECONDS
  *   mount PER_REQUEST_S READ_PER_BYTE_S WRITE_PER_BYTE_S
  *   meta RTT_S
- *   client READ_CPU_PER_BYTE_S WRITE_CPU_PER_BYTE_S
+ *   client READ_PER_BYTE_S WRITE_PER_BYTE_S READ_PER_REQUEST_S WRITE_PER_REQUEST_S
+ *          COPY_PER_BYTE_S ARRAY_READ_PER_BYTE_S ARRAY_WRITE_PER_BYTE_S
+ *   array MOUNT_READ_PER_BYTE_S MOUNT_WRITE_PER_BYTE_S
  *   node ID PER_REQUEST_S PER_BYTE_S SYNC_S
  *
- * The client line (all the CPU a byte costs on the calibrating machine,
- * perfmodel.h) may be missing: a record from before it parses, as 0.
+ * The client line (the CPU a transfer costs on the calibrating machine,
+ * struct perfmodel_client_cpu) and the array line (the mount's cost per
+ * byte of an array file) may be missing: a record from before them
+ * parses, as not measured.
  */
 #ifndef TESSERA_TOOLS_MODELCLUSTER_H
 #define TESSERA_TOOLS_MODELCLUSTER_H
@@ -50,7 +54,8 @@ struct modelcalib {
     int64_t when; /* 0: no calibration */
     double mount_per_request_s, mount_read_per_byte_s, mount_write_per_byte_s;
     double meta_rtt_s;
-    double client_read_cpu_per_byte_s, client_write_cpu_per_byte_s;
+    struct perfmodel_client_cpu client_cpu;                           /* all zero: not measured */
+    double mount_array_read_per_byte_s, mount_array_write_per_byte_s; /* 0: not measured */
     size_t n_nodes;
     struct modelcalib_node nodes[PERFMODEL_MAX_NODES];
 };

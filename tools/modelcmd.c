@@ -51,33 +51,36 @@ struct modelcmd_options {
 
 static void modelcmd_usage(FILE *out)
 {
-    fprintf(out,
-            "Usage: tessera model predict [--what-if LIST] [--json] WORKLOAD | FILE\n"
-            "       tessera model advise [--json] WORKLOAD | FILE\n"
-            "       tessera model calibrate --mount DIR [--probe-size SIZE]\n"
-            "       tessera model show [--json]\n"
-            "       tessera model explain [--json] PATH\n"
-            "       (each also takes --state DIR | --meta ENDPOINT, --timeout-ms MS)\n"
-            "\n"
-            "Predicts how long a read or write takes on this cluster (Chen et al.'s Panda\n"
-            "model: start-up + the busiest resource + closing, every mount, link, datanode\n"
-            "CPU and disk a queue), names the bottleneck, and suggests a better layout.\n"
-            "\n"
-            "WORKLOAD: KEY=VALUE words, or a FILE with a [workload] section of the same keys:\n"
-            "  op=read|write  size=1G  tile=1M  clients=N  mounts=N  nodes=N  copies=N\n"
-            "  layout=linear | layout=array:SHAPE:TYPE[:mesh=AxB] (e.g. array:16384x4096:f32:mesh=2x2)\n"
-            "  --what-if LIST   predict again with disk=inf,net=inf,cpu=inf,nodes=N,tile=SIZE\n"
-            "  --json           print JSON\n"
-            "calibrate: times PINGs to meta and every datanode, writes and reads a probe\n"
-            "  file in the mount DIR (--probe-size, default 64M), then stores the figures\n"
-            "  in meta, as the attribute " MODELCALIB_XATTR " of the mount's root.\n"
-            "explain: predicts a profiled file's recorded reads and writes (tessera profile)\n"
-            "  as they were spread over its tiles and machines, with the disk/net/cpu=inf\n"
-            "  what-ifs that name what held it back.\n"
-            "Without a calibration the model uses the datanodes' heartbeat disk rates and\n"
-            "stated defaults (tessera model show lists where each figure comes from).\n"
-            "\n"
-            "Exit status: 0 ok, 1 meta unreachable or the workload cannot be placed, 2 usage error.\n");
+    fprintf(
+        out,
+        "Usage: tessera model predict [--what-if LIST] [--json] WORKLOAD | FILE\n"
+        "       tessera model advise [--json] WORKLOAD | FILE\n"
+        "       tessera model calibrate --mount DIR [--probe-size SIZE]\n"
+        "       tessera model show [--json]\n"
+        "       tessera model explain [--json] PATH\n"
+        "       (each also takes --state DIR | --meta ENDPOINT, --timeout-ms MS)\n"
+        "\n"
+        "Predicts how long a read or write takes on this cluster (Chen et al.'s Panda\n"
+        "model: start-up + the busiest resource + closing, every mount, link, datanode\n"
+        "CPU and disk a queue), names the bottleneck, and suggests a better layout.\n"
+        "\n"
+        "WORKLOAD: KEY=VALUE words, or a FILE with a [workload] section of the same keys:\n"
+        "  op=read|write  size=1G  tile=1M  clients=N  mounts=N  nodes=N  copies=N\n"
+        "  layout=linear | layout=array:SHAPE:TYPE[:mesh=AxB] (e.g. "
+        "array:16384x4096:f32:mesh=2x2)\n"
+        "  --what-if LIST   predict again with disk=inf,net=inf,cpu=inf,nodes=N,tile=SIZE\n"
+        "  --json           print JSON\n"
+        "calibrate: times PINGs to meta and every datanode, writes and reads probe\n"
+        "  files in the mount DIR (--probe-size, default 64M, whole 4M), measuring the\n"
+        "  time and this machine's busy CPU, then stores the figures in meta, as the\n"
+        "  attribute " MODELCALIB_XATTR " of the mount's root.\n"
+        "explain: predicts a profiled file's recorded reads and writes (tessera profile)\n"
+        "  as they were spread over its tiles and machines, with the disk/net/cpu=inf\n"
+        "  what-ifs that name what held it back.\n"
+        "Without a calibration the model uses the datanodes' heartbeat disk rates and\n"
+        "stated defaults (tessera model show lists where each figure comes from).\n"
+        "\n"
+        "Exit status: 0 ok, 1 meta unreachable or the workload cannot be placed, 2 usage error.\n");
 }
 
 static int modelcmd_take(void *ctx, int option, const char *value)
@@ -223,12 +226,19 @@ static int modelcmd_predict_one(const struct modelcmd_live *live, const struct m
         return -1;
     /* The model's queues are the mounts: clients on one mount share it. */
     size_t mounts = work->mounts < work->clients ? work->mounts : work->clients;
-    struct perfmodel_workload w = { .op = work->op, .bytes = work->bytes,
-        .tile_bytes = work->tile_bytes, .n_clients = mounts, .copies = work->copies,
-        .n_tiles = placement.n_tiles, .tile_nodes = placement.tile_nodes,
+    struct perfmodel_workload w = {
+        .op = work->op,
+        .bytes = work->bytes,
+        .tile_bytes = work->tile_bytes,
+        .n_clients = mounts,
+        .copies = work->copies,
+        .n_tiles = placement.n_tiles,
+        .tile_nodes = placement.tile_nodes,
         .tile_lens = placement.tile_lens,
-        /* The mount reads array files tile by tile, on demand (fuse/readpath.c). */
-        .serial = work->is_array && work->op == PERFMODEL_READ };
+        /* Array files are read ahead along the reader's block (fuse/readpath.c,
+         * array_read_ahead), so their tiles overlap as a linear file's do. */
+        .serial = 0,
+        .array = work->is_array};
     for (size_t i = 0; i < mounts; i++)
         w.client_machine[i] = run->cluster.client_machine;
     int rc = perfmodel_predict(c, &w, inf, &run->result);
@@ -513,12 +523,21 @@ static int modelcmd_show(const struct modelcmd_options *options, const struct mo
             c->mount_write_cpu_per_byte_s > 0 ? c->mount_write_cpu_per_byte_s : c->mount_cpu_per_byte_s,
             "meta_rtt_s", c->meta_rtt_s, "client_cores", (json_int_t)live->cores, "datanodes",
             nodes ? nodes : json_null());
-        if (root && c->client_read_cpu_per_byte_s > 0) {
-            json_object_set_new(root, "client_read_cpu_per_byte_s",
-                                json_real(c->client_read_cpu_per_byte_s));
-            json_object_set_new(root, "client_write_cpu_per_byte_s",
-                                json_real(c->client_write_cpu_per_byte_s));
-        }
+        const struct perfmodel_client_cpu *cc = &c->client_cpu;
+        if (root && cc->read_per_byte_s > 0)
+            json_object_set_new(
+                root, "client_cpu",
+                json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "read_per_byte_s",
+                          cc->read_per_byte_s, "write_per_byte_s", cc->write_per_byte_s,
+                          "read_per_request_s", cc->read_per_request_s, "write_per_request_s",
+                          cc->write_per_request_s, "copy_per_byte_s", cc->copy_per_byte_s,
+                          "array_read_per_byte_s", cc->array_read_per_byte_s,
+                          "array_write_per_byte_s", cc->array_write_per_byte_s));
+        if (root && (c->mount_array_read_per_byte_s > 0 || c->mount_array_write_per_byte_s > 0))
+            json_object_set_new(root, "mount_array",
+                                json_pack("{s:f, s:f}", "read_per_byte_s",
+                                          c->mount_array_read_per_byte_s, "write_per_byte_s",
+                                          c->mount_array_write_per_byte_s));
         return jsonname_print(stdout, root) == 0 ? 0 : 1;
     }
     printf("calibrated: %s\n", when);
@@ -527,11 +546,13 @@ static int modelcmd_show(const struct modelcmd_options *options, const struct mo
            (c->mount_write_cpu_per_byte_s > 0 ? c->mount_write_cpu_per_byte_s
                                              : c->mount_cpu_per_byte_s) * 1e9,
            modelcmd_source(cluster.mount_source));
+    if (c->mount_array_read_per_byte_s > 0 || c->mount_array_write_per_byte_s > 0)
+        printf("mount, array files: read %.3f ns/byte, write %.3f ns/byte (calibrated)\n",
+               c->mount_array_read_per_byte_s * 1e9, c->mount_array_write_per_byte_s * 1e9);
     printf("meta: %.1f us per round trip; clients on %s, %u cores\n", c->meta_rtt_s * 1e6,
            live->host, live->cores);
-    if (c->client_read_cpu_per_byte_s > 0)
-        printf("client machine's CPU: read %.3f ns/byte, write %.3f ns/byte (calibrated)\n",
-               c->client_read_cpu_per_byte_s * 1e9, c->client_write_cpu_per_byte_s * 1e9);
+    if (c->client_cpu.read_per_byte_s > 0)
+        modelprobe_print_client_cpu("client machine's CPU", &c->client_cpu, "(calibrated)");
     printf("%-4s %10s %10s %9s %12s %12s\n", "ID", "READ MB/s", "WRITE MB/s", "SYNC ms",
            "us/REQUEST", "ns/BYTE");
     for (size_t i = 0; i < c->n_nodes; i++) {

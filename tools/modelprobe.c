@@ -59,16 +59,21 @@ int modelprobe_store(const char *mount, const struct modelcalib *calib)
 }
 
 double modelprobe_fit_mount(const struct perfmodel_cluster *cluster, enum perfmodel_op op,
-                            uint64_t bytes, uint64_t tile_bytes, int client_machine,
+                            int array, uint64_t bytes, uint64_t tile_bytes, int client_machine,
                             double measured_s)
 {
     static struct perfmodel_result result;
     struct perfmodel_cluster c = *cluster;
     c.mount_cpu_per_byte_s = 0.0;
-    c.mount_write_cpu_per_byte_s = 0.0;
-    struct perfmodel_workload w = { .op = op, .bytes = bytes, .tile_bytes = tile_bytes,
-                                    .n_clients = 1, .client_machine = { client_machine },
-                                    .copies = 1 };
+    c.mount_write_cpu_per_byte_s = MODELPROBE_HIDDEN_BYTE_S;
+    c.mount_array_read_per_byte_s = c.mount_array_write_per_byte_s = MODELPROBE_HIDDEN_BYTE_S;
+    struct perfmodel_workload w = {.op = op,
+                                   .bytes = bytes,
+                                   .tile_bytes = tile_bytes,
+                                   .n_clients = 1,
+                                   .client_machine = {client_machine},
+                                   .copies = 1,
+                                   .array = array};
     if (perfmodel_predict(&c, &w, NULL, &result) != 0 || measured_s <= result.total_s)
         return -1.0;
     uint64_t tiles = (bytes + tile_bytes - 1) / tile_bytes;
@@ -84,6 +89,48 @@ double modelprobe_fixed_cost(uint64_t small_bytes, double small_s, uint64_t big_
     double per_byte = (big_s - small_s) / (double)(big_bytes - small_bytes);
     double fixed = big_s - per_byte * (double)big_bytes;
     return fixed > 0.0 ? fixed : 0.0;
+}
+
+int modelprobe_client_cpu(const struct modelprobe_cpu_sample *big,
+                          const struct modelprobe_cpu_sample *small, double two_copies_write,
+                          struct perfmodel_client_cpu *out)
+{
+    if (!(big->read_per_byte_s > 0) || !(big->write_per_byte_s > 0) ||
+        big->tile_bytes <= small->tile_bytes)
+        return -1;
+    /* Per byte at tile size T: p + q / T; two sizes give p and q. */
+    double inverse = 1.0 / (double)small->tile_bytes - 1.0 / (double)big->tile_bytes;
+    double measured[2][2] = {{big->read_per_byte_s, small->read_per_byte_s},
+                             {big->write_per_byte_s, small->write_per_byte_s}};
+    double per_byte[2], per_request[2];
+    for (int op = 0; op < 2; op++) {
+        double q = small->read_per_byte_s > 0 ? (measured[op][1] - measured[op][0]) / inverse : 0;
+        double p = measured[op][0] - q / (double)big->tile_bytes;
+        if (q < 0 || p <= 0) { /* noise larger than the difference */
+            q = 0;
+            p = measured[op][0];
+        }
+        per_byte[op] = p;
+        per_request[op] = q;
+    }
+    double copy = two_copies_write - big->write_per_byte_s;
+    *out = (struct perfmodel_client_cpu){.read_per_byte_s = per_byte[0],
+                                         .write_per_byte_s = per_byte[1],
+                                         .read_per_request_s = per_request[0],
+                                         .write_per_request_s = per_request[1],
+                                         .copy_per_byte_s = copy > 0 ? copy : 0};
+    return 0;
+}
+
+void modelprobe_print_client_cpu(const char *label, const struct perfmodel_client_cpu *cpu,
+                                 const char *suffix)
+{
+    printf("%s: read %.3f ns/byte + %.1f us/request, write %.3f ns/byte + %.1f us/request, "
+           "%.3f ns/byte more per further copy; array files read %.3f, write %.3f ns/byte%s%s\n",
+           label, cpu->read_per_byte_s * 1e9, cpu->read_per_request_s * 1e6,
+           cpu->write_per_byte_s * 1e9, cpu->write_per_request_s * 1e6, cpu->copy_per_byte_s * 1e9,
+           cpu->array_read_per_byte_s * 1e9, cpu->array_write_per_byte_s * 1e9, *suffix ? " " : "",
+           suffix);
 }
 
 static double modelprobe_now(void)
@@ -242,18 +289,21 @@ out:
     return rc;
 }
 
-/* A probe directory under mount whose files have tile_bytes tiles, round-robin,
- * one copy: the fit below weighs the probe as a copies=1 transfer. */
-static int modelprobe_dir(const char *mount, uint64_t tile_bytes, char *dir, size_t cap)
+/* A probe directory under mount whose files have tile_bytes tiles and
+ * `copies` copies, round-robin, or are arrays (user.tessera.array hint
+ * `array`, or NULL). */
+static int modelprobe_dir(const char *mount, uint64_t tile_bytes, unsigned copies,
+                          const char *array, char *dir, size_t cap)
 {
     char layout[64];
-    snprintf(dir, cap, "%s/.tessera-model-probe.%ld.%llu", mount, (long)getpid(),
-             (unsigned long long)tile_bytes);
-    snprintf(layout, sizeof(layout), "tile=%lluK copies=1 placement=roundrobin",
-             (unsigned long long)(tile_bytes >> 10));
+    snprintf(dir, cap, "%s/.tessera-model-probe.%ld.%llu.%u%s", mount, (long)getpid(),
+             (unsigned long long)tile_bytes, copies, array ? ".array" : "");
+    snprintf(layout, sizeof(layout), "tile=%lluK copies=%u placement=roundrobin",
+             (unsigned long long)(tile_bytes >> 10), copies);
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
         return -1;
-    if (setxattr(dir, "user.tessera.layout", layout, strlen(layout), 0) != 0) {
+    if (setxattr(dir, "user.tessera.layout", layout, strlen(layout), 0) != 0 ||
+        (array && setxattr(dir, "user.tessera.array", array, strlen(array), 0) != 0)) {
         rmdir(dir);
         return -1;
     }
@@ -265,6 +315,10 @@ int modelprobe_calibrate(struct rpc_client *meta, int timeout_ms, const struct t
 {
     static struct modelcalib calib;
     static struct modelcluster cluster;
+    /* Whole 4 MiB: the small probe is a quarter, written 1 MiB at a time. */
+    probe_bytes -= probe_bytes % (4u << 20);
+    if (probe_bytes < (4u << 20))
+        probe_bytes = 4u << 20;
     calib = (struct modelcalib){ .when = (int64_t)time(NULL),
         .mount_per_request_s = MODELCLUSTER_DEFAULT_MOUNT_REQUEST_S,
         .mount_read_per_byte_s = MODELCLUSTER_DEFAULT_MOUNT_BYTE_S,
@@ -290,18 +344,37 @@ int modelprobe_calibrate(struct rpc_client *meta, int timeout_ms, const struct t
         printf("datanode %u: %.1f us per round trip\n", nodes[i].id, rtt * 1e6);
     }
     {
-        /* Two tile sizes tell the mount's per-request cost from its per-byte
-         * cost; two sizes of file tell a transfer's fixed cost from both. */
-        const uint64_t tiles[3] = {1u << 20, 128u << 10, 1u << 20};
-        const uint64_t sizes[3] = {probe_bytes, probe_bytes, probe_bytes / 4};
-        struct modelprobe_times probe[3];
+        /* Two tile sizes tell a per-request cost from a per-byte cost; two
+         * sizes of file tell a transfer's fixed cost from both; a second
+         * copy what one more copy costs.  The fit below weighs probes 0-2
+         * as copies=1 transfers. */
+        /* Probe 4: an array file of probe_bytes, rows of 4096 f32. */
+        const uint64_t tiles[5] = {1u << 20, 128u << 10, 1u << 20, 1u << 20, 1u << 20};
+        const uint64_t sizes[5] = {probe_bytes, probe_bytes, probe_bytes / 4, probe_bytes,
+                                   probe_bytes};
+        const unsigned copies[5] = {1, 1, 1, 2, 1};
+        /* Its chunks over the datanodes, as the fit's round-robin has them. */
+        char array_hint[96];
+        snprintf(array_hint, sizeof(array_hint),
+                 "f32 %llux4096 BLOCK,BLOCK mesh=1x%zu threshold=1M",
+                 (unsigned long long)(probe_bytes / (4 * 4096)),
+                 calib.n_nodes < 1   ? 1
+                 : calib.n_nodes > 8 ? 8
+                                     : calib.n_nodes);
+        const char *arrays[5] = {NULL, NULL, NULL, NULL, array_hint};
+        int with_copies = calib.n_nodes >= 2;
+        struct modelprobe_times probe[5];
         char host[256] = "localhost";
         gethostname(host, sizeof(host));
         host[sizeof(host) - 1] = '\0';
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < 5; i++) {
             char dir[4096];
-            if (modelprobe_dir(mount, tiles[i], dir, sizeof(dir)) != 0) {
+            if (i == 3 && !with_copies) {
+                probe[i] = (struct modelprobe_times){.write_cpu_per_byte_s = -1.0};
+                continue;
+            }
+            if (modelprobe_dir(mount, tiles[i], copies[i], arrays[i], dir, sizeof(dir)) != 0) {
                 fprintf(stderr, "%s: cannot make the probe directory %s: %s\n", MODELPROBE_WHO,
                         dir, strerror(errno));
                 return 1;
@@ -310,8 +383,10 @@ int modelprobe_calibrate(struct rpc_client *meta, int timeout_ms, const struct t
             rmdir(dir);
             if (rc != 0)
                 return 1;
-            printf("probe through %s, %llu KiB tiles: %.1f MB written in %.3f s, read in %.3f s\n",
-                   mount, (unsigned long long)(tiles[i] >> 10), (double)sizes[i] / 1e6,
+            printf("probe through %s, %s%llu KiB tiles, %u %s: %.1f MB written in %.3f s, read "
+                   "in %.3f s\n",
+                   mount, arrays[i] ? "an array file, " : "", (unsigned long long)(tiles[i] >> 10),
+                   copies[i], copies[i] == 1 ? "copy" : "copies", (double)sizes[i] / 1e6,
                    probe[i].write_s, probe[i].read_s);
         }
         /* The fit weighs the disks as the probe left them: a heartbeat later. */
@@ -344,15 +419,22 @@ int modelprobe_calibrate(struct rpc_client *meta, int timeout_ms, const struct t
             calib.nodes[i].sync_s = sync_s;
         printf("fixed cost of a transfer: write %.1f ms (sync %.1f ms), read %.1f ms\n",
                write_fixed * 1e3, sync_s * 1e3, read_fixed * 1e3);
-        /* The machine's CPU per byte, from the 1 MiB probe; the mount's fit
-         * below then explains only what that CPU does not. */
-        if (probe[0].read_cpu_per_byte_s > 0 && probe[0].write_cpu_per_byte_s > 0) {
-            calib.client_read_cpu_per_byte_s = probe[0].read_cpu_per_byte_s;
-            calib.client_write_cpu_per_byte_s = probe[0].write_cpu_per_byte_s;
-            cluster.model.client_read_cpu_per_byte_s = calib.client_read_cpu_per_byte_s;
-            cluster.model.client_write_cpu_per_byte_s = calib.client_write_cpu_per_byte_s;
-            printf("this machine's CPU (%ld cores): read %.3f ns/byte, write %.3f ns/byte\n", cores,
-                   calib.client_read_cpu_per_byte_s * 1e9, calib.client_write_cpu_per_byte_s * 1e9);
+        /* This machine's CPU per byte and per request; the mount's fit below
+         * then explains only what that CPU does not. */
+        struct modelprobe_cpu_sample big = {tiles[0], probe[0].read_cpu_per_byte_s,
+                                            probe[0].write_cpu_per_byte_s};
+        struct modelprobe_cpu_sample small = {tiles[1], probe[1].read_cpu_per_byte_s,
+                                              probe[1].write_cpu_per_byte_s};
+        if (modelprobe_client_cpu(&big, &small, probe[3].write_cpu_per_byte_s, &calib.client_cpu) ==
+            0) {
+            calib.client_cpu.array_read_per_byte_s =
+                probe[4].read_cpu_per_byte_s > 0 ? probe[4].read_cpu_per_byte_s : 0.0;
+            calib.client_cpu.array_write_per_byte_s =
+                probe[4].write_cpu_per_byte_s > 0 ? probe[4].write_cpu_per_byte_s : 0.0;
+            cluster.model.client_cpu = calib.client_cpu;
+            char label[64];
+            snprintf(label, sizeof(label), "this machine's CPU (%ld cores)", cores);
+            modelprobe_print_client_cpu(label, &calib.client_cpu, "");
         }
         /* Per request: what the smaller tiles cost beyond the larger ones. */
         double extra =
@@ -360,19 +442,27 @@ int modelprobe_calibrate(struct rpc_client *meta, int timeout_ms, const struct t
         double more_requests = (double)(probe_bytes / tiles[1]) - (double)(probe_bytes / tiles[0]);
         cluster.model.mount_cpu_per_request_s = extra > 0 ? extra / more_requests : 0.0;
         calib.mount_per_request_s = cluster.model.mount_cpu_per_request_s;
-        double w = modelprobe_fit_mount(&cluster.model, PERFMODEL_WRITE, probe_bytes, tiles[0],
+        double w = modelprobe_fit_mount(&cluster.model, PERFMODEL_WRITE, 0, probe_bytes, tiles[0],
                                         cluster.client_machine, probe[0].write_s);
-        double r = modelprobe_fit_mount(&cluster.model, PERFMODEL_READ, probe_bytes, tiles[0],
+        double r = modelprobe_fit_mount(&cluster.model, PERFMODEL_READ, 0, probe_bytes, tiles[0],
                                         cluster.client_machine, probe[0].read_s);
+        double aw = modelprobe_fit_mount(&cluster.model, PERFMODEL_WRITE, 1, probe_bytes, tiles[4],
+                                         cluster.client_machine, probe[4].write_s);
+        double ar = modelprobe_fit_mount(&cluster.model, PERFMODEL_READ, 1, probe_bytes, tiles[4],
+                                         cluster.client_machine, probe[4].read_s);
+        calib.mount_array_write_per_byte_s = aw >= 0 ? aw : MODELPROBE_HIDDEN_BYTE_S;
+        calib.mount_array_read_per_byte_s = ar >= 0 ? ar : MODELPROBE_HIDDEN_BYTE_S;
         /* When the other resources already take the probe's time, the
          * mount's bytes hide behind them: 0, not a default that would make
          * the mount the bottleneck the probe says it is not. */
         calib.mount_write_per_byte_s = w >= 0 ? w : MODELPROBE_HIDDEN_BYTE_S;
         calib.mount_read_per_byte_s = r >= 0 ? r : 0.0;
-        printf("mount: %.1f us per request, read %.3f ns/byte%s, write %.3f ns/byte%s\n",
+        printf("mount: %.1f us per request, read %.3f ns/byte%s, write %.3f ns/byte%s; array "
+               "files read %.3f, write %.3f ns/byte\n",
                calib.mount_per_request_s * 1e6, calib.mount_read_per_byte_s * 1e9,
                r >= 0 ? "" : " (not the bottleneck)", calib.mount_write_per_byte_s * 1e9,
-               w >= 0 ? "" : " (not the bottleneck)");
+               w >= 0 ? "" : " (not the bottleneck)", calib.mount_array_read_per_byte_s * 1e9,
+               calib.mount_array_write_per_byte_s * 1e9);
     }
     int err = modelprobe_store(mount, &calib);
     if (err != 0) {

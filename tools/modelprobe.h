@@ -34,11 +34,12 @@ int modelprobe_store(const char *mount, const struct modelcalib *calib);
 
 /*
  * The mount's per-byte CPU (seconds) that makes the model's prediction of
- * a `bytes` transfer by one client on `cluster` take measured_s; -1 when
- * the other resources already take that long.  Pure (for tests).
+ * a `bytes` transfer by one client on `cluster` (of an array file if
+ * `array`, its tiles spread round-robin) take measured_s; -1 when the
+ * other resources already take that long.  Pure (for tests).
  */
 double modelprobe_fit_mount(const struct perfmodel_cluster *cluster, enum perfmodel_op op,
-                            uint64_t bytes, uint64_t tile_bytes, int client_machine,
+                            int array, uint64_t bytes, uint64_t tile_bytes, int client_machine,
                             double measured_s);
 
 /*
@@ -49,6 +50,27 @@ double modelprobe_fit_mount(const struct perfmodel_cluster *cluster, enum perfmo
  */
 double modelprobe_fixed_cost(uint64_t small_bytes, double small_s, uint64_t big_bytes,
                              double big_s);
+
+/* One probe's busy CPU per byte on this machine, at one tile size. */
+struct modelprobe_cpu_sample {
+    uint64_t tile_bytes;
+    double read_per_byte_s, write_per_byte_s;
+};
+
+/*
+ * This machine's CPU for a transfer (perfmodel.h) from the probes' CPU per
+ * byte at two tile sizes (big and small: per byte = p + q / tile, so p per
+ * byte and q per request) and, if two_copies_write > 0, a copies=2 write
+ * at big's tile size (what it costs beyond one copy).  0, or -1 when big
+ * has no measure.  Pure (for tests).
+ */
+int modelprobe_client_cpu(const struct modelprobe_cpu_sample *big,
+                          const struct modelprobe_cpu_sample *small, double two_copies_write,
+                          struct perfmodel_client_cpu *out);
+
+/* "LABEL: read ... ns/byte + ... us/request, write ..., ... per further copy SUFFIX". */
+void modelprobe_print_client_cpu(const char *label, const struct perfmodel_client_cpu *cpu,
+                                 const char *suffix);
 
 /* Probes, stores and prints the figures; returns the exit code. */
 int modelprobe_calibrate(struct rpc_client *meta, int timeout_ms, const struct toolmeta_node *nodes,

@@ -23,9 +23,11 @@ model calibrate --mount "$MNT" --probe-size 16M >"$T/calibrate.txt" 2>&1 ||
     fail "tessera model calibrate failed: $(cat "$T/calibrate.txt")"
 cat "$T/calibrate.txt" >>"$T/tool.log"
 for line in '^meta: [0-9.]+ us per round trip' '^datanode [0-9]+: [0-9.]+ us per round trip' \
-    '^probe through .*1024 KiB tiles: 16.8 MB written in [0-9.]+ s, read in [0-9.]+ s' \
-    '^probe through .*128 KiB tiles' '^fixed cost of a transfer: write [0-9.]+ ms' \
-    "^this machine's CPU \\([0-9]+ cores\\): read [0-9.]+ ns/byte, write [0-9.]+ ns/byte" \
+    '^probe through .*1024 KiB tiles, 1 copy: 16.8 MB written in [0-9.]+ s, read in [0-9.]+ s' \
+    '^probe through .*128 KiB tiles, 1 copy' '^probe through .*1024 KiB tiles, 2 copies' \
+    '^probe through .*an array file, 1024 KiB tiles, 1 copy: 16.8 MB' \
+    '^fixed cost of a transfer: write [0-9.]+ ms' \
+    "^this machine's CPU \\([0-9]+ cores\\): read [0-9.]+ ns/byte \\+ [0-9.]+ us/request, write [0-9.]+ ns/byte \\+ [0-9.]+ us/request, [0-9.]+ ns/byte more per further copy; array files read [0-9.]+, write [0-9.]+ ns/byte" \
     '^mount: [0-9.]+ us per request' '^stored in meta'; do
     grep -Eq "$line" "$T/calibrate.txt" || fail "calibrate printed no line like /$line/: $(cat "$T/calibrate.txt")"
 done
@@ -34,15 +36,19 @@ ls -a "$MNT" | grep -q 'tessera-model-probe' && fail "calibrate left its probe d
 
 model show >"$T/show.txt" 2>&1 || fail "tessera model show failed after calibrate"
 grep -q '^calibrated: 20' "$T/show.txt" || fail "model show does not give the calibration's date: $(head -3 "$T/show.txt")"
-grep -Eq "^client machine's CPU: read [0-9.]+ ns/byte, write [0-9.]+ ns/byte \\(calibrated\\)" "$T/show.txt" ||
+grep -Eq "^client machine's CPU: read [0-9.]+ ns/byte .* array files read [0-9.]+, write [0-9.]+ ns/byte \\(calibrated\\)" "$T/show.txt" ||
     fail "model show has no client CPU line: $(cat "$T/show.txt")"
 model show --json >"$T/show.json" || fail "tessera model show --json failed"
 python3 - "$T/show.json" <<'PY' || fail "model show --json: $(cat "$T/show.json")"
 import json, sys
 show = json.load(open(sys.argv[1]))
 assert show["calibrated"].startswith("20"), show
-assert 0 < show["client_read_cpu_per_byte_s"] < 1e-6, show
-assert 0 < show["client_write_cpu_per_byte_s"] < 1e-6, show
+cpu = show["client_cpu"]
+assert 0 < cpu["read_per_byte_s"] < 1e-6 and 0 < cpu["write_per_byte_s"] < 1e-6, show
+assert cpu["read_per_request_s"] >= 0 and cpu["write_per_request_s"] >= 0, show
+assert cpu["copy_per_byte_s"] >= 0, show
+assert cpu["array_read_per_byte_s"] > 0 and cpu["array_write_per_byte_s"] > 0, show
+assert show["mount_array"]["read_per_byte_s"] > 0 and show["mount_array"]["write_per_byte_s"] > 0, show
 assert len(show["datanodes"]) == 4, show
 PY
 

@@ -147,8 +147,9 @@ static void test_calib_record(void **state)
     struct modelcalib in = { .when = 1764300000, .mount_per_request_s = 2e-4,
         .mount_read_per_byte_s = 1.5e-9, .mount_write_per_byte_s = 3e-9, .meta_rtt_s = 1e-4,
         .n_nodes = 2 };
-    in.client_read_cpu_per_byte_s = 1.25e-9;
-    in.client_write_cpu_per_byte_s = 2.5e-9;
+    in.client_cpu = (struct perfmodel_client_cpu){1.25e-9, 2.5e-9, 3e-5, 4e-5, 0.75e-9, 2e-9, 6e-9};
+    in.mount_array_read_per_byte_s = 7e-9;
+    in.mount_array_write_per_byte_s = 8e-9;
     in.nodes[0] = (struct modelcalib_node){ 3, 5e-5, 1e-9, 0.01 };
     in.nodes[1] = (struct modelcalib_node){ 9, 6e-5, 2e-9, 0.02 };
     char text[MODELCALIB_TEXT_MAX];
@@ -160,12 +161,19 @@ static void test_calib_record(void **state)
     assert_int_equal(out.nodes[1].id, 9);
     assert_true(fabs(out.mount_write_per_byte_s - 3e-9) < 1e-18);
     assert_true(fabs(out.nodes[1].sync_s - 0.02) < 1e-12);
-    assert_true(fabs(out.client_read_cpu_per_byte_s - 1.25e-9) < 1e-18);
-    assert_true(fabs(out.client_write_cpu_per_byte_s - 2.5e-9) < 1e-18);
+    assert_true(fabs(out.client_cpu.read_per_byte_s - 1.25e-9) < 1e-18);
+    assert_true(fabs(out.client_cpu.write_per_byte_s - 2.5e-9) < 1e-18);
+    assert_true(fabs(out.client_cpu.read_per_request_s - 3e-5) < 1e-15);
+    assert_true(fabs(out.client_cpu.write_per_request_s - 4e-5) < 1e-15);
+    assert_true(fabs(out.client_cpu.copy_per_byte_s - 0.75e-9) < 1e-18);
+    assert_true(fabs(out.client_cpu.array_read_per_byte_s - 2e-9) < 1e-18);
+    assert_true(fabs(out.client_cpu.array_write_per_byte_s - 6e-9) < 1e-18);
+    assert_true(fabs(out.mount_array_read_per_byte_s - 7e-9) < 1e-18);
+    assert_true(fabs(out.mount_array_write_per_byte_s - 8e-9) < 1e-18);
     /* A record from before the client line parses, with no client figure. */
     const char *old = "tessera-model 1\nwhen 1\nmount 0 0 0\nmeta 0\n";
     assert_int_equal(modelcalib_parse(old, strlen(old), &out), 0);
-    assert_true(out.client_read_cpu_per_byte_s == 0.0 && out.client_write_cpu_per_byte_s == 0.0);
+    assert_true(out.client_cpu.read_per_byte_s == 0.0 && out.client_cpu.write_per_byte_s == 0.0);
     /* From the wire: anything malformed is refused, never half-taken. */
     const char *bad[] = {"",
                          "tessera-model 2\nwhen 1\nmount 0 0 0\nmeta 0\n",
@@ -174,8 +182,9 @@ static void test_calib_record(void **state)
                          "tessera-model 1\nwhen 1\nmount 0 0 0\nmeta nan\n",
                          "tessera-model 1\nwhen 1\nmount 0 0 0\nmeta 0\nnode 1 0 0\n",
                          "tessera-model 1\nmount 0 0 0\nmeta 0\n",
-                         "tessera-model 1\nwhen 1\nmount 0 0 0\nmeta 0\nclient 1e-9\n",
-                         "tessera-model 1\nwhen 1\nmount 0 0 0\nmeta 0\nclient -1 0\n"};
+                         "tessera-model 1\nwhen 1\nmount 0 0 0\nmeta 0\nclient 1e-9 1e-9\n",
+                         "tessera-model 1\nwhen 1\nmount 0 0 0\nmeta 0\nclient 0 0 0 0 0\n",
+                         "tessera-model 1\nwhen 1\nmount 0 0 0\nmeta 0\nclient -1 0 0 0 0 0 0\n"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_int_equal(modelcalib_parse(bad[i], strlen(bad[i]), &out), -1);
     assert_int_equal(modelcalib_parse("tessera-model 1\0", 16, &out), -1);
@@ -242,10 +251,19 @@ static void test_fit_mount(void **state)
     struct perfmodel_result r;
     assert_int_equal(perfmodel_predict(&m, &w, NULL, &r), 0);
     assert_int_equal(r.resources[r.bottleneck].kind, PERFMODEL_RES_MOUNT_CPU);
-    double fit = modelprobe_fit_mount(&c.model, PERFMODEL_READ, 64u << 20, 1u << 20, 0, r.total_s);
+    double fit =
+        modelprobe_fit_mount(&c.model, PERFMODEL_READ, 0, 64u << 20, 1u << 20, 0, r.total_s);
     assert_true(fabs(fit - 4e-9) < 1e-15);
     /* A time the disks alone explain fits nothing. */
-    assert_true(modelprobe_fit_mount(&c.model, PERFMODEL_READ, 64u << 20, 1u << 20, 0, 1e-3) < 0);
+    assert_true(modelprobe_fit_mount(&c.model, PERFMODEL_READ, 0, 64u << 20, 1u << 20, 0, 1e-3) <
+                0);
+    /* An array file's fit is its own figure, the linear one left as it is. */
+    m.mount_cpu_per_byte_s = 0;
+    m.mount_array_read_per_byte_s = 6e-9;
+    w.array = 1;
+    assert_int_equal(perfmodel_predict(&m, &w, NULL, &r), 0);
+    fit = modelprobe_fit_mount(&c.model, PERFMODEL_READ, 1, 64u << 20, 1u << 20, 0, r.total_s);
+    assert_true(fabs(fit - 6e-9) < 1e-15);
 }
 
 /* A transfer's fixed cost: the time line of two probe sizes at 0 bytes. */
@@ -259,6 +277,34 @@ static void test_fixed_cost(void **state)
     assert_true(modelprobe_fixed_cost(64000000, 0.074, 64000000, 0.074) == 0.0);
 }
 
+/* This machine's CPU from the probes: per byte p + q / tile at two tile
+ * sizes gives p and q; a copies=2 write what a further copy costs. */
+static void test_client_cpu(void **state)
+{
+    (void)state;
+    /* Reads: 1 ns/byte + 100 us/request; writes: 2 ns/byte + 200 us/request. */
+    double big_tile = 1 << 20, small_tile = 128 << 10;
+    struct modelprobe_cpu_sample big = {1u << 20, 1e-9 + 100e-6 / big_tile,
+                                        2e-9 + 200e-6 / big_tile};
+    struct modelprobe_cpu_sample small = {128u << 10, 1e-9 + 100e-6 / small_tile,
+                                          2e-9 + 200e-6 / small_tile};
+    struct perfmodel_client_cpu cpu;
+    assert_int_equal(modelprobe_client_cpu(&big, &small, big.write_per_byte_s + 1.5e-9, &cpu), 0);
+    assert_true(fabs(cpu.read_per_byte_s - 1e-9) < 1e-15);
+    assert_true(fabs(cpu.read_per_request_s - 100e-6) < 1e-12);
+    assert_true(fabs(cpu.write_per_byte_s - 2e-9) < 1e-15);
+    assert_true(fabs(cpu.write_per_request_s - 200e-6) < 1e-12);
+    assert_true(fabs(cpu.copy_per_byte_s - 1.5e-9) < 1e-15);
+    /* Smaller tiles measured cheaper (noise): all of it per byte, none per request. */
+    small.read_per_byte_s = 0.5e-9;
+    assert_int_equal(modelprobe_client_cpu(&big, &small, -1, &cpu), 0);
+    assert_true(cpu.read_per_request_s == 0 && cpu.read_per_byte_s == big.read_per_byte_s);
+    assert_true(cpu.copy_per_byte_s == 0);
+    /* No measure (no /proc/stat): nothing. */
+    big.read_per_byte_s = -1;
+    assert_int_equal(modelprobe_client_cpu(&big, &small, -1, &cpu), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -266,6 +312,7 @@ int main(void)
         cmocka_unit_test(test_file),         cmocka_unit_test(test_whatif),
         cmocka_unit_test(test_calib_record), cmocka_unit_test(test_cluster_sources),
         cmocka_unit_test(test_fit_mount),    cmocka_unit_test(test_fixed_cost),
+        cmocka_unit_test(test_client_cpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

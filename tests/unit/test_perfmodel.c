@@ -159,8 +159,8 @@ static void test_client_cpu_measured(void **state)
     c.mount_cpu_per_byte_s = 1e-9;
     c.nodes[0].cpu_per_byte_s = c.nodes[1].cpu_per_byte_s = 1e-9;
     c.machine_cores[0] = 2;
-    c.client_read_cpu_per_byte_s = 3e-9;
-    c.client_write_cpu_per_byte_s = 5e-9;
+    c.client_cpu.read_per_byte_s = 3e-9;
+    c.client_cpu.write_per_byte_s = 5e-9;
     struct perfmodel_workload w = {.op = PERFMODEL_READ,
                                    .bytes = 400000000,
                                    .tile_bytes = 1000000,
@@ -177,6 +177,19 @@ static void test_client_cpu_measured(void **state)
     w.copies = 2;
     assert_int_equal(perfmodel_predict(&c, &w, NULL, &r), 0);
     assert_true(fabs(r.total_s - 1.2) < 1e-9);
+    /* A further copy measured (2 ns/byte: 0.4 s) replaces the datanode's
+     * figure, and 1 ms per request adds 400 x 1 ms / 2 = 0.2 s. */
+    c.client_cpu.copy_per_byte_s = 2e-9;
+    c.client_cpu.write_per_request_s = 1e-3;
+    assert_int_equal(perfmodel_predict(&c, &w, NULL, &r), 0);
+    assert_true(fabs(r.total_s - 1.6) < 1e-9);
+    /* An array file's write costs what the array probe measured (7 ns/byte,
+     * per request included): 400 MB x 7 ns / 2 = 1.4 s, + 0.4 s for the copy. */
+    c.client_cpu.array_write_per_byte_s = 7e-9;
+    w.array = 1;
+    assert_int_equal(perfmodel_predict(&c, &w, NULL, &r), 0);
+    assert_true(fabs(r.total_s - 1.8) < 1e-9);
+    w.array = 0;
     /* On a machine of unknown cores the measure has nothing to share. */
     c.machine_cores[0] = 0;
     w.op = PERFMODEL_READ;
