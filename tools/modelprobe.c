@@ -19,8 +19,8 @@
 #include <unistd.h>
 
 #define MODELPROBE_PINGS 31
-/* A mount's write cost per byte hidden behind other resources: not 0,
- * which perfmodel reads as "the same as reads". */
+/* A mount's cost per byte hidden behind other resources: not 0, which
+ * perfmodel reads as "as reads" (writes) or "as linear files" (arrays). */
 #define MODELPROBE_HIDDEN_BYTE_S 1e-15
 /* Timed passes of each probe file (after one untimed). */
 #define MODELPROBE_RUNS 5
@@ -102,9 +102,10 @@ int modelprobe_client_cpu(const struct modelprobe_cpu_sample *big,
     double inverse = 1.0 / (double)small->tile_bytes - 1.0 / (double)big->tile_bytes;
     double measured[2][2] = {{big->read_per_byte_s, small->read_per_byte_s},
                              {big->write_per_byte_s, small->write_per_byte_s}};
+    int small_known = small->read_per_byte_s > 0 && small->write_per_byte_s > 0;
     double per_byte[2], per_request[2];
     for (int op = 0; op < 2; op++) {
-        double q = small->read_per_byte_s > 0 ? (measured[op][1] - measured[op][0]) / inverse : 0;
+        double q = small_known ? (measured[op][1] - measured[op][0]) / inverse : 0;
         double p = measured[op][0] - q / (double)big->tile_bytes;
         if (q < 0 || p <= 0) { /* noise larger than the difference */
             q = 0;
@@ -194,6 +195,13 @@ static double modelprobe_ping(const char *endpoint, struct rpc_client *reuse, in
     return modelprobe_median(rtt, n);
 }
 
+/* A probe's medians, and the machine's busy CPU per byte over all timed
+ * passes (-1 when /proc/stat cannot tell). */
+struct modelprobe_times {
+    double write_s, read_s;
+    double write_cpu_per_byte_s, read_cpu_per_byte_s;
+};
+
 /*
  * Writes (with fsync) then reads back probe_bytes in dir: one pass
  * untimed, then MODELPROBE_RUNS timed ones, whose medians count.  The
@@ -202,13 +210,6 @@ static double modelprobe_ping(const char *endpoint, struct rpc_client *reuse, in
  * freed memory back to its host, 3-4x slower), first connections.  The
  * median, as bench/model.sh measures workloads, not the best run.
  */
-/* A probe's medians, and the machine's busy CPU per byte over all timed
- * passes (-1 when /proc/stat cannot tell). */
-struct modelprobe_times {
-    double write_s, read_s;
-    double write_cpu_per_byte_s, read_cpu_per_byte_s;
-};
-
 static int modelprobe_file(const char *dir, uint64_t probe_bytes, struct modelprobe_times *out)
 {
     char path[4096 + 16];
@@ -450,13 +451,13 @@ int modelprobe_calibrate(struct rpc_client *meta, int timeout_ms, const struct t
                                          cluster.client_machine, probe[4].write_s);
         double ar = modelprobe_fit_mount(&cluster.model, PERFMODEL_READ, 1, probe_bytes, tiles[4],
                                          cluster.client_machine, probe[4].read_s);
-        calib.mount_array_write_per_byte_s = aw >= 0 ? aw : MODELPROBE_HIDDEN_BYTE_S;
-        calib.mount_array_read_per_byte_s = ar >= 0 ? ar : MODELPROBE_HIDDEN_BYTE_S;
-        /* When the other resources already take the probe's time, the
-         * mount's bytes hide behind them: 0, not a default that would make
-         * the mount the bottleneck the probe says it is not. */
+        /* When the other resources already take a probe's time, the
+         * mount's bytes hide behind them: (almost) 0, not a default that
+         * would make the mount the bottleneck the probe says it is not. */
         calib.mount_write_per_byte_s = w >= 0 ? w : MODELPROBE_HIDDEN_BYTE_S;
         calib.mount_read_per_byte_s = r >= 0 ? r : 0.0;
+        calib.mount_array_write_per_byte_s = aw >= 0 ? aw : MODELPROBE_HIDDEN_BYTE_S;
+        calib.mount_array_read_per_byte_s = ar >= 0 ? ar : MODELPROBE_HIDDEN_BYTE_S;
         printf("mount: %.1f us per request, read %.3f ns/byte%s, write %.3f ns/byte%s; array "
                "files read %.3f, write %.3f ns/byte\n",
                calib.mount_per_request_s * 1e6, calib.mount_read_per_byte_s * 1e9,

@@ -8,11 +8,15 @@
  * - meta round trip: the median of PINGs to meta;
  * - each datanode's per-request CPU: half the median PING round trip to
  *   it (the other half is the tool's and the wire's);
- * - through the mount: a probe file written (with its final fsync) and
- *   read back, 1 MiB tiles; the mount's per-byte CPU for each
- *   direction is what makes the model predict the probe's time when the
- *   mount is the busiest resource (a single client usually is), left at
- *   the default when another resource already explains the time.
+ * - through the mount: probe files written (with their final fsync) and
+ *   read back, one pass untimed and five timed: 1 MiB tiles, 128 KiB
+ *   tiles, a quarter of the size, two copies, an array file.  This
+ *   machine's busy CPU during them (/proc/stat) gives its CPU per byte,
+ *   per request and per further copy (perfmodel_client_cpu); the sizes a
+ *   write's fixed cost (the nodes' sync); the mount's per-byte cost for
+ *   each direction, linear and array, is what makes the model predict the
+ *   probe's time when the mount is the busiest resource, and almost 0
+ *   when another resource already explains the time.
  * Datanode disk rates are not stored: they come live from heartbeats.
  */
 #ifndef TESSERA_TOOLS_MODELPROBE_H
