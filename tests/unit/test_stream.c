@@ -398,6 +398,16 @@ static bool dropped_within(int fd, size_t bytes)
 }
 
 /*
+ * After a plain read the tile's pages stay cached: more than half of them,
+ * as the kernel may reclaim one meanwhile on a loaded machine (a CI run saw
+ * 23 of 24); a drop-behind would have left none.
+ */
+static bool kept_by_plain_read(int fd)
+{
+    return resident_pages(fd, TILE_BYTES) > TILE_BYTES / 4096 / 2;
+}
+
+/*
  * Runs every thread of the process (the stream's too) on the CPU this one
  * is on. A socket buffer the reader is done with goes back to the CPU that
  * made it, which frees it (and lets go of the file's pages in it) only
@@ -453,7 +463,7 @@ static void test_kept_reads_drop_behind(void **state)
     send_request(fd, 5, 1, 2, 0, TILE_BYTES);
     assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
     usleep(200 * 1000);
-    assert_int_equal(resident_pages(file_fd, TILE_BYTES), TILE_BYTES / 4096);
+    assert_true(kept_by_plain_read(file_fd));
 
     /* Dropped when the stream goes idle. */
     send_head(fd, TS_STREAM_READ_KEPT, 5, 1, 2, 0, TILE_BYTES, 0);
@@ -465,7 +475,7 @@ static void test_kept_reads_drop_behind(void **state)
     /* Dropped at the next request, the reader's bytes the same. */
     send_request(fd, 5, 1, 2, 0, TILE_BYTES);
     assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
-    assert_int_equal(resident_pages(file_fd, TILE_BYTES), TILE_BYTES / 4096);
+    assert_true(kept_by_plain_read(file_fd));
     send_head(fd, TS_STREAM_READ_KEPT, 5, 1, 2, 0, TILE_BYTES, 0);
     assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
     assert_memory_equal(data, fixture->tile, TILE_BYTES);
