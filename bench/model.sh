@@ -17,13 +17,16 @@
 # cache (dd iflag=nocache count=0). Each cell is the median of RUNS runs,
 # SPREAD how far they lie apart ((slowest - fastest) / median): an error
 # inside the spread is within what the machine itself varies;
-# MB = 10^6 bytes. Not part of `meson test`; it is heavy: run it under
-# the bench and heavy locks.
+# MB = 10^6 bytes. Then bench/modelhosts.sh adds the configurations of
+# shaped hosts (network namespaces, links capped with tc: remote tiles
+# cross a 25 MB/s link), numbered on. Not part of `meson test`; it is
+# heavy: run it under the bench and heavy locks.
 set -euo pipefail
 
 usage() {
     cat <<'USAGE'
 usage: bench/model.sh [--size MIB] [--runs N] [--nodes "2 4 8"] [--slow MBPS] [--port BASE]
+                      [--hosts K]
 
 Predicts and measures reads and writes on local clusters and prints a table
 of predicted and measured seconds and the error.
@@ -33,6 +36,8 @@ of predicted and measured seconds and the error.
   --nodes "LIST"  cluster sizes (default "2 4 8")
   --slow MBPS     throttle of the slow datanode in the throttled cases (default 40)
   --port BASE     meta's port (datanode i uses BASE+i); default from the pid
+  --hosts K       shaped hosts for bench/modelhosts.sh's configurations
+                  (default 4; 0: none)
   -h, --help      this text
 
 Environment: TESSERA_BUILD=DIR (default ./build), MODEL_STATE=DIR (default /dev/shm).
@@ -44,6 +49,7 @@ runs=3
 node_counts="2 4 8"
 slow=40
 port=$((31000 + ($$ % 900) * 20))
+hosts=4
 while [ $# -gt 0 ]; do
     case $1 in
     -h | --help) usage; exit 0 ;;
@@ -52,6 +58,7 @@ while [ $# -gt 0 ]; do
     --nodes) node_counts=${2:?--nodes needs a list}; shift 2 ;;
     --slow) slow=${2:?--slow needs MB/s}; shift 2 ;;
     --port) port=${2:?--port needs a number}; shift 2 ;;
+    --hosts) hosts=${2:?--hosts needs a number}; shift 2 ;;
     *) echo "model.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -59,6 +66,8 @@ is_number() { [[ "$1" =~ ^[1-9][0-9]*$ ]]; }
 for v in "$size_mib" "$runs" "$slow" "$port" $node_counts; do
     is_number "$v" || { echo "model.sh: $v is not a positive whole number" >&2; exit 2; }
 done
+[[ "$hosts" =~ ^[0-9]+$ ]] && { [ "$hosts" = 0 ] || [ "$hosts" -ge 2 ]; } ||
+    { echo "model.sh: --hosts wants 0 or a number of hosts from 2" >&2; exit 2; }
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${TESSERA_BUILD:-$repo/build}
@@ -232,6 +241,19 @@ for m in $node_counts; do
     fi
 done
 stop_cluster
+if [ "$hosts" -gt 0 ]; then
+    hosts_rc=0
+    host_rows=$(TESSERA_BUILD=$build "$repo/bench/modelhosts.sh" --hosts "$hosts" --runs "$runs" \
+        --first $((n + 1)) --rows-only) || hosts_rc=$?
+    if [ "$hosts_rc" = 0 ]; then
+        while IFS= read -r row; do rows+=("$row"); done <<<"$host_rows"
+    elif [ "$hosts_rc" = 77 ]; then
+        log "no shaped hosts here (bench/modelhosts.sh skipped: root, network namespaces and FUSE needed)"
+    else
+        echo "model.sh: bench/modelhosts.sh failed (exit $hosts_rc)" >&2
+        exit 1
+    fi
+fi
 
 printf '%-3s %-5s %5s %-7s %2s %6s %2s %-30s %9s %9s %7s %8s\n' "#" OP NODES TILE CL COPIES TH LAYOUT \
     PREDICTED MEASURED SPREAD ERROR

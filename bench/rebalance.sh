@@ -182,7 +182,7 @@ report+=("$(printf '   %-28s %10s %10s' 'read wall time ms' "$BEFORE_MS" "$AFTER
 report+=("   speedup $(awk -v b="$BEFORE_MS" -v a="$AFTER_MS" 'BEGIN { printf "%.1fx", b / a }'); local share after: $SHARES")
 
 # ---- B ----------------------------------------------------------------
-tool model calibrate --mount "${MH_MNT[1]}" --meta "$MH_META" --probe-size 32M \
+tool model calibrate --mount "${MH_MNT[1]}" --meta "$MH_META" --machine host1 --probe-size 32M \
     >/dev/null || mh_fail "tessera model calibrate failed"
 slow_rate=$(awk -v d="$disk" 'BEGIN { printf "%g", d / 4 }')
 report+=("" "B. host$K's disk at $slow_rate MB/s, the others at $disk MB/s; links $link MB/s")

@@ -80,6 +80,35 @@ static int workload_valid(const struct perfmodel_cluster *c,
     return !w->tile_lens || sum == w->bytes;
 }
 
+static int holder_taken(const size_t *holders, unsigned count, size_t node)
+{
+    for (unsigned i = 0; i < count; i++)
+        if (holders[i] == node)
+            return 1;
+    return 0;
+}
+
+void perfmodel_holders(const struct perfmodel_cluster *c, size_t primary, unsigned copies,
+                       int writer_machine, size_t *holders)
+{
+    unsigned count = 0;
+    holders[count++] = primary;
+    if (copies >= 2 && writer_machine >= 0 && c->nodes[primary].machine != writer_machine) {
+        for (size_t step = 1; step < c->n_nodes; step++) {
+            size_t n = (primary + step) % c->n_nodes;
+            if (c->nodes[n].machine == writer_machine) {
+                holders[count++] = n;
+                break;
+            }
+        }
+    }
+    for (size_t step = 1; count < copies && step < c->n_nodes; step++) {
+        size_t n = (primary + step) % c->n_nodes;
+        if (!holder_taken(holders, count, n))
+            holders[count++] = n;
+    }
+}
+
 int perfmodel_predict(const struct perfmodel_cluster *c,
                       const struct perfmodel_workload *w,
                       const struct perfmodel_whatif *whatif,
@@ -112,9 +141,25 @@ int perfmodel_predict(const struct perfmodel_cluster *c,
         if (w->array && array_byte > 0.0)
             per_byte = array_byte;
         double mount = cpu0 ? 0.0 : c->mount_cpu_per_request_s + (double)len * per_byte;
+        /* A write goes to every holder; a read to one: the primary, or
+         * one on the reader's machine (writer_copies). */
+        size_t holders[PERFMODEL_MAX_NODES];
+        perfmodel_holders(c, (size_t)(primary % c->n_nodes), w->copies, w->writer_copies ? cm : -1,
+                          holders);
+        unsigned served = w->op == PERFMODEL_READ ? 1 : w->copies;
+        if (w->op == PERFMODEL_READ && w->writer_copies)
+            for (unsigned k = 1; k < w->copies; k++)
+                if (c->nodes[holders[k]].machine == cm && c->nodes[holders[0]].machine != cm) {
+                    holders[0] = holders[k];
+                    break;
+                }
         const struct perfmodel_client_cpu *cc = &c->client_cpu;
         int writing = w->op == PERFMODEL_WRITE;
         double measured = writing ? cc->write_per_byte_s : cc->read_per_byte_s;
+        /* A byte from another machine costs this one its network's work
+         * instead of its own datanode's. */
+        if (!writing && cc->remote_read_per_byte_s > 0.0 && c->nodes[holders[0]].machine != cm)
+            measured = cc->remote_read_per_byte_s;
         double per_request = writing ? cc->write_per_request_s : cc->read_per_request_s;
         double array = writing ? cc->array_write_per_byte_s : cc->array_read_per_byte_s;
         if (w->array && array > 0.0) {
@@ -130,10 +175,8 @@ int perfmodel_predict(const struct perfmodel_cluster *c,
         } else
             add_cpu(out, c, PERFMODEL_RES_MOUNT_CPU, (int)client, cm, mount);
         double chain = mount; /* this request's whole cost, for a serial client */
-        /* A read is served by the primary; a write goes to every copy. */
-        unsigned served = w->op == PERFMODEL_READ ? 1 : w->copies;
         for (unsigned k = 0; k < served; k++) {
-            size_t n = (size_t)((primary + k) % c->n_nodes);
+            size_t n = holders[k];
             const struct perfmodel_node *node = &c->nodes[n];
             wrote[n] = 1;
             int nm = node->machine;

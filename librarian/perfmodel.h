@@ -47,6 +47,10 @@ struct perfmodel_client_cpu {
     double read_per_request_s, write_per_request_s;
     double copy_per_byte_s;
     double array_read_per_byte_s, array_write_per_byte_s;
+    /* A linear byte read from a datanode on another machine: the
+     * network's work here instead of the local datanode's; 0 = as
+     * read_per_byte_s. */
+    double remote_read_per_byte_s;
 };
 
 /* One machine's network link; both directions have this speed. */
@@ -101,6 +105,14 @@ struct perfmodel_workload {
      * paper's Formula 6, subchunk after subchunk -- not only a queue. */
     int serial;
     int array; /* an array file's (perfmodel_client_cpu) */
+    /* The clients wrote the tiles themselves (or are writing them): as meta
+     * places them (meta/handlers_files.c, tile_map_writer_node), a tile
+     * of copies >= 2 whose primary is on another machine has its second
+     * holder on the writer's machine, and a read is served by a holder on
+     * the reader's machine when there is one (the mount's nearest
+     * replica).  0: copies are the nodes following the primary and reads
+     * go to the primary (a profile's tiles, whose writers are unknown). */
+    int writer_copies;
 };
 
 /* What-if overrides: infinitely fast disk / network / CPU. */
@@ -128,6 +140,16 @@ struct perfmodel_result {
     struct perfmodel_resource resources[PERFMODEL_MAX_RESOURCES];
     size_t bottleneck;        /* index into resources */
 };
+
+/*
+ * The holders of a tile whose primary is node `primary`, in order, into
+ * holders[copies]: with writer_machine >= 0, the second a node on that
+ * machine when the primary is elsewhere (the first such node after the
+ * primary, round-robin); the rest the nodes following the primary.
+ * Pure.
+ */
+void perfmodel_holders(const struct perfmodel_cluster *cluster, size_t primary, unsigned copies,
+                       int writer_machine, size_t *holders);
 
 /* Predicts the workload's time on the cluster.  Returns 0, or -1 (and
  * leaves out untouched) when the input is out of range. */

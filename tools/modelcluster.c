@@ -34,6 +34,20 @@ int modelcalib_format(const struct modelcalib *calib, char *out, size_t cap)
             return -1;
         used += (size_t)n;
     }
+    if (calib->client_cpu.remote_read_per_byte_s > 0) {
+        n = snprintf(out + used, cap - used, "remote %.9g\n",
+                     calib->client_cpu.remote_read_per_byte_s);
+        if (n < 0 || (size_t)n >= cap - used)
+            return -1;
+        used += (size_t)n;
+    }
+    for (size_t i = 0; i < calib->n_links; i++) {
+        n = snprintf(out + used, cap - used, "link %s %.9g\n", calib->links[i].machine,
+                     calib->links[i].mbps);
+        if (n < 0 || (size_t)n >= cap - used)
+            return -1;
+        used += (size_t)n;
+    }
     return 0;
 }
 
@@ -52,6 +66,7 @@ int modelcalib_parse(const char *text, size_t len, struct modelcalib *calib)
     buf[len] = '\0';
     *calib = (struct modelcalib){ 0 };
     int seen_header = 0, seen_mount = 0, seen_meta = 0;
+    double remote_read = 0.0; /* its line may come before the client line */
     char *save = NULL;
     for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         char extra;
@@ -59,6 +74,7 @@ int modelcalib_parse(const char *text, size_t len, struct modelcalib *calib)
         long long when;
         unsigned id;
         double a, b, c, d, e, f, g;
+        char machine[MODELCALIB_MACHINE_MAX];
         if (sscanf(line, "tessera-model %d %c", &version, &extra) == 1 && version == 1)
             seen_header = 1;
         else if (sscanf(line, "when %lld %c", &when, &extra) == 1 && when > 0)
@@ -81,6 +97,8 @@ int modelcalib_parse(const char *text, size_t len, struct modelcalib *calib)
                                                               .copy_per_byte_s = e,
                                                               .array_read_per_byte_s = f,
                                                               .array_write_per_byte_s = g};
+        } else if (sscanf(line, "remote %lf %c", &a, &extra) == 1 && modelcalib_sane(a)) {
+            remote_read = a;
         } else if (sscanf(line, "array %lf %lf %c", &a, &b, &extra) == 2 && modelcalib_sane(a) &&
                    modelcalib_sane(b)) {
             calib->mount_array_read_per_byte_s = a;
@@ -94,9 +112,15 @@ int modelcalib_parse(const char *text, size_t len, struct modelcalib *calib)
             calib->nodes[calib->n_nodes++] =
                 (struct modelcalib_node){ .id = id, .cpu_per_request_s = a,
                                           .cpu_per_byte_s = b, .sync_s = c };
+        } else if (sscanf(line, "link %63s %lf %c", machine, &a, &extra) == 2 && a > 0.0 &&
+                   a < 1e9 && calib->n_links < PERFMODEL_MAX_MACHINES) {
+            struct modelcalib_link *link = &calib->links[calib->n_links++];
+            snprintf(link->machine, sizeof(link->machine), "%s", machine);
+            link->mbps = a;
         } else
             return -1;
     }
+    calib->client_cpu.remote_read_per_byte_s = remote_read;
     return seen_header && seen_mount && seen_meta && calib->when > 0 ? 0 : -1;
 }
 
@@ -106,6 +130,15 @@ static const struct modelcalib_node *modelcluster_calibrated(const struct modelc
     for (size_t i = 0; calib && i < calib->n_nodes; i++)
         if (calib->nodes[i].id == id)
             return &calib->nodes[i];
+    return NULL;
+}
+
+static const struct modelcalib_link *modelcluster_link(const struct modelcalib *calib,
+                                                       const char *machine)
+{
+    for (size_t i = 0; i < calib->n_links; i++)
+        if (strcmp(calib->links[i].machine, machine) == 0)
+            return &calib->links[i];
     return NULL;
 }
 
@@ -186,9 +219,17 @@ int modelcluster_build(const struct toolmeta_node *nodes, size_t count,
     if (out->client_machine < 0)
         out->client_machine = 0;
     c->n_machines = n_machines;
-    for (size_t m = 0; m < n_machines; m++)
-        c->links[m] = (struct perfmodel_link){ .latency_s = MODELCLUSTER_DEFAULT_LATENCY_S,
-                                               .mbps = MODELCLUSTER_DEFAULT_LINK_MBPS };
+    out->unmeasured_link = (struct perfmodel_link){.latency_s = MODELCLUSTER_DEFAULT_LATENCY_S,
+                                                   .mbps = calibrated && calib->n_links > 0
+                                                               ? calib->links[0].mbps
+                                                               : MODELCLUSTER_DEFAULT_LINK_MBPS};
+    for (size_t m = 0; m < n_machines; m++) {
+        const struct modelcalib_link *measured =
+            calibrated ? modelcluster_link(calib, names[m]) : NULL;
+        c->links[m] = out->unmeasured_link;
+        if (measured)
+            c->links[m].mbps = measured->mbps;
+    }
     c->machine_cores[out->client_machine] = client_cores;
     c->mount_cpu_per_request_s = calibrated ? calib->mount_per_request_s
                                             : MODELCLUSTER_DEFAULT_MOUNT_REQUEST_S;
@@ -212,8 +253,7 @@ int modelcluster_machine_index(struct modelcluster *cluster, const char *name)
     struct perfmodel_cluster *c = &cluster->model;
     int i = modelcluster_machine(cluster->machines, &c->n_machines, name);
     if (i >= 0 && c->links[i].mbps == 0.0)
-        c->links[i] = (struct perfmodel_link){ .latency_s = MODELCLUSTER_DEFAULT_LATENCY_S,
-                                               .mbps = MODELCLUSTER_DEFAULT_LINK_MBPS };
+        c->links[i] = cluster->unmeasured_link;
     return i;
 }
 

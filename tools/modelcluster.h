@@ -15,12 +15,19 @@
  *   client READ_PER_BYTE_S WRITE_PER_BYTE_S READ_PER_REQUEST_S WRITE_PER_REQUEST_S
  *          COPY_PER_BYTE_S ARRAY_READ_PER_BYTE_S ARRAY_WRITE_PER_BYTE_S
  *   array MOUNT_READ_PER_BYTE_S MOUNT_WRITE_PER_BYTE_S
+ *   remote READ_PER_BYTE_S
  *   node ID PER_REQUEST_S PER_BYTE_S SYNC_S
+ *   link MACHINE MBPS
  *
  * The client line (the CPU a transfer costs on the calibrating machine,
- * struct perfmodel_client_cpu) and the array line (the mount's cost per
- * byte of an array file) may be missing: a record from before them
- * parses, as not measured.
+ * struct perfmodel_client_cpu), the array line (the mount's cost per
+ * byte of an array file), the remote line (the calibrating machine's CPU
+ * per byte read from another machine's datanode) and the link lines (a
+ * machine's network link,
+ * measured by reading tiles held on other machines) may be missing: a
+ * record from before them parses, as not measured.  A machine without a
+ * link line gets the link measured on another (a cluster's machines are
+ * usually cabled alike), else MODELCLUSTER_DEFAULT_LINK_MBPS.
  */
 #ifndef TESSERA_TOOLS_MODELCLUSTER_H
 #define TESSERA_TOOLS_MODELCLUSTER_H
@@ -50,6 +57,13 @@ struct modelcalib_node {
     double cpu_per_request_s, cpu_per_byte_s, sync_s;
 };
 
+/* A machine's link as measured from it; names hold no white space. */
+#define MODELCALIB_MACHINE_MAX 64
+struct modelcalib_link {
+    char machine[MODELCALIB_MACHINE_MAX];
+    double mbps;
+};
+
 struct modelcalib {
     int64_t when; /* 0: no calibration */
     double mount_per_request_s, mount_read_per_byte_s, mount_write_per_byte_s;
@@ -58,6 +72,8 @@ struct modelcalib {
     double mount_array_read_per_byte_s, mount_array_write_per_byte_s; /* 0: not measured */
     size_t n_nodes;
     struct modelcalib_node nodes[PERFMODEL_MAX_NODES];
+    size_t n_links;
+    struct modelcalib_link links[PERFMODEL_MAX_MACHINES];
 };
 
 /* The record as text into out; -1 if cap is too small. */
@@ -74,6 +90,9 @@ struct modelcluster {
     uint32_t node_ids[PERFMODEL_MAX_NODES]; /* 0 for a what-if node */
     int client_machine;                     /* where the clients run */
     char machines[PERFMODEL_MAX_MACHINES][256]; /* model.links[i] is machines[i]'s */
+    /* A machine the calibration measured no link of: one measured on
+     * another, else the default. */
+    struct perfmodel_link unmeasured_link;
     enum modelcluster_source disk_source, cpu_source, mount_source;
 };
 
@@ -88,8 +107,8 @@ int modelcluster_build(const struct toolmeta_node *nodes, size_t count,
                        const struct modelcalib *calib, const char *client_machine,
                        unsigned client_cores, size_t want_nodes, struct modelcluster *out);
 
-/* The index of machine `name` (a profile's reader), added with the
- * default link if new; -1 when the model has no room for more. */
+/* The index of machine `name` (a profile's reader), added with
+ * unmeasured_link if new; -1 when the model has no room for more. */
 int modelcluster_machine_index(struct modelcluster *cluster, const char *name);
 
 /* The datanode machine indexes the placement needs (out[n_nodes]). */

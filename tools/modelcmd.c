@@ -44,6 +44,7 @@ struct modelcmd_options {
     bool json;
     const char *what_if;
     const char *mount;
+    const char *machine; /* where the clients run: --machine, else this host's name */
     uint64_t probe_bytes;
     int n_words;
     char **words;
@@ -58,7 +59,9 @@ static void modelcmd_usage(FILE *out)
         "       tessera model calibrate --mount DIR [--probe-size SIZE]\n"
         "       tessera model show [--json]\n"
         "       tessera model explain [--json] PATH\n"
-        "       (each also takes --state DIR | --meta ENDPOINT, --timeout-ms MS)\n"
+        "       (each also takes --state DIR | --meta ENDPOINT, --timeout-ms MS and\n"
+        "       --machine NAME: the machine the clients run on, as the mount's --machine;\n"
+        "       default this host's name)\n"
         "\n"
         "Predicts how long a read or write takes on this cluster (Chen et al.'s Panda\n"
         "model: start-up + the busiest resource + closing, every mount, link, datanode\n"
@@ -72,7 +75,8 @@ static void modelcmd_usage(FILE *out)
         "  --json           print JSON\n"
         "calibrate: times PINGs to meta and every datanode, writes and reads probe\n"
         "  files in the mount DIR (--probe-size, default 64M, whole 4M), measuring the\n"
-        "  time and this machine's busy CPU, then stores the figures in meta, as the\n"
+        "  time and this machine's busy CPU, and reads the tiles other machines hold\n"
+        "  (this machine's network link), then stores the figures in meta, as the\n"
         "  attribute " MODELCALIB_XATTR " of the mount's root.\n"
         "explain: predicts a profiled file's recorded reads and writes (tessera profile)\n"
         "  as they were spread over its tiles and machines, with the disk/net/cpu=inf\n"
@@ -93,6 +97,14 @@ static int modelcmd_take(void *ctx, int option, const char *value)
     case 'j': options->json = true; return CLIARGS_GO_ON;
     case 'w': options->what_if = value; return CLIARGS_GO_ON;
     case 'M': options->mount = value; return CLIARGS_GO_ON;
+    case 'H':
+        if (!*value || strlen(value) >= MODELCALIB_MACHINE_MAX || strpbrk(value, " \t\n"))
+            return cliargs_usage_error(MODELCMD_WHO,
+                                       "--machine wants a name of 1 to 63 characters without "
+                                       "spaces, as the mount's --machine:",
+                                       value);
+        options->machine = value;
+        return CLIARGS_GO_ON;
     case 'p':
         if (util_parse_size(value, &options->probe_bytes) != 0 || options->probe_bytes < (1u << 20))
             return cliargs_usage_error(MODELCMD_WHO, "--probe-size wants a size of 1M or more:",
@@ -109,6 +121,7 @@ static int modelcmd_parse(int argc, char **argv, struct modelcmd_options *option
         {"json", no_argument, NULL, 'j'},
         {"what-if", required_argument, NULL, 'w'},
         {"mount", required_argument, NULL, 'M'},
+        {"machine", required_argument, NULL, 'H'},
         {"probe-size", required_argument, NULL, 'p'},
         {"help", no_argument, NULL, CLIARGS_HELP},
         {NULL, 0, NULL, 0},
@@ -191,9 +204,11 @@ static int modelcmd_fetch(struct rpc_client *meta, const struct modelcmd_options
     if (status != TS_OK && status != TS_ERR_NODATA)
         fprintf(stderr, "%s: the stored calibration is unreadable (%s); using defaults\n",
                 MODELCMD_WHO, status_text(status));
-    if (gethostname(live->host, sizeof(live->host)) != 0)
-        snprintf(live->host, sizeof(live->host), "localhost");
-    live->host[sizeof(live->host) - 1] = '\0';
+    /* As a mount names its machine when not told (its --machine). */
+    if (options->machine)
+        snprintf(live->host, sizeof(live->host), "%s", options->machine);
+    else
+        util_machine_name(live->host, sizeof(live->host));
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     live->cores = cores > 0 ? (unsigned)cores : 0;
     return 0;
@@ -238,7 +253,9 @@ static int modelcmd_predict_one(const struct modelcmd_live *live, const struct m
         /* Array files are read ahead along the reader's block (fuse/readpath.c,
          * array_read_ahead), so their tiles overlap as a linear file's do. */
         .serial = 0,
-        .array = work->is_array};
+        .array = work->is_array,
+        /* The workload's clients write the files they read. */
+        .writer_copies = 1};
     for (size_t i = 0; i < mounts; i++)
         w.client_machine[i] = run->cluster.client_machine;
     int rc = perfmodel_predict(c, &w, inf, &run->result);
@@ -493,6 +510,16 @@ static int modelcmd_advise(const struct modelcmd_options *options, const struct 
     return 0;
 }
 
+/* Whether machine m's link is one calibrate measured from it. */
+static bool modelcmd_link_measured(const struct modelcmd_live *live,
+                                   const struct modelcluster *cluster, size_t m)
+{
+    for (size_t i = 0; i < live->calib.n_links; i++)
+        if (strcmp(live->calib.links[i].machine, cluster->machines[m]) == 0)
+            return true;
+    return false;
+}
+
 static int modelcmd_show(const struct modelcmd_options *options, const struct modelcmd_live *live)
 {
     static struct modelcluster cluster;
@@ -527,12 +554,21 @@ static int modelcmd_show(const struct modelcmd_options *options, const struct mo
         if (root && cc->read_per_byte_s > 0)
             json_object_set_new(
                 root, "client_cpu",
-                json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "read_per_byte_s",
+                json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "read_per_byte_s",
                           cc->read_per_byte_s, "write_per_byte_s", cc->write_per_byte_s,
                           "read_per_request_s", cc->read_per_request_s, "write_per_request_s",
                           cc->write_per_request_s, "copy_per_byte_s", cc->copy_per_byte_s,
                           "array_read_per_byte_s", cc->array_read_per_byte_s,
-                          "array_write_per_byte_s", cc->array_write_per_byte_s));
+                          "array_write_per_byte_s", cc->array_write_per_byte_s,
+                          "remote_read_per_byte_s", cc->remote_read_per_byte_s));
+        json_t *links = json_array();
+        for (size_t m = 0; links && m < c->n_machines; m++)
+            json_array_append_new(links,
+                                  json_pack("{s:s, s:f, s:b}", "machine", cluster.machines[m],
+                                            "mbps", c->links[m].mbps, "measured",
+                                            modelcmd_link_measured(live, &cluster, m)));
+        if (root)
+            json_object_set_new(root, "links", links ? links : json_null());
         if (root && (c->mount_array_read_per_byte_s > 0 || c->mount_array_write_per_byte_s > 0))
             json_object_set_new(root, "mount_array",
                                 json_pack("{s:f, s:f}", "read_per_byte_s",
@@ -563,6 +599,11 @@ static int modelcmd_show(const struct modelcmd_options *options, const struct mo
     }
     printf("disk from %s, datanode CPU from %s\n", modelcmd_source(cluster.disk_source),
            modelcmd_source(cluster.cpu_source));
+    for (size_t m = 0; m < c->n_machines; m++)
+        printf("link of %s: %.1f MB/s (%s)\n", cluster.machines[m], c->links[m].mbps,
+               modelcmd_link_measured(live, &cluster, m) ? "calibrated"
+               : live->calib.n_links > 0                 ? "as one calibrated"
+                                                         : "default");
     return 0;
 }
 
@@ -776,7 +817,7 @@ int modelcmd_main(int argc, char **argv)
         case MODELCMD_EXPLAIN: exit_code = modelcmd_explain(&options, &live, meta); break;
         case MODELCMD_CALIBRATE:
             exit_code = modelprobe_calibrate(meta, (int)options.target.timeout_ms, live.nodes,
-                                             live.count, options.mount,
+                                             live.count, options.mount, live.host,
                                              options.probe_bytes ? options.probe_bytes : 64u << 20);
             break;
         }

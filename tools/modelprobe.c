@@ -4,6 +4,8 @@
  */
 #include "modelprobe.h"
 
+#include "linkprobe.h"
+
 #include "proto.h"
 #include "status.h"
 #include "tile.h"
@@ -22,6 +24,9 @@
 /* A mount's cost per byte hidden behind other resources: not 0, which
  * perfmodel reads as "as reads" (writes) or "as linear files" (arrays). */
 #define MODELPROBE_HIDDEN_BYTE_S 1e-15
+/* A probe time at most this much above what the other resources take is
+ * explained by them (modelprobe_fit_mount). */
+#define MODELPROBE_EXPLAINED 1.05
 /* Timed passes of each probe file (after one untimed). */
 #define MODELPROBE_RUNS 5
 #define MODELPROBE_WHO "tessera model calibrate"
@@ -74,12 +79,24 @@ double modelprobe_fit_mount(const struct perfmodel_cluster *cluster, enum perfmo
                                    .client_machine = {client_machine},
                                    .copies = 1,
                                    .array = array};
-    if (perfmodel_predict(&c, &w, NULL, &result) != 0 || measured_s <= result.total_s)
+    /* Within a pass's noise of what the other resources take (a probe
+     * bound by a 25 MB/s link, say), the time tells nothing of the
+     * mount's CPU: fitting it would charge the link's time to the mount,
+     * and then to every transfer that never crosses the link. */
+    if (perfmodel_predict(&c, &w, NULL, &result) != 0 ||
+        measured_s <= result.total_s * MODELPROBE_EXPLAINED)
         return -1.0;
     uint64_t tiles = (bytes + tile_bytes - 1) / tile_bytes;
     double mount_busy = measured_s - result.startup_s - result.closing_s -
                         (double)tiles * c.mount_cpu_per_request_s;
     return mount_busy > 0.0 ? mount_busy / (double)bytes : -1.0;
+}
+
+double modelprobe_mount_plausible(double fit, double machine_per_byte_s)
+{
+    if (fit < 0.0 || !(machine_per_byte_s > 0.0))
+        return fit;
+    return fit > machine_per_byte_s ? -1.0 : fit;
 }
 
 double modelprobe_fixed_cost(uint64_t small_bytes, double small_s, uint64_t big_bytes, double big_s)
@@ -123,6 +140,27 @@ int modelprobe_client_cpu(const struct modelprobe_cpu_sample *big,
     return 0;
 }
 
+int modelprobe_split_remote(struct perfmodel_client_cpu *cpu, double remote_fraction,
+                            double mixed_per_byte, double local_per_byte)
+{
+    if (!(remote_fraction > 0.0 && remote_fraction < 1.0) || !(local_per_byte > 0.0) ||
+        !(mixed_per_byte > local_per_byte))
+        return -1;
+    double extra = (mixed_per_byte - local_per_byte) / remote_fraction;
+    /* The per-byte part of a local read: its whole cost less the share
+     * of the per-request cost (p = mixed - q / tile, so p - f * extra is
+     * local - q / tile).  That share comes from the mixed probes, which a
+     * remote byte makes dearer: it may be all of a local byte's cost, and
+     * then some; a local byte costs its request then, and (almost)
+     * nothing more, not "not measured" (0). */
+    double local = cpu->read_per_byte_s - remote_fraction * extra;
+    if (local < MODELPROBE_HIDDEN_BYTE_S)
+        local = MODELPROBE_HIDDEN_BYTE_S;
+    cpu->read_per_byte_s = local;
+    cpu->remote_read_per_byte_s = local + extra;
+    return 0;
+}
+
 void modelprobe_print_client_cpu(const char *label, const struct perfmodel_client_cpu *cpu,
                                  const char *suffix)
 {
@@ -132,6 +170,9 @@ void modelprobe_print_client_cpu(const char *label, const struct perfmodel_clien
            cpu->write_per_byte_s * 1e9, cpu->write_per_request_s * 1e6, cpu->copy_per_byte_s * 1e9,
            cpu->array_read_per_byte_s * 1e9, cpu->array_write_per_byte_s * 1e9, *suffix ? " " : "",
            suffix);
+    if (cpu->remote_read_per_byte_s > 0)
+        printf("%s: a byte read from another machine's datanode %.3f ns%s%s\n", label,
+               cpu->remote_read_per_byte_s * 1e9, *suffix ? " " : "", suffix);
 }
 
 static double modelprobe_now(void)
@@ -311,8 +352,51 @@ static int modelprobe_dir(const char *mount, uint64_t tile_bytes, unsigned copie
     return 0;
 }
 
+/*
+ * This machine's link into calib (when datanodes run on other machines),
+ * probed through a directory of 1 MiB tiles, one copy. 0, or -1 on an
+ * error (printed).
+ */
+static int modelprobe_link(struct rpc_client *meta, int timeout_ms,
+                           const struct toolmeta_node *nodes, size_t count, const char *mount,
+                           const char *machine, uint64_t probe_bytes, struct modelcalib *calib)
+{
+    char dir[4096];
+    double passes[MODELPROBE_RUNS];
+    uint64_t remote_bytes = 0;
+    if (modelprobe_dir(mount, 1u << 20, 1, NULL, dir, sizeof(dir)) != 0) {
+        fprintf(stderr, "%s: cannot make the probe directory %s: %s\n", MODELPROBE_WHO, dir,
+                strerror(errno));
+        return -1;
+    }
+    int measured = linkprobe_measure(meta, timeout_ms, nodes, count, dir, machine, probe_bytes,
+                                     MODELPROBE_RUNS, passes, &remote_bytes);
+    rmdir(dir);
+    if (measured < 0)
+        return -1;
+    if (measured == 0) {
+        printf("link: no datanode runs on another machine than %s; nothing to measure\n", machine);
+        return 0;
+    }
+    double seconds = modelprobe_median(passes, MODELPROBE_RUNS);
+    double mbps = (double)remote_bytes / 1e6 / seconds;
+    printf("link of %s: %.1f MB/s (%.1f MB of tiles other machines hold, read in %.3f s)\n",
+           machine, mbps, (double)remote_bytes / 1e6, seconds);
+    if (strlen(machine) >= MODELCALIB_MACHINE_MAX || strpbrk(machine, " \t\n")) {
+        printf("link: not stored: the machine name %s is longer than %d characters or holds "
+               "white space (give --machine)\n",
+               machine, MODELCALIB_MACHINE_MAX - 1);
+        return 0;
+    }
+    struct modelcalib_link *link = &calib->links[0];
+    snprintf(link->machine, sizeof(link->machine), "%s", machine);
+    link->mbps = mbps;
+    calib->n_links = 1;
+    return 0;
+}
+
 int modelprobe_calibrate(struct rpc_client *meta, int timeout_ms, const struct toolmeta_node *nodes,
-                         size_t count, const char *mount, uint64_t probe_bytes)
+                         size_t count, const char *mount, const char *machine, uint64_t probe_bytes)
 {
     static struct modelcalib calib;
     static struct modelcluster cluster;
@@ -365,9 +449,11 @@ int modelprobe_calibrate(struct rpc_client *meta, int timeout_ms, const struct t
         const char *arrays[5] = {NULL, NULL, NULL, NULL, array_hint};
         int with_copies = calib.n_nodes >= 2;
         struct modelprobe_times probe[5];
-        char host[256] = "localhost";
-        gethostname(host, sizeof(host));
-        host[sizeof(host) - 1] = '\0';
+        /* First: the fits below then see the link as it is. */
+        uint64_t link_bytes = probe_bytes / 4 > (16u << 20) ? probe_bytes / 4 : 16u << 20;
+        if (modelprobe_link(meta, timeout_ms, nodes, count, mount, machine, link_bytes, &calib) !=
+            0)
+            return 1;
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         for (int i = 0; i < 5; i++) {
             char dir[4096];
@@ -398,7 +484,7 @@ int modelprobe_calibrate(struct rpc_client *meta, int timeout_ms, const struct t
             nodes = fresh;
             count = fresh_count;
         }
-        int built = modelcluster_build(nodes, count, &calib, host,
+        int built = modelcluster_build(nodes, count, &calib, machine,
                                        cores > 0 ? (unsigned)cores : 0, 0, &cluster);
         free(fresh);
         if (built != 0) {
@@ -432,6 +518,15 @@ int modelprobe_calibrate(struct rpc_client *meta, int timeout_ms, const struct t
                 probe[4].read_cpu_per_byte_s > 0 ? probe[4].read_cpu_per_byte_s : 0.0;
             calib.client_cpu.array_write_per_byte_s =
                 probe[4].write_cpu_per_byte_s > 0 ? probe[4].write_cpu_per_byte_s : 0.0;
+            /* Probe 0 read a round-robin file, remote_fraction of it from
+             * other machines; probe 3's copies=2 file has a copy of every
+             * tile here (the writer's), so its read was all local. */
+            size_t remote = 0;
+            for (size_t i = 0; i < cluster.model.n_nodes; i++)
+                remote += cluster.model.nodes[i].machine != cluster.client_machine;
+            modelprobe_split_remote(&calib.client_cpu,
+                                    (double)remote / (double)cluster.model.n_nodes,
+                                    probe[0].read_cpu_per_byte_s, probe[3].read_cpu_per_byte_s);
             cluster.model.client_cpu = calib.client_cpu;
             char label[64];
             snprintf(label, sizeof(label), "this machine's CPU (%ld cores)", cores);
@@ -443,14 +538,24 @@ int modelprobe_calibrate(struct rpc_client *meta, int timeout_ms, const struct t
         double more_requests = (double)(probe_bytes / tiles[1]) - (double)(probe_bytes / tiles[0]);
         cluster.model.mount_cpu_per_request_s = extra > 0 ? extra / more_requests : 0.0;
         calib.mount_per_request_s = cluster.model.mount_cpu_per_request_s;
-        double w = modelprobe_fit_mount(&cluster.model, PERFMODEL_WRITE, 0, probe_bytes, tiles[0],
-                                        cluster.client_machine, probe[0].write_s);
-        double r = modelprobe_fit_mount(&cluster.model, PERFMODEL_READ, 0, probe_bytes, tiles[0],
-                                        cluster.client_machine, probe[0].read_s);
-        double aw = modelprobe_fit_mount(&cluster.model, PERFMODEL_WRITE, 1, probe_bytes, tiles[4],
-                                         cluster.client_machine, probe[4].write_s);
-        double ar = modelprobe_fit_mount(&cluster.model, PERFMODEL_READ, 1, probe_bytes, tiles[4],
-                                         cluster.client_machine, probe[4].read_s);
+        /* Each fit against the machine's busy CPU per byte during the
+         * same probe (its requests' share included). */
+        double w = modelprobe_mount_plausible(
+            modelprobe_fit_mount(&cluster.model, PERFMODEL_WRITE, 0, probe_bytes, tiles[0],
+                                 cluster.client_machine, probe[0].write_s),
+            probe[0].write_cpu_per_byte_s);
+        double r = modelprobe_mount_plausible(
+            modelprobe_fit_mount(&cluster.model, PERFMODEL_READ, 0, probe_bytes, tiles[0],
+                                 cluster.client_machine, probe[0].read_s),
+            probe[0].read_cpu_per_byte_s);
+        double aw = modelprobe_mount_plausible(
+            modelprobe_fit_mount(&cluster.model, PERFMODEL_WRITE, 1, probe_bytes, tiles[4],
+                                 cluster.client_machine, probe[4].write_s),
+            probe[4].write_cpu_per_byte_s);
+        double ar = modelprobe_mount_plausible(
+            modelprobe_fit_mount(&cluster.model, PERFMODEL_READ, 1, probe_bytes, tiles[4],
+                                 cluster.client_machine, probe[4].read_s),
+            probe[4].read_cpu_per_byte_s);
         /* When the other resources already take a probe's time, the
          * mount's bytes hide behind them: (almost) 0, not a default that
          * would make the mount the bottleneck the probe says it is not. */

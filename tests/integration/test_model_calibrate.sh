@@ -6,8 +6,11 @@
 # `model show` (text and JSON) has the calibrated figures, the machine's
 # CPU per byte among them, and `model predict` uses them: its figures say
 # calibrated, this machine's CPU is one of its resources, and twice the
-# bytes take longer. A path that is not a Tessera mount, a
-# missing --mount and a missing directory are refused with the cause named.
+# bytes take longer. Every datanode runs on this machine, so there is no
+# link to measure: calibrate says so and `model show` lists the default
+# link (tests/multihost/test_model_link.sh measures one). A path that is
+# not a Tessera mount, a missing --mount, a missing directory and a bad
+# --machine are refused with the cause named.
 source "$(dirname "$0")/lib.sh"
 
 cluster_up
@@ -28,7 +31,8 @@ for line in '^meta: [0-9.]+ us per round trip' '^datanode [0-9]+: [0-9.]+ us per
     '^probe through .*an array file, 1024 KiB tiles, 1 copy: 16.8 MB' \
     '^fixed cost of a transfer: write [0-9.]+ ms' \
     "^this machine's CPU \\([0-9]+ cores\\): read [0-9.]+ ns/byte \\+ [0-9.]+ us/request, write [0-9.]+ ns/byte \\+ [0-9.]+ us/request, [0-9.]+ ns/byte more per further copy; array files read [0-9.]+, write [0-9.]+ ns/byte" \
-    '^mount: [0-9.]+ us per request' '^stored in meta'; do
+    '^mount: [0-9.]+ us per request' '^stored in meta' \
+    '^link: no datanode runs on another machine than .*; nothing to measure'; do
     grep -Eq "$line" "$T/calibrate.txt" || fail "calibrate printed no line like /$line/: $(cat "$T/calibrate.txt")"
 done
 [ "$(grep -c '^datanode [0-9]*: ' "$T/calibrate.txt")" = 4 ] || fail "calibrate did not ping 4 datanodes"
@@ -36,6 +40,8 @@ ls -a "$MNT" | grep -q 'tessera-model-probe' && fail "calibrate left its probe d
 
 model show >"$T/show.txt" 2>&1 || fail "tessera model show failed after calibrate"
 grep -q '^calibrated: 20' "$T/show.txt" || fail "model show does not give the calibration's date: $(head -3 "$T/show.txt")"
+grep -Eq '^link of .*: 1000.0 MB/s \(default\)$' "$T/show.txt" ||
+    fail "model show lists no default link: $(cat "$T/show.txt")"
 grep -Eq "^client machine's CPU: read [0-9.]+ ns/byte .* array files read [0-9.]+, write [0-9.]+ ns/byte \\(calibrated\\)" "$T/show.txt" ||
     fail "model show has no client CPU line: $(cat "$T/show.txt")"
 model show --json >"$T/show.json" || fail "tessera model show --json failed"
@@ -83,5 +89,11 @@ if model calibrate --mount "$T/missing" >"$T/missing.txt" 2>&1; then
     fail "calibrate through a missing directory succeeded"
 fi
 grep -q 'No such file' "$T/missing.txt" || fail "calibrate through a missing directory: $(cat "$T/missing.txt")"
+for bad in "" "two words" "$(printf 'm%.0s' {1..64})"; do
+    rc=0
+    model show --machine "$bad" >"$T/machine.txt" 2>&1 || rc=$?
+    [ "$rc" = 2 ] || fail "model show --machine '$bad' exited $rc, not 2"
+    grep -q -- '--machine wants a name' "$T/machine.txt" || fail "model show --machine '$bad': $(cat "$T/machine.txt")"
+done
 
 cluster_down

@@ -147,11 +147,15 @@ static void test_calib_record(void **state)
     struct modelcalib in = { .when = 1764300000, .mount_per_request_s = 2e-4,
         .mount_read_per_byte_s = 1.5e-9, .mount_write_per_byte_s = 3e-9, .meta_rtt_s = 1e-4,
         .n_nodes = 2 };
-    in.client_cpu = (struct perfmodel_client_cpu){1.25e-9, 2.5e-9, 3e-5, 4e-5, 0.75e-9, 2e-9, 6e-9};
+    in.client_cpu =
+        (struct perfmodel_client_cpu){1.25e-9, 2.5e-9, 3e-5, 4e-5, 0.75e-9, 2e-9, 6e-9, 9e-9};
     in.mount_array_read_per_byte_s = 7e-9;
     in.mount_array_write_per_byte_s = 8e-9;
     in.nodes[0] = (struct modelcalib_node){ 3, 5e-5, 1e-9, 0.01 };
     in.nodes[1] = (struct modelcalib_node){ 9, 6e-5, 2e-9, 0.02 };
+    in.n_links = 2;
+    in.links[0] = (struct modelcalib_link){"host1", 24.5};
+    in.links[1] = (struct modelcalib_link){"rack2-node07", 1180};
     char text[MODELCALIB_TEXT_MAX];
     assert_int_equal(modelcalib_format(&in, text, sizeof(text)), 0);
     struct modelcalib out;
@@ -170,10 +174,18 @@ static void test_calib_record(void **state)
     assert_true(fabs(out.client_cpu.array_write_per_byte_s - 6e-9) < 1e-18);
     assert_true(fabs(out.mount_array_read_per_byte_s - 7e-9) < 1e-18);
     assert_true(fabs(out.mount_array_write_per_byte_s - 8e-9) < 1e-18);
+    assert_true(fabs(out.client_cpu.remote_read_per_byte_s - 9e-9) < 1e-18);
+    assert_int_equal(out.n_links, 2);
+    assert_string_equal(out.links[0].machine, "host1");
+    assert_true(fabs(out.links[0].mbps - 24.5) < 1e-9);
+    assert_string_equal(out.links[1].machine, "rack2-node07");
+    assert_true(fabs(out.links[1].mbps - 1180) < 1e-9);
     /* A record from before the client line parses, with no client figure. */
     const char *old = "tessera-model 1\nwhen 1\nmount 0 0 0\nmeta 0\n";
     assert_int_equal(modelcalib_parse(old, strlen(old), &out), 0);
     assert_true(out.client_cpu.read_per_byte_s == 0.0 && out.client_cpu.write_per_byte_s == 0.0);
+    assert_int_equal(out.n_links, 0);
+    assert_true(out.client_cpu.remote_read_per_byte_s == 0.0);
     /* From the wire: anything malformed is refused, never half-taken. */
     const char *bad[] = {"",
                          "tessera-model 2\nwhen 1\nmount 0 0 0\nmeta 0\n",
@@ -184,7 +196,15 @@ static void test_calib_record(void **state)
                          "tessera-model 1\nmount 0 0 0\nmeta 0\n",
                          "tessera-model 1\nwhen 1\nmount 0 0 0\nmeta 0\nclient 1e-9 1e-9\n",
                          "tessera-model 1\nwhen 1\nmount 0 0 0\nmeta 0\nclient 0 0 0 0 0\n",
-                         "tessera-model 1\nwhen 1\nmount 0 0 0\nmeta 0\nclient -1 0 0 0 0 0 0\n"};
+                         "tessera-model 1\nwhen 1\nmount 0 0 0\nmeta 0\nclient -1 0 0 0 0 0 0\n",
+                         "tessera-model 1\nwhen 1\nmount 0 0 0\nmeta 0\nlink host1\n",
+                         "tessera-model 1\nwhen 1\nmount 0 0 0\nmeta 0\nremote -1e-9\n",
+                         "tessera-model 1\nwhen 1\nmount 0 0 0\nmeta 0\nremote 1e-9 2e-9\n",
+                         "tessera-model 1\nwhen 1\nmount 0 0 0\nmeta 0\nlink host1 0\n",
+                         "tessera-model 1\nwhen 1\nmount 0 0 0\nmeta 0\nlink host1 -5\n",
+                         "tessera-model 1\nwhen 1\nmount 0 0 0\nmeta 0\nlink host1 25 x\n",
+                         "tessera-model 1\nwhen 1\nmount 0 0 0\nmeta 0\nlink "
+                         "a-machine-name-longer-than-sixty-three-characters-is-never-stored 25\n"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_int_equal(modelcalib_parse(bad[i], strlen(bad[i]), &out), -1);
     assert_int_equal(modelcalib_parse("tessera-model 1\0", 16, &out), -1);
@@ -234,6 +254,126 @@ static void test_cluster_sources(void **state)
     assert_true(fabs(c.model.meta_rtt_s - 7e-5) < 1e-15);
     nodes[0].state = nodes[1].state = TS_NODE_DOWN;
     assert_int_equal(modelcluster_build(nodes, 3, NULL, "a", 2, 0, &c), -1);
+}
+
+/*
+ * A machine's calibrated link is its own; a machine calibrate did not run
+ * on gets the measured one (machines cabled alike), not the default; and a
+ * read of tiles held on other machines is bound by it.
+ */
+static void test_cluster_links(void **state)
+{
+    (void)state;
+    static struct modelcluster c;
+    struct toolmeta_node nodes[4] = {
+        node_on(1, "host1", 2000000000, 0), node_on(2, "host2", 2000000000, 0),
+        node_on(3, "host3", 2000000000, 0), node_on(4, "host4", 2000000000, 0)};
+    assert_int_equal(modelcluster_build(nodes, 4, NULL, "host1", 2, 0, &c), 0);
+    assert_int_equal(c.model.n_machines, 4);
+    for (size_t m = 0; m < 4; m++)
+        assert_true(fabs(c.model.links[m].mbps - MODELCLUSTER_DEFAULT_LINK_MBPS) < 1e-9);
+
+    struct modelcalib calib = {.when = 5, .meta_rtt_s = 1e-4, .n_links = 1};
+    calib.links[0] = (struct modelcalib_link){"host1", 24};
+    assert_int_equal(modelcluster_build(nodes, 4, &calib, "host1", 2, 0, &c), 0);
+    for (size_t m = 0; m < 4; m++)
+        assert_true(fabs(c.model.links[m].mbps - 24) < 1e-9);
+    /* A profile's reader on a machine no datanode runs on: the same. */
+    int reader = modelcluster_machine_index(&c, "laptop");
+    assert_int_equal(reader, 4);
+    assert_true(fabs(c.model.links[reader].mbps - 24) < 1e-9);
+    /* Host 2's own measure wins over host 1's. */
+    calib.n_links = 2;
+    calib.links[1] = (struct modelcalib_link){"host2", 100};
+    assert_int_equal(modelcluster_build(nodes, 4, &calib, "host1", 2, 0, &c), 0);
+    assert_true(fabs(c.model.links[0].mbps - 24) < 1e-9);
+    assert_true(fabs(c.model.links[1].mbps - 100) < 1e-9);
+    assert_true(fabs(c.model.links[2].mbps - 24) < 1e-9);
+
+    /* 96 MiB read round-robin from host 1: 72 MiB cross host 1's 24 MB/s link. */
+    calib.n_links = 1;
+    assert_int_equal(modelcluster_build(nodes, 4, &calib, "host1", 0, 0, &c), 0);
+    struct perfmodel_workload w = {.op = PERFMODEL_READ,
+                                   .bytes = 96u << 20,
+                                   .tile_bytes = 1u << 20,
+                                   .n_clients = 1,
+                                   .client_machine = {c.client_machine},
+                                   .copies = 1};
+    struct perfmodel_result r;
+    assert_int_equal(perfmodel_predict(&c.model, &w, NULL, &r), 0);
+    assert_int_equal(r.resources[r.bottleneck].kind, PERFMODEL_RES_LINK_IN);
+    double link_s = (72.0 * 1048576) / 24e6;
+    assert_true(r.total_s >= link_s && r.total_s < link_s * 1.05);
+    /* A probe that took the link's time and 3 % more says nothing of the
+     * mount's CPU; 30 % more is the mount's. */
+    assert_true(modelprobe_fit_mount(&c.model, PERFMODEL_READ, 0, 96u << 20, 1u << 20,
+                                     c.client_machine, r.total_s * 1.03) < 0);
+    assert_true(modelprobe_fit_mount(&c.model, PERFMODEL_READ, 0, 96u << 20, 1u << 20,
+                                     c.client_machine, r.total_s * 1.3) > 0);
+    /* A fit above the machine's whole CPU per byte is waiting, not the
+     * mount's work: 33 ns/byte where the machine was busy 8.1. */
+    assert_true(modelprobe_mount_plausible(33e-9, 8.1e-9) < 0);
+    assert_true(fabs(modelprobe_mount_plausible(1.2e-9, 2.2e-9) - 1.2e-9) < 1e-18);
+    assert_true(fabs(modelprobe_mount_plausible(33e-9, -1.0) - 33e-9) < 1e-18); /* unknown */
+    assert_true(modelprobe_mount_plausible(-1.0, 2e-9) < 0);
+}
+
+/*
+ * 3/4 of a probe's bytes came from other machines and cost the machine
+ * 7 ns/byte in all; an all-local read 1 ns/byte: a remote byte costs 8 ns
+ * more than a local one, so of the 6.5 ns/byte per-byte part (the rest
+ * per request) a local byte is 0.5 and a remote one 8.5.  The model then
+ * charges a local copies=2 read the local figure.
+ */
+static void test_split_remote(void **state)
+{
+    (void)state;
+    struct perfmodel_client_cpu cpu = {.read_per_byte_s = 6.5e-9, .write_per_byte_s = 8e-9};
+    assert_int_equal(modelprobe_split_remote(&cpu, 0.75, 7e-9, 1e-9), 0);
+    assert_true(fabs(cpu.read_per_byte_s - 0.5e-9) < 1e-18);
+    assert_true(fabs(cpu.remote_read_per_byte_s - 8.5e-9) < 1e-18);
+    assert_true(fabs(cpu.write_per_byte_s - 8e-9) < 1e-18);
+    struct perfmodel_client_cpu same = {.read_per_byte_s = 6.5e-9};
+    assert_int_equal(modelprobe_split_remote(&same, 0.0, 7e-9, 1e-9), -1);  /* one machine */
+    assert_int_equal(modelprobe_split_remote(&same, 1.0, 7e-9, 1e-9), -1);  /* no local node */
+    assert_int_equal(modelprobe_split_remote(&same, 0.75, 1e-9, 2e-9), -1); /* remote cheaper */
+    assert_int_equal(modelprobe_split_remote(&same, 0.75, 7e-9, -1.0), -1); /* not measured */
+    assert_true(same.read_per_byte_s == 6.5e-9 && same.remote_read_per_byte_s == 0.0);
+    /* The per-request share (from the mixed probes) is all of a local
+     * byte's cost and more: a local byte costs (almost) nothing beyond
+     * its request, never "not measured". */
+    assert_int_equal(modelprobe_split_remote(&same, 0.75, 8e-9, 1e-9), 0);
+    assert_true(same.read_per_byte_s > 0 && same.read_per_byte_s < 1e-12);
+    assert_true(fabs(same.remote_read_per_byte_s - 7e-9 / 0.75) < 1e-12);
+
+    static struct modelcluster c;
+    struct toolmeta_node nodes[4] = {
+        node_on(1, "host1", 2000000000, 0), node_on(2, "host2", 2000000000, 0),
+        node_on(3, "host3", 2000000000, 0), node_on(4, "host4", 2000000000, 0)};
+    struct modelcalib calib = {.when = 5, .meta_rtt_s = 1e-4, .n_links = 1};
+    calib.links[0] = (struct modelcalib_link){"host1", 1000};
+    calib.client_cpu = cpu;
+    assert_int_equal(modelcluster_build(nodes, 4, &calib, "host1", 1, 0, &c), 0);
+    struct perfmodel_workload w = {.op = PERFMODEL_READ,
+                                   .bytes = 64u << 20,
+                                   .tile_bytes = 1u << 20,
+                                   .n_clients = 1,
+                                   .client_machine = {c.client_machine},
+                                   .copies = 2,
+                                   .writer_copies = 1};
+    struct perfmodel_result local, remote;
+    assert_int_equal(perfmodel_predict(&c.model, &w, NULL, &local), 0);
+    w.copies = 1;
+    assert_int_equal(perfmodel_predict(&c.model, &w, NULL, &remote), 0);
+    double local_cpu = 0, remote_cpu = 0;
+    for (size_t i = 0; i < local.n_resources; i++)
+        if (local.resources[i].kind == PERFMODEL_RES_MACHINE_CPU)
+            local_cpu = local.resources[i].busy_s;
+    for (size_t i = 0; i < remote.n_resources; i++)
+        if (remote.resources[i].kind == PERFMODEL_RES_MACHINE_CPU)
+            remote_cpu = remote.resources[i].busy_s;
+    assert_true(fabs(local_cpu - 0.5e-9 * (64u << 20)) < 1e-6);
+    assert_true(fabs(remote_cpu - (0.25 * 0.5e-9 + 0.75 * 8.5e-9) * (64u << 20)) < 1e-6);
 }
 
 /* The fit gives back the per-byte cost that produced a time. */
@@ -308,10 +448,11 @@ static void test_client_cpu(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_words),        cmocka_unit_test(test_array_placement),
-        cmocka_unit_test(test_file),         cmocka_unit_test(test_whatif),
-        cmocka_unit_test(test_calib_record), cmocka_unit_test(test_cluster_sources),
-        cmocka_unit_test(test_fit_mount),    cmocka_unit_test(test_fixed_cost),
+        cmocka_unit_test(test_words),         cmocka_unit_test(test_array_placement),
+        cmocka_unit_test(test_file),          cmocka_unit_test(test_whatif),
+        cmocka_unit_test(test_calib_record),  cmocka_unit_test(test_cluster_sources),
+        cmocka_unit_test(test_cluster_links), cmocka_unit_test(test_split_remote),
+        cmocka_unit_test(test_fit_mount),     cmocka_unit_test(test_fixed_cost),
         cmocka_unit_test(test_client_cpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

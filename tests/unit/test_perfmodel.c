@@ -119,6 +119,74 @@ static void test_local_read_skips_link(void **state)
     assert_true(fabs(r.total_s - 0.1) < 1e-9);
 }
 
+/* Four datanodes, one on each of machines 0-3; links 10 MB/s, disks and
+ * CPU free: a transfer's time is the links'. */
+static void four_host_cluster(struct perfmodel_cluster *c)
+{
+    memset(c, 0, sizeof *c);
+    c->n_nodes = 4;
+    c->n_machines = 4;
+    for (int i = 0; i < 4; i++) {
+        c->nodes[i] = (struct perfmodel_node){.machine = i};
+        c->links[i] = (struct perfmodel_link){.mbps = 10};
+    }
+}
+
+static double busy_of(const struct perfmodel_result *r, enum perfmodel_resource_kind kind,
+                      int index)
+{
+    for (size_t i = 0; i < r->n_resources; i++)
+        if (r->resources[i].kind == kind && r->resources[i].index == index)
+            return r->resources[i].busy_s;
+    return 0.0;
+}
+
+/*
+ * As meta places copies (tile_map_writer_node): a tile whose primary is
+ * on another machine than its writer's gets its second holder there, so
+ * a copies=2 write from machine 0 sends each of 4 tiles over its link
+ * once (not 6 of the 8 copies), and reading it back there crosses no link.
+ */
+static void test_writer_keeps_a_copy(void **state)
+{
+    (void)state;
+    struct perfmodel_cluster c;
+    four_host_cluster(&c);
+    size_t holders[3];
+    perfmodel_holders(&c, 2, 2, 0, holders);
+    assert_int_equal(holders[0], 2);
+    assert_int_equal(holders[1], 0);
+    perfmodel_holders(&c, 0, 2, 0, holders); /* the primary is the writer's */
+    assert_int_equal(holders[1], 1);
+    perfmodel_holders(&c, 2, 3, 0, holders);
+    assert_int_equal(holders[1], 0);
+    assert_int_equal(holders[2], 3);
+    perfmodel_holders(&c, 2, 2, -1, holders); /* writer unknown: the next node */
+    assert_int_equal(holders[1], 3);
+
+    struct perfmodel_workload w = {.op = PERFMODEL_WRITE,
+                                   .bytes = 4000000,
+                                   .tile_bytes = 1000000,
+                                   .n_clients = 1,
+                                   .client_machine = {0},
+                                   .copies = 2,
+                                   .writer_copies = 1};
+    struct perfmodel_result r;
+    assert_int_equal(perfmodel_predict(&c, &w, NULL, &r), 0);
+    assert_true(fabs(busy_of(&r, PERFMODEL_RES_LINK_OUT, 0) - 0.4) < 1e-9);
+    w.writer_copies = 0; /* on {0,1} {1,2} {2,3} {3,0}: 6 of 8 copies cross */
+    assert_int_equal(perfmodel_predict(&c, &w, NULL, &r), 0);
+    assert_true(fabs(busy_of(&r, PERFMODEL_RES_LINK_OUT, 0) - 0.6) < 1e-9);
+
+    w.op = PERFMODEL_READ;
+    w.writer_copies = 1;
+    assert_int_equal(perfmodel_predict(&c, &w, NULL, &r), 0);
+    assert_true(busy_of(&r, PERFMODEL_RES_LINK_IN, 0) == 0.0);
+    w.writer_copies = 0; /* from the primaries: 3 of 4 tiles over the link */
+    assert_int_equal(perfmodel_predict(&c, &w, NULL, &r), 0);
+    assert_true(fabs(busy_of(&r, PERFMODEL_RES_LINK_IN, 0) - 0.3) < 1e-9);
+}
+
 /* Two mounts and two datanodes on one 2-core machine: each process's CPU
  * is below the machine's, but together they queue on its two cores. */
 static void test_machine_cores_shared(void **state)
@@ -259,6 +327,7 @@ int main(void)
         cmocka_unit_test(test_mount_cpu_bottleneck),
         cmocka_unit_test(test_write_copies_sync_and_meta),
         cmocka_unit_test(test_local_read_skips_link),
+        cmocka_unit_test(test_writer_keeps_a_copy),
         cmocka_unit_test(test_machine_cores_shared),
         cmocka_unit_test(test_client_cpu_measured),
         cmocka_unit_test(test_serial_chain),
