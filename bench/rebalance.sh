@@ -152,7 +152,10 @@ run_case() {
     mh_exec 1 mkdir "${MH_MNT[1]}/$dir"
     # Round-robin spreads every region evenly (3/4 remote), as the issue's
     # workload has it; dynamic placement would already favour local disks.
-    mh_exec 1 setfattr -n user.tessera.layout -v placement=roundrobin "${MH_MNT[1]}/$dir"
+    # One copy: with the cluster's default two, the writer's machine keeps
+    # a copy of every tile it writes, so each host's region is local from
+    # the start and there is nothing to rebalance.
+    mh_exec 1 setfattr -n user.tessera.layout -v "placement=roundrobin copies=1" "${MH_MNT[1]}/$dir"
     tool profile start "${MH_MNT[1]}/$dir" --meta "$MH_META" >/dev/null
     write_regions "$dir"
     [ "$hetero" = 1 ] && throttle_disks

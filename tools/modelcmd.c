@@ -562,11 +562,16 @@ static int modelcmd_show(const struct modelcmd_options *options, const struct mo
                           "array_write_per_byte_s", cc->array_write_per_byte_s,
                           "remote_read_per_byte_s", cc->remote_read_per_byte_s));
         json_t *links = json_array();
-        for (size_t m = 0; links && m < c->n_machines; m++)
-            json_array_append_new(links,
-                                  json_pack("{s:s, s:f, s:b}", "machine", cluster.machines[m],
-                                            "mbps", c->links[m].mbps, "measured",
-                                            modelcmd_link_measured(live, &cluster, m)));
+        for (size_t m = 0; links && m < c->n_machines; m++) {
+            json_t *link = json_pack("{s:f, s:b}", "mbps", c->links[m].mbps, "measured",
+                                     modelcmd_link_measured(live, &cluster, m));
+            /* A machine is named as a mount's --machine: any bytes. */
+            if (link && jsonname_set(link, "machine", cluster.machines[m]) != 0) {
+                json_decref(link);
+                link = NULL;
+            }
+            json_array_append_new(links, link);
+        }
         if (root)
             json_object_set_new(root, "links", links ? links : json_null());
         if (root && (c->mount_array_read_per_byte_s > 0 || c->mount_array_write_per_byte_s > 0))
