@@ -111,7 +111,7 @@ else
         dd if="$dir/f$i" of=/dev/null bs=1M status=none & pids+=($!)
     done
 fi
-for p in "${pids[@]}"; do wait "$p"; done
+for p in "${pids[@]}"; do wait "$p" || { echo "a timed dd failed" >&2; exit 1; }; done
 end=${EPOCHREALTIME/[.,]/}
 awk -v us=$((end - start)) "BEGIN { printf \"%.4f\n\", us / 1e6 }"
 '
@@ -147,12 +147,14 @@ run_config() {
         layout="$layout" | python3 -c 'import json,sys; print("%.4f" % json.load(sys.stdin)["seconds"])')
     local times=() per_mib=$((bytes / clients / 1048576))
     for ((r = 0; r < runs; r++)); do
-        if [ "$op" = write ]; then
-            times+=("$(timed write "$dir" "$clients" "$per_mib" "$source_file")")
-        else
-            [ "$r" = 0 ] && timed write "$dir" "$clients" "$per_mib" "$source_file" >/dev/null
-            times+=("$(timed read "$dir" "$clients" "$per_mib" "$source_file")")
+        local t
+        if [ "$op" != write ] && [ "$r" = 0 ]; then
+            timed write "$dir" "$clients" "$per_mib" "$source_file" >/dev/null ||
+                mh_fail "writing the files config $n reads failed"
         fi
+        t=$(timed "$op" "$dir" "$clients" "$per_mib" "$source_file") ||
+            mh_fail "config $n: a timed $op failed"
+        times+=("$t")
     done
     measured=$(printf '%s\n' "${times[@]}" | median)
     spread=$(printf '%s\n' "${times[@]}" | awk -v m="$measured" 'NR == 1 { lo = hi = $1 }
