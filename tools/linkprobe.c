@@ -6,6 +6,7 @@
 
 #include "proto.h"
 #include "status.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #define LINKPROBE_TILE (1u << 20)
@@ -48,13 +48,6 @@ static void *linkprobe_stream_run(void *arg)
     return NULL;
 }
 
-static double linkprobe_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* One pass: every remote tile read once; its seconds, or -1 (errno set)
  * or -2 (bytes read that were not written). */
 static double linkprobe_pass(const char *path, const uint64_t *remote, size_t n_remote,
@@ -64,7 +57,7 @@ static double linkprobe_pass(const char *path, const uint64_t *remote, size_t n_
     int fd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
     if (fd < 0)
         return -1.0;
-    double start = linkprobe_now();
+    int64_t start_ns = util_monotonic_ns();
     size_t started = 0;
     int error = 0;
     for (size_t i = 0; i < LINKPROBE_STREAMS; i++) {
@@ -87,7 +80,7 @@ static double linkprobe_pass(const char *path, const uint64_t *remote, size_t n_
         if (error == 0)
             error = streams[i].error;
     }
-    double took = linkprobe_now() - start;
+    double took = (double)(util_monotonic_ns() - start_ns) / 1e9;
     close(fd);
     if (error == LINKPROBE_WRONG_BYTES)
         return -2.0;

@@ -352,6 +352,18 @@ static int modelprobe_dir(const char *mount, uint64_t tile_bytes, unsigned copie
     return 0;
 }
 
+/* The mount's fit for one probe, checked against the machine's busy CPU
+ * per byte during that same probe (its requests' share included). */
+static double modelprobe_fit_probe(const struct modelcluster *cluster, enum perfmodel_op op,
+                                   int array, uint64_t bytes, uint64_t tile_bytes,
+                                   double measured_s, double machine_per_byte_s)
+{
+    return modelprobe_mount_plausible(modelprobe_fit_mount(&cluster->model, op, array, bytes,
+                                                           tile_bytes, cluster->client_machine,
+                                                           measured_s),
+                                      machine_per_byte_s);
+}
+
 /*
  * This machine's link into calib (when datanodes run on other machines),
  * probed through a directory of 1 MiB tiles, one copy. 0, or -1 on an
@@ -538,24 +550,14 @@ int modelprobe_calibrate(struct rpc_client *meta, int timeout_ms, const struct t
         double more_requests = (double)(probe_bytes / tiles[1]) - (double)(probe_bytes / tiles[0]);
         cluster.model.mount_cpu_per_request_s = extra > 0 ? extra / more_requests : 0.0;
         calib.mount_per_request_s = cluster.model.mount_cpu_per_request_s;
-        /* Each fit against the machine's busy CPU per byte during the
-         * same probe (its requests' share included). */
-        double w = modelprobe_mount_plausible(
-            modelprobe_fit_mount(&cluster.model, PERFMODEL_WRITE, 0, probe_bytes, tiles[0],
-                                 cluster.client_machine, probe[0].write_s),
-            probe[0].write_cpu_per_byte_s);
-        double r = modelprobe_mount_plausible(
-            modelprobe_fit_mount(&cluster.model, PERFMODEL_READ, 0, probe_bytes, tiles[0],
-                                 cluster.client_machine, probe[0].read_s),
-            probe[0].read_cpu_per_byte_s);
-        double aw = modelprobe_mount_plausible(
-            modelprobe_fit_mount(&cluster.model, PERFMODEL_WRITE, 1, probe_bytes, tiles[4],
-                                 cluster.client_machine, probe[4].write_s),
-            probe[4].write_cpu_per_byte_s);
-        double ar = modelprobe_mount_plausible(
-            modelprobe_fit_mount(&cluster.model, PERFMODEL_READ, 1, probe_bytes, tiles[4],
-                                 cluster.client_machine, probe[4].read_s),
-            probe[4].read_cpu_per_byte_s);
+        double w = modelprobe_fit_probe(&cluster, PERFMODEL_WRITE, 0, probe_bytes, tiles[0],
+                                        probe[0].write_s, probe[0].write_cpu_per_byte_s);
+        double r = modelprobe_fit_probe(&cluster, PERFMODEL_READ, 0, probe_bytes, tiles[0],
+                                        probe[0].read_s, probe[0].read_cpu_per_byte_s);
+        double aw = modelprobe_fit_probe(&cluster, PERFMODEL_WRITE, 1, probe_bytes, tiles[4],
+                                         probe[4].write_s, probe[4].write_cpu_per_byte_s);
+        double ar = modelprobe_fit_probe(&cluster, PERFMODEL_READ, 1, probe_bytes, tiles[4],
+                                         probe[4].read_s, probe[4].read_cpu_per_byte_s);
         /* When the other resources already take a probe's time, the
          * mount's bytes hide behind them: (almost) 0, not a default that
          * would make the mount the bottleneck the probe says it is not. */
