@@ -13,6 +13,7 @@
 #include "nodehandlers.h"
 
 #include "crc32c.h"
+#include "directread.h"
 #include "log.h"
 #include "roles.h"
 #include "scrub.h"
@@ -452,7 +453,10 @@ static bool handlers_stream_head(int sock, int32_t status, uint32_t data_bytes)
     return send(sock, head, sizeof(head), flags) == (ssize_t)sizeof(head);
 }
 
-/* Makes room for len bytes in the thread's buffer; false out of memory. */
+/*
+ * Makes room for len bytes in the thread's buffer, which keeps nothing of
+ * what it held; aligned for O_DIRECT (directread.h). False out of memory.
+ */
 static bool handlers_buffer_fit(struct nodehandlers_write_buffer *buffer, size_t len)
 {
     if (buffer->cap >= len)
@@ -460,9 +464,10 @@ static bool handlers_buffer_fit(struct nodehandlers_write_buffer *buffer, size_t
     size_t cap = buffer->cap ? buffer->cap : (1u << 20);
     while (cap < len)
         cap *= 2;
-    uint8_t *grown = realloc(buffer->bytes, cap);
-    if (!grown)
+    void *grown = NULL;
+    if (posix_memalign(&grown, DIRECTREAD_ALIGN, cap) != 0)
         return false;
+    free(buffer->bytes);
     buffer->bytes = grown;
     buffer->cap = cap;
     return true;
@@ -496,6 +501,28 @@ static bool handlers_send_file(int sock, int file_fd, uint64_t offset, size_t co
         count -= (size_t)put;
     }
     return true;
+}
+
+/*
+ * A cold read's bytes: the whole CRC blocks [span_start, span_start +
+ * span_len) of the open tile read past the page cache into buf
+ * (directread.h) and checked there. 0: buf holds req's range, checked;
+ * -EAGAIN or another negative errno: read it through the page cache
+ * instead (no O_DIRECT here, the file shrank, or a block did not check
+ * out, which the locked path then judges).
+ */
+static int handlers_direct_check(const struct tilestore *store, const struct tilecrc_trust *trust,
+                                 const struct ts_tile_read_req *req, int file_fd, uint64_t size,
+                                 uint64_t span_start, size_t span_len, uint8_t *buf)
+{
+    size_t got = 0;
+    int rc = directread_read(file_fd, span_start, span_len, buf, &got);
+    if (rc != 0)
+        return rc;
+    if (got < req->offset - span_start + req->length && span_start + got < size)
+        return -EAGAIN; /* shorter than the file said: changed meanwhile */
+    return tilestore_check_read_unlocked(store, trust, req->ino, req->tile, req->version, file_fd,
+                                         size, span_start, buf, got);
 }
 
 /*
@@ -540,13 +567,31 @@ static int handlers_stream_read(struct nodehandlers_context *context,
                      : size - req->offset < req->length ? (uint32_t)(size - req->offset)
                                                          : req->length;
     int64_t start_ns = diskio_now_ns();
+    const uint8_t *from_buffer_at = buffer->bytes;
+    bool direct = false;
     if (status == TS_OK && count > 0) {
         /* Checked without the lock: other streams' requests go on. */
         struct tilecrc_trust trust;
         tilestore_trust(context->store, &trust);
+        uint64_t span_start = 0;
+        size_t span_len = 0;
+        directread_span(size, req->offset, count, &span_start, &span_len);
+        /* Only bytes the reader keeps: the page cache here is an O_DIRECT
+         * reader's only cache, and a kept read's pages would be dropped. */
+        bool cold = reader_keeps && directread_cold(file_fd, span_start, span_len) &&
+                    handlers_buffer_fit(buffer, span_len);
         pthread_mutex_unlock(&context->lock);
-        int rc = tilestore_check_open_unlocked(context->store, &trust, req->ino, req->tile,
+        int rc = -EAGAIN;
+        if (cold)
+            rc = handlers_direct_check(context->store, &trust, req, file_fd, size, span_start,
+                                       span_len, buffer->bytes);
+        if (rc == 0) {
+            direct = from_buffer = true;
+            from_buffer_at = buffer->bytes + (req->offset - span_start);
+        } else {
+            rc = tilestore_check_open_unlocked(context->store, &trust, req->ino, req->tile,
                                                req->version, file_fd, size, req->offset, count);
+        }
         pthread_mutex_lock(&context->lock);
         if (rc == -EAGAIN && !handlers_buffer_fit(buffer, count)) {
             rc = -ENOMEM;
@@ -556,6 +601,7 @@ static int handlers_stream_read(struct nodehandlers_context *context,
                                 count, buffer->bytes, &got);
             count = (uint32_t)got; /* shorter: truncated meanwhile */
             from_buffer = true;
+            from_buffer_at = buffer->bytes;
         }
         status = rc == 0 ? TS_OK : status_from_errno(-rc);
     }
@@ -565,6 +611,8 @@ static int handlers_stream_read(struct nodehandlers_context *context,
         return handlers_stream_head(sock, status, 0) ? status : -1;
     }
     handlers_count_read(context, req->ino, req->tile, count);
+    if (direct)
+        context->stats.reads_direct++;
     bool warm = handlers_warm_wanted(context, req);
     if (warm)
         context->stats.tiles_warmed++;
@@ -573,12 +621,13 @@ static int handlers_stream_read(struct nodehandlers_context *context,
     int result = TS_OK;
     if (!handlers_stream_head(sock, TS_OK, count))
         result = -1;
-    else if (from_buffer ? !handlers_send_all(sock, buffer->bytes, count)
+    else if (from_buffer ? !handlers_send_all(sock, from_buffer_at, count)
                          : !handlers_send_file(sock, file_fd, req->offset, count))
         result = -1;
     if (result == TS_OK && warm)
         handlers_warm_file(file_fd);
-    if (result == TS_OK && reader_keeps && count > 0)
+    /* Bytes read past the page cache left none of it to drop. */
+    if (result == TS_OK && reader_keeps && count > 0 && !direct)
         *drop = (struct nodehandlers_drop_behind){.fd = file_fd, .offset = req->offset, .length = count};
     else
         close(file_fd);
@@ -1208,12 +1257,12 @@ void nodehandlers_log_stats(const struct nodehandlers_stats *stats)
              " TILE_READ (%" PRIu64 " bytes), %" PRIu64 " TILE_SYNC, %" PRIu64
              " TILE_TRUNCATE, %" PRIu64 " TILE_PULL, %" PRIu64 " TILE_FENCE; %" PRIu64
              " failed; %" PRIu64 " tiles warmed after small reads; %" PRIu64
-             " writes refused for a CRC mismatch",
+             " stream reads past the page cache; %" PRIu64 " writes refused for a CRC mismatch",
              stats->requests[TS_OP_PING], stats->requests[TS_OP_TILE_WRITE], stats->bytes_written,
              stats->requests[TS_OP_TILE_READ], stats->bytes_read, stats->requests[TS_OP_TILE_SYNC],
              stats->requests[TS_OP_TILE_TRUNCATE], stats->requests[TS_OP_TILE_PULL],
              stats->requests[TS_OP_TILE_FENCE], stats->failures, stats->tiles_warmed,
-             stats->writes_refused_crc);
+             stats->reads_direct, stats->writes_refused_crc);
 }
 
 void nodehandlers_stats_fini(struct nodehandlers_stats *stats)

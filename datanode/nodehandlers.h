@@ -43,6 +43,7 @@ struct nodehandlers_stats {
     uint64_t bytes_written;       /* tile bytes stored by TILE_WRITE */
     uint64_t bytes_read;          /* tile bytes sent by TILE_READ */
     uint64_t tiles_warmed;        /* tiles read ahead whole after small reads (warmer.h) */
+    uint64_t reads_direct; /* stream reads of cold bytes past the page cache (directread.h) */
     uint64_t tiles_reclaimed;     /* unmapped tile files deleted by the reclaimer (reclaim.h) */
     uint64_t bytes_reclaimed;     /* ... and their bytes */
     uint64_t reclaim_passes;      /* the reclaimer's passes over DATA/tiles completed */

@@ -28,7 +28,7 @@ static const uint16_t nodemetrics_ops[] = {
 struct nodemetrics_snapshot {
     uint64_t requests[NODEMETRICS_OPS];
     uint64_t busy_ns[NODEMETRICS_OPS];
-    uint64_t failures, bytes_read, bytes_written, tiles_warmed, writes_refused_crc;
+    uint64_t failures, bytes_read, bytes_written, tiles_warmed, reads_direct, writes_refused_crc;
     uint64_t tiles_reclaimed, bytes_reclaimed, reclaim_passes;
     uint64_t tiles, used_bytes, capacity, free_bytes, corrupt_found;
     bool have_space;
@@ -51,6 +51,7 @@ static void nodemetrics_take(struct nodehandlers_context *context,
     snap->bytes_read = stats->bytes_read;
     snap->bytes_written = stats->bytes_written;
     snap->tiles_warmed = stats->tiles_warmed;
+    snap->reads_direct = stats->reads_direct;
     snap->writes_refused_crc = stats->writes_refused_crc;
     snap->tiles_reclaimed = stats->tiles_reclaimed;
     snap->bytes_reclaimed = stats->bytes_reclaimed;
@@ -99,6 +100,9 @@ void nodemetrics_collect(void *arg, struct metrics_text *text)
                      (double)snap.writes_refused_crc);
     metrics_text_one(text, "tessera_datanode_tiles_warmed_total", "counter",
                      "Tiles read ahead whole after small reads.", (double)snap.tiles_warmed);
+    metrics_text_one(text, "tessera_datanode_reads_direct_total", "counter",
+                     "Stream reads of bytes not in the page cache, read past it (O_DIRECT).",
+                     (double)snap.reads_direct);
     metrics_text_one(text, "tessera_datanode_tiles", "gauge", "Tile files stored.",
                      (double)snap.tiles);
     metrics_text_one(text, "tessera_datanode_stored_bytes", "gauge", "Bytes of the tile files.",

@@ -1066,10 +1066,12 @@ int tilestore_verify_unlocked(const struct tilestore *store, const struct tilecr
     return rc == 0 ? 0 : -EAGAIN;
 }
 
-int tilestore_check_open_unlocked(const struct tilestore *store,
-                                  const struct tilecrc_trust *trust, uint64_t ino, uint64_t tile,
-                                  uint64_t version, int fd, uint64_t size, uint64_t offset,
-                                  size_t length)
+/* The stream's checks: the range's blocks, from `served` (its bytes from offset on) where it holds
+ * them. */
+static int tilestore_check_range(const struct tilestore *store, const struct tilecrc_trust *trust,
+                                 uint64_t ino, uint64_t tile, uint64_t version, int fd,
+                                 uint64_t size, uint64_t offset, size_t length,
+                                 const uint8_t *served, size_t served_len)
 {
     char name[TILESTORE_PATH_MAX];
     struct tilecrc crc;
@@ -1078,13 +1080,30 @@ int tilestore_check_open_unlocked(const struct tilestore *store,
         return rc;
     /* Before the sidecar's read, so from a cold disk the two wait for it
      * together (a cold copies=1 read's time was 12 % sidecar reads). */
-    tilecrc_read_ahead(fd, offset, length);
+    if (!served)
+        tilecrc_read_ahead(fd, offset, length);
     tilestore_name(ino, tile, version, name);
     rc = tilecrc_load(store->tiles_fd, name, size, trust, &crc);
     if (rc == 0)
-        rc = tilecrc_verify(fd, size, &crc, offset, length, NULL, 0);
+        rc = tilecrc_verify(fd, size, &crc, offset, length, served, served_len);
     /* As tilestore_verify_unlocked(): anything but clean is the lock's to decide. */
     return rc == 0 ? 0 : -EAGAIN;
+}
+
+int tilestore_check_open_unlocked(const struct tilestore *store, const struct tilecrc_trust *trust,
+                                  uint64_t ino, uint64_t tile, uint64_t version, int fd,
+                                  uint64_t size, uint64_t offset, size_t length)
+{
+    return tilestore_check_range(store, trust, ino, tile, version, fd, size, offset, length, NULL,
+                                 0);
+}
+
+int tilestore_check_read_unlocked(const struct tilestore *store, const struct tilecrc_trust *trust,
+                                  uint64_t ino, uint64_t tile, uint64_t version, int fd,
+                                  uint64_t size, uint64_t start, const uint8_t *bytes, size_t len)
+{
+    return tilestore_check_range(store, trust, ino, tile, version, fd, size, start, len, bytes,
+                                 len);
 }
 
 int tilestore_verify(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,

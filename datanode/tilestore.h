@@ -145,6 +145,16 @@ int tilestore_check_open_unlocked(const struct tilestore *store,
                                   size_t length);
 
 /*
+ * As tilestore_check_open_unlocked(), for bytes the caller read already:
+ * the len bytes of the tile from `start` (a CRC block's first byte) are
+ * in `bytes` and are checked there, each block whole (directread.h).
+ * fd is read only for a block that `bytes` does not hold whole.
+ */
+int tilestore_check_read_unlocked(const struct tilestore *store, const struct tilecrc_trust *trust,
+                                  uint64_t ino, uint64_t tile, uint64_t version, int fd,
+                                  uint64_t size, uint64_t start, const uint8_t *bytes, size_t len);
+
+/*
  * Moves up to max of the corrupt tile files found and not yet taken into
  * records (TS_REC_TILE_FILE, ts_tile_file_rec_bytes each) and returns how
  * many: for the heartbeat to report to meta. Each file is reported once

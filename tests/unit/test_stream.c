@@ -407,6 +407,13 @@ static bool kept_by_plain_read(int fd)
     return resident_pages(fd, TILE_BYTES) > TILE_BYTES / 4096 / 2;
 }
 
+/* Reads the tile's file whole through the page cache. */
+static void warm_whole(int fd)
+{
+    static uint8_t bytes[TILE_BYTES];
+    assert_int_equal(pread(fd, bytes, TILE_BYTES, 0), (ssize_t)TILE_BYTES);
+}
+
 /*
  * Runs every thread of the process (the stream's too) on the CPU this one
  * is on. A socket buffer the reader is done with goes back to the CPU that
@@ -451,11 +458,12 @@ static void test_kept_reads_drop_behind(void **state)
         close(file_fd);
         skip(); /* tmpfs pages are the file: nothing to drop */
     }
-    /* Start cold, the pages brought in by reads (the written ones,
-     * once clean, are dropped here). */
+    /* Start with the pages cached, brought in by a read: a stream read of
+     * cold bytes goes past the page cache (directread.h). */
     assert_int_equal(fdatasync(file_fd), 0);
     assert_int_equal(posix_fadvise(file_fd, 0, 0, POSIX_FADV_DONTNEED), 0);
     assert_true(dropped_within(file_fd, TILE_BYTES));
+    warm_whole(file_fd);
     cpu_set_t before;
     pin_threads_to_this_cpu(&before);
     int fd = client_connect(fixture);
@@ -473,6 +481,7 @@ static void test_kept_reads_drop_behind(void **state)
     assert_true(dropped_within(file_fd, TILE_BYTES));
 
     /* Dropped at the next request, the reader's bytes the same. */
+    warm_whole(file_fd);
     send_request(fd, 5, 1, 2, 0, TILE_BYTES);
     assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
     assert_true(kept_by_plain_read(file_fd));
@@ -978,6 +987,113 @@ static void test_stream_checks_crcs(void **state)
     close(fd);
 }
 
+/* The path of tile (ino, tile, version)'s file in the fixture's store. */
+static void tile_path_of(struct fixture *fixture, uint64_t ino, uint64_t tile, uint64_t version,
+                         char *path, size_t cap)
+{
+    char relative[TILESTORE_PATH_MAX];
+    assert_int_equal(tilestore_path(ino, tile, version, relative, sizeof(relative)), 0);
+    snprintf(path, cap, "%s/%s", fixture->dir, relative);
+}
+
+/* Flushes the file at path and drops its pages from the page cache. */
+static void make_cold(const char *path)
+{
+    int file = open(path, O_RDONLY);
+    assert_true(file >= 0);
+    assert_int_equal(fdatasync(file), 0);
+    assert_int_equal(posix_fadvise(file, 0, 0, POSIX_FADV_DONTNEED), 0);
+    close(file);
+}
+
+/* A read whose reader keeps the bytes (TS_STREAM_READ_KEPT). */
+static void send_kept(int fd, uint64_t ino, uint32_t offset, uint32_t length)
+{
+    send_head(fd, TS_STREAM_READ_KEPT, ino, 0, 1, offset, length, 0);
+}
+
+/*
+ * A kept read of bytes that are not in the page cache goes past it
+ * (directread.h): the bytes are right, checked against their CRCs, and the
+ * tile's pages are still not cached afterwards; a cached range, and any
+ * plain read (an O_DIRECT reader's, whose only cache the datanode's is),
+ * go through the cache as before; a flipped byte on the disk is never
+ * served either way. Skipped where the kernel has no cachestat or TMPDIR's
+ * filesystem no O_DIRECT (every read then goes through the cache).
+ */
+static void test_cold_reads_past_page_cache(void **state)
+{
+    struct fixture *fixture = *state;
+    static uint8_t data[TILE_BYTES];
+    uint32_t data_bytes = 0;
+    char path[PATH_MAX + TILESTORE_PATH_MAX];
+    const uint32_t size = 70000; /* two CRC blocks, the second 4,464 bytes */
+    int fd = client_connect(fixture);
+
+    send_write(fd, 42, 0, 1, 0, fixture->tile, size);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    tile_path_of(fixture, 42, 0, 1, path, sizeof(path));
+    make_cold(path);
+    send_kept(fd, 42, 100, 69000);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    assert_int_equal(data_bytes, 69000);
+    assert_memory_equal(data, fixture->tile + 100, 69000);
+    if (stats_of(fixture).reads_direct == 0) {
+        close(fd);
+        skip();
+    }
+    assert_int_equal(stats_of(fixture).reads_direct, 1);
+    int file = open(path, O_RDONLY);
+    assert_true(file >= 0);
+    assert_int_equal(resident_pages(file, size), 0);
+
+    /* The short last block, past the end: the bytes there are. */
+    send_kept(fd, 42, 66000, 8192);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    assert_int_equal(data_bytes, size - 66000);
+    assert_memory_equal(data, fixture->tile + 66000, size - 66000);
+    assert_int_equal(stats_of(fixture).reads_direct, 2);
+
+    /* A plain read leaves the bytes cached here. */
+    send_request(fd, 42, 0, 1, 0, size);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    assert_int_equal(data_bytes, size);
+    assert_memory_equal(data, fixture->tile, size);
+    assert_int_equal(stats_of(fixture).reads_direct, 2);
+    assert_true(resident_pages(file, size) > 0);
+    close(file);
+
+    /* Cached bytes come from the cache. */
+    send_kept(fd, 42, 0, 4096);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    assert_memory_equal(data, fixture->tile, 4096);
+    assert_int_equal(stats_of(fixture).reads_direct, 2);
+
+    /* A byte flipped on the disk: its block is refused cold and warm, the other served. */
+    uint8_t byte = 0;
+    file = open(path, O_RDWR);
+    assert_true(file >= 0);
+    assert_int_equal(pread(file, &byte, 1, 67000), 1);
+    byte ^= 0x20;
+    assert_int_equal(pwrite(file, &byte, 1, 67000), 1);
+    close(file);
+    make_cold(path);
+    send_kept(fd, 42, 65536, 100);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_ERR_CORRUPT);
+    assert_int_equal(data_bytes, 0);
+    make_cold(path);
+    send_kept(fd, 42, 0, size);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_ERR_CORRUPT);
+    assert_int_equal(data_bytes, 0);
+    make_cold(path);
+    send_kept(fd, 42, 0, 65536);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    assert_int_equal(data_bytes, 65536);
+    assert_memory_equal(data, fixture->tile, 65536);
+    assert_int_equal(stats_of(fixture).reads_direct, 3);
+    close(fd);
+}
+
 /* len bytes of a pattern of its own per mul, malloc'd. */
 static uint8_t *pattern_of(uint32_t len, uint32_t mul)
 {
@@ -1132,6 +1248,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_idle_connection_closed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_cut_short, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stream_checks_crcs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cold_reads_past_page_cache, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stalled_reader_holds_up_no_other, setup, teardown),
         cmocka_unit_test_setup_teardown(test_slow_writer_holds_up_no_other, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_in_small_pieces, setup, teardown),
