@@ -512,14 +512,14 @@ static bool handlers_send_file(int sock, int file_fd, uint64_t offset, size_t co
  * out, which the locked path then judges).
  */
 static int handlers_direct_check(const struct tilestore *store, const struct tilecrc_trust *trust,
-                                 const struct ts_tile_read_req *req, int file_fd, uint64_t size,
-                                 uint64_t span_start, size_t span_len, uint8_t *buf)
+                                 const struct ts_tile_read_req *req, uint32_t count, int file_fd,
+                                 uint64_t size, uint64_t span_start, size_t span_len, uint8_t *buf)
 {
     size_t got = 0;
     int rc = directread_read(file_fd, span_start, span_len, buf, &got);
     if (rc != 0)
         return rc;
-    if (got < req->offset - span_start + req->length && span_start + got < size)
+    if (got < req->offset - span_start + count)
         return -EAGAIN; /* shorter than the file said: changed meanwhile */
     return tilestore_check_read_unlocked(store, trust, req->ino, req->tile, req->version, file_fd,
                                          size, span_start, buf, got);
@@ -567,7 +567,7 @@ static int handlers_stream_read(struct nodehandlers_context *context,
                      : size - req->offset < req->length ? (uint32_t)(size - req->offset)
                                                          : req->length;
     int64_t start_ns = diskio_now_ns();
-    const uint8_t *from_buffer_at = buffer->bytes;
+    const uint8_t *from_buffer_at = NULL; /* set with from_buffer */
     bool direct = false;
     if (status == TS_OK && count > 0) {
         /* Checked without the lock: other streams' requests go on. */
@@ -583,8 +583,8 @@ static int handlers_stream_read(struct nodehandlers_context *context,
         pthread_mutex_unlock(&context->lock);
         int rc = -EAGAIN;
         if (cold)
-            rc = handlers_direct_check(context->store, &trust, req, file_fd, size, span_start,
-                                       span_len, buffer->bytes);
+            rc = handlers_direct_check(context->store, &trust, req, count, file_fd, size,
+                                       span_start, span_len, buffer->bytes);
         if (rc == 0) {
             direct = from_buffer = true;
             from_buffer_at = buffer->bytes + (req->offset - span_start);
