@@ -11,7 +11,9 @@
 # which also measures host 1's link) and is the client of every
 # configuration: a read or a write of SIZE MiB by 1-2 dd processes, each
 # its own file, into a directory of round-robin placement (so 1 - 1/K of
-# the tiles live on other hosts), or one array file; one configuration
+# the tiles live on other hosts), or one array file; two configurations
+# with one dd on every host at once (each its own file of SIZE/K MiB,
+# predicted with machines=host1,...,hostK); one configuration
 # with every disk throttled below the link (the disks are then the
 # bottleneck). Writes are dd conv=fsync; reads first drop the file's
 # page cache. Predicted with `tessera model predict --machine host1`;
@@ -124,10 +126,24 @@ median() {
 
 rows=()
 throttled=-
+# add_row OP TILE CLIENTS COPIES LAYOUT PREDICTED TIMES...: row n, the
+# median of TIMES measured, SPREAD how far they lie apart.
+add_row() {
+    local op=$1 tile=$2 clients=$3 copies=$4 layout=$5 predicted=$6 measured spread
+    shift 6
+    measured=$(printf '%s\n' "$@" | median)
+    spread=$(printf '%s\n' "$@" | awk -v m="$measured" 'NR == 1 { lo = hi = $1 }
+        { if ($1 < lo) lo = $1; if ($1 > hi) hi = $1 } END { print 100 * (hi - lo) / m }')
+    rows+=("$(printf '%-3s %-5s %5s %-7s %2s %6s %2s %-30s %9.3f %9.3f %6.0f%% %+7.1f%%' "$n" \
+        "$op" "$hosts" "$tile" "$clients" "$copies" "$throttled" "$layout,${hosts}hosts@${link}MB/s" \
+        "$predicted" "$measured" "$spread" \
+        "$(awk -v p="$predicted" -v m="$measured" 'BEGIN { print 100 * (p - m) / m }')")")
+    log "${rows[-1]}"
+}
 n=$((first - 1))
 # run_config OP TILE CLIENTS COPIES LAYOUT(linear|array:SHAPE:TYPE:mesh=AxB)
 run_config() {
-    local op=$1 tile=$2 clients=$3 copies=$4 layout=$5 bytes dir predicted measured spread
+    local op=$1 tile=$2 clients=$3 copies=$4 layout=$5 bytes dir predicted
     n=$((n + 1))
     bytes=$((size_mib * 1048576))
     dir=${MH_MNT[1]}/c$n
@@ -156,15 +172,61 @@ run_config() {
             mh_fail "config $n: a timed $op failed"
         times+=("$t")
     done
-    measured=$(printf '%s\n' "${times[@]}" | median)
-    spread=$(printf '%s\n' "${times[@]}" | awk -v m="$measured" 'NR == 1 { lo = hi = $1 }
-        { if ($1 < lo) lo = $1; if ($1 > hi) hi = $1 } END { print 100 * (hi - lo) / m }')
-    rows+=("$(printf '%-3s %-5s %5s %-7s %2s %6s %2s %-30s %9.3f %9.3f %6.0f%% %+7.1f%%' "$n" \
-        "$op" "$hosts" "$tile" "$clients" "$copies" "$throttled" "$layout,${hosts}hosts@${link}MB/s" \
-        "$predicted" "$measured" "$spread" \
-        "$(awk -v p="$predicted" -v m="$measured" 'BEGIN { print 100 * (p - m) / m }')")")
-    log "${rows[-1]}"
+    add_row "$op" "$tile" "$clients" "$copies" "$layout" "$predicted" "${times[@]}"
     mh_exec 1 rm -rf "$dir"
+}
+
+# run_spread OP COPIES: one client on each host, each reading or writing
+# its own file of SIZE/K MiB in a round-robin directory at once, predicted
+# with machines=host1,...,hostK. Timed from here around the K mh_exec's
+# (their start-up, a few ms, is in the time).
+run_spread() {
+    local op=$1 copies=$2 dir predicted per_mib=$((size_mib / hosts)) h names
+    n=$((n + 1))
+    dir=c$n
+    mh_exec 1 mkdir -p "${MH_MNT[1]}/$dir"
+    mh_exec 1 setfattr -n user.tessera.layout -v "tile=1M copies=$copies placement=roundrobin" \
+        "${MH_MNT[1]}/$dir"
+    names=$(seq -s, -f 'host%g' 1 "$hosts")
+    predicted=$(tool model predict --meta "$MH_META" --machine host1 --json op="$op" \
+        size="${size_mib}M" tile=1M clients="$hosts" copies="$copies" layout=linear \
+        machines="$names" | python3 -c 'import json,sys; print("%.4f" % json.load(sys.stdin)["seconds"])')
+    local times=() pids=() start end
+    for ((r = 0; r < runs; r++)); do
+        if [ "$op" = write ] || [ "$r" = 0 ]; then
+            for ((h = 1; h <= hosts; h++)); do
+                mh_exec "$h" rm -f "${MH_MNT[$h]}/$dir/f$h"
+            done
+            sync
+        fi
+        if [ "$op" != write ] && [ "$r" = 0 ]; then
+            for ((h = 1; h <= hosts; h++)); do
+                mh_exec "$h" dd if="$source_file" of="${MH_MNT[$h]}/$dir/f$h" bs=1M \
+                    count="$per_mib" conv=fsync status=none || mh_fail "writing host $h's file failed"
+            done
+        fi
+        if [ "$op" != write ]; then
+            for ((h = 1; h <= hosts; h++)); do
+                mh_exec "$h" dd if="${MH_MNT[$h]}/$dir/f$h" iflag=nocache count=0 status=none
+            done
+        fi
+        pids=()
+        start=${EPOCHREALTIME/[.,]/}
+        for ((h = 1; h <= hosts; h++)); do
+            if [ "$op" = write ]; then
+                mh_exec "$h" dd if="$source_file" of="${MH_MNT[$h]}/$dir/f$h" bs=1M \
+                    count="$per_mib" conv=fsync status=none &
+            else
+                mh_exec "$h" dd if="${MH_MNT[$h]}/$dir/f$h" of=/dev/null bs=1M status=none &
+            fi
+            pids+=($!)
+        done
+        for p in "${pids[@]}"; do wait "$p" || mh_fail "config $n: a timed $op failed"; done
+        end=${EPOCHREALTIME/[.,]/}
+        times+=("$(awk -v us=$((end - start)) 'BEGIN { printf "%.4f\n", us / 1e6 }')")
+    done
+    add_row "$op" 1M "$hosts" "$copies" linear,1/host "$predicted" "${times[@]}"
+    mh_exec 1 rm -rf "${MH_MNT[1]}/$dir"
 }
 
 mesh=mesh=2x$((hosts / 2))
@@ -175,6 +237,8 @@ run_config read 4M 1 1 linear
 run_config write 1M 1 2 linear
 run_config read 1M 1 2 linear
 run_config read 1M 1 1 "array:4096x$((size_mib * 64)):f32:$mesh"
+run_spread write 1
+run_spread read 1
 # Every disk below the link: the disks, not the link, hold the transfer.
 for ((h = 1; h <= hosts; h++)); do
     tool node throttle "$(mh_node_id "$h")" "$disk" --meta "$MH_META" >/dev/null

@@ -68,7 +68,7 @@ static void modelcmd_usage(FILE *out)
         "CPU and disk a queue), names the bottleneck, and suggests a better layout.\n"
         "\n"
         "WORKLOAD: KEY=VALUE words, or a FILE with a [workload] section of the same keys:\n"
-        "  op=read|write  size=1G  tile=1M  clients=N  mounts=N  nodes=N  copies=N\n"
+        "  op=read|write  size=1G  tile=1M  clients=N  mounts=N  machines=A,B  nodes=N  copies=N\n"
         "  layout=linear | layout=array:SHAPE:TYPE[:mesh=AxB] (e.g. "
         "array:16384x4096:f32:mesh=2x2)\n"
         "  --what-if LIST   predict again with disk=inf,net=inf,cpu=inf,nodes=N,tile=SIZE\n"
@@ -220,6 +220,50 @@ struct modelcmd_run {
     struct perfmodel_result result;
 };
 
+/*
+ * Puts the workload's mounts on their machines: --machine's, or mount i on
+ * machines= entry i mod count, a machine without a datanode added (with
+ * the measured link and this machine's cores: cabled and built alike);
+ * each mount then reads or writes its own contiguous part of the tiles
+ * (*parts, w->tile_clients; free it). 0, or -1 with err.
+ */
+static int modelcmd_place_mounts(struct modelcmd_run *run, const struct modelworkload *work,
+                                 size_t mounts, struct perfmodel_workload *w, uint32_t **parts,
+                                 char *err, size_t cap)
+{
+    struct perfmodel_cluster *c = &run->cluster.model;
+    *parts = NULL;
+    for (size_t i = 0; i < mounts; i++) {
+        int machine = run->cluster.client_machine;
+        if (work->n_machines > 0) {
+            machine =
+                modelcluster_machine_index(&run->cluster, work->machines[i % work->n_machines]);
+            if (machine < 0) {
+                snprintf(err, cap, "machines=: more machines than the model holds (%d)",
+                         PERFMODEL_MAX_MACHINES);
+                return -1;
+            }
+            if (c->machine_cores[machine] == 0)
+                c->machine_cores[machine] = c->machine_cores[run->cluster.client_machine];
+        }
+        w->client_machine[i] = machine;
+    }
+    if (work->n_machines == 0)
+        return 0;
+    size_t n_tiles =
+        w->n_tiles ? w->n_tiles : (size_t)((w->bytes + w->tile_bytes - 1) / w->tile_bytes);
+    *parts = malloc((n_tiles ? n_tiles : 1) * sizeof(**parts));
+    if (!*parts) {
+        snprintf(err, cap, "out of memory");
+        return -1;
+    }
+    for (size_t t = 0; t < n_tiles; t++)
+        (*parts)[t] = (uint32_t)(t * mounts / n_tiles);
+    w->n_tiles = n_tiles;
+    w->tile_clients = *parts;
+    return 0;
+}
+
 static int modelcmd_predict_one(const struct modelcmd_live *live, const struct modelworkload *work,
                                 const struct perfmodel_whatif *inf, struct modelcmd_run *run,
                                 char *err, size_t cap)
@@ -239,8 +283,14 @@ static int modelcmd_predict_one(const struct modelcmd_live *live, const struct m
     struct modelplacement placement;
     if (modelworkload_place(work, machines, c->n_nodes, &placement, err, cap) != 0)
         return -1;
+    if (work->n_machines > work->clients) {
+        snprintf(err, cap, "machines= names %zu machines but clients=%zu: each needs a client",
+                 work->n_machines, work->clients);
+        modelplacement_free(&placement);
+        return -1;
+    }
     /* The model's queues are the mounts: clients on one mount share it. */
-    size_t mounts = work->mounts < work->clients ? work->mounts : work->clients;
+    size_t mounts = modelworkload_mounts(work);
     struct perfmodel_workload w = {
         .op = work->op,
         .bytes = work->bytes,
@@ -256,12 +306,12 @@ static int modelcmd_predict_one(const struct modelcmd_live *live, const struct m
         .array = work->is_array,
         /* The workload's clients write the files they read. */
         .writer_copies = 1};
-    for (size_t i = 0; i < mounts; i++)
-        w.client_machine[i] = run->cluster.client_machine;
-    int rc = perfmodel_predict(c, &w, inf, &run->result);
-    modelplacement_free(&placement);
-    if (rc != 0)
+    uint32_t *parts = NULL;
+    int rc = modelcmd_place_mounts(run, work, mounts, &w, &parts, err, cap);
+    if (rc == 0 && (rc = perfmodel_predict(c, &w, inf, &run->result)) != 0)
         snprintf(err, cap, "the model cannot take this workload");
+    free(parts);
+    modelplacement_free(&placement);
     return rc;
 }
 

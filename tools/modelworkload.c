@@ -24,6 +24,31 @@ void modelworkload_init(struct modelworkload *work)
                                     .copies = 1 };
 }
 
+/* "host1,host2,...": the machines the mounts are on. */
+static int modelworkload_machines(struct modelworkload *work, const char *value, char *err,
+                                  size_t cap)
+{
+    size_t count = 0;
+    for (const char *at = value;; at++) {
+        const char *end = strchr(at, ',');
+        size_t len = end ? (size_t)(end - at) : strlen(at);
+        if (len == 0 || len >= MODELWORKLOAD_MACHINE_MAX || count == MODELWORKLOAD_MAX_MACHINES) {
+            snprintf(err, cap,
+                     "machines=%s: expected 1 to %d machine names (each under %d bytes) "
+                     "separated by commas",
+                     value, MODELWORKLOAD_MAX_MACHINES, MODELWORKLOAD_MACHINE_MAX);
+            return -1;
+        }
+        memcpy(work->machines[count], at, len);
+        work->machines[count++][len] = '\0';
+        if (!end)
+            break;
+        at = end;
+    }
+    work->n_machines = count;
+    return 0;
+}
+
 /* "array:16384x4096:f32:mesh=2x2" into an arrayspec. */
 static int modelworkload_array(struct modelworkload *work, const char *value, char *err,
                                size_t cap)
@@ -110,6 +135,8 @@ int modelworkload_set(struct modelworkload *work, const char *key, const char *v
         if (modelworkload_count(key, value, PERFMODEL_MAX_CLIENTS, &n, err, cap) != 0)
             return -1;
         work->mounts = (size_t)n;
+    } else if (strcmp(key, "machines") == 0) {
+        return modelworkload_machines(work, value, err, cap);
     } else if (strcmp(key, "nodes") == 0) {
         if (modelworkload_count(key, value, PERFMODEL_MAX_NODES, &n, err, cap) != 0)
             return -1;
@@ -129,7 +156,9 @@ int modelworkload_set(struct modelworkload *work, const char *key, const char *v
             return -1;
         }
     } else {
-        snprintf(err, cap, "unknown key %s (op, size, tile, clients, mounts, nodes, copies, layout)",
+        snprintf(err, cap,
+                 "unknown key %s (op, size, tile, clients, mounts, machines, nodes, copies, "
+                 "layout)",
                  key);
         return -1;
     }
@@ -245,10 +274,18 @@ void modelworkload_describe(const struct modelworkload *work, char *out, size_t 
         snprintf(layout, sizeof(layout), "array ");
         arrayspec_format(&spec, layout + 6, sizeof(layout) - 6);
     }
-    snprintf(out, cap, "%s %s, %s tiles, %zu client%s on %zu mount%s, %u cop%s, %s",
+    size_t mounts = modelworkload_mounts(work);
+    snprintf(out, cap, "%s %s, %s tiles, %zu client%s on %zu mount%s%s, %u cop%s, %s",
              work->op == PERFMODEL_READ ? "read" : "write", size, tile, work->clients,
-             work->clients == 1 ? "" : "s", work->mounts, work->mounts == 1 ? "" : "s",
-             work->copies, work->copies == 1 ? "y" : "ies", layout);
+             work->clients == 1 ? "" : "s", mounts, mounts == 1 ? "" : "s",
+             work->n_machines > 1 ? " on several machines" : "", work->copies,
+             work->copies == 1 ? "y" : "ies", layout);
+}
+
+size_t modelworkload_mounts(const struct modelworkload *work)
+{
+    size_t mounts = work->mounts > work->n_machines ? work->mounts : work->n_machines;
+    return mounts < work->clients ? mounts : work->clients;
 }
 
 int modelworkload_place(const struct modelworkload *work, const int *machine, size_t n_nodes,

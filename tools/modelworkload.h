@@ -9,7 +9,11 @@
  *
  * Clients on one mount share its CPU (a FUSE mount serves its processes
  * in one queue), so the model's mount queues are the mounts=N the clients
- * are spread over (default 1, on this machine).
+ * are spread over (default 1, on this machine). machines=A,B,... puts the
+ * mounts on those machines instead (at least one mount on each, mount i on
+ * the (i mod count)th), each client then reading or writing its own part
+ * of the bytes (a file of size/clients, placed as the cluster places it):
+ *   op=read size=64M clients=4 machines=host1,host2,host3,host4
  *   op=write tile=1M layout=array:16384x4096:f32:mesh=2x2
  *
  * An array's size is its shape times its element; its tiles are the
@@ -27,6 +31,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* machines=: names of at most this many machines, each under MODELWORKLOAD_MACHINE_MAX bytes. */
+#define MODELWORKLOAD_MAX_MACHINES 16
+#define MODELWORKLOAD_MACHINE_MAX 256
+
 struct modelworkload {
     enum perfmodel_op op;
     uint64_t bytes;      /* size=; an array's own size */
@@ -34,6 +42,9 @@ struct modelworkload {
     size_t clients;      /* clients= (default 1) */
     size_t mounts;       /* mounts= the clients share (default 1: this machine's) */
     size_t nodes;        /* nodes= (0: every up datanode) */
+    /* machines= : n_machines names (none: every mount on --machine). */
+    size_t n_machines;
+    char machines[MODELWORKLOAD_MAX_MACHINES][MODELWORKLOAD_MACHINE_MAX];
     unsigned copies;     /* copies= (default 1) */
     int is_array;
     struct arrayspec array; /* threshold set from tile_bytes when placed */
@@ -65,6 +76,12 @@ int modelwhatif_parse(const char *text, struct modelwhatif *whatif, char *err, s
 
 /* The workload with the what-if's nodes and tile applied. */
 void modelwhatif_apply(const struct modelwhatif *whatif, struct modelworkload *work);
+
+/*
+ * The model's mount queues: mounts=, at least one on each of machines=,
+ * never more than the clients.
+ */
+size_t modelworkload_mounts(const struct modelworkload *work);
 
 /* One line describing the workload ("read 1.0 GiB, 1 MiB tiles, ..."). */
 void modelworkload_describe(const struct modelworkload *work, char *out, size_t cap);

@@ -93,3 +93,29 @@ assert write1["bottleneck"] == "link-out[machine 0]", write1
 assert write1["what_if"]["seconds"] < 0.5 * remote_s, write1
 PY
 mh_log "copies=1 read predicted link-bound; copies=2 read local; copies=2 write crosses once per tile"
+
+# Four clients, one on each host, each reading its own 16 MiB: four links
+# carry the remote three quarters at once, where four clients on host 1
+# share its one link.
+tool model predict --json op=read copies=1 size=64M tile=1M clients=4 layout=linear \
+    machines=host1,host2,host3,host4 >"$MH_DIR/spread.json" ||
+    mh_fail "model predict with machines= failed"
+tool model predict --json op=read copies=1 size=64M tile=1M clients=4 layout=linear \
+    >"$MH_DIR/onehost.json" || mh_fail "model predict of four clients on host 1 failed"
+python3 - "$MH_DIR" "$link" <<'PY' || mh_fail "machines= predictions: $(cat "$MH_DIR"/spread.json "$MH_DIR"/onehost.json)"
+import json, sys
+d, link = sys.argv[1], float(sys.argv[2])
+spread = json.load(open(d + "/spread.json"))
+one = json.load(open(d + "/onehost.json"))
+busy = lambda r, name: sum(x["busy_s"] for x in r["resources"] if x["name"] == name)
+per_host_s = 12 * 1048576 / (link * 1e6)  # 3/4 of each client's 16 MiB over its own link
+for m in range(4):
+    assert abs(busy(spread, "link-in[machine %d]" % m) / per_host_s - 1) < 0.05, (m, spread)
+assert spread["bottleneck"].startswith("link-"), spread
+assert spread["seconds"] < 0.4 * one["seconds"], (spread["seconds"], one["seconds"])
+PY
+tool model predict op=read clients=1 machines=host1,host2 >/dev/null 2>"$MH_DIR/fewer.err" &&
+    mh_fail "model predict took two machines for one client"
+grep -q "each needs a client" "$MH_DIR/fewer.err" ||
+    mh_fail "model predict with too few clients said: $(cat "$MH_DIR/fewer.err")"
+mh_log "four clients on four hosts predicted on four links at once"

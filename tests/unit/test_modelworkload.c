@@ -44,6 +44,48 @@ static void test_words(void **state)
     }
 }
 
+/*
+ * machines=: the machines the mounts are on, at least one mount each and
+ * never more mounts than clients; malformed lists refused.
+ */
+static void test_machines(void **state)
+{
+    (void)state;
+    struct modelworkload w;
+    char err[256];
+    char *words[] = {"clients=4", "machines=host1,host2,host3,host4"};
+    modelworkload_init(&w);
+    assert_int_equal(modelworkload_mounts(&w), 1);
+    assert_int_equal(modelworkload_parse_words(&w, 2, words, err, sizeof(err)), 0);
+    assert_int_equal(w.n_machines, 4);
+    assert_string_equal(w.machines[0], "host1");
+    assert_string_equal(w.machines[3], "host4");
+    assert_int_equal(modelworkload_mounts(&w), 4);
+    char *more[] = {"mounts=8", "clients=8"};
+    assert_int_equal(modelworkload_parse_words(&w, 2, more, err, sizeof(err)), 0);
+    assert_int_equal(modelworkload_mounts(&w), 8);
+    char *fewer[] = {"clients=2"};
+    assert_int_equal(modelworkload_parse_words(&w, 1, fewer, err, sizeof(err)), 0);
+    assert_int_equal(modelworkload_mounts(&w), 2);
+    modelworkload_describe(&w, err, sizeof(err));
+    assert_non_null(strstr(err, "on several machines"));
+
+    char long_name[300];
+    memset(long_name, 'h', sizeof(long_name) - 1);
+    long_name[sizeof(long_name) - 1] = '\0';
+    char too_long[320];
+    snprintf(too_long, sizeof(too_long), "machines=%s", long_name);
+    char *bad[][1] = {{"machines="},   {"machines=a,,b"},
+                      {"machines=a,"}, {"machines=,a"},
+                      {too_long},      {"machines=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17"}};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        modelworkload_init(&w);
+        err[0] = '\0';
+        assert_int_equal(modelworkload_parse_words(&w, 1, bad[i], err, sizeof(err)), -1);
+        assert_non_null(strstr(err, "machines="));
+    }
+}
+
 /* An array's size is its shape's; its tiles go to their chunks' homes. */
 static void test_array_placement(void **state)
 {
@@ -448,12 +490,12 @@ static void test_client_cpu(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_words),         cmocka_unit_test(test_array_placement),
-        cmocka_unit_test(test_file),          cmocka_unit_test(test_whatif),
-        cmocka_unit_test(test_calib_record),  cmocka_unit_test(test_cluster_sources),
-        cmocka_unit_test(test_cluster_links), cmocka_unit_test(test_split_remote),
-        cmocka_unit_test(test_fit_mount),     cmocka_unit_test(test_fixed_cost),
-        cmocka_unit_test(test_client_cpu),
+        cmocka_unit_test(test_words),           cmocka_unit_test(test_machines),
+        cmocka_unit_test(test_array_placement), cmocka_unit_test(test_file),
+        cmocka_unit_test(test_whatif),          cmocka_unit_test(test_calib_record),
+        cmocka_unit_test(test_cluster_sources), cmocka_unit_test(test_cluster_links),
+        cmocka_unit_test(test_split_remote),    cmocka_unit_test(test_fit_mount),
+        cmocka_unit_test(test_fixed_cost),      cmocka_unit_test(test_client_cpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
