@@ -36,8 +36,7 @@ static atomic_bool directread_kernel_has_cachestat = true;
 void directread_span(uint64_t size, uint64_t offset, uint64_t length, uint64_t *start, size_t *len)
 {
     uint64_t end = offset + length < size ? offset + length : size;
-    uint64_t block_end =
-        (end + TILECRC_BLOCK_BYTES - 1) / TILECRC_BLOCK_BYTES * TILECRC_BLOCK_BYTES;
+    uint64_t block_end = (uint64_t)tilecrc_blocks_for(end) * TILECRC_BLOCK_BYTES;
     if (block_end > size)
         block_end = (size + DIRECTREAD_ALIGN - 1) / DIRECTREAD_ALIGN * DIRECTREAD_ALIGN;
     *start = offset / TILECRC_BLOCK_BYTES * TILECRC_BLOCK_BYTES;

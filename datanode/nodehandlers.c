@@ -575,9 +575,10 @@ static int handlers_stream_read(struct nodehandlers_context *context,
         tilestore_trust(context->store, &trust);
         uint64_t span_start = 0;
         size_t span_len = 0;
-        directread_span(size, req->offset, count, &span_start, &span_len);
         /* Only bytes the reader keeps: the page cache here is an O_DIRECT
          * reader's only cache, and a kept read's pages would be dropped. */
+        if (reader_keeps)
+            directread_span(size, req->offset, count, &span_start, &span_len);
         bool cold = reader_keeps && directread_cold(file_fd, span_start, span_len) &&
                     handlers_buffer_fit(buffer, span_len);
         pthread_mutex_unlock(&context->lock);
