@@ -63,6 +63,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <zmq.h>
 
@@ -567,6 +568,33 @@ static int serve(struct rpc_server *server, struct heartbeat *heartbeat, struct 
     return exit_code;
 }
 
+/* Most descriptors the datanode asks for: its connections and up to
+ * TILEHANDLES_MAX kept tile files (an eighth of the limit) with room to
+ * spare, without making a loop over every descriptor slow. */
+#define DATANODE_OPEN_FILES_WANTED 65536
+
+/*
+ * Raises the soft limit on open descriptors towards the hard one, as
+ * servers do: the usual soft 1024 would keep 128 tile files open
+ * (tilestore.c), fewer than the tiles one file of a few GiB puts on a
+ * datanode. The hard limit stays the operator's.
+ */
+static void datanode_raise_open_files(void)
+{
+    struct rlimit files;
+    if (getrlimit(RLIMIT_NOFILE, &files) != 0 || files.rlim_cur >= DATANODE_OPEN_FILES_WANTED)
+        return;
+    rlim_t wanted = files.rlim_max == RLIM_INFINITY || files.rlim_max > DATANODE_OPEN_FILES_WANTED
+                        ? DATANODE_OPEN_FILES_WANTED
+                        : files.rlim_max;
+    if (wanted <= files.rlim_cur)
+        return;
+    files.rlim_cur = wanted;
+    if (setrlimit(RLIMIT_NOFILE, &files) != 0)
+        log_warn("cannot raise the open file limit to %llu: %s (fewer tile files are kept open)",
+                 (unsigned long long)wanted, strerror(errno));
+}
+
 int main(int argc, char **argv)
 {
     struct datanode_options options;
@@ -615,6 +643,7 @@ int main(int argc, char **argv)
     mallopt(M_MMAP_THRESHOLD, 64 << 20);
     mallopt(M_TRIM_THRESHOLD, 8 << 20);
     mallopt(M_ARENA_MAX, 2);
+    datanode_raise_open_files();
     install_signal_handlers();
     readiness_reopen_log_on_sighup();
     if (curve_setup(options.key_path, options.insecure, true) != 0)

@@ -550,19 +550,26 @@ static int handlers_stream_read(struct nodehandlers_context *context,
                                 struct nodehandlers_write_buffer *buffer,
                                 struct nodehandlers_drop_behind *drop)
 {
-    uint64_t size = 0;
+    struct tilestore_held held = {.fd = -1};
     bool moving = false;
     bool from_buffer = false;
-    int file_fd = -1;
     int status = diskio_throttled(context->disk)
                      ? TS_ERR_BUSY
                      : handlers_fence_status(context, req->ino, req->tile, req->version, false,
                                              &moving);
     if (status == TS_OK) {
-        int rc = tilestore_open_tile(context->store, req->ino, req->tile, req->version, &file_fd,
-                                     &size);
+        /* A kept read's descriptor is its own: it may go past the page cache
+         * (its O_DIRECT flag is the open file's) and is left for drop-behind. */
+        int rc = reader_keeps
+                     ? tilestore_open_tile(context->store, req->ino, req->tile, req->version,
+                                           &held.fd, &held.size)
+                     : tilestore_hold(context->store, req->ino, req->tile, req->version, &held);
         status = rc == 0 ? TS_OK : status_from_errno(-rc);
     }
+    int file_fd = held.fd;
+    uint64_t size = held.size;
+    struct tilecrc loaded; /* the sidecar's CRCs, when a plain read loaded them */
+    bool did_load = false;
     uint32_t count = size <= req->offset ? 0
                      : size - req->offset < req->length ? (uint32_t)(size - req->offset)
                                                          : req->length;
@@ -589,9 +596,13 @@ static int handlers_stream_read(struct nodehandlers_context *context,
         if (rc == 0) {
             direct = from_buffer = true;
             from_buffer_at = buffer->bytes + (req->offset - span_start);
-        } else {
+        } else if (reader_keeps) {
             rc = tilestore_check_open_unlocked(context->store, &trust, req->ino, req->tile,
                                                req->version, file_fd, size, req->offset, count);
+        } else {
+            rc = tilestore_check_held_unlocked(context->store, &trust, req->ino, req->tile,
+                                               req->version, &held, req->offset, count, NULL, 0,
+                                               &loaded, &did_load);
         }
         pthread_mutex_lock(&context->lock);
         if (rc == -EAGAIN && !handlers_buffer_fit(buffer, count)) {
@@ -607,8 +618,7 @@ static int handlers_stream_read(struct nodehandlers_context *context,
         status = rc == 0 ? TS_OK : status_from_errno(-rc);
     }
     if (status != TS_OK) {
-        if (file_fd >= 0)
-            close(file_fd);
+        tilestore_unhold(context->store, &held, did_load ? &loaded : NULL);
         return handlers_stream_head(sock, status, 0) ? status : -1;
     }
     handlers_count_read(context, req->ino, req->tile, count);
@@ -628,11 +638,12 @@ static int handlers_stream_read(struct nodehandlers_context *context,
     if (result == TS_OK && warm)
         handlers_warm_file(file_fd);
     /* Bytes read past the page cache left none of it to drop. */
-    if (result == TS_OK && reader_keeps && count > 0 && !direct)
+    if (result == TS_OK && reader_keeps && count > 0 && !direct) {
         *drop = (struct nodehandlers_drop_behind){.fd = file_fd, .offset = req->offset, .length = count};
-    else
-        close(file_fd);
+        held.fd = -1;
+    }
     pthread_mutex_lock(&context->lock);
+    tilestore_unhold(context->store, &held, did_load ? &loaded : NULL);
 
     diskio_add_read(context->disk, start_ns, result == TS_OK ? count : 0);
     return result;

@@ -39,6 +39,7 @@
 #include "crc32c.h"
 #include "flusher.h"
 #include "tilecrc.h"
+#include "tilehandles.h"
 #include "log.h"
 #include "proto.h"
 #include "util.h"
@@ -55,6 +56,7 @@
 #include <sys/file.h>
 #include <time.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -100,6 +102,7 @@ struct tilestore {
     uint32_t spare_count;
     uint32_t next_spare_id;
     struct flusher *flusher; /* starts the disk writes of written ranges */
+    struct tilehandles *handles; /* tile files kept open for the stream's reads */
     uint8_t *created;        /* records not yet taken (see the invariants) */
     size_t created_head;     /* records before it were taken */
     size_t created_count;    /* records in created, taken ones included */
@@ -705,6 +708,19 @@ static int tilestore_take_spare(struct tilestore *store, const char *name)
     return -1;
 }
 
+/*
+ * How many tile files the store keeps open for reads: an eighth of the
+ * descriptors the process may have, the rest being its connections' and
+ * the files a write or a pull opens.
+ */
+static size_t tilestore_handles_allowed(void)
+{
+    struct rlimit files;
+    if (getrlimit(RLIMIT_NOFILE, &files) != 0 || files.rlim_cur == RLIM_INFINITY)
+        return TILEHANDLES_MAX;
+    return (size_t)(files.rlim_cur / 8);
+}
+
 int tilestore_open(const char *data_dir, uint64_t capacity_limit, struct tilestore **storep)
 {
     char path[4096];
@@ -773,6 +789,10 @@ int tilestore_open(const char *data_dir, uint64_t capacity_limit, struct tilesto
                        &store->flusher);
     if (rc != 0)
         goto fail;
+    rc = tilehandles_new(tilestore_handles_allowed(), &store->handles);
+    if (rc != 0)
+        goto fail;
+    log_info("keeping up to %zu tile files open for reads", tilehandles_capacity(store->handles));
     *storep = store;
     return 0;
 fail:
@@ -785,6 +805,7 @@ void tilestore_close(struct tilestore **storep)
     if (!storep || !*storep)
         return;
     struct tilestore *store = *storep;
+    tilehandles_destroy(&store->handles);
     if (store->flusher) {
         struct flusher_stats stats;
         flusher_stop(&store->flusher, &stats);
@@ -906,6 +927,7 @@ int tilestore_write_summed(struct tilestore *store, uint64_t ino, uint64_t tile,
 
     if (rc != 0 || len == 0)
         return rc;
+    tilehandles_forget(store->handles, ino, tile);
     tilestore_name(ino, tile, version, name);
     fd = openat(store->tiles_fd, name, O_RDWR | O_CLOEXEC);
     if (fd < 0 && errno != ENOENT)
@@ -1098,6 +1120,63 @@ int tilestore_check_open_unlocked(const struct tilestore *store, const struct ti
                                  0);
 }
 
+int tilestore_hold(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
+                   struct tilestore_held *held)
+{
+    *held = (struct tilestore_held){.fd = -1};
+    struct tilehandle *handle = tilehandles_find(store->handles, ino, tile, version);
+    if (!handle) {
+        int fd = -1;
+        uint64_t size = 0;
+        int rc = tilestore_open_tile(store, ino, tile, version, &fd, &size);
+        if (rc != 0)
+            return rc;
+        handle = tilehandles_add(store->handles, ino, tile, version, fd, size);
+        if (!handle) {
+            held->fd = fd; /* every handle held: this read's own descriptor */
+            held->size = size;
+            return 0;
+        }
+    }
+    held->handle = handle;
+    held->fd = handle->fd;
+    held->size = handle->size;
+    held->sums = handle->have_sums ? &handle->sums : NULL;
+    return 0;
+}
+
+void tilestore_unhold(struct tilestore *store, struct tilestore_held *held,
+                      const struct tilecrc *loaded)
+{
+    if (held->handle)
+        tilehandles_release(store->handles, held->handle, loaded);
+    else if (held->fd >= 0)
+        close(held->fd);
+    *held = (struct tilestore_held){.fd = -1};
+}
+
+int tilestore_check_held_unlocked(const struct tilestore *store, const struct tilecrc_trust *trust,
+                                  uint64_t ino, uint64_t tile, uint64_t version,
+                                  const struct tilestore_held *held, uint64_t offset, size_t length,
+                                  const uint8_t *served, size_t served_len, struct tilecrc *loaded,
+                                  bool *did_load)
+{
+    *did_load = false;
+    const struct tilecrc *sums = held->sums;
+    if (!sums) {
+        char name[TILESTORE_PATH_MAX];
+        if (!served)
+            tilecrc_read_ahead(held->fd, offset, length); /* as tilestore_check_range() */
+        tilestore_name(ino, tile, version, name);
+        if (tilecrc_load(store->tiles_fd, name, held->size, trust, loaded) != 0)
+            return -EAGAIN;
+        *did_load = true;
+        sums = loaded;
+    }
+    int rc = tilecrc_verify(held->fd, held->size, sums, offset, length, served, served_len);
+    return rc == 0 ? 0 : -EAGAIN; /* as tilestore_verify_unlocked() */
+}
+
 int tilestore_check_read_unlocked(const struct tilestore *store, const struct tilecrc_trust *trust,
                                   uint64_t ino, uint64_t tile, uint64_t version, int fd,
                                   uint64_t size, uint64_t start, const uint8_t *bytes, size_t len)
@@ -1218,6 +1297,7 @@ int tilestore_truncate(struct tilestore *store, uint64_t ino, uint64_t tile, uin
 
     if (rc != 0)
         return rc;
+    tilehandles_forget(store->handles, ino, tile);
     tilestore_name(ino, tile, version, name);
     fd = openat(store->tiles_fd, name, O_RDWR | O_CLOEXEC);
     if (fd < 0)
@@ -1261,6 +1341,8 @@ int tilestore_delete(struct tilestore *store, uint64_t ino, uint64_t tile, uint6
         return rc;
     if (store->delete_hook)
         store->delete_hook(store->delete_hook_arg, ino, tile, version);
+    /* Its inode may become a spare, and then another tile's. */
+    tilehandles_forget(store->handles, ino, tile);
     tilestore_name(ino, tile, version, name);
     /* The sidecar first: a crash between leaves a tile without one, whose
      * CRCs are rebuilt, never a sidecar a later file of that name would trust. */

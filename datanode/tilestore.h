@@ -56,6 +56,8 @@
 #include <stdint.h>
 
 struct tilestore;
+struct tilecrc;
+struct tilehandle;
 
 /* Bucket directories under DATA/tiles, named 0 .. TILESTORE_BUCKETS - 1. */
 #define TILESTORE_BUCKETS 256
@@ -153,6 +155,46 @@ int tilestore_check_open_unlocked(const struct tilestore *store,
 int tilestore_check_read_unlocked(const struct tilestore *store, const struct tilecrc_trust *trust,
                                   uint64_t ino, uint64_t tile, uint64_t version, int fd,
                                   uint64_t size, uint64_t start, const uint8_t *bytes, size_t len);
+
+/*
+ * A tile file held open for one read (tilehandles.h): kept between reads,
+ * with its trusted CRCs once a read has loaded them, so a small read does
+ * not open the file and its sidecar each time.
+ */
+struct tilestore_held {
+    struct tilehandle *handle; /* NULL: fd is this read's own */
+    int fd;
+    uint64_t size;              /* the file's size when it was opened */
+    const struct tilecrc *sums; /* the trusted CRCs, NULL: not loaded yet */
+};
+
+/*
+ * Holds the tile's file for a read (under the lock): 0, -ENOENT when it
+ * has none, or another negative errno. Every change to the tile through
+ * the store lets go of what is kept for it; a holder reads on as the file
+ * was (tilehandles.h).
+ */
+int tilestore_hold(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
+                   struct tilestore_held *held);
+
+/*
+ * Ends a hold (under the lock). loaded: the trusted CRCs
+ * tilestore_check_held_unlocked() loaded for it, or NULL.
+ */
+void tilestore_unhold(struct tilestore *store, struct tilestore_held *held,
+                      const struct tilecrc *loaded);
+
+/*
+ * As tilestore_check_read_unlocked() (served, served_len) or, with served
+ * NULL, tilestore_check_open_unlocked(), for a held file: its kept CRCs,
+ * or its sidecar's loaded into *loaded (*did_load then true, for
+ * tilestore_unhold()). 0, or -EAGAIN: tilestore_read() under the lock.
+ */
+int tilestore_check_held_unlocked(const struct tilestore *store, const struct tilecrc_trust *trust,
+                                  uint64_t ino, uint64_t tile, uint64_t version,
+                                  const struct tilestore_held *held, uint64_t offset, size_t length,
+                                  const uint8_t *served, size_t served_len, struct tilecrc *loaded,
+                                  bool *did_load);
 
 /*
  * Moves up to max of the corrupt tile files found and not yet taken into

@@ -304,6 +304,122 @@ static void test_deleted_files_are_reused(void **state)
     assert_int_equal(back[10], 'z');
 }
 
+/* Reads a held tile's bytes [offset, offset + len) checked, as the stream does. */
+static int held_read(struct fixture *fixture, uint64_t ino, const struct tilestore_held *held,
+                     uint64_t offset, uint8_t *into, size_t len, struct tilecrc *loaded,
+                     bool *did_load)
+{
+    struct tilecrc_trust trust;
+    tilestore_trust(fixture->store, &trust);
+    int rc = tilestore_check_held_unlocked(fixture->store, &trust, ino, 0, 1, held, offset, len,
+                                           NULL, 0, loaded, did_load);
+    if (rc == 0 && pread(held->fd, into, len, (off_t)offset) != (ssize_t)len)
+        rc = -EIO;
+    return rc;
+}
+
+/* A held tile file is kept between reads with its CRCs, and every change
+ * to the tile through the store lets go of it: the next hold sees the new
+ * bytes, never a kept descriptor of the old file. */
+static void test_held_files_follow_changes(void **state)
+{
+    struct fixture *fixture = *state;
+    static uint8_t data[200000], back[200000];
+    struct tilestore_held held;
+    struct tilecrc loaded;
+    bool did_load = false;
+
+    fill_pattern(data, sizeof(data), 3);
+    assert_int_equal(tilestore_write(fixture->store, 600, 0, 1, 0, data, sizeof(data)), 0);
+    assert_int_equal(tilestore_hold(fixture->store, 600, 0, 1, &held), 0);
+    assert_non_null(held.handle);
+    assert_null(held.sums); /* not loaded yet */
+    assert_int_equal(held.size, sizeof(data));
+    assert_int_equal(held_read(fixture, 600, &held, 70000, back, 5000, &loaded, &did_load), 0);
+    assert_true(did_load);
+    assert_memory_equal(back, data + 70000, 5000);
+    int kept_fd = held.fd;
+    tilestore_unhold(fixture->store, &held, &loaded);
+
+    /* Kept: the same descriptor, its CRCs with it, nothing loaded again. */
+    assert_int_equal(tilestore_hold(fixture->store, 600, 0, 1, &held), 0);
+    assert_int_equal(held.fd, kept_fd);
+    assert_non_null(held.sums);
+    assert_int_equal(held_read(fixture, 600, &held, 0, back, 1000, &loaded, &did_load), 0);
+    assert_false(did_load);
+    assert_memory_equal(back, data, 1000);
+    tilestore_unhold(fixture->store, &held, NULL);
+
+    /* A write: a reader that held the file before it may see a mismatch,
+     * never a wrong byte passed as checked; the next hold sees the write. */
+    assert_int_equal(tilestore_hold(fixture->store, 600, 0, 1, &held), 0);
+    uint8_t changed[100];
+    memset(changed, 0x5a, sizeof(changed));
+    assert_int_equal(tilestore_write(fixture->store, 600, 0, 1, 100, changed, sizeof(changed)), 0);
+    assert_int_equal(held_read(fixture, 600, &held, 0, back, 1000, &loaded, &did_load), -EAGAIN);
+    tilestore_unhold(fixture->store, &held, NULL);
+    assert_int_equal(tilestore_hold(fixture->store, 600, 0, 1, &held), 0);
+    assert_null(held.sums);
+    assert_int_equal(held_read(fixture, 600, &held, 0, back, 1000, &loaded, &did_load), 0);
+    assert_memory_equal(back + 100, changed, sizeof(changed));
+    tilestore_unhold(fixture->store, &held, &loaded);
+
+    /* A truncation: the next hold has the new size. */
+    assert_int_equal(tilestore_truncate(fixture->store, 600, 0, 1, 3000), 0);
+    assert_int_equal(tilestore_hold(fixture->store, 600, 0, 1, &held), 0);
+    assert_int_equal(held.size, 3000);
+    assert_int_equal(held_read(fixture, 600, &held, 2000, back, 1000, &loaded, &did_load), 0);
+    assert_memory_equal(back, data + 2000, 1000);
+    tilestore_unhold(fixture->store, &held, &loaded);
+
+    /* A delete: the inode becomes a spare, then another tile's file; the
+     * deleted tile is gone, and the new one reads its own bytes. */
+    assert_int_equal(tilestore_hold(fixture->store, 600, 0, 1, &held), 0);
+    tilestore_unhold(fixture->store, &held, NULL);
+    assert_int_equal(tilestore_delete(fixture->store, 600, 0, 1), 0);
+    assert_int_equal(tilestore_hold(fixture->store, 600, 0, 1, &held), -ENOENT);
+    assert_int_equal(held.fd, -1);
+    assert_int_equal(tilestore_write(fixture->store, 600, 0, 1, 0, "new", 3), 0);
+    assert_int_equal(tilestore_hold(fixture->store, 600, 0, 1, &held), 0);
+    assert_int_equal(held.size, 3);
+    assert_int_equal(held_read(fixture, 600, &held, 0, back, 3, &loaded, &did_load), 0);
+    assert_memory_equal(back, "new", 3);
+    tilestore_unhold(fixture->store, &held, &loaded);
+}
+
+/* A byte flipped on the disk under a held file with kept CRCs is refused. */
+static void test_held_file_refuses_a_flipped_byte(void **state)
+{
+    struct fixture *fixture = *state;
+    static uint8_t data[70000], back[4096];
+    struct tilestore_held held;
+    struct tilecrc loaded;
+    bool did_load = false;
+    char path[PATH_MAX + TILESTORE_PATH_MAX + 2], name[TILESTORE_PATH_MAX];
+
+    fill_pattern(data, sizeof(data), 9);
+    assert_int_equal(tilestore_write(fixture->store, 601, 0, 1, 0, data, sizeof(data)), 0);
+    assert_int_equal(tilestore_hold(fixture->store, 601, 0, 1, &held), 0);
+    assert_int_equal(held_read(fixture, 601, &held, 0, back, sizeof(back), &loaded, &did_load), 0);
+    tilestore_unhold(fixture->store, &held, &loaded);
+
+    assert_int_equal(tilestore_path(601, 0, 1, name, sizeof(name)), 0);
+    snprintf(path, sizeof(path), "%s/%s", fixture->dir, name);
+    int fd = open(path, O_WRONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(pwrite(fd, "\xff", 1, 66000), 1);
+    close(fd);
+
+    assert_int_equal(tilestore_hold(fixture->store, 601, 0, 1, &held), 0);
+    assert_non_null(held.sums);
+    assert_int_equal(held_read(fixture, 601, &held, 65536, back, 100, &loaded, &did_load), -EAGAIN);
+    /* The other block is still served. */
+    assert_int_equal(held_read(fixture, 601, &held, 100, back, 100, &loaded, &did_load), 0);
+    tilestore_unhold(fixture->store, &held, NULL);
+    size_t got = 0;
+    assert_int_equal(tilestore_read(fixture->store, 601, 0, 1, 65536, 100, back, &got), -EBADMSG);
+}
+
 /* A relinked tile: durable under both names, each with its own sidecar, and one name's
  * deletion never empties the other (no spare is taken from a shared inode). */
 static void test_relink_shares_the_bytes_not_the_spares(void **state)
@@ -956,6 +1072,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_deleted_files_are_reused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_relink_shares_the_bytes_not_the_spares, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_held_files_follow_changes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_held_file_refuses_a_flipped_byte, setup, teardown),
         cmocka_unit_test_setup_teardown(test_usage_counters, setup, teardown),
         cmocka_unit_test_setup_teardown(test_created_records, setup, teardown),
         cmocka_unit_test_setup_teardown(test_second_open_is_refused, setup, teardown),
