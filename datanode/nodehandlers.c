@@ -526,6 +526,43 @@ static int handlers_direct_check(const struct tilestore *store, const struct til
 }
 
 /*
+ * A plain read this short (a 4 KiB O_DIRECT read through the mount, say)
+ * is read as whole CRC blocks into the thread's buffer, checked there and
+ * sent from it: one pass over the page cache, where checking it and then
+ * sendfile() took two.
+ */
+#define HANDLERS_SMALL_READ_BYTES (128u << 10)
+
+/*
+ * A short plain read's bytes: the whole CRC blocks [span_start, span_start
+ * + span_len) of the held tile read through the page cache into buf and
+ * checked there. 0: buf holds req's range, checked; -EAGAIN or another
+ * negative errno: as handlers_direct_check().
+ */
+static int handlers_small_check(const struct tilestore *store, const struct tilecrc_trust *trust,
+                                const struct ts_tile_read_req *req, uint32_t count,
+                                const struct tilestore_held *held, uint64_t span_start,
+                                size_t span_len, uint8_t *buf, struct tilecrc *loaded,
+                                bool *did_load)
+{
+    size_t got = 0;
+    while (got < span_len) {
+        ssize_t n = pread(held->fd, buf + got, span_len - got, (off_t)(span_start + got));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            break; /* the end of the file */
+        got += (size_t)n;
+    }
+    if (got < req->offset - span_start + count)
+        return -EAGAIN; /* shorter than the file said: changed meanwhile */
+    return tilestore_check_held_unlocked(store, trust, req->ino, req->tile, req->version, held,
+                                         span_start, got, buf, got, loaded, did_load);
+}
+
+/*
  * One read of the tile stream: as TILE_READ, but anything other than
  * bytes or a hole (a fence, a missing file, a throttled disk, whose
  * timing the stream would dodge) is a bare status the client takes to
@@ -536,9 +573,13 @@ static int handlers_direct_check(const struct tilestore *store, const struct til
  * from the file with sendfile(), which hands the socket the page cache's
  * pages, not a copy (reading them into a 1 MiB buffer and sending that
  * cost a second copy; summing them through a mapping of the page cache
- * instead cost twice the CPU, page walks on a VM). Only a range that does
- * not check out clean is read again under the lock, into the thread's
- * buffer, and sent from there. A write to the range between the
+ * instead cost twice the CPU, page walks on a VM). Two kinds of reads go
+ * through the thread's buffer instead: a kept read of cold bytes
+ * (directread.h) and a short plain read (HANDLERS_SMALL_READ_BYTES). A
+ * plain read's file is held between reads (tilestore_hold()); a kept
+ * read's descriptor is its own. Only a range that does not check out
+ * clean is read again under the lock, into the thread's buffer, and sent
+ * from there. A write to the range between the
  * check and the send is sent as written: a read racing a write may see
  * either, as it may without checksums. The counters are updated before
  * the bytes go, so they are right by the time a client has its answer.
@@ -582,19 +623,25 @@ static int handlers_stream_read(struct nodehandlers_context *context,
         tilestore_trust(context->store, &trust);
         uint64_t span_start = 0;
         size_t span_len = 0;
-        /* Only bytes the reader keeps: the page cache here is an O_DIRECT
-         * reader's only cache, and a kept read's pages would be dropped. */
-        if (reader_keeps)
-            directread_span(size, req->offset, count, &span_start, &span_len);
+        directread_span(size, req->offset, count, &span_start, &span_len);
+        /* Past the page cache only bytes the reader keeps: the page cache
+         * here is an O_DIRECT reader's only cache, and a kept read's pages
+         * would be dropped. */
         bool cold = reader_keeps && directread_cold(file_fd, span_start, span_len) &&
                     handlers_buffer_fit(buffer, span_len);
+        bool small = !reader_keeps && span_len <= HANDLERS_SMALL_READ_BYTES &&
+                     handlers_buffer_fit(buffer, span_len);
         pthread_mutex_unlock(&context->lock);
         int rc = -EAGAIN;
         if (cold)
             rc = handlers_direct_check(context->store, &trust, req, count, file_fd, size,
                                        span_start, span_len, buffer->bytes);
+        else if (small)
+            rc = handlers_small_check(context->store, &trust, req, count, &held, span_start,
+                                      span_len, buffer->bytes, &loaded, &did_load);
         if (rc == 0) {
-            direct = from_buffer = true;
+            direct = cold;
+            from_buffer = true;
             from_buffer_at = buffer->bytes + (req->offset - span_start);
         } else if (reader_keeps) {
             rc = tilestore_check_open_unlocked(context->store, &trust, req->ino, req->tile,

@@ -989,6 +989,70 @@ static void test_stream_checks_crcs(void **state)
 
 /* The path of tile (ino, tile, version)'s file in the fixture's store. */
 static void tile_path_of(struct fixture *fixture, uint64_t ino, uint64_t tile, uint64_t version,
+                         char *path, size_t cap);
+
+/*
+ * Plain reads keep the tile's file open with its CRCs (tilehandles.h): a
+ * write through the stream between two reads is seen by the second, short
+ * and long reads alike, and a byte flipped on the disk under kept CRCs is
+ * refused while the good block is still served.
+ */
+static void test_plain_reads_follow_writes(void **state)
+{
+    struct fixture *fixture = *state;
+    static uint8_t data[TILE_BYTES], want[70000];
+    uint32_t data_bytes = 0;
+    const uint32_t size = sizeof(want);
+    int fd = client_connect(fixture);
+
+    memcpy(want, fixture->tile, size);
+    send_write(fd, 43, 0, 1, 0, want, size);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    for (int round = 0; round < 2; round++) {
+        send_request(fd, 43, 0, 1, 1000, 4096);
+        assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+        assert_int_equal(data_bytes, 4096);
+        assert_memory_equal(data, want + 1000, 4096);
+    }
+
+    for (uint32_t i = 0; i < 5000; i++)
+        want[1000 + i] = (uint8_t)(want[1000 + i] ^ 0xA5);
+    send_write(fd, 43, 0, 1, 1000, want + 1000, 5000);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    send_request(fd, 43, 0, 1, 1000, 4096);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    assert_memory_equal(data, want + 1000, 4096);
+    send_request(fd, 43, 0, 1, 0, size); /* longer than a short read: checked, then sendfile */
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    assert_int_equal(data_bytes, size);
+    assert_memory_equal(data, want, size);
+    /* Grown by a write: the new end is read, not the size kept with the file. */
+    send_write(fd, 43, 0, 1, size, fixture->tile, 3000);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    send_request(fd, 43, 0, 1, size - 1000, 8192);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    assert_int_equal(data_bytes, 4000);
+    assert_memory_equal(data, want + size - 1000, 1000);
+    assert_memory_equal(data + 1000, fixture->tile, 3000);
+
+    char path[PATH_MAX + TILESTORE_PATH_MAX];
+    tile_path_of(fixture, 43, 0, 1, path, sizeof(path));
+    int file = open(path, O_RDWR);
+    assert_true(file >= 0);
+    uint8_t byte = (uint8_t)(want[66000] ^ 0x10);
+    assert_int_equal(pwrite(file, &byte, 1, 66000), 1);
+    close(file);
+    send_request(fd, 43, 0, 1, 65536, 100);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_ERR_CORRUPT);
+    send_request(fd, 43, 0, 1, 63000, 4096); /* across both blocks */
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_ERR_CORRUPT);
+    send_request(fd, 43, 0, 1, 0, 4096);
+    assert_int_equal(answer(fixture, fd, data, &data_bytes), TS_OK);
+    assert_memory_equal(data, want, 4096);
+    close(fd);
+}
+
+static void tile_path_of(struct fixture *fixture, uint64_t ino, uint64_t tile, uint64_t version,
                          char *path, size_t cap)
 {
     char relative[TILESTORE_PATH_MAX];
@@ -1233,6 +1297,7 @@ int main(void)
         cmocka_unit_test(test_open_needs_ipv4),
         cmocka_unit_test_setup_teardown(test_port_request, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_plain_reads_follow_writes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_small_reads_warm, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kept_reads_drop_behind, setup, teardown),
         cmocka_unit_test_setup_teardown(test_request_in_pieces, setup, teardown),
