@@ -111,6 +111,8 @@ struct datanode_loop {
 #define DATANODE_MEMORY_RESERVE_BYTES (24ull << 20)
 #define DATANODE_MEMORY_MIN_BYTES (32ull << 20)
 #define DATANODE_MEMORY_DEFAULT_BYTES (256ull << 20)
+/* --memory from which the stream threads' buffers are huge pages (nodehandlers.h). */
+#define DATANODE_HUGE_BUFFERS_MIN_BYTES (64ull << 20)
 /* --scrub-mbps: up to 100 GB/s. */
 #define DATANODE_MAX_SCRUB_MBPS 100000
 /* --reclaim-grace and --reclaim-every: up to 30 days. */
@@ -742,6 +744,8 @@ int main(int argc, char **argv)
     pthread_mutex_init(&context.lock, NULL);
     context.store = store;
     context.disk = disk;
+    /* Four 2 MiB stream buffers fit what the reserve leaves a bigger node. */
+    context.stream_huge_pages = options.memory_bytes >= DATANODE_HUGE_BUFFERS_MIN_BYTES;
     context.fences = fences;
     context.puller = puller;
     warmer = warmer_new(); /* NULL: no warming, the rest works */

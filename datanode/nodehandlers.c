@@ -31,6 +31,7 @@
 #include <string.h>
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -453,6 +454,10 @@ static bool handlers_stream_head(int sock, int32_t status, uint32_t data_bytes)
     return send(sock, head, sizeof(head), flags) == (ssize_t)sizeof(head);
 }
 
+/* The buffer's alignment: O_DIRECT's (directread.h), and a huge page's (whole
+ * huge pages when buffer->huge_pages: at least 2 MiB). */
+#define HANDLERS_BUFFER_ALIGN (2u << 20)
+
 /*
  * Makes room for len bytes in the thread's buffer, which keeps nothing of
  * what it held; aligned for O_DIRECT (directread.h). False out of memory.
@@ -461,12 +466,20 @@ static bool handlers_buffer_fit(struct nodehandlers_write_buffer *buffer, size_t
 {
     if (buffer->cap >= len)
         return true;
-    size_t cap = buffer->cap ? buffer->cap : (1u << 20);
+    size_t cap = buffer->cap          ? buffer->cap
+                 : buffer->huge_pages ? HANDLERS_BUFFER_ALIGN
+                                      : (1u << 20);
     while (cap < len)
         cap *= 2;
     void *grown = NULL;
-    if (posix_memalign(&grown, DIRECTREAD_ALIGN, cap) != 0)
+    if (posix_memalign(&grown, HANDLERS_BUFFER_ALIGN, cap) != 0)
         return false;
+    /* Huge pages where the kernel has them: an O_DIRECT read into 4 KiB
+     * pages scattered in memory takes a disk request segment per page, and
+     * a 1 MiB read was split in two requests (a virtio disk takes 254
+     * segments), each waited for on a busy disk. */
+    if (buffer->huge_pages)
+        (void)madvise(grown, cap, MADV_HUGEPAGE);
     free(buffer->bytes);
     buffer->bytes = grown;
     buffer->cap = cap;

@@ -79,6 +79,10 @@ struct nodehandlers_context {
     struct warmer *warmer; /* NULL: small reads warm no tile */
     struct replymem *replies; /* counts read replies in flight; NULL: not counted */
     struct scrub *scrub;      /* NULL: NODE_SCRUB answers TS_ERR_NOTSUP */
+    /* The stream threads' buffers in huge pages (at least 2 MiB each): an
+     * O_DIRECT read into them is one disk request. Set when --memory
+     * leaves room for them. */
+    bool stream_huge_pages;
     /* Meta's id for this datanode (0 until it has one): tile tokens
      * (tiletoken.h) name the datanode they let write, so a token for
      * another datanode's replica is refused here. */
@@ -137,6 +141,7 @@ void nodehandlers_drop_behind(struct nodehandlers_drop_behind *drop, int sock);
 struct nodehandlers_write_buffer {
     uint8_t *bytes;
     size_t cap;
+    bool huge_pages;             /* in 2 MiB huge pages (nodehandlers_context) */
     struct tilecrc_payload sums; /* of the bytes received last */
 };
 

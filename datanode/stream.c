@@ -300,6 +300,7 @@ static int threads_start(struct stream *stream)
     for (int i = 0; i < STREAM_THREADS; i++) {
         struct stream_thread *thread = &stream->threads[i];
         thread->stream = stream;
+        thread->write_buffer.huge_pages = stream->context->stream_huge_pages;
         pthread_mutex_init(&thread->lock, NULL);
         thread->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         if (thread->wake_fd < 0 && rc == 0)
