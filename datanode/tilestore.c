@@ -1089,25 +1089,30 @@ int tilestore_verify_unlocked(const struct tilestore *store, const struct tilecr
 }
 
 /* The stream's checks: the range's blocks, from `served` (its bytes from offset on) where it holds
- * them. */
+ * them, against `kept` CRCs, or when NULL the sidecar's, loaded into *loaded (*did_load then true). */
 static int tilestore_check_range(const struct tilestore *store, const struct tilecrc_trust *trust,
                                  uint64_t ino, uint64_t tile, uint64_t version, int fd,
                                  uint64_t size, uint64_t offset, size_t length,
-                                 const uint8_t *served, size_t served_len)
+                                 const uint8_t *served, size_t served_len,
+                                 const struct tilecrc *kept, struct tilecrc *loaded, bool *did_load)
 {
     char name[TILESTORE_PATH_MAX];
-    struct tilecrc crc;
     int rc = tilestore_check(ino, 0, 0);
+    *did_load = false;
     if (rc != 0)
         return rc;
-    /* Before the sidecar's read, so from a cold disk the two wait for it
-     * together (a cold copies=1 read's time was 12 % sidecar reads). */
-    if (!served)
-        tilecrc_read_ahead(fd, offset, length);
-    tilestore_name(ino, tile, version, name);
-    rc = tilecrc_load(store->tiles_fd, name, size, trust, &crc);
+    if (!kept) {
+        /* Before the sidecar's read, so from a cold disk the two wait for it
+         * together (a cold copies=1 read's time was 12 % sidecar reads). */
+        if (!served)
+            tilecrc_read_ahead(fd, offset, length);
+        tilestore_name(ino, tile, version, name);
+        rc = tilecrc_load(store->tiles_fd, name, size, trust, loaded);
+        *did_load = rc == 0;
+        kept = loaded;
+    }
     if (rc == 0)
-        rc = tilecrc_verify(fd, size, &crc, offset, length, served, served_len);
+        rc = tilecrc_verify(fd, size, kept, offset, length, served, served_len);
     /* As tilestore_verify_unlocked(): anything but clean is the lock's to decide. */
     return rc == 0 ? 0 : -EAGAIN;
 }
@@ -1116,8 +1121,10 @@ int tilestore_check_open_unlocked(const struct tilestore *store, const struct ti
                                   uint64_t ino, uint64_t tile, uint64_t version, int fd,
                                   uint64_t size, uint64_t offset, size_t length)
 {
+    struct tilecrc loaded;
+    bool did_load;
     return tilestore_check_range(store, trust, ino, tile, version, fd, size, offset, length, NULL,
-                                 0);
+                                 0, NULL, &loaded, &did_load);
 }
 
 int tilestore_hold(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
@@ -1161,28 +1168,18 @@ int tilestore_check_held_unlocked(const struct tilestore *store, const struct ti
                                   const uint8_t *served, size_t served_len, struct tilecrc *loaded,
                                   bool *did_load)
 {
-    *did_load = false;
-    const struct tilecrc *sums = held->sums;
-    if (!sums) {
-        char name[TILESTORE_PATH_MAX];
-        if (!served)
-            tilecrc_read_ahead(held->fd, offset, length); /* as tilestore_check_range() */
-        tilestore_name(ino, tile, version, name);
-        if (tilecrc_load(store->tiles_fd, name, held->size, trust, loaded) != 0)
-            return -EAGAIN;
-        *did_load = true;
-        sums = loaded;
-    }
-    int rc = tilecrc_verify(held->fd, held->size, sums, offset, length, served, served_len);
-    return rc == 0 ? 0 : -EAGAIN; /* as tilestore_verify_unlocked() */
+    return tilestore_check_range(store, trust, ino, tile, version, held->fd, held->size, offset,
+                                 length, served, served_len, held->sums, loaded, did_load);
 }
 
 int tilestore_check_read_unlocked(const struct tilestore *store, const struct tilecrc_trust *trust,
                                   uint64_t ino, uint64_t tile, uint64_t version, int fd,
                                   uint64_t size, uint64_t start, const uint8_t *bytes, size_t len)
 {
+    struct tilecrc loaded;
+    bool did_load;
     return tilestore_check_range(store, trust, ino, tile, version, fd, size, start, len, bytes,
-                                 len);
+                                 len, NULL, &loaded, &did_load);
 }
 
 int tilestore_verify(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_t version,
