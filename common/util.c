@@ -147,6 +147,22 @@ int util_mkdir_p(const char *path, unsigned mode)
     return 0;
 }
 
+int util_pread_upto(int fd, void *buf, size_t len, uint64_t offset, size_t *got)
+{
+    *got = 0;
+    while (*got < len) {
+        ssize_t n = pread(fd, (char *)buf + *got, len - *got, (off_t)(offset + *got));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            break; /* the end of the file */
+        *got += (size_t)n;
+    }
+    return 0;
+}
+
 int util_fsync_dir(const char *path)
 {
     int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -67,6 +67,15 @@ int util_endpoint_ipv4(const char *endpoint, struct in_addr *address);
 socklen_t util_abstract_address(const char *name, struct sockaddr_un *address);
 
 /*
+ * Reads len bytes at offset into buf, as many preads as it takes (a signal
+ * or a short read is not the end), stopping early only at the end of the
+ * file. *got: the bytes read. 0, or a negative errno (*got then says how
+ * far it came). Not for O_DIRECT descriptors: past the end of the file
+ * they stop at an unaligned offset, where the next pread fails.
+ */
+int util_pread_upto(int fd, void *buf, size_t len, uint64_t offset, size_t *got);
+
+/*
  * A pipe (O_CLOEXEC) of `bytes` (F_SETPIPE_SZ). 0, or a negative errno
  * with both fds -1; a pipe that cannot be made that large is closed and
  * fails when size_required, else kept at the size the kernel gave it.

@@ -454,9 +454,8 @@ static bool handlers_stream_head(int sock, int32_t status, uint32_t data_bytes)
     return send(sock, head, sizeof(head), flags) == (ssize_t)sizeof(head);
 }
 
-/* The buffer's alignment: O_DIRECT's (directread.h), and a huge page's (whole
- * huge pages when buffer->huge_pages: at least 2 MiB). */
-#define HANDLERS_BUFFER_ALIGN (2u << 20)
+/* A huge page: the buffer's size and alignment when buffer->huge_pages. */
+#define HANDLERS_HUGE_PAGE_BYTES (2u << 20)
 
 /*
  * Makes room for len bytes in the thread's buffer, which keeps nothing of
@@ -467,12 +466,13 @@ static bool handlers_buffer_fit(struct nodehandlers_write_buffer *buffer, size_t
     if (buffer->cap >= len)
         return true;
     size_t cap = buffer->cap          ? buffer->cap
-                 : buffer->huge_pages ? HANDLERS_BUFFER_ALIGN
+                 : buffer->huge_pages ? HANDLERS_HUGE_PAGE_BYTES
                                       : (1u << 20);
     while (cap < len)
         cap *= 2;
     void *grown = NULL;
-    if (posix_memalign(&grown, HANDLERS_BUFFER_ALIGN, cap) != 0)
+    if (posix_memalign(&grown, buffer->huge_pages ? HANDLERS_HUGE_PAGE_BYTES : DIRECTREAD_ALIGN,
+                       cap) != 0)
         return false;
     /* Huge pages where the kernel has them: an O_DIRECT read into 4 KiB
      * pages scattered in memory takes a disk request segment per page, and
@@ -559,16 +559,9 @@ static int handlers_small_check(const struct tilestore *store, const struct tile
                                 bool *did_load)
 {
     size_t got = 0;
-    while (got < span_len) {
-        ssize_t n = pread(held->fd, buf + got, span_len - got, (off_t)(span_start + got));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -errno;
-        if (n == 0)
-            break; /* the end of the file */
-        got += (size_t)n;
-    }
+    int rc = util_pread_upto(held->fd, buf, span_len, span_start, &got);
+    if (rc != 0)
+        return rc;
     if (got < req->offset - span_start + count)
         return -EAGAIN; /* shorter than the file said: changed meanwhile */
     return tilestore_check_held_unlocked(store, trust, req->ino, req->tile, req->version, held,
