@@ -33,9 +33,10 @@ uint32_t crc32c_portable(uint32_t crc, const void *buf, size_t len);
 /*
  * The CRC of a||b from crc_a = crc32c(0, a, ...) and crc_b = crc32c(0, b,
  * len_b), without the bytes: what lets one pass over a write's bytes give
- * both the CRC of each 64 KiB block (kept beside the tile) and the CRC of
- * the whole payload (checked against the writer's). A 64 KiB len_b costs
- * 32 word operations; other lengths some microseconds.
+ * both the CRC of each 4 KiB block (kept beside the tile) and the CRC of
+ * the whole payload (checked against the writer's). A len_b that is a
+ * power of two (a whole block) costs 32 word operations; other lengths up
+ * to one such product per bit set.
  */
 uint32_t crc32c_combine(uint32_t crc_a, uint32_t crc_b, size_t len_b);
 

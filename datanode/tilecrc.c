@@ -1,14 +1,16 @@
 /*
  * @file tilecrc.c
  * See tilecrc.h. A sidecar is at most TILECRC_HEADER_BYTES + 4 *
- * TILECRC_MAX_BLOCKS (1 KiB of CRCs for a 16 MiB tile), so it is always
+ * TILECRC_MAX_BLOCKS (16 KiB of CRCs for a 16 MiB tile), so it is always
  * read and written whole, in one call: no partial sidecar state exists in
- * memory. Blocks read back (a partial block of a write, the edges of a
- * read) go through a 64 KiB buffer of the call's own.
+ * memory. Bytes read back to be summed (a partial block of a write, the
+ * parts of a read the caller has not read) go through a TILECRC_IO_BYTES
+ * buffer of the call's own, many blocks to one read.
  */
 #include "tilecrc.h"
 
 #include "crc32c.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -42,17 +44,10 @@ static int tilecrc_errno(void)
 static int tilecrc_pread_all(int fd, uint8_t *buf, size_t len, uint64_t offset)
 {
     size_t done = 0;
-    while (done < len) {
-        ssize_t got = pread(fd, buf + done, len - done, (off_t)(offset + done));
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0)
-            return tilecrc_errno();
-        if (got == 0)
-            return -EBADMSG;
-        done += (size_t)got;
-    }
-    return 0;
+    int rc = util_pread_upto(fd, buf, len, offset, &done);
+    if (rc != 0)
+        return rc;
+    return done < len ? -EBADMSG : 0;
 }
 
 static bool tilecrc_run_suspect(const struct tilecrc_trust *trust, uint64_t run)
@@ -65,7 +60,42 @@ static bool tilecrc_run_suspect(const struct tilecrc_trust *trust, uint64_t run)
     return run > trust->current_run || run < trust->trust_from_run;
 }
 
-int tilecrc_load(int dir_fd, const char *tile_name, uint64_t data_bytes,
+/*
+ * The 4 KiB CRCs of a file whose sidecar has old_blocks CRCs of
+ * old_block_bytes each (a multiple of TILECRC_BLOCK_BYTES): every old
+ * block is read, its 4 KiB pieces summed, and their CRCs combined must
+ * give the old block's CRC (-EBADMSG otherwise), so the new CRCs vouch for
+ * exactly the bytes the old ones did.
+ */
+static int tilecrc_convert(int data_fd, uint64_t data_bytes, uint32_t old_block_bytes,
+                           const uint32_t *old_crcs, uint32_t old_blocks, struct tilecrc *crc)
+{
+    uint8_t *chunk = malloc(TILECRC_OLD_BLOCK_MAX);
+    if (!chunk)
+        return -ENOMEM;
+    int rc = 0;
+    crc->blocks = tilecrc_blocks_for(data_bytes);
+    crc->run = 0;
+    for (uint32_t old = 0; old < old_blocks && rc == 0; old++) {
+        uint64_t start = (uint64_t)old * old_block_bytes;
+        size_t len = data_bytes - start < old_block_bytes ? (size_t)(data_bytes - start)
+                                                          : old_block_bytes;
+        rc = tilecrc_pread_all(data_fd, chunk, len, start);
+        uint32_t whole = 0;
+        for (size_t at = 0; rc == 0 && at < len; at += TILECRC_BLOCK_BYTES) {
+            size_t piece = len - at < TILECRC_BLOCK_BYTES ? len - at : TILECRC_BLOCK_BYTES;
+            uint32_t sum = crc32c(0, chunk + at, piece);
+            crc->crcs[(start + at) / TILECRC_BLOCK_BYTES] = sum;
+            whole = crc32c_combine(whole, sum, piece);
+        }
+        if (rc == 0 && whole != old_crcs[old])
+            rc = -EBADMSG;
+    }
+    free(chunk);
+    return rc;
+}
+
+int tilecrc_load(int dir_fd, const char *tile_name, int data_fd, uint64_t data_bytes,
                  const struct tilecrc_trust *trust, struct tilecrc *crc)
 {
     char name[128];
@@ -95,14 +125,22 @@ int tilecrc_load(int dir_fd, const char *tile_name, uint64_t data_bytes,
     uint64_t run = ts_cursor_u64(&cursor);
     (void)ts_cursor_u32(&cursor);
     uint32_t header_crc = ts_cursor_u32(&cursor);
+    bool known_blocks = block_bytes == TILECRC_BLOCK_BYTES ||
+                        (block_bytes > TILECRC_BLOCK_BYTES && block_bytes <= TILECRC_OLD_BLOCK_MAX &&
+                         block_bytes % TILECRC_BLOCK_BYTES == 0);
     /* A header torn or never made durable by a crash: rebuilt, not trusted. */
-    if (cursor.failed || magic != TILECRC_MAGIC || format != TILECRC_FORMAT ||
-        block_bytes != TILECRC_BLOCK_BYTES || blocks > TILECRC_MAX_BLOCKS ||
-        header_crc != crc32c(0, file, TILECRC_HEADER_BYTES - 4) ||
+    if (cursor.failed || magic != TILECRC_MAGIC || format != TILECRC_FORMAT || !known_blocks ||
+        blocks > TILECRC_MAX_BLOCKS || header_crc != crc32c(0, file, TILECRC_HEADER_BYTES - 4) ||
         (size_t)got < TILECRC_HEADER_BYTES + 4 * (size_t)blocks || tilecrc_run_suspect(trust, run))
         return 1;
-    if (blocks != tilecrc_blocks_for(data_bytes))
+    if ((uint64_t)blocks != (data_bytes + block_bytes - 1) / block_bytes)
         return -EBADMSG;
+    if (block_bytes != TILECRC_BLOCK_BYTES) {
+        uint32_t old_crcs[TILECRC_MAX_BLOCKS];
+        for (uint32_t b = 0; b < blocks; b++)
+            old_crcs[b] = ts_cursor_u32(&cursor);
+        return tilecrc_convert(data_fd, data_bytes, block_bytes, old_crcs, blocks, crc);
+    }
     crc->blocks = blocks;
     crc->run = run;
     for (uint32_t b = 0; b < blocks; b++)
@@ -110,25 +148,32 @@ int tilecrc_load(int dir_fd, const char *tile_name, uint64_t data_bytes,
     return 0;
 }
 
+void tilecrc_copy(struct tilecrc *to, const struct tilecrc *from)
+{
+    to->run = from->run;
+    to->blocks = from->blocks;
+    memcpy(to->crcs, from->crcs, sizeof(from->crcs[0]) * from->blocks);
+}
+
 int tilecrc_rebuild(int data_fd, uint64_t data_bytes, struct tilecrc *crc)
 {
     if (data_bytes > TS_MAX_DATA_BYTES)
         return -EFBIG;
-    uint8_t *block = malloc(TILECRC_BLOCK_BYTES);
-    if (!block)
+    uint8_t *chunk = malloc(TILECRC_IO_BYTES);
+    if (!chunk)
         return -ENOMEM;
     int rc = 0;
     crc->blocks = tilecrc_blocks_for(data_bytes);
     crc->run = 0;
-    for (uint32_t b = 0; b < crc->blocks && rc == 0; b++) {
-        uint64_t start = (uint64_t)b * TILECRC_BLOCK_BYTES;
-        size_t len = data_bytes - start < TILECRC_BLOCK_BYTES ? (size_t)(data_bytes - start)
-                                                              : TILECRC_BLOCK_BYTES;
-        rc = tilecrc_pread_all(data_fd, block, len, start);
-        if (rc == 0)
-            crc->crcs[b] = crc32c(0, block, len);
+    for (uint64_t start = 0; start < data_bytes && rc == 0; start += TILECRC_IO_BYTES) {
+        size_t len = data_bytes - start < TILECRC_IO_BYTES ? (size_t)(data_bytes - start)
+                                                           : TILECRC_IO_BYTES;
+        rc = tilecrc_pread_all(data_fd, chunk, len, start);
+        for (size_t at = 0; rc == 0 && at < len; at += TILECRC_BLOCK_BYTES)
+            crc->crcs[(start + at) / TILECRC_BLOCK_BYTES] =
+                crc32c(0, chunk + at, len - at < TILECRC_BLOCK_BYTES ? len - at : TILECRC_BLOCK_BYTES);
     }
-    free(block);
+    free(chunk);
     return rc;
 }
 
@@ -232,36 +277,60 @@ void tilecrc_read_ahead(int data_fd, uint64_t offset, uint64_t length)
     (void)posix_fadvise(data_fd, (off_t)start, (off_t)(end - start), POSIX_FADV_WILLNEED);
 }
 
+/* Whether block b (start, len) is wholly within the caller's bytes. */
+static bool tilecrc_block_served(uint64_t start, size_t len, uint64_t offset, size_t served_len)
+{
+    return start >= offset && start + len <= offset + served_len;
+}
+
 int tilecrc_verify(int data_fd, uint64_t data_bytes, const struct tilecrc *crc, uint64_t offset,
                    uint64_t length, const uint8_t *served, size_t served_len)
 {
     struct tilecrc_span span;
-    uint8_t *block = NULL;
+    uint8_t *chunk = NULL;
+    uint64_t chunk_start = 0; /* the file's bytes [chunk_start, chunk_end) are in chunk */
+    uint64_t chunk_end = 0;
     int rc = tilecrc_span_of(crc, data_bytes, offset, length, &span);
 
     if (rc <= 0)
         return rc;
+    if (!served)
+        served_len = 0;
     rc = 0;
     for (uint32_t b = span.first; b <= span.last && rc == 0; b++) {
         uint64_t start = (uint64_t)b * TILECRC_BLOCK_BYTES;
         size_t len = tilecrc_block_len(b, data_bytes);
-        uint32_t sum;
-        if (served && start >= offset && start + len <= offset + served_len) {
-            sum = crc32c(0, served + (start - offset), len);
+        const uint8_t *bytes;
+        if (tilecrc_block_served(start, len, offset, served_len)) {
+            bytes = served + (start - offset);
         } else {
-            if (!block && !(block = malloc(TILECRC_BLOCK_BYTES))) {
-                rc = -ENOMEM;
-                break;
+            if (start + len > chunk_end) {
+                /* This block and the unserved ones after it, in one read. */
+                uint64_t end = start + len;
+                for (uint32_t next = b + 1; next <= span.last; next++) {
+                    uint64_t next_start = (uint64_t)next * TILECRC_BLOCK_BYTES;
+                    size_t next_len = tilecrc_block_len(next, data_bytes);
+                    if (next_start + next_len - start > TILECRC_IO_BYTES ||
+                        tilecrc_block_served(next_start, next_len, offset, served_len))
+                        break;
+                    end = next_start + next_len;
+                }
+                if (!chunk && !(chunk = malloc(TILECRC_IO_BYTES))) {
+                    rc = -ENOMEM;
+                    break;
+                }
+                rc = tilecrc_pread_all(data_fd, chunk, (size_t)(end - start), start);
+                if (rc != 0)
+                    break;
+                chunk_start = start;
+                chunk_end = end;
             }
-            rc = tilecrc_pread_all(data_fd, block, len, start);
-            if (rc != 0)
-                break;
-            sum = crc32c(0, block, len);
+            bytes = chunk + (start - chunk_start);
         }
-        if (sum != crc->crcs[b])
+        if (crc32c(0, bytes, len) != crc->crcs[b])
             rc = -EBADMSG;
     }
-    free(block);
+    free(chunk);
     return rc;
 }
 
@@ -279,21 +348,29 @@ void tilecrc_sum_begin(uint64_t offset, size_t len, struct tilecrc_payload *sums
 size_t tilecrc_sum_next_len(const struct tilecrc_payload *sums)
 {
     uint64_t at = sums->offset + sums->summed;
-    uint64_t boundary = (at / TILECRC_BLOCK_BYTES + 1) * TILECRC_BLOCK_BYTES;
+    uint64_t boundary = (at / TILECRC_IO_BYTES + 1) * TILECRC_IO_BYTES;
     size_t left = sums->len - sums->summed;
     return boundary - at < left ? (size_t)(boundary - at) : left;
 }
 
 void tilecrc_sum_next(struct tilecrc_payload *sums, const uint8_t *piece)
 {
-    size_t len = tilecrc_sum_next_len(sums);
-    uint32_t crc = crc32c(0, piece, len);
-    /* A piece that starts a block is that block's part of the write; one
-     * before the first boundary is not a block's at all. */
-    if ((sums->offset + sums->summed) % TILECRC_BLOCK_BYTES == 0)
-        sums->crcs[sums->count++] = crc;
-    sums->whole = crc32c_combine(sums->whole, crc, len);
-    sums->summed += len;
+    size_t piece_len = tilecrc_sum_next_len(sums);
+    size_t done = 0;
+    while (done < piece_len) {
+        uint64_t at = sums->offset + sums->summed;
+        size_t len = (size_t)((at / TILECRC_BLOCK_BYTES + 1) * TILECRC_BLOCK_BYTES - at);
+        if (len > piece_len - done)
+            len = piece_len - done;
+        uint32_t crc = crc32c(0, piece + done, len);
+        /* A part that starts a block is that block's part of the write; one
+         * before the first boundary is not a block's at all. */
+        if (at % TILECRC_BLOCK_BYTES == 0)
+            sums->crcs[sums->count++] = crc;
+        sums->whole = crc32c_combine(sums->whole, crc, len);
+        sums->summed += len;
+        done += len;
+    }
 }
 
 void tilecrc_sum_payload(uint64_t offset, const uint8_t *data, size_t len,

@@ -34,15 +34,31 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* 64 KiB, as MooseFS's blocks: a 4 KiB read checks at most 128 KiB. */
-#define TILECRC_BLOCK_BYTES (64u << 10)
+/*
+ * 4 KiB, as Btrfs's and Ceph BlueStore's checksum blocks: a 4 KiB read
+ * (an O_DIRECT random reader's) reads and sums 4 KiB, where 64 KiB blocks
+ * (MooseFS's, and this store's first format) made it read and sum 64 KiB,
+ * most of a small read's cost at the datanode. Checks read the file
+ * TILECRC_IO_BYTES at a time, so a large check is no more reads than before.
+ */
+#define TILECRC_BLOCK_BYTES (4u << 10)
+#define TILECRC_IO_BYTES (64u << 10)
+/*
+ * A sidecar of larger blocks (64 KiB: written before 4 KiB blocks) is
+ * still trusted as before: loading it reads the tile, checks every block
+ * against it and gives 4 KiB CRCs of the same, checked, bytes (run 0: the
+ * caller stores them). Up to this block size.
+ */
+#define TILECRC_OLD_BLOCK_MAX (64u << 10)
 #define TILECRC_MAX_BLOCKS (TS_MAX_DATA_BYTES / TILECRC_BLOCK_BYTES)
 #define TILECRC_HEADER_BYTES 32
 #define TILECRC_SUFFIX ".crc"
 
 /* A tile's block CRCs in memory: blocks entries of crcs are meaningful. */
 struct tilecrc {
-    uint64_t run; /* the run that wrote the sidecar it was loaded from; 0: rebuilt */
+    /* the run that wrote the sidecar it was loaded from; 0: rebuilt, or
+     * converted from an older sidecar's larger blocks (not stored yet) */
+    uint64_t run;
     uint32_t blocks;
     uint32_t crcs[TILECRC_MAX_BLOCKS];
 };
@@ -62,13 +78,18 @@ struct tilecrc_trust {
 uint32_t tilecrc_blocks_for(uint64_t bytes);
 
 /*
- * Loads the sidecar of tile `tile_name` (relative to dir_fd) for a data
- * file of data_bytes. 0: trusted, *crc filled; 1: missing or not trusted
- * (the caller rebuilds it with tilecrc_rebuild()); -EBADMSG: trusted but
- * its block count does not fit data_bytes; another negative errno.
+ * Loads the sidecar of tile `tile_name` (relative to dir_fd) for its open
+ * data file data_fd of data_bytes. 0: trusted, *crc filled (crc->run 0:
+ * converted from larger blocks, TILECRC_OLD_BLOCK_MAX); 1: missing or not
+ * trusted (the caller rebuilds it with tilecrc_rebuild()); -EBADMSG:
+ * trusted but its block count does not fit data_bytes, or (converting)
+ * the bytes do not match it; another negative errno.
  */
-int tilecrc_load(int dir_fd, const char *tile_name, uint64_t data_bytes,
+int tilecrc_load(int dir_fd, const char *tile_name, int data_fd, uint64_t data_bytes,
                  const struct tilecrc_trust *trust, struct tilecrc *crc);
+
+/* *to = *from, copying only the CRCs it holds (a struct tilecrc is 16 KiB). */
+void tilecrc_copy(struct tilecrc *to, const struct tilecrc *from);
 
 /* Computes *crc from the data_bytes bytes of the open file data_fd. */
 int tilecrc_rebuild(int data_fd, uint64_t data_bytes, struct tilecrc *crc);
@@ -89,8 +110,8 @@ int tilecrc_name(const char *tile_name, char *out, size_t cap);
 /*
  * Asks the disk, without waiting, for the whole blocks that hold bytes
  * [offset, offset + length) of data_fd: a cold range then comes in one
- * read, not 64 KiB at a time behind the readahead window's ramp as
- * tilecrc_verify() reads it.
+ * read, not TILECRC_IO_BYTES at a time behind the readahead window's ramp
+ * as tilecrc_verify() reads it.
  */
 void tilecrc_read_ahead(int data_fd, uint64_t offset, uint64_t length);
 
@@ -132,7 +153,8 @@ void tilecrc_sum_payload(uint64_t offset, const uint8_t *data, size_t len,
  * The same sums taken piece by piece as the bytes arrive, each piece summed
  * while it is still in the CPU's cache: tilecrc_sum_begin() for a write of
  * len bytes at offset; then while summed < len, tilecrc_sum_next_len()
- * bytes (up to the next block boundary) go to tilecrc_sum_next().
+ * bytes (up to the next TILECRC_IO_BYTES boundary: one receive, many
+ * blocks) go to tilecrc_sum_next().
  */
 void tilecrc_sum_begin(uint64_t offset, size_t len, struct tilecrc_payload *sums);
 size_t tilecrc_sum_next_len(const struct tilecrc_payload *sums);

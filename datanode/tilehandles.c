@@ -189,7 +189,7 @@ void tilehandles_release(struct tilehandles *handles, struct tilehandle *handle,
 {
     int32_t slot = (int32_t)(handle - handles->slots);
     if (loaded && !handle->forgotten && !handle->have_sums) {
-        handle->sums = *loaded;
+        tilecrc_copy(&handle->sums, loaded);
         handle->have_sums = true;
     }
     if (--handle->users > 0)

@@ -448,15 +448,19 @@ static int tilestore_load_crc(struct tilestore *store, uint64_t ino, uint64_t ti
                               uint64_t version, const char *name, int fd, uint64_t size,
                               struct tilecrc *crc)
 {
-    int rc = tilecrc_load(store->tiles_fd, name, size, &store->trust, crc);
-    if (rc == 1) {
+    int rc = tilecrc_load(store->tiles_fd, name, fd, size, &store->trust, crc);
+    bool converted = rc == 0 && crc->run == 0;
+    bool rebuilt = rc == 1;
+    if (rebuilt)
         rc = tilecrc_rebuild(fd, size, crc);
+    if (rebuilt || converted) {
         if (rc == 0)
             rc = tilecrc_store(store->tiles_fd, name, crc, store->run, false);
         if (rc == 0) {
             crc->run = store->run;
-            log_debug("tile %s: block checksums computed from its bytes (no trusted sidecar)",
-                      name);
+            log_debug("tile %s: block checksums %s", name,
+                      converted ? "of 4 KiB blocks made from its old sidecar's, checked"
+                                : "computed from its bytes (no trusted sidecar)");
         }
     }
     if (rc == -EBADMSG)
@@ -1016,18 +1020,8 @@ int tilestore_read(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_
     fd = openat(store->tiles_fd, name, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return errno == ENOENT ? 0 : tilestore_errno(); /* a missing tile is a hole */
-    while (done < length) {
-        ssize_t count = pread(fd, at + done, length - done, (off_t)(offset + done));
-        if (count < 0) {
-            if (errno == EINTR)
-                continue;
-            rc = tilestore_errno();
-            break;
-        }
-        if (count == 0)
-            break; /* end of the file: the rest is a hole */
-        done += (size_t)count;
-    }
+    /* Short at the end of the file: the rest is a hole. */
+    rc = util_pread_upto(fd, at, length, offset, &done);
     if (rc == 0 && done > 0) {
         /* Not one byte goes out that its block's CRC does not vouch for. */
         struct tilecrc crc;
@@ -1078,7 +1072,7 @@ int tilestore_verify_unlocked(const struct tilestore *store, const struct tilecr
     int rc = tilestore_open_to_verify(store, ino, tile, version, name, &fd, &size);
     if (rc != 0)
         return rc;
-    rc = tilecrc_load(store->tiles_fd, name, size, trust, &crc);
+    rc = tilecrc_load(store->tiles_fd, name, fd, size, trust, &crc);
     if (rc == 0)
         rc = tilecrc_verify(fd, size, &crc, offset, length, NULL, 0);
     close(fd);
@@ -1107,7 +1101,7 @@ static int tilestore_check_range(const struct tilestore *store, const struct til
         if (!served)
             tilecrc_read_ahead(fd, offset, length);
         tilestore_name(ino, tile, version, name);
-        rc = tilecrc_load(store->tiles_fd, name, size, trust, loaded);
+        rc = tilecrc_load(store->tiles_fd, name, fd, size, trust, loaded);
         *did_load = rc == 0;
         kept = loaded;
     }

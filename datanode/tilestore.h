@@ -12,7 +12,7 @@
  * capacity limit (--capacity) on that sum.
  *
  * Checksums. Beside each tile file its sidecar "<tile file>.crc" holds a
- * CRC-32C per 64 KiB block (tilecrc.h). A write computes the CRCs of the
+ * CRC-32C per 4 KiB block (tilecrc.h). A write computes the CRCs of the
  * blocks it touches before it changes a byte (the kept part of a partial
  * block is read back and checked against its old CRC first, and a
  * mismatch refuses the write); a read checks every block it serves
@@ -137,7 +137,7 @@ int tilestore_verify_unlocked(const struct tilestore *store, const struct tilecr
  * For the stream's reads: checks bytes [offset, offset + length) of the
  * tile open as fd (tilestore_open_tile(), `size` bytes then; the range
  * within it) against its sidecar (tilecrc_verify(): read 64 KiB at a
- * time into a buffer that stays in the CPU's cache), touching nothing of
+ * time, 4 KiB blocks, into a buffer that stays in the CPU's cache), touching nothing of
  * the store, so the stream sends them from fd. 0, or -EAGAIN as
  * tilestore_verify_unlocked() (then tilestore_read() under the lock).
  */

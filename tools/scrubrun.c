@@ -60,7 +60,7 @@ static void scrubrun_usage(FILE *out)
             "                     [--state DIR | --meta ENDPOINT] [--timeout-ms MS]\n"
             "\n"
             "Has every datanode (or only --node ID) read all the tile files it stores and\n"
-            "check them against their block checksums (CRC-32C per 64 KiB) now, shows the\n"
+            "check them against their block checksums (CRC-32C per 4 KiB) now, shows the\n"
             "progress, and names each corrupt tile file found (inode, tile, version). The\n"
             "datanodes also scrub slowly in the background (tessera-datanode --scrub-mbps);\n"
             "a pass started here replaces the one running. Corrupt files are also reported\n"

@@ -134,8 +134,21 @@ static size_t read_file(const char *path, uint8_t *buf, size_t cap)
     return (size_t)got;
 }
 
+/* A tile's file into data and its sidecar into sidecar (whose path goes to
+ * sidecar_path); returns the file's size, *sidecar_len the sidecar's. */
+static size_t read_tile_files(const struct fixture *fixture, uint64_t ino, uint64_t tile,
+                              uint64_t version, uint8_t *data, uint8_t *sidecar,
+                              size_t *sidecar_len, char *sidecar_path, size_t path_cap)
+{
+    tile_path(fixture, ino, tile, version, "", sidecar_path, path_cap);
+    size_t size = read_file(sidecar_path, data, TS_MAX_DATA_BYTES);
+    tile_path(fixture, ino, tile, version, ".crc", sidecar_path, path_cap);
+    *sidecar_len = read_file(sidecar_path, sidecar, TILECRC_HEADER_BYTES + 4 * TILECRC_MAX_BLOCKS);
+    return size;
+}
+
 /*
- * The sidecar holds, per 64 KiB block of the tile file as it is on the
+ * The sidecar holds, per 4 KiB block of the tile file as it is on the
  * disk, the CRC-32C of that block (the last one as short as the file).
  */
 static void assert_sidecar_matches(const struct fixture *fixture, uint64_t ino, uint64_t tile,
@@ -144,10 +157,9 @@ static void assert_sidecar_matches(const struct fixture *fixture, uint64_t ino, 
     static uint8_t data[TS_MAX_DATA_BYTES];
     uint8_t sidecar[TILECRC_HEADER_BYTES + 4 * TILECRC_MAX_BLOCKS];
     char path[PATH_MAX + TILESTORE_PATH_MAX + 8];
-    tile_path(fixture, ino, tile, version, "", path, sizeof(path));
-    size_t size = read_file(path, data, sizeof(data));
-    tile_path(fixture, ino, tile, version, ".crc", path, sizeof(path));
-    size_t sidecar_len = read_file(path, sidecar, sizeof(sidecar));
+    size_t sidecar_len = 0;
+    size_t size = read_tile_files(fixture, ino, tile, version, data, sidecar, &sidecar_len, path,
+                                  sizeof(path));
     uint32_t blocks = (uint32_t)((size + BLOCK - 1) / BLOCK);
     assert_int_equal(sidecar_len, TILECRC_HEADER_BYTES + 4 * (size_t)blocks);
     assert_int_equal(sidecar[12] | sidecar[13] << 8 | sidecar[14] << 16 | (uint32_t)sidecar[15] << 24,
@@ -480,6 +492,83 @@ static void test_sidecars_of_crashed_runs_are_rebuilt(void **state)
                      -EBADMSG);
 }
 
+/* Little-endian u32 and u64 into a sidecar being made by hand. */
+static void put_le(uint8_t *at, uint64_t value, int bytes)
+{
+    for (int i = 0; i < bytes; i++)
+        at[i] = (uint8_t)(value >> (8 * i));
+}
+
+/*
+ * Replaces a tile's sidecar by one of the first format's 64 KiB blocks,
+ * as a datanode before 4 KiB blocks wrote it, keeping the run (so it is
+ * trusted as the store's own): CRCs of the file's bytes as they are now.
+ */
+static void write_old_sidecar(const struct fixture *fixture, uint64_t ino, uint64_t tile,
+                              uint64_t version)
+{
+    enum { OLD_BLOCK = 64 << 10 };
+    static uint8_t data[TS_MAX_DATA_BYTES];
+    uint8_t sidecar[TILECRC_HEADER_BYTES + 4 * TILECRC_MAX_BLOCKS];
+    char path[PATH_MAX + TILESTORE_PATH_MAX + 8];
+    size_t sidecar_len = 0;
+    size_t size = read_tile_files(fixture, ino, tile, version, data, sidecar, &sidecar_len, path,
+                                  sizeof(path));
+    assert_true(sidecar_len >= TILECRC_HEADER_BYTES);
+    uint32_t blocks = (uint32_t)((size + OLD_BLOCK - 1) / OLD_BLOCK);
+    put_le(sidecar + 8, OLD_BLOCK, 4);
+    put_le(sidecar + 12, blocks, 4);
+    put_le(sidecar + 28, crc32c(0, sidecar, TILECRC_HEADER_BYTES - 4), 4);
+    for (uint32_t b = 0; b < blocks; b++) {
+        size_t start = (size_t)b * OLD_BLOCK;
+        put_le(sidecar + TILECRC_HEADER_BYTES + 4 * b,
+               crc32c(0, data + start, size - start < OLD_BLOCK ? size - start : OLD_BLOCK), 4);
+    }
+    FILE *file = fopen(path, "wb");
+    assert_non_null(file);
+    assert_int_equal(fwrite(sidecar, 1, TILECRC_HEADER_BYTES + 4 * (size_t)blocks, file),
+                     TILECRC_HEADER_BYTES + 4 * (size_t)blocks);
+    assert_int_equal(fclose(file), 0);
+}
+
+/*
+ * A tile whose sidecar has the first format's 64 KiB blocks is still
+ * checked by it: its bytes read right and its sidecar is rewritten in 4
+ * KiB blocks of the same bytes; a byte flipped under such a sidecar is
+ * refused, not given fresh CRCs that would vouch for it.
+ */
+static void test_old_sidecars_are_converted_checked(void **state)
+{
+    struct fixture *fixture = *state;
+    static uint8_t data[(64 << 10) * 2 + 5000];
+    static uint8_t back[sizeof(data)];
+    size_t got = 0;
+
+    fill_pattern(data, sizeof(data), 29);
+    assert_int_equal(tilestore_write(fixture->store, 31, 0, 1, 0, data, sizeof(data)), 0);
+    assert_int_equal(tilestore_write(fixture->store, 32, 0, 1, 0, data, sizeof(data)), 0);
+    close_store(fixture); /* a clean end: its sidecars are trusted */
+    write_old_sidecar(fixture, 31, 0, 1);
+    write_old_sidecar(fixture, 32, 0, 1);
+    flip_byte(fixture, 32, 0, 1, (64 << 10) + 77);
+    assert_int_equal(open_store(fixture), 0);
+
+    assert_int_equal(tilestore_read(fixture->store, 31, 0, 1, 100, 50, back, &got), 0);
+    assert_int_equal(got, 50);
+    assert_memory_equal(back, data + 100, 50);
+    assert_sidecar_matches(fixture, 31, 0, 1);
+    assert_int_equal(tilestore_read(fixture->store, 31, 0, 1, 0, sizeof(back), back, &got), 0);
+    assert_int_equal(got, sizeof(data));
+    assert_memory_equal(back, data, sizeof(data));
+
+    /* The flipped byte is in the old second block: a read anywhere loads
+     * (converts) the sidecar, which finds it; nothing is served. */
+    assert_int_equal(tilestore_read(fixture->store, 32, 0, 1, 0, 10, back, &got), -EBADMSG);
+    assert_int_equal(got, 0);
+    uint64_t bytes = 0;
+    assert_int_equal(tilestore_verify(fixture->store, 32, 0, 1, 0, UINT64_MAX, &bytes), -EBADMSG);
+}
+
 /* A pulled tile is installed with its sidecar. */
 static void test_install_writes_sidecar(void **state)
 {
@@ -502,6 +591,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_sidecars_of_crashed_runs_are_rebuilt, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_install_writes_sidecar, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_old_sidecars_are_converted_checked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check_open_checks_each_block, setup, teardown),
     };
     return cmocka_run_group_tests_name("tilecrc", tests, NULL, NULL);
