@@ -148,11 +148,13 @@ int tilecrc_load(int dir_fd, const char *tile_name, int data_fd, uint64_t data_b
     return 0;
 }
 
-void tilecrc_copy(struct tilecrc *to, const struct tilecrc *from)
+struct tilecrc *tilecrc_dup(const struct tilecrc *from)
 {
-    to->run = from->run;
-    to->blocks = from->blocks;
-    memcpy(to->crcs, from->crcs, sizeof(from->crcs[0]) * from->blocks);
+    size_t bytes = offsetof(struct tilecrc, crcs) + sizeof(from->crcs[0]) * from->blocks;
+    struct tilecrc *to = malloc(bytes);
+    if (to)
+        memcpy(to, from, bytes);
+    return to;
 }
 
 int tilecrc_rebuild(int data_fd, uint64_t data_bytes, struct tilecrc *crc)

@@ -88,8 +88,12 @@ uint32_t tilecrc_blocks_for(uint64_t bytes);
 int tilecrc_load(int dir_fd, const char *tile_name, int data_fd, uint64_t data_bytes,
                  const struct tilecrc_trust *trust, struct tilecrc *crc);
 
-/* *to = *from, copying only the CRCs it holds (a struct tilecrc is 16 KiB). */
-void tilecrc_copy(struct tilecrc *to, const struct tilecrc *from);
+/*
+ * A copy of *from on the heap holding only its blocks' CRCs (crcs[0,
+ * blocks) and nothing past them: a struct tilecrc is 16 KiB, a 1 MiB
+ * tile's CRCs 1 KiB), for keeping; free() it. NULL out of memory.
+ */
+struct tilecrc *tilecrc_dup(const struct tilecrc *from);
 
 /* Computes *crc from the data_bytes bytes of the open file data_fd. */
 int tilecrc_rebuild(int data_fd, uint64_t data_bytes, struct tilecrc *crc);

@@ -67,6 +67,16 @@ int tilehandles_new(size_t capacity, struct tilehandles **handlesp)
     return 0;
 }
 
+/* Closes slot's file and lets its CRCs go. */
+static void handles_close_slot(struct tilehandles *handles, int32_t slot)
+{
+    struct tilehandle *handle = &handles->slots[slot];
+    close(handle->fd);
+    handle->fd = -1;
+    free(handle->sums);
+    handle->sums = NULL;
+}
+
 void tilehandles_destroy(struct tilehandles **handlesp)
 {
     struct tilehandles *handles = *handlesp;
@@ -74,7 +84,7 @@ void tilehandles_destroy(struct tilehandles **handlesp)
         return;
     for (size_t i = 0; handles->slots && i < handles->capacity; i++)
         if (handles->slots[i].fd >= 0)
-            close(handles->slots[i].fd);
+            handles_close_slot(handles, (int32_t)i);
     free(handles->slots);
     free(handles->chains);
     free(handles->free_slots);
@@ -132,8 +142,7 @@ static void handles_unindex(struct tilehandles *handles, int32_t slot)
 
 static void handles_free_slot(struct tilehandles *handles, int32_t slot)
 {
-    close(handles->slots[slot].fd);
-    handles->slots[slot].fd = -1;
+    handles_close_slot(handles, slot);
     handles->free_slots[handles->free_count++] = slot;
 }
 
@@ -163,7 +172,7 @@ struct tilehandle *tilehandles_add(struct tilehandles *handles, uint64_t ino, ui
         slot = handles->oldest;
         handles_unlist(handles, slot);
         handles_unindex(handles, slot);
-        close(handles->slots[slot].fd);
+        handles_close_slot(handles, slot);
     } else {
         return NULL; /* every one held */
     }
@@ -174,7 +183,6 @@ struct tilehandle *tilehandles_add(struct tilehandles *handles, uint64_t ino, ui
     handle->version = version;
     handle->fd = fd;
     handle->size = size;
-    handle->have_sums = false;
     handle->users = 1;
     handle->forgotten = false;
     handle->newer = handle->older = -1;
@@ -188,10 +196,8 @@ void tilehandles_release(struct tilehandles *handles, struct tilehandle *handle,
                          const struct tilecrc *loaded)
 {
     int32_t slot = (int32_t)(handle - handles->slots);
-    if (loaded && !handle->forgotten && !handle->have_sums) {
-        tilecrc_copy(&handle->sums, loaded);
-        handle->have_sums = true;
-    }
+    if (loaded && !handle->forgotten && !handle->sums)
+        handle->sums = tilecrc_dup(loaded); /* out of memory: loaded again next time */
     if (--handle->users > 0)
         return;
     if (handle->forgotten)

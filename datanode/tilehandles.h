@@ -19,8 +19,8 @@
  * forgotten handle is never found again.
  *
  * Not thread-safe: callers hold the handlers' lock for every call; a
- * holder may read its handle's fd, size, and sums (when have_sums was true
- * at its hold) without it, as nothing changes them while held.
+ * holder may read its handle's fd, size, and sums (when not NULL at its
+ * hold) without it, as nothing changes them while held.
  */
 #ifndef TESSERA_DATANODE_TILEHANDLES_H
 #define TESSERA_DATANODE_TILEHANDLES_H
@@ -44,8 +44,8 @@ struct tilehandle {
     uint64_t version;
     int fd;         /* O_RDONLY, owned by the handles */
     uint64_t size;  /* the file's size when it was opened */
-    bool have_sums; /* sums holds the sidecar's trusted CRCs */
-    struct tilecrc sums;
+    /* the sidecar's trusted CRCs (tilecrc_dup()), NULL: not loaded yet */
+    struct tilecrc *sums;
     /* The handles' own from here on. */
     unsigned users;        /* holds not yet released */
     bool forgotten;        /* out of the index: closed at its last release */

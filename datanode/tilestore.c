@@ -1142,7 +1142,7 @@ int tilestore_hold(struct tilestore *store, uint64_t ino, uint64_t tile, uint64_
     held->handle = handle;
     held->fd = handle->fd;
     held->size = handle->size;
-    held->sums = handle->have_sums ? &handle->sums : NULL;
+    held->sums = handle->sums;
     return 0;
 }
 

@@ -64,7 +64,7 @@ static void test_found_until_forgotten(void **state)
     assert_non_null(added);
     assert_int_equal(added->fd, fd);
     assert_int_equal(added->size, 4096);
-    assert_false(added->have_sums);
+    assert_null(added->sums);
     tilehandles_release(handles, added, NULL);
 
     struct tilehandle *found = tilehandles_find(handles, 7, 2, 1);
@@ -138,7 +138,7 @@ static void test_forgotten_while_held(void **state)
     struct tilehandle *found = tilehandles_find(handles, 5, 5, 5);
     assert_ptr_equal(found, renewed);
     assert_int_equal(found->size, 20);
-    assert_false(found->have_sums); /* the forgotten one's CRCs were not kept */
+    assert_null(found->sums); /* the forgotten one's CRCs were not kept */
     tilehandles_release(handles, found, NULL);
 }
 
@@ -150,13 +150,13 @@ static void test_loaded_sums_are_kept_once(void **state)
     struct tilecrc second = {.run = 4, .blocks = 1, .crcs = {0xBBBB}};
     tilehandles_release(handles, handle, &first);
     handle = tilehandles_find(handles, 1, 0, 1);
-    assert_true(handle->have_sums);
-    assert_int_equal(handle->sums.crcs[0], 0xAAAA);
+    assert_non_null(handle->sums);
+    assert_int_equal(handle->sums->crcs[0], 0xAAAA);
     /* A second holder that loaded them too changes nothing a reader may be using. */
     tilehandles_release(handles, handle, &second);
     handle = tilehandles_find(handles, 1, 0, 1);
-    assert_int_equal(handle->sums.run, 3);
-    assert_int_equal(handle->sums.crcs[0], 0xAAAA);
+    assert_int_equal(handle->sums->run, 3);
+    assert_int_equal(handle->sums->crcs[0], 0xAAAA);
     tilehandles_release(handles, handle, NULL);
 }
 
