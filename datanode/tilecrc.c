@@ -78,8 +78,8 @@ static int tilecrc_convert(int data_fd, uint64_t data_bytes, uint32_t old_block_
     crc->run = 0;
     for (uint32_t old = 0; old < old_blocks && rc == 0; old++) {
         uint64_t start = (uint64_t)old * old_block_bytes;
-        size_t len = data_bytes - start < old_block_bytes ? (size_t)(data_bytes - start)
-                                                          : old_block_bytes;
+        size_t len =
+            data_bytes - start < old_block_bytes ? (size_t)(data_bytes - start) : old_block_bytes;
         rc = tilecrc_pread_all(data_fd, chunk, len, start);
         uint32_t whole = 0;
         for (size_t at = 0; rc == 0 && at < len; at += TILECRC_BLOCK_BYTES) {
@@ -125,15 +125,18 @@ int tilecrc_load(int dir_fd, const char *tile_name, int data_fd, uint64_t data_b
     uint64_t run = ts_cursor_u64(&cursor);
     (void)ts_cursor_u32(&cursor);
     uint32_t header_crc = ts_cursor_u32(&cursor);
-    bool known_blocks = block_bytes == TILECRC_BLOCK_BYTES ||
-                        (block_bytes > TILECRC_BLOCK_BYTES && block_bytes <= TILECRC_OLD_BLOCK_MAX &&
-                         block_bytes % TILECRC_BLOCK_BYTES == 0);
+    bool known_blocks =
+        block_bytes == TILECRC_BLOCK_BYTES ||
+        (block_bytes > TILECRC_BLOCK_BYTES && block_bytes <= TILECRC_OLD_BLOCK_MAX &&
+         block_bytes % TILECRC_BLOCK_BYTES == 0);
     /* A header torn or never made durable by a crash: rebuilt, not trusted. */
     if (cursor.failed || magic != TILECRC_MAGIC || format != TILECRC_FORMAT || !known_blocks ||
         blocks > TILECRC_MAX_BLOCKS || header_crc != crc32c(0, file, TILECRC_HEADER_BYTES - 4) ||
         (size_t)got < TILECRC_HEADER_BYTES + 4 * (size_t)blocks || tilecrc_run_suspect(trust, run))
         return 1;
-    if ((uint64_t)blocks != (data_bytes + block_bytes - 1) / block_bytes)
+    /* Larger than any tile (an old sidecar's count allows 256 MiB): changed behind our back. */
+    if ((uint64_t)blocks != (data_bytes + block_bytes - 1) / block_bytes ||
+        data_bytes > TS_MAX_DATA_BYTES)
         return -EBADMSG;
     if (block_bytes != TILECRC_BLOCK_BYTES) {
         uint32_t old_crcs[TILECRC_MAX_BLOCKS];
@@ -168,12 +171,12 @@ int tilecrc_rebuild(int data_fd, uint64_t data_bytes, struct tilecrc *crc)
     crc->blocks = tilecrc_blocks_for(data_bytes);
     crc->run = 0;
     for (uint64_t start = 0; start < data_bytes && rc == 0; start += TILECRC_IO_BYTES) {
-        size_t len = data_bytes - start < TILECRC_IO_BYTES ? (size_t)(data_bytes - start)
-                                                           : TILECRC_IO_BYTES;
+        size_t len =
+            data_bytes - start < TILECRC_IO_BYTES ? (size_t)(data_bytes - start) : TILECRC_IO_BYTES;
         rc = tilecrc_pread_all(data_fd, chunk, len, start);
         for (size_t at = 0; rc == 0 && at < len; at += TILECRC_BLOCK_BYTES)
-            crc->crcs[(start + at) / TILECRC_BLOCK_BYTES] =
-                crc32c(0, chunk + at, len - at < TILECRC_BLOCK_BYTES ? len - at : TILECRC_BLOCK_BYTES);
+            crc->crcs[(start + at) / TILECRC_BLOCK_BYTES] = crc32c(
+                0, chunk + at, len - at < TILECRC_BLOCK_BYTES ? len - at : TILECRC_BLOCK_BYTES);
     }
     free(chunk);
     return rc;
