@@ -35,7 +35,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -43,6 +42,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -78,6 +78,9 @@ struct stream_thread {
     pthread_t thread;
     bool started;
     int wake_fd;     /* eventfd: connections handed over, or the stream stops */
+    /* The thread's connections and wake_fd: epoll, not poll(), whose every
+     * call walked all of them (15 % of a datanode's CPU serving 4 KiB reads). */
+    int epoll_fd;
     struct nodehandlers_write_buffer write_buffer; /* a write's bytes, before they are checked */
     atomic_size_t count;
     pthread_mutex_t lock; /* protects incoming and incoming_count */
@@ -185,12 +188,21 @@ static void thread_take_incoming(struct stream_thread *thread)
         log_warn("tile stream: reading a thread's eventfd failed: %s", strerror(errno));
     int64_t now_ms = util_monotonic_ms();
     pthread_mutex_lock(&thread->lock);
-    for (size_t i = 0; i < thread->incoming_count; i++)
+    for (size_t i = 0; i < thread->incoming_count; i++) {
+        struct epoll_event event = {.events = EPOLLIN, .data.fd = thread->incoming[i].fd};
         thread->connections[thread->served++] =
             (struct stream_connection){.fd = thread->incoming[i].fd,
                                        .peer = thread->incoming[i].peer,
                                        .last_ms = now_ms,
                                        .drop = {.fd = -1}};
+        /* Not watched, it is never served: closed at once. */
+        if (thread->epoll_fd < 0 ||
+            epoll_ctl(thread->epoll_fd, EPOLL_CTL_ADD, event.data.fd, &event) != 0) {
+            log_warn("tile stream: cannot watch a connection: %s; it is closed",
+                     strerror(errno));
+            connection_drop(thread, thread->served - 1);
+        }
+    }
     thread->incoming_count = 0;
     pthread_mutex_unlock(&thread->lock);
 }
@@ -228,40 +240,52 @@ static void thread_close_idle(struct stream_thread *thread, int64_t now_ms)
     }
 }
 
+/* The index of the connection whose socket is fd, or served when none is. */
+static size_t thread_connection_of(const struct stream_thread *thread, int fd)
+{
+    size_t i = 0;
+    while (i < thread->served && thread->connections[i].fd != fd)
+        i++;
+    return i;
+}
+
 static void *thread_main(void *arg)
 {
     struct stream_thread *thread = arg;
-    struct pollfd items[1 + STREAM_THREAD_CONNECTIONS];
+    struct epoll_event events[1 + STREAM_THREAD_CONNECTIONS];
 
     while (!atomic_load(&thread->stream->stopping)) {
-        items[0] = (struct pollfd){.fd = thread->wake_fd, .events = POLLIN};
-        for (size_t i = 0; i < thread->served; i++)
-            items[1 + i] = (struct pollfd){.fd = thread->connections[i].fd, .events = POLLIN};
-        size_t polled = thread->served;
-        int ready = poll(items, 1 + polled, thread_poll_timeout(thread, util_monotonic_ms()));
+        int ready = epoll_wait(thread->epoll_fd, events, (int)(1 + STREAM_THREAD_CONNECTIONS),
+                               thread_poll_timeout(thread, util_monotonic_ms()));
         if (ready < 0) {
             if (errno == EINTR)
                 continue;
-            log_error("tile stream: poll failed: %s; this thread's connections close",
+            log_error("tile stream: epoll_wait failed: %s; this thread's connections close",
                       strerror(errno));
             break;
         }
         int64_t now_ms = util_monotonic_ms();
         if (ready == 0) { /* idle: drop what the readers have acknowledged */
-            for (size_t i = 0; i < polled; i++)
+            for (size_t i = 0; i < thread->served; i++)
                 nodehandlers_drop_behind(&thread->connections[i].drop, thread->connections[i].fd);
         }
-        /* Item i is connection i - 1. Last to first: a drop moves the last
-         * connection, already served, into the dropped one's place. */
-        for (size_t i = polled; ready > 0 && i >= 1; i--) {
-            if (!(items[i].revents & (POLLIN | POLLERR | POLLHUP)))
+        bool woken = false;
+        for (int e = 0; e < ready; e++) {
+            if (events[e].data.fd == thread->wake_fd) {
+                woken = true;
                 continue;
-            thread->connections[i - 1].last_ms = now_ms;
-            if (!connection_take(thread, &thread->connections[i - 1]))
-                connection_drop(thread, i - 1);
+            }
+            /* Found by its socket: a drop moves the last connection into the
+             * dropped one's place, and closing it takes it out of the epoll set. */
+            size_t i = thread_connection_of(thread, events[e].data.fd);
+            if (i == thread->served)
+                continue;
+            thread->connections[i].last_ms = now_ms;
+            if (!connection_take(thread, &thread->connections[i]))
+                connection_drop(thread, i);
         }
         thread_close_idle(thread, now_ms);
-        if (items[0].revents & POLLIN)
+        if (woken)
             thread_take_incoming(thread);
     }
     return NULL;
@@ -284,6 +308,8 @@ static void threads_stop(struct stream *stream)
             connection_drop(thread, thread->served - 1);
         if (thread->wake_fd >= 0)
             close(thread->wake_fd);
+        if (thread->epoll_fd >= 0)
+            close(thread->epoll_fd);
         free(thread->write_buffer.bytes);
         thread->write_buffer.bytes = NULL;
         thread->write_buffer.cap = 0;
@@ -303,7 +329,11 @@ static int threads_start(struct stream *stream)
         thread->write_buffer.huge_pages = stream->context->stream_huge_pages;
         pthread_mutex_init(&thread->lock, NULL);
         thread->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-        if (thread->wake_fd < 0 && rc == 0)
+        thread->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+        struct epoll_event wake = {.events = EPOLLIN, .data.fd = thread->wake_fd};
+        if ((thread->wake_fd < 0 || thread->epoll_fd < 0 ||
+             epoll_ctl(thread->epoll_fd, EPOLL_CTL_ADD, thread->wake_fd, &wake) != 0) &&
+            rc == 0)
             rc = -errno;
     }
     if (rc != 0)
@@ -357,7 +387,7 @@ int stream_open(const char *endpoint, struct nodehandlers_context *context, stru
     atomic_store(&stream->idle_ms, STREAM_IDLE_MS);
     pthread_mutex_init(&stream->peers_lock, NULL);
     for (int i = 0; i < STREAM_THREADS; i++)
-        stream->threads[i].wake_fd = -1;
+        stream->threads[i].wake_fd = stream->threads[i].epoll_fd = -1;
     stream->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (stream->listen_fd < 0 ||
         setsockopt(stream->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
