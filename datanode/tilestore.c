@@ -876,10 +876,24 @@ static void tilestore_spare_sidecar(struct tilestore *store, const char *tile_na
 }
 
 /* pwrite until everything is written; 0 or -errno. */
+/*
+ * Tile bytes go to the file at most this many at a time. ext4 (Linux 6.16
+ * on) sizes a write's page-cache folios by the write: one 1 MiB pwrite
+ * took 1 MiB folios, fresh high-order memory, and on a VM that hands free
+ * memory back to its host each first touch of it faults in the host: the
+ * copy into the page cache cost three times as much CPU (perf, 4 streams
+ * writing: 2.3 s per 1.6 GB, against 0.9 s when the bytes came through a
+ * pipe, 64 KiB at a time, before checksums). 64 KiB pieces: the datanodes'
+ * CPU 4.0-4.2 s where it was 5.8-6.2 s, and 16 system calls a MiB cost
+ * next to nothing on any machine.
+ */
+#define TILESTORE_WRITE_PIECE_BYTES (64u << 10)
+
 static int tilestore_pwrite_all(int fd, const uint8_t *data, size_t len, uint64_t offset)
 {
     while (len > 0) {
-        ssize_t written = pwrite(fd, data, len, (off_t)offset);
+        size_t piece = len < TILESTORE_WRITE_PIECE_BYTES ? len : TILESTORE_WRITE_PIECE_BYTES;
+        ssize_t written = pwrite(fd, data, piece, (off_t)offset);
         if (written < 0) {
             if (errno == EINTR)
                 continue;
