@@ -131,7 +131,7 @@ static void test_lengths_and_alignments(void **state)
 
 /*
  * Lengths where the hardware path changes gear (three chains of 8 KiB,
- * then of 512 bytes, then one chain for the rest), at every alignment and
+ * then of 1,360 bytes, then of 256, then one chain for the rest), at every alignment and
  * from a running CRC: the dispatched path gives the tables' answer.
  */
 static void test_three_chain_lengths(void **state)
@@ -141,7 +141,8 @@ static void test_three_chain_lengths(void **state)
     uint8_t *buf = malloc(cap);
     assert_non_null(buf);
     fill_random(buf, cap, 7);
-    const size_t lens[] = {1535,  1536,  1537,  1544,  3071,  24575, 24576, 24577,
+    const size_t lens[] = {767,   768,   769,   776,    1535,   4079,  4080,
+                           4095,  4096,  4097,  4848,  24575,  24576, 24577,
                            26111, 26112, 65536, 65539, 131071, 131072, 200000};
     for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
         for (size_t offset = 0; offset < 8; offset++) {
